@@ -1,0 +1,39 @@
+# streamsketch -- PGXS build
+EXTENSION = streamsketch
+EXTVERSION = 0.1
+
+MODULE_big = streamsketch
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+
+# The extension script is assembled from one part per structure.
+SQL_PARTS = $(sort $(wildcard sql/parts/*.sql))
+DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
+
+PG_CPPFLAGS = -I$(srcdir)/src
+SHLIB_LINK = -lmurmurhash
+
+REGRESS = $(basename $(notdir $(sort $(wildcard sql/[0-9]*.sql))))
+REGRESS_OPTS = --load-extension=$(EXTENSION)
+
+ISOLATION = $(basename $(notdir $(sort $(wildcard test/specs/*.spec))))
+ISOLATION_OPTS = --inputdir=test --outputdir=test/output_iso --load-extension=$(EXTENSION)
+
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
+
+EXTRA_CLEAN = test/output_iso results regression.diffs regression.out tmp_check
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+sql/$(EXTENSION)--$(EXTVERSION).sql: $(SQL_PARTS)
+	cat $^ > $@
+
+.PHONY: installcheck-all
+installcheck-all: installcheck
+	$(MAKE) installcheck-isolation
+	$(MAKE) prove_installcheck
+
+installcheck-isolation:
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
