@@ -1,0 +1,84 @@
+
+/* ---------------------------------------------------------------------
+ * bcms: the buffered count-min sketch table access method
+ * ------------------------------------------------------------------- */
+
+-- Parameters of every bcms table, captured at CREATE TABLE (from the GUCs)
+-- or set by bcms_create().  The metapage is created lazily from this row, so
+-- TRUNCATE, the reset of an unlogged table after a crash and pg_restore all
+-- get the same parameters back.  pg_dump dumps it (config table).
+CREATE TABLE bcms_params (
+	relid regclass PRIMARY KEY,
+	mode text NOT NULL CHECK (mode IN ('buffered', 'plain')),
+	epsilon float8 NOT NULL,
+	delta float8 NOT NULL,
+	width bigint NOT NULL,
+	depth int NOT NULL,
+	buffer_size_kb int NOT NULL,
+	conservative bool NOT NULL,
+	seed bigint NOT NULL
+);
+SELECT pg_catalog.pg_extension_config_dump('bcms_params', '');
+COMMENT ON TABLE bcms_params IS 'Parameters of each bcms table (one row per table)';
+
+-- A newer row for the same table replaces the older one: CREATE TABLE
+-- records the GUC defaults, then bcms_create() or a restored dump row wins.
+CREATE FUNCTION bcms_params_replace() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	DELETE FROM @extschema@.bcms_params WHERE relid = NEW.relid;
+	RETURN NEW;
+END;
+$$;
+CREATE TRIGGER bcms_params_replace BEFORE INSERT ON bcms_params
+	FOR EACH ROW EXECUTE FUNCTION bcms_params_replace();
+
+-- Forget the parameters of dropped tables.
+CREATE FUNCTION streamsketch_drop_cleanup() RETURNS event_trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	DELETE FROM @extschema@.bcms_params p
+	USING pg_catalog.pg_event_trigger_dropped_objects() d
+	WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+	  AND d.objid = p.relid::pg_catalog.oid;
+END;
+$$;
+CREATE EVENT TRIGGER streamsketch_drop_cleanup ON sql_drop
+	EXECUTE FUNCTION streamsketch_drop_cleanup();
+
+CREATE FUNCTION bcms_handler(internal) RETURNS table_am_handler
+AS 'MODULE_PATHNAME', 'bcms_handler' LANGUAGE C;
+
+CREATE ACCESS METHOD bcms TYPE TABLE HANDLER bcms_handler;
+COMMENT ON ACCESS METHOD bcms IS 'buffered count-min sketch: frequency estimates with epsilon*n error, one page read per estimate';
+
+CREATE FUNCTION bcms_estimate(sketch regclass, key anyelement) RETURNS bigint
+AS 'MODULE_PATHNAME', 'bcms_estimate' LANGUAGE C STRICT STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION bcms_estimate(regclass, anyelement) IS 'estimated count of key (never below the true count)';
+
+CREATE FUNCTION bcms_flush(sketch regclass) RETURNS bigint
+AS 'MODULE_PATHNAME', 'bcms_flush' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION bcms_flush(regclass) IS 'apply all buffered updates to the sketch pages; returns the number applied';
+
+CREATE FUNCTION bcms_info(sketch regclass,
+	OUT mode text, OUT epsilon float8, OUT delta float8, OUT width bigint,
+	OUT depth int, OUT sketch_pages int, OUT buffer_pages int,
+	OUT subbuffer_capacity int, OUT conservative bool, OUT seed bigint,
+	OUT items bigint, OUT total_weight bigint, OUT buffered_entries bigint,
+	OUT relation_pages bigint, OUT error_bound float8)
+AS 'MODULE_PATHNAME', 'bcms_info' LANGUAGE C STRICT STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION bcms_info(regclass) IS 'parameters and counters of a bcms table';
+
+CREATE FUNCTION bcms_merge(sketch regclass, value cms) RETURNS void
+AS 'MODULE_PATHNAME', 'bcms_merge' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION bcms_merge(regclass, cms) IS 'add an in-memory cms with the same parameters into a bcms table (at commit)';
+
+CREATE FUNCTION bcms_create(name text, key_type regtype,
+	epsilon float8 DEFAULT NULL, delta float8 DEFAULT NULL,
+	width bigint DEFAULT NULL, depth int DEFAULT NULL,
+	weighted bool DEFAULT false, mode text DEFAULT NULL,
+	conservative bool DEFAULT NULL, buffer_size text DEFAULT NULL,
+	unlogged bool DEFAULT false)
+RETURNS regclass
+AS 'MODULE_PATHNAME', 'bcms_create' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION bcms_create(text, regtype, float8, float8, bigint, int, bool, text, bool, text, bool) IS 'create a bcms table with explicit parameters';

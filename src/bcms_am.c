@@ -1,0 +1,454 @@
+/*-------------------------------------------------------------------------
+ *
+ * bcms_am.c
+ *	  The `bcms` table access method: handler, parameters, creation,
+ *	  TRUNCATE and INSERT.
+ *
+ * INSERT only hashes the row's key and appends (hash, weight) to the
+ * transaction's pending log (ss_pending.c); bcms_apply_pending() applies the
+ * log at pre-commit.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/multixact.h"
+#include "access/relation.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/pg_type.h"
+#include "catalog/storage.h"
+#include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "bcms.h"
+#include "miscadmin.h"
+#include "ss_pending.h"
+#include "storage/bufmgr.h"
+#include "streamsketch.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+PG_FUNCTION_INFO_V1(bcms_handler);
+
+static TableAmRoutine bcms_routine;
+static bool bcms_routine_ready = false;
+
+bool
+bcms_relation_is_bcms(Relation rel)
+{
+	return rel->rd_tableam == &bcms_routine;
+}
+
+/* Open relid and check that it is a bcms table. */
+Relation
+bcms_open(Oid relid, LOCKMODE lockmode)
+{
+	Relation	rel = relation_open(relid, lockmode);
+
+	if (rel->rd_rel->relkind != RELKIND_RELATION || !bcms_relation_is_bcms(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("relation \"%s\" is not a bcms table",
+						RelationGetRelationName(rel)),
+				 errhint("Create one with CREATE TABLE ... USING bcms or bcms_create().")));
+	return rel;
+}
+
+/*
+ * Compute the page geometry from the parameters, validating them.  The
+ * result depends on nothing else, so the metapage, the catalog row and an
+ * in-memory cms built with the same epsilon/delta agree.
+ */
+void
+bcms_derive_geometry(BcmsParams *p)
+{
+	uint64		total_pages;
+
+	if (p->depth < 1 || p->depth > CMS_MAX_DEPTH)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("bcms depth %u is out of range", p->depth),
+				 errdetail("The depth must be between 1 and %d (delta >= e^-%d).",
+						   CMS_MAX_DEPTH, CMS_MAX_DEPTH)));
+	if (p->width < 1 || p->width > (uint64) CMS_MAX_PAGES * CMS_COUNTERS_PER_PAGE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("bcms width " UINT64_FORMAT " is out of range", p->width),
+				 errdetail("The sketch may have at most %u pages of %zu counters.",
+						   CMS_MAX_PAGES, (size_t) CMS_COUNTERS_PER_PAGE),
+				 errhint("Use a larger epsilon.")));
+	if (p->mode == BCMS_MODE_PLAIN && p->conservative)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("conservative update requires a buffered bcms"),
+				 errdetail("In plain mode a key's counters are on different pages, so conservative update would lock and rewrite depth pages per update.")));
+
+	memset(&p->geom, 0, sizeof(p->geom));
+	p->subbuf_cap = p->subbufs_per_page = p->nbufpages = p->plain_pages = 0;
+
+	if (p->mode == BCMS_MODE_PLAIN)
+	{
+		total_pages = (p->width * p->depth + PLAIN_COUNTERS_PER_PAGE - 1) /
+			PLAIN_COUNTERS_PER_PAGE;
+		if (total_pages > CMS_MAX_PAGES)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("bcms of width " UINT64_FORMAT " and depth %u is too large",
+							p->width, p->depth),
+					 errhint("Use a larger epsilon or delta.")));
+		p->plain_pages = (uint32) total_pages;
+		return;
+	}
+
+	cms_geometry_init(&p->geom, p->width, p->depth);
+	if ((uint64) p->geom.npages > CMS_MAX_PAGES)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("bcms of width " UINT64_FORMAT " and depth %u is too large",
+						p->width, p->depth),
+				 errhint("Use a larger epsilon or delta.")));
+
+	/* sub-buffers: M bytes split evenly over the k sketch pages */
+	{
+		uint64		max_cap = (SS_PAGE_DATA_SIZE - MAXALIGN(sizeof(uint32))) /
+			sizeof(BcmsBufEntry);
+		uint64		cap = ((uint64) p->buffer_kb * 1024 / sizeof(BcmsBufEntry)) /
+			p->geom.npages;
+		uint32		spp;
+
+		cap = Min(cap, max_cap);
+		if (cap == 0)
+			return;				/* unbuffered: updates go to the page */
+		for (spp = 1;; spp++)
+		{
+			if (MAXALIGN((spp + 1) * sizeof(uint32)) +
+				(spp + 1) * cap * sizeof(BcmsBufEntry) > SS_PAGE_DATA_SIZE)
+				break;
+		}
+		p->subbuf_cap = (uint32) cap;
+		p->subbufs_per_page = spp;
+		p->nbufpages = (p->geom.npages + spp - 1) / spp;
+	}
+}
+
+void
+bcms_check_epsilon_delta(double epsilon, double delta)
+{
+	if (!(epsilon > 0 && epsilon < 1))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("bcms epsilon %g is out of range", epsilon),
+				 errdetail("Epsilon must be greater than 0 and less than 1.")));
+	if (!(delta > 0 && delta < 1))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("bcms delta %g is out of range", delta),
+				 errdetail("Delta must be greater than 0 and less than 1.")));
+}
+
+void
+bcms_params_from_gucs(BcmsParams *p)
+{
+	memset(p, 0, sizeof(*p));
+	bcms_check_epsilon_delta(ss_bcms_epsilon, ss_bcms_delta);
+	p->mode = (uint32) ss_bcms_mode;
+	p->epsilon = ss_bcms_epsilon;
+	p->delta = ss_bcms_delta;
+	p->depth = cms_depth_for_delta(p->delta);
+	p->width = cms_width_for_epsilon(p->epsilon);
+	p->buffer_kb = (uint32) ss_bcms_buffer_size_kb;
+	p->conservative = ss_bcms_conservative && p->mode == BCMS_MODE_BUFFERED;
+	p->seed = SS_DEFAULT_SEED;
+	bcms_derive_geometry(p);
+}
+
+static const char *
+bcms_mode_name(uint32 mode)
+{
+	return mode == BCMS_MODE_PLAIN ? "plain" : "buffered";
+}
+
+/* Record p as relid's parameters (replacing any earlier row). */
+void
+bcms_catalog_store(Oid relid, const BcmsParams *p)
+{
+	Oid			argtypes[9] = {OIDOID, TEXTOID, FLOAT8OID, FLOAT8OID, INT8OID,
+	INT4OID, INT4OID, BOOLOID, INT8OID};
+	Datum		args[9];
+	char	   *sql;
+
+	args[0] = ObjectIdGetDatum(relid);
+	args[1] = CStringGetTextDatum(bcms_mode_name(p->mode));
+	args[2] = Float8GetDatum(p->epsilon);
+	args[3] = Float8GetDatum(p->delta);
+	args[4] = Int64GetDatum((int64) p->width);
+	args[5] = Int32GetDatum((int32) p->depth);
+	args[6] = Int32GetDatum((int32) p->buffer_kb);
+	args[7] = BoolGetDatum(p->conservative);
+	args[8] = Int64GetDatum((int64) p->seed);
+
+	/* a BEFORE INSERT trigger on bcms_params replaces an existing row */
+	sql = psprintf("INSERT INTO %s.bcms_params (relid, mode, epsilon, delta, width, depth, buffer_size_kb, conservative, seed) "
+				   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+				   ss_extension_schema());
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args(sql, 9, argtypes, args, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not record bcms parameters of relation %u", relid);
+	SPI_finish();
+	pfree(sql);
+}
+
+/* Read relid's parameters from the catalog; false if it has no row. */
+static bool
+bcms_catalog_load(Oid relid, BcmsParams *p)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1];
+	char	   *sql;
+	bool		found = false;
+
+	args[0] = ObjectIdGetDatum(relid);
+	sql = psprintf("SELECT mode, epsilon, delta, width, depth, buffer_size_kb, conservative, seed "
+				   "FROM %s.bcms_params WHERE relid = $1",
+				   ss_extension_schema());
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args(sql, 1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read bcms parameters of relation %u", relid);
+	if (SPI_processed == 1)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull[8];
+		Datum		v[8];
+		char	   *mode;
+
+		for (int i = 0; i < 8; i++)
+		{
+			v[i] = SPI_getbinval(tup, desc, i + 1, &isnull[i]);
+			if (isnull[i])
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("bcms_params row of relation %u has a NULL column", relid)));
+		}
+		memset(p, 0, sizeof(*p));
+		mode = TextDatumGetCString(v[0]);
+		if (strcmp(mode, "buffered") == 0)
+			p->mode = BCMS_MODE_BUFFERED;
+		else if (strcmp(mode, "plain") == 0)
+			p->mode = BCMS_MODE_PLAIN;
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid bcms mode \"%s\" in bcms_params", mode)));
+		p->epsilon = DatumGetFloat8(v[1]);
+		p->delta = DatumGetFloat8(v[2]);
+		p->width = (uint64) DatumGetInt64(v[3]);
+		p->depth = (uint32) DatumGetInt32(v[4]);
+		p->buffer_kb = (uint32) DatumGetInt32(v[5]);
+		p->conservative = DatumGetBool(v[6]);
+		p->seed = (uint32) DatumGetInt64(v[7]);
+		found = true;
+	}
+	SPI_finish();
+	pfree(sql);
+	if (found)
+		bcms_derive_geometry(p);
+	return found;
+}
+
+/* Check the table's columns: (key [, weight integer]). */
+static void
+bcms_check_columns(TupleDesc desc, const char *relname, BcmsState *st)
+{
+	int			ncols = 0;
+	Form_pg_attribute cols[2] = {NULL, NULL};
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped)
+			continue;
+		if (ncols < 2)
+			cols[ncols] = att;
+		ncols++;
+	}
+	if (ncols < 1 || ncols > 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+				 errmsg("a bcms table must have one or two columns, \"%s\" has %d",
+						relname, ncols),
+				 errhint("Use (key anytype) or (key anytype, weight bigint).")));
+	if (ncols == 2 && cols[1]->atttypid != INT2OID &&
+		cols[1]->atttypid != INT4OID && cols[1]->atttypid != INT8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("the second column of bcms table \"%s\" must be an integer weight",
+						relname),
+				 errdetail("Column \"%s\" has type %s.", NameStr(cols[1]->attname),
+						   format_type_be(cols[1]->atttypid)),
+				 errhint("Use smallint, integer or bigint.")));
+	if (st)
+	{
+		st->keytype = cols[0]->atttypid;
+		st->keylen = cols[0]->attlen;
+		st->keybyval = cols[0]->attbyval;
+		st->weighted = (ncols == 2);
+		st->weighttype = ncols == 2 ? cols[1]->atttypid : InvalidOid;
+	}
+}
+
+/*
+ * The relation's parameters and column info, cached in rd_amcache (which
+ * the relcache frees on invalidation, e.g. after TRUNCATE).  They come from
+ * the metapage if it exists, else from the catalog row.
+ */
+BcmsState *
+bcms_get_state(Relation rel)
+{
+	BcmsState  *st;
+	BcmsMetaData meta;
+
+	if (rel->rd_amcache)
+		return (BcmsState *) rel->rd_amcache;
+
+	st = MemoryContextAllocZero(CacheMemoryContext, sizeof(BcmsState));
+	PG_TRY();
+	{
+		bcms_check_columns(RelationGetDescr(rel), RelationGetRelationName(rel), st);
+		if (bcms_read_meta(rel, &meta))
+			st->p = meta.params;
+		else if (!bcms_catalog_load(RelationGetRelid(rel), &st->p))
+		{
+			/* e.g. created before the row was restored: use the defaults */
+			bcms_params_from_gucs(&st->p);
+			if (!RecoveryInProgress() && !XactReadOnly)
+				bcms_catalog_store(RelationGetRelid(rel), &st->p);
+		}
+	}
+	PG_CATCH();
+	{
+		pfree(st);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	rel->rd_amcache = st;
+	return st;
+}
+
+static void
+bcms_forget_state(Relation rel)
+{
+	if (rel->rd_amcache)
+		pfree(rel->rd_amcache);
+	rel->rd_amcache = NULL;
+}
+
+static void
+bcms_relation_set_new_filenode(Relation rel, const RelFileNode *newrnode,
+							   char persistence, TransactionId *freezeXid,
+							   MultiXactId *minmulti)
+{
+	/* no tuples, no xids: anti-wraparound vacuum has nothing to freeze */
+	*freezeXid = InvalidTransactionId;
+	*minmulti = InvalidMultiXactId;
+
+	bcms_check_columns(RelationGetDescr(rel), RelationGetRelationName(rel), NULL);
+	ss_create_storage(rel, newrnode, persistence);
+
+	if (ss_relation_is_new(rel))
+	{
+		/* CREATE TABLE: capture the GUC defaults now */
+		BcmsParams	p;
+
+		bcms_params_from_gucs(&p);
+		bcms_catalog_store(RelationGetRelid(rel), &p);
+	}
+	else if (ss_pending_has(RelationGetRelid(rel)))
+	{
+		/* TRUNCATE: this transaction's earlier inserts are gone too */
+		ss_pending_add(rel, bcms_apply_pending, SS_PENDING_TRUNCATE, NULL, 0);
+	}
+	bcms_forget_state(rel);
+}
+
+static void
+bcms_relation_nontransactional_truncate(Relation rel)
+{
+	RelationTruncate(rel, 0);
+	if (ss_pending_has(RelationGetRelid(rel)))
+		ss_pending_add(rel, bcms_apply_pending, SS_PENDING_TRUNCATE, NULL, 0);
+	bcms_forget_state(rel);
+}
+
+static int64
+bcms_weight_of(const BcmsState *st, Datum d)
+{
+	switch (st->weighttype)
+	{
+		case INT2OID:
+			return DatumGetInt16(d);
+		case INT4OID:
+			return DatumGetInt32(d);
+		default:
+			return DatumGetInt64(d);
+	}
+}
+
+/*
+ * One row = one occurrence of its key (or `weight` occurrences).  Rows
+ * with a NULL key or a NULL weight are skipped, as aggregates skip NULLs.
+ */
+static void
+bcms_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
+				  int options, struct BulkInsertStateData *bistate)
+{
+	BcmsState  *st = bcms_get_state(rel);
+	SSPendingKey key;
+
+	slot_getallattrs(slot);
+	slot->tts_tableOid = RelationGetRelid(rel);
+	ItemPointerSetInvalid(&slot->tts_tid);
+
+	if (slot->tts_isnull[0])
+		return;
+	key.weight = 1;
+	if (st->weighted)
+	{
+		if (slot->tts_isnull[1])
+			return;
+		key.weight = bcms_weight_of(st, slot->tts_values[1]);
+		if (key.weight < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("bcms weight " INT64_FORMAT " is negative", key.weight),
+					 errdetail("A count-min sketch only supports non-negative increments."),
+					 errhint("Filter out negative weights, or keep a second table for decrements.")));
+		if (key.weight == 0)
+			return;
+	}
+	key.hash = ss_hash_datum(slot->tts_values[0], st->keylen, st->keybyval,
+							 st->p.seed);
+	ss_pending_add(rel, bcms_apply_pending, SS_PENDING_KEY, &key, sizeof(key));
+}
+
+Datum
+bcms_handler(PG_FUNCTION_ARGS)
+{
+	if (!bcms_routine_ready)
+	{
+		MemSet(&bcms_routine, 0, sizeof(bcms_routine));
+		ss_tableam_init_common(&bcms_routine);
+		bcms_routine.tuple_insert = bcms_tuple_insert;
+		bcms_routine.relation_set_new_filenode = bcms_relation_set_new_filenode;
+		bcms_routine.relation_nontransactional_truncate = bcms_relation_nontransactional_truncate;
+		bcms_routine_ready = true;
+	}
+	PG_RETURN_POINTER(&bcms_routine);
+}

@@ -1,0 +1,491 @@
+/*-------------------------------------------------------------------------
+ *
+ * bcms_apply.c
+ *	  Writing a bcms: the metapage, applying a committing transaction's
+ *	  pending updates, flushing sub-buffers, merging a cms value.
+ *
+ * Every change is WAL-logged with GenericXLog (a no-op for unlogged
+ * relations), one record per sketch page touched, together with its
+ * buffer page, so a crash never separates a sub-buffer from its page.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/generic_xlog.h"
+#include "bcms.h"
+#include "cms.h"
+#include "miscadmin.h"
+#include "ss_pending.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "streamsketch.h"
+#include "utils/memutils.h"
+
+/* An update waiting in a commit-time batch, sorted by page. */
+typedef struct BatchEntry
+{
+	uint32		page;			/* sketch page (buffered) or block (plain) */
+	uint32		seq;			/* arrival order, kept within a page */
+	uint64		h2;				/* buffered: cell hash; plain: counter offset */
+	int64		weight;
+} BatchEntry;
+
+static int
+batch_entry_cmp(const void *a, const void *b)
+{
+	const BatchEntry *x = a;
+	const BatchEntry *y = b;
+
+	if (x->page != y->page)
+		return x->page < y->page ? -1 : 1;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Read the metapage if there is one.  Returns false if the relation has no
+ * metapage yet (never written, truncated, reset after a crash, or on a
+ * standby before the first WAL record arrived).
+ */
+bool
+bcms_read_meta(Relation rel, BcmsMetaData *meta)
+{
+	Buffer		buf;
+	Page		page;
+
+	if (RelationGetNumberOfBlocks(rel) == 0)
+		return false;
+	buf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	if (PageIsNew(page))
+	{
+		UnlockReleaseBuffer(buf);
+		return false;
+	}
+	ss_meta_check(rel, page, SS_KIND_BCMS);
+	memcpy(meta, SSPageGetData(page), sizeof(BcmsMetaData));
+	UnlockReleaseBuffer(buf);
+	return true;
+}
+
+/*
+ * Create the metapage if the relation has none.  Runs under the relation
+ * extension lock so that concurrent first writers create it once; block 0
+ * may exist as a zero page if a crash lost the WAL record that initialized
+ * it, so that case is initialized too.
+ */
+void
+bcms_ensure_metapage(Relation rel, const BcmsState *st)
+{
+	Buffer		buf;
+	Page		page;
+
+	if (RelationGetNumberOfBlocks(rel) == 0)
+	{
+		LockRelationForExtension(rel, ExclusiveLock);
+		if (RelationGetNumberOfBlocks(rel) == 0)
+		{
+			buf = ReadBufferExtended(rel, MAIN_FORKNUM, P_NEW, RBM_NORMAL, NULL);
+			Assert(BufferGetBlockNumber(buf) == SS_METAPAGE_BLKNO);
+			ReleaseBuffer(buf);
+		}
+		UnlockRelationForExtension(rel, ExclusiveLock);
+	}
+
+	buf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	if (PageIsNew(BufferGetPage(buf)))
+	{
+		GenericXLogState *state = GenericXLogStart(rel);
+		BcmsMetaData *meta;
+
+		page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
+		ss_page_init(page, SS_PAGE_META, sizeof(BcmsMetaData));
+		meta = (BcmsMetaData *) SSPageGetData(page);
+		memset(meta, 0, sizeof(BcmsMetaData));
+		meta->hdr.magic = SS_META_MAGIC;
+		meta->hdr.version = SS_META_VERSION;
+		meta->hdr.kind = SS_KIND_BCMS;
+		meta->hdr.seed = st->p.seed;
+		meta->params = st->p;
+		GenericXLogFinish(state);
+	}
+	else
+		ss_meta_check(rel, BufferGetPage(buf), SS_KIND_BCMS);
+	UnlockReleaseBuffer(buf);
+}
+
+/* Add committed counts to the metapage (locked alone, briefly). */
+static void
+bcms_meta_add(Relation rel, int64 items, int64 weight, int64 flushes)
+{
+	Buffer		buf;
+	GenericXLogState *state;
+	BcmsMetaData *meta;
+
+	if (items == 0 && weight == 0 && flushes == 0)
+		return;
+	buf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	ss_meta_check(rel, BufferGetPage(buf), SS_KIND_BCMS);
+	state = GenericXLogStart(rel);
+	meta = (BcmsMetaData *) SSPageGetData(GenericXLogRegisterBuffer(state, buf, 0));
+	meta->items = cms_saturating_add(meta->items, items);
+	meta->total_weight = cms_saturating_add(meta->total_weight, weight);
+	meta->flushes += flushes;
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(buf);
+}
+
+/*
+ * Pin and exclusively lock block blkno, extending the relation if needed,
+ * and register it in state.  Returns the page to modify; a never-written
+ * page is initialized (and logged as a full image).
+ */
+static Page
+bcms_lock_for_write(Relation rel, GenericXLogState *state, BlockNumber blkno,
+					uint16 page_type, Size data_size, Buffer *bufp)
+{
+	Buffer		buf;
+	Page		page;
+	bool		isnew;
+
+	ss_extend_to(rel, blkno);
+	buf = ReadBuffer(rel, blkno);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	isnew = PageIsNew(BufferGetPage(buf));
+	if (!isnew)
+		ss_page_check(rel, blkno, BufferGetPage(buf), page_type);
+	page = GenericXLogRegisterBuffer(state, buf,
+									 isnew ? GENERIC_XLOG_FULL_IMAGE : 0);
+	if (isnew)
+	{
+		ss_page_init(page, page_type, data_size);
+		memset(SSPageGetData(page), 0, data_size);
+	}
+	*bufp = buf;
+	return page;
+}
+
+static Size
+bcms_sketch_data_size(const BcmsParams *p)
+{
+	return p->mode == BCMS_MODE_PLAIN ?
+		PLAIN_COUNTERS_PER_PAGE * sizeof(int64) :
+		cms_page_counters(&p->geom) * sizeof(int64);
+}
+
+/*
+ * Apply the updates of one sketch page: the sub-buffer's entries are
+ * appended, or if they do not fit, the sub-buffer and the new entries are
+ * applied to the sketch page in one write and the sub-buffer is emptied.
+ * Returns the number of sub-buffers flushed (0 or 1).
+ */
+static int
+bcms_apply_page_group(Relation rel, const BcmsParams *p, uint32 sketch_page,
+					  const BatchEntry *entries, int n)
+{
+	GenericXLogState *state = GenericXLogStart(rel);
+	Buffer		bbuf = InvalidBuffer;
+	Buffer		sbuf;
+	Page		bpage = NULL;
+	uint32	   *count = NULL;
+	BcmsBufEntry *sub = NULL;
+	int64	   *counters;
+	int			flushed = 0;
+
+	if (p->subbuf_cap > 0)
+	{
+		bpage = bcms_lock_for_write(rel, state, bcms_buffer_blkno(p, sketch_page),
+									SS_PAGE_BCMS_BUFFER, SS_PAGE_DATA_SIZE, &bbuf);
+		count = &bcms_buf_counts(bpage)[sketch_page % p->subbufs_per_page];
+		sub = bcms_buf_entries(bpage, p, sketch_page);
+		if (*count > p->subbuf_cap)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("sub-buffer of page %u of relation \"%s\" claims %u entries, capacity is %u",
+							sketch_page, RelationGetRelationName(rel),
+							*count, p->subbuf_cap)));
+		if (*count + n <= p->subbuf_cap)
+		{
+			for (int i = 0; i < n; i++)
+			{
+				sub[*count + i].h2 = entries[i].h2;
+				sub[*count + i].weight = entries[i].weight;
+			}
+			*count += n;
+			GenericXLogFinish(state);
+			UnlockReleaseBuffer(bbuf);
+			return 0;
+		}
+	}
+
+	/* lock order: buffer page (held), then sketch page */
+	counters = (int64 *) SSPageGetData(bcms_lock_for_write(rel, state,
+														   bcms_sketch_blkno(p, sketch_page),
+														   SS_PAGE_BCMS_SKETCH,
+														   bcms_sketch_data_size(p),
+														   &sbuf));
+	if (count != NULL)
+	{
+		for (uint32 i = 0; i < *count; i++)
+			cms_page_add(counters, &p->geom, bcms_entry_hash(&sub[i]),
+						 sub[i].weight, p->conservative);
+		*count = 0;
+		flushed = 1;
+	}
+	for (int i = 0; i < n; i++)
+	{
+		SSHash		h = {0, entries[i].h2};
+
+		cms_page_add(counters, &p->geom, h, entries[i].weight, p->conservative);
+	}
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(sbuf);
+	if (BufferIsValid(bbuf))
+		UnlockReleaseBuffer(bbuf);
+	return flushed;
+}
+
+/* plain mode: add to the counters of one page (entries hold offsets) */
+static void
+bcms_apply_plain_group(Relation rel, const BcmsParams *p, BlockNumber blkno,
+					   const BatchEntry *entries, int n)
+{
+	GenericXLogState *state = GenericXLogStart(rel);
+	Buffer		buf;
+	int64	   *counters;
+
+	counters = (int64 *) SSPageGetData(bcms_lock_for_write(rel, state, blkno,
+														   SS_PAGE_BCMS_SKETCH,
+														   bcms_sketch_data_size(p),
+														   &buf));
+	for (int i = 0; i < n; i++)
+		counters[entries[i].h2] = cms_saturating_add(counters[entries[i].h2],
+													 entries[i].weight);
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(buf);
+}
+
+/* Sort a batch by page and apply it page by page. */
+static int64
+bcms_apply_batch(Relation rel, const BcmsParams *p, BatchEntry *batch, int n)
+{
+	int64		flushes = 0;
+	int			start = 0;
+
+	qsort(batch, n, sizeof(BatchEntry), batch_entry_cmp);
+	while (start < n)
+	{
+		int			end = start + 1;
+
+		CHECK_FOR_INTERRUPTS();
+		while (end < n && batch[end].page == batch[start].page)
+			end++;
+		if (p->mode == BCMS_MODE_PLAIN)
+			bcms_apply_plain_group(rel, p, batch[start].page, batch + start,
+								   end - start);
+		else
+			flushes += bcms_apply_page_group(rel, p, batch[start].page,
+											 batch + start, end - start);
+		start = end;
+	}
+	return flushes;
+}
+
+/* Add a cms value's counters to the sketch pages, page by page. */
+static void
+bcms_apply_merge(Relation rel, const BcmsParams *p, const CmsData *cms)
+{
+	uint32		per_page = cms_page_counters(&p->geom);
+
+	for (uint32 pg = 0; pg < p->geom.npages; pg++)
+	{
+		const int64 *src = cms->counters + (Size) pg * per_page;
+		GenericXLogState *state;
+		Buffer		buf;
+		int64	   *dst;
+		bool		any = false;
+
+		CHECK_FOR_INTERRUPTS();
+		for (uint32 i = 0; i < per_page && !any; i++)
+			any = src[i] != 0;
+		if (!any)
+			continue;
+		state = GenericXLogStart(rel);
+		dst = (int64 *) SSPageGetData(bcms_lock_for_write(rel, state,
+														  bcms_sketch_blkno(p, pg),
+														  SS_PAGE_BCMS_SKETCH,
+														  bcms_sketch_data_size(p),
+														  &buf));
+		for (uint32 i = 0; i < per_page; i++)
+			dst[i] = cms_saturating_add(dst[i], src[i]);
+		GenericXLogFinish(state);
+		UnlockReleaseBuffer(buf);
+	}
+}
+
+/*
+ * Apply a committing transaction's pending records for rel (called at
+ * pre-commit by ss_pending.c).  Updates are collected into batches of at
+ * most streamsketch.pending_memory bytes, each sorted by page, so that a
+ * large transaction writes each page once per batch.
+ */
+void
+bcms_apply_pending(Relation rel)
+{
+	BcmsState  *st = bcms_get_state(rel);
+	const BcmsParams *p = &st->p;
+	SSPendingIter it;
+	SSPendingHeader hdr;
+	char	   *payload;
+	BatchEntry *batch;
+	int			nbatch = 0;
+	int			maxbatch;
+	int64		items = 0;
+	int64		weight = 0;
+	int64		flushes = 0;
+	uint32		seq = 0;
+	bool		any = false;
+
+	ss_pending_iter_begin(&it, RelationGetRelid(rel));
+	maxbatch = (int) Min((Size) ss_pending_memory_kb * 1024 / sizeof(BatchEntry),
+						 MaxAllocSize / sizeof(BatchEntry));
+	maxbatch = Max(maxbatch, (int) p->depth);
+	batch = palloc(sizeof(BatchEntry) * maxbatch);
+
+	while (ss_pending_iter_next(&it, &hdr, &payload))
+	{
+		if (!any)
+		{
+			bcms_ensure_metapage(rel, st);
+			any = true;
+		}
+		if (hdr.type == SS_PENDING_KEY)
+		{
+			SSPendingKey key;
+
+			memcpy(&key, payload, sizeof(key));
+			items++;
+			weight = cms_saturating_add(weight, key.weight);
+			if (nbatch + (int) p->depth > maxbatch)
+			{
+				flushes += bcms_apply_batch(rel, p, batch, nbatch);
+				nbatch = 0;
+			}
+			if (p->mode == BCMS_MODE_PLAIN)
+			{
+				for (uint32 row = 0; row < p->depth; row++)
+				{
+					uint64		idx = bcms_plain_index(p, key.hash, row);
+					BatchEntry *e = &batch[nbatch++];
+
+					e->page = (uint32) (1 + idx / PLAIN_COUNTERS_PER_PAGE);
+					e->seq = seq++;
+					e->h2 = idx % PLAIN_COUNTERS_PER_PAGE;
+					e->weight = key.weight;
+				}
+			}
+			else
+			{
+				BatchEntry *e = &batch[nbatch++];
+
+				e->page = cms_page_of(&p->geom, key.hash);
+				e->seq = seq++;
+				e->h2 = key.hash.h2;
+				e->weight = key.weight;
+			}
+		}
+		else if (hdr.type == SS_PENDING_MERGE)
+		{
+			const CmsData *cms = (const CmsData *) payload;
+
+			bcms_apply_merge(rel, p, cms);
+			weight = cms_saturating_add(weight, cms->total);
+		}
+	}
+	if (nbatch > 0)
+		flushes += bcms_apply_batch(rel, p, batch, nbatch);
+	pfree(batch);
+	ss_pending_iter_end(&it);
+	if (any)
+		bcms_meta_add(rel, items, weight, flushes);
+}
+
+/*
+ * Apply every non-empty sub-buffer to its sketch page.  Returns the number
+ * of entries applied.  One WAL record per sub-buffer (its buffer page and
+ * sketch page together).
+ */
+int64
+bcms_flush_all(Relation rel, const BcmsState *st)
+{
+	const BcmsParams *p = &st->p;
+	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+	int64		applied = 0;
+	int64		flushes = 0;
+
+	if (p->mode != BCMS_MODE_BUFFERED || p->subbuf_cap == 0 || nblocks == 0)
+		return 0;
+
+	for (uint32 b = 0; b < p->nbufpages; b++)
+	{
+		BlockNumber bblk = 1 + p->geom.npages + b;
+
+		CHECK_FOR_INTERRUPTS();
+		if (bblk >= nblocks)
+			break;
+		for (uint32 slot = 0; slot < p->subbufs_per_page; slot++)
+		{
+			uint32		pg = b * p->subbufs_per_page + slot;
+			Buffer		bbuf;
+			uint32		n;
+
+			if (pg >= p->geom.npages)
+				break;
+			/* peek first, so empty sub-buffers cost no WAL */
+			bbuf = ReadBuffer(rel, bblk);
+			LockBuffer(bbuf, BUFFER_LOCK_SHARE);
+			ss_page_check(rel, bblk, BufferGetPage(bbuf), SS_PAGE_BCMS_BUFFER);
+			n = PageIsNew(BufferGetPage(bbuf)) ? 0 :
+				bcms_buf_counts(BufferGetPage(bbuf))[slot];
+			UnlockReleaseBuffer(bbuf);
+			if (n == 0)
+				continue;
+			/* an empty group forces the sub-buffer onto its page */
+			{
+				GenericXLogState *state = GenericXLogStart(rel);
+				Buffer		sbuf;
+				Page		bpage;
+				uint32	   *count;
+				BcmsBufEntry *sub;
+				int64	   *counters;
+
+				bpage = bcms_lock_for_write(rel, state, bblk, SS_PAGE_BCMS_BUFFER,
+											SS_PAGE_DATA_SIZE, &bbuf);
+				count = &bcms_buf_counts(bpage)[slot];
+				sub = bcms_buf_entries(bpage, p, pg);
+				counters = (int64 *) SSPageGetData(bcms_lock_for_write(rel, state,
+																	   bcms_sketch_blkno(p, pg),
+																	   SS_PAGE_BCMS_SKETCH,
+																	   bcms_sketch_data_size(p),
+																	   &sbuf));
+				for (uint32 i = 0; i < *count && i < p->subbuf_cap; i++)
+					cms_page_add(counters, &p->geom, bcms_entry_hash(&sub[i]),
+								 sub[i].weight, p->conservative);
+				applied += Min(*count, p->subbuf_cap);
+				*count = 0;
+				flushes++;
+				GenericXLogFinish(state);
+				UnlockReleaseBuffer(sbuf);
+				UnlockReleaseBuffer(bbuf);
+			}
+		}
+	}
+	if (flushes > 0)
+		bcms_meta_add(rel, 0, 0, flushes);
+	return applied;
+}

@@ -1,0 +1,452 @@
+/*-------------------------------------------------------------------------
+ *
+ * bcms_query.c
+ *	  SQL functions of the bcms access method: bcms_estimate, bcms_flush,
+ *	  bcms_info, bcms_merge and the constructor bcms_create.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "bcms.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "cms.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "parser/parse_coerce.h"
+#include "ss_pending.h"
+#include "storage/bufmgr.h"
+#include "streamsketch.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/varlena.h"
+
+PG_FUNCTION_INFO_V1(bcms_estimate);
+PG_FUNCTION_INFO_V1(bcms_flush);
+PG_FUNCTION_INFO_V1(bcms_info);
+PG_FUNCTION_INFO_V1(bcms_merge);
+PG_FUNCTION_INFO_V1(bcms_create);
+
+static void
+bcms_check_acl(Relation rel, AclMode mode)
+{
+	AclResult	aclresult = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), mode);
+
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
+					   RelationGetRelationName(rel));
+}
+
+/*
+ * Estimate from the committed state: one buffer page (its sub-buffer) and
+ * one sketch page in buffered mode, up to depth pages in plain mode.  Both
+ * pages are share-locked together (buffer page first) so that an entry is
+ * seen exactly once even while it moves from sub-buffer to page.
+ */
+static int64
+bcms_estimate_committed(Relation rel, const BcmsParams *p, SSHash h)
+{
+	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+
+	if (p->mode == BCMS_MODE_PLAIN)
+	{
+		int64		est = PG_INT64_MAX;
+
+		for (uint32 row = 0; row < p->depth && est > 0; row++)
+		{
+			uint64		idx = bcms_plain_index(p, h, row);
+			BlockNumber blk = (BlockNumber) (1 + idx / PLAIN_COUNTERS_PER_PAGE);
+			int64		c = 0;
+
+			if (blk < nblocks)
+			{
+				Buffer		buf = ReadBuffer(rel, blk);
+				Page		page;
+
+				LockBuffer(buf, BUFFER_LOCK_SHARE);
+				page = BufferGetPage(buf);
+				if (!PageIsNew(page))
+				{
+					ss_page_check(rel, blk, page, SS_PAGE_BCMS_SKETCH);
+					c = ((int64 *) SSPageGetData(page))[idx % PLAIN_COUNTERS_PER_PAGE];
+				}
+				UnlockReleaseBuffer(buf);
+			}
+			est = Min(est, c);
+		}
+		return est;
+	}
+	else
+	{
+		uint32		pg = cms_page_of(&p->geom, h);
+		BlockNumber sblk = bcms_sketch_blkno(p, pg);
+		int64		counters[CMS_COUNTERS_PER_PAGE];
+		BcmsBufEntry sub[(SS_PAGE_DATA_SIZE) / sizeof(BcmsBufEntry)];
+		uint32		nsub = 0;
+		Buffer		bbuf = InvalidBuffer;
+		Buffer		sbuf = InvalidBuffer;
+		Size		size = cms_page_counters(&p->geom) * sizeof(int64);
+
+		memset(counters, 0, size);
+		if (p->subbuf_cap > 0 && bcms_buffer_blkno(p, pg) < nblocks)
+		{
+			BlockNumber bblk = bcms_buffer_blkno(p, pg);
+			Page		page;
+
+			bbuf = ReadBuffer(rel, bblk);
+			LockBuffer(bbuf, BUFFER_LOCK_SHARE);
+			page = BufferGetPage(bbuf);
+			if (!PageIsNew(page))
+			{
+				ss_page_check(rel, bblk, page, SS_PAGE_BCMS_BUFFER);
+				nsub = Min(bcms_buf_counts(page)[pg % p->subbufs_per_page],
+						   p->subbuf_cap);
+				memcpy(sub, bcms_buf_entries(page, p, pg), nsub * sizeof(BcmsBufEntry));
+			}
+		}
+		if (sblk < nblocks)
+		{
+			Page		page;
+
+			sbuf = ReadBuffer(rel, sblk);
+			LockBuffer(sbuf, BUFFER_LOCK_SHARE);
+			page = BufferGetPage(sbuf);
+			if (!PageIsNew(page))
+			{
+				ss_page_check(rel, sblk, page, SS_PAGE_BCMS_SKETCH);
+				memcpy(counters, SSPageGetData(page), size);
+			}
+			UnlockReleaseBuffer(sbuf);
+		}
+		if (BufferIsValid(bbuf))
+			UnlockReleaseBuffer(bbuf);
+
+		/* what the page will hold once the sub-buffer is applied */
+		for (uint32 i = 0; i < nsub; i++)
+			cms_page_add(counters, &p->geom, bcms_entry_hash(&sub[i]),
+						 sub[i].weight, p->conservative);
+		return cms_page_estimate(counters, &p->geom, h);
+	}
+}
+
+/*
+ * The estimate including this transaction's own pending updates: the
+ * committed estimate plus the pending weight of the same key (and the
+ * estimate of pending merged cms values).  That is a valid count-min
+ * estimate of the committed stream plus the pending items: never below the
+ * true count, and not above what the estimate will be after commit.
+ */
+int64
+bcms_estimate_hash(Relation rel, const BcmsState *st, SSHash h)
+{
+	int64		est = bcms_estimate_committed(rel, &st->p, h);
+
+	if (ss_pending_has(RelationGetRelid(rel)))
+	{
+		SSPendingIter it;
+		SSPendingHeader hdr;
+		char	   *payload;
+
+		ss_pending_iter_begin(&it, RelationGetRelid(rel));
+		/* a TRUNCATE in this transaction hides the committed state */
+		if (it.start > 0)
+			est = 0;
+		while (ss_pending_iter_next(&it, &hdr, &payload))
+		{
+			if (hdr.type == SS_PENDING_KEY)
+			{
+				SSPendingKey key;
+
+				memcpy(&key, payload, sizeof(key));
+				if (key.hash.h1 == h.h1 && key.hash.h2 == h.h2)
+					est = cms_saturating_add(est, key.weight);
+			}
+			else if (hdr.type == SS_PENDING_MERGE)
+			{
+				const CmsData *cms = (const CmsData *) payload;
+				CmsGeometry g;
+
+				cms_get_geometry(cms, &g);
+				est = cms_saturating_add(est,
+										 cms_page_estimate(cms->counters +
+														   (Size) cms_page_of(&g, h) * cms_page_counters(&g),
+														   &g, h));
+			}
+		}
+		ss_pending_iter_end(&it);
+	}
+	return est;
+}
+
+/* Per-call-site cache of the key's type. */
+typedef struct EstimateCache
+{
+	Oid			relid;
+	Oid			argtype;
+	Oid			keytype;
+	int16		keylen;
+	bool		keybyval;
+} EstimateCache;
+
+Datum
+bcms_estimate(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	Datum		key = PG_GETARG_DATUM(1);
+	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, 1);
+	Relation	rel;
+	BcmsState  *st;
+	int64		est;
+	SSHash		h;
+
+	rel = bcms_open(relid, AccessShareLock);
+	bcms_check_acl(rel, ACL_SELECT);
+	st = bcms_get_state(rel);
+	if (!OidIsValid(argtype))
+		elog(ERROR, "could not determine the type of the key");
+	key = ss_coerce_key(key, argtype, st->keytype);
+	h = ss_hash_datum(key, st->keylen, st->keybyval, st->p.seed);
+	est = bcms_estimate_hash(rel, st, h);
+	relation_close(rel, AccessShareLock);
+	PG_RETURN_INT64(est);
+}
+
+Datum
+bcms_flush(PG_FUNCTION_ARGS)
+{
+	Relation	rel = bcms_open(PG_GETARG_OID(0), RowExclusiveLock);
+	int64		applied;
+
+	bcms_check_acl(rel, ACL_INSERT);
+	applied = bcms_flush_all(rel, bcms_get_state(rel));
+	relation_close(rel, NoLock);
+	PG_RETURN_INT64(applied);
+}
+
+Datum
+bcms_info(PG_FUNCTION_ARGS)
+{
+	Relation	rel = bcms_open(PG_GETARG_OID(0), AccessShareLock);
+	BcmsState  *st;
+	BcmsParams *p;
+	BcmsMetaData meta;
+	TupleDesc	tupdesc;
+	Datum		values[15];
+	bool		nulls[15] = {0};
+	int64		buffered = 0;
+	BlockNumber nblocks;
+	double		width;
+
+	bcms_check_acl(rel, ACL_SELECT);
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	st = bcms_get_state(rel);
+	p = &st->p;
+	if (!bcms_read_meta(rel, &meta))
+		memset(&meta, 0, sizeof(meta));
+	nblocks = RelationGetNumberOfBlocks(rel);
+
+	for (uint32 b = 0; b < p->nbufpages; b++)
+	{
+		BlockNumber blk = 1 + p->geom.npages + b;
+		Buffer		buf;
+
+		CHECK_FOR_INTERRUPTS();
+		if (blk >= nblocks)
+			break;
+		buf = ReadBuffer(rel, blk);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		if (!PageIsNew(BufferGetPage(buf)))
+		{
+			ss_page_check(rel, blk, BufferGetPage(buf), SS_PAGE_BCMS_BUFFER);
+			for (uint32 s = 0; s < p->subbufs_per_page; s++)
+				buffered += bcms_buf_counts(BufferGetPage(buf))[s];
+		}
+		UnlockReleaseBuffer(buf);
+	}
+
+	width = p->mode == BCMS_MODE_PLAIN ? (double) p->width :
+		(double) cms_geometry_width(&p->geom);
+	values[0] = CStringGetTextDatum(p->mode == BCMS_MODE_PLAIN ? "plain" : "buffered");
+	values[1] = Float8GetDatum(p->epsilon);
+	values[2] = Float8GetDatum(p->delta);
+	values[3] = Int64GetDatum((int64) width);
+	values[4] = Int32GetDatum((int32) p->depth);
+	values[5] = Int32GetDatum((int32) (p->mode == BCMS_MODE_PLAIN ? p->plain_pages : p->geom.npages));
+	values[6] = Int32GetDatum((int32) p->nbufpages);
+	values[7] = Int32GetDatum((int32) p->subbuf_cap);
+	values[8] = BoolGetDatum(p->conservative);
+	values[9] = Int64GetDatum((int64) p->seed);
+	values[10] = Int64GetDatum(meta.items);
+	values[11] = Int64GetDatum(meta.total_weight);
+	values[12] = Int64GetDatum(buffered);
+	values[13] = Int64GetDatum((int64) nblocks);
+	/* e/width * n: the additive error bound that holds with prob. 1-delta */
+	values[14] = Float8GetDatum(M_E / width * (double) meta.total_weight);
+	relation_close(rel, AccessShareLock);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
+ * Add an in-memory cms into a bcms table, at commit like an INSERT.  The
+ * two must have the same geometry and seed (a cms built with the table's
+ * epsilon and delta has), and the same key type.
+ */
+Datum
+bcms_merge(PG_FUNCTION_ARGS)
+{
+	Relation	rel = bcms_open(PG_GETARG_OID(0), RowExclusiveLock);
+	CmsData    *cms = PG_GETARG_CMS_P(1);
+	BcmsState  *st;
+	BcmsParams *p;
+
+	bcms_check_acl(rel, ACL_INSERT);
+	cms_check(cms);
+	st = bcms_get_state(rel);
+	p = &st->p;
+	if (p->mode != BCMS_MODE_BUFFERED || cms->seed != p->seed ||
+		cms->depth != p->geom.depth || cms->cols_per_page != p->geom.cols_per_page ||
+		cms->npages != p->geom.npages)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot merge a cms into bcms table \"%s\" with different parameters",
+						RelationGetRelationName(rel)),
+				 errdetail("The table is %s with depth %u, %u pages of %u columns, seed %u; the cms has depth %u, %u pages of %u columns, seed %u.",
+						   p->mode == BCMS_MODE_PLAIN ? "plain" : "buffered",
+						   p->mode == BCMS_MODE_PLAIN ? p->depth : p->geom.depth,
+						   p->geom.npages, p->geom.cols_per_page, p->seed,
+						   cms->depth, cms->npages, cms->cols_per_page, cms->seed),
+				 errhint("Build the cms with the table's epsilon and delta, and merge only into a buffered bcms.")));
+	if (OidIsValid(cms->elemtype) && cms->elemtype != st->keytype &&
+		!IsBinaryCoercible(cms->elemtype, st->keytype))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("cms of %s keys cannot be merged into bcms table \"%s\" of %s keys",
+						format_type_be(cms->elemtype), RelationGetRelationName(rel),
+						format_type_be(st->keytype))));
+	ss_pending_add(rel, bcms_apply_pending, SS_PENDING_MERGE, cms, VARSIZE(cms));
+	relation_close(rel, NoLock);
+	PG_RETURN_VOID();
+}
+
+/*
+ * bcms_create(name, key_type, epsilon, delta, width, depth, weighted, mode,
+ *			   conservative, buffer_size, unlogged) returns regclass
+ *
+ * Creates the table with explicit parameters; NULL arguments take the GUC
+ * defaults.  The metapage is created lazily from the catalog row, so the
+ * row written here (after CREATE TABLE recorded the defaults) wins.
+ */
+Datum
+bcms_create(PG_FUNCTION_ARGS)
+{
+	text	   *name = PG_GETARG_TEXT_PP(0);
+	Oid			keytype = PG_GETARG_OID(1);
+	bool		weighted = PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6);
+	bool		unlogged = PG_ARGISNULL(10) ? false : PG_GETARG_BOOL(10);
+	BcmsParams	p;
+	List	   *names;
+	RangeVar   *rv;
+	StringInfoData sql;
+	Oid			relid;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("bcms_create needs a table name and a key type")));
+
+	bcms_params_from_gucs(&p);
+	if (!PG_ARGISNULL(7))
+	{
+		char	   *mode = text_to_cstring(PG_GETARG_TEXT_PP(7));
+
+		if (strcmp(mode, "buffered") == 0)
+			p.mode = BCMS_MODE_BUFFERED;
+		else if (strcmp(mode, "plain") == 0)
+			p.mode = BCMS_MODE_PLAIN;
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid bcms mode \"%s\"", mode),
+					 errhint("Use 'buffered' or 'plain'.")));
+		if (p.mode == BCMS_MODE_PLAIN)
+			p.conservative = false;
+	}
+	if (!PG_ARGISNULL(2) || !PG_ARGISNULL(3))
+	{
+		if (!PG_ARGISNULL(2))
+			p.epsilon = PG_GETARG_FLOAT8(2);
+		if (!PG_ARGISNULL(3))
+			p.delta = PG_GETARG_FLOAT8(3);
+		bcms_check_epsilon_delta(p.epsilon, p.delta);
+		p.width = cms_width_for_epsilon(p.epsilon);
+		p.depth = cms_depth_for_delta(p.delta);
+	}
+	if (!PG_ARGISNULL(4))
+	{
+		int64		width = PG_GETARG_INT64(4);
+
+		if (width < 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("bcms width " INT64_FORMAT " is out of range", width),
+					 errdetail("The width must be at least 1.")));
+		p.width = (uint64) width;
+		p.epsilon = M_E / (double) width;
+	}
+	if (!PG_ARGISNULL(5))
+	{
+		int32		depth = PG_GETARG_INT32(5);
+
+		if (depth < 1 || depth > CMS_MAX_DEPTH)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("bcms depth %d is out of range", depth),
+					 errdetail("The depth must be between 1 and %d.", CMS_MAX_DEPTH)));
+		p.depth = (uint32) depth;
+		p.delta = exp(-(double) depth);
+	}
+	if (!PG_ARGISNULL(8))
+		p.conservative = PG_GETARG_BOOL(8);
+	if (!PG_ARGISNULL(9))
+	{
+		char	   *s = text_to_cstring(PG_GETARG_TEXT_PP(9));
+		int			kb;
+		const char *hint = NULL;
+
+		if (!parse_int(s, &kb, GUC_UNIT_KB, &hint) || kb < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid bcms buffer size \"%s\"", s),
+					 hint ? errhint("%s", hint) : errhint("Use a size such as '8MB' or '0' for no buffering.")));
+		p.buffer_kb = (uint32) kb;
+	}
+	bcms_derive_geometry(&p);
+
+	names = textToQualifiedNameList(name);
+	rv = makeRangeVarFromNameList(names);
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "CREATE %sTABLE %s (key %s%s) USING bcms",
+					 unlogged ? "UNLOGGED " : "",
+					 quote_qualified_identifier(rv->schemaname, rv->relname),
+					 format_type_be_qualified(keytype),
+					 weighted ? ", weight bigint" : "");
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not create bcms table");
+	SPI_finish();
+
+	relid = RangeVarGetRelid(rv, NoLock, false);
+	bcms_catalog_store(relid, &p);
+	PG_RETURN_OID(relid);
+}

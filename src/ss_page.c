@@ -1,0 +1,130 @@
+/*-------------------------------------------------------------------------
+ *
+ * ss_page.c
+ *	  Page initialization and checks shared by every structure.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "ss_page.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "storage/smgr.h"
+#include "streamsketch.h"
+#include "utils/rel.h"
+
+void
+ss_page_init(Page page, uint16 page_type, Size data_size)
+{
+	SSPageOpaque opaque;
+
+	Assert(data_size <= SS_PAGE_DATA_SIZE);
+	PageInit(page, BLCKSZ, sizeof(SSPageOpaqueData));
+	opaque = SSPageGetOpaque(page);
+	opaque->page_type = page_type;
+	opaque->flags = 0;
+	opaque->unused = 0;
+	opaque->page_id = SS_PAGE_ID;
+	/* contents live below pd_lower, so GenericXLog keeps them */
+	((PageHeader) page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + data_size;
+}
+
+void
+ss_page_check(Relation rel, BlockNumber blkno, Page page, uint16 page_type)
+{
+	SSPageOpaque opaque;
+
+	if (PageIsNew(page))
+		return;
+	if (PageGetSpecialSize(page) != MAXALIGN(sizeof(SSPageOpaqueData)))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("block %u of relation \"%s\" is not a streamsketch page",
+						blkno, RelationGetRelationName(rel)),
+				 errdetail("The special space has %u bytes, expected %zu.",
+						   (unsigned) PageGetSpecialSize(page),
+						   (size_t) MAXALIGN(sizeof(SSPageOpaqueData))),
+				 errhint("The relation is corrupted; restore it from a backup.")));
+	opaque = SSPageGetOpaque(page);
+	if (opaque->page_id != SS_PAGE_ID || opaque->page_type != page_type)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("block %u of relation \"%s\" has an unexpected page type",
+						blkno, RelationGetRelationName(rel)),
+				 errdetail("Found page id 0x%04X type %u, expected 0x%04X type %u.",
+						   opaque->page_id, opaque->page_type,
+						   SS_PAGE_ID, page_type),
+				 errhint("The relation is corrupted; restore it from a backup.")));
+}
+
+SSMetaHeader *
+ss_meta_check(Relation rel, Page page, SSKind kind)
+{
+	SSMetaHeader *meta;
+
+	if (PageIsNew(page))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("metapage of relation \"%s\" is uninitialized",
+						RelationGetRelationName(rel)),
+				 errhint("The relation is corrupted; restore it from a backup or TRUNCATE it.")));
+	ss_page_check(rel, SS_METAPAGE_BLKNO, page, SS_PAGE_META);
+	meta = (SSMetaHeader *) SSPageGetData(page);
+	if (meta->magic != SS_META_MAGIC)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("relation \"%s\" has a bad metapage magic number",
+						RelationGetRelationName(rel)),
+				 errdetail("Found 0x%08X, expected 0x%08X.",
+						   meta->magic, SS_META_MAGIC)));
+	if (meta->version != SS_META_VERSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("relation \"%s\" has streamsketch format version %u, this build reads version %u",
+						RelationGetRelationName(rel), meta->version,
+						SS_META_VERSION),
+				 errhint("Install the streamsketch version that created the relation.")));
+	if (meta->kind != (uint32) kind)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("relation \"%s\" holds a structure of kind %u, expected %u",
+						RelationGetRelationName(rel), meta->kind,
+						(unsigned) kind)));
+	return meta;
+}
+
+/*
+ * Make sure block blkno exists.  Structures are sparse: a page that was
+ * never written reads as all zeros (PageIsNew), and is treated as empty.
+ * The blocks up to blkno are added as zero pages straight through smgr,
+ * without passing through shared buffers, so a first touch of a far page
+ * does not flush the structure's hot pages out of the buffer pool.  The
+ * zero pages are not WAL-logged: a standby or a crashed primary may have a
+ * shorter file, and readers treat blocks beyond the end as empty too.
+ *
+ * Locking: takes and releases the relation extension lock; the caller must
+ * hold no buffer lock.
+ */
+void
+ss_extend_to(Relation rel, BlockNumber blkno)
+{
+	BlockNumber nblocks;
+	PGAlignedBlock zerobuf;
+
+	if (blkno < RelationGetNumberOfBlocks(rel))
+		return;
+
+	memset(zerobuf.data, 0, BLCKSZ);
+	LockRelationForExtension(rel, ExclusiveLock);
+	nblocks = RelationGetNumberOfBlocks(rel);
+	while (nblocks <= blkno)
+	{
+		CHECK_FOR_INTERRUPTS();
+		smgrextend(RelationGetSmgr(rel), MAIN_FORKNUM, nblocks,
+				   zerobuf.data, false);
+		nblocks++;
+	}
+	UnlockRelationForExtension(rel, ExclusiveLock);
+}

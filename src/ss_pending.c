@@ -1,0 +1,379 @@
+/*-------------------------------------------------------------------------
+ *
+ * ss_pending.c
+ *	  The log of a transaction's pending changes (see ss_pending.h).
+ *
+ * The log is a byte sequence of MAXALIGNed records: the first spill_len
+ * bytes are in a temporary file, the rest (mem_used bytes) in memory.
+ * Records never straddle the two parts, because the memory part is written
+ * out whole and an oversized record goes straight to the file.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "nodes/pg_list.h"
+#include "ss_pending.h"
+#include "storage/buffile.h"
+#include "streamsketch.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+
+typedef struct PendingRel
+{
+	Oid			relid;
+	SSApplyFunc apply;
+} PendingRel;
+
+typedef struct SubxactMark
+{
+	SubTransactionId subid;
+	int64		pos;
+} SubxactMark;
+
+/* All of this lives in TopTransactionContext; NULL/0 outside a transaction. */
+static List *pending_rels = NIL;
+static List *subxact_marks = NIL;
+static char *mem = NULL;
+static Size mem_used = 0;
+static Size mem_cap = 0;
+static BufFile *spill = NULL;
+static int64 spill_len = 0;
+static bool have_truncate = false;
+static bool applying = false;
+
+#define RECORD_SIZE(len) (sizeof(SSPendingHeader) + MAXALIGN(len))
+
+static inline int64
+log_length(void)
+{
+	return spill_len + (int64) mem_used;
+}
+
+static void
+spill_write(const void *data, Size len)
+{
+	if (spill == NULL)
+	{
+		ResourceOwner save_owner = CurrentResourceOwner;
+		MemoryContext save_cxt = MemoryContextSwitchTo(TopTransactionContext);
+
+		/* the file must live as long as the top transaction */
+		CurrentResourceOwner = TopTransactionResourceOwner;
+		spill = BufFileCreateTemp(false);
+		CurrentResourceOwner = save_owner;
+		MemoryContextSwitchTo(save_cxt);
+	}
+	if (BufFileSeek(spill, 0, (off_t) spill_len, SEEK_SET) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not seek in streamsketch pending-changes file")));
+	BufFileWrite(spill, (void *) data, len);
+	spill_len += len;
+}
+
+static void
+spill_read(int64 pos, void *data, Size len)
+{
+	if (BufFileSeek(spill, 0, (off_t) pos, SEEK_SET) != 0 ||
+		BufFileRead(spill, data, len) != len)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read streamsketch pending-changes file")));
+}
+
+static void
+pending_reset(void)
+{
+	if (spill != NULL)
+		BufFileClose(spill);
+	spill = NULL;
+	spill_len = 0;
+	mem = NULL;
+	mem_used = 0;
+	mem_cap = 0;
+	pending_rels = NIL;
+	subxact_marks = NIL;
+	have_truncate = false;
+	applying = false;
+}
+
+static void
+pending_truncate(int64 pos)
+{
+	if (pos >= spill_len)
+		mem_used = (Size) (pos - spill_len);
+	else
+	{
+		/* later writes overwrite the rest of the file */
+		spill_len = pos;
+		mem_used = 0;
+	}
+}
+
+void
+ss_pending_add(Relation rel, SSApplyFunc apply, SSPendingType type,
+			   const void *payload, uint32 len)
+{
+	SSPendingHeader hdr;
+	Size		size = RECORD_SIZE(len);
+	Oid			relid = RelationGetRelid(rel);
+	ListCell   *lc;
+	bool		found = false;
+
+	if (applying)
+		elog(ERROR, "streamsketch pending changes added while applying them");
+
+	/* a write needs an xid, or its commit would not wait for WAL flush */
+	(void) GetCurrentTransactionId();
+
+	foreach(lc, pending_rels)
+	{
+		if (((PendingRel *) lfirst(lc))->relid == relid)
+		{
+			found = true;
+			break;
+		}
+	}
+	if (!found)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+		PendingRel *pr = palloc(sizeof(PendingRel));
+
+		pr->relid = relid;
+		pr->apply = apply;
+		pending_rels = lappend(pending_rels, pr);
+		MemoryContextSwitchTo(old);
+	}
+
+	if (mem == NULL)
+	{
+		mem_cap = (Size) ss_pending_memory_kb * 1024;
+		mem = MemoryContextAlloc(TopTransactionContext, mem_cap);
+		mem_used = 0;
+	}
+
+	memset(&hdr, 0, sizeof(hdr));
+	hdr.relid = relid;
+	hdr.type = (uint16) type;
+	hdr.len = len;
+	if (type == SS_PENDING_TRUNCATE)
+		have_truncate = true;
+
+	if (mem_used + size > mem_cap)
+	{
+		if (mem_used > 0)
+		{
+			Size		n = mem_used;
+
+			mem_used = 0;
+			spill_write(mem, n);
+		}
+		if (size > mem_cap)
+		{
+			char		pad[MAXIMUM_ALIGNOF] = {0};
+
+			spill_write(&hdr, sizeof(hdr));
+			if (len > 0)
+				spill_write(payload, len);
+			if (MAXALIGN(len) > len)
+				spill_write(pad, MAXALIGN(len) - len);
+			return;
+		}
+	}
+	memcpy(mem + mem_used, &hdr, sizeof(hdr));
+	if (len > 0)
+		memcpy(mem + mem_used + sizeof(hdr), payload, len);
+	mem_used += size;
+}
+
+bool
+ss_pending_has(Oid relid)
+{
+	ListCell   *lc;
+
+	foreach(lc, pending_rels)
+	{
+		if (((PendingRel *) lfirst(lc))->relid == relid)
+			return true;
+	}
+	return false;
+}
+
+/* Read the header at pos; false at the end of the log. */
+static bool
+read_header(int64 pos, SSPendingHeader *hdr)
+{
+	if (pos >= log_length())
+		return false;
+	if (pos < spill_len)
+		spill_read(pos, hdr, sizeof(*hdr));
+	else
+		memcpy(hdr, mem + (pos - spill_len), sizeof(*hdr));
+	return true;
+}
+
+void
+ss_pending_iter_begin(SSPendingIter *it, Oid relid)
+{
+	it->relid = relid;
+	it->start = 0;
+	it->buf = NULL;
+	it->bufsize = 0;
+
+	/* records before the relation's last TRUNCATE are dead */
+	if (have_truncate)
+	{
+		SSPendingHeader hdr;
+		int64		pos = 0;
+
+		while (read_header(pos, &hdr))
+		{
+			pos += RECORD_SIZE(hdr.len);
+			if (hdr.relid == relid && hdr.type == SS_PENDING_TRUNCATE)
+				it->start = pos;
+		}
+	}
+	it->pos = it->start;
+}
+
+bool
+ss_pending_iter_next(SSPendingIter *it, SSPendingHeader *hdr, char **payload)
+{
+	for (;;)
+	{
+		int64		pos = it->pos;
+
+		if (!read_header(pos, hdr))
+			return false;
+		it->pos += RECORD_SIZE(hdr->len);
+		if (hdr->relid != it->relid || hdr->type == SS_PENDING_TRUNCATE)
+			continue;
+
+		if (pos >= spill_len)
+			*payload = mem + (pos - spill_len) + sizeof(SSPendingHeader);
+		else
+		{
+			if (it->bufsize < hdr->len)
+			{
+				if (it->buf)
+					pfree(it->buf);
+				it->bufsize = Max(hdr->len, 1024);
+				it->buf = palloc(it->bufsize);
+			}
+			spill_read(pos + sizeof(SSPendingHeader), it->buf, hdr->len);
+			*payload = it->buf;
+		}
+		return true;
+	}
+}
+
+void
+ss_pending_iter_end(SSPendingIter *it)
+{
+	if (it->buf)
+		pfree(it->buf);
+	it->buf = NULL;
+}
+
+/*
+ * Apply every pending relation's records.  Runs at pre-commit: an error
+ * here aborts the transaction, and the abort callback discards the log.
+ */
+static void
+pending_apply_all(void)
+{
+	ListCell   *lc;
+
+	applying = true;
+	foreach(lc, pending_rels)
+	{
+		PendingRel *pr = (PendingRel *) lfirst(lc);
+		Relation	rel;
+
+		CHECK_FOR_INTERRUPTS();
+		/* dropped later in this transaction: nothing to apply */
+		rel = try_relation_open(pr->relid, RowExclusiveLock);
+		if (rel == NULL)
+			continue;
+		pr->apply(rel);
+		relation_close(rel, NoLock);
+	}
+	applying = false;
+}
+
+static void
+pending_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			if (pending_rels != NIL)
+				pending_apply_all();
+			pending_reset();
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			if (pending_rels != NIL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot PREPARE a transaction that changed a streamsketch structure"),
+						 errdetail("Pending changes are applied at commit and cannot be kept across PREPARE TRANSACTION.")));
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PREPARE:
+			pending_reset();
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+pending_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						 SubTransactionId parentSubid, void *arg)
+{
+	switch (event)
+	{
+		case SUBXACT_EVENT_START_SUB:
+			{
+				MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+				SubxactMark *mark = palloc(sizeof(SubxactMark));
+
+				mark->subid = mySubid;
+				mark->pos = log_length();
+				subxact_marks = lcons(mark, subxact_marks);
+				MemoryContextSwitchTo(old);
+				break;
+			}
+		case SUBXACT_EVENT_ABORT_SUB:
+		case SUBXACT_EVENT_COMMIT_SUB:
+			while (subxact_marks != NIL)
+			{
+				SubxactMark *mark = (SubxactMark *) linitial(subxact_marks);
+
+				if (mark->subid < mySubid)
+					break;
+				if (event == SUBXACT_EVENT_ABORT_SUB && mark->subid == mySubid)
+					pending_truncate(mark->pos);
+				subxact_marks = list_delete_first(subxact_marks);
+				if (mark->subid == mySubid)
+					break;
+			}
+			break;
+		default:
+			break;
+	}
+}
+
+void
+ss_pending_init(void)
+{
+	RegisterXactCallback(pending_xact_callback, NULL);
+	RegisterSubXactCallback(pending_subxact_callback, NULL);
+}

@@ -1,0 +1,74 @@
+/*-------------------------------------------------------------------------
+ *
+ * ss_pending.h
+ *	  A transaction's pending changes to streamsketch structures.
+ *
+ * Inserts do not touch the structure: they append a record to a
+ * backend-local log, which is applied at pre-commit and discarded on abort.
+ * The log keeps at most streamsketch.pending_memory bytes in memory and
+ * spills the rest to a temporary file; it is never applied early.
+ * Subtransaction abort truncates the log back to where the subtransaction
+ * started.  Point queries read the log to see their own transaction's
+ * changes.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SS_PENDING_H
+#define SS_PENDING_H
+
+#include "postgres.h"
+
+#include "ss_hash.h"
+#include "ss_page.h"
+#include "utils/rel.h"
+
+typedef enum SSPendingType
+{
+	SS_PENDING_KEY = 1,			/* payload: SSPendingKey */
+	SS_PENDING_MERGE,			/* payload: a structure-specific value */
+	SS_PENDING_TRUNCATE			/* no payload: forget earlier records */
+} SSPendingType;
+
+typedef struct SSPendingHeader
+{
+	Oid			relid;
+	uint16		type;			/* SSPendingType */
+	uint16		unused;
+	uint32		len;			/* payload bytes (record is MAXALIGNed) */
+	uint32		unused2;
+} SSPendingHeader;
+
+typedef struct SSPendingKey
+{
+	SSHash		hash;
+	int64		weight;
+} SSPendingKey;
+
+/* Called with each pending relation at pre-commit to apply its records. */
+typedef void (*SSApplyFunc) (Relation rel);
+
+extern void ss_pending_init(void);
+extern void ss_pending_add(Relation rel, SSApplyFunc apply, SSPendingType type,
+						   const void *payload, uint32 len);
+extern bool ss_pending_has(Oid relid);
+
+/*
+ * Iterate over the live records of one relation (those after its last
+ * TRUNCATE record), in insertion order.  *payload is valid until the next
+ * call.
+ */
+typedef struct SSPendingIter
+{
+	Oid			relid;
+	int64		pos;			/* logical offset of the next record */
+	int64		start;			/* first live record of relid */
+	char	   *buf;			/* payload copy for spilled records */
+	Size		bufsize;
+} SSPendingIter;
+
+extern void ss_pending_iter_begin(SSPendingIter *it, Oid relid);
+extern bool ss_pending_iter_next(SSPendingIter *it, SSPendingHeader *hdr,
+								 char **payload);
+extern void ss_pending_iter_end(SSPendingIter *it);
+
+#endif							/* SS_PENDING_H */
