@@ -12,7 +12,7 @@ DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 PG_CPPFLAGS = -I$(srcdir)/src
 SHLIB_LINK = -lmurmurhash
 
-REGRESS = $(basename $(notdir $(sort $(wildcard sql/[0-9]*.sql))))
+REGRESS = $(sort $(filter-out $(EXTENSION)--%,$(basename $(notdir $(wildcard sql/*.sql)))))
 REGRESS_OPTS = --load-extension=$(EXTENSION)
 
 ISOLATION = $(basename $(notdir $(sort $(wildcard test/specs/*.spec))))
@@ -26,6 +26,9 @@ EXTRA_CLEAN = test/output_iso results regression.diffs regression.out tmp_check
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# PGXS tracks no header dependencies
+$(OBJS): $(wildcard src/*.h)
 
 sql/$(EXTENSION)--$(EXTVERSION).sql: $(SQL_PARTS)
 	cat $^ > $@

@@ -349,8 +349,8 @@ bcms_merge(PG_FUNCTION_ARGS)
 Datum
 bcms_create(PG_FUNCTION_ARGS)
 {
-	text	   *name = PG_GETARG_TEXT_PP(0);
-	Oid			keytype = PG_GETARG_OID(1);
+	text	   *name;
+	Oid			keytype;
 	bool		weighted = PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6);
 	bool		unlogged = PG_ARGISNULL(10) ? false : PG_GETARG_BOOL(10);
 	BcmsParams	p;
@@ -363,6 +363,8 @@ bcms_create(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("bcms_create needs a table name and a key type")));
+	name = PG_GETARG_TEXT_PP(0);
+	keytype = PG_GETARG_OID(1);
 
 	bcms_params_from_gucs(&p);
 	if (!PG_ARGISNULL(7))

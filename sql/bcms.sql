@@ -1,0 +1,226 @@
+-- bcms: the buffered count-min sketch table access method
+\set VERBOSITY default
+SET client_min_messages = warning;
+LOAD 'streamsketch';
+
+-- GUC defaults are captured at CREATE TABLE
+SHOW streamsketch.bcms_epsilon;
+SHOW streamsketch.bcms_delta;
+SHOW streamsketch.bcms_mode;
+SHOW streamsketch.bcms_buffer_size;
+SHOW streamsketch.pending_memory;
+SET streamsketch.bcms_epsilon = 0.001;
+CREATE TABLE clicks (url text) USING bcms;
+RESET streamsketch.bcms_epsilon;
+SELECT mode, epsilon, delta, width, depth, sketch_pages, buffer_pages,
+       subbuffer_capacity, conservative, items, total_weight, buffered_entries
+FROM bcms_info('clicks');
+SELECT relid, mode, epsilon, width, depth FROM bcms_params ORDER BY relid::text;
+
+-- a sketch has no rows to enumerate
+INSERT INTO clicks SELECT 'u' || (i % 50) FROM generate_series(1, 5000) i;
+SELECT * FROM clicks;
+SELECT count(*) FROM clicks;
+SELECT bcms_estimate('clicks', 'u7'::text) AS u7, bcms_estimate('clicks', 'absent'::text) AS absent;
+-- varchar is binary-coercible to text; an int key is not
+SELECT bcms_estimate('clicks', 'u7'::varchar);
+SELECT bcms_estimate('clicks', 7);
+SELECT bcms_estimate('clicks', NULL::text);
+SELECT items, total_weight, buffered_entries FROM bcms_info('clicks');
+SELECT bcms_flush('clicks');
+SELECT items, total_weight, buffered_entries FROM bcms_info('clicks');
+SELECT bcms_estimate('clicks', 'u7'::text);
+
+-- NULL keys are skipped
+INSERT INTO clicks VALUES (NULL), ('u7');
+SELECT bcms_estimate('clicks', 'u7'::text), (SELECT items FROM bcms_info('clicks'));
+
+-- COPY feeds it too
+COPY clicks FROM stdin;
+u7
+u7
+\.
+SELECT bcms_estimate('clicks', 'u7'::text);
+
+-- toasted and compressed keys hash like their plain form
+CREATE TABLE big (k text) USING bcms;
+INSERT INTO big VALUES (repeat('x', 100000));
+CREATE TEMP TABLE src (k text);
+ALTER TABLE src ALTER COLUMN k SET STORAGE external;
+INSERT INTO src VALUES (repeat('x', 100000));
+INSERT INTO big SELECT k FROM src;
+SELECT bcms_estimate('big', repeat('x', 100000));
+
+-- transactions: own changes visible, rollback leaves no trace
+BEGIN;
+INSERT INTO clicks VALUES ('t1'), ('t1'), ('t1');
+SELECT bcms_estimate('clicks', 't1'::text) AS inside;
+ROLLBACK;
+SELECT bcms_estimate('clicks', 't1'::text) AS after_rollback;
+BEGIN;
+INSERT INTO clicks VALUES ('t2');
+SAVEPOINT s1;
+INSERT INTO clicks VALUES ('t2'), ('t2');
+SELECT bcms_estimate('clicks', 't2'::text) AS in_savepoint;
+ROLLBACK TO SAVEPOINT s1;
+SELECT bcms_estimate('clicks', 't2'::text) AS after_rollback_to;
+SAVEPOINT s2;
+INSERT INTO clicks VALUES ('t2');
+RELEASE SAVEPOINT s2;
+COMMIT;
+SELECT bcms_estimate('clicks', 't2'::text) AS committed;
+-- an error inside a plpgsql exception block rolls back its inserts
+DO $$
+BEGIN
+	INSERT INTO clicks VALUES ('t3');
+	BEGIN
+		INSERT INTO clicks VALUES ('t3'), ('t3');
+		PERFORM 1 / 0;
+	EXCEPTION WHEN division_by_zero THEN
+		NULL;
+	END;
+END;
+$$;
+SELECT bcms_estimate('clicks', 't3'::text) AS t3;
+-- pending changes spill to a temporary file beyond streamsketch.pending_memory
+SET streamsketch.pending_memory = '64kB';
+BEGIN;
+INSERT INTO clicks SELECT 'spill' FROM generate_series(1, 20000);
+SAVEPOINT s;
+INSERT INTO clicks SELECT 'spill' FROM generate_series(1, 7000);
+ROLLBACK TO s;
+INSERT INTO clicks SELECT 'spill' FROM generate_series(1, 300);
+SELECT bcms_estimate('clicks', 'spill'::text) AS spill_inside;
+COMMIT;
+RESET streamsketch.pending_memory;
+SELECT bcms_estimate('clicks', 'spill'::text) AS spill_committed;
+-- TRUNCATE in a transaction discards its earlier inserts, and rolls back
+BEGIN;
+INSERT INTO clicks VALUES ('tr');
+TRUNCATE clicks;
+SELECT bcms_estimate('clicks', 'u7'::text) AS truncated_u7, bcms_estimate('clicks', 'tr'::text) AS truncated_tr;
+INSERT INTO clicks VALUES ('tr');
+SELECT bcms_estimate('clicks', 'tr'::text) AS tr_after_truncate;
+ROLLBACK;
+SELECT bcms_estimate('clicks', 'u7'::text) AS u7_kept, bcms_estimate('clicks', 'tr'::text) AS tr_gone;
+SELECT relid, width FROM bcms_params WHERE relid = 'clicks'::regclass;
+BEGIN;
+INSERT INTO clicks VALUES ('p');
+PREPARE TRANSACTION 'p1';
+
+-- weighted updates
+SELECT bcms_create('bytes', 'inet', epsilon => 0.001, weighted => true);
+\d bytes
+INSERT INTO bytes VALUES ('10.0.0.1', 1500), ('10.0.0.1', 40), ('10.0.0.2', 9000), ('10.0.0.3', 0), ('10.0.0.4', NULL);
+SELECT bcms_estimate('bytes', '10.0.0.1'::inet) AS a, bcms_estimate('bytes', '10.0.0.2'::inet) AS b,
+       bcms_estimate('bytes', '10.0.0.3'::inet) AS c;
+SELECT items, total_weight FROM bcms_info('bytes');
+INSERT INTO bytes VALUES ('10.0.0.1', -1);
+-- counters saturate instead of wrapping
+INSERT INTO bytes VALUES ('10.0.0.9', 9223372036854775807), ('10.0.0.9', 9223372036854775807);
+SELECT bcms_estimate('bytes', '10.0.0.9'::inet) AS saturated;
+CREATE TABLE w2 (k int, w int) USING bcms;
+INSERT INTO w2 VALUES (1, 3), (1, 4);
+SELECT bcms_estimate('w2', 1), bcms_estimate('w2', 1::int8), bcms_estimate('w2', 1::int2);
+SELECT bcms_estimate('w2', 3000000000);
+
+-- bad table definitions
+CREATE TABLE bad1 (a int, b int, c int) USING bcms;
+CREATE TABLE bad2 (a int, b text) USING bcms;
+CREATE TABLE bad3 () USING bcms;
+
+-- parameters and their errors
+SELECT bcms_create('p1', 'int', epsilon => 0);
+SELECT bcms_create('p1', 'int', epsilon => 1.5);
+SELECT bcms_create('p1', 'int', delta => 0);
+SELECT bcms_create('p1', 'int', depth => 0);
+SELECT bcms_create('p1', 'int', depth => 33);
+SELECT bcms_create('p1', 'int', width => 0);
+SELECT bcms_create('p1', 'int', epsilon => 1e-12);
+SELECT bcms_create('p1', 'int', mode => 'fast');
+SELECT bcms_create('p1', 'int', mode => 'plain', conservative => true);
+SELECT bcms_create('p1', 'int', buffer_size => 'lots');
+SELECT bcms_create(NULL, 'int');
+SET streamsketch.bcms_epsilon = 0;
+SET streamsketch.bcms_mode = 'fast';
+SET streamsketch.nonexistent = 1;
+SELECT bcms_create('p1', 'int', width => 1000, depth => 3, buffer_size => '0');
+SELECT mode, epsilon, round(delta::numeric, 4) AS delta, width, depth, sketch_pages, buffer_pages, subbuffer_capacity FROM bcms_info('p1');
+INSERT INTO p1 SELECT i % 7 FROM generate_series(1, 700) i;
+SELECT bcms_estimate('p1', 3);
+SELECT bcms_create('p2', 'int', width => 5000, depth => 4, buffer_size => '64kB');
+SELECT width, depth, sketch_pages, buffer_pages, subbuffer_capacity FROM bcms_info('p2');
+SELECT bcms_create('myschema_missing.p3', 'int');
+CREATE SCHEMA "Odd Schema";
+SELECT bcms_create('"Odd Schema"."p 3"', 'text', epsilon => 0.01);
+INSERT INTO "Odd Schema"."p 3" VALUES ('a');
+SELECT bcms_estimate('"Odd Schema"."p 3"', 'a'::text);
+
+-- functions on tables that are not bcms
+CREATE TABLE heap_t (k int);
+SELECT bcms_estimate('heap_t', 1);
+SELECT bcms_info('heap_t');
+SELECT bcms_flush('heap_t');
+
+-- unsupported operations fail with SQLSTATE 0A000
+\set VERBOSITY sqlstate
+UPDATE clicks SET url = 'x';
+DELETE FROM clicks;
+DELETE FROM clicks WHERE url = 'u1';
+MERGE INTO clicks c USING (VALUES ('a')) v(u) ON c.url = v.u WHEN MATCHED THEN DELETE;
+CREATE INDEX ON clicks (url);
+CREATE UNIQUE INDEX ON clicks (url);
+CREATE FUNCTION trg() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
+CREATE TRIGGER t BEFORE INSERT ON clicks FOR EACH ROW EXECUTE FUNCTION trg();
+ALTER TABLE clicks ADD COLUMN extra int;
+ALTER TABLE clicks ALTER COLUMN url TYPE varchar;
+ALTER TABLE clicks SET LOGGED;
+ALTER TABLE clicks SET UNLOGGED;
+ALTER TABLE heap_t SET ACCESS METHOD bcms;
+ALTER TABLE clicks ADD PRIMARY KEY (url);
+INSERT INTO clicks VALUES ('a') ON CONFLICT (url) DO NOTHING;
+SELECT * FROM clicks FOR UPDATE;
+CREATE PUBLICATION pub FOR TABLE clicks;
+\set VERBOSITY default
+-- allowed: they keep the pages
+ALTER TABLE clicks ALTER COLUMN url SET DEFAULT 'dflt';
+INSERT INTO clicks DEFAULT VALUES;
+SELECT bcms_estimate('clicks', 'dflt'::text) AS dflt;
+ALTER TABLE clicks RENAME TO clicks2;
+ALTER TABLE clicks2 RENAME TO clicks;
+VACUUM clicks;
+ANALYZE clicks;
+VACUUM FULL clicks;
+SELECT bcms_estimate('clicks', 'u7'::text) AS after_vacuum_full;
+SELECT count(*) AS stale_rows FROM bcms_params p WHERE NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = p.relid);
+SELECT bcms_estimate('clicks', 'u7'::text) AS u7;
+SELECT * FROM clicks TABLESAMPLE SYSTEM (50);
+EXPLAIN (COSTS OFF) SELECT * FROM clicks;
+-- CREATE TABLE AS feeds the new sketch
+CREATE TABLE ctas USING bcms AS SELECT 'u' || (i % 3) AS k FROM generate_series(1, 30) i;
+SELECT bcms_estimate('ctas', 'u1'::text);
+-- dropping forgets the parameters
+DROP TABLE ctas;
+SELECT count(*) FROM bcms_params WHERE relid::text = 'ctas';
+
+-- unlogged and temporary sketches
+CREATE UNLOGGED TABLE ul (k int) USING bcms;
+INSERT INTO ul SELECT 1 FROM generate_series(1, 10);
+SELECT bcms_estimate('ul', 1);
+CREATE TEMP TABLE tmp_s (k int) USING bcms;
+INSERT INTO tmp_s SELECT 1 FROM generate_series(1, 10);
+SELECT bcms_estimate('tmp_s', 1);
+
+-- privileges
+CREATE ROLE bcms_reader;
+SET ROLE bcms_reader;
+SELECT bcms_estimate('clicks', 'u7'::text);
+INSERT INTO clicks VALUES ('x');
+RESET ROLE;
+GRANT SELECT ON clicks TO bcms_reader;
+SET ROLE bcms_reader;
+SELECT bcms_estimate('clicks', 'u7'::text) AS granted;
+SELECT bcms_flush('clicks');
+RESET ROLE;
+REVOKE ALL ON clicks FROM bcms_reader;
+DROP ROLE bcms_reader;
