@@ -224,3 +224,34 @@ SELECT bcms_flush('clicks');
 RESET ROLE;
 REVOKE ALL ON clicks FROM bcms_reader;
 DROP ROLE bcms_reader;
+
+-- merging an in-memory cms built with the same epsilon/delta
+SELECT bcms_create('m', 'text', epsilon => 0.001, delta => 0.01);
+INSERT INTO m VALUES ('a'), ('b');
+BEGIN;
+SELECT bcms_merge('m', cms_agg(x, 0.001, 0.01))
+FROM (SELECT 'a' || (i % 3) FROM generate_series(1, 30) i
+	  UNION ALL SELECT 'a' FROM generate_series(1, 5)) s(x);
+-- visible inside the transaction, before it is applied
+SELECT bcms_estimate('m', 'a'::text) AS a_inside, bcms_estimate('m', 'a1'::text) AS a1_inside;
+COMMIT;
+SELECT bcms_estimate('m', 'a'::text) AS a, bcms_estimate('m', 'a1'::text) AS a1,
+	   bcms_estimate('m', 'b'::text) AS b;
+SELECT items, total_weight FROM bcms_info('m');
+BEGIN;
+SELECT bcms_merge('m', cms_agg(x, 0.001, 0.01)) FROM (VALUES ('a')) v(x);
+ROLLBACK;
+SELECT bcms_estimate('m', 'a'::text) AS a_after_rollback;
+-- the cms and the table agree key by key
+SELECT bcms_create('m2', 'text', epsilon => 0.001, delta => 0.01);
+INSERT INTO m2 SELECT 'k' || (i % 97) FROM generate_series(1, 5000) i;
+SELECT count(*) AS disagreements
+FROM (SELECT cms_agg(x, 0.001, 0.01) AS c
+	  FROM (SELECT 'k' || (i % 97) FROM generate_series(1, 5000) i) s(x)) agg,
+	 generate_series(0, 120) j
+WHERE cms_estimate(c, 'k' || j) <> bcms_estimate('m2', 'k' || j);
+-- mismatched parameters
+SELECT bcms_merge('m', cms_agg(x, 0.01, 0.01)) FROM (VALUES ('a')) v(x);
+SELECT bcms_merge('m', cms_agg(x, 0.001, 0.01)) FROM (VALUES (1)) v(x);
+SELECT bcms_create('mp', 'text', epsilon => 0.001, delta => 0.01, mode => 'plain');
+SELECT bcms_merge('mp', cms_agg(x, 0.001, 0.01)) FROM (VALUES ('a')) v(x);
