@@ -179,14 +179,15 @@ bcms_sketch_data_size(const BcmsParams *p)
 }
 
 /*
- * Apply the updates of one sketch page: the sub-buffer's entries are
- * appended, or if they do not fit, the sub-buffer and the new entries are
- * applied to the sketch page in one write and the sub-buffer is emptied.
- * Returns the number of sub-buffers flushed (0 or 1).
+ * Apply the updates of one sketch page: the new entries are appended to the
+ * page's sub-buffer, or if they do not fit (or force is set), the
+ * sub-buffer and the new entries are applied to the sketch page in one
+ * write and the sub-buffer is emptied.  Returns the number of sub-buffer
+ * entries applied to the sketch page.
  */
-static int
+static uint32
 bcms_apply_page_group(Relation rel, const BcmsParams *p, uint32 sketch_page,
-					  const BatchEntry *entries, int n)
+					  const BatchEntry *entries, int n, bool force)
 {
 	GenericXLogState *state = GenericXLogStart(rel);
 	Buffer		bbuf = InvalidBuffer;
@@ -195,7 +196,7 @@ bcms_apply_page_group(Relation rel, const BcmsParams *p, uint32 sketch_page,
 	uint32	   *count = NULL;
 	BcmsBufEntry *sub = NULL;
 	int64	   *counters;
-	int			flushed = 0;
+	uint32		flushed = 0;
 
 	if (p->subbuf_cap > 0)
 	{
@@ -209,7 +210,7 @@ bcms_apply_page_group(Relation rel, const BcmsParams *p, uint32 sketch_page,
 					 errmsg("sub-buffer of page %u of relation \"%s\" claims %u entries, capacity is %u",
 							sketch_page, RelationGetRelationName(rel),
 							*count, p->subbuf_cap)));
-		if (*count + n <= p->subbuf_cap)
+		if (*count + n <= p->subbuf_cap && !force)
 		{
 			for (int i = 0; i < n; i++)
 			{
@@ -234,8 +235,8 @@ bcms_apply_page_group(Relation rel, const BcmsParams *p, uint32 sketch_page,
 		for (uint32 i = 0; i < *count; i++)
 			cms_page_add(counters, &p->geom, bcms_entry_hash(&sub[i]),
 						 sub[i].weight, p->conservative);
+		flushed = *count;
 		*count = 0;
-		flushed = 1;
 	}
 	for (int i = 0; i < n; i++)
 	{
@@ -290,7 +291,8 @@ bcms_apply_batch(Relation rel, const BcmsParams *p, BatchEntry *batch, int n)
 								   end - start);
 		else
 			flushes += bcms_apply_page_group(rel, p, batch[start].page,
-											 batch + start, end - start);
+											 batch + start, end - start,
+											 false) > 0;
 		start = end;
 	}
 	return flushes;
@@ -431,59 +433,27 @@ bcms_flush_all(Relation rel, const BcmsState *st)
 	if (p->mode != BCMS_MODE_BUFFERED || p->subbuf_cap == 0 || nblocks == 0)
 		return 0;
 
-	for (uint32 b = 0; b < p->nbufpages; b++)
+	for (uint32 pg = 0; pg < p->geom.npages; pg++)
 	{
-		BlockNumber bblk = 1 + p->geom.npages + b;
+		BlockNumber bblk = bcms_buffer_blkno(p, pg);
+		Buffer		bbuf;
+		uint32		n;
 
 		CHECK_FOR_INTERRUPTS();
 		if (bblk >= nblocks)
 			break;
-		for (uint32 slot = 0; slot < p->subbufs_per_page; slot++)
-		{
-			uint32		pg = b * p->subbufs_per_page + slot;
-			Buffer		bbuf;
-			uint32		n;
-
-			if (pg >= p->geom.npages)
-				break;
-			/* peek first, so empty sub-buffers cost no WAL */
-			bbuf = ReadBuffer(rel, bblk);
-			LockBuffer(bbuf, BUFFER_LOCK_SHARE);
-			ss_page_check(rel, bblk, BufferGetPage(bbuf), SS_PAGE_BCMS_BUFFER);
-			n = PageIsNew(BufferGetPage(bbuf)) ? 0 :
-				bcms_buf_counts(BufferGetPage(bbuf))[slot];
-			UnlockReleaseBuffer(bbuf);
-			if (n == 0)
-				continue;
-			/* an empty group forces the sub-buffer onto its page */
-			{
-				GenericXLogState *state = GenericXLogStart(rel);
-				Buffer		sbuf;
-				Page		bpage;
-				uint32	   *count;
-				BcmsBufEntry *sub;
-				int64	   *counters;
-
-				bpage = bcms_lock_for_write(rel, state, bblk, SS_PAGE_BCMS_BUFFER,
-											SS_PAGE_DATA_SIZE, &bbuf);
-				count = &bcms_buf_counts(bpage)[slot];
-				sub = bcms_buf_entries(bpage, p, pg);
-				counters = (int64 *) SSPageGetData(bcms_lock_for_write(rel, state,
-																	   bcms_sketch_blkno(p, pg),
-																	   SS_PAGE_BCMS_SKETCH,
-																	   bcms_sketch_data_size(p),
-																	   &sbuf));
-				for (uint32 i = 0; i < *count && i < p->subbuf_cap; i++)
-					cms_page_add(counters, &p->geom, bcms_entry_hash(&sub[i]),
-								 sub[i].weight, p->conservative);
-				applied += Min(*count, p->subbuf_cap);
-				*count = 0;
-				flushes++;
-				GenericXLogFinish(state);
-				UnlockReleaseBuffer(sbuf);
-				UnlockReleaseBuffer(bbuf);
-			}
-		}
+		/* peek under a share lock, so empty sub-buffers cost no WAL */
+		bbuf = ReadBuffer(rel, bblk);
+		LockBuffer(bbuf, BUFFER_LOCK_SHARE);
+		ss_page_check(rel, bblk, BufferGetPage(bbuf), SS_PAGE_BCMS_BUFFER);
+		n = PageIsNew(BufferGetPage(bbuf)) ? 0 :
+			bcms_buf_counts(BufferGetPage(bbuf))[pg % p->subbufs_per_page];
+		UnlockReleaseBuffer(bbuf);
+		if (n == 0)
+			continue;
+		n = bcms_apply_page_group(rel, p, pg, NULL, 0, true);
+		applied += n;
+		flushes += n > 0;
 	}
 	if (flushes > 0)
 		bcms_meta_add(rel, 0, 0, flushes);
