@@ -33,10 +33,15 @@ $(OBJS): $(wildcard src/*.h)
 sql/$(EXTENSION)--$(EXTVERSION).sql: $(SQL_PARTS)
 	cat $^ > $@
 
-.PHONY: installcheck-all
+# `make installcheck` runs pg_regress, the isolation tests and the TAP tests
+# against the installed extension (scripts/test.sh runs every suite on a
+# fresh machine); these targets run one suite.  TAP is forced on because
+# some Debian builds of PGXS have it off.
+.PHONY: installcheck-all installcheck-isolation installcheck-tap
 installcheck-all: installcheck
-	$(MAKE) installcheck-isolation
-	$(MAKE) prove_installcheck
 
 installcheck-isolation:
 	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
+
+installcheck-tap:
+	$(MAKE) installcheck REGRESS= ISOLATION= enable_tap_tests=yes PROVE=prove

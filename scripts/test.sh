@@ -1,0 +1,235 @@
+#!/usr/bin/env bash
+# scripts/test.sh -- set up a fresh Debian 12 machine (as root) and run every
+# test of streamsketch:
+#
+#   regress    pg_regress          sql/*.sql, expected/*.out
+#   isolation  pg_isolation_regress test/specs/*.spec, test/expected/*.out
+#   tap        prove (PostgreSQL::Test::Cluster) test/t/*.pl
+#
+# Usage: bash scripts/test.sh [regress] [isolation] [tap]   (default: all)
+#
+# The source tree is copied to $STREAMSKETCH_TEST_DIR (default
+# /tmp/streamsketch-test) and the tests run there as the `postgres` OS user
+# (initdb refuses root).  pg_regress and the isolation tests run against a
+# throwaway cluster created for this run and stopped at exit; the TAP tests
+# create their own clusters.  On failure the diffs and logs are printed.
+# Exits non-zero if any test failed.  Environment:
+#   STREAMSKETCH_SKIP_SETUP=1   do not install packages / build / install
+#   STREAMSKETCH_TEST_PORT      port of the throwaway cluster (default 5544)
+set -uo pipefail
+
+SS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=setup.sh
+source "$SS_ROOT/scripts/setup.sh"
+# shellcheck source=cluster.sh
+source "$SS_ROOT/scripts/cluster.sh"
+set +e # (setup.sh sets -e) failures are counted, not fatal
+
+SUITES=("$@")
+[ "${#SUITES[@]}" -gt 0 ] || SUITES=(regress isolation tap)
+for s in "${SUITES[@]}"; do
+	case "$s" in
+	regress | isolation | tap) ;;
+	*)
+		echo "usage: $0 [regress] [isolation] [tap]" >&2
+		exit 2
+		;;
+	esac
+done
+
+T_START=$SECONDS
+if [ "${STREAMSKETCH_SKIP_SETUP:-}" != 1 ]; then
+	ss_setup || {
+		echo "set-up failed" >&2
+		exit 1
+	}
+fi
+
+WORK="${STREAMSKETCH_TEST_DIR:-/tmp/streamsketch-test}"
+TREE="$WORK/tree"
+CLUSTER="$WORK/pg"
+PORT="${STREAMSKETCH_TEST_PORT:-5544}"
+
+# A leftover cluster of an earlier run would keep files open: stop it first.
+ss_cluster_stop "$CLUSTER"
+rm -rf "$WORK"
+mkdir -p "$TREE"
+ss_log "Copying the tree to $TREE"
+tar -C "$SS_ROOT" --exclude=./.git --exclude=./tmp_check --exclude=./results \
+	--exclude=./test/output_iso --exclude=./regression.diffs \
+	--exclude=./regression.out -cf - . | tar -C "$TREE" -xf -
+if [ "$(id -u)" -eq 0 ]; then chown -R postgres:postgres "$WORK"; fi
+
+cleanup() { ss_cluster_stop "$CLUSTER"; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+NPASS=0
+NFAIL=0
+FAILED_SUITES=()
+
+# print_file FILE [MAXLINES]: print (the end of) a file under a header.
+print_file() {
+	local f="$1" max="${2:-400}" n
+	[ -f "$f" ] || return 0
+	n=$(wc -l <"$f")
+	echo
+	echo "----- $f ($n lines$([ "$n" -gt "$max" ] && echo ", last $max shown")) -----"
+	tail -n "$max" "$f"
+	echo "----- end of $f -----"
+}
+
+# count_pg_regress OUTFILE: add pg_regress's "All N tests passed." /
+# "M of N tests failed." to the totals; 1 on no summary.
+count_pg_regress() {
+	local out="$1" line n m
+	line=$(grep -E '^ *(All [0-9]+ tests passed|[0-9]+ of [0-9]+ tests failed)' "$out" | tail -n 1)
+	if [[ "$line" =~ All\ ([0-9]+)\ tests\ passed ]]; then
+		NPASS=$((NPASS + BASH_REMATCH[1]))
+	elif [[ "$line" =~ ([0-9]+)\ of\ ([0-9]+)\ tests\ failed ]]; then
+		m=${BASH_REMATCH[1]}
+		n=${BASH_REMATCH[2]}
+		NPASS=$((NPASS + n - m))
+		NFAIL=$((NFAIL + m))
+	else
+		return 1
+	fi
+}
+
+# run_make NAME TIMEOUT make-args...: run `make installcheck` in the copy as
+# the postgres user, output teed to $WORK/NAME.out; returns make's status.
+run_make() {
+	local name="$1" limit="$2"
+	shift 2
+	ss_as_pg PGHOST="${PGHOST:-}" PGPORT="${PGPORT:-}" PGUSER="${PGUSER:-}" \
+		PGDATABASE="${PGDATABASE:-}" \
+		timeout -k 60 "$limit" make -C "$TREE" --no-print-directory \
+		PG_CONFIG="$PG_CONFIG" "$@" 2>&1 | tee "$WORK/$name.out"
+	return "${PIPESTATUS[0]}"
+}
+
+server_log_problems() {
+	local log="$CLUSTER/postgresql.log"
+	if grep -qE 'terminated by signal|PANIC|TRAP:|was terminated' "$log" 2>/dev/null; then
+		echo "!!! the server crashed during the $1 tests:"
+		grep -nE -B2 -A8 'terminated by signal|PANIC|TRAP:|was terminated' "$log" | tail -n 80
+	fi
+}
+
+suite_failed() {
+	FAILED_SUITES+=("$1")
+}
+
+need_cluster() {
+	[ -n "${PGHOST:-}" ] && return 0
+	ss_log "Starting a throwaway cluster in $CLUSTER (port $PORT)"
+	ss_cluster_start "$CLUSTER" "$PORT" \
+		"fsync = off" "full_page_writes = off" "synchronous_commit = off" \
+		"shared_buffers = 128MB" "max_connections = 40" \
+		"max_wal_size = 1GB" "checkpoint_timeout = 30min"
+}
+
+run_regress() {
+	local t0=$SECONDS rc
+	# the Makefile's REGRESS: sql/*.sql but the built extension script
+	if ! find "$TREE/sql" -maxdepth 1 -name '*.sql' ! -name 'streamsketch--*' |
+		grep -q .; then
+		ss_log "regress: no pg_regress tests (sql/*.sql)"
+		return 0
+	fi
+	need_cluster || {
+		NFAIL=$((NFAIL + 1))
+		suite_failed regress
+		return 0
+	}
+	ss_log "regress: pg_regress (make installcheck)"
+	run_make regress 20m installcheck ISOLATION= TAP_TESTS=
+	rc=$?
+	count_pg_regress "$WORK/regress.out" || NFAIL=$((NFAIL + 1))
+	if [ "$rc" -ne 0 ]; then
+		suite_failed regress
+		[ "$rc" -eq 124 ] && echo "!!! regress: timed out"
+		print_file "$TREE/regression.diffs" 600
+		server_log_problems regress
+		print_file "$CLUSTER/postgresql.log" 60
+	fi
+	echo "regress: $((SECONDS - t0)) s"
+}
+
+run_isolation() {
+	local t0=$SECONDS rc
+	if ! compgen -G "$TREE/test/specs/*.spec" >/dev/null; then
+		ss_log "isolation: no isolation tests (test/specs/*.spec)"
+		return 0
+	fi
+	need_cluster || {
+		NFAIL=$((NFAIL + 1))
+		suite_failed isolation
+		return 0
+	}
+	ss_log "isolation: pg_isolation_regress (make installcheck)"
+	run_make isolation 10m installcheck REGRESS= TAP_TESTS=
+	rc=$?
+	count_pg_regress "$WORK/isolation.out" || NFAIL=$((NFAIL + 1))
+	if [ "$rc" -ne 0 ]; then
+		suite_failed isolation
+		[ "$rc" -eq 124 ] && echo "!!! isolation: timed out"
+		print_file "$TREE/test/output_iso/regression.diffs" 600
+		server_log_problems isolation
+		print_file "$CLUSTER/postgresql.log" 60
+	fi
+	echo "isolation: $((SECONDS - t0)) s"
+}
+
+run_tap() {
+	local t0=$SECONDS rc out files failed f base log
+	if ! compgen -G "$TREE/test/t/*.pl" >/dev/null; then
+		ss_log "tap: no TAP tests (test/t/*.pl)"
+		return 0
+	fi
+	ss_log "tap: prove (make installcheck, PostgreSQL::Test::Cluster)"
+	# Debian's PGXS may be configured without TAP: force it on.
+	run_make tap 30m installcheck REGRESS= ISOLATION= \
+		enable_tap_tests=yes PROVE=/usr/bin/prove PROVE_FLAGS=--timer
+	rc=$?
+	out="$WORK/tap.out"
+	files=$(grep -oE '^Files=[0-9]+' "$out" | tail -n 1 | cut -d= -f2)
+	# failed test files, from prove's summary table
+	failed=$(grep -E '^test/t/[^ ]+\.pl +\(Wstat' "$out" | awk '{print $1}' | sort -u)
+	if [ -n "$files" ]; then
+		local nf
+		nf=$(printf '%s\n' "$failed" | grep -c . || true)
+		NPASS=$((NPASS + files - nf))
+		NFAIL=$((NFAIL + nf))
+	else
+		NFAIL=$((NFAIL + 1))
+	fi
+	if [ "$rc" -ne 0 ]; then
+		suite_failed tap
+		[ "$rc" -eq 124 ] && echo "!!! tap: timed out"
+		# no summary table (timeout, prove died): show every test's log
+		[ -n "$failed" ] || failed=$(cd "$TREE" && ls test/t/*.pl)
+		for f in $failed; do
+			base=$(basename "$f" .pl)
+			print_file "$TREE/tmp_check/log/regress_log_$base" 250
+			for log in "$TREE/tmp_check/log/${base}"_*.log; do
+				print_file "$log" 80
+			done
+		done
+	fi
+	echo "tap: $((SECONDS - t0)) s"
+}
+
+for s in "${SUITES[@]}"; do
+	"run_$s"
+done
+
+echo
+echo "====================================================================="
+echo "streamsketch tests: ${#SUITES[@]} suite(s) in $((SECONDS - T_START)) s"
+if [ "${#FAILED_SUITES[@]}" -gt 0 ]; then
+	echo "FAILED suites: ${FAILED_SUITES[*]}  (outputs in $WORK)"
+fi
+echo "====================================================================="
+echo "summary: $NPASS passed, $NFAIL failed"
+[ "$NFAIL" -eq 0 ] && [ "${#FAILED_SUITES[@]}" -eq 0 ]
