@@ -11,9 +11,9 @@
 set -euo pipefail
 
 SS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-# shellcheck source=setup.sh
+# shellcheck source=scripts/setup.sh
 source "$SS_ROOT/scripts/setup.sh"
-# shellcheck source=cluster.sh
+# shellcheck source=scripts/cluster.sh
 source "$SS_ROOT/scripts/cluster.sh"
 
 if [ "${STREAMSKETCH_SKIP_SETUP:-}" != 1 ]; then

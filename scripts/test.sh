@@ -19,9 +19,9 @@
 set -uo pipefail
 
 SS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-# shellcheck source=setup.sh
+# shellcheck source=scripts/setup.sh
 source "$SS_ROOT/scripts/setup.sh"
-# shellcheck source=cluster.sh
+# shellcheck source=scripts/cluster.sh
 source "$SS_ROOT/scripts/cluster.sh"
 set +e # (setup.sh sets -e) failures are counted, not fatal
 
@@ -120,13 +120,15 @@ suite_failed() {
 	FAILED_SUITES+=("$1")
 }
 
+CLUSTER_UP=
 need_cluster() {
-	[ -n "${PGHOST:-}" ] && return 0
+	[ -n "$CLUSTER_UP" ] && return 0
 	ss_log "Starting a throwaway cluster in $CLUSTER (port $PORT)"
 	ss_cluster_start "$CLUSTER" "$PORT" \
 		"fsync = off" "full_page_writes = off" "synchronous_commit = off" \
 		"shared_buffers = 128MB" "max_connections = 40" \
-		"max_wal_size = 1GB" "checkpoint_timeout = 30min"
+		"max_wal_size = 1GB" "checkpoint_timeout = 30min" || return 1
+	CLUSTER_UP=1
 }
 
 run_regress() {
