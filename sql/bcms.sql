@@ -212,18 +212,18 @@ INSERT INTO tmp_s SELECT 1 FROM generate_series(1, 10);
 SELECT bcms_estimate('tmp_s', 1);
 
 -- privileges
-CREATE ROLE bcms_reader;
-SET ROLE bcms_reader;
+CREATE ROLE regress_bcms_reader;
+SET ROLE regress_bcms_reader;
 SELECT bcms_estimate('clicks', 'u7'::text);
 INSERT INTO clicks VALUES ('x');
 RESET ROLE;
-GRANT SELECT ON clicks TO bcms_reader;
-SET ROLE bcms_reader;
+GRANT SELECT ON clicks TO regress_bcms_reader;
+SET ROLE regress_bcms_reader;
 SELECT bcms_estimate('clicks', 'u7'::text) AS granted;
 SELECT bcms_flush('clicks');
 RESET ROLE;
-REVOKE ALL ON clicks FROM bcms_reader;
-DROP ROLE bcms_reader;
+REVOKE ALL ON clicks FROM regress_bcms_reader;
+DROP ROLE regress_bcms_reader;
 
 -- merging an in-memory cms built with the same epsilon/delta
 SELECT bcms_create('m', 'text', epsilon => 0.001, delta => 0.01);
