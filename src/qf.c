@@ -1,0 +1,1246 @@
+/*-------------------------------------------------------------------------
+ *
+ * qf.c
+ *	  Counting quotient filter areas (the format is described in qf.h).
+ *
+ * The operations follow the paper's MAY-CONTAIN / insert / delete, but find
+ * positions with whole-word bit operations instead of walking slot by slot:
+ *
+ *	- the decoding start for quotient q is the last unshifted slot b <= q
+ *	  (a backward search for a zero in the shifted bits);
+ *	- every occupied bucket in [b, q) has one run, packed from b on, so the
+ *	  run of q starts max(q, end of the k-th of those runs) with k the
+ *	  popcount of the occupied bits in [b, q); a run ends where the next
+ *	  slot without the continuation bit is, so that end is a select over
+ *	  the inverted continuation bits;
+ *	- inserting n slots finds the first n empty slots with a search over
+ *	  (occupied | continuation | shifted) and moves the segments between
+ *	  them right with bit-range moves of the four arrays;
+ *	- deleting moves the following runs of the cluster left by as much as
+ *	  their home slots allow, again as bit-range moves of whole groups of
+ *	  runs that move by the same distance.
+ *
+ * No function here calls the backend: no palloc, no elog.  Nothing here
+ * needs more stack than a few dozen words.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "port/pg_bitutils.h"
+
+#include "qf.h"
+
+StaticAssertDecl(sizeof(QfAreaHeader) == QF_HEADER_SIZE,
+				 "QfAreaHeader must be QF_HEADER_SIZE bytes");
+
+/* Largest area we describe: offsets are uint32, bit positions uint64. */
+#define QF_MAX_SLOTS		(UINT64CONST(1) << 30)
+
+/*
+ * Word access.  memcpy lets areas sit at any alignment (varlena data is
+ * only 4-aligned); compilers turn it into a plain load or store.
+ */
+static inline uint64
+ld64(const char *p)
+{
+	uint64		v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline void
+st64(char *p, uint64 v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+static inline int
+popcount64(uint64 x)
+{
+#ifdef __POPCNT__
+	return __builtin_popcountll(x);
+#else
+	/* SWAR: pg_popcount64 is in libpgport, which the unit test lacks */
+	x = x - ((x >> 1) & UINT64CONST(0x5555555555555555));
+	x = (x & UINT64CONST(0x3333333333333333)) +
+		((x >> 2) & UINT64CONST(0x3333333333333333));
+	x = (x + (x >> 4)) & UINT64CONST(0x0F0F0F0F0F0F0F0F);
+	return (int) ((x * UINT64CONST(0x0101010101010101)) >> 56);
+#endif
+}
+
+/* Position of the k-th (0-based) one bit of x; x has more than k ones. */
+static inline int
+select64(uint64 x, int k)
+{
+	uint64		b;
+	uint64		prefix;
+	int			byte = 0;
+	int			before = 0;
+	uint64		y;
+
+	/* per-byte popcounts, then their prefix sums, one byte each */
+	b = x - ((x >> 1) & UINT64CONST(0x5555555555555555));
+	b = (b & UINT64CONST(0x3333333333333333)) +
+		((b >> 2) & UINT64CONST(0x3333333333333333));
+	b = (b + (b >> 4)) & UINT64CONST(0x0F0F0F0F0F0F0F0F);
+	prefix = b * UINT64CONST(0x0101010101010101);
+	while (byte < 7 && (int) ((prefix >> (byte * 8)) & 0xFF) <= k)
+		byte++;
+	if (byte > 0)
+		before = (int) ((prefix >> ((byte - 1) * 8)) & 0xFF);
+	y = (x >> (byte * 8)) & 0xFF;
+	for (k -= before; k > 0; k--)
+		y &= y - 1;
+	return byte * 8 + pg_rightmost_one_pos64(y);
+}
+
+/*
+ * Bit arrays.  A bit array is a sequence of 64-bit words at a byte
+ * address; bit i is bit (i % 64) of word i / 64.
+ */
+static inline bool
+bit_get(const char *a, uint32 i)
+{
+	return (ld64(a + (Size) (i >> 6) * 8) >> (i & 63)) & 1;
+}
+
+static inline void
+bit_put(char *a, uint32 i, bool v)
+{
+	char	   *p = a + (Size) (i >> 6) * 8;
+	uint64		w = ld64(p);
+	uint64		m = UINT64CONST(1) << (i & 63);
+
+	st64(p, v ? (w | m) : (w & ~m));
+}
+
+/* n bits (1..64) at bit position pos. */
+static inline uint64
+bits_get(const char *a, uint64 pos, int n)
+{
+	const char *p = a + (Size) (pos >> 6) * 8;
+	int			off = (int) (pos & 63);
+	uint64		v = ld64(p) >> off;
+
+	if (off + n > 64)
+		v |= ld64(p + 8) << (64 - off);
+	return v & qf_mask(n);
+}
+
+static inline void
+bits_put(char *a, uint64 pos, int n, uint64 v)
+{
+	char	   *p = a + (Size) (pos >> 6) * 8;
+	int			off = (int) (pos & 63);
+	uint64		m = qf_mask(n);
+
+	v &= m;
+	st64(p, (ld64(p) & ~(m << off)) | (v << off));
+	if (off + n > 64)
+	{
+		int			done = 64 - off;
+
+		st64(p + 8, (ld64(p + 8) & ~(m >> done)) | (v >> done));
+	}
+}
+
+static void
+bits_fill(char *a, uint64 pos, uint64 len, bool one)
+{
+	while (len > 0)
+	{
+		int			n = (int) Min(len, 64);
+
+		bits_put(a, pos, n, one ? PG_UINT64_MAX : 0);
+		pos += n;
+		len -= n;
+	}
+}
+
+/*
+ * memmove for bit ranges, safe for overlapping ranges.  The destination is
+ * written a whole word at a time (each word a funnel shift of two source
+ * words), with read-modify-write only for its partial first and last
+ * words.  Words are processed back to front when moving right and front to
+ * back when moving left, so no source bit is overwritten before it is read.
+ */
+static void
+bits_move(char *a, uint64 dst, uint64 src, uint64 len)
+{
+	uint64		end = dst + len;
+	uint64		head;			/* bits before the first whole dst word */
+	uint64		tail;			/* bits after the last whole dst word */
+	uint64		wfirst;			/* whole dst words [wfirst, wend) */
+	uint64		wend;
+	int			off;			/* bit offset of a dst word's source */
+
+	if (dst == src || len == 0)
+		return;
+	if (len <= 64)
+	{
+		bits_put(a, dst, (int) len, bits_get(a, src, (int) len));
+		return;
+	}
+	head = (64 - (dst & 63)) & 63;
+	tail = end & 63;
+	wfirst = (dst + head) >> 6;
+	wend = (end - tail) >> 6;
+	off = (int) ((src + head) & 63);
+
+	if (dst > src)
+	{
+		if (tail > 0)
+			bits_put(a, end - tail, (int) tail,
+					 bits_get(a, src + len - tail, (int) tail));
+		for (uint64 w = wend; w-- > wfirst;)
+		{
+			uint64		s = src + (w * 64 - dst);
+			const char *p = a + (s >> 6) * 8;
+			uint64		v = ld64(p);
+
+			if (off)
+				v = (v >> off) | (ld64(p + 8) << (64 - off));
+			st64(a + w * 8, v);
+		}
+		if (head > 0)
+			bits_put(a, dst, (int) head, bits_get(a, src, (int) head));
+	}
+	else
+	{
+		if (head > 0)
+			bits_put(a, dst, (int) head, bits_get(a, src, (int) head));
+		for (uint64 w = wfirst; w < wend; w++)
+		{
+			uint64		s = src + (w * 64 - dst);
+			const char *p = a + (s >> 6) * 8;
+			uint64		v = ld64(p);
+
+			if (off)
+				v = (v >> off) | (ld64(p + 8) << (64 - off));
+			st64(a + w * 8, v);
+		}
+		if (tail > 0)
+			bits_put(a, end - tail, (int) tail,
+					 bits_get(a, src + len - tail, (int) tail));
+	}
+}
+
+/*
+ * The arrays of one area, and derived per-slot predicates evaluated a word
+ * at a time.  The kind argument is always a constant, so each search below
+ * compiles to a loop over one specific word expression.
+ */
+typedef struct QfArrays
+{
+	char	   *occ;
+	char	   *cont;
+	char	   *shf;
+	char	   *cnt;
+	char	   *rem;
+	uint32		nslots;
+	uint32		nhome;
+	int			rbits;
+} QfArrays;
+
+typedef enum QfWordKind
+{
+	W_OCC,						/* occupied */
+	W_NOT_CONT,					/* not a continuation: run start or empty */
+	W_NOT_SHF,					/* not shifted: decoding can start here */
+	W_NOT_CNT,					/* not a counter digit */
+	W_EMPTY,					/* empty slot */
+	W_NONEMPTY					/* used slot */
+} QfWordKind;
+
+static inline void
+qf_arrays(QfArrays *A, const QfGeom *g, const char *area)
+{
+	char	   *base = unconstify(char *, area);
+
+	A->occ = base + g->occ_off;
+	A->cont = base + g->cont_off;
+	A->shf = base + g->shf_off;
+	A->cnt = base + g->cnt_off;
+	A->rem = base + g->rem_off;
+	A->nslots = g->nslots;
+	A->nhome = g->nhome;
+	A->rbits = g->rbits;
+}
+
+static inline uint64
+word_of(const QfArrays *A, QfWordKind kind, uint32 w)
+{
+	Size		o = (Size) w * 8;
+
+	switch (kind)
+	{
+		case W_OCC:
+			return ld64(A->occ + o);
+		case W_NOT_CONT:
+			return ~ld64(A->cont + o);
+		case W_NOT_SHF:
+			return ~ld64(A->shf + o);
+		case W_NOT_CNT:
+			return ~ld64(A->cnt + o);
+		case W_EMPTY:
+			return ~(ld64(A->occ + o) | ld64(A->cont + o) | ld64(A->shf + o));
+		case W_NONEMPTY:
+			return ld64(A->occ + o) | ld64(A->cont + o) | ld64(A->shf + o);
+	}
+	return 0;
+}
+
+/* First slot in [from, limit) where kind holds, or limit. */
+static inline uint32
+next_of(const QfArrays *A, QfWordKind kind, uint32 from, uint32 limit)
+{
+	uint32		w;
+	uint64		x;
+	uint32		pos;
+
+	if (from >= limit)
+		return limit;
+	w = from >> 6;
+	x = word_of(A, kind, w) & (PG_UINT64_MAX << (from & 63));
+	while (x == 0)
+	{
+		w++;
+		if ((uint64) w * 64 >= limit)
+			return limit;
+		x = word_of(A, kind, w);
+	}
+	pos = w * 64 + pg_rightmost_one_pos64(x);
+	return Min(pos, limit);
+}
+
+/* Last slot <= from where kind holds, or -1. */
+static inline int64
+prev_of(const QfArrays *A, QfWordKind kind, uint32 from)
+{
+	uint32		w = from >> 6;
+	uint64		x = word_of(A, kind, w) & qf_mask((int) (from & 63) + 1);
+
+	while (x == 0)
+	{
+		if (w == 0)
+			return -1;
+		w--;
+		x = word_of(A, kind, w);
+	}
+	return (int64) w * 64 + pg_leftmost_one_pos64(x);
+}
+
+/* Number of slots in [from, to) where kind holds. */
+static inline uint32
+count_of(const QfArrays *A, QfWordKind kind, uint32 from, uint32 to)
+{
+	uint32		w = from >> 6;
+	uint32		wlast;
+	uint64		x;
+	uint32		n = 0;
+
+	if (from >= to)
+		return 0;
+	wlast = (to - 1) >> 6;
+	x = word_of(A, kind, w) & (PG_UINT64_MAX << (from & 63));
+	while (w < wlast)
+	{
+		n += popcount64(x);
+		w++;
+		x = word_of(A, kind, w);
+	}
+	x &= qf_mask((int) ((to - 1) & 63) + 1);
+	return n + popcount64(x);
+}
+
+/* The k-th (1-based) slot at or after from where kind holds, or limit. */
+static inline uint32
+select_of(const QfArrays *A, QfWordKind kind, uint32 from, uint32 k,
+		  uint32 limit)
+{
+	uint32		w;
+	uint64		x;
+
+	if (from >= limit)
+		return limit;
+	w = from >> 6;
+	x = word_of(A, kind, w) & (PG_UINT64_MAX << (from & 63));
+	for (;;)
+	{
+		uint32		c = popcount64(x);
+
+		if (k <= c)
+		{
+			uint32		pos = w * 64 + select64(x, (int) k - 1);
+
+			return Min(pos, limit);
+		}
+		k -= c;
+		w++;
+		if ((uint64) w * 64 >= limit)
+			return limit;
+		x = word_of(A, kind, w);
+	}
+}
+
+static inline uint64
+rem_get(const QfArrays *A, uint32 i)
+{
+	return bits_get(A->rem, (uint64) i * A->rbits, A->rbits);
+}
+
+static inline void
+rem_put(QfArrays *A, uint32 i, uint64 v)
+{
+	bits_put(A->rem, (uint64) i * A->rbits, A->rbits, v);
+}
+
+/* Set the metadata bits of slots [pos, pos+len) (not occupied). */
+static void
+slots_mark(QfArrays *A, uint32 pos, uint32 len, bool cont, bool shf, bool cnt)
+{
+	bits_fill(A->cont, pos, len, cont);
+	bits_fill(A->shf, pos, len, shf);
+	bits_fill(A->cnt, pos, len, cnt);
+}
+
+/* Move the contents of slots [src, src+len) to dst (occupied bits stay). */
+static void
+slots_move(QfArrays *A, uint32 dst, uint32 src, uint32 len)
+{
+	bits_move(A->cont, dst, src, len);
+	bits_move(A->shf, dst, src, len);
+	bits_move(A->cnt, dst, src, len);
+	bits_move(A->rem, (uint64) dst * A->rbits, (uint64) src * A->rbits,
+			  (uint64) len * A->rbits);
+}
+
+/* Counter digits needed for count c (>= 1). */
+static inline int
+count_digits(uint64 c, int rbits)
+{
+	int			bits;
+
+	if (c <= 1)
+		return 0;
+	bits = pg_leftmost_one_pos64(c - 1) + 1;
+	return (bits + rbits - 1) / rbits;
+}
+
+/* Decode the d counter digits after the remainder in slot p. */
+static uint64
+count_decode(const QfArrays *A, uint32 p, uint32 d)
+{
+	uint64		v = 0;
+
+	for (uint32 i = 0; i < d; i++)
+	{
+		uint32		shift = i * A->rbits;
+
+		/* more digits than a valid count has only in corrupt areas */
+		if (shift >= 64)
+			break;
+		v |= rem_get(A, p + 1 + i) << shift;
+	}
+	return v == PG_UINT64_MAX ? v : v + 1;
+}
+
+/* Write the digits of count c into slots p+1 .. p+count_digits(c). */
+static void
+count_encode(QfArrays *A, uint32 p, uint64 c)
+{
+	int			d = count_digits(c, A->rbits);
+	uint64		v = c - 1;
+
+	for (int i = 0; i < d; i++)
+	{
+		rem_put(A, p + 1 + i, v);
+		/* v >>= 64 would be undefined, and only happens for the last digit */
+		v = A->rbits >= 64 ? 0 : v >> A->rbits;
+	}
+}
+
+/* Counter slots following the remainder in slot p, inside [p, end). */
+static inline uint32
+digits_at(const QfArrays *A, uint32 p, uint32 end)
+{
+	return next_of(A, W_NOT_CNT, p + 1, end) - (p + 1);
+}
+
+static inline uint64
+sat_add(uint64 a, uint64 b)
+{
+	return a > PG_UINT64_MAX - b ? PG_UINT64_MAX : a + b;
+}
+
+/*
+ * Where the run of quotient q starts if q is occupied, or where it has to
+ * be inserted if not (see the file header).  Returns nslots when that
+ * position is past the last slot.
+ */
+static uint32
+run_start(const QfArrays *A, uint32 q)
+{
+	int64		b = prev_of(A, W_NOT_SHF, q);
+	uint32		k;
+
+	/* slot 0 is never shifted in a valid area */
+	if (b < 0)
+		b = 0;
+	if (b == q)
+		return q;
+	k = count_of(A, W_OCC, (uint32) b, q);
+	if (k == 0)
+		return q;				/* corrupt area; stay in bounds */
+	return select_of(A, W_NOT_CONT, (uint32) b + 1, k, A->nslots);
+}
+
+/* First slot after the run starting at s. */
+static inline uint32
+run_end(const QfArrays *A, uint32 s)
+{
+	return next_of(A, W_NOT_CONT, s + 1, A->nslots);
+}
+
+/*
+ * Look for remainder r in the run [s, e).  Returns the slot of r (*found)
+ * or of the first larger remainder (or e), and the number of counter digits
+ * following it in *digits.
+ */
+static uint32
+run_find(const QfArrays *A, uint32 s, uint32 e, uint64 r, bool *found,
+		 uint32 *digits)
+{
+	uint32		p = s;
+
+	*found = false;
+	*digits = 0;
+	while (p < e)
+	{
+		uint64		v = rem_get(A, p);
+		uint32		d = digits_at(A, p, e);
+
+		if (v >= r)
+		{
+			*found = (v == r);
+			*digits = d;
+			return p;
+		}
+		p += 1 + d;
+	}
+	return e;
+}
+
+/*
+ * Open n empty slots at p by shifting everything from p right, up to the
+ * first n empty slots at or after p: the segment before the first empty
+ * slot moves by n, the one before the second by n - 1, and so on, which
+ * keeps clusters packed.  Every moved slot ends up right of its home, so
+ * it is marked shifted.  The opened slots keep stale contents, which the
+ * caller overwrites.  Returns false, changing nothing, if there are fewer
+ * than n empty slots left.
+ */
+static bool
+slots_open(QfArrays *A, uint32 p, uint32 n)
+{
+	uint32		empty[QF_MAX_DIGITS + 1];
+	uint32		pos = p;
+
+	Assert(n >= 1 && n <= QF_MAX_DIGITS + 1);
+	for (uint32 j = 0; j < n; j++)
+	{
+		empty[j] = next_of(A, W_EMPTY, pos, A->nslots);
+		if (empty[j] >= A->nslots)
+			return false;
+		pos = empty[j] + 1;
+	}
+	for (int j = (int) n - 1; j >= 0; j--)
+	{
+		uint32		from = j == 0 ? p : empty[j - 1] + 1;
+		uint32		len = empty[j] - from;
+		uint32		by = n - (uint32) j;
+
+		if (len == 0)
+			continue;
+		slots_move(A, from + by, from, len);
+		bits_fill(A->shf, from + by, len, true);
+	}
+	return true;
+}
+
+/*
+ * Delete the n slots [p, p+n) of the run [s, e) of quotient q and close the
+ * gap: the rest of the run moves left by n, then each following run of the
+ * cluster moves left to max(its home, end of the previous run); a run that
+ * cannot move ends the cluster.  Runs moving by the same distance move
+ * together.  Vacated slots are cleared, so empty slots stay all-zero.
+ */
+static void
+slots_delete(QfArrays *A, uint32 q, uint32 s, uint32 e, uint32 p, uint32 n)
+{
+	uint32		gs = p + n;		/* start of the group being moved */
+	uint32		d = n;			/* the group's distance */
+	uint32		cur = e;		/* start of the next run to look at */
+	uint32		bucket = q;
+
+	if (p == s && p + n == e)
+		bit_put(A->occ, q, false);	/* the run is gone */
+	else if (p == s)
+	{
+		/* the next remainder becomes the first of the run */
+		bit_put(A->cont, p + n, false);
+		bit_put(A->shf, p + n, bit_get(A->shf, s));
+	}
+
+	while (cur < A->nslots && bit_get(A->shf, cur))
+	{
+		/* cur starts a shifted run, which belongs to the next bucket */
+		uint32		limit = Min(cur, A->nhome);
+		uint32		h = next_of(A, W_OCC, bucket + 1, limit);
+		uint32		ns;
+
+		if (h >= limit)
+			break;				/* corrupt area: the run has no bucket */
+		ns = Max(h, cur - d);
+		if (cur - ns != d)
+		{
+			/* flush the group: the distance only shrinks from here */
+			slots_move(A, gs - d, gs, cur - gs);
+			slots_mark(A, cur - d, d, false, false, false);
+			bits_fill(A->rem, (uint64) (cur - d) * A->rbits,
+					  (uint64) d * A->rbits, false);
+			gs = cur;
+			d = cur - ns;
+		}
+		if (ns == h)
+			bit_put(A->shf, cur, false);	/* back home; the bit moves along */
+		bucket = h;
+		cur = run_end(A, cur);
+	}
+	slots_move(A, gs - d, gs, cur - gs);
+	slots_mark(A, cur - d, d, false, false, false);
+	bits_fill(A->rem, (uint64) (cur - d) * A->rbits, (uint64) d * A->rbits,
+			  false);
+}
+
+static inline void
+hdr_read(const char *area, QfAreaHeader *h)
+{
+	memcpy(h, area, sizeof(*h));
+}
+
+static inline void
+hdr_write(char *area, const QfAreaHeader *h)
+{
+	memcpy(area, h, sizeof(*h));
+}
+
+static inline bool
+args_ok(const QfGeom *g, uint32 quotient, uint64 remainder)
+{
+	return quotient < g->nhome && remainder <= qf_mask(g->rbits);
+}
+
+Size
+qf_area_size(int rbits, uint32 nslots)
+{
+	uint64		nwords = ((uint64) nslots + 63) / 64;
+	uint64		rwords = ((uint64) nslots * rbits + 63) / 64;
+
+	return QF_HEADER_SIZE + 4 * 8 * nwords + 8 * rwords;
+}
+
+/* Most slots whose area fits in area_bytes. */
+static uint32
+max_slots(int rbits, Size area_bytes)
+{
+	uint64		lo = 0;
+	uint64		hi = QF_MAX_SLOTS;
+
+	if (qf_area_size(rbits, 0) > area_bytes)
+		return 0;
+	/* invariant: lo fits, hi + 1 does not (or hi is the cap) */
+	while (lo < hi)
+	{
+		uint64		mid = (lo + hi + 1) / 2;
+
+		if (qf_area_size(rbits, (uint32) mid) <= area_bytes)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return (uint32) lo;
+}
+
+bool
+qf_geom_init_slots(QfGeom *g, int slot_bits, int rbits, uint32 nslack,
+				   Size area_bytes)
+{
+	uint32		nhome;
+	uint64		nslots;
+
+	if (rbits < QF_MIN_RBITS || rbits > QF_MAX_RBITS ||
+		slot_bits < QF_MIN_SLOT_BITS || slot_bits > QF_MAX_SLOT_BITS)
+		return false;
+	nhome = (uint32) 1 << slot_bits;
+	if (nslack == QF_SLACK_FILL)
+	{
+		uint32		fit = max_slots(rbits, area_bytes);
+
+		if (fit < (uint64) nhome + qf_min_slack(nhome))
+			return false;
+		nslots = fit;
+	}
+	else
+	{
+		nslots = (uint64) nhome + nslack;
+		if (nslots > QF_MAX_SLOTS ||
+			qf_area_size(rbits, (uint32) nslots) > area_bytes)
+			return false;
+	}
+
+	memset(g, 0, sizeof(*g));
+	g->slot_bits = slot_bits;
+	g->rbits = rbits;
+	g->nhome = nhome;
+	g->nslots = (uint32) nslots;
+	g->nslack = g->nslots - nhome;
+	g->nwords = (uint32) ((nslots + 63) / 64);
+	g->rwords = (uint32) ((nslots * rbits + 63) / 64);
+	g->occ_off = QF_HEADER_SIZE;
+	g->cont_off = g->occ_off + g->nwords * 8;
+	g->shf_off = g->cont_off + g->nwords * 8;
+	g->cnt_off = g->shf_off + g->nwords * 8;
+	g->rem_off = g->cnt_off + g->nwords * 8;
+	g->area_bytes = qf_area_size(rbits, g->nslots);
+	Assert(g->area_bytes == (Size) g->rem_off + (Size) g->rwords * 8);
+	return true;
+}
+
+bool
+qf_geom_init(QfGeom *g, int rbits, Size area_bytes)
+{
+	if (rbits < QF_MIN_RBITS || rbits > QF_MAX_RBITS)
+		return false;
+	for (int s = QF_MAX_SLOT_BITS; s >= QF_MIN_SLOT_BITS; s--)
+	{
+		uint32		nhome = (uint32) 1 << s;
+
+		if (qf_area_size(rbits, nhome + qf_min_slack(nhome)) <= area_bytes)
+			return qf_geom_init_slots(g, s, rbits, QF_SLACK_FILL, area_bytes);
+	}
+	return false;
+}
+
+void
+qf_area_init(const QfGeom *g, char *area)
+{
+	QfAreaHeader h;
+
+	memset(area, 0, g->area_bytes);
+	memset(&h, 0, sizeof(h));
+	h.magic = QF_MAGIC;
+	h.slot_bits = (uint8) g->slot_bits;
+	h.rbits = (uint8) g->rbits;
+	h.nslack = g->nslack;
+	hdr_write(area, &h);
+}
+
+QfStatus
+qf_insert(const QfGeom *g, char *area, uint32 quotient, uint64 remainder,
+		  uint64 count)
+{
+	QfArrays	A;
+	QfAreaHeader h;
+	bool		occupied;
+	uint32		s;
+	uint32		p;
+	uint32		n;
+
+	if (!args_ok(g, quotient, remainder))
+		return QF_INVALID;
+	if (count == 0)
+		return QF_OK;
+	qf_arrays(&A, g, area);
+	hdr_read(area, &h);
+
+	occupied = bit_get(A.occ, quotient);
+	s = run_start(&A, quotient);
+	if (s >= A.nslots)
+		return QF_FULL;
+	p = s;
+	if (occupied)
+	{
+		uint32		e = run_end(&A, s);
+		bool		found;
+		uint32		dold;
+
+		p = run_find(&A, s, e, remainder, &found, &dold);
+		if (found)
+		{
+			uint64		old = count_decode(&A, p, dold);
+			uint64		c = sat_add(old, count);
+			uint32		dnew = count_digits(c, A.rbits);
+
+			if (dnew > dold)
+			{
+				/* more digits: open slots after the existing ones */
+				if (!slots_open(&A, p + 1 + dold, dnew - dold))
+					return QF_FULL;
+				slots_mark(&A, p + 1 + dold, dnew - dold, true, true, true);
+				h.nused += dnew - dold;
+			}
+			count_encode(&A, p, c);
+			h.total_count = sat_add(h.total_count, c - old);
+			hdr_write(area, &h);
+			return QF_OK;
+		}
+	}
+
+	/* a new remainder at p, followed by its count digits */
+	n = 1 + count_digits(count, A.rbits);
+	if (!slots_open(&A, p, n))
+		return QF_FULL;
+	if (occupied && p == s && p + n < A.nslots)
+		bit_put(A.cont, p + n, true);	/* the old first is now second */
+	slots_mark(&A, p, 1, occupied && p != s, p != quotient, false);
+	rem_put(&A, p, remainder);
+	if (n > 1)
+	{
+		slots_mark(&A, p + 1, n - 1, true, true, true);
+		count_encode(&A, p, count);
+	}
+	bit_put(A.occ, quotient, true);
+	h.nitems++;
+	h.nused += n;
+	h.total_count = sat_add(h.total_count, count);
+	hdr_write(area, &h);
+	return QF_OK;
+}
+
+uint64
+qf_count(const QfGeom *g, const char *area, uint32 quotient, uint64 remainder)
+{
+	QfArrays	A;
+	uint32		s;
+	uint32		p;
+	bool		found;
+	uint32		d;
+
+	if (!args_ok(g, quotient, remainder))
+		return 0;
+	qf_arrays(&A, g, area);
+	if (!bit_get(A.occ, quotient))
+		return 0;
+	s = run_start(&A, quotient);
+	if (s >= A.nslots)
+		return 0;
+	p = run_find(&A, s, run_end(&A, s), remainder, &found, &d);
+	return found ? count_decode(&A, p, d) : 0;
+}
+
+uint64
+qf_remove(const QfGeom *g, char *area, uint32 quotient, uint64 remainder,
+		  uint64 count)
+{
+	QfArrays	A;
+	QfAreaHeader h;
+	uint32		s;
+	uint32		e;
+	uint32		p;
+	bool		found;
+	uint32		dold;
+	uint64		old;
+	uint64		removed;
+
+	if (!args_ok(g, quotient, remainder) || count == 0)
+		return 0;
+	qf_arrays(&A, g, area);
+	if (!bit_get(A.occ, quotient))
+		return 0;
+	s = run_start(&A, quotient);
+	if (s >= A.nslots)
+		return 0;
+	e = run_end(&A, s);
+	p = run_find(&A, s, e, remainder, &found, &dold);
+	if (!found)
+		return 0;
+
+	hdr_read(area, &h);
+	old = count_decode(&A, p, dold);
+	removed = Min(count, old);
+	if (removed < old)
+	{
+		uint64		c = old - removed;
+		uint32		dnew = count_digits(c, A.rbits);
+
+		count_encode(&A, p, c);
+		if (dnew < dold)
+		{
+			slots_delete(&A, quotient, s, e, p + 1 + dnew, dold - dnew);
+			h.nused -= dold - dnew;
+		}
+	}
+	else
+	{
+		slots_delete(&A, quotient, s, e, p, 1 + dold);
+		h.nitems--;
+		h.nused -= 1 + dold;
+	}
+	if (h.total_count != PG_UINT64_MAX)
+		h.total_count -= Min(removed, h.total_count);
+	hdr_write(area, &h);
+	return removed;
+}
+
+void
+qf_iter_init(QfIter *it, const QfGeom *g, const char *area)
+{
+	it->g = g;
+	it->area = area;
+	it->pos = 0;
+	it->bucket = -1;
+}
+
+bool
+qf_iter_next(QfIter *it, uint32 *quotient, uint64 *remainder, uint64 *count)
+{
+	QfArrays	A;
+	uint32		pos = it->pos;
+	uint32		d;
+
+	qf_arrays(&A, it->g, it->area);
+	if (pos >= A.nslots)
+		return false;
+	if (!bit_get(A.cont, pos))
+	{
+		uint32		b;
+
+		/* a run start, or empty slots before the next cluster */
+		pos = next_of(&A, W_NONEMPTY, pos, A.nslots);
+		if (pos >= A.nslots)
+		{
+			it->pos = A.nslots;
+			return false;
+		}
+		b = next_of(&A, W_OCC, (uint32) (it->bucket + 1), A.nhome);
+		if (b >= A.nhome)
+		{
+			it->pos = A.nslots;	/* corrupt area: a run without bucket */
+			return false;
+		}
+		it->bucket = b;
+	}
+	d = digits_at(&A, pos, A.nslots);
+	*quotient = (uint32) it->bucket;
+	*remainder = rem_get(&A, pos);
+	*count = count_decode(&A, pos, d);
+	it->pos = pos + 1 + d;
+	return true;
+}
+
+void
+qf_area_stats(const QfGeom *g, const char *area, QfStats *stats)
+{
+	QfAreaHeader h;
+
+	hdr_read(area, &h);
+	stats->nitems = h.nitems;
+	stats->nused = h.nused;
+	stats->total_count = h.total_count;
+	stats->load = (double) h.nused / g->nhome;
+}
+
+#define CHECK(cond, message) \
+	do { \
+		if (!(cond)) \
+		{ \
+			*msg = (message); \
+			return false; \
+		} \
+	} while (0)
+
+bool
+qf_area_check_header(const QfGeom *g, const char *area, const char **msg)
+{
+	QfAreaHeader h;
+
+	*msg = NULL;
+	hdr_read(area, &h);
+	CHECK(h.magic == QF_MAGIC, "quotient filter area has a wrong magic number");
+	CHECK(h.slot_bits == g->slot_bits && h.rbits == g->rbits &&
+		  h.nslack == g->nslack,
+		  "quotient filter area has a different geometry");
+	CHECK(h.flags == 0 && h.reserved == 0,
+		  "quotient filter area header has reserved bits set");
+	CHECK(h.nused <= g->nslots && h.nitems <= h.nused,
+		  "quotient filter area header has impossible counters");
+	return true;
+}
+
+bool
+qf_area_check(const QfGeom *g, const char *area, const char **msg)
+{
+	QfArrays	A;
+	QfAreaHeader h;
+	uint32		nitems = 0;
+	uint32		nused = 0;
+	uint64		total = 0;
+	int64		bucket = -1;	/* quotient of the current run */
+	bool		have_rem = false;	/* current run has a remainder yet */
+	uint64		lastrem = 0;
+	uint32		ndig = 0;		/* digits after the current remainder */
+	uint64		cval = 0;		/* their value so far */
+	uint32		tailbits;
+
+	if (!qf_area_check_header(g, area, msg))
+		return false;
+	qf_arrays(&A, g, area);
+	hdr_read(area, &h);
+
+	/* bits past the last slot, and occupied bits of slack slots, are 0 */
+	tailbits = g->nwords * 64 - g->nslots;
+	if (tailbits > 0)
+	{
+		uint64		m = ~qf_mask(64 - (int) tailbits);
+		Size		o = (Size) (g->nwords - 1) * 8;
+
+		CHECK(((ld64(A.occ + o) | ld64(A.cont + o) | ld64(A.shf + o) |
+				ld64(A.cnt + o)) & m) == 0,
+			  "quotient filter area has bits set past its last slot");
+	}
+	if ((uint64) g->rwords * 64 > (uint64) g->nslots * g->rbits)
+		CHECK(bits_get(A.rem, (uint64) g->nslots * g->rbits,
+					   (int) ((uint64) g->rwords * 64 -
+							  (uint64) g->nslots * g->rbits)) == 0,
+			  "quotient filter area has payload bits set past its last slot");
+	CHECK(next_of(&A, W_OCC, g->nhome, g->nslots) == g->nslots,
+		  "quotient filter area has an occupied slack slot");
+
+	for (uint32 i = 0; i < g->nslots; i++)
+	{
+		bool		occ = bit_get(A.occ, i);
+		bool		cont = bit_get(A.cont, i);
+		bool		shf = bit_get(A.shf, i);
+		bool		cnt = bit_get(A.cnt, i);
+		uint64		v = rem_get(&A, i);
+		bool		prev_used = i > 0 && (bit_get(A.occ, i - 1) ||
+										  bit_get(A.cont, i - 1) ||
+										  bit_get(A.shf, i - 1));
+
+		/* the previous remainder's count ends where no digit follows */
+		if (have_rem && !cnt)
+		{
+			total = sat_add(total, cval == PG_UINT64_MAX ? cval : cval + 1);
+			ndig = 0;
+			cval = 0;
+		}
+
+		if (!occ && !cont && !shf)
+		{
+			CHECK(!cnt && v == 0,
+				  "quotient filter area has an empty slot with contents");
+			have_rem = false;
+			continue;
+		}
+		nused++;
+		if (!cont)
+		{
+			/* a run start: it belongs to the next occupied bucket */
+			uint32		b = next_of(&A, W_OCC, (uint32) (bucket + 1), g->nhome);
+
+			CHECK(!cnt, "quotient filter run starts with a counter slot");
+			CHECK(b < g->nhome && b <= i,
+				  "quotient filter run has no occupied home slot");
+			CHECK(shf == (b != i),
+				  "quotient filter run start has a wrong shifted bit");
+			CHECK(b == i || prev_used,
+				  "quotient filter run is shifted past an empty slot");
+			bucket = b;
+			have_rem = true;
+			lastrem = v;
+			nitems++;
+		}
+		else if (!cnt)
+		{
+			CHECK(shf, "quotient filter continuation slot is not shifted");
+			CHECK(have_rem,
+				  "quotient filter continuation slot follows an empty slot");
+			CHECK(v > lastrem,
+				  "quotient filter remainders out of order in a run");
+			lastrem = v;
+			nitems++;
+		}
+		else
+		{
+			uint32		shift = ndig * g->rbits;
+
+			CHECK(shf, "quotient filter counter slot is not shifted");
+			CHECK(have_rem,
+				  "quotient filter counter slot follows an empty slot");
+			/* digits beyond bit 63 would be lost */
+			CHECK(shift < 64 &&
+				  (shift + g->rbits <= 64 || (v >> (64 - shift)) == 0),
+				  "quotient filter count overflows 64 bits");
+			cval |= v << shift;
+			ndig++;
+			/* the last digit is nonzero (canonical), and c - 1 < 2^64 - 1 */
+			if (i + 1 >= g->nslots || !bit_get(A.cnt, i + 1))
+			{
+				CHECK(v != 0,
+					  "quotient filter count has a leading zero digit");
+				CHECK(cval != PG_UINT64_MAX,
+					  "quotient filter count overflows 64 bits");
+			}
+		}
+	}
+	if (have_rem)
+		total = sat_add(total, cval == PG_UINT64_MAX ? cval : cval + 1);
+	CHECK(next_of(&A, W_OCC, (uint32) (bucket + 1), g->nhome) == g->nhome,
+		  "quotient filter occupied home slot has no run");
+	CHECK(h.nitems == nitems,
+		  "quotient filter area header has a wrong item count");
+	CHECK(h.nused == nused,
+		  "quotient filter area header has a wrong used slot count");
+	CHECK(h.total_count == total || h.total_count == PG_UINT64_MAX,
+		  "quotient filter area header has a wrong total count");
+	return true;
+}
+
+void
+qf_builder_init(QfBuilder *b, const QfGeom *g, char *area)
+{
+	qf_area_init(g, area);
+	b->g = g;
+	b->area = area;
+	b->next = 0;
+	b->lastq = -1;
+	b->lastr = 0;
+}
+
+QfStatus
+qf_builder_add(QfBuilder *b, uint32 quotient, uint64 remainder, uint64 count)
+{
+	QfArrays	A;
+	QfAreaHeader h;
+	bool		same_run;
+	uint32		start;
+	uint32		n;
+
+	if (!args_ok(b->g, quotient, remainder) ||
+		(int64) quotient < b->lastq ||
+		((int64) quotient == b->lastq && remainder <= b->lastr))
+		return QF_INVALID;
+	if (count == 0)
+		return QF_OK;
+	qf_arrays(&A, b->g, b->area);
+	same_run = (int64) quotient == b->lastq;
+	start = same_run ? b->next : Max(quotient, b->next);
+	n = 1 + count_digits(count, A.rbits);
+	if ((uint64) start + n > A.nslots)
+		return QF_FULL;
+
+	bit_put(A.occ, quotient, true);
+	slots_mark(&A, start, 1, same_run, start != quotient, false);
+	rem_put(&A, start, remainder);
+	if (n > 1)
+	{
+		slots_mark(&A, start + 1, n - 1, true, true, true);
+		count_encode(&A, start, count);
+	}
+	b->next = start + n;
+	b->lastq = quotient;
+	b->lastr = remainder;
+
+	hdr_read(b->area, &h);
+	h.nitems++;
+	h.nused += n;
+	h.total_count = sat_add(h.total_count, count);
+	hdr_write(b->area, &h);
+	return QF_OK;
+}
+
+QfStatus
+qf_merge_areas(const QfGeom *g, const char *a, const char *b, char *out)
+{
+	QfBuilder	bld;
+	QfIter		ia;
+	QfIter		ib;
+	uint32		qa = 0,
+				qb = 0;
+	uint64		ra = 0,
+				rb = 0,
+				ca = 0,
+				cb = 0;
+	bool		has_a;
+	bool		has_b;
+
+	qf_builder_init(&bld, g, out);
+	qf_iter_init(&ia, g, a);
+	qf_iter_init(&ib, g, b);
+	has_a = qf_iter_next(&ia, &qa, &ra, &ca);
+	has_b = qf_iter_next(&ib, &qb, &rb, &cb);
+	while (has_a || has_b)
+	{
+		QfStatus	st;
+		int			cmp;
+
+		if (!has_b)
+			cmp = -1;
+		else if (!has_a)
+			cmp = 1;
+		else if (qa != qb)
+			cmp = qa < qb ? -1 : 1;
+		else
+			cmp = ra < rb ? -1 : (ra > rb ? 1 : 0);
+
+		if (cmp < 0)
+			st = qf_builder_add(&bld, qa, ra, ca);
+		else if (cmp > 0)
+			st = qf_builder_add(&bld, qb, rb, cb);
+		else
+			st = qf_builder_add(&bld, qa, ra, sat_add(ca, cb));
+		if (st != QF_OK)
+			return st;
+		if (cmp <= 0)
+			has_a = qf_iter_next(&ia, &qa, &ra, &ca);
+		if (cmp >= 0)
+			has_b = qf_iter_next(&ib, &qb, &rb, &cb);
+	}
+	return QF_OK;
+}
+
+QfStatus
+qf_split_area(const QfGeom *g_old, const char *area, const QfGeom *g_new,
+			  char *out_lo, char *out_hi)
+{
+	QfBuilder	lo;
+	QfBuilder	hi;
+	QfIter		it;
+	uint32		q;
+	uint64		r;
+	uint64		c;
+	int			s = g_old->slot_bits;
+	int			rb = g_old->rbits;
+
+	if (g_new->slot_bits != s || g_new->rbits != rb - 1)
+		return QF_INVALID;
+	qf_builder_init(&lo, g_new, out_lo);
+	qf_builder_init(&hi, g_new, out_hi);
+	qf_iter_init(&it, g_old, area);
+	while (qf_iter_next(&it, &q, &r, &c))
+	{
+		uint32		nq = (uint32) ((((uint64) q << 1) | (r >> (rb - 1))) &
+								   qf_mask(s));
+		uint64		nr = r & qf_mask(rb - 1);
+		QfStatus	st;
+
+		st = qf_builder_add((q >> (s - 1)) ? &hi : &lo, nq, nr, c);
+		if (st != QF_OK)
+			return st;
+	}
+	return QF_OK;
+}

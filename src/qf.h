@@ -1,0 +1,358 @@
+/*-------------------------------------------------------------------------
+ *
+ * qf.h
+ *	  Counting quotient filter areas: the core shared by the paged quotient
+ *	  filters (one area per 8 kB page) and the in-memory `qfilter` type (an
+ *	  array of areas).
+ *
+ * A QF area is one contiguous byte area holding an independent quotient
+ * filter (Bender et al., "Don't thrash: how to cache your hash on flash",
+ * section 3) over 2^slot_bits home slots followed by nslack slack slots.
+ * There is no wrap-around: a run that would extend past the last slack
+ * slot makes the insert fail with QF_FULL, leaving the area unchanged.
+ * Keeping every operation inside one area is what lets the paged filters
+ * put one area in each page and never shift across pages.
+ *
+ * This file and qf.c use no backend function (no palloc, no elog): every
+ * function returns a status and the caller raises the error, so the code
+ * also runs in a standalone unit test (test/unit/qf_test.c).
+ *
+ * Fingerprints
+ * ------------
+ * A fingerprint is (quotient, remainder) with quotient < 2^slot_bits and
+ * remainder < 2^rbits.  A paged or multi-area filter takes the top
+ * page_bits + slot_bits + rbits bits of a 64-bit hash: the top page_bits
+ * select the area, the next slot_bits are the quotient, the next rbits the
+ * remainder (qf_fingerprint_split).  Areas therefore cover contiguous,
+ * increasing ranges of the hash space, so iterating the areas in order
+ * visits fingerprints in increasing order (what merges need), and moving one
+ * bit from the remainder to the page index (qf_split_area) doubles the
+ * number of areas without rehashing.
+ *
+ * Slots and counts
+ * ----------------
+ * Each slot has an rbits-wide payload and four metadata bits:
+ *	 occupied	 (per home slot i) some fingerprint has quotient i
+ *	 continuation the slot belongs to the same run as the slot before it
+ *	 shifted	 the slot's content is not in its home slot
+ *	 counter	 the payload is a count digit, not a remainder
+ * A slot is empty iff occupied, continuation and shifted are all 0.  Runs
+ * (all fingerprints of one quotient) hold their remainders in strictly
+ * increasing order; clusters are packed: a run starts at
+ * max(its home slot, end of the previous run + 1).
+ *
+ * A fingerprint of multiplicity c is stored as its remainder slot followed
+ * by d counter slots whose payloads are the base-2^rbits digits of c - 1,
+ * least significant first, with no trailing zero digit (d = 0 for c = 1),
+ * so the encoding is unique.  Counter slots always have continuation = 1
+ * and shifted = 1.  Counts go up to 2^64-1 (at most ceil(64/rbits) digits)
+ * and saturate there: adding to a saturated count leaves it at 2^64-1.
+ *
+ * Because the layout is a pure function of the multiset of fingerprints
+ * (packed runs, sorted remainders, canonical digits, empty slots all-zero),
+ * two areas of the same geometry holding the same multiset are
+ * byte-identical (except total_count after saturation, see below),
+ * whatever the order of operations that built them.
+ *
+ * Area layout (geometry in QfGeom, offsets in bytes from the area start)
+ * -----------
+ *	 QfAreaHeader					 QF_HEADER_SIZE (32) bytes
+ *	 occupied bits					 nwords 64-bit words, bit i = slot i
+ *	 continuation bits				 nwords words
+ *	 shifted bits					 nwords words
+ *	 counter bits					 nwords words
+ *	 payloads (remainders/digits)	 rwords words, packed: slot i occupies
+ *									 bits [i*rbits, (i+1)*rbits) of the
+ *									 array, bit k of word w being bit
+ *									 64*w + k
+ * where nwords = ceil(nslots/64) and rwords = ceil(nslots*rbits/64).  Bits
+ * past the last slot are zero.  Separate bit arrays let lookups find
+ * cluster starts, run starts and empty slots with whole-word operations
+ * (popcount, count-trailing-zeros, select) instead of per-slot loops.
+ * Words are read and written with memcpy, so the area needs no alignment
+ * (a varlena's data can be passed directly); words are in native byte
+ * order, like every other page content.
+ *
+ * Costs: insert, lookup and remove are O(cluster length / 64) word
+ * operations plus O(run length) payload reads; iteration is O(nslots).
+ *
+ * Operations on a corrupted area never read or write outside the area and
+ * always terminate, but their results are meaningless; qf_area_check()
+ * detects corruption (callers report it with ereport(ERROR,
+ * ERRCODE_DATA_CORRUPTED) and the returned message).  Merge and split
+ * return QF_INVALID when an input yields fingerprints out of order, which
+ * only a corrupted input does.
+ *
+ * Using areas in pages and values
+ * -------------------------------
+ * Persist (slot_bits, rbits, area size) and rebuild the geometry with
+ * qf_geom_init_slots(g, slot_bits, rbits, QF_SLACK_FILL, area_size): after
+ * a resize, qf_geom_init(rbits - 1, ...) may choose a different slot_bits.
+ * A page holds one area of at most SS_PAGE_DATA_SIZE bytes (pd_lower must
+ * cover g->area_bytes so generic WAL keeps it); a varlena holds an array
+ * of areas of the same geometry, at any alignment.  qf_area_check_header()
+ * is O(1) and fit for every page read; qf_area_check() is O(nslots).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QF_H
+#define QF_H
+
+#include "postgres.h"
+
+#define QF_MAGIC			0x31414651	/* "QFA1" in little-endian memory */
+#define QF_HEADER_SIZE		32
+
+#define QF_MIN_RBITS		1
+#define QF_MAX_RBITS		60
+#define QF_MIN_SLOT_BITS	1
+#define QF_MAX_SLOT_BITS	28
+
+/* Most counter digits a fingerprint can have (rbits = 1, c - 1 >= 2^63). */
+#define QF_MAX_DIGITS		64
+
+/* qf_geom_init_slots(): use every slot that fits as slack. */
+#define QF_SLACK_FILL		PG_UINT32_MAX
+
+typedef enum QfStatus
+{
+	QF_OK = 0,
+	QF_FULL,					/* no room up to the last slack slot; area
+								 * unchanged */
+	QF_INVALID					/* argument out of range (or out of order for
+								 * a builder); area unchanged */
+} QfStatus;
+
+/*
+ * The header at the start of every area.  slot_bits, rbits and nslack
+ * repeat the geometry so that qf_area_check() can tell an area of another
+ * geometry (or a foreign page) from ours.  total_count saturates at
+ * 2^64-1 and then stays there (removals cannot know the true sum any
+ * more); all other fields are exact.
+ */
+typedef struct QfAreaHeader
+{
+	uint32		magic;			/* QF_MAGIC */
+	uint8		slot_bits;
+	uint8		rbits;
+	uint16		flags;			/* 0, reserved */
+	uint32		nslack;
+	uint32		nitems;			/* distinct fingerprints */
+	uint32		nused;			/* non-empty slots (remainders + digits) */
+	uint32		reserved;		/* 0 */
+	uint64		total_count;	/* sum of all counts, saturating */
+} QfAreaHeader;
+
+/* Geometry of an area: computed by qf_geom_init*, never stored as such. */
+typedef struct QfGeom
+{
+	int			slot_bits;		/* home slots = 2^slot_bits */
+	int			rbits;			/* payload bits per slot */
+	uint32		nhome;			/* 2^slot_bits */
+	uint32		nslack;			/* slack slots after the home slots */
+	uint32		nslots;			/* nhome + nslack */
+	uint32		nwords;			/* 64-bit words of each metadata array */
+	uint32		rwords;			/* 64-bit words of the payload array */
+	uint32		occ_off;		/* byte offsets of the arrays */
+	uint32		cont_off;
+	uint32		shf_off;
+	uint32		cnt_off;
+	uint32		rem_off;
+	Size		area_bytes;		/* bytes the area uses (<= the size given) */
+} QfGeom;
+
+typedef struct QfStats
+{
+	uint32		nitems;			/* distinct fingerprints */
+	uint32		nused;			/* used slots */
+	uint64		total_count;	/* sum of counts (saturating) */
+	double		load;			/* nused / home slots (can exceed 1 thanks to
+								 * the slack) */
+} QfStats;
+
+typedef struct QfIter
+{
+	const QfGeom *g;
+	const char *area;
+	uint32		pos;			/* next slot to decode */
+	int64		bucket;			/* quotient of the current run, -1 before */
+} QfIter;
+
+/* Sequential writer of a fresh area (see qf_builder_add). */
+typedef struct QfBuilder
+{
+	const QfGeom *g;
+	char	   *area;
+	uint32		next;			/* first free slot */
+	int64		lastq;			/* last quotient added, -1 before */
+	uint64		lastr;
+} QfBuilder;
+
+/*
+ * Minimum slack for 2^slot_bits home slots: max(64, min(128, home/16)).
+ * What overflows past the last home slot is the queue of a linear-probing
+ * table at its end, whose length depends on the load, not on the table
+ * size, so the slack needed is a constant.  Measured by
+ * test/unit/qf_test.c (fills with random fingerprints): no QF_FULL below
+ * 95% load with 64 slack slots after 1024 home slots or 128 after 4096 or
+ * 8192, while 32 after 4096 fails in about 1% of the fills.
+ */
+static inline uint32
+qf_min_slack(uint32 nhome)
+{
+	return Max(64, Min(128, nhome / 16));
+}
+
+/*
+ * Geometry for payloads of rbits bits in an area of area_bytes bytes: the
+ * largest power-of-two number of home slots such that home slots plus
+ * qf_min_slack() fit, then every slot that still fits becomes slack (free
+ * bytes are worth more as slack than as nothing).  The result depends only
+ * on (rbits, area_bytes), so every area made with the same arguments has
+ * the same geometry.  Returns false if rbits is out of range or even 2 home
+ * slots do not fit.
+ */
+extern bool qf_geom_init(QfGeom *g, int rbits, Size area_bytes);
+
+/*
+ * Geometry with explicit slot_bits and nslack (or QF_SLACK_FILL: all the
+ * slots that fit, at least qf_min_slack()).  Used for a resize, which keeps
+ * slot_bits and gives one remainder bit to the page index, and by tests.
+ * Returns false if a parameter is out of range or the area does not fit
+ * in area_bytes.
+ */
+extern bool qf_geom_init_slots(QfGeom *g, int slot_bits, int rbits,
+							   uint32 nslack, Size area_bytes);
+
+/* Bytes an area of rbits-bit payloads and nslots slots takes. */
+extern Size qf_area_size(int rbits, uint32 nslots);
+
+/* Make area (g->area_bytes bytes) an empty filter. */
+extern void qf_area_init(const QfGeom *g, char *area);
+
+/*
+ * Add count copies of a fingerprint (count 0 is a no-op).  QF_FULL and
+ * QF_INVALID leave the area unchanged.
+ */
+extern QfStatus qf_insert(const QfGeom *g, char *area, uint32 quotient,
+						  uint64 remainder, uint64 count);
+
+/* Multiplicity of a fingerprint, 0 if absent (or arguments out of range). */
+extern uint64 qf_count(const QfGeom *g, const char *area, uint32 quotient,
+					   uint64 remainder);
+
+/*
+ * Remove count copies of a fingerprint (all of them if it has fewer) and
+ * return how many were removed.  Removing the last copy deletes the
+ * remainder and shifts the rest of its cluster back.
+ */
+extern uint64 qf_remove(const QfGeom *g, char *area, uint32 quotient,
+						uint64 remainder, uint64 count);
+
+/* Iterate fingerprints in increasing (quotient, remainder) order. */
+extern void qf_iter_init(QfIter *it, const QfGeom *g, const char *area);
+extern bool qf_iter_next(QfIter *it, uint32 *quotient, uint64 *remainder,
+						 uint64 *count);
+
+/* Counters from the header: O(1). */
+extern void qf_area_stats(const QfGeom *g, const char *area, QfStats *stats);
+
+/*
+ * Validate every invariant of an area against geometry g: header, bit
+ * arrays, run and cluster structure, remainder order, count encoding,
+ * header counters.  O(nslots).  On failure returns false and sets *msg to
+ * a static English message.
+ */
+extern bool qf_area_check(const QfGeom *g, const char *area, const char **msg);
+
+/*
+ * The O(1) part of qf_area_check: magic, geometry and plausible counters.
+ * Cheap enough for every access to a page read from disk.
+ */
+extern bool qf_area_check_header(const QfGeom *g, const char *area,
+								 const char **msg);
+
+/*
+ * Sequential builder: writes fingerprints given in strictly increasing
+ * (quotient, remainder) order into an area it initializes, in O(1) per
+ * fingerprint (each one is appended after the previous, no shifting).
+ * qf_builder_add returns QF_INVALID for out-of-range or out-of-order
+ * input and QF_FULL when the area has no room; either way the area stays a
+ * valid filter holding what was added before.
+ */
+extern void qf_builder_init(QfBuilder *b, const QfGeom *g, char *area);
+extern QfStatus qf_builder_add(QfBuilder *b, uint32 quotient,
+							   uint64 remainder, uint64 count);
+
+/*
+ * Merge areas a and b of geometry g into out (same geometry, must not
+ * overlap a or b) by a two-way merge of their iterators; the counts of equal
+ * fingerprints are added (saturating).  On QF_FULL, out is a valid but
+ * partial filter.
+ */
+extern QfStatus qf_merge_areas(const QfGeom *g, const char *a, const char *b,
+							   char *out);
+
+/*
+ * Resize by one bit: distribute the fingerprints of an area of geometry
+ * g_old (slot_bits, rbits) into two fresh areas of geometry g_new, which
+ * must have the same slot_bits and rbits - 1.  The page index gains one
+ * bit: with q, r the old quotient and remainder,
+ *	 new page bit  = top bit of q (0: out_lo, 1: out_hi)
+ *	 new quotient  = (q << 1 | top bit of r) mod 2^slot_bits
+ *	 new remainder = r without its top bit
+ * which is exactly where qf_fingerprint_split() with page_bits + 1 and
+ * rbits - 1 puts the key's hash, so nothing is rehashed.  Counts carry
+ * over.  QF_FULL is possible (smaller digits can need more counter slots,
+ * and skewed contents can overload one half); the outputs are then valid
+ * but partial.  QF_INVALID if the geometries do not match.
+ */
+extern QfStatus qf_split_area(const QfGeom *g_old, const char *area,
+							  const QfGeom *g_new, char *out_lo,
+							  char *out_hi);
+
+/* Low n bits set (0 <= n <= 64). */
+static inline uint64
+qf_mask(int n)
+{
+	return n >= 64 ? PG_UINT64_MAX : (UINT64CONST(1) << n) - 1;
+}
+
+/*
+ * Split a 64-bit hash into (page, quotient, remainder): the fingerprint is
+ * the top page_bits + slot_bits + rbits bits of h (1..64 bits in total).
+ */
+static inline void
+qf_fingerprint_split(uint64 h, int page_bits, int slot_bits, int rbits,
+					 uint64 *page, uint32 *quotient, uint64 *remainder)
+{
+	int			total = page_bits + slot_bits + rbits;
+	uint64		fp;
+
+	Assert(total >= 1 && total <= 64 && page_bits >= 0);
+	fp = h >> (64 - total);
+	*remainder = fp & qf_mask(rbits);
+	*quotient = (uint32) ((fp >> rbits) & qf_mask(slot_bits));
+	*page = page_bits == 0 ? 0 : fp >> (slot_bits + rbits);
+}
+
+/*
+ * The inverse: the hash prefix whose split is (page, quotient, remainder),
+ * i.e. the fingerprint in the top bits of a 64-bit value, the rest 0.
+ */
+static inline uint64
+qf_fingerprint_join(uint64 page, uint32 quotient, uint64 remainder,
+					int page_bits, int slot_bits, int rbits)
+{
+	int			total = page_bits + slot_bits + rbits;
+	uint64		fp;
+
+	Assert(total >= 1 && total <= 64 && page_bits >= 0);
+	fp = (remainder & qf_mask(rbits)) |
+		(((uint64) quotient & qf_mask(slot_bits)) << rbits);
+	if (page_bits > 0)
+		fp |= (page & qf_mask(page_bits)) << (slot_bits + rbits);
+	return fp << (64 - total);
+}
+
+#endif							/* QF_H */
