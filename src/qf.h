@@ -195,7 +195,7 @@ typedef struct QfBuilder
  * size, so the slack needed is a constant.  Measured by
  * test/unit/qf_test.c (fills with random fingerprints): no QF_FULL below
  * 95% load with 64 slack slots after 1024 home slots or 128 after 4096 or
- * 8192 (1000 fills each), while 32 after 4096 failed in 2.7% of the fills.
+ * 8192 (500 to 2000 fills each), while 32 after 4096 failed in 2.7% of the fills.
  */
 static inline uint32
 qf_min_slack(uint32 nhome)
