@@ -3,8 +3,7 @@ EXTENSION = streamsketch
 EXTVERSION = 0.1
 
 MODULE_big = streamsketch
-# src/qf.c is not wired into the server yet (unit-tested under test/unit)
-OBJS = $(filter-out src/qf.o,$(patsubst %.c,%.o,$(sort $(wildcard src/*.c))))
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 
 # The extension script is assembled from one part per structure.
 SQL_PARTS = $(sort $(wildcard sql/parts/*.sql))

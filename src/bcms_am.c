@@ -266,41 +266,16 @@ bcms_catalog_load(Oid relid, BcmsParams *p)
 static void
 bcms_check_columns(TupleDesc desc, const char *relname, BcmsState *st)
 {
-	int			ncols = 0;
-	Form_pg_attribute cols[2] = {NULL, NULL};
+	SSKeyColumns cols;
 
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		if (att->attisdropped)
-			continue;
-		if (ncols < 2)
-			cols[ncols] = att;
-		ncols++;
-	}
-	if (ncols < 1 || ncols > 2)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
-				 errmsg("a bcms table must have one or two columns, \"%s\" has %d",
-						relname, ncols),
-				 errhint("Use (key anytype) or (key anytype, weight bigint).")));
-	if (ncols == 2 && cols[1]->atttypid != INT2OID &&
-		cols[1]->atttypid != INT4OID && cols[1]->atttypid != INT8OID)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("the second column of bcms table \"%s\" must be an integer weight",
-						relname),
-				 errdetail("Column \"%s\" has type %s.", NameStr(cols[1]->attname),
-						   format_type_be(cols[1]->atttypid)),
-				 errhint("Use smallint, integer or bigint.")));
+	ss_check_key_columns(desc, relname, "bcms", "weight", &cols);
 	if (st)
 	{
-		st->keytype = cols[0]->atttypid;
-		st->keylen = cols[0]->attlen;
-		st->keybyval = cols[0]->attbyval;
-		st->weighted = (ncols == 2);
-		st->weighttype = ncols == 2 ? cols[1]->atttypid : InvalidOid;
+		st->keytype = cols.keytype;
+		st->keylen = cols.keylen;
+		st->keybyval = cols.keybyval;
+		st->weighted = OidIsValid(cols.inttype);
+		st->weighttype = cols.inttype;
 	}
 }
 
@@ -387,20 +362,6 @@ bcms_relation_nontransactional_truncate(Relation rel)
 	bcms_forget_state(rel);
 }
 
-static int64
-bcms_weight_of(const BcmsState *st, Datum d)
-{
-	switch (st->weighttype)
-	{
-		case INT2OID:
-			return DatumGetInt16(d);
-		case INT4OID:
-			return DatumGetInt32(d);
-		default:
-			return DatumGetInt64(d);
-	}
-}
-
 /*
  * One row = one occurrence of its key (or `weight` occurrences).  Rows
  * with a NULL key or a NULL weight are skipped, as aggregates skip NULLs.
@@ -423,7 +384,7 @@ bcms_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 	{
 		if (slot->tts_isnull[1])
 			return;
-		key.weight = bcms_weight_of(st, slot->tts_values[1]);
+		key.weight = ss_int_datum(st->weighttype, slot->tts_values[1]);
 		if (key.weight < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),

@@ -44,78 +44,24 @@ batch_entry_cmp(const void *a, const void *b)
 	return 0;
 }
 
-/*
- * Read the metapage if there is one.  Returns false if the relation has no
- * metapage yet (never written, truncated, reset after a crash, or on a
- * standby before the first WAL record arrived).
- */
 bool
 bcms_read_meta(Relation rel, BcmsMetaData *meta)
 {
-	Buffer		buf;
-	Page		page;
-
-	if (RelationGetNumberOfBlocks(rel) == 0)
-		return false;
-	buf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	page = BufferGetPage(buf);
-	if (PageIsNew(page))
-	{
-		UnlockReleaseBuffer(buf);
-		return false;
-	}
-	ss_meta_check(rel, page, SS_KIND_BCMS);
-	memcpy(meta, SSPageGetData(page), sizeof(BcmsMetaData));
-	UnlockReleaseBuffer(buf);
-	return true;
+	return ss_read_metapage(rel, SS_KIND_BCMS, meta, sizeof(BcmsMetaData));
 }
 
-/*
- * Create the metapage if the relation has none.  Runs under the relation
- * extension lock so that concurrent first writers create it once; block 0
- * may exist as a zero page if a crash lost the WAL record that initialized
- * it, so that case is initialized too.
- */
 void
 bcms_ensure_metapage(Relation rel, const BcmsState *st)
 {
-	Buffer		buf;
-	Page		page;
+	BcmsMetaData meta;
 
-	if (RelationGetNumberOfBlocks(rel) == 0)
-	{
-		LockRelationForExtension(rel, ExclusiveLock);
-		if (RelationGetNumberOfBlocks(rel) == 0)
-		{
-			buf = ReadBufferExtended(rel, MAIN_FORKNUM, P_NEW, RBM_NORMAL, NULL);
-			Assert(BufferGetBlockNumber(buf) == SS_METAPAGE_BLKNO);
-			ReleaseBuffer(buf);
-		}
-		UnlockRelationForExtension(rel, ExclusiveLock);
-	}
-
-	buf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	if (PageIsNew(BufferGetPage(buf)))
-	{
-		GenericXLogState *state = GenericXLogStart(rel);
-		BcmsMetaData *meta;
-
-		page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
-		ss_page_init(page, SS_PAGE_META, sizeof(BcmsMetaData));
-		meta = (BcmsMetaData *) SSPageGetData(page);
-		memset(meta, 0, sizeof(BcmsMetaData));
-		meta->hdr.magic = SS_META_MAGIC;
-		meta->hdr.version = SS_META_VERSION;
-		meta->hdr.kind = SS_KIND_BCMS;
-		meta->hdr.seed = st->p.seed;
-		meta->params = st->p;
-		GenericXLogFinish(state);
-	}
-	else
-		ss_meta_check(rel, BufferGetPage(buf), SS_KIND_BCMS);
-	UnlockReleaseBuffer(buf);
+	memset(&meta, 0, sizeof(meta));
+	meta.hdr.magic = SS_META_MAGIC;
+	meta.hdr.version = SS_META_VERSION;
+	meta.hdr.kind = SS_KIND_BCMS;
+	meta.hdr.seed = st->p.seed;
+	meta.params = st->p;
+	ss_ensure_metapage(rel, SS_KIND_BCMS, &meta, sizeof(meta));
 }
 
 /* Add committed counts to the metapage (locked alone, briefly). */
@@ -140,34 +86,12 @@ bcms_meta_add(Relation rel, int64 items, int64 weight, int64 flushes)
 	UnlockReleaseBuffer(buf);
 }
 
-/*
- * Pin and exclusively lock block blkno, extending the relation if needed,
- * and register it in state.  Returns the page to modify; a never-written
- * page is initialized (and logged as a full image).
- */
-static Page
+static inline Page
 bcms_lock_for_write(Relation rel, GenericXLogState *state, BlockNumber blkno,
 					uint16 page_type, Size data_size, Buffer *bufp)
 {
-	Buffer		buf;
-	Page		page;
-	bool		isnew;
-
-	ss_extend_to(rel, blkno);
-	buf = ReadBuffer(rel, blkno);
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	isnew = PageIsNew(BufferGetPage(buf));
-	if (!isnew)
-		ss_page_check(rel, blkno, BufferGetPage(buf), page_type);
-	page = GenericXLogRegisterBuffer(state, buf,
-									 isnew ? GENERIC_XLOG_FULL_IMAGE : 0);
-	if (isnew)
-	{
-		ss_page_init(page, page_type, data_size);
-		memset(SSPageGetData(page), 0, data_size);
-	}
-	*bufp = buf;
-	return page;
+	return ss_lock_page_for_write(rel, state, blkno, page_type, data_size,
+								  bufp, NULL);
 }
 
 static Size

@@ -48,6 +48,12 @@ extension_namespace(Oid extoid)
 	return nsp;
 }
 
+const SSStructureInfo ss_structures[] = {
+	{"bcms", "bcms_params"},
+	{"quotient_filter", "qf_params"},
+	{NULL, NULL}
+};
+
 const char *
 ss_extension_schema(void)
 {
@@ -67,17 +73,21 @@ ss_extension_schema(void)
 void
 ss_forget_params(Oid relid)
 {
-	char	   *sql;
 	Oid			argtypes[1] = {OIDOID};
 	Datum		args[1];
+	const char *schema = ss_extension_schema();
 
-	sql = psprintf("DELETE FROM %s.bcms_params WHERE relid = $1",
-				   ss_extension_schema());
 	args[0] = ObjectIdGetDatum(relid);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql, 1, argtypes, args, NULL, false, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not delete streamsketch parameters of relation %u", relid);
+	for (const SSStructureInfo *s = ss_structures; s->amname; s++)
+	{
+		char	   *sql = psprintf("DELETE FROM %s.%s WHERE relid = $1",
+								   schema, s->params_table);
+
+		if (SPI_execute_with_args(sql, 1, argtypes, args, NULL, false, 0) != SPI_OK_DELETE)
+			elog(ERROR, "could not delete streamsketch parameters of relation %u", relid);
+		pfree(sql);
+	}
 	SPI_finish();
-	pfree(sql);
 }

@@ -7,6 +7,7 @@
  */
 #include "postgres.h"
 
+#include "access/generic_xlog.h"
 #include "miscadmin.h"
 #include "ss_page.h"
 #include "storage/bufmgr.h"
@@ -127,4 +128,105 @@ ss_extend_to(Relation rel, BlockNumber blkno)
 		nblocks++;
 	}
 	UnlockRelationForExtension(rel, ExclusiveLock);
+}
+
+/*
+ * Read the metapage into meta (size bytes from the page's data area).
+ * Returns false if the relation has no metapage yet (never written,
+ * truncated, reset after a crash, or on a standby before the first WAL
+ * record arrived).
+ */
+bool
+ss_read_metapage(Relation rel, SSKind kind, void *meta, Size size)
+{
+	Buffer		buf;
+	Page		page;
+
+	if (RelationGetNumberOfBlocks(rel) == 0)
+		return false;
+	buf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	if (PageIsNew(page))
+	{
+		UnlockReleaseBuffer(buf);
+		return false;
+	}
+	ss_meta_check(rel, page, kind);
+	memcpy(meta, SSPageGetData(page), size);
+	UnlockReleaseBuffer(buf);
+	return true;
+}
+
+/*
+ * Create the metapage with contents meta if the relation has none.  Runs
+ * under the relation extension lock so that concurrent first writers create
+ * it once; block 0 may exist as a zero page if a crash lost the WAL record
+ * that initialized it, so that case is initialized too.
+ */
+void
+ss_ensure_metapage(Relation rel, SSKind kind, const void *meta, Size size)
+{
+	Buffer		buf;
+
+	if (RelationGetNumberOfBlocks(rel) == 0)
+	{
+		LockRelationForExtension(rel, ExclusiveLock);
+		if (RelationGetNumberOfBlocks(rel) == 0)
+		{
+			buf = ReadBufferExtended(rel, MAIN_FORKNUM, P_NEW, RBM_NORMAL, NULL);
+			Assert(BufferGetBlockNumber(buf) == SS_METAPAGE_BLKNO);
+			ReleaseBuffer(buf);
+		}
+		UnlockRelationForExtension(rel, ExclusiveLock);
+	}
+
+	buf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	if (PageIsNew(BufferGetPage(buf)))
+	{
+		GenericXLogState *state = GenericXLogStart(rel);
+		Page		page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
+
+		ss_page_init(page, SS_PAGE_META, size);
+		memcpy(SSPageGetData(page), meta, size);
+		GenericXLogFinish(state);
+	}
+	else
+		ss_meta_check(rel, BufferGetPage(buf), kind);
+	UnlockReleaseBuffer(buf);
+}
+
+/*
+ * Pin and exclusively lock block blkno, extending the relation if needed,
+ * and register it in a GenericXLog state.  Returns the page to modify; a
+ * never-written page is initialized with data_size zero bytes of data (and
+ * logged as a full image).  *isnew tells the caller, if not NULL.
+ */
+Page
+ss_lock_page_for_write(Relation rel, GenericXLogState *state,
+					   BlockNumber blkno, uint16 page_type, Size data_size,
+					   Buffer *bufp, bool *isnew)
+{
+	Buffer		buf;
+	Page		page;
+	bool		fresh;
+
+	ss_extend_to(rel, blkno);
+	buf = ReadBuffer(rel, blkno);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	fresh = PageIsNew(BufferGetPage(buf));
+	if (!fresh)
+		ss_page_check(rel, blkno, BufferGetPage(buf), page_type);
+	page = GenericXLogRegisterBuffer(state, buf,
+									 fresh ? GENERIC_XLOG_FULL_IMAGE : 0);
+	if (fresh)
+	{
+		ss_page_init(page, page_type, data_size);
+		memset(SSPageGetData(page), 0, data_size);
+	}
+	*bufp = buf;
+	if (isnew)
+		*isnew = fresh;
+	return page;
 }

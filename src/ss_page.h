@@ -19,6 +19,7 @@
 
 #include "postgres.h"
 
+#include "storage/buf.h"
 #include "storage/bufpage.h"
 #include "utils/relcache.h"
 
@@ -31,11 +32,13 @@
 #define SS_PAGE_META		1
 #define SS_PAGE_BCMS_SKETCH	2
 #define SS_PAGE_BCMS_BUFFER	3
+#define SS_PAGE_QF_AREA		4
 
 /* Structure kinds stored in the metapage. */
 typedef enum SSKind
 {
-	SS_KIND_BCMS = 1
+	SS_KIND_BCMS = 1,
+	SS_KIND_QF = 2				/* quotient filter family */
 } SSKind;
 
 typedef struct SSPageOpaqueData
@@ -73,5 +76,14 @@ extern void ss_page_check(Relation rel, BlockNumber blkno, Page page,
 
 /* Check a metapage's header; ereport(ERROR) on mismatch. */
 extern SSMetaHeader *ss_meta_check(Relation rel, Page page, SSKind kind);
+
+extern bool ss_read_metapage(Relation rel, SSKind kind, void *meta, Size size);
+extern void ss_ensure_metapage(Relation rel, SSKind kind, const void *meta,
+							   Size size);
+
+struct GenericXLogState;
+extern Page ss_lock_page_for_write(Relation rel, struct GenericXLogState *state,
+								   BlockNumber blkno, uint16 page_type,
+								   Size data_size, Buffer *bufp, bool *isnew);
 
 #endif							/* SS_PAGE_H */

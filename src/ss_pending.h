@@ -26,7 +26,8 @@ typedef enum SSPendingType
 {
 	SS_PENDING_KEY = 1,			/* payload: SSPendingKey */
 	SS_PENDING_MERGE,			/* payload: a structure-specific value */
-	SS_PENDING_TRUNCATE			/* no payload: forget earlier records */
+	SS_PENDING_TRUNCATE,		/* no payload: forget earlier records */
+	SS_PENDING_DELETE			/* payload: SSPendingKey (count to remove) */
 } SSPendingType;
 
 typedef struct SSPendingHeader

@@ -25,6 +25,7 @@
 #include "access/xact.h"
 #include "catalog/catalog.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_type.h"
 #include "catalog/storage.h"
 #include "catalog/storage_xlog.h"
 #include "commands/defrem.h"
@@ -34,6 +35,7 @@
 #include "storage/bufmgr.h"
 #include "storage/smgr.h"
 #include "streamsketch.h"
+#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
@@ -74,7 +76,9 @@ ss_relam_is_streamsketch(Oid amoid)
 	name = get_am_name(amoid);
 	if (name == NULL)
 		return false;
-	result = strcmp(name, "bcms") == 0;
+	result = false;
+	for (const SSStructureInfo *s = ss_structures; s->amname; s++)
+		result |= strcmp(name, s->amname) == 0;
 	pfree(name);
 	return result;
 }
@@ -437,6 +441,62 @@ ss_scan_sample_next_tuple(TableScanDesc scan, struct SampleScanState *scanstate,
 						  TupleTableSlot *slot)
 {
 	return false;
+}
+
+/* Check the columns (key [, integer]) of a new or opened table. */
+void
+ss_check_key_columns(TupleDesc desc, const char *relname, const char *amname,
+					 const char *intname, SSKeyColumns *out)
+{
+	int			ncols = 0;
+	Form_pg_attribute cols[2] = {NULL, NULL};
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped)
+			continue;
+		if (ncols < 2)
+			cols[ncols] = att;
+		ncols++;
+	}
+	if (ncols < 1 || ncols > 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+				 errmsg("a %s table must have one or two columns, \"%s\" has %d",
+						amname, relname, ncols),
+				 errhint("Use (key anytype) or (key anytype, %s bigint).", intname)));
+	if (ncols == 2 && cols[1]->atttypid != INT2OID &&
+		cols[1]->atttypid != INT4OID && cols[1]->atttypid != INT8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("the second column of %s table \"%s\" must be an integer %s",
+						amname, relname, intname),
+				 errdetail("Column \"%s\" has type %s.", NameStr(cols[1]->attname),
+						   format_type_be(cols[1]->atttypid)),
+				 errhint("Use smallint, integer or bigint.")));
+	if (out)
+	{
+		out->keytype = cols[0]->atttypid;
+		out->keylen = cols[0]->attlen;
+		out->keybyval = cols[0]->attbyval;
+		out->inttype = ncols == 2 ? cols[1]->atttypid : InvalidOid;
+	}
+}
+
+int64
+ss_int_datum(Oid inttype, Datum d)
+{
+	switch (inttype)
+	{
+		case INT2OID:
+			return DatumGetInt16(d);
+		case INT4OID:
+			return DatumGetInt32(d);
+		default:
+			return DatumGetInt64(d);
+	}
 }
 
 /*

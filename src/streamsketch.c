@@ -22,6 +22,8 @@ int			ss_bcms_mode = BCMS_MODE_BUFFERED;
 bool		ss_bcms_conservative = false;
 int			ss_bcms_buffer_size_kb = 8192;
 int			ss_pending_memory_kb = 4096;
+int			ss_qf_capacity = 1000000;
+double		ss_qf_fp_rate = 0.001;
 
 static const struct config_enum_entry bcms_mode_options[] = {
 	{"buffered", BCMS_MODE_BUFFERED, false},
@@ -64,6 +66,16 @@ _PG_init(void)
 							NULL,
 							&ss_pending_memory_kb, 4096, 64, MAX_KILOBYTES,
 							PGC_USERSET, GUC_UNIT_KB, NULL, NULL, NULL);
+	DefineCustomIntVariable("streamsketch.qf_capacity",
+							"Default expected number of keys of new quotient filter tables.",
+							"The filter grows past it by resizing.",
+							&ss_qf_capacity, 1000000, 1, INT_MAX,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomRealVariable("streamsketch.qf_fp_rate",
+							 "Default false-positive rate of new quotient filter tables.",
+							 NULL,
+							 &ss_qf_fp_rate, 0.001, 1e-15, 0.5,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("streamsketch");
 
 	ss_pending_init();

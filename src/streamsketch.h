@@ -21,6 +21,8 @@ extern int	ss_bcms_mode;
 extern bool ss_bcms_conservative;
 extern int	ss_bcms_buffer_size_kb;
 extern int	ss_pending_memory_kb;
+extern int	ss_qf_capacity;
+extern double ss_qf_fp_rate;
 
 /* ss_tableam.c: fill the callbacks every structure shares */
 extern void ss_tableam_init_common(TableAmRoutine *routine);
@@ -31,8 +33,37 @@ extern bool ss_relam_is_streamsketch(Oid amoid);
 extern const char *ss_structure_name(Relation rel);
 extern bool ss_scan_claim(TableScanDesc scan);
 
+/*
+ * The columns of a structure that takes (key [, integer column]): the key
+ * of any type and an optional smallint/integer/bigint (weight or count).
+ */
+typedef struct SSKeyColumns
+{
+	Oid			keytype;
+	int16		keylen;
+	bool		keybyval;
+	Oid			inttype;		/* InvalidOid if there is no second column */
+} SSKeyColumns;
+
+extern void ss_check_key_columns(TupleDesc desc, const char *relname,
+								 const char *amname, const char *intname,
+								 SSKeyColumns *cols);
+extern int64 ss_int_datum(Oid inttype, Datum d);
+
 /* ss_guard.c: refuse operations that would silently lose data */
 extern void ss_guard_init(void);
+
+/*
+ * Every table access method of the extension, with its parameter catalog
+ * table (ss_catalog.c).  Adding a structure means adding a row here.
+ */
+typedef struct SSStructureInfo
+{
+	const char *amname;
+	const char *params_table;
+} SSStructureInfo;
+
+extern const SSStructureInfo ss_structures[];
 
 /* ss_catalog.c: parameters recorded in the extension's catalog tables */
 extern const char *ss_extension_schema(void);

@@ -21,30 +21,8 @@ CREATE TABLE bcms_params (
 SELECT pg_catalog.pg_extension_config_dump('bcms_params', '');
 COMMENT ON TABLE bcms_params IS 'Parameters of each bcms table (one row per table)';
 
--- A newer row for the same table replaces the older one: CREATE TABLE
--- records the GUC defaults, then bcms_create() or a restored dump row wins.
-CREATE FUNCTION bcms_params_replace() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-	DELETE FROM @extschema@.bcms_params WHERE relid = NEW.relid;
-	RETURN NEW;
-END;
-$$;
 CREATE TRIGGER bcms_params_replace BEFORE INSERT ON bcms_params
-	FOR EACH ROW EXECUTE FUNCTION bcms_params_replace();
-
--- Forget the parameters of dropped tables.
-CREATE FUNCTION streamsketch_drop_cleanup() RETURNS event_trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-	DELETE FROM @extschema@.bcms_params p
-	USING pg_catalog.pg_event_trigger_dropped_objects() d
-	WHERE d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
-	  AND d.objid = p.relid::pg_catalog.oid;
-END;
-$$;
-CREATE EVENT TRIGGER streamsketch_drop_cleanup ON sql_drop
-	EXECUTE FUNCTION streamsketch_drop_cleanup();
+	FOR EACH ROW EXECUTE FUNCTION streamsketch_params_replace();
 
 CREATE FUNCTION bcms_handler(internal) RETURNS table_am_handler
 AS 'MODULE_PATHNAME', 'bcms_handler' LANGUAGE C;

@@ -1,0 +1,58 @@
+
+/* ---------------------------------------------------------------------
+ * The quotient filter family of table access methods
+ * ------------------------------------------------------------------- */
+
+CREATE TABLE qf_params (
+	relid regclass PRIMARY KEY,
+	kind text NOT NULL,
+	capacity bigint NOT NULL,
+	fp_rate float8 NOT NULL,
+	fanout int NOT NULL,
+	seed bigint NOT NULL
+);
+SELECT pg_catalog.pg_extension_config_dump('qf_params', '');
+COMMENT ON TABLE qf_params IS 'Parameters of each quotient filter table (one row per table)';
+CREATE TRIGGER qf_params_replace BEFORE INSERT ON qf_params
+	FOR EACH ROW EXECUTE FUNCTION streamsketch_params_replace();
+
+CREATE FUNCTION quotient_filter_handler(internal) RETURNS table_am_handler
+AS 'MODULE_PATHNAME', 'quotient_filter_handler' LANGUAGE C;
+CREATE ACCESS METHOD quotient_filter TYPE TABLE HANDLER quotient_filter_handler;
+COMMENT ON ACCESS METHOD quotient_filter IS 'quotient filter: approximate membership and counts with deletes, one page per operation';
+
+CREATE FUNCTION qf_contains(filter regclass, key anyelement) RETURNS boolean
+AS 'MODULE_PATHNAME', 'qf_contains_sql' LANGUAGE C STRICT STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION qf_contains(regclass, anyelement) IS 'true if key may have been inserted (never false for an inserted key)';
+
+CREATE FUNCTION qf_count(filter regclass, key anyelement) RETURNS bigint
+AS 'MODULE_PATHNAME', 'qf_count_sql' LANGUAGE C STRICT STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION qf_count(regclass, anyelement) IS 'multiplicity of the key''s fingerprint (exact unless another key shares it)';
+
+CREATE FUNCTION qf_delete(filter regclass, key anyelement, count bigint DEFAULT 1) RETURNS void
+AS 'MODULE_PATHNAME', 'qf_delete_sql' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION qf_delete(regclass, anyelement, bigint) IS 'remove count copies of key at commit';
+
+CREATE FUNCTION qf_merge(target regclass, source regclass) RETURNS bigint
+AS 'MODULE_PATHNAME', 'qf_merge_sql' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION qf_merge(regclass, regclass) IS 'add every fingerprint of source into target at commit; returns the number of fingerprints';
+
+CREATE FUNCTION qf_resize(filter regclass) RETURNS bigint
+AS 'MODULE_PATHNAME', 'qf_resize_sql' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION qf_resize(regclass) IS 'double the filter now without rehashing; returns the new number of pages';
+
+CREATE FUNCTION qf_info(filter regclass,
+	OUT access_method text, OUT capacity bigint, OUT fp_rate float8,
+	OUT fingerprint_bits int, OUT remainder_bits int, OUT slot_bits int,
+	OUT levels int, OUT pages bigint, OUT items bigint, OUT total_count bigint,
+	OUT load_factor float8, OUT false_positive_rate float8,
+	OUT relation_pages bigint, OUT resizes bigint, OUT seed bigint)
+AS 'MODULE_PATHNAME', 'qf_info_sql' LANGUAGE C STRICT STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION qf_info(regclass) IS 'parameters and counters of a quotient filter table';
+
+CREATE FUNCTION qf_create(name text, key_type regtype,
+	capacity bigint DEFAULT NULL, fp_rate float8 DEFAULT NULL,
+	counted bool DEFAULT false, unlogged bool DEFAULT false)
+RETURNS regclass
+AS 'MODULE_PATHNAME', 'qf_create_sql' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION qf_create(text, regtype, bigint, float8, bool, bool) IS 'create a quotient filter table with explicit parameters';

@@ -1,0 +1,124 @@
+-- quotient_filter: approximate membership and counts with deletes
+SET client_min_messages = warning;
+LOAD 'streamsketch';
+SHOW streamsketch.qf_capacity;
+SHOW streamsketch.qf_fp_rate;
+
+SET streamsketch.qf_capacity = 100000;
+SET streamsketch.qf_fp_rate = 0.001;
+CREATE TABLE seen (id bigint) USING quotient_filter;
+RESET streamsketch.qf_capacity;
+RESET streamsketch.qf_fp_rate;
+SELECT access_method, capacity, fp_rate, fingerprint_bits, remainder_bits,
+       slot_bits, levels, pages, items, total_count
+FROM qf_info('seen');
+SELECT relid, kind, capacity, fp_rate FROM qf_params;
+
+-- no false negatives; false-positive rate within 1.5x of the theory
+INSERT INTO seen SELECT i FROM generate_series(1, 100000) i;
+SELECT items, total_count, round(load_factor::numeric, 2) AS load FROM qf_info('seen');
+SELECT count(*) FILTER (WHERE NOT qf_contains('seen', i)) AS false_negatives
+FROM generate_series(1, 100000) i;
+SELECT avg(qf_contains('seen', i)::int) / (SELECT false_positive_rate FROM qf_info('seen'))
+	BETWEEN 0.5 AND 1.5 AS fp_rate_near_theory,
+	(SELECT false_positive_rate FROM qf_info('seen')) <= 0.001 AS within_requested
+FROM generate_series(1000001, 2000000) i;
+SELECT * FROM seen;
+
+-- counts, and deletes that remove exactly one copy
+INSERT INTO seen VALUES (7), (7), (7);
+SELECT qf_count('seen', 7), qf_contains('seen', 7), qf_count('seen', 10000001);
+SELECT qf_delete('seen', 7);
+SELECT qf_count('seen', 7) AS after_one_delete;
+SELECT qf_delete('seen', 7, 2);
+SELECT qf_count('seen', 7) AS after_two_more, qf_contains('seen', 7) AS still_there;
+SELECT qf_delete('seen', 7);
+SELECT qf_count('seen', 7) AS after_last, qf_contains('seen', 7) AS gone;
+SELECT qf_delete('seen', 8, -1);
+-- deleting other keys leaves every inserted key present
+SELECT qf_delete('seen', i) FROM generate_series(50001, 60000) i \g /dev/null
+SELECT count(*) FILTER (WHERE NOT qf_contains('seen', i)) AS false_negatives
+FROM generate_series(1, 100000) i WHERE i NOT BETWEEN 50001 AND 60000 AND i <> 7;
+
+-- transactions: own changes visible, rollback leaves no trace
+BEGIN;
+INSERT INTO seen VALUES (-1), (-1);
+SELECT qf_delete('seen', 1::bigint);
+SELECT qf_count('seen', -1) AS inside, qf_count('seen', 1) AS deleted_inside;
+ROLLBACK;
+SELECT qf_count('seen', -1) AS after_rollback, qf_count('seen', 1) AS restored;
+BEGIN;
+INSERT INTO seen VALUES (-2);
+SAVEPOINT s;
+INSERT INTO seen VALUES (-2), (-2);
+ROLLBACK TO s;
+COMMIT;
+SELECT qf_count('seen', -2) AS one;
+
+-- counting filter: exact counts on a collision-free workload
+SELECT qf_create('counts', 'int', capacity => 20000, fp_rate => 1e-9, counted => true);
+\d counts
+INSERT INTO counts SELECT i, i % 100 + 1 FROM generate_series(1, 10000) i;
+INSERT INTO counts SELECT i, 1000000000000 FROM generate_series(1, 3) i;
+SELECT count(*) FILTER (WHERE qf_count('counts', i) <> i % 100 + 1 + CASE WHEN i <= 3 THEN 1000000000000 ELSE 0 END) AS wrong_counts
+FROM generate_series(1, 10000) i;
+SELECT items, total_count FROM qf_info('counts');
+INSERT INTO counts VALUES (1, -5);
+INSERT INTO counts VALUES (NULL, 1), (1, NULL), (1, 0);
+SELECT qf_count('counts', 1);
+
+-- growth: five times the capacity, still no false negatives
+SELECT qf_create('grow', 'text', capacity => 10000, fp_rate => 0.01);
+INSERT INTO grow SELECT 'k' || i FROM generate_series(1, 50000) i;
+SELECT pages, resizes > 0 AS resized, items FROM qf_info('grow');
+SELECT count(*) FILTER (WHERE NOT qf_contains('grow', 'k' || i)) AS false_negatives
+FROM generate_series(1, 50000) i;
+SELECT qf_resize('grow');
+SELECT pages, remainder_bits FROM qf_info('grow');
+SELECT count(*) FILTER (WHERE NOT qf_contains('grow', 'k' || i)) AS false_negatives
+FROM generate_series(1, 50000) i;
+
+-- merge of one filter table into another
+SELECT qf_create('other', 'text', capacity => 10000, fp_rate => 0.01);
+INSERT INTO other SELECT 'o' || i FROM generate_series(1, 5000) i;
+INSERT INTO other VALUES ('k1');
+SELECT qf_merge('other', 'grow');
+SELECT count(*) FILTER (WHERE NOT qf_contains('other', 'k' || i)) AS false_negatives_merged,
+	   (SELECT count(*) FILTER (WHERE NOT qf_contains('other', 'o' || i)) FROM generate_series(1, 5000) i) AS false_negatives_own
+FROM generate_series(1, 50000) i;
+SELECT qf_count('other', 'k1'::text) AS k1_twice;
+SELECT qf_merge('other', 'other');
+SELECT qf_merge('other', 'seen');
+SELECT qf_create('other2', 'int', capacity => 10000, fp_rate => 0.01);
+SELECT qf_merge('other2', 'other');
+
+-- crash-free TRUNCATE
+BEGIN;
+TRUNCATE grow;
+SELECT qf_contains('grow', 'k1'::text) AS truncated;
+ROLLBACK;
+SELECT qf_contains('grow', 'k1'::text) AS kept;
+TRUNCATE grow;
+SELECT qf_contains('grow', 'k1'::text) AS truncated, pages FROM qf_info('grow');
+
+-- errors
+SELECT qf_create('bad', 'int', capacity => 0);
+SELECT qf_create('bad', 'int', fp_rate => 0);
+SELECT qf_create('bad', 'int', fp_rate => 1);
+SELECT qf_create('bad', 'int', fp_rate => 1e-19);
+SELECT qf_create('bad', 'int', capacity => 9000000000000000000);
+SELECT qf_create(NULL, 'int');
+SELECT qf_contains('seen', 'x'::text);
+CREATE TABLE heap_q (k int);
+SELECT qf_contains('heap_q', 1);
+CREATE TABLE bad3 (a int, b text) USING quotient_filter;
+\set VERBOSITY sqlstate
+UPDATE seen SET id = 1;
+DELETE FROM seen;
+CREATE INDEX ON seen (id);
+ALTER TABLE seen ADD COLUMN x int;
+\set VERBOSITY default
+VACUUM FULL seen;
+SELECT qf_contains('seen', 99), qf_count('seen', 99);
+DROP TABLE seen;
+SELECT count(*) FROM qf_params WHERE relid::text = 'seen';

@@ -1,0 +1,381 @@
+/*-------------------------------------------------------------------------
+ *
+ * qfam_query.c
+ *	  SQL functions of the quotient filter family: qf_contains, qf_count,
+ *	  qf_delete, qf_merge, qf_resize, qf_info and the constructor qf_create.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "qfam.h"
+#include "ss_pending.h"
+#include "storage/bufmgr.h"
+#include "streamsketch.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/varlena.h"
+
+PG_FUNCTION_INFO_V1(qf_count_sql);
+PG_FUNCTION_INFO_V1(qf_contains_sql);
+PG_FUNCTION_INFO_V1(qf_delete_sql);
+PG_FUNCTION_INFO_V1(qf_merge_sql);
+PG_FUNCTION_INFO_V1(qf_resize_sql);
+PG_FUNCTION_INFO_V1(qf_info_sql);
+PG_FUNCTION_INFO_V1(qf_create_sql);
+
+static void
+qfam_check_acl(Relation rel, AclMode mode)
+{
+	AclResult	aclresult = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), mode);
+
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
+					   RelationGetRelationName(rel));
+}
+
+/* Hash the key argument argno after converting it to the key type. */
+static SSHash
+qfam_key_hash(FunctionCallInfo fcinfo, int argno, const QfamState *st)
+{
+	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, argno);
+	Datum		key;
+
+	if (!OidIsValid(argtype))
+		elog(ERROR, "could not determine the type of the key");
+	key = ss_coerce_key(PG_GETARG_DATUM(argno), argtype, st->keytype);
+	return ss_hash_datum(key, st->keylen, st->keybyval, st->p.seed);
+}
+
+/*
+ * The committed count of a fingerprint summed over the levels, then this
+ * transaction's own pending inserts and deletes of the same key replayed
+ * in order.
+ */
+static uint64
+qfam_count_hash(Relation rel, const QfamState *st, SSHash h)
+{
+	QfamMeta	meta;
+	uint64		count = 0;
+
+	if (qfam_read_meta(rel, &meta))
+	{
+		for (uint32 l = 0; l < meta.nlevels; l++)
+		{
+			uint64		c = qfam_level_count(rel, &st->p, &meta.levels[l], h.h1);
+
+			count = (count + c < count) ? PG_UINT64_MAX : count + c;
+		}
+	}
+	if (ss_pending_has(RelationGetRelid(rel)))
+	{
+		SSPendingIter it;
+		SSPendingHeader hdr;
+		char	   *payload;
+		uint64		fpmask = ~UINT64CONST(0) << (64 - st->p.fp_bits);
+
+		ss_pending_iter_begin(&it, RelationGetRelid(rel));
+		if (it.start > 0)
+			count = 0;			/* truncated in this transaction */
+		while (ss_pending_iter_next(&it, &hdr, &payload))
+		{
+			SSPendingKey key;
+
+			memcpy(&key, payload, sizeof(key));
+			/* the filter stores fingerprints, so compare those */
+			if ((key.hash.h1 & fpmask) != (h.h1 & fpmask))
+				continue;
+			if (hdr.type == SS_PENDING_KEY)
+				count = (count + (uint64) key.weight < count) ? PG_UINT64_MAX :
+					count + (uint64) key.weight;
+			else if (hdr.type == SS_PENDING_DELETE)
+				count -= Min(count, (uint64) key.weight);
+		}
+		ss_pending_iter_end(&it);
+	}
+	return count;
+}
+
+Datum
+qf_count_sql(PG_FUNCTION_ARGS)
+{
+	Relation	rel = qfam_open(PG_GETARG_OID(0), AccessShareLock);
+	QfamState  *st;
+	uint64		count;
+
+	qfam_check_acl(rel, ACL_SELECT);
+	st = qfam_get_state(rel);
+	count = qfam_count_hash(rel, st, qfam_key_hash(fcinfo, 1, st));
+	relation_close(rel, AccessShareLock);
+	PG_RETURN_INT64((int64) Min(count, (uint64) PG_INT64_MAX));
+}
+
+Datum
+qf_contains_sql(PG_FUNCTION_ARGS)
+{
+	Relation	rel = qfam_open(PG_GETARG_OID(0), AccessShareLock);
+	QfamState  *st;
+	bool		found;
+
+	qfam_check_acl(rel, ACL_SELECT);
+	st = qfam_get_state(rel);
+	found = qfam_count_hash(rel, st, qfam_key_hash(fcinfo, 1, st)) > 0;
+	relation_close(rel, AccessShareLock);
+	PG_RETURN_BOOL(found);
+}
+
+/*
+ * qf_delete(filter, key, count DEFAULT 1): remove count copies of the key's
+ * fingerprint at commit (all of them if it has fewer).  Deleting a key that
+ * was never inserted may remove a colliding key's fingerprint, as in every
+ * quotient filter; never delete what you did not insert.
+ */
+Datum
+qf_delete_sql(PG_FUNCTION_ARGS)
+{
+	Relation	rel = qfam_open(PG_GETARG_OID(0), RowExclusiveLock);
+	QfamState  *st;
+	SSPendingKey key;
+
+	qfam_check_acl(rel, ACL_DELETE);
+	st = qfam_get_state(rel);
+	key.weight = PG_ARGISNULL(2) ? 1 : PG_GETARG_INT64(2);
+	if (key.weight < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("cannot delete a negative number of copies")));
+	key.hash = qfam_key_hash(fcinfo, 1, st);
+	if (key.weight > 0)
+		ss_pending_add(rel, qfam_apply_pending, SS_PENDING_DELETE, &key, sizeof(key));
+	relation_close(rel, NoLock);
+	PG_RETURN_VOID();
+}
+
+/*
+ * qf_merge(target, source): add every fingerprint of source (with its
+ * count) to target, at commit like inserts.  Both must have the same
+ * fingerprint size, seed and key type; the fingerprints are re-split for
+ * the target's geometry, nothing is rehashed.
+ */
+Datum
+qf_merge_sql(PG_FUNCTION_ARGS)
+{
+	Relation	dst = qfam_open(PG_GETARG_OID(0), RowExclusiveLock);
+	Relation	src = qfam_open(PG_GETARG_OID(1), AccessShareLock);
+	QfamState  *dst_st;
+	QfamState  *src_st;
+	QfamMeta	meta;
+	int64		merged = 0;
+
+	qfam_check_acl(dst, ACL_INSERT);
+	qfam_check_acl(src, ACL_SELECT);
+	dst_st = qfam_get_state(dst);
+	src_st = qfam_get_state(src);
+	if (RelationGetRelid(dst) == RelationGetRelid(src))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot merge quotient filter \"%s\" into itself",
+						RelationGetRelationName(dst))));
+	if (dst_st->p.fp_bits != src_st->p.fp_bits || dst_st->p.seed != src_st->p.seed)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot merge quotient filters with different fingerprints"),
+				 errdetail("\"%s\" has %u-bit fingerprints with seed %u, \"%s\" has %u-bit fingerprints with seed %u.",
+						   RelationGetRelationName(dst), dst_st->p.fp_bits, dst_st->p.seed,
+						   RelationGetRelationName(src), src_st->p.fp_bits, src_st->p.seed),
+				 errhint("Create both filters with the same capacity and false-positive rate.")));
+	if (dst_st->keytype != src_st->keytype)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("cannot merge quotient filters with different key types"),
+				 errdetail("\"%s\" has %s keys, \"%s\" has %s keys.",
+						   RelationGetRelationName(dst), format_type_be(dst_st->keytype),
+						   RelationGetRelationName(src), format_type_be(src_st->keytype))));
+
+	if (qfam_read_meta(src, &meta))
+	{
+		BlockNumber nblocks = RelationGetNumberOfBlocks(src);
+
+		for (uint32 l = 0; l < meta.nlevels; l++)
+		{
+			QfamLevel  *lv = &meta.levels[l];
+			QfGeom		g;
+
+			qfam_geom(&src_st->p, lv->rbits, &g);
+			for (uint64 pg = 0; pg < ((uint64) 1 << lv->page_bits); pg++)
+			{
+				BlockNumber blkno = lv->base + (BlockNumber) pg;
+				Buffer		buf;
+				QfIter		iter;
+				uint32		q;
+				uint64		r;
+				uint64		c;
+
+				CHECK_FOR_INTERRUPTS();
+				if (blkno >= nblocks)
+					break;
+				buf = ReadBuffer(src, blkno);
+				LockBuffer(buf, BUFFER_LOCK_SHARE);
+				if (!PageIsNew(BufferGetPage(buf)))
+				{
+					ss_page_check(src, blkno, BufferGetPage(buf), SS_PAGE_QF_AREA);
+					qf_iter_init(&iter, &g, SSPageGetData(BufferGetPage(buf)));
+					while (qf_iter_next(&iter, &q, &r, &c))
+					{
+						SSPendingKey key;
+
+						key.hash.h1 = qf_fingerprint_join(pg, q, r, (int) lv->page_bits,
+														  (int) src_st->p.slot_bits,
+														  (int) lv->rbits);
+						key.hash.h2 = 0;
+						key.weight = (int64) Min(c, (uint64) PG_INT64_MAX);
+						ss_pending_add(dst, qfam_apply_pending, SS_PENDING_KEY,
+									   &key, sizeof(key));
+						merged++;
+					}
+				}
+				UnlockReleaseBuffer(buf);
+			}
+		}
+	}
+	relation_close(src, AccessShareLock);
+	relation_close(dst, NoLock);
+	PG_RETURN_INT64(merged);
+}
+
+/*
+ * qf_resize(filter): double the filter now, without rehashing (one
+ * remainder bit becomes a page bit).  Not transactional: it changes the
+ * layout, not the contents, and stays done if the transaction aborts.
+ */
+Datum
+qf_resize_sql(PG_FUNCTION_ARGS)
+{
+	Relation	rel = qfam_open(PG_GETARG_OID(0), ShareUpdateExclusiveLock);
+	QfamState  *st;
+	QfamMeta	meta;
+
+	if (!pg_class_ownercheck(RelationGetRelid(rel), GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(rel->rd_rel->relkind),
+					   RelationGetRelationName(rel));
+	st = qfam_get_state(rel);
+	if (!qfam_read_meta(rel, &meta))
+	{
+		qfam_first_level(&st->p, &meta);
+		ss_ensure_metapage(rel, SS_KIND_QF, &meta, sizeof(meta));
+	}
+	qfam_resize(rel, st);
+	if (!qfam_read_meta(rel, &meta))
+		elog(ERROR, "quotient filter metapage disappeared");
+	relation_close(rel, NoLock);
+	PG_RETURN_INT64((int64) ((uint64) 1 << meta.levels[0].page_bits));
+}
+
+Datum
+qf_info_sql(PG_FUNCTION_ARGS)
+{
+	Relation	rel = qfam_open(PG_GETARG_OID(0), AccessShareLock);
+	QfamState  *st;
+	QfamMeta	meta;
+	TupleDesc	tupdesc;
+	Datum		values[15];
+	bool		nulls[15] = {0};
+	int64		pages = 0;
+	int64		items = 0;
+	int64		total = 0;
+	double		slots = 0;
+	double		fpr = 0;
+
+	qfam_check_acl(rel, ACL_SELECT);
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	st = qfam_get_state(rel);
+	if (!qfam_read_meta(rel, &meta))
+		qfam_first_level(&st->p, &meta);
+	for (uint32 l = 0; l < meta.nlevels; l++)
+	{
+		QfamLevel  *lv = &meta.levels[l];
+		double		lslots = (double) ((uint64) 1 << lv->page_bits) *
+			(double) ((uint64) 1 << st->p.slot_bits);
+
+		pages += (int64) 1 << lv->page_bits;
+		items += lv->items;
+		total += lv->total;
+		slots += lslots;
+		/* a level at load alpha answers yes for an absent key w.p. ~alpha 2^-r */
+		fpr += ((double) lv->items / lslots) * ldexp(1.0, -(int) lv->rbits);
+	}
+	values[0] = CStringGetTextDatum(ss_structure_name(rel));
+	values[1] = Int64GetDatum(st->p.capacity);
+	values[2] = Float8GetDatum(st->p.fp_rate);
+	values[3] = Int32GetDatum((int32) st->p.fp_bits);
+	values[4] = Int32GetDatum((int32) meta.levels[0].rbits);
+	values[5] = Int32GetDatum((int32) st->p.slot_bits);
+	values[6] = Int32GetDatum((int32) meta.nlevels);
+	values[7] = Int64GetDatum(pages);
+	values[8] = Int64GetDatum(items);
+	values[9] = Int64GetDatum(total);
+	values[10] = Float8GetDatum(slots > 0 ? (double) items / slots : 0);
+	values[11] = Float8GetDatum(fpr);
+	values[12] = Int64GetDatum((int64) RelationGetNumberOfBlocks(rel));
+	values[13] = Int64GetDatum(meta.resizes);
+	values[14] = Int64GetDatum((int64) st->p.seed);
+	relation_close(rel, AccessShareLock);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
+ * qf_create(name, key_type, capacity, fp_rate, counted, unlogged)
+ * returns regclass: creates the table with explicit parameters (NULL means
+ * the GUC default); see bcms_create for why the catalog row is written
+ * after CREATE TABLE.
+ */
+Datum
+qf_create_sql(PG_FUNCTION_ARGS)
+{
+	QfamParams	p;
+	List	   *names;
+	RangeVar   *rv;
+	StringInfoData sql;
+	Oid			relid;
+	bool		counted = PG_ARGISNULL(4) ? false : PG_GETARG_BOOL(4);
+	bool		unlogged = PG_ARGISNULL(5) ? false : PG_GETARG_BOOL(5);
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("qf_create needs a table name and a key type")));
+	qfam_params_from_gucs(&p);
+	if (!PG_ARGISNULL(2))
+		p.capacity = PG_GETARG_INT64(2);
+	if (!PG_ARGISNULL(3))
+		p.fp_rate = PG_GETARG_FLOAT8(3);
+	qfam_derive(&p);
+
+	names = textToQualifiedNameList(PG_GETARG_TEXT_PP(0));
+	rv = makeRangeVarFromNameList(names);
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "CREATE %sTABLE %s (key %s%s) USING quotient_filter",
+					 unlogged ? "UNLOGGED " : "",
+					 quote_qualified_identifier(rv->schemaname, rv->relname),
+					 format_type_be_qualified(PG_GETARG_OID(1)),
+					 counted ? ", count bigint" : "");
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not create quotient filter table");
+	SPI_finish();
+	relid = RangeVarGetRelid(rv, NoLock, false);
+	qfam_catalog_store(relid, &p);
+	PG_RETURN_OID(relid);
+}
