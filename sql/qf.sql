@@ -122,3 +122,67 @@ VACUUM FULL seen;
 SELECT qf_contains('seen', 99), qf_count('seen', 99);
 DROP TABLE seen;
 SELECT count(*) FROM qf_params WHERE relid::text = 'seen';
+
+-- buffered quotient filter and cascade filters: a 64 kB level 0 that fills
+-- and merges many times (out of place) while 50 transactions commit
+SELECT qf_create('bqf', 'int8', capacity => 100000, fp_rate => 0.001,
+				 access_method => 'buffered_quotient_filter', buffer_size => '64kB');
+SELECT qf_create('cf2', 'int8', capacity => 100000, fp_rate => 0.001,
+				 access_method => 'cascade_filter', fanout => 2, buffer_size => '64kB');
+SELECT qf_create('cf4', 'int8', capacity => 100000, fp_rate => 0.001,
+				 access_method => 'cascade_filter', fanout => 4, buffer_size => '64kB');
+SELECT qf_create('cf16', 'int8', capacity => 100000, fp_rate => 0.001,
+				 access_method => 'cascade_filter', fanout => 16, buffer_size => '64kB');
+SELECT access_method, fingerprint_bits, levels, pages FROM qf_info('bqf');
+SELECT relid, kind, fanout, buffer_pages FROM qf_params WHERE relid::text LIKE 'cf%' OR relid::text = 'bqf' ORDER BY 1::text;
+DO $$
+BEGIN
+	FOR j IN 0..49 LOOP
+		INSERT INTO bqf SELECT i FROM generate_series(j * 2000 + 1, (j + 1) * 2000) i;
+		INSERT INTO cf2 SELECT i FROM generate_series(j * 2000 + 1, (j + 1) * 2000) i;
+		INSERT INTO cf4 SELECT i FROM generate_series(j * 2000 + 1, (j + 1) * 2000) i;
+		INSERT INTO cf16 SELECT i FROM generate_series(j * 2000 + 1, (j + 1) * 2000) i;
+		COMMIT;
+	END LOOP;
+END;
+$$;
+SELECT access_method, levels, items, total_count, resizes > 5 AS merged_often
+FROM qf_info('bqf') UNION ALL SELECT access_method || ' 2', levels, items, total_count, resizes > 5 FROM qf_info('cf2')
+UNION ALL SELECT access_method || ' 4', levels, items, total_count, resizes > 5 FROM qf_info('cf4')
+UNION ALL SELECT access_method || ' 16', levels, items, total_count, resizes > 5 FROM qf_info('cf16');
+SELECT count(*) FILTER (WHERE NOT qf_contains('bqf', i)) AS fn_bqf,
+	   count(*) FILTER (WHERE NOT qf_contains('cf2', i)) AS fn_cf2,
+	   count(*) FILTER (WHERE NOT qf_contains('cf4', i)) AS fn_cf4,
+	   count(*) FILTER (WHERE NOT qf_contains('cf16', i)) AS fn_cf16
+FROM generate_series(1, 100000) i;
+-- every level uses the same fingerprints: the false-positive rate is that
+-- of one QF holding everything
+SELECT avg(qf_contains('cf4', i)::int) / (SELECT false_positive_rate FROM qf_info('cf4'))
+	BETWEEN 0.5 AND 1.5 AS cf_fp_rate_near_theory,
+	avg(qf_contains('bqf', i)::int) / (SELECT false_positive_rate FROM qf_info('bqf'))
+	BETWEEN 0.5 AND 1.5 AS bqf_fp_rate_near_theory
+FROM generate_series(1000001, 1500000) i;
+-- counts add up over levels; deletes reach older levels
+INSERT INTO cf4 VALUES (10), (10);
+SELECT qf_count('cf4', 10) AS three;
+SELECT qf_delete('cf4', 10, 3);
+SELECT qf_count('cf4', 10) AS zero, qf_count('cf4', 11) AS one;
+BEGIN;
+SELECT qf_delete('cf4', 11);
+INSERT INTO cf4 VALUES (-5);
+SELECT qf_count('cf4', 11) AS deleted_inside, qf_count('cf4', -5) AS inserted_inside;
+ROLLBACK;
+SELECT qf_count('cf4', 11) AS restored, qf_count('cf4', -5) AS absent;
+-- resize merges every level into one larger one
+SELECT qf_resize('cf4') > 0 AS resized;
+SELECT count(*) FILTER (WHERE NOT qf_contains('cf4', i)) AS fn_after_resize
+FROM generate_series(1, 100000) i WHERE i <> 10;
+-- merge between kinds with the same fingerprints
+SELECT qf_create('cf_target', 'int8', capacity => 100000, fp_rate => 0.001,
+				 access_method => 'cascade_filter', buffer_size => '64kB');
+SELECT qf_merge('cf_target', 'bqf');
+SELECT count(*) FILTER (WHERE NOT qf_contains('cf_target', i)) AS fn_merged
+FROM generate_series(1, 100000) i;
+SELECT qf_create('bad', 'int', access_method => 'cascade_filter', fanout => 3);
+SELECT qf_create('bad', 'int', access_method => 'bloomier');
+SELECT qf_create('bad', 'int', access_method => 'cascade_filter', buffer_size => '1kB');

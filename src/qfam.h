@@ -14,6 +14,19 @@
  *	quotient_filter		one level, updated in place; it grows (doubling its
  *						pages, one remainder bit becomes a page bit) when a
  *						page overflows or the load passes QFAM_MAX_LOAD.
+ *	buffered_quotient_filter
+ *						level 0 is a small QF of buffer_size bytes whose
+ *						pages stay hot in shared_buffers; when it fills it
+ *						is merged with level 1 (the big on-disk QF) by one
+ *						sequential pass, written out of place and switched
+ *						to by one metapage update.
+ *	cascade_filter		the COLA of QFs: level 0 as above, level i holds
+ *						fanout^i times level 0; when level 0 fills, levels
+ *						0..i are merged into the smallest level i that can
+ *						hold them, out of place.  Lookups probe every
+ *						non-empty level; counts add up over levels and
+ *						deletes remove from the newest level holding the
+ *						fingerprint.
  *
  * Relation layout: block 0 metapage; each level occupies a contiguous run of
  * blocks starting at its base.  A resize writes the new level after
@@ -40,7 +53,9 @@
 #define QFAM_MAX_LOAD		0.95
 #define QFAM_MAX_PAGE_BITS	27	/* 1 TB of pages */
 
-#define QFAM_KIND_QF		1
+#define QFAM_KIND_QF		1	/* quotient_filter */
+#define QFAM_KIND_BQF		2	/* buffered_quotient_filter */
+#define QFAM_KIND_CF		3	/* cascade_filter */
 
 typedef struct QfamParams
 {
@@ -48,19 +63,30 @@ typedef struct QfamParams
 	uint32		seed;
 	int64		capacity;		/* as requested */
 	float8		fp_rate;		/* as requested */
-	uint32		fanout;			/* cascade filter (future) */
+	uint32		fanout;			/* cascade filter: size ratio of levels */
+	uint32		buffer_pages;	/* BQF/CF: pages of level 0 (the RAM level) */
 	uint32		fp_bits;		/* fingerprint bits of every level */
-	uint32		slot_bits;		/* home slots per page: 2^slot_bits */
-	uint32		rbits;			/* remainder bits of the first level */
-	uint32		page_bits;		/* page bits of the first level */
+	uint32		t_max;			/* log2 home slots holding capacity */
+	uint32		t0;				/* log2 home slots of level 0 */
+	uint32		unused;
 } QfamParams;
 
+/*
+ * A level holds 2^t home slots: 2^page_bits pages of 2^slot_bits home slots
+ * with rbits = fp_bits - t remainder bits.  Pages whose epoch (in the page's
+ * special space) differs from the level's are logically empty, so emptying
+ * a level after a merge is one metapage update.
+ */
 typedef struct QfamLevel
 {
-	BlockNumber base;			/* first block of the level */
-	uint32		page_bits;
-	uint32		rbits;
-	uint32		unused;
+	BlockNumber base;			/* first block */
+	BlockNumber alt_base;		/* a spare run of the same size, or Invalid */
+	uint8		t;
+	uint8		page_bits;
+	uint8		slot_bits;
+	uint8		rbits;
+	uint16		epoch;
+	uint16		unused;
 	int64		items;			/* distinct fingerprints */
 	int64		total;			/* sum of counts */
 } QfamLevel;
@@ -70,8 +96,8 @@ typedef struct QfamMeta
 	SSMetaHeader hdr;
 	QfamParams	params;
 	uint32		nlevels;
-	BlockNumber reserved_end;	/* first block after every level ever made */
-	int64		resizes;
+	BlockNumber reserved_end;	/* first block after every run ever made */
+	int64		merges;			/* level merges and resizes so far */
 	QfamLevel	levels[QFAM_MAX_LEVELS];
 } QfamMeta;
 
@@ -85,21 +111,47 @@ typedef struct QfamState
 	Oid			counttype;
 } QfamState;
 
+/* A level's fingerprints in increasing order (qfam_merge.c). */
+typedef struct QfamCursor
+{
+	Relation	rel;
+	QfamLevel	lv;
+	BlockNumber nblocks;
+	uint64		page;			/* page being iterated */
+	uint64		npages;
+	bool		valid;			/* fp/count hold the current fingerprint */
+	uint64		fp;				/* fingerprint in the top fp_bits bits */
+	uint64		count;
+	QfIter		iter;
+	QfGeom		g;
+	char	   *area;			/* copy of the current page's area */
+} QfamCursor;
+
 /* qfam_am.c */
 extern bool qfam_relation_is_qf(Relation rel);
 extern Relation qfam_open(Oid relid, LOCKMODE lockmode);
 extern QfamState *qfam_get_state(Relation rel);
 extern void qfam_derive(QfamParams *p);
-extern void qfam_params_from_gucs(QfamParams *p);
+extern void qfam_params_from_gucs(QfamParams *p, uint32 kind);
 extern void qfam_catalog_store(Oid relid, const QfamParams *p);
-extern void qfam_geom(const QfamParams *p, uint32 rbits, QfGeom *g);
+extern void qfam_level_geom(const QfamLevel *lv, QfGeom *g);
+extern void qfam_level_shape(QfamLevel *lv, uint32 fp_bits, uint32 t);
+extern const char *qfam_kind_name(uint32 kind);
 
 /* qfam_apply.c */
 extern void qfam_apply_pending(Relation rel);
 extern bool qfam_read_meta(Relation rel, QfamMeta *meta);
 extern void qfam_first_level(const QfamParams *p, QfamMeta *meta);
-extern void qfam_resize(Relation rel, const QfamState *st);
-extern uint64 qfam_level_count(Relation rel, const QfamParams *p,
-							   const QfamLevel *lv, uint64 h1);
+extern void qfam_make_room(Relation rel, const QfamState *st, bool grow);
+extern uint64 qfam_level_count(Relation rel, const QfamLevel *lv, uint64 h1);
+extern bool qfam_page_valid(Relation rel, BlockNumber blkno, Page page,
+							const QfamLevel *lv);
+
+/* qfam_merge.c */
+extern void qfam_cursor_init(QfamCursor *c, Relation rel, const QfamLevel *lv);
+extern bool qfam_cursor_next(QfamCursor *c);
+extern void qfam_cursor_end(QfamCursor *c);
+extern bool qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc,
+							  uint32 target, uint32 target_t);
 
 #endif							/* QFAM_H */

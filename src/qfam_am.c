@@ -30,14 +30,26 @@
 #include "utils/memutils.h"
 
 PG_FUNCTION_INFO_V1(quotient_filter_handler);
+PG_FUNCTION_INFO_V1(buffered_quotient_filter_handler);
+PG_FUNCTION_INFO_V1(cascade_filter_handler);
 
-static TableAmRoutine qf_routine;
-static bool qf_routine_ready = false;
+/* One routine per kind, so a relation's kind is its routine. */
+static TableAmRoutine qfam_routines[4];
+static bool qfam_routines_ready = false;
+
+static uint32
+qfam_relation_kind(Relation rel)
+{
+	for (uint32 k = QFAM_KIND_QF; k <= QFAM_KIND_CF; k++)
+		if (rel->rd_tableam == &qfam_routines[k])
+			return k;
+	return 0;
+}
 
 bool
 qfam_relation_is_qf(Relation rel)
 {
-	return rel->rd_tableam == &qf_routine;
+	return qfam_relation_kind(rel) != 0;
 }
 
 Relation
@@ -54,29 +66,57 @@ qfam_open(Oid relid, LOCKMODE lockmode)
 	return rel;
 }
 
-/* The geometry of one page of a level with rbits remainder bits. */
 void
-qfam_geom(const QfamParams *p, uint32 rbits, QfGeom *g)
+qfam_level_geom(const QfamLevel *lv, QfGeom *g)
 {
-	if (!qf_geom_init_slots(g, (int) p->slot_bits, (int) rbits, QF_SLACK_FILL,
-							SS_PAGE_DATA_SIZE))
+	if (!qf_geom_init_slots(g, (int) lv->slot_bits, (int) lv->rbits,
+							QF_SLACK_FILL, SS_PAGE_DATA_SIZE))
 		elog(ERROR, "invalid quotient filter geometry: %u slot bits, %u remainder bits",
-			 p->slot_bits, rbits);
+			 lv->slot_bits, lv->rbits);
+}
+
+/*
+ * Shape a level of 2^t home slots: rbits = fp_bits - t, pages as large as
+ * the remainder size allows (qf_geom_init), the rest page bits.
+ */
+void
+qfam_level_shape(QfamLevel *lv, uint32 fp_bits, uint32 t)
+{
+	QfGeom		g;
+	int			rbits = (int) fp_bits - (int) t;
+
+	if (rbits < 1 || rbits > QF_MAX_RBITS || !qf_geom_init(&g, rbits, SS_PAGE_DATA_SIZE))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("quotient filter level of 2^%u slots does not fit %u-bit fingerprints",
+						t, fp_bits),
+				 errhint("Create a filter with a larger capacity or a smaller false-positive rate.")));
+	lv->t = (uint8) t;
+	lv->rbits = (uint8) rbits;
+	lv->slot_bits = (uint8) Min((uint32) g.slot_bits, t);
+	lv->page_bits = (uint8) (t - lv->slot_bits);
+	if (lv->page_bits > QFAM_MAX_PAGE_BITS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("quotient filter level of 2^%u slots is too large", t),
+				 errdetail("At most 2^%d pages per level are supported.",
+						   QFAM_MAX_PAGE_BITS)));
 }
 
 /*
  * Derive the geometry from capacity and false-positive rate.  A QF at load
  * alpha has false-positive rate about alpha * 2^-r, so r is the smallest
- * remainder with QFAM_MAX_LOAD * 2^-r <= fp_rate; the page count is the
- * smallest power of two whose home slots hold capacity at QFAM_MAX_LOAD.
+ * remainder with QFAM_MAX_LOAD * 2^-r <= fp_rate, and the largest level
+ * needs 2^t_max home slots to hold capacity at QFAM_MAX_LOAD; fingerprints
+ * have t_max + r bits.  Level 0 of a buffered or cascade filter gets as
+ * many slots as fit in buffer_pages pages.
  */
 void
 qfam_derive(QfamParams *p)
 {
-	QfGeom		g;
 	int			rbits;
-	int			page_bits = 0;
-	double		slots_needed;
+	uint32		t = 1;
+	QfamLevel	lv;
 
 	if (p->capacity < 1)
 		ereport(ERROR,
@@ -90,56 +130,78 @@ qfam_derive(QfamParams *p)
 				 errmsg("quotient filter false-positive rate %g is out of range",
 						p->fp_rate),
 				 errdetail("The rate must be greater than 0 and less than 1.")));
-	rbits = (int) ceil(log2(QFAM_MAX_LOAD / p->fp_rate));
-	rbits = Max(rbits, 1);
-	if (rbits > QF_MAX_RBITS || !qf_geom_init(&g, rbits, SS_PAGE_DATA_SIZE))
+	if (p->kind == QFAM_KIND_CF &&
+		(p->fanout < 2 || p->fanout > 1024 || (p->fanout & (p->fanout - 1)) != 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cascade filter fanout %u is out of range", p->fanout),
+				 errdetail("The fanout must be a power of two between 2 and 1024.")));
+	rbits = Max((int) ceil(log2(QFAM_MAX_LOAD / p->fp_rate)), 1);
+	if (rbits > QF_MAX_RBITS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("quotient filter false-positive rate %g is too small",
 						p->fp_rate),
 				 errdetail("It needs %d remainder bits; at most %d fit.",
 						   rbits, QF_MAX_RBITS)));
-	slots_needed = (double) p->capacity / QFAM_MAX_LOAD;
-	while ((double) g.nhome * ((uint64) 1 << page_bits) < slots_needed)
+	while (ldexp(QFAM_MAX_LOAD, (int) t) < (double) p->capacity)
+		t++;
+	if (t + rbits > 64 || t > QFAM_MAX_PAGE_BITS + QF_MAX_SLOT_BITS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("quotient filter capacity " INT64_FORMAT " is too large",
+						p->capacity),
+				 errdetail("Fingerprints would need %u bits.", t + (uint32) rbits)));
+	p->t_max = t;
+	p->fp_bits = t + (uint32) rbits;
+	qfam_level_shape(&lv, p->fp_bits, t);	/* validates */
+
+	/* level 0: the whole filter, or what fits in buffer_pages pages */
+	p->t0 = t;
+	if (p->kind != QFAM_KIND_QF)
 	{
-		if (++page_bits > QFAM_MAX_PAGE_BITS ||
-			page_bits + g.slot_bits + rbits > 64)
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("quotient filter capacity " INT64_FORMAT " is too large",
-							p->capacity),
-					 errdetail("At most 2^%d pages of %u slots are supported.",
-							   QFAM_MAX_PAGE_BITS, g.nhome)));
+		while (p->t0 > 1)
+		{
+			qfam_level_shape(&lv, p->fp_bits, p->t0);
+			if (((uint64) 1 << lv.page_bits) <= Max(p->buffer_pages, 1))
+				break;
+			p->t0--;
+		}
 	}
-	p->rbits = (uint32) rbits;
-	p->slot_bits = (uint32) g.slot_bits;
-	p->page_bits = (uint32) page_bits;
-	p->fp_bits = p->rbits + p->slot_bits + p->page_bits;
 }
 
 void
-qfam_params_from_gucs(QfamParams *p)
+qfam_params_from_gucs(QfamParams *p, uint32 kind)
 {
 	memset(p, 0, sizeof(*p));
-	p->kind = QFAM_KIND_QF;
+	p->kind = kind;
 	p->seed = SS_DEFAULT_SEED;
 	p->capacity = ss_qf_capacity;
 	p->fp_rate = ss_qf_fp_rate;
-	p->fanout = 0;
+	p->fanout = (uint32) ss_qf_fanout;
+	p->buffer_pages = (uint32) Max(1, ss_qf_buffer_size_kb / (BLCKSZ / 1024));
 	qfam_derive(p);
 }
 
-static const char *
+const char *
 qfam_kind_name(uint32 kind)
 {
-	return "quotient_filter";
+	switch (kind)
+	{
+		case QFAM_KIND_BQF:
+			return "buffered_quotient_filter";
+		case QFAM_KIND_CF:
+			return "cascade_filter";
+		default:
+			return "quotient_filter";
+	}
 }
 
 void
 qfam_catalog_store(Oid relid, const QfamParams *p)
 {
-	Oid			argtypes[6] = {OIDOID, TEXTOID, INT8OID, FLOAT8OID, INT4OID, INT8OID};
-	Datum		args[6];
+	Oid			argtypes[7] = {OIDOID, TEXTOID, INT8OID, FLOAT8OID, INT4OID, INT8OID, INT4OID};
+	Datum		args[7];
 	char	   *sql;
 
 	args[0] = ObjectIdGetDatum(relid);
@@ -148,18 +210,19 @@ qfam_catalog_store(Oid relid, const QfamParams *p)
 	args[3] = Float8GetDatum(p->fp_rate);
 	args[4] = Int32GetDatum((int32) p->fanout);
 	args[5] = Int64GetDatum((int64) p->seed);
-	sql = psprintf("INSERT INTO %s.qf_params (relid, kind, capacity, fp_rate, fanout, seed) "
-				   "VALUES ($1, $2, $3, $4, $5, $6)", ss_extension_schema());
+	args[6] = Int32GetDatum((int32) p->buffer_pages);
+	sql = psprintf("INSERT INTO %s.qf_params (relid, kind, capacity, fp_rate, fanout, seed, buffer_pages) "
+				   "VALUES ($1, $2, $3, $4, $5, $6, $7)", ss_extension_schema());
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql, 6, argtypes, args, NULL, false, 0) != SPI_OK_INSERT)
+	if (SPI_execute_with_args(sql, 7, argtypes, args, NULL, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not record quotient filter parameters of relation %u", relid);
 	SPI_finish();
 	pfree(sql);
 }
 
 static bool
-qfam_catalog_load(Oid relid, QfamParams *p)
+qfam_catalog_load(Oid relid, uint32 kind, QfamParams *p)
 {
 	Oid			argtypes[1] = {OIDOID};
 	Datum		args[1];
@@ -167,7 +230,7 @@ qfam_catalog_load(Oid relid, QfamParams *p)
 	bool		found = false;
 
 	args[0] = ObjectIdGetDatum(relid);
-	sql = psprintf("SELECT capacity, fp_rate, fanout, seed FROM %s.qf_params WHERE relid = $1",
+	sql = psprintf("SELECT capacity, fp_rate, fanout, seed, buffer_pages, kind FROM %s.qf_params WHERE relid = $1",
 				   ss_extension_schema());
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -177,10 +240,10 @@ qfam_catalog_load(Oid relid, QfamParams *p)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[0];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull[4];
-		Datum		v[4];
+		bool		isnull[6];
+		Datum		v[6];
 
-		for (int i = 0; i < 4; i++)
+		for (int i = 0; i < 6; i++)
 		{
 			v[i] = SPI_getbinval(tup, desc, i + 1, &isnull[i]);
 			if (isnull[i])
@@ -189,7 +252,8 @@ qfam_catalog_load(Oid relid, QfamParams *p)
 						 errmsg("qf_params row of relation %u has a NULL column", relid)));
 		}
 		memset(p, 0, sizeof(*p));
-		p->kind = QFAM_KIND_QF;
+		p->kind = kind;			/* the access method decides */
+		p->buffer_pages = (uint32) DatumGetInt32(v[4]);
 		p->capacity = DatumGetInt64(v[0]);
 		p->fp_rate = DatumGetFloat8(v[1]);
 		p->fanout = (uint32) DatumGetInt32(v[2]);
@@ -236,9 +300,9 @@ qfam_get_state(Relation rel)
 		qfam_check_columns(rel, st);
 		if (qfam_read_meta(rel, &meta))
 			st->p = meta.params;
-		else if (!qfam_catalog_load(RelationGetRelid(rel), &st->p))
+		else if (!qfam_catalog_load(RelationGetRelid(rel), qfam_relation_kind(rel), &st->p))
 		{
-			qfam_params_from_gucs(&st->p);
+			qfam_params_from_gucs(&st->p, qfam_relation_kind(rel));
 			if (!RecoveryInProgress() && !XactReadOnly)
 				qfam_catalog_store(RelationGetRelid(rel), &st->p);
 		}
@@ -275,7 +339,7 @@ qfam_relation_set_new_filenode(Relation rel, const RelFileNode *newrnode,
 	{
 		QfamParams	p;
 
-		qfam_params_from_gucs(&p);
+		qfam_params_from_gucs(&p, qfam_relation_kind(rel));
 		qfam_catalog_store(RelationGetRelid(rel), &p);
 	}
 	else if (ss_pending_has(RelationGetRelid(rel)))
@@ -329,17 +393,40 @@ qfam_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 	ss_pending_add(rel, qfam_apply_pending, SS_PENDING_KEY, &key, sizeof(key));
 }
 
+static Datum
+qfam_handler(uint32 kind)
+{
+	if (!qfam_routines_ready)
+	{
+		for (uint32 k = QFAM_KIND_QF; k <= QFAM_KIND_CF; k++)
+		{
+			TableAmRoutine *r = &qfam_routines[k];
+
+			MemSet(r, 0, sizeof(*r));
+			ss_tableam_init_common(r);
+			r->tuple_insert = qfam_tuple_insert;
+			r->relation_set_new_filenode = qfam_relation_set_new_filenode;
+			r->relation_nontransactional_truncate = qfam_relation_nontransactional_truncate;
+		}
+		qfam_routines_ready = true;
+	}
+	PG_RETURN_POINTER(&qfam_routines[kind]);
+}
+
 Datum
 quotient_filter_handler(PG_FUNCTION_ARGS)
 {
-	if (!qf_routine_ready)
-	{
-		MemSet(&qf_routine, 0, sizeof(qf_routine));
-		ss_tableam_init_common(&qf_routine);
-		qf_routine.tuple_insert = qfam_tuple_insert;
-		qf_routine.relation_set_new_filenode = qfam_relation_set_new_filenode;
-		qf_routine.relation_nontransactional_truncate = qfam_relation_nontransactional_truncate;
-		qf_routine_ready = true;
-	}
-	PG_RETURN_POINTER(&qf_routine);
+	return qfam_handler(QFAM_KIND_QF);
+}
+
+Datum
+buffered_quotient_filter_handler(PG_FUNCTION_ARGS)
+{
+	return qfam_handler(QFAM_KIND_BQF);
+}
+
+Datum
+cascade_filter_handler(PG_FUNCTION_ARGS)
+{
+	return qfam_handler(QFAM_KIND_CF);
 }

@@ -2,18 +2,20 @@
  *
  * qfam_apply.c
  *	  Writing a quotient filter: the metapage, applying a committing
- *	  transaction's inserts and deletes page by page, and resizing.
+ *	  transaction's inserts and deletes page by page, and making room when
+ *	  level 0 fills (resize, flush or cascade merge, see qfam_merge.c).
  *
- * Every page change is one GenericXLog record; a resize writes the new
- * level's pages as full images and then switches to it with one metapage
- * record.
+ * Every page change is one GenericXLog record.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/generic_xlog.h"
 #include "miscadmin.h"
+#include "port/pg_bitutils.h"
 #include "qfam.h"
 #include "ss_pending.h"
 #include "storage/bufmgr.h"
@@ -21,11 +23,11 @@
 #include "streamsketch.h"
 #include "utils/memutils.h"
 
-/* One pending insert or delete, placed on its page. */
+/* One pending insert or delete, placed on its level-0 page. */
 typedef struct QfOp
 {
 	uint64		h1;
-	int64		count;
+	int64		count;			/* for deletes: copies still to remove */
 	uint64		page;
 	uint64		remainder;
 	uint32		quotient;
@@ -50,7 +52,7 @@ qfam_read_meta(Relation rel, QfamMeta *meta)
 	return ss_read_metapage(rel, SS_KIND_QF, meta, sizeof(QfamMeta));
 }
 
-/* The metapage of a new filter: one empty level after the metapage. */
+/* The metapage of a new filter: an empty level 0 after the metapage. */
 void
 qfam_first_level(const QfamParams *p, QfamMeta *meta)
 {
@@ -61,114 +63,206 @@ qfam_first_level(const QfamParams *p, QfamMeta *meta)
 	meta->hdr.seed = p->seed;
 	meta->params = *p;
 	meta->nlevels = 1;
+	qfam_level_shape(&meta->levels[0], p->fp_bits, p->t0);
 	meta->levels[0].base = 1;
-	meta->levels[0].page_bits = p->page_bits;
-	meta->levels[0].rbits = p->rbits;
-	meta->reserved_end = 1 + ((BlockNumber) 1 << p->page_bits);
+	meta->levels[0].alt_base = InvalidBlockNumber;
+	meta->levels[0].epoch = 1;
+	meta->reserved_end = 1 + ((BlockNumber) 1 << meta->levels[0].page_bits);
 }
 
-/* Add item and count deltas of level 0 to the metapage (locked alone). */
+/* Add item and count deltas per level to the metapage (locked alone). */
 static void
-qfam_meta_add(Relation rel, int64 d_items, int64 d_total)
+qfam_meta_add(Relation rel, const int64 *d_items, const int64 *d_total,
+			  uint32 nlevels)
 {
 	Buffer		buf;
 	GenericXLogState *state;
 	QfamMeta   *meta;
+	bool		any = false;
 
-	if (d_items == 0 && d_total == 0)
+	for (uint32 l = 0; l < nlevels; l++)
+		any |= d_items[l] != 0 || d_total[l] != 0;
+	if (!any)
 		return;
 	buf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	ss_meta_check(rel, BufferGetPage(buf), SS_KIND_QF);
 	state = GenericXLogStart(rel);
 	meta = (QfamMeta *) SSPageGetData(GenericXLogRegisterBuffer(state, buf, 0));
-	meta->levels[0].items += d_items;
-	meta->levels[0].total += d_total;
+	for (uint32 l = 0; l < nlevels; l++)
+	{
+		meta->levels[l].items += d_items[l];
+		meta->levels[l].total += d_total[l];
+	}
 	GenericXLogFinish(state);
 	UnlockReleaseBuffer(buf);
 }
 
-static void
-qfam_check_area(Relation rel, BlockNumber blkno, const QfGeom *g,
-				const char *area)
+/*
+ * Is this page of level lv live?  A zero page, or a page left from an
+ * earlier generation of the level's blocks, holds nothing.
+ */
+bool
+qfam_page_valid(Relation rel, BlockNumber blkno, Page page, const QfamLevel *lv)
 {
 	const char *msg;
+	QfGeom		g;
 
-	if (!qf_area_check_header(g, area, &msg))
+	if (PageIsNew(page))
+		return false;
+	ss_page_check(rel, blkno, page, SS_PAGE_QF_AREA);
+	if (SSPageGetOpaque(page)->epoch != lv->epoch)
+		return false;
+	qfam_level_geom(lv, &g);
+	if (!qf_area_check_header(&g, SSPageGetData(page), &msg))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("quotient filter page %u of relation \"%s\" is corrupted",
 						blkno, RelationGetRelationName(rel)),
 				 errdetail("%s", msg),
 				 errhint("Restore the relation from a backup.")));
+	return true;
 }
 
 /*
- * Apply ops[0..n) (sorted by page) to level lv.  Returns the index of the
- * first op not applied because its page is full (n if all were applied);
- * the ops of that page were not applied at all.
+ * Lock page blkno of level lv for writing in state; a page that is not
+ * live is reset to an empty area of the level's generation.
+ */
+static char *
+qfam_lock_level_page(Relation rel, GenericXLogState *state,
+					 const QfamLevel *lv, const QfGeom *g, BlockNumber blkno,
+					 Buffer *buf)
+{
+	Page		page;
+	bool		isnew;
+
+	page = ss_lock_page_for_write(rel, state, blkno, SS_PAGE_QF_AREA,
+								  g->area_bytes, buf, &isnew);
+	if (isnew || !qfam_page_valid(rel, blkno, page, lv))
+	{
+		ss_page_init(page, SS_PAGE_QF_AREA, g->area_bytes);
+		SSPageGetOpaque(page)->epoch = lv->epoch;
+		qf_area_init(g, SSPageGetData(page));
+	}
+	return SSPageGetData(page);
+}
+
+/*
+ * Apply ops[0..n) (sorted by page) to level 0.  Deletes remove what level
+ * 0 has and keep the rest in op->count for the older levels.  Returns the
+ * index of the first op not applied because its page is full (n if all
+ * were); the ops before it are applied, so a group larger than a page
+ * still makes progress after the caller makes room.
  */
 static int
-qfam_apply_ops(Relation rel, const QfamState *st, const QfamLevel *lv,
-			   QfOp *ops, int n, int64 *d_items, int64 *d_total)
+qfam_apply_level0(Relation rel, const QfamLevel *lv, QfOp *ops, int n,
+				  int64 *d_items, int64 *d_total)
 {
 	QfGeom		g;
 	int			start = 0;
 
-	qfam_geom(&st->p, lv->rbits, &g);
+	qfam_level_geom(lv, &g);
 	while (start < n)
 	{
 		int			end = start + 1;
 		GenericXLogState *state;
 		Buffer		buf;
 		char	   *area;
-		bool		isnew;
 		bool		full = false;
 		QfStats		before;
 		QfStats		after;
-		BlockNumber blkno = lv->base + (BlockNumber) ops[start].page;
 
 		CHECK_FOR_INTERRUPTS();
 		while (end < n && ops[end].page == ops[start].page)
 			end++;
 		state = GenericXLogStart(rel);
-		area = SSPageGetData(ss_lock_page_for_write(rel, state, blkno,
-													SS_PAGE_QF_AREA,
-													g.area_bytes, &buf, &isnew));
-		if (isnew)
-			qf_area_init(&g, area);
-		else
-			qfam_check_area(rel, blkno, &g, area);
+		area = qfam_lock_level_page(rel, state, lv, &g,
+									lv->base + (BlockNumber) ops[start].page, &buf);
 		qf_area_stats(&g, area, &before);
-		for (int i = start; i < end && !full; i++)
+		for (int i = start; i < end; i++)
 		{
 			if (ops[i].is_delete)
-				(void) qf_remove(&g, area, ops[i].quotient, ops[i].remainder,
-								 (uint64) ops[i].count);
+				ops[i].count -= (int64) qf_remove(&g, area, ops[i].quotient,
+												  ops[i].remainder,
+												  (uint64) ops[i].count);
 			else if (qf_insert(&g, area, ops[i].quotient, ops[i].remainder,
 							   (uint64) ops[i].count) != QF_OK)
+			{
+				/* QF_FULL left the area as it was before op i */
 				full = true;
-		}
-		if (full)
-		{
-			/* leave the page as it was; the caller resizes and retries */
-			GenericXLogAbort(state);
-			UnlockReleaseBuffer(buf);
-			return start;
+				end = i;
+				break;
+			}
 		}
 		qf_area_stats(&g, area, &after);
 		*d_items += (int64) after.nitems - (int64) before.nitems;
 		*d_total += (int64) (after.total_count - before.total_count);
-		GenericXLogFinish(state);
+		if (end > start)
+			GenericXLogFinish(state);
+		else
+			GenericXLogAbort(state);
 		UnlockReleaseBuffer(buf);
+		if (full)
+			return end;
 		start = end;
 	}
 	return n;
 }
 
+/* Remove what deletes still owe from the older levels, newest first. */
+static void
+qfam_delete_older(Relation rel, const QfamMeta *meta, QfOp *ops, int n,
+				  int64 *d_items, int64 *d_total)
+{
+	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+
+	for (int i = 0; i < n; i++)
+	{
+		for (uint32 l = 1; l < meta->nlevels && ops[i].is_delete && ops[i].count > 0; l++)
+		{
+			const QfamLevel *lv = &meta->levels[l];
+			QfGeom		g;
+			uint64		page;
+			uint32		q;
+			uint64		r;
+			BlockNumber blkno;
+			GenericXLogState *state;
+			Buffer		buf;
+			uint64		removed;
+			QfStats		before;
+			QfStats		after;
+
+			if (lv->items == 0)
+				continue;
+			qf_fingerprint_split(ops[i].h1, lv->page_bits, lv->slot_bits,
+								 lv->rbits, &page, &q, &r);
+			blkno = lv->base + (BlockNumber) page;
+			if (blkno >= nblocks)
+				continue;
+			/* probe under a share lock first: most levels lack the key */
+			if (qfam_level_count(rel, lv, ops[i].h1) == 0)
+				continue;
+			qfam_level_geom(lv, &g);
+			state = GenericXLogStart(rel);
+			{
+				char	   *area = qfam_lock_level_page(rel, state, lv, &g, blkno, &buf);
+
+				qf_area_stats(&g, area, &before);
+				removed = qf_remove(&g, area, q, r, (uint64) ops[i].count);
+				qf_area_stats(&g, area, &after);
+			}
+			d_items[l] += (int64) after.nitems - (int64) before.nitems;
+			d_total[l] += (int64) (after.total_count - before.total_count);
+			GenericXLogFinish(state);
+			UnlockReleaseBuffer(buf);
+			ops[i].count -= (int64) removed;
+		}
+	}
+}
+
 /*
- * Apply a batch of ops, resizing level 0 whenever a page overflows.  Holds
- * the share page lock on block 0 except while resizing.
+ * Apply a batch of ops, making room whenever a level-0 page overflows.
+ * Holds the share page lock on block 0 except while making room.
  */
 static void
 qfam_apply_batch(Relation rel, const QfamState *st, QfOp *ops, int n)
@@ -179,9 +273,10 @@ qfam_apply_batch(Relation rel, const QfamState *st, QfOp *ops, int n)
 	{
 		QfamMeta	meta;
 		QfamLevel  *lv;
-		int64		d_items = 0;
-		int64		d_total = 0;
+		int64		d_items[QFAM_MAX_LEVELS] = {0};
+		int64		d_total[QFAM_MAX_LEVELS] = {0};
 		int			applied;
+		bool		over;
 
 		LockPage(rel, SS_METAPAGE_BLKNO, ShareLock);
 		if (!qfam_read_meta(rel, &meta))
@@ -189,24 +284,20 @@ qfam_apply_batch(Relation rel, const QfamState *st, QfOp *ops, int n)
 				 RelationGetRelationName(rel));
 		lv = &meta.levels[0];
 		for (int i = done; i < n; i++)
-		{
-			uint64		page;
-
-			qf_fingerprint_split(ops[i].h1, (int) lv->page_bits,
-								 (int) st->p.slot_bits, (int) lv->rbits,
-								 &page, &ops[i].quotient, &ops[i].remainder);
-			ops[i].page = page;
-		}
+			qf_fingerprint_split(ops[i].h1, lv->page_bits, lv->slot_bits,
+								 lv->rbits, &ops[i].page, &ops[i].quotient,
+								 &ops[i].remainder);
 		qsort(ops + done, n - done, sizeof(QfOp), qf_op_cmp);
-		applied = qfam_apply_ops(rel, st, lv, ops + done, n - done,
-								 &d_items, &d_total);
-		qfam_meta_add(rel, d_items, d_total);
+		applied = qfam_apply_level0(rel, lv, ops + done, n - done,
+									&d_items[0], &d_total[0]);
+		if (meta.nlevels > 1)
+			qfam_delete_older(rel, &meta, ops + done, applied, d_items, d_total);
+		qfam_meta_add(rel, d_items, d_total, meta.nlevels);
 		UnlockPage(rel, SS_METAPAGE_BLKNO, ShareLock);
 		done += applied;
-		if (done < n || (double) (lv->items + d_items) >
-			QFAM_MAX_LOAD * ((double) ((uint64) 1 << lv->page_bits) *
-							 ((uint64) 1 << st->p.slot_bits)))
-			qfam_resize(rel, st);
+		over = (double) (lv->items + d_items[0]) > ldexp(QFAM_MAX_LOAD, lv->t);
+		if (done < n || over)
+			qfam_make_room(rel, st, done < n);
 	}
 }
 
@@ -264,123 +355,81 @@ qfam_apply_pending(Relation rel)
 }
 
 /*
- * Double level 0: every page splits into two pages of the next level (one
- * remainder bit becomes a page bit, qf_split_area), written after
- * everything reserved so far, then one metapage update switches to them.
- * Takes the page lock on block 0 exclusively, so no writer is applying
- * meanwhile; the caller must not hold it.  If another backend resized
- * while we waited, there is nothing to do.
+ * Level 0 is full (or a page of it overflowed, grow = true): make room.
+ *	quotient_filter: level 0 doubles (one remainder bit becomes a page bit).
+ *	buffered QF: levels 0 and 1 merge into level 1, doubled if needed.
+ *	cascade filter: levels 0..i merge into the smallest level i that holds
+ *	them (level i has fanout^i times the slots of level 0).
+ * Takes the page lock on block 0 exclusively; the caller must not hold it.
+ * If another backend made room while we waited, there is nothing to do.
  */
 void
-qfam_resize(Relation rel, const QfamState *st)
+qfam_make_room(Relation rel, const QfamState *st, bool grow)
 {
 	QfamMeta	meta;
-	QfamLevel  *lv;
-	QfGeom		g_old;
-	QfGeom		g_new;
-	BlockNumber new_base;
-	uint64		npages;
-	BlockNumber nblocks;
-	char	   *lo = palloc(BLCKSZ);
-	char	   *hi = palloc(BLCKSZ);
-	char	   *empty = palloc(BLCKSZ);
-	GenericXLogState *state;
-	Buffer		buf;
-	int64		seen_resizes;
+	int64		seen;
+	const QfamParams *p = &st->p;
 
 	if (!qfam_read_meta(rel, &meta))
 		return;
-	seen_resizes = meta.resizes;
+	seen = meta.merges;
 	LockPage(rel, SS_METAPAGE_BLKNO, ExclusiveLock);
-	if (!qfam_read_meta(rel, &meta) || meta.resizes != seen_resizes)
+	if (!qfam_read_meta(rel, &meta) || meta.merges != seen)
 	{
 		UnlockPage(rel, SS_METAPAGE_BLKNO, ExclusiveLock);
 		return;
 	}
-	lv = &meta.levels[0];
-	if (lv->rbits <= 1 || lv->page_bits >= QFAM_MAX_PAGE_BITS)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("quotient filter \"%s\" is full and cannot grow",
-						RelationGetRelationName(rel)),
-				 errdetail("It has %u remainder bits and 2^%u pages.",
-						   lv->rbits, lv->page_bits),
-				 errhint("Create a filter with a larger capacity or a smaller false-positive rate.")));
 
-	qfam_geom(&st->p, lv->rbits, &g_old);
-	qfam_geom(&st->p, lv->rbits - 1, &g_new);
-	npages = (uint64) 1 << lv->page_bits;
-	new_base = meta.reserved_end;
-	nblocks = RelationGetNumberOfBlocks(rel);
-	qf_area_init(&g_old, empty);
-
-	for (uint64 pg = 0; pg < npages; pg++)
+	if (p->kind == QFAM_KIND_QF)
 	{
-		BlockNumber oldblk = lv->base + (BlockNumber) pg;
-		const char *src = empty;
-		Buffer		oldbuf = InvalidBuffer;
-		char	   *dst;
-		QfStatus	rc;
+		uint32		t = meta.levels[0].t + 1;
 
-		CHECK_FOR_INTERRUPTS();
-		if (oldblk < nblocks)
+		while (!qfam_merge_levels(rel, &meta, 1, 0, t))
+			t++;
+	}
+	else
+	{
+		uint32		step = p->kind == QFAM_KIND_CF ? (uint32) pg_ceil_log2_32(p->fanout) : 0;
+		double		items = (double) meta.levels[0].items;
+		uint32		target;
+		uint32		t;
+
+		if (p->kind == QFAM_KIND_BQF)
 		{
-			oldbuf = ReadBuffer(rel, oldblk);
-			LockBuffer(oldbuf, BUFFER_LOCK_SHARE);
-			if (!PageIsNew(BufferGetPage(oldbuf)))
+			target = 1;
+			items += meta.nlevels > 1 ? (double) meta.levels[1].items : 0;
+			t = meta.nlevels > 1 ? meta.levels[1].t : Max(p->t_max, p->t0 + 1);
+		}
+		else
+		{
+			for (target = 1;; target++)
 			{
-				ss_page_check(rel, oldblk, BufferGetPage(oldbuf), SS_PAGE_QF_AREA);
-				src = SSPageGetData(BufferGetPage(oldbuf));
-				qfam_check_area(rel, oldblk, &g_old, src);
+				if (target < meta.nlevels)
+					items += (double) meta.levels[target].items;
+				t = p->t0 + target * step;
+				if (target >= meta.nlevels || items <= ldexp(QFAM_MAX_LOAD, (int) t))
+					break;
 			}
+			if (target >= QFAM_MAX_LEVELS)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("cascade filter \"%s\" has too many levels",
+								RelationGetRelationName(rel))));
+			if (target < meta.nlevels)
+				t = Max(t, (uint32) meta.levels[target].t);
 		}
-		rc = qf_split_area(&g_old, src, &g_new, lo, hi);
-		if (BufferIsValid(oldbuf))
-			UnlockReleaseBuffer(oldbuf);
-		if (rc != QF_OK)
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("quotient filter \"%s\" cannot grow: page " UINT64_FORMAT " overflows when split",
-							RelationGetRelationName(rel), pg),
-					 errhint("The keys are too skewed for this false-positive rate; create a filter with a larger capacity.")));
-		for (int half = 0; half < 2; half++)
-		{
-			state = GenericXLogStart(rel);
-			dst = SSPageGetData(ss_lock_page_for_write(rel, state,
-													   new_base + (BlockNumber) (2 * pg + half),
-													   SS_PAGE_QF_AREA,
-													   g_new.area_bytes, &buf, NULL));
-			memcpy(dst, half ? hi : lo, g_new.area_bytes);
-			GenericXLogFinish(state);
-			UnlockReleaseBuffer(buf);
-		}
+		/* the merged level must hold everything below the load limit */
+		while (items > ldexp(QFAM_MAX_LOAD, (int) t))
+			t++;
+		while (!qfam_merge_levels(rel, &meta, target + 1, target, t))
+			t++;
 	}
-
-	/* switch to the new level */
-	buf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	state = GenericXLogStart(rel);
-	{
-		QfamMeta   *m = (QfamMeta *) SSPageGetData(GenericXLogRegisterBuffer(state, buf, 0));
-
-		m->levels[0].base = new_base;
-		m->levels[0].page_bits = lv->page_bits + 1;
-		m->levels[0].rbits = lv->rbits - 1;
-		m->reserved_end = new_base + (BlockNumber) (2 * npages);
-		m->resizes++;
-	}
-	GenericXLogFinish(state);
-	UnlockReleaseBuffer(buf);
 	UnlockPage(rel, SS_METAPAGE_BLKNO, ExclusiveLock);
-	pfree(lo);
-	pfree(hi);
-	pfree(empty);
 }
 
 /* Count of the fingerprint of h1 in level lv (0 if absent). */
 uint64
-qfam_level_count(Relation rel, const QfamParams *p, const QfamLevel *lv,
-				 uint64 h1)
+qfam_level_count(Relation rel, const QfamLevel *lv, uint64 h1)
 {
 	QfGeom		g;
 	uint64		page;
@@ -390,22 +439,18 @@ qfam_level_count(Relation rel, const QfamParams *p, const QfamLevel *lv,
 	Buffer		buf;
 	uint64		count = 0;
 
-	qf_fingerprint_split(h1, (int) lv->page_bits, (int) p->slot_bits,
-						 (int) lv->rbits, &page, &quotient, &remainder);
+	if (lv->items == 0 && lv->total == 0)
+		return 0;
+	qf_fingerprint_split(h1, lv->page_bits, lv->slot_bits, lv->rbits,
+						 &page, &quotient, &remainder);
 	blkno = lv->base + (BlockNumber) page;
 	if (blkno >= RelationGetNumberOfBlocks(rel))
 		return 0;
-	qfam_geom(p, lv->rbits, &g);
+	qfam_level_geom(lv, &g);
 	buf = ReadBuffer(rel, blkno);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	if (!PageIsNew(BufferGetPage(buf)))
-	{
-		const char *area = SSPageGetData(BufferGetPage(buf));
-
-		ss_page_check(rel, blkno, BufferGetPage(buf), SS_PAGE_QF_AREA);
-		qfam_check_area(rel, blkno, &g, area);
-		count = qf_count(&g, area, quotient, remainder);
-	}
+	if (qfam_page_valid(rel, blkno, BufferGetPage(buf), lv))
+		count = qf_count(&g, SSPageGetData(BufferGetPage(buf)), quotient, remainder);
 	UnlockReleaseBuffer(buf);
 	return count;
 }

@@ -20,9 +20,11 @@
 #include "qfam.h"
 #include "ss_pending.h"
 #include "storage/bufmgr.h"
+#include "storage/lmgr.h"
 #include "streamsketch.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/varlena.h"
 
@@ -72,7 +74,7 @@ qfam_count_hash(Relation rel, const QfamState *st, SSHash h)
 	{
 		for (uint32 l = 0; l < meta.nlevels; l++)
 		{
-			uint64		c = qfam_level_count(rel, &st->p, &meta.levels[l], h.h1);
+			uint64		c = qfam_level_count(rel, &meta.levels[l], h.h1);
 
 			count = (count + c < count) ? PG_UINT64_MAX : count + c;
 		}
@@ -204,48 +206,26 @@ qf_merge_sql(PG_FUNCTION_ARGS)
 
 	if (qfam_read_meta(src, &meta))
 	{
-		BlockNumber nblocks = RelationGetNumberOfBlocks(src);
-
 		for (uint32 l = 0; l < meta.nlevels; l++)
 		{
-			QfamLevel  *lv = &meta.levels[l];
-			QfGeom		g;
+			QfamCursor	c;
 
-			qfam_geom(&src_st->p, lv->rbits, &g);
-			for (uint64 pg = 0; pg < ((uint64) 1 << lv->page_bits); pg++)
+			qfam_cursor_init(&c, src, &meta.levels[l]);
+			while (c.valid)
 			{
-				BlockNumber blkno = lv->base + (BlockNumber) pg;
-				Buffer		buf;
-				QfIter		iter;
-				uint32		q;
-				uint64		r;
-				uint64		c;
+				SSPendingKey key;
 
 				CHECK_FOR_INTERRUPTS();
-				if (blkno >= nblocks)
-					break;
-				buf = ReadBuffer(src, blkno);
-				LockBuffer(buf, BUFFER_LOCK_SHARE);
-				if (!PageIsNew(BufferGetPage(buf)))
-				{
-					ss_page_check(src, blkno, BufferGetPage(buf), SS_PAGE_QF_AREA);
-					qf_iter_init(&iter, &g, SSPageGetData(BufferGetPage(buf)));
-					while (qf_iter_next(&iter, &q, &r, &c))
-					{
-						SSPendingKey key;
-
-						key.hash.h1 = qf_fingerprint_join(pg, q, r, (int) lv->page_bits,
-														  (int) src_st->p.slot_bits,
-														  (int) lv->rbits);
-						key.hash.h2 = 0;
-						key.weight = (int64) Min(c, (uint64) PG_INT64_MAX);
-						ss_pending_add(dst, qfam_apply_pending, SS_PENDING_KEY,
-									   &key, sizeof(key));
-						merged++;
-					}
-				}
-				UnlockReleaseBuffer(buf);
+				/* the fingerprint in the top bits is all a filter needs */
+				key.hash.h1 = c.fp;
+				key.hash.h2 = 0;
+				key.weight = (int64) Min(c.count, (uint64) PG_INT64_MAX);
+				ss_pending_add(dst, qfam_apply_pending, SS_PENDING_KEY,
+							   &key, sizeof(key));
+				merged++;
+				qfam_cursor_next(&c);
 			}
+			qfam_cursor_end(&c);
 		}
 	}
 	relation_close(src, AccessShareLock);
@@ -255,8 +235,10 @@ qf_merge_sql(PG_FUNCTION_ARGS)
 
 /*
  * qf_resize(filter): double the filter now, without rehashing (one
- * remainder bit becomes a page bit).  Not transactional: it changes the
- * layout, not the contents, and stays done if the transaction aborts.
+ * remainder bit becomes a page bit): a quotient_filter's level, or the
+ * largest level of a buffered or cascade filter, into which every level is
+ * merged.  Not transactional: it changes the layout, not the contents, and
+ * stays done if the transaction aborts.  Returns the new number of pages.
  */
 Datum
 qf_resize_sql(PG_FUNCTION_ARGS)
@@ -264,6 +246,9 @@ qf_resize_sql(PG_FUNCTION_ARGS)
 	Relation	rel = qfam_open(PG_GETARG_OID(0), ShareUpdateExclusiveLock);
 	QfamState  *st;
 	QfamMeta	meta;
+	uint32		last;
+	uint32		t;
+	int64		pages = 0;
 
 	if (!pg_class_ownercheck(RelationGetRelid(rel), GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(rel->rd_rel->relkind),
@@ -274,11 +259,18 @@ qf_resize_sql(PG_FUNCTION_ARGS)
 		qfam_first_level(&st->p, &meta);
 		ss_ensure_metapage(rel, SS_KIND_QF, &meta, sizeof(meta));
 	}
-	qfam_resize(rel, st);
+	LockPage(rel, SS_METAPAGE_BLKNO, ExclusiveLock);
 	if (!qfam_read_meta(rel, &meta))
 		elog(ERROR, "quotient filter metapage disappeared");
+	last = meta.nlevels - 1;
+	t = meta.levels[last].t + 1;
+	while (!qfam_merge_levels(rel, &meta, meta.nlevels, last, t))
+		t++;
+	UnlockPage(rel, SS_METAPAGE_BLKNO, ExclusiveLock);
+	for (uint32 l = 0; l < meta.nlevels; l++)
+		pages += (int64) 1 << meta.levels[l].page_bits;
 	relation_close(rel, NoLock);
-	PG_RETURN_INT64((int64) ((uint64) 1 << meta.levels[0].page_bits));
+	PG_RETURN_INT64(pages);
 }
 
 Datum
@@ -305,8 +297,7 @@ qf_info_sql(PG_FUNCTION_ARGS)
 	for (uint32 l = 0; l < meta.nlevels; l++)
 	{
 		QfamLevel  *lv = &meta.levels[l];
-		double		lslots = (double) ((uint64) 1 << lv->page_bits) *
-			(double) ((uint64) 1 << st->p.slot_bits);
+		double		lslots = ldexp(1.0, lv->t);
 
 		pages += (int64) 1 << lv->page_bits;
 		items += lv->items;
@@ -319,8 +310,8 @@ qf_info_sql(PG_FUNCTION_ARGS)
 	values[1] = Int64GetDatum(st->p.capacity);
 	values[2] = Float8GetDatum(st->p.fp_rate);
 	values[3] = Int32GetDatum((int32) st->p.fp_bits);
-	values[4] = Int32GetDatum((int32) meta.levels[0].rbits);
-	values[5] = Int32GetDatum((int32) st->p.slot_bits);
+	values[4] = Int32GetDatum((int32) meta.levels[meta.nlevels - 1].rbits);
+	values[5] = Int32GetDatum((int32) meta.levels[meta.nlevels - 1].slot_bits);
 	values[6] = Int32GetDatum((int32) meta.nlevels);
 	values[7] = Int64GetDatum(pages);
 	values[8] = Int64GetDatum(items);
@@ -328,7 +319,7 @@ qf_info_sql(PG_FUNCTION_ARGS)
 	values[10] = Float8GetDatum(slots > 0 ? (double) items / slots : 0);
 	values[11] = Float8GetDatum(fpr);
 	values[12] = Int64GetDatum((int64) RelationGetNumberOfBlocks(rel));
-	values[13] = Int64GetDatum(meta.resizes);
+	values[13] = Int64GetDatum(meta.merges);
 	values[14] = Int64GetDatum((int64) st->p.seed);
 	relation_close(rel, AccessShareLock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
@@ -350,12 +341,41 @@ qf_create_sql(PG_FUNCTION_ARGS)
 	Oid			relid;
 	bool		counted = PG_ARGISNULL(4) ? false : PG_GETARG_BOOL(4);
 	bool		unlogged = PG_ARGISNULL(5) ? false : PG_GETARG_BOOL(5);
+	const char *amname = PG_ARGISNULL(6) ? "quotient_filter" :
+		text_to_cstring(PG_GETARG_TEXT_PP(6));
+	uint32		kind;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("qf_create needs a table name and a key type")));
-	qfam_params_from_gucs(&p);
+	if (strcmp(amname, "quotient_filter") == 0)
+		kind = QFAM_KIND_QF;
+	else if (strcmp(amname, "buffered_quotient_filter") == 0)
+		kind = QFAM_KIND_BQF;
+	else if (strcmp(amname, "cascade_filter") == 0)
+		kind = QFAM_KIND_CF;
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("\"%s\" is not a quotient filter access method", amname),
+				 errhint("Use quotient_filter, buffered_quotient_filter or cascade_filter.")));
+	qfam_params_from_gucs(&p, kind);
+	if (!PG_ARGISNULL(7))
+		p.fanout = (uint32) Max(PG_GETARG_INT32(7), 0);
+	if (!PG_ARGISNULL(8))
+	{
+		char	   *s = text_to_cstring(PG_GETARG_TEXT_PP(8));
+		int			kb;
+		const char *hint = NULL;
+
+		if (!parse_int(s, &kb, GUC_UNIT_KB, &hint) || kb < BLCKSZ / 1024)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid quotient filter buffer size \"%s\"", s),
+					 hint ? errhint("%s", hint) : errhint("Use a size of at least one page, such as '8MB'.")));
+		p.buffer_pages = (uint32) (kb / (BLCKSZ / 1024));
+	}
 	if (!PG_ARGISNULL(2))
 		p.capacity = PG_GETARG_INT64(2);
 	if (!PG_ARGISNULL(3))
@@ -365,11 +385,11 @@ qf_create_sql(PG_FUNCTION_ARGS)
 	names = textToQualifiedNameList(PG_GETARG_TEXT_PP(0));
 	rv = makeRangeVarFromNameList(names);
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "CREATE %sTABLE %s (key %s%s) USING quotient_filter",
+	appendStringInfo(&sql, "CREATE %sTABLE %s (key %s%s) USING %s",
 					 unlogged ? "UNLOGGED " : "",
 					 quote_qualified_identifier(rv->schemaname, rv->relname),
 					 format_type_be_qualified(PG_GETARG_OID(1)),
-					 counted ? ", count bigint" : "");
+					 counted ? ", count bigint" : "", amname);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)

@@ -51,6 +51,8 @@ extension_namespace(Oid extoid)
 const SSStructureInfo ss_structures[] = {
 	{"bcms", "bcms_params"},
 	{"quotient_filter", "qf_params"},
+	{"buffered_quotient_filter", "qf_params"},
+	{"cascade_filter", "qf_params"},
 	{NULL, NULL}
 };
 

@@ -26,7 +26,7 @@ ss_page_init(Page page, uint16 page_type, Size data_size)
 	opaque = SSPageGetOpaque(page);
 	opaque->page_type = page_type;
 	opaque->flags = 0;
-	opaque->unused = 0;
+	opaque->epoch = 0;
 	opaque->page_id = SS_PAGE_ID;
 	/* contents live below pd_lower, so GenericXLog keeps them */
 	((PageHeader) page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + data_size;

@@ -45,7 +45,7 @@ typedef struct SSPageOpaqueData
 {
 	uint16		page_type;
 	uint16		flags;
-	uint16		unused;
+	uint16		epoch;			/* structure-specific generation number */
 	uint16		page_id;		/* SS_PAGE_ID, must be last */
 } SSPageOpaqueData;
 

@@ -24,6 +24,8 @@ int			ss_bcms_buffer_size_kb = 8192;
 int			ss_pending_memory_kb = 4096;
 int			ss_qf_capacity = 1000000;
 double		ss_qf_fp_rate = 0.001;
+int			ss_qf_fanout = 4;
+int			ss_qf_buffer_size_kb = 8192;
 
 static const struct config_enum_entry bcms_mode_options[] = {
 	{"buffered", BCMS_MODE_BUFFERED, false},
@@ -76,6 +78,16 @@ _PG_init(void)
 							 NULL,
 							 &ss_qf_fp_rate, 0.001, 1e-15, 0.5,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("streamsketch.qf_fanout",
+							"Default fanout (size ratio of consecutive levels) of new cascade filter tables.",
+							"A power of two; larger fanouts mean fewer levels (faster lookups) and more rewriting (slower inserts).",
+							&ss_qf_fanout, 4, 2, 1024,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("streamsketch.qf_buffer_size",
+							"Default size of level 0 (the in-RAM level) of new buffered quotient filter and cascade filter tables.",
+							"Level 0's pages are updated in place and stay hot in shared_buffers.",
+							&ss_qf_buffer_size_kb, 8192, 8, 64 * 1024 * 1024,
+							PGC_USERSET, GUC_UNIT_KB, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("streamsketch");
 
 	ss_pending_init();

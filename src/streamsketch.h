@@ -23,6 +23,8 @@ extern int	ss_bcms_buffer_size_kb;
 extern int	ss_pending_memory_kb;
 extern int	ss_qf_capacity;
 extern double ss_qf_fp_rate;
+extern int	ss_qf_fanout;
+extern int	ss_qf_buffer_size_kb;
 
 /* ss_tableam.c: fill the callbacks every structure shares */
 extern void ss_tableam_init_common(TableAmRoutine *routine);

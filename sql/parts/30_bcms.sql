@@ -30,9 +30,9 @@ AS 'MODULE_PATHNAME', 'bcms_handler' LANGUAGE C;
 CREATE ACCESS METHOD bcms TYPE TABLE HANDLER bcms_handler;
 COMMENT ON ACCESS METHOD bcms IS 'buffered count-min sketch: frequency estimates with epsilon*n error, one page read per estimate';
 
-CREATE FUNCTION bcms_estimate(sketch regclass, key anyelement) RETURNS bigint
+CREATE FUNCTION bcms_estimate(sketch regclass, key anycompatible) RETURNS bigint
 AS 'MODULE_PATHNAME', 'bcms_estimate' LANGUAGE C STRICT STABLE PARALLEL SAFE;
-COMMENT ON FUNCTION bcms_estimate(regclass, anyelement) IS 'estimated count of key (never below the true count)';
+COMMENT ON FUNCTION bcms_estimate(regclass, anycompatible) IS 'estimated count of key (never below the true count)';
 
 CREATE FUNCTION bcms_flush(sketch regclass) RETURNS bigint
 AS 'MODULE_PATHNAME', 'bcms_flush' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;

@@ -9,7 +9,8 @@ CREATE TABLE qf_params (
 	capacity bigint NOT NULL,
 	fp_rate float8 NOT NULL,
 	fanout int NOT NULL,
-	seed bigint NOT NULL
+	seed bigint NOT NULL,
+	buffer_pages int NOT NULL
 );
 SELECT pg_catalog.pg_extension_config_dump('qf_params', '');
 COMMENT ON TABLE qf_params IS 'Parameters of each quotient filter table (one row per table)';
@@ -21,17 +22,27 @@ AS 'MODULE_PATHNAME', 'quotient_filter_handler' LANGUAGE C;
 CREATE ACCESS METHOD quotient_filter TYPE TABLE HANDLER quotient_filter_handler;
 COMMENT ON ACCESS METHOD quotient_filter IS 'quotient filter: approximate membership and counts with deletes, one page per operation';
 
-CREATE FUNCTION qf_contains(filter regclass, key anyelement) RETURNS boolean
+CREATE FUNCTION buffered_quotient_filter_handler(internal) RETURNS table_am_handler
+AS 'MODULE_PATHNAME', 'buffered_quotient_filter_handler' LANGUAGE C;
+CREATE ACCESS METHOD buffered_quotient_filter TYPE TABLE HANDLER buffered_quotient_filter_handler;
+COMMENT ON ACCESS METHOD buffered_quotient_filter IS 'buffered quotient filter: an in-RAM QF merged into an on-disk QF by sequential passes';
+
+CREATE FUNCTION cascade_filter_handler(internal) RETURNS table_am_handler
+AS 'MODULE_PATHNAME', 'cascade_filter_handler' LANGUAGE C;
+CREATE ACCESS METHOD cascade_filter TYPE TABLE HANDLER cascade_filter_handler;
+COMMENT ON ACCESS METHOD cascade_filter IS 'cascade filter: a COLA of quotient filters, O(log(n/M)/B) page writes per insert';
+
+CREATE FUNCTION qf_contains(filter regclass, key anycompatible) RETURNS boolean
 AS 'MODULE_PATHNAME', 'qf_contains_sql' LANGUAGE C STRICT STABLE PARALLEL SAFE;
-COMMENT ON FUNCTION qf_contains(regclass, anyelement) IS 'true if key may have been inserted (never false for an inserted key)';
+COMMENT ON FUNCTION qf_contains(regclass, anycompatible) IS 'true if key may have been inserted (never false for an inserted key)';
 
-CREATE FUNCTION qf_count(filter regclass, key anyelement) RETURNS bigint
+CREATE FUNCTION qf_count(filter regclass, key anycompatible) RETURNS bigint
 AS 'MODULE_PATHNAME', 'qf_count_sql' LANGUAGE C STRICT STABLE PARALLEL SAFE;
-COMMENT ON FUNCTION qf_count(regclass, anyelement) IS 'multiplicity of the key''s fingerprint (exact unless another key shares it)';
+COMMENT ON FUNCTION qf_count(regclass, anycompatible) IS 'multiplicity of the key''s fingerprint (exact unless another key shares it)';
 
-CREATE FUNCTION qf_delete(filter regclass, key anyelement, count bigint DEFAULT 1) RETURNS void
+CREATE FUNCTION qf_delete(filter regclass, key anycompatible, count bigint DEFAULT 1) RETURNS void
 AS 'MODULE_PATHNAME', 'qf_delete_sql' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION qf_delete(regclass, anyelement, bigint) IS 'remove count copies of key at commit';
+COMMENT ON FUNCTION qf_delete(regclass, anycompatible, bigint) IS 'remove count copies of key at commit';
 
 CREATE FUNCTION qf_merge(target regclass, source regclass) RETURNS bigint
 AS 'MODULE_PATHNAME', 'qf_merge_sql' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
@@ -52,7 +63,9 @@ COMMENT ON FUNCTION qf_info(regclass) IS 'parameters and counters of a quotient 
 
 CREATE FUNCTION qf_create(name text, key_type regtype,
 	capacity bigint DEFAULT NULL, fp_rate float8 DEFAULT NULL,
-	counted bool DEFAULT false, unlogged bool DEFAULT false)
+	counted bool DEFAULT false, unlogged bool DEFAULT false,
+	access_method text DEFAULT 'quotient_filter', fanout int DEFAULT NULL,
+	buffer_size text DEFAULT NULL)
 RETURNS regclass
 AS 'MODULE_PATHNAME', 'qf_create_sql' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION qf_create(text, regtype, bigint, float8, bool, bool) IS 'create a quotient filter table with explicit parameters';
+COMMENT ON FUNCTION qf_create(text, regtype, bigint, float8, bool, bool, text, int, text) IS 'create a quotient filter, buffered quotient filter or cascade filter table with explicit parameters';

@@ -1,0 +1,266 @@
+/*-------------------------------------------------------------------------
+ *
+ * qfam_merge.c
+ *	  Merging levels of a quotient filter, out of place: the resize of a
+ *	  quotient_filter, the flush of a buffered quotient filter and the
+ *	  cascade filter's merges are all "merge levels 0..n-1 into a level of
+ *	  2^t slots".
+ *
+ * Every level keeps its fingerprints in increasing order (the page is the
+ * top bits of the fingerprint), so a k-way merge of level cursors yields
+ * the merged multiset in order, and a QF builder writes each target page
+ * sequentially: one pass over the sources, one sequential write of the
+ * target, as in the paper.  The target is written into blocks no live
+ * level uses (the level's spare run, or new blocks after everything
+ * reserved so far); then one metapage update installs it and empties the
+ * merged source levels by bumping their epochs, so a crash before that
+ * update leaves the filter as it was.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/generic_xlog.h"
+#include "miscadmin.h"
+#include "qfam.h"
+#include "storage/bufmgr.h"
+#include "streamsketch.h"
+
+/* Load the next live page of the cursor's level; false at the end. */
+static bool
+qfam_cursor_load(QfamCursor *c)
+{
+	while (c->page < c->npages)
+	{
+		BlockNumber blkno = c->lv.base + (BlockNumber) c->page;
+		bool		live = false;
+
+		CHECK_FOR_INTERRUPTS();
+		if (blkno < c->nblocks)
+		{
+			Buffer		buf = ReadBuffer(c->rel, blkno);
+
+			LockBuffer(buf, BUFFER_LOCK_SHARE);
+			if (qfam_page_valid(c->rel, blkno, BufferGetPage(buf), &c->lv))
+			{
+				memcpy(c->area, SSPageGetData(BufferGetPage(buf)), c->g.area_bytes);
+				live = true;
+			}
+			UnlockReleaseBuffer(buf);
+		}
+		if (live)
+		{
+			qf_iter_init(&c->iter, &c->g, c->area);
+			return true;
+		}
+		c->page++;
+	}
+	return false;
+}
+
+void
+qfam_cursor_init(QfamCursor *c, Relation rel, const QfamLevel *lv)
+{
+	c->rel = rel;
+	c->lv = *lv;
+	c->nblocks = RelationGetNumberOfBlocks(rel);
+	c->page = 0;
+	c->npages = (uint64) 1 << lv->page_bits;
+	c->valid = false;
+	qfam_level_geom(lv, &c->g);
+	c->area = palloc(BLCKSZ);
+	if (lv->items == 0 && lv->total == 0)
+		c->page = c->npages;	/* empty level */
+	else if (qfam_cursor_load(c))
+		c->valid = true;
+	if (c->valid)
+		c->valid = qfam_cursor_next(c);
+}
+
+/* Advance to the next fingerprint; false at the end. */
+bool
+qfam_cursor_next(QfamCursor *c)
+{
+	uint32		q;
+	uint64		r;
+
+	if (c->page >= c->npages)
+		return c->valid = false;
+	while (!qf_iter_next(&c->iter, &q, &r, &c->count))
+	{
+		c->page++;
+		if (!qfam_cursor_load(c))
+			return c->valid = false;
+	}
+	c->fp = qf_fingerprint_join(c->page, q, r, c->lv.page_bits,
+								c->lv.slot_bits, c->lv.rbits);
+	return c->valid = true;
+}
+
+void
+qfam_cursor_end(QfamCursor *c)
+{
+	pfree(c->area);
+}
+
+/* Write a built area as page blkno of the target level (full image). */
+static void
+qfam_write_page(Relation rel, BlockNumber blkno, const char *area, Size size,
+				uint16 epoch)
+{
+	GenericXLogState *state;
+	Buffer		buf;
+	Page		page;
+
+	ss_extend_to(rel, blkno);
+	buf = ReadBuffer(rel, blkno);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	state = GenericXLogStart(rel);
+	page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
+	ss_page_init(page, SS_PAGE_QF_AREA, size);
+	SSPageGetOpaque(page)->epoch = epoch;
+	memcpy(SSPageGetData(page), area, size);
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(buf);
+}
+
+/*
+ * Merge levels 0..nsrc-1 into level `target` (< nsrc, or == nlevels for a
+ * new level) with 2^target_t slots.  Returns false, changing nothing
+ * visible, if a target page overflows (the caller retries with a larger
+ * target_t).  The caller holds the exclusive page lock on block 0; meta is
+ * updated to the installed state.
+ */
+bool
+qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
+				  uint32 target_t)
+{
+	QfamCursor *cursors = palloc(sizeof(QfamCursor) * nsrc);
+	QfamLevel	tl;
+	QfGeom		g;
+	QfBuilder	builder;
+	char	   *area = palloc(BLCKSZ);
+	uint64		npages;
+	uint64		cur_page = 0;
+	BlockNumber base;
+	bool		use_spare;
+	bool		ok = true;
+	int64		items = 0;
+	int64		total = 0;
+	Buffer		buf;
+	GenericXLogState *state;
+
+	Assert(target < QFAM_MAX_LEVELS && target <= meta->nlevels);
+	qfam_level_shape(&tl, meta->params.fp_bits, target_t);
+	qfam_level_geom(&tl, &g);
+	npages = (uint64) 1 << tl.page_bits;
+
+	/* where to write: the target's spare run if it has the right size */
+	use_spare = target < meta->nlevels &&
+		meta->levels[target].alt_base != InvalidBlockNumber &&
+		meta->levels[target].t == target_t;
+	base = use_spare ? meta->levels[target].alt_base : meta->reserved_end;
+	tl.epoch = (uint16) (target < meta->nlevels ? meta->levels[target].epoch + 1 : 1);
+	if (tl.epoch == 0)
+		tl.epoch = 1;
+
+	/* only existing levels are sources (a new target level has none) */
+	nsrc = Min(nsrc, meta->nlevels);
+	for (uint32 i = 0; i < nsrc; i++)
+		qfam_cursor_init(&cursors[i], rel, &meta->levels[i]);
+
+	qf_builder_init(&builder, &g, area);
+	for (;;)
+	{
+		uint64		fp = PG_UINT64_MAX;
+		uint64		count = 0;
+		bool		any = false;
+		uint64		page;
+		uint32		q;
+		uint64		r;
+
+		/* the smallest fingerprint among the cursors, counts summed */
+		for (uint32 i = 0; i < nsrc; i++)
+			if (cursors[i].valid && (!any || cursors[i].fp < fp))
+			{
+				fp = cursors[i].fp;
+				any = true;
+			}
+		if (!any)
+			break;
+		for (uint32 i = 0; i < nsrc; i++)
+			while (cursors[i].valid && cursors[i].fp == fp)
+			{
+				count = (count + cursors[i].count < count) ? PG_UINT64_MAX :
+					count + cursors[i].count;
+				qfam_cursor_next(&cursors[i]);
+			}
+		qf_fingerprint_split(fp, tl.page_bits, tl.slot_bits, tl.rbits,
+							 &page, &q, &r);
+		while (cur_page < page)
+		{
+			qfam_write_page(rel, base + (BlockNumber) cur_page, area, g.area_bytes, tl.epoch);
+			cur_page++;
+			qf_builder_init(&builder, &g, area);
+		}
+		if (qf_builder_add(&builder, q, r, count) != QF_OK)
+		{
+			ok = false;
+			break;
+		}
+		items++;
+		total = (total + (int64) Min(count, (uint64) PG_INT64_MAX) < total) ?
+			PG_INT64_MAX : total + (int64) Min(count, (uint64) PG_INT64_MAX);
+	}
+	for (uint32 i = 0; i < nsrc; i++)
+		qfam_cursor_end(&cursors[i]);
+	pfree(cursors);
+	if (!ok)
+	{
+		pfree(area);
+		return false;
+	}
+	/* the rest of the target, down to empty pages */
+	while (cur_page < npages)
+	{
+		qfam_write_page(rel, base + (BlockNumber) cur_page, area, g.area_bytes, tl.epoch);
+		cur_page++;
+		qf_builder_init(&builder, &g, area);
+	}
+	pfree(area);
+
+	/* install: one metapage record */
+	tl.base = base;
+	tl.alt_base = InvalidBlockNumber;
+	if (target < meta->nlevels && meta->levels[target].t == target_t)
+		tl.alt_base = meta->levels[target].base;	/* old run becomes spare */
+	tl.items = items;
+	tl.total = total;
+	buf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	state = GenericXLogStart(rel);
+	{
+		QfamMeta   *m = (QfamMeta *) SSPageGetData(GenericXLogRegisterBuffer(state, buf, 0));
+
+		for (uint32 i = 0; i < nsrc; i++)
+		{
+			if (i == target)
+				continue;
+			/* emptied in place: its pages become stale by the epoch */
+			m->levels[i].items = 0;
+			m->levels[i].total = 0;
+			m->levels[i].epoch = (uint16) (m->levels[i].epoch + 1 == 0 ? 1 :
+										   m->levels[i].epoch + 1);
+		}
+		m->levels[target] = tl;
+		if (target >= m->nlevels)
+			m->nlevels = target + 1;
+		if (!use_spare)
+			m->reserved_end = base + (BlockNumber) npages;
+		m->merges++;
+		*meta = *m;
+	}
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(buf);
+	return true;
+}
