@@ -254,6 +254,50 @@ SELECT (cms_info(s)).bytes, pg_column_size(s) < (cms_info(s)).bytes / 10 AS comp
 FROM cms_store;
 
 --
+-- cms_estimate detoasts a stored sketch once per call site, not once per
+-- call.  Compare estimates from stored sketches (external TOAST pointers
+-- and inline compressed values), with a work_mem small enough to force
+-- evictions, against estimates from plain in-memory copies.
+--
+CREATE TABLE cms_stored AS
+	SELECT eps, cms_agg(g % 5000, eps, 0.01) AS s
+	FROM (VALUES (0.5), (0.01), (0.001), (0.0005)) p(eps),
+		 generate_series(1, 50000) g
+	GROUP BY eps;
+SELECT eps, (cms_info(s)).bytes, pg_column_size(s) < 2000 AS inline
+FROM cms_stored ORDER BY eps;
+SET work_mem = '64kB';
+WITH plain AS MATERIALIZED (SELECT eps, s::text::cms AS s FROM cms_stored),
+	 keys AS (SELECT k FROM generate_series(0, 5100) k),
+	 expected AS (SELECT eps, k, cms_estimate(s, k) AS e FROM plain, keys)
+SELECT
+	(SELECT count(*) FROM expected) AS estimates,
+	(SELECT count(*) FROM (SELECT eps, k, cms_estimate(s, k) FROM cms_stored, keys
+						   EXCEPT SELECT * FROM expected) d) AS diff_sketch_outer,
+	(SELECT count(*) FROM (SELECT q.* FROM keys,
+								LATERAL (SELECT eps, k, cms_estimate(s, k)
+										 FROM cms_stored) q
+						   EXCEPT SELECT * FROM expected) d) AS diff_key_outer,
+	(SELECT count(*) FROM (SELECT 0.001, k, cms_estimate((SELECT s FROM cms_stored
+														  WHERE eps = 0.001), k)
+						   FROM keys
+						   EXCEPT SELECT * FROM expected) d) AS diff_subquery;
+RESET work_mem;
+-- a changed value under the same call site is not served from the cache
+DO $$
+DECLARE
+	sk cms;
+BEGIN
+	FOR i IN 1..3 LOOP
+		UPDATE cms_stored SET s = cms_union(s, (SELECT cms_agg(1, 0.001, 0.01)))
+		WHERE eps = 0.001;
+		SELECT st.s INTO sk FROM cms_stored st WHERE eps = 0.001;
+		RAISE NOTICE 'estimate of 1: %', cms_estimate(sk, 1);
+	END LOOP;
+END
+$$;
+
+--
 -- Grouped and window aggregation
 --
 SELECT g % 3 AS grp, cms_estimate(cms_agg(g % 7, 0.1, 0.1), 0) AS est_0
@@ -334,7 +378,8 @@ RESET min_parallel_table_scan_size;
 RESET max_parallel_workers_per_gather;
 RESET parallel_leader_participation;
 
-DROP TABLE cms_small, cms_parts, cms_back, cms_store, cms_zipf, cms_zipf_parts;
+DROP TABLE cms_small, cms_parts, cms_back, cms_store, cms_stored, cms_zipf,
+	cms_zipf_parts;
 DROP TYPE "odd ""key"" type";
 DROP FUNCTION cms_test_error(text), cms_test_workers_launched(text),
 	cms_test_recv(bytea, text);

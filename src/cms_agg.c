@@ -19,7 +19,10 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "cms.h"
@@ -42,43 +45,181 @@ typedef struct CmsKeyInfo
 } CmsKeyInfo;
 
 /*
- * Look up (once per call site and key type) how to hash keys of typid.
+ * Set up (once per call site and key type) how to hash keys of typid.
  *
  * Composite keys are refused: their binary form starts with the row type's
  * OID and typmod, and anonymous record typmods are assigned per session,
  * so the same row would hash differently in another session and its
  * estimate could fall below its true count.
  */
-static CmsKeyInfo *
-cms_key_info(FunctionCallInfo fcinfo, Oid typid)
+static void
+cms_key_info(CmsKeyInfo *ki, Oid typid)
 {
-	CmsKeyInfo *ki = (CmsKeyInfo *) fcinfo->flinfo->fn_extra;
+	Oid			elem;
 
-	if (ki == NULL)
-	{
-		ki = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt,
-									sizeof(CmsKeyInfo));
-		fcinfo->flinfo->fn_extra = ki;
-	}
-	if (ki->typid != typid || !OidIsValid(typid))
-	{
-		Oid			elem;
+	if (ki->typid == typid && OidIsValid(typid))
+		return;
+	if (!OidIsValid(typid))
+		elog(ERROR, "could not determine the type of the count-min sketch key");
+	elem = get_base_element_type(typid);
+	if (type_is_rowtype(typid) ||
+		(OidIsValid(elem) && type_is_rowtype(elem)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("count-min sketch keys of type %s are not supported",
+						format_type_be(typid)),
+				 errdetail("Keys are hashed by their binary form, which for composite values includes row type information that differs between sessions."),
+				 errhint("Use a scalar key built from the columns, for example a text or bigint value.")));
+	get_typlenbyval(typid, &ki->typlen, &ki->typbyval);
+	ki->typid = typid;
+}
 
-		if (!OidIsValid(typid))
-			elog(ERROR, "could not determine the type of the count-min sketch key");
-		elem = get_base_element_type(typid);
-		if (type_is_rowtype(typid) ||
-			(OidIsValid(elem) && type_is_rowtype(elem)))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("count-min sketch keys of type %s are not supported",
-							format_type_be(typid)),
-					 errdetail("Keys are hashed by their binary form, which for composite values includes row type information that differs between sessions."),
-					 errhint("Use a scalar key built from the columns, for example a text or bigint value.")));
-		get_typlenbyval(typid, &ki->typlen, &ki->typbyval);
-		ki->typid = typid;
+/*
+ * Detoasted sketches cached by cms_estimate, see cms_estimate_sketch().
+ * Each entry remembers the toasted datum it came from.
+ */
+typedef struct CmsDetoasted
+{
+	CmsData    *sketch;			/* detoasted copy, in fn_mcxt */
+	char	   *source;			/* copy of the toasted datum */
+	Size		source_len;
+	bool		source_external;	/* source is a TOAST pointer */
+	LocalTransactionId lxid;	/* when an external source was read */
+	CommandId	cid;
+} CmsDetoasted;
+
+#define CMS_DETOAST_CACHE_ENTRIES	16
+
+/* fn_extra of cms_estimate: the key type and the detoasted sketches. */
+typedef struct CmsEstimateCache
+{
+	CmsKeyInfo	key;
+	int			nentries;
+	Size		cached_bytes;	/* sum of the entries' sketch sizes */
+	/* most recently used first */
+	CmsDetoasted entries[CMS_DETOAST_CACHE_ENTRIES];
+} CmsEstimateCache;
+
+static void
+cms_detoasted_free(CmsDetoasted *e)
+{
+	pfree(e->sketch);
+	pfree(e->source);
+}
+
+/*
+ * The sketch argument of cms_estimate, detoasted once per call site and
+ * toasted value rather than once per call.
+ *
+ * Typical queries pass one or a few stored sketches with many keys, e.g.
+ * cms_estimate((SELECT s FROM sketches WHERE ...), key) over a key table,
+ * or a join of a sketch table with a key table in either order.  The same
+ * TOAST pointers (or inline compressed bytes) then come again and again,
+ * and detoasting each time would cost O(sketch size) per estimate instead
+ * of O(depth).  Compressed bytes identify their contents, so comparing
+ * them is safe anywhere; a TOAST pointer identifies an immutable value,
+ * and the transaction and command in the key rule out a value ID reused
+ * after a deletion.  The cache holds at most CMS_DETOAST_CACHE_ENTRIES
+ * sketches and, beyond the one in use, at most work_mem.
+ */
+static CmsData *
+cms_estimate_sketch(FunctionCallInfo fcinfo, CmsEstimateCache *cache)
+{
+	struct varlena *raw = (struct varlena *) PG_GETARG_POINTER(0);
+	bool		external;
+	Size		len;
+	CmsData    *sketch;
+	CmsDetoasted e;
+	MemoryContext oldcxt;
+	Size		limit;
+
+	if (VARATT_IS_EXTERNAL_ONDISK(raw))
+	{
+		external = true;
+		len = VARSIZE_EXTERNAL(raw);
 	}
-	return ki;
+	else if (VARATT_IS_COMPRESSED(raw))
+	{
+		external = false;
+		len = VARSIZE(raw);
+	}
+	else
+	{
+		/* plain values need no copy; other forms are rare: no caching */
+		sketch = DatumGetCmsP(PointerGetDatum(raw));
+		cms_check_header(sketch);
+		return sketch;
+	}
+
+	for (int i = 0; i < cache->nentries; i++)
+	{
+		CmsDetoasted *c = &cache->entries[i];
+
+		if (c->source_external != external ||
+			c->source_len != len ||
+			memcmp(c->source, raw, len) != 0)
+			continue;
+		e = *c;
+		memmove(&cache->entries[1], &cache->entries[0],
+				i * sizeof(CmsDetoasted));
+		if (!external ||
+			(e.lxid == MyProc->lxid &&
+			 e.cid == GetCurrentCommandId(false)))
+		{
+			/* a hit: now the most recently used entry */
+			cache->entries[0] = e;
+			return e.sketch;
+		}
+		/* same TOAST pointer read by an earlier command: drop it */
+		memmove(&cache->entries[0], &cache->entries[1],
+				(cache->nentries - 1) * sizeof(CmsDetoasted));
+		cache->nentries--;
+		cache->cached_bytes -= VARSIZE(e.sketch);
+		cms_detoasted_free(&e);
+		break;
+	}
+
+	/* detoast here, so scratch memory of the fetch stays short-lived */
+	sketch = DatumGetCmsP(PointerGetDatum(raw));
+	cms_check_header(sketch);
+
+	/*
+	 * Make room by dropping the most recently used entries.  A join of a
+	 * sketch table with a key table cycles through the sketches; when they
+	 * do not all fit, evicting the least recently used one would miss on
+	 * every call, while evicting the most recent keeps the others hitting.
+	 */
+	limit = (Size) work_mem * 1024;
+	while (cache->nentries > 0 &&
+		   (cache->nentries == CMS_DETOAST_CACHE_ENTRIES ||
+			cache->cached_bytes + VARSIZE(sketch) > limit))
+	{
+		cache->cached_bytes -= VARSIZE(cache->entries[0].sketch);
+		cms_detoasted_free(&cache->entries[0]);
+		cache->nentries--;
+		memmove(&cache->entries[0], &cache->entries[1],
+				cache->nentries * sizeof(CmsDetoasted));
+	}
+
+	oldcxt = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+	e.source = palloc(len);
+	memcpy(e.source, raw, len);
+	e.source_len = len;
+	e.source_external = external;
+	e.lxid = MyProc->lxid;
+	e.cid = GetCurrentCommandId(false);
+	e.sketch = palloc(VARSIZE(sketch));
+	memcpy(e.sketch, sketch, VARSIZE(sketch));
+	MemoryContextSwitchTo(oldcxt);
+	pfree(sketch);
+
+	memmove(&cache->entries[1], &cache->entries[0],
+			cache->nentries * sizeof(CmsDetoasted));
+	cache->entries[0] = e;
+	cache->nentries++;
+	cache->cached_bytes += VARSIZE(e.sketch);
+
+	return e.sketch;
 }
 
 static CmsData *
@@ -106,6 +247,7 @@ cms_copy(MemoryContext cxt, const CmsData *cms)
 	memcpy(copy, cms, VARSIZE(cms));
 	return copy;
 }
+
 
 /*
  * Transition of cms_agg(key, epsilon, delta) and
@@ -153,7 +295,14 @@ cms_agg_trans_common(FunctionCallInfo fcinfo, bool weighted)
 	}
 
 	keytype = get_fn_expr_argtype(fcinfo->flinfo, 1);
-	ki = cms_key_info(fcinfo, keytype);
+	ki = (CmsKeyInfo *) fcinfo->flinfo->fn_extra;
+	if (ki == NULL)
+	{
+		ki = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt,
+									sizeof(CmsKeyInfo));
+		fcinfo->flinfo->fn_extra = ki;
+	}
+	cms_key_info(ki, keytype);
 
 	if (state == NULL)
 	{
@@ -298,12 +447,19 @@ cms_agg_final(PG_FUNCTION_ARGS)
 Datum
 cms_estimate(PG_FUNCTION_ARGS)
 {
-	CmsData    *cms = PG_GETARG_CMS_P(0);
+	CmsEstimateCache *cache = (CmsEstimateCache *) fcinfo->flinfo->fn_extra;
+	CmsData    *cms;
 	Datum		key = PG_GETARG_DATUM(1);
 	Oid			keytype = get_fn_expr_argtype(fcinfo->flinfo, 1);
-	CmsKeyInfo *ki;
 
-	cms_check_header(cms);
+	if (cache == NULL)
+	{
+		cache = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt,
+									   sizeof(CmsEstimateCache));
+		fcinfo->flinfo->fn_extra = cache;
+	}
+	cms = cms_estimate_sketch(fcinfo, cache);
+
 	if (OidIsValid(cms->elemtype) && keytype != cms->elemtype)
 	{
 		if (!OidIsValid(keytype))
@@ -311,9 +467,10 @@ cms_estimate(PG_FUNCTION_ARGS)
 		key = ss_coerce_key(key, keytype, cms->elemtype);
 		keytype = cms->elemtype;
 	}
-	ki = cms_key_info(fcinfo, keytype);
+	cms_key_info(&cache->key, keytype);
 
 	PG_RETURN_INT64(cms_estimate_hash(cms,
-									  ss_hash_datum(key, ki->typlen,
-													ki->typbyval, cms->seed)));
+									  ss_hash_datum(key, cache->key.typlen,
+													cache->key.typbyval,
+													cms->seed)));
 }
