@@ -70,14 +70,26 @@ qfam_count_hash(Relation rel, const QfamState *st, SSHash h)
 	QfamMeta	meta;
 	uint64		count = 0;
 
-	if (qfam_read_meta(rel, &meta))
+	/*
+	 * Readers take no heavyweight lock.  A run of blocks is only rewritten
+	 * by a merge after another merge has installed a new layout, so if the
+	 * metapage's merge counter is the same before and after the lookup, no
+	 * page we read was overwritten under us; otherwise look again.
+	 */
+	while (qfam_read_meta(rel, &meta))
 	{
+		int64		merges = meta.merges;
+
+		count = 0;
 		for (uint32 l = 0; l < meta.nlevels; l++)
 		{
 			uint64		c = qfam_level_count(rel, &meta.levels[l], h.h1);
 
 			count = (count + c < count) ? PG_UINT64_MAX : count + c;
 		}
+		if (!qfam_read_meta(rel, &meta) || meta.merges == merges)
+			break;
+		CHECK_FOR_INTERRUPTS();
 	}
 	if (ss_pending_has(RelationGetRelid(rel)))
 	{
@@ -204,6 +216,8 @@ qf_merge_sql(PG_FUNCTION_ARGS)
 						   RelationGetRelationName(dst), format_type_be(dst_st->keytype),
 						   RelationGetRelationName(src), format_type_be(src_st->keytype))));
 
+	/* no merge may rewrite the source's levels while we read them */
+	LockPage(src, SS_METAPAGE_BLKNO, ShareLock);
 	if (qfam_read_meta(src, &meta))
 	{
 		for (uint32 l = 0; l < meta.nlevels; l++)
@@ -228,6 +242,7 @@ qf_merge_sql(PG_FUNCTION_ARGS)
 			qfam_cursor_end(&c);
 		}
 	}
+	UnlockPage(src, SS_METAPAGE_BLKNO, ShareLock);
 	relation_close(src, AccessShareLock);
 	relation_close(dst, NoLock);
 	PG_RETURN_INT64(merged);
