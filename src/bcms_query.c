@@ -12,6 +12,7 @@
 
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/xact.h"
 #include "bcms.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
@@ -227,6 +228,8 @@ bcms_flush(PG_FUNCTION_ARGS)
 	int64		applied;
 
 	bcms_check_acl(rel, ACL_INSERT);
+	/* with an xid, the commit waits for the flush's WAL to be flushed */
+	(void) GetCurrentTransactionId();
 	applied = bcms_flush_all(rel, bcms_get_state(rel));
 	relation_close(rel, NoLock);
 	PG_RETURN_INT64(applied);

@@ -12,6 +12,7 @@
 
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -269,6 +270,8 @@ qf_resize_sql(PG_FUNCTION_ARGS)
 		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(rel->rd_rel->relkind),
 					   RelationGetRelationName(rel));
 	st = qfam_get_state(rel);
+	/* with an xid, the commit waits for the resize's WAL to be flushed */
+	(void) GetCurrentTransactionId();
 	if (!qfam_read_meta(rel, &meta))
 	{
 		qfam_first_level(&st->p, &meta);
