@@ -12,23 +12,24 @@
  * remainder) order, are sorted as T-bit numbers (the area index is their
  * top bits), so any two filters with the same fingerprint size T can be
  * merged into any geometry with that T by a two-way merge of their
- * fingerprint streams.  Faster special cases: one growth step of one filter
- * splits every area in two (qf_split_area), and the union of two filters
- * of the same geometry merges area by area (qf_merge_areas).
+ * fingerprint streams.  Faster special cases: a growth step that keeps
+ * slot_bits splits every area in two (qf_split_area), and the union of two
+ * filters of the target geometry merges area by area (qf_merge_areas).
  *
  * Canonical results
  * -----------------
- * Whether a multiset of fingerprints fits a geometry (no area overflows
- * its last slack slot) depends on the multiset only, and a subset fits
- * wherever the whole fits.  Growth always looks for the smallest number k
- * of steps beyond a lower bound that holds the fingerprints, rebuilding
- * from the original rather than step by step, so:
- *	 - an aggregate over a stream ends at the smallest k >= 0 (from the
- *	   geometry of the requested parameters) that holds the final multiset:
- *	   every step it took was forced by a subset that did not fit;
- *	 - a union starts from the larger of its inputs' k and takes the
- *	   smallest k from there that holds the union; as each input's k is at
- *	   most the final one, that is again the smallest k >= 0 that holds it.
+ * Whether a multiset of fingerprints fits 2^t home slots (no area
+ * overflows its last slack slot, and at most 0.95 * 2^t distinct
+ * fingerprints) depends on the multiset only, and a subset fits wherever
+ * the whole fits.  Growth always looks for the smallest t beyond a lower
+ * bound that fits, laying out from the original rather than step by step,
+ * so:
+ *	 - an aggregate over a stream ends at the smallest t (from the one of
+ *	   the requested capacity on) that fits the final multiset: every step
+ *	   it took was forced by a subset that did not fit;
+ *	 - a union starts from the larger of its inputs' t and takes the
+ *	   smallest t from there that fits the union; as each input's t is at
+ *	   most the final one, that is again the smallest t that fits it.
  * Hence parallel and serial aggregation, and a union of partial filters,
  * give byte-identical values.
  *
@@ -77,26 +78,47 @@ qfilter_geom(const QFilterData *qf, QfGeom *g)
 			 qf->slot_bits, qf->rbits);
 }
 
-/* Smallest r >= 1 with QFILTER_MAX_LOAD * 2^-r <= fp_rate (up to 64). */
+/*
+ * Sizing.  These are the formulas of the paged quotient filters
+ * (qfam_derive and qfam_level_shape in qfam_am.c), so that a qfilter and a
+ * quotient_filter table made with the same capacity and fp_rate have the
+ * same fingerprint size, and at the same number of home slots the same
+ * area geometry.
+ */
+
+/* Smallest r >= 1 with QFILTER_MAX_LOAD * 2^-r <= fp_rate (65 if > 64). */
 static int
 qfilter_rbits_for(double fp_rate)
 {
-	int			r = 1;
+	double		r = ceil(log2(QFILTER_MAX_LOAD / fp_rate));
 
-	while (r < 64 && QFILTER_MAX_LOAD * ldexp(1.0, -r) > fp_rate)
-		r++;
-	return r;
+	/* compare in double: a denormal rate makes r infinite */
+	return r > 64 ? 65 : Max((int) r, 1);
 }
 
-/* Smallest p with 2^p * nhome * QFILTER_MAX_LOAD >= capacity (up to 63). */
-static int
-qfilter_page_bits_for(int64 capacity, uint32 nhome)
+int
+qfilter_slots_log2_for(double n)
 {
-	int			p = 0;
+	int			t = 1;
 
-	while (p < 63 && ldexp((double) nhome, p) * QFILTER_MAX_LOAD < (double) capacity)
-		p++;
-	return p;
+	while (t < 64 && ldexp(QFILTER_MAX_LOAD, t) < n)
+		t++;
+	return t;
+}
+
+bool
+qfilter_shape(int fp_bits, int t, int *rbits, int *slot_bits, int *page_bits)
+{
+	QfGeom		g;
+	int			r = fp_bits - t;
+
+	if (t < 1 || r < QF_MIN_RBITS || r > QF_MAX_RBITS ||
+		!qf_geom_init(&g, r, QFILTER_AREA_BYTES))
+		return false;
+	*rbits = r;
+	*slot_bits = Min(g.slot_bits, t);
+	*page_bits = t - *slot_bits;
+	return true;
 }
 
 /*
@@ -132,8 +154,10 @@ void
 qfilter_params(int64 capacity, double fp_rate, int *rbits, int *slot_bits,
 			   int *page_bits)
 {
-	QfGeom		g;
 	int			r;
+	int			t;
+	int			rr;
+	int			s;
 	int			p;
 
 	if (capacity < 1)
@@ -151,54 +175,52 @@ qfilter_params(int64 capacity, double fp_rate, int *rbits, int *slot_bits,
 				 errdetail("The false-positive rate is the probability that a key never added is reported present; it must be greater than 0 and less than 1.")));
 
 	r = qfilter_rbits_for(fp_rate);
-	if (r <= QF_MAX_RBITS)
+	t = qfilter_slots_log2_for((double) capacity);
+
+	/* the geometry at this rate, ignoring the 64-bit limit for now */
+	for (rr = Min(r, QF_MAX_RBITS); rr >= QF_MIN_RBITS; rr--)
 	{
-		if (!qf_geom_init(&g, r, QFILTER_AREA_BYTES))
-			elog(ERROR, "no quotient filter area geometry for %d-bit remainders", r);
-		p = qfilter_page_bits_for(capacity, g.nhome);
+		if (!qfilter_shape(rr + t, t, rbits, &s, &p))
+			continue;
 		if (p > QFILTER_MAX_PAGE_BITS)
 		{
-			double		maxcap = floor(ldexp((double) g.nhome, QFILTER_MAX_PAGE_BITS) *
-									   QFILTER_MAX_LOAD);
-
+			if (rr < r)
+				continue;		/* see below */
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("capacity " INT64_FORMAT " is too large for a qfilter value",
 							capacity),
-					 errdetail("At the false-positive rate %g the filter needs %d-bit remainders and %u home slots per area, so more than the at most %d areas of %d bytes a qfilter value holds.",
-							   fp_rate, r, g.nhome, 1 << QFILTER_MAX_PAGE_BITS,
+					 errdetail("At the false-positive rate %g the filter needs %d-bit remainders and 2^%d home slots, %d per area, so more than the at most %d areas of %d bytes a qfilter value holds.",
+							   fp_rate, r, t, 1 << s, 1 << QFILTER_MAX_PAGE_BITS,
 							   (int) QFILTER_AREA_BYTES),
 					 errhint("Use a capacity of at most %.0f at this false-positive rate.",
-							 maxcap)));
+							 floor(ldexp(QFILTER_MAX_LOAD, QFILTER_MAX_PAGE_BITS + s)))));
 		}
-		if (r + g.slot_bits + p <= 64)
-		{
-			*rbits = r;
-			*slot_bits = g.slot_bits;
-			*page_bits = p;
-			return;
-		}
-	}
-
-	/* the fingerprint would not fit the hash: find the smallest usable rate */
-	for (int rr = Min(r, QF_MAX_RBITS); rr >= 1; rr--)
-	{
-		if (!qf_geom_init(&g, rr, QFILTER_AREA_BYTES))
+		if (rr + t > 64)
 			continue;
-		p = qfilter_page_bits_for(capacity, g.nhome);
-		if (rr + g.slot_bits + p <= 64)
+		if (rr < r)
+		{
+			/* the fingerprint would not fit the hash at the requested rate */
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("false-positive rate %g is too small for a quotient filter of capacity " INT64_FORMAT,
 							fp_rate, capacity),
-					 errdetail("The filter would need %d-bit remainders and a fingerprint longer than the 64-bit key hash.",
-							   r),
+					 errdetail("The filter would need %d-bit remainders and 2^%d home slots: a %d-bit fingerprint, longer than the 64-bit key hash.",
+							   r, t, r + t),
 					 errhint("Use a false-positive rate of at least %.3g.",
 							 QFILTER_MAX_LOAD * ldexp(1.0, -rr) * 1.005)));
+		}
+		*slot_bits = s;
+		*page_bits = p;
+		return;
 	}
-	/* unreachable: 1-bit remainders always fit */
-	elog(ERROR, "no quotient filter geometry for capacity " INT64_FORMAT,
-		 capacity);
+	/* even 1-bit remainders leave too many areas */
+	ereport(ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("capacity " INT64_FORMAT " is too large for a qfilter value",
+					capacity),
+			 errdetail("It needs 2^%d home slots, more than the at most %d areas of %d bytes a qfilter value hold at any false-positive rate.",
+					   t, 1 << QFILTER_MAX_PAGE_BITS, (int) QFILTER_AREA_BYTES)));
 }
 
 QFilterData *
@@ -372,20 +394,29 @@ qfilter_corrupted(const char *what)
  */
 
 QfStatus
-qfilter_insert_hash(QFilterData *qf, const QfGeom *g, uint64 h1, uint64 count)
+qfilter_insert_hash(QFilterData *qf, const QfGeom *g, uint64 h1, uint64 count,
+					bool *added)
 {
 	uint64		page;
 	uint32		q;
 	uint64		r;
+	char	   *area;
+	QfAreaHeader before;
+	QfAreaHeader after;
 	QfStatus	st;
 
 	qf_fingerprint_split(h1, qf->page_bits, qf->slot_bits, qf->rbits,
 						 &page, &q, &r);
-	st = qf_insert(g, qfilter_area(qf, page), q, r, count);
+	area = qfilter_area(qf, page);
+	memcpy(&before, area, sizeof(before));
+	st = qf_insert(g, area, q, r, count);
+	if (st == QF_INVALID)
+		elog(ERROR, "quotient filter fingerprint out of range");
+	memcpy(&after, area, sizeof(after));
+	if (added)
+		*added = after.nitems > before.nitems;
 	if (st == QF_OK)
 		qf->total = qfilter_sat_add(qf->total, count);
-	else if (st == QF_INVALID)
-		elog(ERROR, "quotient filter fingerprint out of range");
 	return st;
 }
 
@@ -584,24 +615,45 @@ qfilter_split_once(const QFilterData *qf)
 	return out;
 }
 
-/* ERROR unless the geometry grown from like by k steps is possible. */
-static void
-qfilter_check_growth(const QFilterData *like, int k, const char *op)
+uint64
+qfilter_items(const QFilterData *qf)
 {
-	if ((int) like->rbits - k < QF_MIN_RBITS)
+	uint32		npages = qfilter_npages(qf);
+	uint64		items = 0;
+
+	for (uint32 i = 0; i < npages; i++)
+	{
+		QfAreaHeader h;
+
+		memcpy(&h, qfilter_area(qf, i), sizeof(h));
+		items += h.nitems;
+	}
+	return items;
+}
+
+/*
+ * The geometry of 2^t home slots for the fingerprints of like, or ERROR if
+ * there is none: no remainder bit left, or more areas than a value holds.
+ */
+static void
+qfilter_target_shape(const QFilterData *like, int t, const char *op,
+					 int *rbits, int *slot_bits, int *page_bits)
+{
+	int			fp_bits = qfilter_fp_bits(like);
+
+	if (!qfilter_shape(fp_bits, t, rbits, slot_bits, page_bits))
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("quotient filter is full"),
-				 errdetail("%s does not fit in %.0f areas, and its %d-bit fingerprints have no remainder bit left to trade for more areas.",
-						   op, ldexp(1.0, like->page_bits + k - 1),
-						   qfilter_fp_bits(like)),
+				 errdetail("%s needs more than 2^%d home slots, and its %d-bit fingerprints have no remainder bit left to trade for more.",
+						   op, t - 1, fp_bits),
 				 errhint("Build the filter with a larger capacity or a smaller false-positive rate, which give it longer fingerprints.")));
-	if ((int) like->page_bits + k > QFILTER_MAX_PAGE_BITS)
+	if (*page_bits > QFILTER_MAX_PAGE_BITS)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("quotient filter is too large for a qfilter value"),
-				 errdetail("%s would need %.0f areas of %d bytes; a qfilter value holds at most %d.",
-						   op, ldexp(1.0, like->page_bits + k),
+				 errdetail("%s needs 2^%d home slots in %.0f areas of %d bytes; a qfilter value holds at most %d.",
+						   op, t, ldexp(1.0, *page_bits),
 						   (int) QFILTER_AREA_BYTES,
 						   1 << QFILTER_MAX_PAGE_BITS),
 				 errhint("Split the stream into several filters, for example by a hash of the key.")));
@@ -610,21 +662,28 @@ qfilter_check_growth(const QFilterData *like, int k, const char *op)
 QFilterData *
 qfilter_grow(const QFilterData *qf, int kmin)
 {
+	int			t0 = qf->page_bits + qf->slot_bits;
+	int			t;
+
 	Assert(kmin >= 1);
-	for (int k = kmin;; k++)
+	t = Max(t0 + kmin, qfilter_slots_log2_for((double) qfilter_items(qf)));
+	for (;; t++)
 	{
+		int			r;
+		int			s;
+		int			p;
 		QFilterData *out;
 
-		qfilter_check_growth(qf, k, "The filter");
-		if (k == 1)
+		qfilter_target_shape(qf, t, "The filter", &r, &s, &p);
+		if (t == t0 + 1 && s == qf->slot_bits && p == qf->page_bits + 1)
 			out = qfilter_split_once(qf);
 		else
-			out = qfilter_build(qf, NULL, qf->rbits - k, qf->slot_bits,
-								qf->page_bits + k);
+			out = qfilter_build(qf, NULL, r, s, p);
 		if (out)
 		{
-			elog(DEBUG2, "quotient filter grown by %d step%s to %u areas",
-				 k, k > 1 ? "s" : "", qfilter_npages(out));
+			elog(DEBUG2, "quotient filter grown from 2^%d to 2^%d home slots (%u areas)%s",
+				 t0, t, qfilter_npages(out),
+				 t == t0 + 1 && s == qf->slot_bits ? " by splitting" : "");
 			return out;
 		}
 	}
@@ -669,9 +728,8 @@ qfilter_type_name(Oid typid)
 QFilterData *
 qfilter_union_values(const QFilterData *a, const QFilterData *b)
 {
-	const QFilterData *t;
 	QFilterData *out;
-	int			k;
+	int			t;
 
 	if (a->seed != b->seed ||
 		(OidIsValid(a->elemtype) && OidIsValid(b->elemtype) &&
@@ -694,30 +752,38 @@ qfilter_union_values(const QFilterData *a, const QFilterData *b)
 				 errhint("Build the filters with the same capacity and false-positive rate.")));
 
 	/*
-	 * The target geometry is the input with more areas, i.e. grown further
-	 * (with equal fingerprint sizes and slot sizes, fewer remainder bits).
-	 * Inputs that differ only in their quotient size come from different
-	 * initial parameters; the larger quotient wins, so that the choice does
-	 * not depend on the order of the arguments.
+	 * The result has the home slots of the larger input (the one grown
+	 * further), or more if the union exceeds the maximum load or an area
+	 * overflows; its geometry is the standard one for that many home
+	 * slots (qfilter_shape).  Inputs already in that geometry merge area
+	 * by area, others are laid out anew from their fingerprints.
 	 */
-	if (a->page_bits != b->page_bits)
-		t = a->page_bits > b->page_bits ? a : b;
-	else
-		t = a->slot_bits >= b->slot_bits ? a : b;
+	t = Max(a->page_bits + a->slot_bits, b->page_bits + b->slot_bits);
+	t = Max(t, qfilter_slots_log2_for((double) Max(qfilter_items(a),
+												   qfilter_items(b))));
+	for (;;)
+	{
+		int			r;
+		int			s;
+		int			p;
+		int			need;
 
-	out = NULL;
-	k = 0;
-	if (a->page_bits == b->page_bits && a->slot_bits == b->slot_bits)
-	{
-		out = qfilter_merge_same(a, b);
-		k = 1;
-	}
-	for (; out == NULL; k++)
-	{
-		if (k > 0)
-			qfilter_check_growth(t, k, "The union");
-		out = qfilter_build(a, b, t->rbits - k, t->slot_bits,
-							t->page_bits + k);
+		qfilter_target_shape(a, t, "The union", &r, &s, &p);
+		if (a->rbits == r && a->slot_bits == s && a->page_bits == p &&
+			b->rbits == r && b->slot_bits == s && b->page_bits == p)
+			out = qfilter_merge_same(a, b);
+		else
+			out = qfilter_build(a, b, r, s, p);
+		if (out == NULL)
+		{
+			t++;
+			continue;
+		}
+		need = qfilter_slots_log2_for((double) qfilter_items(out));
+		if (need <= t)
+			break;
+		pfree(out);
+		t = need;
 	}
 
 	/*

@@ -15,15 +15,28 @@
  * page_bits + slot_bits + rbits bits of h1 are its fingerprint, split by
  * qf_fingerprint_split() into (area, quotient, remainder).  The fingerprint
  * size T = page_bits + slot_bits + rbits never changes over the life of a
- * filter: growing moves one bit from the remainder to the area index
- * (qf_split_area), so nothing is rehashed and the false-positive rate of
- * the stored keys stays items / 2^T.
+ * filter: growing from 2^t to 2^(t+1) home slots (t = page_bits +
+ * slot_bits) moves one bit from the remainder to the quotient or the area
+ * index, so nothing is rehashed and the false-positive rate of the stored
+ * keys stays items / 2^T.
  *
+ * Sizing and geometry follow the paged quotient filters (qfam_derive and
+ * qfam_level_shape): for capacity n and rate f, rbits = max(1,
+ * ceil(log2(0.95 / f))) and t = the smallest t >= 1 with 0.95 * 2^t >= n;
+ * a filter with 2^t home slots has slot_bits = min(t, the slot_bits
+ * qf_geom_init chooses for rbits) and page_bits = t - slot_bits
+ * (qfilter_shape).  So a qfilter and a quotient_filter table made with the
+ * same capacity and fp_rate have the same fingerprints, and at the same t
+ * the same areas.
+ *
+ * A filter "fits" 2^t home slots when no area overflows and it holds at
+ * most 0.95 * 2^t distinct fingerprints (the paged filters' growth rule).
  * Layout is canonical: the areas are a pure function of the geometry and
- * the multiset of fingerprints (qf.h), and the geometry an aggregate ends
- * with is the smallest growth step that holds the final multiset.  So the
- * same stream gives byte-identical values whatever the order of the rows,
- * the grouping into partial aggregates, or the order of unions.
+ * the multiset of fingerprints (qf.h), and the t an aggregate ends with is
+ * the smallest one from the requested capacity on that fits the final
+ * multiset.  So the same stream gives byte-identical values whatever the
+ * order of the rows, the grouping into partial aggregates, or the order
+ * of unions.
  *
  *-------------------------------------------------------------------------
  */
@@ -119,15 +132,26 @@ extern char *qfilter_geometry_problem(int rbits, int slot_bits, int page_bits,
 /* The area geometry of a value whose header passed qfilter_check_header. */
 extern void qfilter_geom(const QFilterData *qf, QfGeom *g);
 
+/* Smallest t >= 1 with QFILTER_MAX_LOAD * 2^t >= n (at most 64). */
+extern int	qfilter_slots_log2_for(double n);
+
+/*
+ * The geometry of 2^t home slots for fp_bits-bit fingerprints: rbits =
+ * fp_bits - t, slot_bits = min(t, what qf_geom_init(rbits, area) chooses),
+ * page_bits = t - slot_bits.  False if rbits is out of range.  (page_bits
+ * may exceed QFILTER_MAX_PAGE_BITS; the caller checks.)
+ */
+extern bool qfilter_shape(int fp_bits, int t, int *rbits, int *slot_bits,
+						  int *page_bits);
+
 /*
  * Geometry for the requested capacity and false-positive rate:
- *	 rbits	   = smallest r >= 1 with QFILTER_MAX_LOAD * 2^-r <= fp_rate
- *	 slot_bits = what qf_geom_init(rbits, QFILTER_AREA_BYTES) chooses
- *	 page_bits = smallest p with 2^p * 2^slot_bits * QFILTER_MAX_LOAD >=
- *				 capacity
- * ERROR (ERRCODE_INVALID_PARAMETER_VALUE) unless capacity >= 1 and
- * 0 < fp_rate < 1; ERROR (ERRCODE_PROGRAM_LIMIT_EXCEEDED) if the value
- * would exceed QFILTER_MAX_PAGE_BITS or the fingerprint 64 bits.
+ *	 rbits = max(1, ceil(log2(QFILTER_MAX_LOAD / fp_rate)))
+ *	 t	   = qfilter_slots_log2_for(capacity)
+ * and qfilter_shape(rbits + t, t).  ERROR (ERRCODE_INVALID_PARAMETER_VALUE)
+ * unless capacity >= 1 and 0 < fp_rate < 1; ERROR
+ * (ERRCODE_PROGRAM_LIMIT_EXCEEDED) if the value would exceed
+ * QFILTER_MAX_PAGE_BITS or the fingerprint 64 bits.
  */
 extern void qfilter_params(int64 capacity, double fp_rate, int *rbits,
 						   int *slot_bits, int *page_bits);
@@ -149,12 +173,17 @@ extern void qfilter_check(const QFilterData *qf);
 /* Sum of the areas' total counts (saturating). */
 extern uint64 qfilter_sum_totals(const QFilterData *qf);
 
+/* Distinct fingerprints (sum of the areas' item counts). */
+extern uint64 qfilter_items(const QFilterData *qf);
+
 /*
- * Add count copies of the key whose hash is h1.  QF_FULL (the area it
- * falls in has no room) leaves the filter unchanged: grow it and retry.
+ * Add count copies of the key whose hash is h1; *added (if not NULL) tells
+ * whether its fingerprint is new.  QF_FULL (the area it falls in has no
+ * room) leaves the filter unchanged: grow it and retry.  The maximum load
+ * is the caller's to check.
  */
 extern QfStatus qfilter_insert_hash(QFilterData *qf, const QfGeom *g,
-									uint64 h1, uint64 count);
+									uint64 h1, uint64 count, bool *added);
 
 /* Multiplicity of the fingerprint of h1 (0 if absent). */
 extern uint64 qfilter_count_hash(const QFilterData *qf, const QfGeom *g,
@@ -165,9 +194,11 @@ extern uint64 qfilter_remove_hash(QFilterData *qf, const QfGeom *g,
 								  uint64 h1, uint64 count);
 
 /*
- * The same fingerprints in the geometry grown by k >= kmin steps (page_bits
- * + k, rbits - k), for the smallest such k that holds them; a new value in
- * CurrentMemoryContext.  One step uses qf_split_area on every area.  ERROR
+ * The same fingerprints in 2^(t + k) home slots (t = page_bits +
+ * slot_bits) for the smallest k >= kmin that fits them (at most 95% load,
+ * no area overflowing); a new value in CurrentMemoryContext.  A step that
+ * keeps slot_bits splits every area in two with qf_split_area; otherwise
+ * the areas are laid out anew from the fingerprints.  ERROR
  * (ERRCODE_PROGRAM_LIMIT_EXCEEDED) when rbits would drop below 1 or the
  * value exceed QFILTER_MAX_PAGE_BITS.
  */
@@ -176,11 +207,11 @@ extern QFilterData *qfilter_grow(const QFilterData *qf, int kmin);
 /*
  * Union (counts add up, saturating) of two filters with the same seed,
  * fingerprint size and (when both have one) key type; otherwise ERROR
- * (ERRCODE_INVALID_PARAMETER_VALUE).  The result has the geometry of the
- * input with more areas (grown further if the union does not fit) and
- * the larger of the requested capacities and false-positive rates, which
- * makes the union commutative and associative.  A new value in
- * CurrentMemoryContext.
+ * (ERRCODE_INVALID_PARAMETER_VALUE).  The result has the home slots of the
+ * larger input, or more until the union fits, in the geometry of
+ * qfilter_shape, and the larger of the requested capacities and
+ * false-positive rates, which makes the union commutative and
+ * associative.  A new value in CurrentMemoryContext.
  */
 extern QFilterData *qfilter_union_values(const QFilterData *a,
 										 const QFilterData *b);

@@ -12,10 +12,11 @@
  * bytes.  Both aggregates return NULL when no row contributed (zero rows,
  * or only NULL keys, counts or filters), like sum().
  *
- * When a key does not fit (its area is full), the aggregate grows the
- * filter (qfilter_grow: one remainder bit moves to the area index, every
- * area splits in two) and retries, so capacity is a sizing hint, not a
- * limit; see qfilter.c for why the result is still canonical.
+ * When a key does not fit (its area is full), or the filter holds more than
+ * 95% of its home slots in distinct fingerprints, the aggregate grows the
+ * filter (qfilter_grow: twice the home slots, one remainder bit fewer), so
+ * capacity is a sizing hint, not a limit; see qfilter.c for why the result
+ * is still canonical.
  *
  * Keys are hashed with ss_hash_datum() and the filter's seed over their
  * binary form, exactly like the paged quotient filters.
@@ -23,6 +24,8 @@
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <math.h>
 
 #include "access/detoast.h"
 #include "fmgr.h"
@@ -47,6 +50,7 @@ typedef struct QFilterAggState
 {
 	QFilterData *qf;			/* in the aggregate context */
 	QfGeom		g;				/* geometry of its areas */
+	uint64		items;			/* its distinct fingerprints */
 } QFilterAggState;
 
 /*
@@ -159,6 +163,7 @@ qfilter_state_new(MemoryContext cxt, QFilterData *qf)
 
 	state->qf = qf;
 	qfilter_geom(qf, &state->g);
+	state->items = qfilter_items(qf);
 	return state;
 }
 
@@ -171,24 +176,41 @@ qfilter_state_replace(QFilterAggState *state, QFilterData *next)
 		pfree(state->qf);
 		state->qf = next;
 		qfilter_geom(next, &state->g);
+		state->items = qfilter_items(next);
 	}
 }
 
+/* Grow the state's filter to the next size that fits its contents. */
+static void
+qfilter_state_grow(QFilterAggState *state, MemoryContext aggcontext)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(aggcontext);
+	QFilterData *grown = qfilter_grow(state->qf, 1);
+
+	MemoryContextSwitchTo(oldcxt);
+	qfilter_state_replace(state, grown);
+}
+
 /*
- * Add count copies of a key hash to a state, growing its filter until the
- * key fits.
+ * Add count copies of a key hash to a state, growing its filter when the
+ * key's area has no room, and after adding a new fingerprint when the
+ * filter is above its maximum load.
  */
 static void
 qfilter_state_insert(QFilterAggState *state, MemoryContext aggcontext,
 					 uint64 h1, uint64 count)
 {
-	while (qfilter_insert_hash(state->qf, &state->g, h1, count) == QF_FULL)
-	{
-		MemoryContext oldcxt = MemoryContextSwitchTo(aggcontext);
-		QFilterData *grown = qfilter_grow(state->qf, 1);
+	bool		added;
 
-		MemoryContextSwitchTo(oldcxt);
-		qfilter_state_replace(state, grown);
+	while (qfilter_insert_hash(state->qf, &state->g, h1, count,
+							   &added) == QF_FULL)
+		qfilter_state_grow(state, aggcontext);
+	if (added)
+	{
+		state->items++;
+		if ((double) state->items >
+			ldexp(QFILTER_MAX_LOAD, state->qf->page_bits + state->qf->slot_bits))
+			qfilter_state_grow(state, aggcontext);
 	}
 }
 
