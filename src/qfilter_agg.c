@@ -1,0 +1,599 @@
+/*-------------------------------------------------------------------------
+ *
+ * qfilter_agg.c
+ *	  Aggregates building `qfilter` values, and the SQL functions on them:
+ *	  qfilter_contains, qfilter_count, qfilter_remove, qfilter_union and
+ *	  qfilter_resize.
+ *
+ * qfilter_agg(key, [count,] capacity, fp_rate) and qfilter_union_agg(qfilter)
+ * share one transition state: a QFilterAggState in the aggregate memory
+ * context pointing to the filter (a valid varlena, replaced by a larger one
+ * when it grows) and its area geometry.  Serialization copies the filter's
+ * bytes.  Both aggregates return NULL when no row contributed (zero rows,
+ * or only NULL keys, counts or filters), like sum().
+ *
+ * When a key does not fit (its area is full), or the filter holds more than
+ * 95% of its home slots in distinct fingerprints, the aggregate grows the
+ * filter (qfilter_grow: twice the home slots, one remainder bit fewer), so
+ * capacity is a sizing hint, not a limit; see qfilter.c for why the result
+ * is still canonical.
+ *
+ * Keys are hashed with ss_hash_datum() and the filter's seed over their
+ * binary form, exactly like the paged quotient filters.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/detoast.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "qfilter.h"
+
+PG_FUNCTION_INFO_V1(qfilter_agg_trans);
+PG_FUNCTION_INFO_V1(qfilter_agg_trans_counted);
+PG_FUNCTION_INFO_V1(qfilter_union_agg_trans);
+PG_FUNCTION_INFO_V1(qfilter_agg_combine);
+PG_FUNCTION_INFO_V1(qfilter_agg_serial);
+PG_FUNCTION_INFO_V1(qfilter_agg_deserial);
+PG_FUNCTION_INFO_V1(qfilter_agg_final);
+PG_FUNCTION_INFO_V1(qfilter_contains);
+PG_FUNCTION_INFO_V1(qfilter_count);
+PG_FUNCTION_INFO_V1(qfilter_remove);
+PG_FUNCTION_INFO_V1(qfilter_union);
+PG_FUNCTION_INFO_V1(qfilter_resize);
+
+typedef struct QFilterAggState
+{
+	QFilterData *qf;			/* in the aggregate context */
+	QfGeom		g;				/* geometry of its areas */
+	uint64		items;			/* its distinct fingerprints */
+} QFilterAggState;
+
+/*
+ * Per call site cache (fn_extra): how to hash keys of the current type,
+ * and for the lookup functions the last filter argument that needed
+ * detoasting, detoasted once instead of once per row (see
+ * qfilter_lookup_arg).
+ */
+typedef enum QFilterCacheKind
+{
+	QFC_NONE,
+	QFC_TOAST,					/* out of line: keyed by its TOAST pointer */
+	QFC_INLINE					/* compressed in line: keyed by its bytes */
+} QFilterCacheKind;
+
+typedef struct QFilterCallCache
+{
+	Oid			typid;			/* key type, InvalidOid before the first */
+	int16		typlen;
+	bool		typbyval;
+	QFilterCacheKind kind;		/* what qf is cached for */
+	Oid			toastrelid;		/* QFC_TOAST: the value's TOAST pointer */
+	Oid			valueid;
+	struct varlena *raw;		/* QFC_INLINE: the compressed bytes */
+	QFilterData *qf;			/* detoasted copy in fn_mcxt, or NULL */
+	QfGeom		g;				/* its geometry */
+	QfGeom		g_plain;		/* geometry of the last uncached value */
+} QFilterCallCache;
+
+static QFilterCallCache *
+qfilter_call_cache(FunctionCallInfo fcinfo)
+{
+	QFilterCallCache *c = (QFilterCallCache *) fcinfo->flinfo->fn_extra;
+
+	if (c == NULL)
+	{
+		c = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt,
+								   sizeof(QFilterCallCache));
+		fcinfo->flinfo->fn_extra = c;
+	}
+	return c;
+}
+
+/*
+ * Look up (once per call site and key type) how to hash keys of typid.
+ *
+ * Composite keys are refused: their binary form starts with the row type's
+ * OID and typmod, and anonymous record typmods are assigned per session,
+ * so the same row would hash differently in another session and a lookup
+ * could miss a key that was added (a false negative).
+ */
+static QFilterCallCache *
+qfilter_key_info(FunctionCallInfo fcinfo, Oid typid)
+{
+	QFilterCallCache *c = qfilter_call_cache(fcinfo);
+
+	if (c->typid != typid || !OidIsValid(typid))
+	{
+		Oid			elem;
+
+		if (!OidIsValid(typid))
+			elog(ERROR, "could not determine the type of the quotient filter key");
+		elem = get_base_element_type(typid);
+		if (type_is_rowtype(typid) ||
+			(OidIsValid(elem) && type_is_rowtype(elem)))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("quotient filter keys of type %s are not supported",
+							format_type_be(typid)),
+					 errdetail("Keys are hashed by their binary form, which for composite values includes row type information that differs between sessions."),
+					 errhint("Use a scalar key built from the columns, for example a text or bigint value.")));
+		get_typlenbyval(typid, &c->typlen, &c->typbyval);
+		c->typid = typid;
+	}
+	return c;
+}
+
+static QFilterAggState *
+qfilter_state_arg(FunctionCallInfo fcinfo, int argno)
+{
+	return PG_ARGISNULL(argno) ? NULL :
+		(QFilterAggState *) PG_GETARG_POINTER(argno);
+}
+
+static MemoryContext
+qfilter_agg_context(FunctionCallInfo fcinfo, const char *fname)
+{
+	MemoryContext aggcontext;
+
+	if (!AggCheckCallContext(fcinfo, &aggcontext))
+		elog(ERROR, "%s called in non-aggregate context", fname);
+	return aggcontext;
+}
+
+/* A copy of a qfilter value in the given context. */
+static QFilterData *
+qfilter_copy(MemoryContext cxt, const QFilterData *qf)
+{
+	QFilterData *copy = (QFilterData *) MemoryContextAlloc(cxt, VARSIZE(qf));
+
+	memcpy(copy, qf, VARSIZE(qf));
+	return copy;
+}
+
+/* A new state in cxt adopting qf (which must live in cxt). */
+static QFilterAggState *
+qfilter_state_new(MemoryContext cxt, QFilterData *qf)
+{
+	QFilterAggState *state = MemoryContextAlloc(cxt, sizeof(QFilterAggState));
+
+	state->qf = qf;
+	qfilter_geom(qf, &state->g);
+	state->items = qfilter_items(qf);
+	return state;
+}
+
+/* Replace the state's filter by next (in the aggregate context). */
+static void
+qfilter_state_replace(QFilterAggState *state, QFilterData *next)
+{
+	if (next != state->qf)
+	{
+		pfree(state->qf);
+		state->qf = next;
+		qfilter_geom(next, &state->g);
+		state->items = qfilter_items(next);
+	}
+}
+
+/* Grow the state's filter to the next size that fits its contents. */
+static void
+qfilter_state_grow(QFilterAggState *state, MemoryContext aggcontext)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(aggcontext);
+	QFilterData *grown = qfilter_grow(state->qf, 1);
+
+	MemoryContextSwitchTo(oldcxt);
+	qfilter_state_replace(state, grown);
+}
+
+/*
+ * Add count copies of a key hash to a state, growing its filter when the
+ * key's area has no room, and after adding a new fingerprint when the
+ * filter is above its maximum load.
+ */
+static void
+qfilter_state_insert(QFilterAggState *state, MemoryContext aggcontext,
+					 uint64 h1, uint64 count)
+{
+	bool		added;
+
+	while (qfilter_insert_hash(state->qf, &state->g, h1, count,
+							   &added) == QF_FULL)
+		qfilter_state_grow(state, aggcontext);
+	if (added)
+	{
+		state->items++;
+		if ((double) state->items >
+			ldexp(QFILTER_MAX_LOAD, state->qf->page_bits + state->qf->slot_bits))
+			qfilter_state_grow(state, aggcontext);
+	}
+}
+
+/*
+ * Transition of qfilter_agg(key, capacity, fp_rate) and
+ * qfilter_agg(key, count, capacity, fp_rate).
+ *
+ * A row with a NULL key or a NULL count is no stream item and is skipped
+ * without looking at the other arguments.  capacity and fp_rate must not
+ * be NULL and must be the same on every row: they fix the filter's
+ * fingerprint size.  A count of 0 adds nothing, but the row still counts
+ * as input, so the result is an empty filter rather than NULL.
+ */
+static Datum
+qfilter_agg_trans_common(FunctionCallInfo fcinfo, bool counted)
+{
+	const char *fname = counted ? "qfilter_agg_trans_counted" : "qfilter_agg_trans";
+	MemoryContext aggcontext = qfilter_agg_context(fcinfo, fname);
+	QFilterAggState *state = qfilter_state_arg(fcinfo, 0);
+	int			caparg = counted ? 3 : 2;
+	int64		count = 1;
+	int64		capacity;
+	double		fp_rate;
+	Oid			keytype;
+	QFilterCallCache *ki;
+
+	if (PG_ARGISNULL(1) || (counted && PG_ARGISNULL(2)))
+	{
+		if (state == NULL)
+			PG_RETURN_NULL();
+		PG_RETURN_POINTER(state);
+	}
+	if (PG_ARGISNULL(caparg) || PG_ARGISNULL(caparg + 1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("capacity and fp_rate of qfilter_agg must not be NULL")));
+	capacity = PG_GETARG_INT64(caparg);
+	fp_rate = PG_GETARG_FLOAT8(caparg + 1);
+	if (counted)
+	{
+		count = PG_GETARG_INT64(2);
+		if (count < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("negative count " INT64_FORMAT " in qfilter_agg", count),
+					 errdetail("A row adds count copies of its key; use qfilter_remove() to take copies away.")));
+	}
+
+	keytype = get_fn_expr_argtype(fcinfo->flinfo, 1);
+	ki = qfilter_key_info(fcinfo, keytype);
+
+	if (state == NULL)
+	{
+		int			rbits;
+		int			slot_bits;
+		int			page_bits;
+		MemoryContext oldcxt;
+		QFilterData *qf;
+
+		qfilter_params(capacity, fp_rate, &rbits, &slot_bits, &page_bits);
+		oldcxt = MemoryContextSwitchTo(aggcontext);
+		qf = qfilter_create_empty(rbits, slot_bits, page_bits,
+								  SS_DEFAULT_SEED, keytype, capacity, fp_rate);
+		state = qfilter_state_new(aggcontext, qf);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	else if (capacity != state->qf->capacity || fp_rate != state->qf->fp_rate)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("capacity and fp_rate of qfilter_agg must be the same in every row"),
+				 errdetail("The aggregate started with capacity " INT64_FORMAT " and fp_rate %g, but a later row has capacity " INT64_FORMAT " and fp_rate %g.",
+						   state->qf->capacity, state->qf->fp_rate,
+						   capacity, fp_rate)));
+
+	if (count > 0)
+	{
+		SSHash		h = ss_hash_datum(PG_GETARG_DATUM(1), ki->typlen,
+									  ki->typbyval, state->qf->seed);
+
+		qfilter_state_insert(state, aggcontext, h.h1, (uint64) count);
+	}
+
+	PG_RETURN_POINTER(state);
+}
+
+Datum
+qfilter_agg_trans(PG_FUNCTION_ARGS)
+{
+	return qfilter_agg_trans_common(fcinfo, false);
+}
+
+Datum
+qfilter_agg_trans_counted(PG_FUNCTION_ARGS)
+{
+	return qfilter_agg_trans_common(fcinfo, true);
+}
+
+/* Union a filter into a state (or make the state from it). */
+static QFilterAggState *
+qfilter_state_union(QFilterAggState *state, MemoryContext aggcontext,
+					const QFilterData *in)
+{
+	MemoryContext oldcxt;
+
+	if (state == NULL)
+		return qfilter_state_new(aggcontext, qfilter_copy(aggcontext, in));
+	oldcxt = MemoryContextSwitchTo(aggcontext);
+	qfilter_state_replace(state, qfilter_union_values(state->qf, in));
+	MemoryContextSwitchTo(oldcxt);
+	return state;
+}
+
+/* Transition of qfilter_union_agg(qfilter): NULL filters are skipped. */
+Datum
+qfilter_union_agg_trans(PG_FUNCTION_ARGS)
+{
+	MemoryContext aggcontext = qfilter_agg_context(fcinfo, "qfilter_union_agg_trans");
+	QFilterAggState *state = qfilter_state_arg(fcinfo, 0);
+	QFilterData *in;
+
+	if (PG_ARGISNULL(1))
+	{
+		if (state == NULL)
+			PG_RETURN_NULL();
+		PG_RETURN_POINTER(state);
+	}
+	in = PG_GETARG_QFILTER_P(1);
+	qfilter_check_header(in);
+	PG_RETURN_POINTER(qfilter_state_union(state, aggcontext, in));
+}
+
+/*
+ * Combine two partial states.  Either may be NULL (a worker that saw no
+ * contributing row).  state2 lives in a short-lived context, so when it is
+ * the only one it is copied into the aggregate context, not adopted.
+ */
+Datum
+qfilter_agg_combine(PG_FUNCTION_ARGS)
+{
+	MemoryContext aggcontext = qfilter_agg_context(fcinfo, "qfilter_agg_combine");
+	QFilterAggState *state1 = qfilter_state_arg(fcinfo, 0);
+	QFilterAggState *state2 = qfilter_state_arg(fcinfo, 1);
+
+	if (state2 == NULL)
+	{
+		if (state1 == NULL)
+			PG_RETURN_NULL();
+		PG_RETURN_POINTER(state1);
+	}
+	PG_RETURN_POINTER(qfilter_state_union(state1, aggcontext, state2->qf));
+}
+
+/* The filter is a varlena already: the bytea is a copy of its bytes. */
+Datum
+qfilter_agg_serial(PG_FUNCTION_ARGS)
+{
+	QFilterAggState *state;
+
+	(void) qfilter_agg_context(fcinfo, "qfilter_agg_serial");
+	state = (QFilterAggState *) PG_GETARG_POINTER(0);
+	PG_RETURN_BYTEA_P((bytea *) qfilter_copy(CurrentMemoryContext, state->qf));
+}
+
+Datum
+qfilter_agg_deserial(PG_FUNCTION_ARGS)
+{
+	bytea	   *bytes;
+	Size		len;
+	QFilterData *qf;
+
+	(void) qfilter_agg_context(fcinfo, "qfilter_agg_deserial");
+	bytes = PG_GETARG_BYTEA_PP(0);
+	len = VARSIZE_ANY_EXHDR(bytes);
+	if (len < QFILTER_HEADER_SIZE - VARHDRSZ || len > MaxAllocSize - VARHDRSZ)
+		elog(ERROR, "invalid serialized quotient filter of %zu bytes", len);
+
+	/* copy to get a 4-byte header and 8-byte aligned areas */
+	qf = (QFilterData *) palloc(len + VARHDRSZ);
+	SET_VARSIZE(qf, len + VARHDRSZ);
+	memcpy((char *) qf + VARHDRSZ, VARDATA_ANY(bytes), len);
+	qfilter_check_header(qf);
+
+	PG_RETURN_POINTER(qfilter_state_new(CurrentMemoryContext, qf));
+}
+
+/*
+ * Return a copy: the state belongs to the aggregate, which may finalize it
+ * again (window frames) or free it with its context.
+ */
+Datum
+qfilter_agg_final(PG_FUNCTION_ARGS)
+{
+	(void) qfilter_agg_context(fcinfo, "qfilter_agg_final");
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	PG_RETURN_POINTER(qfilter_copy(CurrentMemoryContext,
+								   ((QFilterAggState *) PG_GETARG_POINTER(0))->qf));
+}
+
+/* ----------------------------------------------------------------
+ *		Functions on qfilter values
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * The filter argument of a lookup, with its geometry.
+ *
+ * A lookup per row of a join or of a table of keys would otherwise
+ * detoast the filter once per row: fetch every chunk of a value stored out
+ * of line, or decompress a value compressed in line (a small, sparse
+ * filter compresses to well under 2 kB and stays in the heap tuple).  So
+ * the last such value is kept detoasted in the call site's memory, keyed
+ * by its TOAST pointer (which names an immutable value) or by its
+ * compressed bytes (compared with memcmp, far cheaper than decompressing).
+ * Uncompressed in-line values, e.g. a filter computed by a subquery, need
+ * no detoasting.  Queries alternating between several stored filters row
+ * by row still detoast each time; see docs/qfilter.md.
+ */
+static const QFilterData *
+qfilter_lookup_arg(FunctionCallInfo fcinfo, QFilterCallCache *c,
+				   const QfGeom **g)
+{
+	struct varlena *v = (struct varlena *) PG_GETARG_POINTER(0);
+	QFilterCacheKind kind = QFC_NONE;
+	struct varatt_external ext = {0};
+	MemoryContext oldcxt;
+	QFilterData *qf;
+
+	if (VARATT_IS_EXTERNAL_ONDISK(v))
+	{
+		kind = QFC_TOAST;
+		VARATT_EXTERNAL_GET_POINTER(ext, v);
+		if (c->kind == kind && c->toastrelid == ext.va_toastrelid &&
+			c->valueid == ext.va_valueid)
+		{
+			*g = &c->g;
+			return c->qf;
+		}
+	}
+	else if (VARATT_IS_COMPRESSED(v))
+	{
+		kind = QFC_INLINE;
+		if (c->kind == kind && VARSIZE(c->raw) == VARSIZE(v) &&
+			memcmp(c->raw, v, VARSIZE(v)) == 0)
+		{
+			*g = &c->g;
+			return c->qf;
+		}
+	}
+	else
+	{
+		qf = PG_GETARG_QFILTER_P(0);
+		qfilter_check_header(qf);
+		if (c->g_plain.slot_bits != qf->slot_bits ||
+			c->g_plain.rbits != qf->rbits)
+			qfilter_geom(qf, &c->g_plain);
+		*g = &c->g_plain;
+		return qf;
+	}
+
+	/* a new value to cache: drop the old one first */
+	if (c->qf)
+		pfree(c->qf);
+	if (c->raw)
+		pfree(c->raw);
+	c->qf = NULL;
+	c->raw = NULL;
+	c->kind = QFC_NONE;
+
+	oldcxt = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+	qf = (QFilterData *) detoast_attr(v);
+	if (kind == QFC_INLINE)
+	{
+		c->raw = palloc(VARSIZE(v));
+		memcpy(c->raw, v, VARSIZE(v));
+	}
+	MemoryContextSwitchTo(oldcxt);
+	c->qf = qf;
+	qfilter_check_header(qf);
+	qfilter_geom(qf, &c->g);
+	c->kind = kind;
+	c->toastrelid = ext.va_toastrelid;
+	c->valueid = ext.va_valueid;
+	*g = &c->g;
+	return qf;
+}
+
+/*
+ * The key argument argno hashed for filter qf.  A key of another type than
+ * the filter's is converted first (ss_coerce_key), because hashing another
+ * binary form would silently miss.
+ */
+static uint64
+qfilter_key_hash(FunctionCallInfo fcinfo, const QFilterData *qf, int argno)
+{
+	Datum		key = PG_GETARG_DATUM(argno);
+	Oid			keytype = get_fn_expr_argtype(fcinfo->flinfo, argno);
+	QFilterCallCache *ki;
+
+	if (OidIsValid(qf->elemtype) && keytype != qf->elemtype)
+	{
+		if (!OidIsValid(keytype))
+			elog(ERROR, "could not determine the type of the quotient filter key");
+		key = ss_coerce_key(key, keytype, qf->elemtype);
+		keytype = qf->elemtype;
+	}
+	ki = qfilter_key_info(fcinfo, keytype);
+	return ss_hash_datum(key, ki->typlen, ki->typbyval, qf->seed).h1;
+}
+
+/* qfilter_count(qfilter, key): copies of the key's fingerprint. */
+Datum
+qfilter_count(PG_FUNCTION_ARGS)
+{
+	QFilterCallCache *c = qfilter_call_cache(fcinfo);
+	const QfGeom *g;
+	const QFilterData *qf = qfilter_lookup_arg(fcinfo, c, &g);
+	uint64		n = qfilter_count_hash(qf, g, qfilter_key_hash(fcinfo, qf, 1));
+
+	PG_RETURN_INT64((int64) Min(n, (uint64) PG_INT64_MAX));
+}
+
+/* qfilter_contains(qfilter, key): whether the key's fingerprint is there. */
+Datum
+qfilter_contains(PG_FUNCTION_ARGS)
+{
+	QFilterCallCache *c = qfilter_call_cache(fcinfo);
+	const QfGeom *g;
+	const QFilterData *qf = qfilter_lookup_arg(fcinfo, c, &g);
+
+	PG_RETURN_BOOL(qfilter_count_hash(qf, g, qfilter_key_hash(fcinfo, qf, 1)) > 0);
+}
+
+/*
+ * qfilter_remove(qfilter, key [, count]): a copy of the filter with count
+ * (default 1) copies of the key's fingerprint removed, or all of them if
+ * it has fewer.  Removing a key that was never added removes the copies
+ * of any key that shares its fingerprint.
+ */
+Datum
+qfilter_remove(PG_FUNCTION_ARGS)
+{
+	QFilterData *in = PG_GETARG_QFILTER_P(0);
+	int64		count = PG_NARGS() > 2 ? PG_GETARG_INT64(2) : 1;
+	QFilterData *out;
+	QfGeom		g;
+	uint64		h1;
+
+	qfilter_check_header(in);
+	if (count < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("negative count " INT64_FORMAT " in qfilter_remove", count),
+				 errdetail("The count is the number of copies of the key to remove.")));
+	h1 = qfilter_key_hash(fcinfo, in, 1);
+	out = (QFilterData *) palloc(VARSIZE(in));
+	memcpy(out, in, VARSIZE(in));
+	qfilter_geom(out, &g);
+	(void) qfilter_remove_hash(out, &g, h1, (uint64) count);
+	PG_RETURN_POINTER(out);
+}
+
+Datum
+qfilter_union(PG_FUNCTION_ARGS)
+{
+	QFilterData *a = PG_GETARG_QFILTER_P(0);
+	QFilterData *b = PG_GETARG_QFILTER_P(1);
+
+	qfilter_check_header(a);
+	qfilter_check_header(b);
+	PG_RETURN_POINTER(qfilter_union_values(a, b));
+}
+
+/*
+ * qfilter_resize(qfilter): twice the areas, one remainder bit fewer, same
+ * fingerprints (and further steps in the rare case that a split area
+ * overflows).
+ */
+Datum
+qfilter_resize(PG_FUNCTION_ARGS)
+{
+	QFilterData *qf = PG_GETARG_QFILTER_P(0);
+
+	qfilter_check_header(qf);
+	PG_RETURN_POINTER(qfilter_grow(qf, 1));
+}

@@ -1,0 +1,745 @@
+/*-------------------------------------------------------------------------
+ *
+ * qfilter_io.c
+ *	  Text and binary I/O of the `qfilter` type, and qfilter_info().
+ *
+ * Text form (one line, fields in this order, separated by single spaces):
+ *
+ *	 version=1 seed=<uint32> capacity=<int64> fp_rate=<float8> rbits=<n>
+ *	 slot_bits=<n> page_bits=<n> area_bytes=<n> total=<uint64>
+ *	 [type="<type name>"] areas=<area>,<area>,...
+ *
+ * type is the key type as printed by format_type (schema-qualified where
+ * needed, or the OID if the type was dropped), with " doubled inside the
+ * quotes; it is absent when the filter has no key type.  fp_rate is printed
+ * in shortest exact form, so it reads back bit for bit.
+ *
+ * Each of the 2^page_bits areas is written as its area_bytes bytes in the
+ * little-endian layout of qf.h, in standard base64 (A-Z a-z 0-9 + /, four
+ * characters per three bytes; area_bytes is a multiple of 3, so there is
+ * no padding), except that a run of two or more all-zero 3-byte groups is
+ * written as '.', the run length in decimal, and '.'.  Sparse areas are
+ * therefore short, and no area takes more than 4/3 of its bytes plus the
+ * separating comma, which is what bounds the size of a qfilter value (see
+ * qfilter.h).  Input accepts zero runs of any length that fits its area.
+ *
+ * Binary form (qfilter_send/qfilter_recv), in network byte order: int32
+ * version, int32 length of the key type name (-1 if none) and the name in
+ * the client encoding, uint32 seed, int32 rbits, slot_bits, page_bits,
+ * area_bytes, int64 capacity, float8 fp_rate, uint64 total, then the areas'
+ * bytes in the little-endian layout.  The key type travels by name rather
+ * than by OID so that values can move between databases where a
+ * user-defined key type has another OID.
+ *
+ * Both inputs validate every area with qf_area_check (qfilter_check).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "common/shortest_dec.h"
+#include "funcapi.h"
+#include "libpq/pqformat.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "qfilter.h"
+
+PG_FUNCTION_INFO_V1(qfilter_in);
+PG_FUNCTION_INFO_V1(qfilter_out);
+PG_FUNCTION_INFO_V1(qfilter_recv);
+PG_FUNCTION_INFO_V1(qfilter_send);
+PG_FUNCTION_INFO_V1(qfilter_info);
+
+#define QFILTER_ZERO_RUN	'.'
+#define QFILTER_AREA_SEP	','
+#define QFILTER_GROUPS		(QFILTER_AREA_BYTES / 3)
+
+static const char qfilter_b64[] =
+"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* ----------------------------------------------------------------
+ *		Key type names
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * The key type's name for the external forms: schema-qualified (so that it
+ * does not depend on search_path), or the OID of a dropped type, like
+ * regtypeout.  NULL when the filter has no key type.
+ */
+static char *
+qfilter_elemtype_out(Oid elemtype)
+{
+	char	   *name;
+
+	if (!OidIsValid(elemtype))
+		return NULL;
+	name = format_type_extended(elemtype, -1,
+								FORMAT_TYPE_FORCE_QUALIFY |
+								FORMAT_TYPE_INVALID_AS_NULL);
+	if (name == NULL)
+		name = psprintf("%u", elemtype);
+	return name;
+}
+
+/* Inverse of qfilter_elemtype_out, via regtypein (names or OIDs). */
+static Oid
+qfilter_elemtype_in(char *name)
+{
+	return DatumGetObjectId(DirectFunctionCall1(regtypein,
+												CStringGetDatum(name)));
+}
+
+/*
+ * The areas in the external (little-endian) layout: the value's own bytes
+ * on little-endian machines, a swapped copy otherwise.
+ */
+static const char *
+qfilter_external_areas(const QFilterData *qf)
+{
+#ifdef WORDS_BIGENDIAN
+	Size		n = VARSIZE(qf) - QFILTER_HEADER_SIZE;
+	char	   *copy = palloc(n);
+
+	memcpy(copy, qf->areas, n);
+	qfilter_areas_swap_external(copy, qfilter_npages(qf));
+	return copy;
+#else
+	return qf->areas;
+#endif
+}
+
+/* ----------------------------------------------------------------
+ *		Text output
+ * ----------------------------------------------------------------
+ */
+
+static Size
+qfilter_encode_run(uint32 run, char *dst)
+{
+	char		num[16];
+	int			len;
+
+	if (run == 1)
+	{
+		if (dst)
+			memcpy(dst, "AAAA", 4);
+		return 4;
+	}
+	len = snprintf(num, sizeof(num), "%u", run);
+	if (dst)
+	{
+		dst[0] = QFILTER_ZERO_RUN;
+		memcpy(dst + 1, num, len);
+		dst[1 + len] = QFILTER_ZERO_RUN;
+	}
+	return 2 + len;
+}
+
+/*
+ * Encode one area (external layout) into dst, or only count the characters
+ * if dst is NULL, so the caller can allocate the exact size first.
+ */
+static Size
+qfilter_encode_area(const unsigned char *area, char *dst)
+{
+	Size		len = 0;
+	uint32		run = 0;
+
+	for (int i = 0; i < QFILTER_GROUPS; i++)
+	{
+		const unsigned char *b = area + 3 * i;
+		uint32		v = ((uint32) b[0] << 16) | ((uint32) b[1] << 8) | b[2];
+
+		if (v == 0)
+		{
+			run++;
+			continue;
+		}
+		if (run > 0)
+		{
+			len += qfilter_encode_run(run, dst ? dst + len : NULL);
+			run = 0;
+		}
+		if (dst)
+		{
+			dst[len] = qfilter_b64[(v >> 18) & 63];
+			dst[len + 1] = qfilter_b64[(v >> 12) & 63];
+			dst[len + 2] = qfilter_b64[(v >> 6) & 63];
+			dst[len + 3] = qfilter_b64[v & 63];
+		}
+		len += 4;
+	}
+	if (run > 0)
+		len += qfilter_encode_run(run, dst ? dst + len : NULL);
+	return len;
+}
+
+static Size
+qfilter_encode_areas(const QFilterData *qf, const char *ext, char *dst)
+{
+	uint32		npages = qfilter_npages(qf);
+	Size		len = 0;
+
+	for (uint32 i = 0; i < npages; i++)
+	{
+		if (i > 0)
+		{
+			if (dst)
+				dst[len] = QFILTER_AREA_SEP;
+			len++;
+		}
+		len += qfilter_encode_area((const unsigned char *) ext +
+								   (Size) i * qf->area_bytes,
+								   dst ? dst + len : NULL);
+	}
+	return len;
+}
+
+Datum
+qfilter_out(PG_FUNCTION_ARGS)
+{
+	QFilterData *qf = PG_GETARG_QFILTER_P(0);
+	StringInfoData hdr;
+	char		fp_rate[DOUBLE_SHORTEST_DECIMAL_LEN];
+	char	   *tname;
+	const char *ext;
+	Size		datalen;
+	char	   *result;
+
+	qfilter_check_header(qf);
+	double_to_shortest_decimal_buf(qf->fp_rate, fp_rate);
+
+	initStringInfo(&hdr);
+	appendStringInfo(&hdr,
+					 "version=%u seed=%u capacity=" INT64_FORMAT " fp_rate=%s rbits=%d slot_bits=%d page_bits=%d area_bytes=%u total=" UINT64_FORMAT,
+					 qf->version, qf->seed, qf->capacity, fp_rate, qf->rbits,
+					 qf->slot_bits, qf->page_bits, qf->area_bytes, qf->total);
+	tname = qfilter_elemtype_out(qf->elemtype);
+	if (tname)
+	{
+		appendStringInfoString(&hdr, " type=\"");
+		for (const char *s = tname; *s; s++)
+		{
+			if (*s == '"')
+				appendStringInfoChar(&hdr, '"');
+			appendStringInfoChar(&hdr, *s);
+		}
+		appendStringInfoChar(&hdr, '"');
+	}
+	appendStringInfoString(&hdr, " areas=");
+
+	/*
+	 * Allocate the exact size: a StringInfo would round a large text up to
+	 * MaxAllocSize.  qfilter.h's size limit guarantees that the sum fits.
+	 */
+	ext = qfilter_external_areas(qf);
+	datalen = qfilter_encode_areas(qf, ext, NULL);
+	Assert(hdr.len + datalen < MaxAllocSize);
+	result = palloc(hdr.len + datalen + 1);
+	memcpy(result, hdr.data, hdr.len);
+	qfilter_encode_areas(qf, ext, result + hdr.len);
+	result[hdr.len + datalen] = '\0';
+	pfree(hdr.data);
+
+	PG_RETURN_CSTRING(result);
+}
+
+/* ----------------------------------------------------------------
+ *		Text input
+ * ----------------------------------------------------------------
+ */
+
+/* State of the text parser, for error messages with a position. */
+typedef struct QfParser
+{
+	const char *str;			/* whole input */
+	const char *p;				/* current position */
+} QfParser;
+
+static int
+qfp_pos(QfParser *ps)
+{
+	return (int) Min(ps->p - ps->str + 1, (ptrdiff_t) PG_INT32_MAX);
+}
+
+static void pg_attribute_noreturn()
+qfilter_syntax_error(QfParser *ps, const char *expected)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+			 errmsg("invalid input syntax for type %s", "qfilter"),
+			 errdetail("Expected %s at character %d.", expected, qfp_pos(ps))));
+}
+
+static void
+qfilter_expect(QfParser *ps, const char *literal)
+{
+	size_t		len = strlen(literal);
+
+	if (strncmp(ps->p, literal, len) != 0)
+		qfilter_syntax_error(ps, psprintf("\"%s\"", literal));
+	ps->p += len;
+}
+
+/* An unsigned decimal number no larger than max. */
+static uint64
+qfilter_parse_unsigned(QfParser *ps, const char *field, uint64 max)
+{
+	uint64		v = 0;
+
+	if (!isdigit((unsigned char) *ps->p))
+		qfilter_syntax_error(ps, psprintf("an unsigned integer for %s", field));
+	while (isdigit((unsigned char) *ps->p))
+	{
+		int			d = *ps->p - '0';
+
+		if (v > (max - d) / 10)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+					 errmsg("invalid input syntax for type %s", "qfilter"),
+					 errdetail("The value of %s at character %d is out of range.",
+							   field, qfp_pos(ps))));
+		v = v * 10 + d;
+		ps->p++;
+	}
+	return v;
+}
+
+/* A float8 token running up to the next space. */
+static double
+qfilter_parse_float(QfParser *ps, const char *field)
+{
+	const char *end = strchr(ps->p, ' ');
+	char	   *token;
+	char	   *tokend;
+	double		v;
+
+	if (end == NULL)
+		end = ps->p + strlen(ps->p);
+	if (end == ps->p)
+		qfilter_syntax_error(ps, psprintf("a number for %s", field));
+	token = pnstrdup(ps->p, end - ps->p);
+	errno = 0;
+	v = strtod(token, &tokend);
+	if (*tokend != '\0' || errno != 0)
+		qfilter_syntax_error(ps, psprintf("a number for %s", field));
+	pfree(token);
+	ps->p = end;
+	return v;
+}
+
+/* The key type name in double quotes, with "" standing for ". */
+static char *
+qfilter_parse_quoted(QfParser *ps)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	qfilter_expect(ps, "\"");
+	for (;;)
+	{
+		if (*ps->p == '\0')
+			qfilter_syntax_error(ps, "a closing double quote");
+		if (*ps->p == '"')
+		{
+			if (ps->p[1] != '"')
+				break;
+			ps->p++;
+		}
+		appendStringInfoChar(&buf, *ps->p);
+		ps->p++;
+	}
+	ps->p++;
+	return buf.data;
+}
+
+/* base64 digit values, -1 for other characters.  Built once. */
+static int8 qfilter_b64_table[256];
+static bool qfilter_b64_ready = false;
+
+static void
+qfilter_init_b64_table(void)
+{
+	if (qfilter_b64_ready)
+		return;
+	memset(qfilter_b64_table, -1, sizeof(qfilter_b64_table));
+	for (int i = 0; i < 64; i++)
+		qfilter_b64_table[(unsigned char) qfilter_b64[i]] = i;
+	qfilter_b64_ready = true;
+}
+
+static void pg_attribute_noreturn()
+qfilter_area_syntax_error(QfParser *ps, uint32 page, const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+			 errmsg("invalid input syntax for type %s", "qfilter"),
+			 errdetail("Area %u at character %d: %s.", page, qfp_pos(ps), what)));
+}
+
+/* Decode one area (external layout) into area, which is all zeros. */
+static void
+qfilter_decode_area(QfParser *ps, uint32 page, unsigned char *area)
+{
+	int			g = 0;			/* groups decoded */
+
+	while (*ps->p != '\0' && *ps->p != QFILTER_AREA_SEP)
+	{
+		if (*ps->p == QFILTER_ZERO_RUN)
+		{
+			uint64		run = 0;
+
+			ps->p++;
+			if (!isdigit((unsigned char) *ps->p))
+				qfilter_area_syntax_error(ps, page, "expected the length of a zero run");
+			while (isdigit((unsigned char) *ps->p))
+			{
+				run = run * 10 + (*ps->p - '0');
+				if (run > QFILTER_GROUPS)
+					break;
+				ps->p++;
+			}
+			if (run < 1 || run > (uint64) (QFILTER_GROUPS - g))
+				qfilter_area_syntax_error(ps, page, "the zero run does not fit the area");
+			if (*ps->p != QFILTER_ZERO_RUN)
+				qfilter_area_syntax_error(ps, page, "expected the end of a zero run");
+			ps->p++;
+			g += (int) run;		/* the bytes are already zero */
+		}
+		else
+		{
+			uint32		v = 0;
+
+			if (g >= QFILTER_GROUPS)
+				qfilter_area_syntax_error(ps, page, "the area has too many bytes");
+			for (int i = 0; i < 4; i++)
+			{
+				int			d = qfilter_b64_table[(unsigned char) ps->p[i]];
+
+				if (d < 0)
+				{
+					ps->p += i;
+					qfilter_area_syntax_error(ps, page, "expected a base64 digit");
+				}
+				v = (v << 6) | (uint32) d;
+			}
+			ps->p += 4;
+			area[3 * g] = (unsigned char) (v >> 16);
+			area[3 * g + 1] = (unsigned char) (v >> 8);
+			area[3 * g + 2] = (unsigned char) v;
+			g++;
+		}
+	}
+	if (g != QFILTER_GROUPS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("invalid input syntax for type %s", "qfilter"),
+				 errdetail("Area %u ending at character %d has %d bytes instead of %d.",
+						   page, qfp_pos(ps), 3 * g, (int) QFILTER_AREA_BYTES)));
+}
+
+Datum
+qfilter_in(PG_FUNCTION_ARGS)
+{
+	char	   *str = PG_GETARG_CSTRING(0);
+	QfParser	ps;
+	uint32		version;
+	uint32		seed;
+	int64		capacity;
+	double		fp_rate;
+	int			rbits;
+	int			slot_bits;
+	int			page_bits;
+	uint32		area_bytes;
+	uint64		total;
+	Oid			elemtype = InvalidOid;
+	char	   *problem;
+	QFilterData *qf;
+	Size		size;
+	uint32		npages;
+
+	ps.str = ps.p = str;
+	qfilter_expect(&ps, "version=");
+	version = (uint32) qfilter_parse_unsigned(&ps, "version", PG_UINT32_MAX);
+	if (version != QFILTER_VERSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("unsupported quotient filter format version %u", version),
+				 errdetail("This version of streamsketch reads format version %d.",
+						   QFILTER_VERSION)));
+	qfilter_expect(&ps, " seed=");
+	seed = (uint32) qfilter_parse_unsigned(&ps, "seed", PG_UINT32_MAX);
+	qfilter_expect(&ps, " capacity=");
+	capacity = (int64) qfilter_parse_unsigned(&ps, "capacity", PG_INT64_MAX);
+	qfilter_expect(&ps, " fp_rate=");
+	fp_rate = qfilter_parse_float(&ps, "fp_rate");
+	qfilter_expect(&ps, " rbits=");
+	rbits = (int) qfilter_parse_unsigned(&ps, "rbits", 255);
+	qfilter_expect(&ps, " slot_bits=");
+	slot_bits = (int) qfilter_parse_unsigned(&ps, "slot_bits", 255);
+	qfilter_expect(&ps, " page_bits=");
+	page_bits = (int) qfilter_parse_unsigned(&ps, "page_bits", 255);
+	qfilter_expect(&ps, " area_bytes=");
+	area_bytes = (uint32) qfilter_parse_unsigned(&ps, "area_bytes",
+												 PG_UINT32_MAX);
+	qfilter_expect(&ps, " total=");
+	total = qfilter_parse_unsigned(&ps, "total", PG_UINT64_MAX);
+	if (strncmp(ps.p, " type=", 6) == 0)
+	{
+		ps.p += 6;
+		elemtype = qfilter_elemtype_in(qfilter_parse_quoted(&ps));
+	}
+	qfilter_expect(&ps, " areas=");
+
+	/* validate the geometry before allocating anything sized by it */
+	problem = qfilter_geometry_problem(rbits, slot_bits, page_bits, area_bytes);
+	if (problem)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid quotient filter"),
+				 errdetail_internal("%s", problem)));
+	size = qfilter_value_size(page_bits);
+	qf = (QFilterData *) palloc0(size);
+	SET_VARSIZE(qf, size);
+	qf->version = version;
+	qf->elemtype = elemtype;
+	qf->seed = seed;
+	qf->rbits = (uint8) rbits;
+	qf->slot_bits = (uint8) slot_bits;
+	qf->page_bits = (uint8) page_bits;
+	qf->flags = 0;
+	qf->area_bytes = area_bytes;
+	qf->capacity = capacity;
+	qf->fp_rate = fp_rate;
+	qf->total = total;
+
+	qfilter_init_b64_table();
+	npages = qfilter_npages(qf);
+	for (uint32 i = 0; i < npages; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (i > 0)
+		{
+			if (*ps.p != QFILTER_AREA_SEP)
+				qfilter_syntax_error(&ps, psprintf("\",\" before area %u", i));
+			ps.p++;
+		}
+		qfilter_decode_area(&ps, i, (unsigned char *) qfilter_area(qf, i));
+	}
+	if (*ps.p != '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("invalid input syntax for type %s", "qfilter"),
+				 errdetail("The input has more than the filter's %u areas (character %d).",
+						   npages, qfp_pos(&ps))));
+	qfilter_areas_swap_external(qf->areas, npages);
+	qfilter_check(qf);
+
+	PG_RETURN_POINTER(qf);
+}
+
+/* ----------------------------------------------------------------
+ *		Binary I/O
+ * ----------------------------------------------------------------
+ */
+
+Datum
+qfilter_send(PG_FUNCTION_ARGS)
+{
+	QFilterData *qf = PG_GETARG_QFILTER_P(0);
+	StringInfoData buf;
+	char	   *tname;
+	char	   *cname = NULL;
+	int			cnamelen = 0;
+	Size		nbytes;
+
+	qfilter_check_header(qf);
+	nbytes = VARSIZE(qf) - QFILTER_HEADER_SIZE;
+
+	/* the key type name in the client encoding, as pq_sendcountedtext would */
+	tname = qfilter_elemtype_out(qf->elemtype);
+	if (tname)
+	{
+		cname = pg_server_to_client(tname, strlen(tname));
+		cnamelen = strlen(cname);
+	}
+
+	/*
+	 * Allocate the exact size up front, so that a large filter is not
+	 * rounded up to MaxAllocSize by the StringInfo's doubling.
+	 */
+	buf.maxlen = VARHDRSZ + 2 * sizeof(int32) + cnamelen +
+		5 * sizeof(uint32) + sizeof(int64) + sizeof(float8) +
+		sizeof(uint64) + nbytes + 1;
+	buf.data = palloc(buf.maxlen);
+	buf.len = VARHDRSZ;
+	buf.cursor = 0;
+
+	pq_sendint32(&buf, qf->version);
+	if (tname)
+	{
+		pq_sendint32(&buf, cnamelen);
+		pq_sendbytes(&buf, cname, cnamelen);
+	}
+	else
+		pq_sendint32(&buf, -1);
+	pq_sendint32(&buf, qf->seed);
+	pq_sendint32(&buf, qf->rbits);
+	pq_sendint32(&buf, qf->slot_bits);
+	pq_sendint32(&buf, qf->page_bits);
+	pq_sendint32(&buf, qf->area_bytes);
+	pq_sendint64(&buf, qf->capacity);
+	pq_sendfloat8(&buf, qf->fp_rate);
+	pq_sendint64(&buf, (int64) qf->total);
+	pq_sendbytes(&buf, qfilter_external_areas(qf), nbytes);
+	Assert(buf.len + 1 == buf.maxlen);
+
+	PG_RETURN_BYTEA_P(pq_endtypsend(&buf));
+}
+
+Datum
+qfilter_recv(PG_FUNCTION_ARGS)
+{
+	StringInfo	buf = (StringInfo) PG_GETARG_POINTER(0);
+	uint32		version;
+	int32		namelen;
+	Oid			elemtype = InvalidOid;
+	uint32		seed;
+	uint32		rbits;
+	uint32		slot_bits;
+	uint32		page_bits;
+	uint32		area_bytes;
+	int64		capacity;
+	double		fp_rate;
+	uint64		total;
+	char	   *problem;
+	QFilterData *qf;
+	Size		size;
+
+	version = pq_getmsgint(buf, 4);
+	if (version != QFILTER_VERSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("unsupported quotient filter format version %u", version),
+				 errdetail("This version of streamsketch reads format version %d.",
+						   QFILTER_VERSION)));
+	namelen = (int32) pq_getmsgint(buf, 4);
+	if (namelen < -1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("invalid key type name length %d in binary quotient filter",
+						namelen)));
+	if (namelen >= 0)
+	{
+		int			nbytes;
+
+		elemtype = qfilter_elemtype_in(pq_getmsgtext(buf, namelen, &nbytes));
+	}
+	seed = pq_getmsgint(buf, 4);
+	rbits = pq_getmsgint(buf, 4);
+	slot_bits = pq_getmsgint(buf, 4);
+	page_bits = pq_getmsgint(buf, 4);
+	area_bytes = pq_getmsgint(buf, 4);
+	capacity = pq_getmsgint64(buf);
+	fp_rate = pq_getmsgfloat8(buf);
+	total = (uint64) pq_getmsgint64(buf);
+
+	/* validate the geometry and the length before allocating */
+	problem = qfilter_geometry_problem(Min(rbits, 255), Min(slot_bits, 255),
+									   Min(page_bits, 255), area_bytes);
+	if (problem)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid quotient filter"),
+				 errdetail_internal("%s", problem)));
+	size = qfilter_value_size((int) page_bits);
+	if ((Size) (buf->len - buf->cursor) != size - QFILTER_HEADER_SIZE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("invalid binary quotient filter"),
+				 errdetail("%d bytes of areas follow the header, but the filter has %zu.",
+						   buf->len - buf->cursor, size - QFILTER_HEADER_SIZE)));
+
+	qf = (QFilterData *) palloc(size);
+	SET_VARSIZE(qf, size);
+	qf->version = version;
+	qf->elemtype = elemtype;
+	qf->seed = seed;
+	qf->rbits = (uint8) rbits;
+	qf->slot_bits = (uint8) slot_bits;
+	qf->page_bits = (uint8) page_bits;
+	qf->flags = 0;
+	qf->area_bytes = area_bytes;
+	qf->capacity = capacity;
+	qf->fp_rate = fp_rate;
+	qf->total = total;
+	pq_copymsgbytes(buf, qf->areas, size - QFILTER_HEADER_SIZE);
+	qfilter_areas_swap_external(qf->areas, qfilter_npages(qf));
+	qfilter_check(qf);
+
+	PG_RETURN_POINTER(qf);
+}
+
+/* ----------------------------------------------------------------
+ *		qfilter_info
+ * ----------------------------------------------------------------
+ */
+
+Datum
+qfilter_info(PG_FUNCTION_ARGS)
+{
+	QFilterData *qf = PG_GETARG_QFILTER_P(0);
+	TupleDesc	tupdesc;
+	Datum		values[15];
+	bool		nulls[15] = {0};
+	QfGeom		g;
+	uint32		npages;
+	uint64		items = 0;
+	uint64		used = 0;
+	double		home;
+	int			i = 0;
+
+	qfilter_check_header(qf);
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type of qfilter_info must be a row type");
+	if (tupdesc->natts != lengthof(values))
+		elog(ERROR, "qfilter_info must return %d columns", (int) lengthof(values));
+
+	qfilter_geom(qf, &g);
+	npages = qfilter_npages(qf);
+	for (uint32 p = 0; p < npages; p++)
+	{
+		QfStats		st;
+
+		qf_area_stats(&g, qfilter_area(qf, p), &st);
+		items += st.nitems;
+		used += st.nused;
+	}
+	home = ldexp((double) g.nhome, qf->page_bits);
+
+	values[i++] = Int64GetDatum(qf->capacity);
+	values[i++] = Float8GetDatum(qf->fp_rate);
+	values[i++] = Int32GetDatum(qfilter_fp_bits(qf));
+	values[i++] = Int32GetDatum(qf->rbits);
+	values[i++] = Int32GetDatum(qf->slot_bits);
+	values[i++] = Int32GetDatum((int32) npages);
+	values[i++] = Int64GetDatum((int64) items);
+	values[i++] = Int64GetDatum((int64) Min(qf->total, (uint64) PG_INT64_MAX));
+	values[i++] = Int64GetDatum((int64) used);
+	values[i++] = Float8GetDatum((double) items / home);
+	/* an absent key's fingerprint is one of the items with this probability */
+	values[i++] = Float8GetDatum(ldexp((double) items, -qfilter_fp_bits(qf)));
+	values[i++] = Int64GetDatum((int64) floor(QFILTER_MAX_LOAD * home));
+	values[i++] = Int64GetDatum((int64) VARSIZE(qf));
+	values[i] = ObjectIdGetDatum(qf->elemtype);
+	nulls[i++] = !OidIsValid(qf->elemtype);
+	values[i++] = Int64GetDatum((int64) qf->seed);
+	Assert(i == lengthof(values));
+
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
