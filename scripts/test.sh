@@ -5,8 +5,9 @@
 #   regress    pg_regress          sql/*.sql, expected/*.out
 #   isolation  pg_isolation_regress test/specs/*.spec, test/expected/*.out
 #   tap        prove (PostgreSQL::Test::Cluster) test/t/*.pl
+#   unit       C unit tests of the quotient filter core, test/unit
 #
-# Usage: bash scripts/test.sh [regress] [isolation] [tap]   (default: all)
+# Usage: bash scripts/test.sh [unit] [regress] [isolation] [tap]   (default: all)
 #
 # The source tree is copied to $STREAMSKETCH_TEST_DIR (default
 # /tmp/streamsketch-test) and the tests run there as the `postgres` OS user
@@ -26,12 +27,12 @@ source "$SS_ROOT/scripts/cluster.sh"
 set +e # (setup.sh sets -e) failures are counted, not fatal
 
 SUITES=("$@")
-[ "${#SUITES[@]}" -gt 0 ] || SUITES=(regress isolation tap)
+[ "${#SUITES[@]}" -gt 0 ] || SUITES=(unit regress isolation tap)
 for s in "${SUITES[@]}"; do
 	case "$s" in
-	regress | isolation | tap) ;;
+	unit | regress | isolation | tap) ;;
 	*)
-		echo "usage: $0 [regress] [isolation] [tap]" >&2
+		echo "usage: $0 [unit] [regress] [isolation] [tap]" >&2
 		exit 2
 		;;
 	esac
@@ -220,6 +221,22 @@ run_tap() {
 		done
 	fi
 	echo "tap: $((SECONDS - t0)) s"
+}
+
+# C unit tests of the server-independent cores (test/unit): no cluster needed
+run_unit() {
+	local t0=$SECONDS rc
+	ss_log "unit: make -C test/unit"
+	ss_as_pg timeout -k 60 10m make -C "$TREE/test/unit" --no-print-directory 2>&1 |
+		tee "$WORK/unit.out"
+	rc=${PIPESTATUS[0]}
+	if [ "$rc" -eq 0 ]; then
+		NPASS=$((NPASS + 1))
+	else
+		NFAIL=$((NFAIL + 1))
+		suite_failed unit
+	fi
+	echo "unit: $((SECONDS - t0)) s"
 }
 
 for s in "${SUITES[@]}"; do

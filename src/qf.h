@@ -98,6 +98,8 @@
 #ifndef QF_H
 #define QF_H
 
+#include <math.h>
+
 #include "postgres.h"
 
 #define QF_MAGIC			0x31414651	/* "QFA1" in little-endian memory */
@@ -310,6 +312,36 @@ extern QfStatus qf_merge_areas(const QfGeom *g, const char *a, const char *b,
 extern QfStatus qf_split_area(const QfGeom *g_old, const char *area,
 							  const QfGeom *g_new, char *out_lo,
 							  char *out_hi);
+
+/*
+ * Sizing shared by the paged filters and the qfilter type, so that filters
+ * made with the same capacity and false-positive rate have the same
+ * fingerprint size and can be merged.  A QF at load alpha answers yes for
+ * an absent key with probability about alpha * 2^-r; filters grow past
+ * QF_MAX_LOAD of their home slots.
+ */
+#define QF_MAX_LOAD			0.95
+
+/* Smallest r >= 1 with QF_MAX_LOAD * 2^-r <= fp_rate (65 if more than 64). */
+static inline int
+qf_rbits_for_fp_rate(double fp_rate)
+{
+	double		r = ceil(log2(QF_MAX_LOAD / fp_rate));
+
+	/* compare in double: a denormal rate makes r infinite */
+	return r > 64 ? 65 : Max((int) r, 1);
+}
+
+/* Smallest t >= 1 with QF_MAX_LOAD * 2^t >= n (at most 64). */
+static inline int
+qf_slots_log2_for(double n)
+{
+	int			t = 1;
+
+	while (t < 64 && ldexp(QF_MAX_LOAD, t) < n)
+		t++;
+	return t;
+}
 
 /* Low n bits set (0 <= n <= 64). */
 static inline uint64

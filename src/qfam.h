@@ -50,7 +50,7 @@
 #include "utils/rel.h"
 
 #define QFAM_MAX_LEVELS		32
-#define QFAM_MAX_LOAD		0.95
+#define QFAM_MAX_LOAD		QF_MAX_LOAD
 #define QFAM_MAX_PAGE_BITS	27	/* 1 TB of pages */
 
 #define QFAM_KIND_QF		1	/* quotient_filter */

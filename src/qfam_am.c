@@ -115,7 +115,7 @@ void
 qfam_derive(QfamParams *p)
 {
 	int			rbits;
-	uint32		t = 1;
+	uint32		t;
 	QfamLevel	lv;
 
 	if (p->capacity < 1)
@@ -136,7 +136,7 @@ qfam_derive(QfamParams *p)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("cascade filter fanout %u is out of range", p->fanout),
 				 errdetail("The fanout must be a power of two between 2 and 1024.")));
-	rbits = Max((int) ceil(log2(QFAM_MAX_LOAD / p->fp_rate)), 1);
+	rbits = qf_rbits_for_fp_rate(p->fp_rate);
 	if (rbits > QF_MAX_RBITS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -144,8 +144,7 @@ qfam_derive(QfamParams *p)
 						p->fp_rate),
 				 errdetail("It needs %d remainder bits; at most %d fit.",
 						   rbits, QF_MAX_RBITS)));
-	while (ldexp(QFAM_MAX_LOAD, (int) t) < (double) p->capacity)
-		t++;
+	t = (uint32) qf_slots_log2_for((double) p->capacity);
 	if (t + rbits > 64 || t > QFAM_MAX_PAGE_BITS + QF_MAX_SLOT_BITS)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),

@@ -86,24 +86,10 @@ qfilter_geom(const QFilterData *qf, QfGeom *g)
  * area geometry.
  */
 
-/* Smallest r >= 1 with QFILTER_MAX_LOAD * 2^-r <= fp_rate (65 if > 64). */
-static int
-qfilter_rbits_for(double fp_rate)
-{
-	double		r = ceil(log2(QFILTER_MAX_LOAD / fp_rate));
-
-	/* compare in double: a denormal rate makes r infinite */
-	return r > 64 ? 65 : Max((int) r, 1);
-}
-
 int
 qfilter_slots_log2_for(double n)
 {
-	int			t = 1;
-
-	while (t < 64 && ldexp(QFILTER_MAX_LOAD, t) < n)
-		t++;
-	return t;
+	return qf_slots_log2_for(n);
 }
 
 bool
@@ -174,7 +160,7 @@ qfilter_params(int64 capacity, double fp_rate, int *rbits, int *slot_bits,
 						fp_rate),
 				 errdetail("The false-positive rate is the probability that a key never added is reported present; it must be greater than 0 and less than 1.")));
 
-	r = qfilter_rbits_for(fp_rate);
+	r = qf_rbits_for_fp_rate(fp_rate);
 	t = qfilter_slots_log2_for((double) capacity);
 
 	/* the geometry at this rate, ignoring the 64-bit limit for now */

@@ -59,7 +59,7 @@
  * Maximum load factor used for sizing: a new filter gets enough areas for
  * capacity fingerprints at no more than this fraction of its home slots.
  */
-#define QFILTER_MAX_LOAD		0.95
+#define QFILTER_MAX_LOAD		QF_MAX_LOAD
 
 /*
  * At most 2^16 areas (535 MB).  The limit is what keeps the text form
