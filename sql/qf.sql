@@ -186,3 +186,15 @@ FROM generate_series(1, 100000) i;
 SELECT qf_create('bad', 'int', access_method => 'cascade_filter', fanout => 3);
 SELECT qf_create('bad', 'int', access_method => 'bloomier');
 SELECT qf_create('bad', 'int', access_method => 'cascade_filter', buffer_size => '1kB');
+
+-- an in-memory qfilter merges into a table with the same fingerprints
+SELECT qf_create('from_value', 'int8', capacity => 100000, fp_rate => 0.001);
+INSERT INTO from_value VALUES (1);
+SELECT qf_merge_value('from_value', qfilter_agg(i::int8, 100000, 0.001))
+FROM generate_series(1, 20000) i;
+SELECT count(*) FILTER (WHERE NOT qf_contains('from_value', i)) AS false_negatives,
+	   (SELECT qf_count('from_value', 1)) AS one_twice
+FROM generate_series(1, 20000) i;
+SELECT qf_merge_value('from_value', qfilter_agg(i::int8, 1000, 0.001)) FROM generate_series(1, 10) i;
+SELECT qf_merge_value('from_value', qfilter_agg(i, 100000, 0.001)) FROM generate_series(1, 10) i;
+SELECT qf_merge_value('from_value', qfilter_agg(i::text, 100000, 0.001)) FROM generate_series(1, 10) i;

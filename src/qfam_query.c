@@ -18,7 +18,9 @@
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "parser/parse_coerce.h"
 #include "qfam.h"
+#include "qfilter.h"
 #include "ss_pending.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
@@ -33,6 +35,7 @@ PG_FUNCTION_INFO_V1(qf_count_sql);
 PG_FUNCTION_INFO_V1(qf_contains_sql);
 PG_FUNCTION_INFO_V1(qf_delete_sql);
 PG_FUNCTION_INFO_V1(qf_merge_sql);
+PG_FUNCTION_INFO_V1(qf_merge_value_sql);
 PG_FUNCTION_INFO_V1(qf_resize_sql);
 PG_FUNCTION_INFO_V1(qf_info_sql);
 PG_FUNCTION_INFO_V1(qf_create_sql);
@@ -246,6 +249,67 @@ qf_merge_sql(PG_FUNCTION_ARGS)
 	UnlockPage(src, SS_METAPAGE_BLKNO, ShareLock);
 	relation_close(src, AccessShareLock);
 	relation_close(dst, NoLock);
+	PG_RETURN_INT64(merged);
+}
+
+/*
+ * qf_merge_value(filter, value qfilter): add every fingerprint of an
+ * in-memory qfilter (with its count) to the table at commit.  A qfilter
+ * built with the table's capacity and fp_rate has the same fingerprints;
+ * they are re-split for the table's levels, nothing is rehashed.
+ */
+Datum
+qf_merge_value_sql(PG_FUNCTION_ARGS)
+{
+	Relation	rel = qfam_open(PG_GETARG_OID(0), RowExclusiveLock);
+	QFilterData *qf = (QFilterData *) PG_DETOAST_DATUM(PG_GETARG_DATUM(1));
+	QfamState  *st;
+	QfGeom		g;
+	int64		merged = 0;
+	uint32		fp_bits;
+
+	qfam_check_acl(rel, ACL_INSERT);
+	qfilter_check(qf);
+	st = qfam_get_state(rel);
+	fp_bits = (uint32) qf->page_bits + qf->slot_bits + qf->rbits;
+	if (fp_bits != st->p.fp_bits || qf->seed != st->p.seed)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot merge a qfilter into quotient filter \"%s\" with different fingerprints",
+						RelationGetRelationName(rel)),
+				 errdetail("The table has %u-bit fingerprints with seed %u, the qfilter %u-bit fingerprints with seed %u.",
+						   st->p.fp_bits, st->p.seed, fp_bits, qf->seed),
+				 errhint("Build the qfilter with the table's capacity and false-positive rate.")));
+	if (OidIsValid(qf->elemtype) && qf->elemtype != st->keytype &&
+		!IsBinaryCoercible(qf->elemtype, st->keytype))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("qfilter of %s keys cannot be merged into quotient filter \"%s\" of %s keys",
+						format_type_be(qf->elemtype), RelationGetRelationName(rel),
+						format_type_be(st->keytype))));
+	qfilter_geom(qf, &g);
+	for (uint64 pg = 0; pg < ((uint64) 1 << qf->page_bits); pg++)
+	{
+		QfIter		it;
+		uint32		q;
+		uint64		r;
+		uint64		c;
+
+		CHECK_FOR_INTERRUPTS();
+		qf_iter_init(&it, &g, qfilter_area(qf, pg));
+		while (qf_iter_next(&it, &q, &r, &c))
+		{
+			SSPendingKey key;
+
+			key.hash.h1 = qf_fingerprint_join(pg, q, r, qf->page_bits,
+											  qf->slot_bits, qf->rbits);
+			key.hash.h2 = 0;
+			key.weight = (int64) Min(c, (uint64) PG_INT64_MAX);
+			ss_pending_add(rel, qfam_apply_pending, SS_PENDING_KEY, &key, sizeof(key));
+			merged++;
+		}
+	}
+	relation_close(rel, NoLock);
 	PG_RETURN_INT64(merged);
 }
 

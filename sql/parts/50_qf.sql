@@ -48,6 +48,10 @@ CREATE FUNCTION qf_merge(target regclass, source regclass) RETURNS bigint
 AS 'MODULE_PATHNAME', 'qf_merge_sql' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION qf_merge(regclass, regclass) IS 'add every fingerprint of source into target at commit; returns the number of fingerprints';
 
+CREATE FUNCTION qf_merge_value(filter regclass, value qfilter) RETURNS bigint
+AS 'MODULE_PATHNAME', 'qf_merge_value_sql' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION qf_merge_value(regclass, qfilter) IS 'add every fingerprint of an in-memory qfilter into a filter table at commit; returns the number of fingerprints';
+
 CREATE FUNCTION qf_resize(filter regclass) RETURNS bigint
 AS 'MODULE_PATHNAME', 'qf_resize_sql' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION qf_resize(regclass) IS 'double the filter now without rehashing; returns the new number of pages';
