@@ -53,6 +53,7 @@ const SSStructureInfo ss_structures[] = {
 	{"quotient_filter", "qf_params"},
 	{"buffered_quotient_filter", "qf_params"},
 	{"cascade_filter", "qf_params"},
+	{"bloom_filter", "bloom_params"},
 	{NULL, NULL}
 };
 

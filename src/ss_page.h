@@ -33,12 +33,15 @@
 #define SS_PAGE_BCMS_SKETCH	2
 #define SS_PAGE_BCMS_BUFFER	3
 #define SS_PAGE_QF_AREA		4
+#define SS_PAGE_BLOOM_BITS	5
+#define SS_PAGE_BLOOM_BUFFER	6
 
 /* Structure kinds stored in the metapage. */
 typedef enum SSKind
 {
 	SS_KIND_BCMS = 1,
-	SS_KIND_QF = 2				/* quotient filter family */
+	SS_KIND_QF = 2,				/* quotient filter family */
+	SS_KIND_BLOOM = 3			/* paged Bloom filter */
 } SSKind;
 
 typedef struct SSPageOpaqueData

@@ -25,6 +25,10 @@ extern int	ss_qf_capacity;
 extern double ss_qf_fp_rate;
 extern int	ss_qf_fanout;
 extern int	ss_qf_buffer_size_kb;
+extern int	ss_bloom_capacity;
+extern double ss_bloom_fp_rate;
+extern int	ss_bloom_mode;
+extern int	ss_bloom_buffer_size_kb;
 
 /* ss_tableam.c: fill the callbacks every structure shares */
 extern void ss_tableam_init_common(TableAmRoutine *routine);

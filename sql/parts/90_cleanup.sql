@@ -7,7 +7,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
 	cat text;
 BEGIN
-	FOREACH cat IN ARRAY ARRAY['bcms_params', 'qf_params'] LOOP
+	FOREACH cat IN ARRAY ARRAY['bcms_params', 'qf_params', 'bloom_params'] LOOP
 		EXECUTE pg_catalog.format(
 			'DELETE FROM @extschema@.%I p
 			 USING pg_catalog.pg_event_trigger_dropped_objects() d

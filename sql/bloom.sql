@@ -1,0 +1,250 @@
+-- bloom_filter: the paged Bloom filter (plain), the elevator Bloom filter
+-- (EBF) and the buffered Bloom filter with hash localization (BBF)
+\set VERBOSITY default
+SET client_min_messages = warning;
+LOAD 'streamsketch';
+
+-- Run a statement that must fail and show its SQLSTATE, message, detail
+-- and hint (but no source locations, which change with every edit).
+CREATE FUNCTION bloom_test_error(query text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	st text;
+	msg text;
+	det text;
+	hnt text;
+BEGIN
+	EXECUTE query;
+	RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT,
+		det = PG_EXCEPTION_DETAIL, hnt = PG_EXCEPTION_HINT;
+	RETURN st || ': ' || msg
+		|| coalesce(E'\nDETAIL: ' || nullif(det, ''), '')
+		|| coalesce(E'\nHINT: ' || nullif(hnt, ''), '');
+END
+$$;
+
+-- GUC defaults are captured at CREATE TABLE
+SHOW streamsketch.bloom_capacity;
+SHOW streamsketch.bloom_fp_rate;
+SHOW streamsketch.bloom_mode;
+SHOW streamsketch.bloom_buffer_size;
+SET streamsketch.bloom_capacity = 100000;
+CREATE TABLE seen (id bigint) USING bloom_filter;
+RESET streamsketch.bloom_capacity;
+-- m = ceil(-n ln p / (ln 2)^2) bits, k = round(m/n ln 2)
+SELECT mode, capacity, fp_rate, bits, hashes, pages, buffer_pages,
+       subbuffer_capacity, buffered_entries, items, bits_set, fill_ratio,
+       false_positive_rate, flushes, relation_pages
+FROM bloom_info('seen');
+SELECT ceil(-100000 * ln(0.001) / ln(2) ^ 2) AS m,
+       round(ceil(-100000 * ln(0.001) / ln(2) ^ 2) / 100000 * ln(2)) AS k;
+SELECT relid, mode, capacity, fp_rate, buffer_size_kb FROM bloom_params ORDER BY relid::text;
+
+-- a filter has no rows to enumerate
+INSERT INTO seen SELECT i FROM generate_series(1, 100000) i;
+SELECT * FROM seen;
+SELECT count(*) FROM seen;
+SELECT mode, items, round(fill_ratio::numeric, 2) AS fill,
+       round(false_positive_rate::numeric, 4) AS theory FROM bloom_info('seen');
+
+-- The three modes with small buffers (64 kB), each filled twice with the
+-- same 10^5 keys: by one INSERT, and by 200 transactions of 500 keys so
+-- that the buffers fill and flush many times.
+SELECT bloom_create('bf_plain', 'int8', capacity => 100000, fp_rate => 0.001,
+					mode => 'plain');
+SELECT bloom_create('bf_elevator', 'int8', capacity => 100000, fp_rate => 0.001,
+					mode => 'elevator', buffer_size => '64kB');
+SELECT bloom_create('bf_localized', 'int8', capacity => 100000, fp_rate => 0.001,
+					mode => 'localized', buffer_size => '64kB');
+SELECT bloom_create('tx_plain', 'int8', capacity => 100000, fp_rate => 0.001,
+					mode => 'plain');
+SELECT bloom_create('tx_elevator', 'int8', capacity => 100000, fp_rate => 0.001,
+					mode => 'elevator', buffer_size => '64kB');
+SELECT bloom_create('tx_localized', 'int8', capacity => 100000, fp_rate => 0.001,
+					mode => 'localized', buffer_size => '64kB');
+SELECT relid, mode, capacity, fp_rate, buffer_size_kb FROM bloom_params
+WHERE relid::text LIKE 'bf%' OR relid::text LIKE 'tx%' ORDER BY relid::text;
+SELECT i.* FROM unnest(ARRAY['bf_plain', 'bf_elevator', 'bf_localized']) t,
+	LATERAL (SELECT mode, bits, hashes, pages, buffer_pages, subbuffer_capacity
+			 FROM bloom_info(t::regclass)) i;
+
+INSERT INTO bf_plain SELECT i FROM generate_series(1, 100000) i;
+INSERT INTO bf_elevator SELECT i FROM generate_series(1, 100000) i;
+INSERT INTO bf_localized SELECT i FROM generate_series(1, 100000) i;
+DO $$
+BEGIN
+	FOR j IN 0..199 LOOP
+		INSERT INTO tx_plain SELECT i FROM generate_series(j * 500 + 1, (j + 1) * 500) i;
+		INSERT INTO tx_elevator SELECT i FROM generate_series(j * 500 + 1, (j + 1) * 500) i;
+		INSERT INTO tx_localized SELECT i FROM generate_series(j * 500 + 1, (j + 1) * 500) i;
+		COMMIT;
+	END LOOP;
+END;
+$$;
+SELECT t AS filter, i.mode, i.items, i.flushes > 0 AS flushed,
+	   i.flushes > 10 AS flushed_often, i.buffered_entries > 0 AS has_buffered
+FROM unnest(ARRAY['tx_plain', 'tx_elevator', 'tx_localized']) t,
+	LATERAL bloom_info(t::regclass) i;
+
+-- no false negatives, in any mode, whatever sits in the buffers
+SELECT count(*) FILTER (WHERE NOT bloom_contains('bf_plain', i)) AS fn_bf_plain,
+	   count(*) FILTER (WHERE NOT bloom_contains('bf_elevator', i)) AS fn_bf_elevator,
+	   count(*) FILTER (WHERE NOT bloom_contains('bf_localized', i)) AS fn_bf_localized,
+	   count(*) FILTER (WHERE NOT bloom_contains('tx_plain', i)) AS fn_tx_plain,
+	   count(*) FILTER (WHERE NOT bloom_contains('tx_elevator', i)) AS fn_tx_elevator,
+	   count(*) FILTER (WHERE NOT bloom_contains('tx_localized', i)) AS fn_tx_localized
+FROM generate_series(1, 100000) i;
+
+-- bloom_flush applies the buffers; answers and bits are the same after
+SELECT bloom_flush('tx_plain') AS plain_applied,
+	   bloom_flush('tx_elevator') > 0 AS elevator_applied,
+	   bloom_flush('tx_localized') > 0 AS localized_applied;
+SELECT t AS filter, i.buffered_entries, i.items,
+	   i.bits_set = (SELECT bits_set FROM bloom_info(replace(t, 'tx_', 'bf_')::regclass)) AS same_bits_as_bulk
+FROM unnest(ARRAY['tx_plain', 'tx_elevator', 'tx_localized']) t,
+	LATERAL bloom_info(t::regclass) i;
+SELECT bloom_flush('tx_elevator') AS again, bloom_flush('tx_localized') AS again;
+SELECT count(*) FILTER (WHERE NOT bloom_contains('tx_elevator', i)) AS fn_elevator,
+	   count(*) FILTER (WHERE NOT bloom_contains('tx_localized', i)) AS fn_localized
+FROM generate_series(1, 100000) i;
+
+-- false-positive rate on 10^6 absent keys, every insert applied to the
+-- bits: within 1.5x of (1-e^{-kn/m})^k (buffered inserts are only found by
+-- their own key, so before a flush the rate is lower)
+CREATE TEMP TABLE fp AS
+SELECT avg(bloom_contains('tx_plain', i)::int) AS plain,
+	   avg(bloom_contains('tx_elevator', i)::int) AS elevator,
+	   avg(bloom_contains('tx_localized', i)::int) AS localized
+FROM generate_series(1000001, 2000000) i;
+SELECT round(plain, 4) AS plain, round(elevator, 4) AS elevator,
+	   round(localized, 4) AS localized FROM fp;
+SELECT (SELECT plain FROM fp) / false_positive_rate BETWEEN 1 / 1.5 AND 1.5 AS plain_near_theory,
+	   false_positive_rate <= 0.0011 AS theory_near_requested
+FROM bloom_info('tx_plain');
+SELECT (SELECT elevator FROM fp) / false_positive_rate BETWEEN 1 / 1.5 AND 1.5 AS elevator_near_theory
+FROM bloom_info('tx_elevator');
+SELECT (SELECT localized FROM fp) / false_positive_rate BETWEEN 1 / 1.5 AND 1.5 AS localized_near_theory
+FROM bloom_info('tx_localized');
+
+-- transactions: own inserts visible, rollback leaves no trace
+BEGIN;
+INSERT INTO tx_elevator VALUES (-1);
+INSERT INTO tx_localized VALUES (-1);
+INSERT INTO tx_plain VALUES (-1);
+SELECT bloom_contains('tx_elevator', -1) AS e_inside,
+	   bloom_contains('tx_localized', -1) AS l_inside,
+	   bloom_contains('tx_plain', -1) AS p_inside,
+	   bloom_contains('tx_plain', -2) AS other_absent;
+ROLLBACK;
+SELECT bloom_contains('tx_elevator', -1) AS e_after_rollback,
+	   bloom_contains('tx_localized', -1) AS l_after_rollback,
+	   bloom_contains('tx_plain', -1) AS p_after_rollback;
+SELECT t AS filter, i.items FROM unnest(ARRAY['tx_plain', 'tx_elevator', 'tx_localized']) t,
+	LATERAL bloom_info(t::regclass) i;
+BEGIN;
+INSERT INTO tx_localized VALUES (-3);
+SAVEPOINT s;
+INSERT INTO tx_localized VALUES (-4);
+ROLLBACK TO s;
+SELECT bloom_contains('tx_localized', -3) AS kept, bloom_contains('tx_localized', -4) AS rolled_back;
+COMMIT;
+SELECT bloom_contains('tx_localized', -3) AS committed, bloom_contains('tx_localized', -4) AS absent;
+
+-- TRUNCATE is transactional and hides the committed bits inside
+BEGIN;
+TRUNCATE tx_plain;
+SELECT bloom_contains('tx_plain', 1) AS truncated_inside;
+INSERT INTO tx_plain VALUES (1);
+SELECT bloom_contains('tx_plain', 1) AS reinserted, bloom_contains('tx_plain', 2) AS gone;
+ROLLBACK;
+SELECT bloom_contains('tx_plain', 2) AS kept;
+TRUNCATE tx_plain;
+SELECT bloom_contains('tx_plain', 2) AS truncated, items, bits_set, relation_pages
+FROM bloom_info('tx_plain');
+
+-- key types: text, coercions, NULLs, toasted values, COPY
+SELECT bloom_create('words', 'text', capacity => 1000, fp_rate => 0.01);
+\d words
+INSERT INTO words VALUES ('apple'), ('pear'), (NULL);
+COPY words FROM stdin;
+plum
+\.
+SELECT bloom_contains('words', 'apple') AS apple, bloom_contains('words', 'plum') AS plum,
+	   bloom_contains('words', 'kiwi'::varchar) AS kiwi,
+	   bloom_contains('words', NULL::text) AS null_key;
+SELECT items FROM bloom_info('words');
+SELECT bloom_contains('seen', 5::int2) AS smallint_key, bloom_contains('seen', 5) AS int_key;
+INSERT INTO words SELECT repeat('x', 100000);
+SELECT bloom_contains('words', repeat('x', 100000)) AS toasted;
+
+-- unlogged tables
+SELECT bloom_create('scratch', 'int', mode => 'elevator', buffer_size => '16kB', unlogged => true);
+SELECT relpersistence FROM pg_class WHERE relname = 'scratch';
+INSERT INTO scratch SELECT generate_series(1, 5000);
+SELECT count(*) FILTER (WHERE NOT bloom_contains('scratch', i)) AS fn FROM generate_series(1, 5000) i;
+SELECT mode, buffer_pages, subbuffer_capacity FROM bloom_info('scratch');
+-- no buffering at all
+SELECT bloom_create('nobuf', 'int', mode => 'localized', buffer_size => '0');
+INSERT INTO nobuf SELECT generate_series(1, 100);
+SELECT buffer_pages, flushes, bloom_flush('nobuf') AS flushed,
+	   bloom_contains('nobuf', 50) AS found FROM bloom_info('nobuf');
+
+-- VACUUM FULL copies the pages
+VACUUM FULL tx_localized;
+SELECT bloom_contains('tx_localized', 77) AS after_vacuum_full;
+
+-- privileges
+CREATE ROLE regress_bloom_reader;
+GRANT SELECT ON words TO regress_bloom_reader;
+SET ROLE regress_bloom_reader;
+SELECT bloom_contains('words', 'apple') AS reader_can_query;
+SELECT bloom_test_error($$SELECT bloom_contains('seen', 1)$$);
+SELECT bloom_test_error($$SELECT bloom_flush('words')$$);
+SELECT bloom_test_error($$INSERT INTO words VALUES ('x')$$);
+RESET ROLE;
+DROP OWNED BY regress_bloom_reader;
+DROP ROLE regress_bloom_reader;
+
+-- errors
+SELECT bloom_test_error($$SELECT bloom_create('bad', 'int', capacity => 0)$$);
+SELECT bloom_test_error($$SELECT bloom_create('bad', 'int', fp_rate => 0)$$);
+SELECT bloom_test_error($$SELECT bloom_create('bad', 'int', fp_rate => 1)$$);
+SELECT bloom_test_error($$SELECT bloom_create('bad', 'int', fp_rate => 1e-25)$$);
+SELECT bloom_test_error($$SELECT bloom_create('bad', 'int', capacity => 9000000000000000000)$$);
+SELECT bloom_test_error($$SELECT bloom_create('bad', 'int', mode => 'forest')$$);
+SELECT bloom_test_error($$SELECT bloom_create('bad', 'int', buffer_size => 'lots')$$);
+SELECT bloom_test_error($$SELECT bloom_create('bad', 'int', buffer_size => '-1')$$);
+SELECT bloom_test_error($$SELECT bloom_create(NULL, 'int')$$);
+SELECT bloom_test_error($$SELECT bloom_create('seen', 'int')$$);
+SELECT bloom_test_error($$SET streamsketch.bloom_mode = 'forest'$$);
+SELECT bloom_test_error($$SET streamsketch.bloom_fp_rate = 0.9$$);
+SELECT bloom_test_error($$SELECT bloom_contains('seen', 'x'::text)$$);
+SELECT bloom_test_error($$SELECT bloom_contains('seen', 5000000000::numeric)$$);
+CREATE TABLE heap_b (k int);
+SELECT bloom_test_error($$SELECT bloom_contains('heap_b', 1)$$);
+SELECT bloom_test_error($$SELECT bloom_info('heap_b')$$);
+SELECT bloom_test_error($$SELECT bloom_flush('heap_b')$$);
+SELECT bloom_test_error($$SELECT bloom_contains('no_such_table', 1)$$);
+SELECT bloom_test_error($$CREATE TABLE bad2 (a int, b int) USING bloom_filter$$);
+SELECT bloom_test_error($$CREATE TABLE bad0 () USING bloom_filter$$);
+SELECT bloom_test_error($$UPDATE seen SET id = 1$$);
+SELECT bloom_test_error($$DELETE FROM seen$$);
+SELECT bloom_test_error($$INSERT INTO seen VALUES (1) ON CONFLICT (id) DO NOTHING$$);
+SELECT bloom_test_error($$CREATE INDEX ON seen (id)$$);
+SELECT bloom_test_error($$ALTER TABLE seen ADD COLUMN x int$$);
+SELECT bloom_test_error($$CREATE TRIGGER t BEFORE INSERT ON seen FOR EACH ROW EXECUTE FUNCTION streamsketch_params_replace()$$);
+SELECT bloom_test_error($$ALTER TABLE heap_b SET ACCESS METHOD bloom_filter$$);
+SELECT proname FROM pg_proc WHERE proname LIKE 'bloom%delete%';
+BEGIN;
+INSERT INTO seen VALUES (1);
+\set VERBOSITY sqlstate
+PREPARE TRANSACTION 'p';
+\set VERBOSITY default
+
+-- parameters are kept for pg_dump and forgotten on DROP
+SELECT extcondition IS NOT NULL AS dumped
+FROM pg_extension WHERE extname = 'streamsketch' AND 'bloom_params'::regclass = ANY (extconfig);
+DROP TABLE seen, words, heap_b;
+SELECT count(*) AS left_behind FROM bloom_params WHERE relid::text IN ('seen', 'words');

@@ -1,0 +1,51 @@
+
+/* ---------------------------------------------------------------------
+ * bloom_filter: the paged Bloom filter and its SSD variants (plain, the
+ * elevator Bloom filter, the buffered Bloom filter with hash localization)
+ * ------------------------------------------------------------------- */
+
+-- Parameters of every bloom_filter table, captured at CREATE TABLE (from
+-- the GUCs) or set by bloom_create(); the metapage is created lazily from
+-- this row (see bcms_params).  pg_dump dumps it (config table).
+CREATE TABLE bloom_params (
+	relid regclass PRIMARY KEY,
+	mode text NOT NULL CHECK (mode IN ('plain', 'elevator', 'localized')),
+	capacity bigint NOT NULL,
+	fp_rate float8 NOT NULL,
+	buffer_size_kb int NOT NULL,
+	seed bigint NOT NULL
+);
+SELECT pg_catalog.pg_extension_config_dump('bloom_params', '');
+COMMENT ON TABLE bloom_params IS 'Parameters of each bloom_filter table (one row per table)';
+CREATE TRIGGER bloom_params_replace BEFORE INSERT ON bloom_params
+	FOR EACH ROW EXECUTE FUNCTION streamsketch_params_replace();
+
+CREATE FUNCTION bloom_filter_handler(internal) RETURNS table_am_handler
+AS 'MODULE_PATHNAME', 'bloom_filter_handler' LANGUAGE C;
+CREATE ACCESS METHOD bloom_filter TYPE TABLE HANDLER bloom_filter_handler;
+COMMENT ON ACCESS METHOD bloom_filter IS 'paged Bloom filter: plain, elevator-buffered (EBF) or buffered with hash localization (BBF)';
+
+CREATE FUNCTION bloom_contains(filter regclass, key anycompatible) RETURNS boolean
+AS 'MODULE_PATHNAME', 'bloom_contains' LANGUAGE C STRICT STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_contains(regclass, anycompatible) IS 'true if key may have been inserted (never false for an inserted key)';
+
+CREATE FUNCTION bloom_flush(filter regclass) RETURNS bigint
+AS 'MODULE_PATHNAME', 'bloom_flush' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION bloom_flush(regclass) IS 'apply all buffered inserts to the bit pages; returns the number applied';
+
+CREATE FUNCTION bloom_info(filter regclass,
+	OUT mode text, OUT capacity bigint, OUT fp_rate float8, OUT bits bigint,
+	OUT hashes int, OUT pages int, OUT buffer_pages int,
+	OUT subbuffer_capacity int, OUT buffered_entries bigint, OUT items bigint,
+	OUT bits_set bigint, OUT fill_ratio float8, OUT false_positive_rate float8,
+	OUT flushes bigint, OUT relation_pages bigint, OUT seed bigint)
+AS 'MODULE_PATHNAME', 'bloom_info' LANGUAGE C STRICT STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION bloom_info(regclass) IS 'parameters and counters of a bloom_filter table';
+
+CREATE FUNCTION bloom_create(name text, key_type regtype,
+	capacity bigint DEFAULT NULL, fp_rate float8 DEFAULT NULL,
+	mode text DEFAULT NULL, buffer_size text DEFAULT NULL,
+	unlogged bool DEFAULT false)
+RETURNS regclass
+AS 'MODULE_PATHNAME', 'bloom_create' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION bloom_create(text, regtype, bigint, float8, text, text, bool) IS 'create a bloom_filter table with explicit parameters';

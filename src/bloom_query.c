@@ -1,0 +1,340 @@
+/*-------------------------------------------------------------------------
+ *
+ * bloom_query.c
+ *	  SQL functions of the bloom_filter access method: bloom_contains,
+ *	  bloom_flush, bloom_info and the constructor bloom_create.
+ *
+ * A Bloom filter cannot delete (clearing a bit could remove other keys),
+ * so there is no delete function, and DELETE is refused like on every
+ * structure.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "bloom.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "ss_pending.h"
+#include "storage/bufmgr.h"
+#include "streamsketch.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/varlena.h"
+
+PG_FUNCTION_INFO_V1(bloom_contains);
+PG_FUNCTION_INFO_V1(bloom_flush);
+PG_FUNCTION_INFO_V1(bloom_info);
+PG_FUNCTION_INFO_V1(bloom_create);
+
+static void
+bloom_check_acl(Relation rel, AclMode mode)
+{
+	AclResult	aclresult = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), mode);
+
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
+					   RelationGetRelationName(rel));
+}
+
+/*
+ * Share-lock block blkno and return its page, or InvalidBuffer if it was
+ * never written (beyond the end of the file or all zeros).
+ */
+static Buffer
+bloom_read_page(Relation rel, BlockNumber blkno, BlockNumber nblocks,
+				uint16 page_type)
+{
+	Buffer		buf;
+
+	if (blkno >= nblocks)
+		return InvalidBuffer;
+	buf = ReadBuffer(rel, blkno);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	if (PageIsNew(BufferGetPage(buf)))
+	{
+		UnlockReleaseBuffer(buf);
+		return InvalidBuffer;
+	}
+	ss_page_check(rel, blkno, BufferGetPage(buf), page_type);
+	return buf;
+}
+
+/* Is the key's h2 in its sub-buffer (committed, not yet applied)? */
+static bool
+bloom_buffered(Relation rel, const BloomParams *p, SSHash h, BlockNumber nblocks)
+{
+	uint32		sb = bloom_subbuf_of(p, h);
+	Buffer		buf = bloom_read_page(rel, bloom_buffer_blkno(p, sb), nblocks,
+									  SS_PAGE_BLOOM_BUFFER);
+	bool		found = false;
+
+	if (BufferIsValid(buf))
+	{
+		Page		page = BufferGetPage(buf);
+		uint32		n = Min(bloom_buf_counts(page)[sb % p->subbufs_per_page],
+							p->subbuf_cap);
+		const uint64 *e = bloom_buf_entries(page, p, sb);
+
+		for (uint32 i = 0; i < n && !found; i++)
+			found = e[i] == h.h2;
+		UnlockReleaseBuffer(buf);
+	}
+	return found;
+}
+
+/*
+ * Membership in the committed state.  The sub-buffer is read before the
+ * bits, and a flush sets the bits before it empties the sub-buffer, so a
+ * committed key is always found in one or the other.  Localized: one
+ * buffer page (hot) and one bit page; plain and elevator: up to k bit
+ * pages, stopping at the first zero bit.
+ */
+static bool
+bloom_contains_committed(Relation rel, const BloomParams *p, SSHash h)
+{
+	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+
+	if (nblocks == 0)
+		return false;
+	if (p->nsubbufs > 0 && bloom_buffered(rel, p, h, nblocks))
+		return true;
+
+	if (p->mode == BLOOM_MODE_LOCALIZED)
+	{
+		Buffer		buf = bloom_read_page(rel, bloom_bits_blkno(p, bloom_local_page(p, h.h1)),
+										  nblocks, SS_PAGE_BLOOM_BITS);
+		const uint64 *words;
+		bool		all = true;
+
+		if (!BufferIsValid(buf))
+			return false;
+		words = (const uint64 *) SSPageGetData(BufferGetPage(buf));
+		for (uint32 i = 0; i < p->nhashes && all; i++)
+			all = bloom_test_bit(words, bloom_local_bit(p, h.h2, i));
+		UnlockReleaseBuffer(buf);
+		return all;
+	}
+
+	for (uint32 i = 0; i < p->nhashes; i++)
+	{
+		uint64		b = bloom_global_bit(p, h.h2, i);
+		Buffer		buf = bloom_read_page(rel, bloom_bits_blkno(p, (uint32) (b / BLOOM_PAGE_BITS)),
+										  nblocks, SS_PAGE_BLOOM_BITS);
+		bool		set;
+
+		if (!BufferIsValid(buf))
+			return false;
+		set = bloom_test_bit((const uint64 *) SSPageGetData(BufferGetPage(buf)),
+							 (uint32) (b % BLOOM_PAGE_BITS));
+		UnlockReleaseBuffer(buf);
+		if (!set)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Membership including this transaction's own pending inserts: a pending
+ * insert of the same hash answers true (a TRUNCATE in this transaction
+ * hides the committed state).
+ */
+bool
+bloom_contains_hash(Relation rel, const BloomState *st, SSHash h)
+{
+	SSPendingIter it;
+	SSPendingHeader hdr;
+	char	   *payload;
+	bool		found = false;
+	bool		truncated = false;
+
+	if (ss_pending_has(RelationGetRelid(rel)))
+	{
+		ss_pending_iter_begin(&it, RelationGetRelid(rel));
+		truncated = it.start > 0;
+		ss_pending_iter_end(&it);
+	}
+	if (!truncated && bloom_contains_committed(rel, &st->p, h))
+		return true;
+	if (!ss_pending_has(RelationGetRelid(rel)))
+		return false;
+
+	ss_pending_iter_begin(&it, RelationGetRelid(rel));
+	while (!found && ss_pending_iter_next(&it, &hdr, &payload))
+	{
+		SSPendingKey key;
+
+		if (hdr.type != SS_PENDING_KEY)
+			continue;
+		memcpy(&key, payload, sizeof(key));
+		found = key.hash.h1 == h.h1 && key.hash.h2 == h.h2;
+	}
+	ss_pending_iter_end(&it);
+	return found;
+}
+
+Datum
+bloom_contains(PG_FUNCTION_ARGS)
+{
+	Relation	rel = bloom_open(PG_GETARG_OID(0), AccessShareLock);
+	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, 1);
+	BloomState *st;
+	Datum		key;
+	bool		found;
+
+	bloom_check_acl(rel, ACL_SELECT);
+	st = bloom_get_state(rel);
+	if (!OidIsValid(argtype))
+		elog(ERROR, "could not determine the type of the key");
+	key = ss_coerce_key(PG_GETARG_DATUM(1), argtype, st->keytype);
+	found = bloom_contains_hash(rel, st,
+								ss_hash_datum(key, st->keylen, st->keybyval, st->p.seed));
+	relation_close(rel, AccessShareLock);
+	PG_RETURN_BOOL(found);
+}
+
+Datum
+bloom_flush(PG_FUNCTION_ARGS)
+{
+	Relation	rel = bloom_open(PG_GETARG_OID(0), RowExclusiveLock);
+	int64		applied;
+
+	bloom_check_acl(rel, ACL_INSERT);
+	applied = bloom_flush_all(rel, bloom_get_state(rel));
+	relation_close(rel, NoLock);
+	PG_RETURN_INT64(applied);
+}
+
+Datum
+bloom_info(PG_FUNCTION_ARGS)
+{
+	Relation	rel = bloom_open(PG_GETARG_OID(0), AccessShareLock);
+	BloomState *st;
+	BloomParams *p;
+	BloomMetaData meta;
+	TupleDesc	tupdesc;
+	Datum		values[16];
+	bool		nulls[16] = {0};
+	int64		buffered = 0;
+	BlockNumber nblocks;
+	double		m;
+	double		k;
+
+	bloom_check_acl(rel, ACL_SELECT);
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	st = bloom_get_state(rel);
+	p = &st->p;
+	if (!bloom_read_meta(rel, &meta))
+		memset(&meta, 0, sizeof(meta));
+	nblocks = RelationGetNumberOfBlocks(rel);
+
+	for (uint32 b = 0; b < p->nbufpages; b++)
+	{
+		Buffer		buf;
+
+		CHECK_FOR_INTERRUPTS();
+		buf = bloom_read_page(rel, 1 + p->npages + b, nblocks, SS_PAGE_BLOOM_BUFFER);
+		if (!BufferIsValid(buf))
+			continue;
+		for (uint32 s = 0; s < p->subbufs_per_page; s++)
+			buffered += bloom_buf_counts(BufferGetPage(buf))[s];
+		UnlockReleaseBuffer(buf);
+	}
+
+	m = (double) p->nbits;
+	k = (double) p->nhashes;
+	values[0] = CStringGetTextDatum(bloom_mode_name(p->mode));
+	values[1] = Int64GetDatum(p->capacity);
+	values[2] = Float8GetDatum(p->fp_rate);
+	values[3] = Int64GetDatum((int64) p->nbits);
+	values[4] = Int32GetDatum((int32) p->nhashes);
+	values[5] = Int32GetDatum((int32) p->npages);
+	values[6] = Int32GetDatum((int32) p->nbufpages);
+	values[7] = Int32GetDatum((int32) p->subbuf_cap);
+	values[8] = Int64GetDatum(buffered);
+	values[9] = Int64GetDatum(meta.items);
+	values[10] = Int64GetDatum(meta.bits_set);
+	values[11] = Float8GetDatum((double) meta.bits_set / m);
+	/* (1 - e^{-kn/m})^k for the n items inserted so far */
+	values[12] = Float8GetDatum(pow(1.0 - exp(-k * (double) meta.items / m), k));
+	values[13] = Int64GetDatum(meta.flushes);
+	values[14] = Int64GetDatum((int64) nblocks);
+	values[15] = Int64GetDatum((int64) p->seed);
+	relation_close(rel, AccessShareLock);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
+ * bloom_create(name, key_type, capacity, fp_rate, mode, buffer_size,
+ *				unlogged) returns regclass
+ *
+ * Creates the table with explicit parameters; NULL arguments take the GUC
+ * defaults.  The metapage is created lazily from the catalog row, so the
+ * row written here (after CREATE TABLE recorded the defaults) wins.
+ */
+Datum
+bloom_create(PG_FUNCTION_ARGS)
+{
+	bool		unlogged = PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6);
+	BloomParams p;
+	List	   *names;
+	RangeVar   *rv;
+	StringInfoData sql;
+	Oid			relid;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("bloom_create needs a table name and a key type")));
+
+	bloom_params_from_gucs(&p);
+	if (!PG_ARGISNULL(2))
+		p.capacity = PG_GETARG_INT64(2);
+	if (!PG_ARGISNULL(3))
+		p.fp_rate = PG_GETARG_FLOAT8(3);
+	if (!PG_ARGISNULL(4))
+		p.mode = bloom_parse_mode(text_to_cstring(PG_GETARG_TEXT_PP(4)));
+	if (!PG_ARGISNULL(5))
+	{
+		char	   *s = text_to_cstring(PG_GETARG_TEXT_PP(5));
+		int			kb;
+		const char *hint = NULL;
+
+		if (!parse_int(s, &kb, GUC_UNIT_KB, &hint) || kb < 0 ||
+			kb > 64 * 1024 * 1024)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid bloom_filter buffer size \"%s\"", s),
+					 hint ? errhint("%s", hint) :
+					 errhint("Use a size between 0 (no buffering) and 64GB, such as '8MB'.")));
+		p.buffer_kb = (uint32) kb;
+	}
+	bloom_derive(&p);
+
+	names = textToQualifiedNameList(PG_GETARG_TEXT_PP(0));
+	rv = makeRangeVarFromNameList(names);
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "CREATE %sTABLE %s (key %s) USING bloom_filter",
+					 unlogged ? "UNLOGGED " : "",
+					 quote_qualified_identifier(rv->schemaname, rv->relname),
+					 format_type_be_qualified(PG_GETARG_OID(1)));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not create bloom_filter table");
+	SPI_finish();
+
+	relid = RangeVarGetRelid(rv, NoLock, false);
+	bloom_catalog_store(relid, &p);
+	PG_RETURN_OID(relid);
+}
