@@ -151,6 +151,15 @@ ROLLBACK TO s;
 SELECT bloom_contains('tx_localized', -3) AS kept, bloom_contains('tx_localized', -4) AS rolled_back;
 COMMIT;
 SELECT bloom_contains('tx_localized', -3) AS committed, bloom_contains('tx_localized', -4) AS absent;
+-- own inserts are visible in parallel plans too (the function runs in the
+-- leader, which holds the pending inserts)
+CREATE TABLE probe AS SELECT -7::int8 AS id;
+BEGIN;
+INSERT INTO tx_localized VALUES (-7);
+SET LOCAL force_parallel_mode = on;
+SELECT bloom_contains('tx_localized', id) AS own_insert_seen FROM probe;
+ROLLBACK;
+DROP TABLE probe;
 
 -- TRUNCATE is transactional and hides the committed bits inside
 BEGIN;

@@ -25,8 +25,10 @@ AS 'MODULE_PATHNAME', 'bloom_filter_handler' LANGUAGE C;
 CREATE ACCESS METHOD bloom_filter TYPE TABLE HANDLER bloom_filter_handler;
 COMMENT ON ACCESS METHOD bloom_filter IS 'paged Bloom filter: plain, elevator-buffered (EBF) or buffered with hash localization (BBF)';
 
+-- PARALLEL RESTRICTED: the transaction's own pending inserts live in the
+-- leader's memory, so a parallel worker would not see them.
 CREATE FUNCTION bloom_contains(filter regclass, key anycompatible) RETURNS boolean
-AS 'MODULE_PATHNAME', 'bloom_contains' LANGUAGE C STRICT STABLE PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'bloom_contains' LANGUAGE C STRICT STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION bloom_contains(regclass, anycompatible) IS 'true if key may have been inserted (never false for an inserted key)';
 
 CREATE FUNCTION bloom_flush(filter regclass) RETURNS bigint
