@@ -16,6 +16,7 @@
 
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/xact.h"
 #include "bloom.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
@@ -209,6 +210,8 @@ bloom_flush(PG_FUNCTION_ARGS)
 	int64		applied;
 
 	bloom_check_acl(rel, ACL_INSERT);
+	/* with an xid, the commit waits for the flush's WAL to be flushed */
+	(void) GetCurrentTransactionId();
 	applied = bloom_flush_all(rel, bloom_get_state(rel));
 	relation_close(rel, NoLock);
 	PG_RETURN_INT64(applied);
