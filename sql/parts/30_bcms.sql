@@ -31,7 +31,7 @@ CREATE ACCESS METHOD bcms TYPE TABLE HANDLER bcms_handler;
 COMMENT ON ACCESS METHOD bcms IS 'buffered count-min sketch: frequency estimates with epsilon*n error, one page read per estimate';
 
 CREATE FUNCTION bcms_estimate(sketch regclass, key anycompatible) RETURNS bigint
-AS 'MODULE_PATHNAME', 'bcms_estimate' LANGUAGE C STRICT STABLE PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'bcms_estimate' LANGUAGE C STRICT STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION bcms_estimate(regclass, anycompatible) IS 'estimated count of key (never below the true count)';
 
 CREATE FUNCTION bcms_flush(sketch regclass) RETURNS bigint

@@ -33,11 +33,11 @@ CREATE ACCESS METHOD cascade_filter TYPE TABLE HANDLER cascade_filter_handler;
 COMMENT ON ACCESS METHOD cascade_filter IS 'cascade filter: a COLA of quotient filters, O(log(n/M)/B) page writes per insert';
 
 CREATE FUNCTION qf_contains(filter regclass, key anycompatible) RETURNS boolean
-AS 'MODULE_PATHNAME', 'qf_contains_sql' LANGUAGE C STRICT STABLE PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'qf_contains_sql' LANGUAGE C STRICT STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION qf_contains(regclass, anycompatible) IS 'true if key may have been inserted (never false for an inserted key)';
 
 CREATE FUNCTION qf_count(filter regclass, key anycompatible) RETURNS bigint
-AS 'MODULE_PATHNAME', 'qf_count_sql' LANGUAGE C STRICT STABLE PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'qf_count_sql' LANGUAGE C STRICT STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION qf_count(regclass, anycompatible) IS 'multiplicity of the key''s fingerprint (exact unless another key shares it)';
 
 CREATE FUNCTION qf_delete(filter regclass, key anycompatible, count bigint DEFAULT 1) RETURNS void
