@@ -288,13 +288,18 @@ pending_apply_all(void)
 {
 	ListCell   *lc;
 
+	/*
+	 * Changes are written as they are applied, so an interrupt part-way
+	 * would leave a rolled-back transaction partly applied: a cancel or
+	 * terminate waits until the apply is done.
+	 */
+	HOLD_INTERRUPTS();
 	applying = true;
 	foreach(lc, pending_rels)
 	{
 		PendingRel *pr = (PendingRel *) lfirst(lc);
 		Relation	rel;
 
-		CHECK_FOR_INTERRUPTS();
 		/* dropped later in this transaction: nothing to apply */
 		rel = try_relation_open(pr->relid, RowExclusiveLock);
 		if (rel == NULL)
@@ -303,6 +308,7 @@ pending_apply_all(void)
 		relation_close(rel, NoLock);
 	}
 	applying = false;
+	RESUME_INTERRUPTS();
 }
 
 static void
