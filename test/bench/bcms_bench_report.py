@@ -5,20 +5,12 @@ from test/bench/bcms_bench_results.json without re-running anything).
 """
 import os
 
+from benchlib import fmt, table, text_table
+
 TARGET_UPD = 4.7
 TARGET_EST = 4.3
 TARGET_INGEST = 5.0
 TARGET_RATIOS = (8, 16)
-
-
-def fmt(x, d=0):
-    if x is None:
-        return "-"
-    if isinstance(x, str):
-        return x
-    if d == 0:
-        return f"{x:,.0f}"
-    return f"{x:,.{d}f}"
 
 
 def derived(R):
@@ -83,20 +75,6 @@ def io_rows(R):
                          fmt(m["dev_reads_per_op"], 3), fmt(m["mem_peak_mb"]),
                          fmt(m["mem_file_mb"])])
     return rows
-
-
-def table(header, rows):
-    out = ["| " + " | ".join(header) + " |",
-           "|" + "|".join("---:" if i else "---" for i in range(len(header))) + "|"]
-    for r in rows:
-        out.append("| " + " | ".join(str(x) for x in r) + " |")
-    return "\n".join(out)
-
-
-def text_table(header, rows):
-    w = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    line = lambda r: "  ".join(str(x).rjust(w[i]) for i, x in enumerate(r))
-    return "\n".join([line(header), line(["-" * x for x in w])] + [line(r) for r in rows])
 
 
 def targets(D):

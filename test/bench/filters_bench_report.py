@@ -1,0 +1,577 @@
+"""
+Tables, target checks, docs/bench-filters.md and the plots
+(docs/bench-filters.png, -inram.png, -inserts.png) from the results of
+filters_bench.py (also: `filters_bench.py --report` re-renders them from
+test/bench/filters_bench_results.json without re-running anything).
+"""
+import os
+
+from benchlib import fmt, table, text_table
+
+TARGET_INSERT_X = 8.6       # CF and BQF inserts vs the best Bloom variant on disk
+TARGET_LOOKUP_X = 0.94      # lookups at least on par (paper: 0.94-2.56x)
+TARGET_BTREE_X = 3.0        # CF inserts vs a btree index
+TARGET_BTREE_SIZE = 0.25    # CF size <= 1/4 of the btree's
+
+NA = "not available in this build"
+
+# Table 1 of the paper (operations per second)
+PAPER_INRAM = {  # fp -> (BF inserts, QF inserts, BF uniform, QF uniform, BF successful, QF successful)
+    64: (1.72e6, 2.44e6, 3.1e6, 2.1e6, 1.93e6, 1.61e6),
+    512: (1.29e6, 2.43e6, 3.35e6, 1.98e6, 1.65e6, 1.7e6),
+    4096: (991e3, 2.45e6, 3.37e6, 2.13e6, 1.44e6, 1.71e6),
+}
+PAPER_DISK = {  # ratio -> structure -> (inserts, uniform lookups, successful lookups)
+    4: {"cf4": (1.075e6, 2200, 2950), "bqf": (1.32e6, 4480, 4690), "ebf": (205e3, 2180, 372),
+        "bbf": (249e3, 2340, 441)},
+    24: {"cf4": (728e3, 1940, 2380), "bqf": (576e3, 3600, 3780), "ebf": (53e3, None, None),
+         "bbf": (44.6e3, None, None)},
+}
+ORDER = ["cf2", "cf4", "cf16", "bqf", "ebf", "bbf", "btree", "hash"]
+LABEL = {"cf2": "CF fanout 2", "cf4": "CF fanout 4", "cf16": "CF fanout 16", "bqf": "BQF",
+         "ebf": "EBF", "bbf": "BBF", "btree": "btree index", "hash": "hash index"}
+
+
+def x(a, b):
+    return a / b if a is not None and b else None
+
+
+def fx(v, d=2):
+    return "-" if v is None else f"{v:.{d}f}x"
+
+
+def mb(b):
+    return b / 2**20
+
+
+def names(R):
+    return [k for k in ORDER if k in R["structures"]]
+
+
+def ins_rate(st):
+    return st["insert"]["ops_per_s"]
+
+
+def end_rate(st):
+    """Insert rate at the end of the stream: the window, or the last chunk
+    of a run from empty."""
+    i = st["insert"]
+    return i["ops_per_s"] if i["mode"] == "window" else i["last_chunk_per_s"]
+
+
+def lk(st, what):
+    return st["lookups"][what]["ops_per_s"]
+
+
+def best_bloom(R, f):
+    b = [(f(R["structures"][k]), k) for k in ("ebf", "bbf") if k in R["structures"]]
+    return max(b) if b else (None, None)
+
+
+# ---------------------------------------------------------------- targets
+
+def targets(res):
+    out = []
+    have_bloom = res.get("have_bloom")
+    for R in res["ratios"]:
+        r = R["geometry"]["ratio"]
+        S = R["structures"]
+        if not have_bloom:
+            out.append((f"1:{r}: CF and BQF inserts >= {TARGET_INSERT_X}x the best Bloom variant", None,
+                        f"Bloom filter {NA}"))
+            out.append((f"1:{r}: CF and BQF lookups >= {TARGET_LOOKUP_X}x the best Bloom variant", None,
+                        f"Bloom filter {NA}"))
+            continue
+        bi, bk = best_bloom(R, ins_rate)
+        parts, ok = [], True
+        for k in ("cf4", "bqf"):
+            if k not in S:
+                continue
+            a = x(ins_rate(S[k]), bi)
+            e = x(end_rate(S[k]), bi)
+            ok = ok and a >= TARGET_INSERT_X
+            mode = S[k]["insert"]["mode"]
+            parts.append(f"{LABEL[k]} {a:.1f}x ({ins_rate(S[k]):,.0f} vs {LABEL[bk]} {bi:,.0f} inserts/s"
+                         + (f"; {e:.1f}x over the last chunk of the stream, same state as the Bloom window"
+                            if mode == "full" else "") + ")")
+        out.append((f"1:{r}: CF and BQF inserts >= {TARGET_INSERT_X}x the best Bloom variant", ok, "; ".join(parts)))
+        parts, ok = [], True
+        for what in ("uniform", "successful"):
+            bl, bk2 = best_bloom(R, lambda st: lk(st, what))
+            for k in ("cf4", "bqf"):
+                if k not in S:
+                    continue
+                a = x(lk(S[k], what), bl)
+                ok = ok and a >= TARGET_LOOKUP_X
+                parts.append(f"{what} {LABEL[k]} {a:.2f}x ({lk(S[k], what):,.0f} vs {LABEL[bk2]} {bl:,.0f}/s)")
+        out.append((f"1:{r}: CF and BQF lookups >= {TARGET_LOOKUP_X}x the best Bloom variant", ok, "; ".join(parts)))
+    for R in res["ratios"]:
+        r = R["geometry"]["ratio"]
+        S = R["structures"]
+        if "btree" not in S or "cf4" not in S:
+            continue
+        cf, bt = S["cf4"], S["btree"]
+        a = x(ins_rate(cf), ins_rate(bt))
+        e = x(end_rate(cf), ins_rate(bt))
+        sz = cf["rel_bytes"] / bt["total_bytes"]
+        szi = cf["rel_bytes"] / bt["index_bytes"]
+        ok = a >= TARGET_BTREE_X and e >= TARGET_BTREE_X and sz <= TARGET_BTREE_SIZE
+        out.append((f"1:{r}: CF inserts >= {TARGET_BTREE_X:.0f}x a btree index's at <= 1/4 of its size", ok,
+                    f"inserts {a:.1f}x cumulative, {e:.1f}x at the end of the stream ({ins_rate(cf):,.0f} and "
+                    f"{end_rate(cf):,.0f} vs {ins_rate(bt):,.0f} rows/s); size {mb(cf['rel_bytes']):,.0f} MB vs "
+                    f"{mb(bt['total_bytes']):,.0f} MB for the table with its btree index "
+                    f"({sz:.2f}; against the index alone, {mb(bt['index_bytes']):,.0f} MB: {szi:.2f})"))
+    return out
+
+
+# ---------------------------------------------------------------- plots
+
+def plot_disk(res, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(1, 3, figsize=(16, 5.6))
+    ratios = [R["geometry"]["ratio"] for R in res["ratios"]]
+    keys = [k for k in ORDER if any(k in R["structures"] for R in res["ratios"])]
+    w = 0.8 / max(1, len(keys))
+    titles = ["Inserts/s (10,000-row transactions)", "Uniform random lookups/s (cold cache)",
+              "Successful lookups/s (cold cache)"]
+    for j, a in enumerate(ax):
+        for i, k in enumerate(keys):
+            xs, ys = [], []
+            for ri, R in enumerate(res["ratios"]):
+                st = R["structures"].get(k)
+                if not st:
+                    continue
+                xs.append(ri + (i - len(keys) / 2 + 0.5) * w)
+                ys.append(ins_rate(st) if j == 0 else lk(st, "uniform" if j == 1 else "successful"))
+            a.bar(xs, ys, w, label=LABEL[k], color=f"C{ORDER.index(k)}")
+        a.set_xticks(range(len(ratios)))
+        a.set_xticklabels([f"RAM:filter 1:{r}" for r in ratios])
+        a.set_yscale("log")
+        a.set_title(titles[j], fontsize=10)
+        a.grid(True, axis="y", which="both", alpha=0.3)
+    ax[0].legend(fontsize=8)
+    bl = "" if res.get("have_bloom") else f" (Bloom filters {NA})"
+    fig.suptitle(f"streamsketch filters on disk, fp 1/{res['config']['FP_INV']}, RAM = "
+                 f"{res['config']['SB_MB']} MB shared_buffers in a memory cgroup{bl}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_inram(res, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows = res.get("inram", [])
+    kinds = [k for k in ("qf", "bf", "qfilter") if any(r["kind"] == k for r in rows)]
+    lab = {"qf": "quotient_filter (unlogged table)", "bf": "bloom_filter plain (unlogged table)",
+           "qfilter": "qfilter value (in memory)"}
+    fps = res["config"]["INRAM_FPS"]
+    fig, ax = plt.subplots(1, 3, figsize=(15, 5))
+    w = 0.8 / max(1, len(kinds))
+    for j, (m, title) in enumerate((("insert", "Inserts/s"), ("uniform", "Uniform random lookups/s"),
+                                    ("successful", "Successful lookups/s"))):
+        a = ax[j]
+        for i, k in enumerate(kinds):
+            xs, ys = [], []
+            for fi, fp in enumerate(fps):
+                r = [r for r in rows if r["kind"] == k and r["fp_inv"] == fp]
+                if r:
+                    xs.append(fi + (i - len(kinds) / 2 + 0.5) * w)
+                    ys.append(r[0]["insert_per_s"] if m == "insert" else r[0][m]["per_s"])
+            a.bar(xs, ys, w, label=lab[k])
+        a.set_xticks(range(len(fps)))
+        a.set_xticklabels([f"fp 1/{f}" for f in fps])
+        a.set_title(title, fontsize=10)
+        a.grid(True, axis="y", alpha=0.3)
+    ax[0].legend(fontsize=8)
+    bl = "" if res.get("have_bloom") else f" (bloom_filter {NA})"
+    fig.suptitle(f"In RAM: QF vs Bloom filter, {rows[0]['n']:,} keys, SQL calls{bl}" if rows else "In RAM")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_inserts(res, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    full = [R for R in res["ratios"] if any(st["insert"]["mode"] == "full" for st in R["structures"].values())]
+    if not full:
+        return False
+    fig, ax = plt.subplots(1, len(full), figsize=(8 * len(full), 5.5), squeeze=False)
+    for a, R in zip(ax[0], full):
+        n = R["geometry"]["n"]
+        for k in names(R):
+            st = R["structures"][k]
+            c = f"C{ORDER.index(k)}"
+            if st["insert"]["mode"] == "full":
+                ch = st["insert"]["chunks"]
+                a.plot([100 * c_["items"] / n for c_ in ch], [c_["ops_per_s"] for c_ in ch], "o-", color=c,
+                       label=f"{LABEL[k]} (per chunk)")
+                a.plot([100 * c_["items"] / n for c_ in ch], [c_["cum_per_s"] for c_ in ch], ":", color=c,
+                       alpha=0.7, label=f"{LABEL[k]} (cumulative)")
+            else:
+                a.axhline(ins_rate(st), color=c, ls="--", label=f"{LABEL[k]} (window at the end)")
+        a.set_yscale("log")
+        a.set_xlabel("% of the stream inserted")
+        a.set_ylabel("inserts/s")
+        a.set_title(f"RAM:filter 1:{R['geometry']['ratio']}, n = {n:,}", fontsize=10)
+        a.grid(True, which="both", alpha=0.3)
+        a.legend(fontsize=7, ncol=2)
+    fig.suptitle("Insert throughput over the stream (10,000-row transactions, RAM-limited server)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
+# ---------------------------------------------------------------- report
+
+def report(res, cfg):
+    c = res["config"]
+    have_bloom = res.get("have_bloom")
+    T = targets(res)
+    L = []
+    P = []   # printed text tables
+
+    # ---- in RAM
+    inr = res.get("inram", [])
+    fps = c["INRAM_FPS"]
+
+    def get(kind, fp):
+        r = [r for r in inr if r["kind"] == kind and r["fp_inv"] == fp]
+        return r[0] if r else None
+
+    head_r = ["operation"]
+    for fp in fps:
+        head_r += [f"BF 1/{fp}", f"QF 1/{fp}", "QF/BF", "paper QF/BF"]
+    rows_r = []
+    for m, lab, pi in (("insert", "inserts/s", 0), ("uniform", "uniform random lookups/s", 2),
+                       ("successful", "successful lookups/s", 4)):
+        row = [lab]
+        for fp in fps:
+            q, b = get("qf", fp), get("bf", fp)
+            val = lambda r: None if r is None else (r["insert_per_s"] if m == "insert" else r[m]["per_s"])
+            pb, pq = PAPER_INRAM.get(fp, (None,) * 6)[pi], PAPER_INRAM.get(fp, (None,) * 6)[pi + 1]
+            row += [fmt(val(b)) if b else "n/a", fmt(val(q)), fx(x(val(q), val(b))), fx(x(pq, pb))]
+        rows_r.append(row)
+    for m, lab in (("measured_fp", "measured fp rate (uniform lookups)"), ("bits_per_item", "bits per key")):
+        row = [lab]
+        for fp in fps:
+            q, b = get("qf", fp), get("bf", fp)
+            d = 5 if m == "measured_fp" else 1
+            row += [fmt(b[m], d) if b else "n/a", fmt(q[m], d) if q else "-", "", ""]
+        rows_r.append(row)
+    qfv = [r for r in inr if r["kind"] == "qfilter"]
+    head_q = ["fp rate", "qfilter inserts/s", "uniform lookups/s", "successful lookups/s", "measured fp",
+              "bits per key"]
+    rows_q = [[f"1/{r['fp_inv']}", fmt(r["insert_per_s"]), fmt(r["uniform"]["per_s"]),
+               fmt(r["successful"]["per_s"]), fmt(r["measured_fp"], 5), fmt(r["bits_per_item"], 1)] for r in qfv]
+
+    # ---- on disk (Table 1b)
+    disk_tables = []
+    for R in res["ratios"]:
+        g = R["geometry"]
+        r = g["ratio"]
+        S = R["structures"]
+        ks = names(R)
+        head = ["", *[LABEL[k] for k in ks]]
+        rows = []
+        rows.append(["keys inserted (n)"] + [fmt(S[k]["insert"].get("n", g["n"])) for k in ks])
+        rows.append(["inserts/s"] + [fmt(ins_rate(S[k])) for k in ks])
+        rows.append(["insert measurement"] + [
+            ("from empty, cumulative" if S[k]["insert"]["mode"] == "full" else
+             f"last {S[k]['insert']['ops']:,} of the stream") for k in ks])
+        rows.append(["inserts/s at the end of the stream"] + [fmt(end_rate(S[k])) for k in ks])
+        rows.append(["uniform random lookups/s"] + [fmt(lk(S[k], "uniform")) for k in ks])
+        rows.append(["successful lookups/s"] + [fmt(lk(S[k], "successful")) for k in ks])
+        rows.append(["page reads / uniform lookup"] + [fmt(S[k]["lookups"]["uniform"]["reads_per_op"], 2) for k in ks])
+        rows.append(["page reads / successful lookup"] + [fmt(S[k]["lookups"]["successful"]["reads_per_op"], 2)
+                                                          for k in ks])
+        rows.append(["false positives / uniform lookups"] + [
+            f"{S[k]['lookups']['uniform']['positives']} / {S[k]['lookups']['uniform']['ops']:,}" for k in ks])
+        rows.append(["size MB (filter relation; table + index)"] + [fmt(mb(S[k]["total_bytes"])) for k in ks])
+        rows.append(["RAM : size"] + [f"1:{S[k]['total_bytes'] / (c['SB_MB'] * 2**20):.1f}" for k in ks])
+        rows.append(["levels (QF family) / hashes (Bloom)"] + [
+            str(S[k]["info"].get("levels", S[k]["info"].get("hashes", "-"))) for k in ks])
+        if have_bloom:
+            bi, bk = best_bloom(R, ins_rate)
+            rows.append(["inserts vs best Bloom variant"] + [fx(x(ins_rate(S[k]), bi), 1) for k in ks])
+            for what in ("uniform", "successful"):
+                bl, _ = best_bloom(R, lambda st: lk(st, what))
+                rows.append([f"{what} lookups vs best Bloom variant"] + [fx(x(lk(S[k], what), bl)) for k in ks])
+        else:
+            rows.append(["EBF, BBF"] + [NA if i == 0 else "" for i in range(len(ks))])
+        pp = PAPER_DISK.get(r, {})
+        if pp:
+            rows.append(["paper: inserts/s"] + [fmt(pp[k][0]) if k in pp else "" for k in ks])
+            rows.append(["paper: uniform / successful lookups/s"] + [
+                (f"{fmt(pp[k][1])} / {fmt(pp[k][2])}" if k in pp and pp[k][1] else "") for k in ks])
+        disk_tables.append((R, head, rows))
+
+    # ---- fanouts
+    head_f = ["RAM:filter", "fanout", "inserts/s", "uniform lookups/s", "successful lookups/s",
+              "reads/uniform lookup", "levels", "merges", "size MB"]
+    rows_f = []
+    for R in res["ratios"]:
+        for k in ("cf2", "cf4", "cf16"):
+            if k in R["structures"] and len([q for q in ("cf2", "cf16") if q in R["structures"]]):
+                st = R["structures"][k]
+                rows_f.append([f"1:{R['geometry']['ratio']}", k[2:], fmt(ins_rate(st)), fmt(lk(st, "uniform")),
+                               fmt(lk(st, "successful")), fmt(st["lookups"]["uniform"]["reads_per_op"], 2),
+                               str(st["info"]["levels"]), str(st["info"]["resizes"]), fmt(mb(st["rel_bytes"]))])
+
+    # ---- btree / hash
+    head_b = ["RAM:filter", "structure", "inserts/s", "uniform lookups/s", "successful lookups/s",
+              "reads/insert", "WAL B/insert", "heap MB", "index MB", "total MB", "CF4 inserts x", "CF4 size /"]
+    rows_b = []
+    for R in res["ratios"]:
+        S = R["structures"]
+        if "btree" not in S:
+            continue
+        cf = S.get("cf4")
+        for k in ("cf4", "bqf", "btree", "hash"):
+            if k not in S:
+                continue
+            st = S[k]
+            ins = st["insert"]
+            rd = ins["reads_per_op"] if ins["mode"] == "window" else (
+                sum(ch["reads_per_op"] * ch["ops"] for ch in ins["chunks"]) / ins["n"])
+            wal = ins["wal_bytes_per_op"] if ins["mode"] == "window" else (
+                sum(ch["wal_bytes_per_op"] * ch["ops"] for ch in ins["chunks"]) / ins["n"])
+            base = k in ("btree", "hash")
+            rows_b.append([f"1:{R['geometry']['ratio']}", LABEL[k], fmt(ins_rate(st)), fmt(lk(st, "uniform")),
+                           fmt(lk(st, "successful")), fmt(rd, 3), fmt(wal),
+                           fmt(mb(st["rel_bytes"])) if base else "-",
+                           fmt(mb(st["index_bytes"])) if base else "-", fmt(mb(st["total_bytes"])),
+                           fx(x(ins_rate(cf), ins_rate(st)), 1) if base and cf else "",
+                           f"{cf['rel_bytes'] / st['total_bytes']:.2f} (index alone {cf['rel_bytes'] / st['index_bytes']:.2f})"
+                           if base and cf else ""])
+
+    # ---- insert curves
+    head_c = ["RAM:filter", "structure", "% inserted", "chunk inserts/s", "cumulative/s", "page reads/insert",
+              "WAL B/insert", "device write kB/insert", "levels", "merges so far"]
+    rows_c = []
+    for R in res["ratios"]:
+        n = R["geometry"]["n"]
+        for k in names(R):
+            st = R["structures"][k]
+            if st["insert"]["mode"] != "full":
+                continue
+            for ch in st["insert"]["chunks"]:
+                rows_c.append([f"1:{R['geometry']['ratio']}", LABEL[k], f"{100 * ch['items'] / n:.0f}",
+                               fmt(ch["ops_per_s"]), fmt(ch["cum_per_s"]), fmt(ch["reads_per_op"], 4),
+                               fmt(ch["wal_bytes_per_op"]), fmt(ch["dev_write_kb_per_op"], 2),
+                               str(ch["levels"]), str(ch["merges"])])
+
+    # ---- I/O of the measured windows and lookups
+    head_io = ["RAM:filter", "structure", "operation", "ops", "s", "ops/s", "page reads/op", "page accesses/op",
+               "buffer writes/op", "WAL B/op", "device reads/op", "cgroup peak MB", "page cache MB", "note"]
+    rows_io = []
+    for R in res["ratios"]:
+        for k in names(R):
+            st = R["structures"][k]
+            ph = []
+            if st["insert"]["mode"] == "window":
+                i = st["insert"]
+                note = (f"{i['merges_in_window']} merges" if "merges_in_window" in i else
+                        f"{i['flushes_in_window']} buffer flushes" if "flushes_in_window" in i else "")
+                ph.append(("insert (window)", i, note))
+            for what in ("uniform", "successful"):
+                m = st["lookups"][what]
+                ph.append((f"{what} lookup", m, f"{m['positives']} positive, {m['prewarmed_pages']} pages prewarmed"))
+            for lab, m, note in ph:
+                rows_io.append([f"1:{R['geometry']['ratio']}", LABEL[k], lab, fmt(m["ops"]), fmt(m["seconds"], 1),
+                                fmt(m["ops_per_s"]), fmt(m["reads_per_op"], 3), fmt(m["accesses_per_op"], 2),
+                                fmt(m["buf_writes_per_op"], 3), fmt(m["wal_bytes_per_op"]),
+                                fmt(m["dev_reads_per_op"], 3), fmt(m["mem_peak_mb"]), fmt(m["mem_file_mb"]), note])
+
+    # ---- print
+    print()
+    print("In RAM (operations/s):")
+    print(text_table(head_r, rows_r))
+    if rows_q:
+        print(text_table(head_q, rows_q))
+    for R, head, rows in disk_tables:
+        print()
+        print(f"On disk, RAM:filter 1:{R['geometry']['ratio']} (n = {R['geometry']['n']:,}):")
+        print(text_table(head, rows))
+    if rows_b:
+        print()
+        print(text_table(head_b, rows_b))
+    print()
+    for name, ok, txt in T:
+        print(f"[{'MET' if ok else 'MISSED' if ok is not None else 'NOT RUN'}] {name}: {txt}")
+
+    pngs = {}
+    if cfg.get("OUT_PNG"):
+        base = cfg["OUT_PNG"][:-4] if cfg["OUT_PNG"].endswith(".png") else cfg["OUT_PNG"]
+        plot_disk(res, base + ".png")
+        pngs["disk"] = os.path.basename(base + ".png")
+        if inr:
+            plot_inram(res, base + "-inram.png")
+            pngs["inram"] = os.path.basename(base + "-inram.png")
+        if plot_inserts(res, base + "-inserts.png"):
+            pngs["inserts"] = os.path.basename(base + "-inserts.png")
+    if not cfg.get("OUT_MD"):
+        return
+
+    m = res["machine"]
+    ext = res.get("ext", {})
+    cg = res["cgroup"]
+    partial = not have_bloom
+    L.append("# Filter benchmark: the paper's Table 1 inside PostgreSQL\n")
+    if partial:
+        L.append(f"> **Partial run: the Bloom filter access method (`bloom_filter`) was {NA}** "
+                 f"(`bloom_create` did not exist in the extension built from `{ext.get('head', '?')}`), so the "
+                 "Bloom columns are empty and the targets that compare with Bloom filters are not evaluated. "
+                 "The script runs them as soon as the build has `bloom_create`.\n")
+    L.append("Reproduces Table 1 of Bender et al., *Don't Thrash: How to Cache Your Hash on Flash* (VLDB 2012, "
+             "section 5) with the extension's access methods: the quotient filter (`quotient_filter`) against "
+             "the Bloom filter (`bloom_filter`, mode `plain`) in RAM at false-positive rates 1/64, 1/512 and "
+             "1/4096; the cascade filter (`cascade_filter`, fanouts 2, 4 and 16) and the buffered quotient "
+             "filter (`buffered_quotient_filter`) against the elevator Bloom filter (`bloom_filter` mode "
+             "`elevator`, EBF) and the buffered Bloom filter (mode `localized`, BBF) on disk at RAM:filter "
+             f"ratios {' and '.join('1:%d' % R['geometry']['ratio'] for R in res['ratios'])} with RAM enforced "
+             "by small shared_buffers and a memory cgroup; and what a PostgreSQL user would use instead for "
+             "exact membership, a table with a btree or a hash index on the key. All ratios below are measured "
+             "side by side in one run.\n")
+    if "disk" in pngs:
+        L.append(f"![on-disk throughput]({pngs['disk']})\n")
+    if "inserts" in pngs:
+        L.append(f"![insert throughput over the stream]({pngs['inserts']})\n")
+    if "inram" in pngs:
+        L.append(f"![in-RAM QF vs BF]({pngs['inram']})\n")
+    L.append("## Command\n")
+    L.append("```sh\nsudo bash test/bench/filters_bench.sh            # as root; ~%.0f minutes on the machine below\n```\n"
+             % (res.get("runtime_s", 0) / 60))
+    L.append("It builds and installs the extension from this work tree, copies the PostgreSQL 15 binaries and "
+             f"the freshly built extension into a private tree under `{c['WORK']}` (so a concurrent "
+             "`make install` of another tree cannot change the code under test; `test/bench/benchlib.sh`), "
+             "creates a throwaway cluster there, runs everything, prints the tables, writes this file, the "
+             "plots and `test/bench/filters_bench_results.json`, and removes the cluster and the cgroup. "
+             "Parameters are environment variables (see `CONFIG` in `test/bench/filters_bench.py`), e.g. "
+             "`RATIOS=4 FANOUTS=4 SB_MB=64 bash test/bench/filters_bench.sh`; "
+             "`/usr/bin/python3 test/bench/filters_bench.py --report` re-renders the outputs from the JSON.\n")
+    L.append("## Machine and run\n")
+    L.append(f"- {m['cpu']}, {m['cores']} cores, {m['ram_mb'] / 1024:.0f} GiB RAM, {m['os']}, kernel {m['kernel']}; "
+             f"disk {m['disk'].split(' ')[0]} (virtual block device): random 8 kB read latency "
+             f"{res['rand_read_us']:.0f} µs at queue depth 1 (measured by the script on a cold 256 MB file).")
+    L.append(f"- {m['pg']}; streamsketch built from `{ext.get('head', '?')}`"
+             f"{' + uncommitted changes' if ext.get('dirty') else ''} (`streamsketch.so` md5 {ext.get('so_md5', '?')}); "
+             f"bloom_filter: {'yes' if have_bloom else NA}; qfilter type: "
+             f"{'yes' if res.get('have_qfilter') else NA}.")
+    L.append(f"- Started {res['started']}, runtime {res.get('runtime_s', 0) / 60:.1f} min. Other developers "
+             "shared the 2 cores and the disk during the run, so absolute numbers carry some noise; the "
+             "structures are measured back to back.")
+    L.append("")
+    L.append("## Setup: what was measured\n")
+    n0 = inr[0]["n"] if inr else 0
+    L.append(f"- **In RAM** (paper 5.1): the unconstrained server (shared_buffers {c['LOADER_SB_MB']} MB, far "
+             f"larger than the filters), UNLOGGED tables. The QF has 2^{c['INRAM_LOG2_SLOTS']} home slots "
+             f"(`capacity` = 0.95 × 2^{c['INRAM_LOG2_SLOTS']}) and receives n = {n0:,} keys "
+             f"({c['LOAD']:.0%} load, the paper's Table 1 point); the Bloom filter is created with "
+             "`capacity => n` at the same fp rate, i.e. it is full at the end, as the paper's. Inserts: "
+             f"`INSERT INTO t SELECT hashint8extended(g, 0) FROM generate_series(a, b) g` in {c['INRAM_BATCH']:,}-row "
+             f"transactions. Lookups: {c['Q_INRAM']:,} calls in one statement "
+             "`SELECT count(*) FILTER (WHERE qf_contains('t', k)) FROM generate_series(1, Q) g`, second of two "
+             "runs; uniform random keys are `hashint8extended(g, 1)` (absent: positives are false positives), "
+             "successful lookups pick a random inserted key. Every number includes PostgreSQL's cost of a SQL "
+             f"function call in a query: the same statement without the filter call takes "
+             f"{res.get('inram_loop_us', 0):.2f} µs per row.")
+    L.append(f"- **On disk** (paper 5.2, 5.3): **RAM M = {c['SB_MB']} MB of `shared_buffers`**; the measuring server "
+             f"runs in a memory cgroup (v{cg['version']}) limited to {cg['limit_mb']:.0f} MB = shared_buffers + "
+             f"{c['CG_EXTRA_MB']} MB for the processes and the OS page cache (columns *cgroup peak MB* and "
+             "*page cache MB* below), and `sync; echo 3 > /proc/sys/vm/drop_caches` plus a server restart precede "
+             f"every measured phase. fp rate 1/{c['FP_INV']}. The RAM part of each structure is "
+             f"`buffer_size => '{c['BUF_MB']}MB'` (M/2): level 0 of the CF/BQF, the buffer of the EBF/BBF; after "
+             "each restart it is loaded with `pg_prewarm` (the paper keeps it in RAM), the rest of "
+             "shared_buffers caches whatever the structure reads.")
+    L.append(f"- **Stream size**: n = {c['LOAD']:.0%} of the home slots of a quotient filter whose pages are "
+             f"ratio × M at fp 1/{c['FP_INV']} ({res.get('slots_per_page', 0):,} home slots per 8 kB page), i.e. "
+             + ", ".join(f"n = {R['geometry']['n']:,} at 1:{R['geometry']['ratio']}" for R in res["ratios"])
+             + ": the keys `hashint8extended(i, 0)`, i = 1..n, and `capacity => n` for the CF, BQF, btree and "
+             "hash tables. The **Bloom filters are sized to the same RAM:filter ratio** (their bit pages = "
+             "ratio × M, the paper's \"grown to about four times the size of RAM\") and filled to their "
+             "capacity, the paper's maximum occupancy: "
+             + ", ".join(f"n = {R['geometry']['n_bf']:,} at 1:{R['geometry']['ratio']}" for R in res["ratios"]
+                         if "n_bf" in R["geometry"])
+             + ". A Bloom filter needs 17.3 bits per key at 1/4096, the paged QF family several times more (row "
+             "*RAM : size*; see the analysis), so for the same RAM:filter ratio it holds more keys.")
+    L.append(f"- **Inserts**: {c['BATCH']:,}-row transactions (synchronous commit, logged tables, full_page_writes on). "
+             f"The QF family at {', '.join('1:%d' % r for r in c['FULL_RATIOS'])} is inserted **from empty on the "
+             f"RAM-limited server** and timed over the whole stream in {c['FULL_CHUNKS']} chunks (the paper's "
+             "cumulative throughput; the plot shows each chunk). Elsewhere, and for the Bloom filters and the "
+             "indexes always, an unconstrained loader server (shared_buffers "
+             f"{c['LOADER_SB_MB']} MB, `wal_level = minimal`) bulk-loads the start of the stream untimed; on the "
+             f"RAM-limited server {c['W_WARM']:,} untimed warm-up keys follow, then the **last keys of the stream "
+             f"are timed**: {c['QF_WINDOW']:g} level-0 capacities for the CF/BQF (so the window contains "
+             f"{c['QF_WINDOW']:g} merges), {c['BLOOM_WINDOW']:g} EBF buffer capacities for the EBF and BBF (EBF "
+             f"buffer flushes in the window are listed), {c['U_BASE']:,} rows for the btree and hash tables. "
+             "A window at the end of the stream is the most expensive part for the QF family (its merges grow "
+             "with the filter) and a typical part for the Bloom filters (cost independent of occupancy).")
+    L.append(f"- **Lookups**: {c['Q_LOOKUP']:,} uniform random keys and {c['Q_LOOKUP']:,} successful lookups "
+             "(random inserted keys) per structure, each after dropping caches and restarting, one statement as "
+             "above; btree and hash tables: `EXISTS (SELECT 1 FROM t WHERE key = k)` (index-only scan for the "
+             "btree, index scan for the hash index; checked with EXPLAIN).")
+    L.append("- **Baselines**: `CREATE TABLE t (key int8 NOT NULL)` with `CREATE INDEX ... USING btree (key)` or "
+             "`USING hash (key)`, built after the bulk load, then VACUUM ANALYZE; sizes are "
+             "`pg_total_relation_size` (heap + index), filter sizes `pg_relation_size` of the filter table.")
+    L.append("- **I/O per operation** from statistics deltas: *page reads* = shared_buffers misses "
+             "(`heap_blks_read + idx_blks_read` of `pg_statio_all_tables`), *page accesses* = reads + hits, "
+             "*buffer writes* = `buffers_checkpoint + buffers_clean + buffers_backend` (an untimed CHECKPOINT "
+             "closes each insert window), *WAL B/op* from `pg_current_wal_lsn()`, *device* counters from "
+             "`/sys/block/.../stat` (machine-wide).")
+    L.append("")
+    L.append("## Results\n")
+    L.append("### In RAM: QF vs Bloom filter (Table 1a)\n")
+    L.append(f"Operations per second, n = {n0:,} keys; *paper QF/BF* is the ratio in the paper's Table 1a "
+             "(their fp rates 0.01, 0.002, 0.0002 ≈ 1/64, 1/512, 1/4096)."
+             + ("" if have_bloom else f" Bloom filter: {NA}.") + "\n")
+    L.append(table(head_r, rows_r))
+    L.append("")
+    if rows_q:
+        L.append("The in-memory `qfilter` type (a `qfilter` value built by `qfilter_agg(key, capacity, fp_rate)`, "
+                 "looked up with `qfilter_contains`), same keys and capacity:\n")
+        L.append(table(head_q, rows_q))
+        L.append("")
+    L.append("### On disk (Table 1b)\n")
+    for R, head, rows in disk_tables:
+        g = R["geometry"]
+        L.append(f"**RAM:filter 1:{g['ratio']}**: n = {g['n']:,} keys, M = {c['SB_MB']} MB.\n")
+        L.append(table(head, rows))
+        L.append("")
+    if rows_f:
+        L.append("### Cascade filter fanouts (section 5.3)\n")
+        L.append(table(head_f, rows_f))
+        L.append("")
+    if rows_b:
+        L.append("### Against exact membership in PostgreSQL\n")
+        L.append("Same keys, same transactions; the btree and hash rows are windows at the end of the stream "
+                 "(the index already holds n − window keys); *CF4 size /* = CF size divided by the table's "
+                 "total size (heap + index) and by the index alone.\n")
+        L.append(table(head_b, rows_b))
+        L.append("")
+    if rows_c:
+        L.append("### Inserts over the stream (from empty, RAM-limited)\n")
+        L.append(table(head_c, rows_c))
+        L.append("")
+    L.append("### I/O per operation\n")
+    L.append(table(head_io, rows_io))
+    L.append("")
+    L.append("## Targets\n")
+    for name, ok, txt in T:
+        L.append(f"- **{'MET' if ok else 'MISSED' if ok is not None else 'NOT EVALUATED'}** — {name}: {txt}.")
+    L.append("")
+    nf = os.path.join(os.path.dirname(os.path.abspath(__file__)), "filters_bench_notes.md")
+    if os.path.exists(nf):
+        notes = open(nf).read().strip()
+        if notes:
+            L.append("## Analysis\n")
+            L.append(notes)
+            L.append("")
+    with open(cfg["OUT_MD"], "w") as f:
+        f.write("\n".join(L))
