@@ -162,6 +162,15 @@ SELECT avg(qf_contains('cf4', i)::int) / (SELECT false_positive_rate FROM qf_inf
 	avg(qf_contains('bqf', i)::int) / (SELECT false_positive_rate FROM qf_info('bqf'))
 	BETWEEN 0.5 AND 1.5 AS bqf_fp_rate_near_theory
 FROM generate_series(1000001, 1500000) i;
+-- one transaction four times larger than level 0 makes room once per
+-- level-0 fill (about 4 merges), not once per overflowing level-0 page
+SELECT qf_create('cf_bulk', 'int8', capacity => 100000, fp_rate => 0.001,
+				 access_method => 'cascade_filter', buffer_size => '64kB');
+INSERT INTO cf_bulk SELECT i FROM generate_series(1, 100000) i;
+SELECT resizes BETWEEN 3 AND 8 AS merges_per_fill, total_count FROM qf_info('cf_bulk');
+SELECT count(*) FILTER (WHERE NOT qf_contains('cf_bulk', i)) AS fn_bulk
+FROM generate_series(1, 100000) i;
+DROP TABLE cf_bulk;
 -- counts add up over levels; deletes reach older levels
 INSERT INTO cf4 VALUES (10), (10);
 SELECT qf_count('cf4', 10) AS three;

@@ -276,6 +276,8 @@ qfam_apply_batch(Relation rel, const QfamState *st, QfOp *ops, int n)
 		int64		d_items[QFAM_MAX_LEVELS] = {0};
 		int64		d_total[QFAM_MAX_LEVELS] = {0};
 		int			applied;
+		int			chunk;
+		double		room;
 		bool		over;
 
 		LockPage(rel, SS_METAPAGE_BLKNO, ShareLock);
@@ -283,12 +285,30 @@ qfam_apply_batch(Relation rel, const QfamState *st, QfOp *ops, int n)
 			elog(ERROR, "quotient filter metapage of \"%s\" disappeared",
 				 RelationGetRelationName(rel));
 		lv = &meta.levels[0];
-		for (int i = done; i < n; i++)
+
+		/*
+		 * Take no more ops than level 0 has room for.  A batch larger than
+		 * level 0, sorted by page as a whole, would overflow its first page
+		 * while the level is still almost empty and make room once per page
+		 * (hundreds of merges for one big INSERT ... SELECT); in chunks it
+		 * makes room once per level-0 fill, as a stream of small
+		 * transactions does.  The ops are in commit order outside the
+		 * chunk, and the sort keeps the order of one key's ops.
+		 */
+		room = ldexp(QFAM_MAX_LOAD, lv->t) - (double) lv->items;
+		if (room < 1.0)
+		{
+			UnlockPage(rel, SS_METAPAGE_BLKNO, ShareLock);
+			qfam_make_room(rel, st, false);
+			continue;
+		}
+		chunk = (int) Min((double) (n - done), room);
+		for (int i = done; i < done + chunk; i++)
 			qf_fingerprint_split(ops[i].h1, lv->page_bits, lv->slot_bits,
 								 lv->rbits, &ops[i].page, &ops[i].quotient,
 								 &ops[i].remainder);
-		qsort(ops + done, n - done, sizeof(QfOp), qf_op_cmp);
-		applied = qfam_apply_level0(rel, lv, ops + done, n - done,
+		qsort(ops + done, chunk, sizeof(QfOp), qf_op_cmp);
+		applied = qfam_apply_level0(rel, lv, ops + done, chunk,
 									&d_items[0], &d_total[0]);
 		if (meta.nlevels > 1)
 			qfam_delete_older(rel, &meta, ops + done, applied, d_items, d_total);
@@ -296,8 +316,8 @@ qfam_apply_batch(Relation rel, const QfamState *st, QfOp *ops, int n)
 		UnlockPage(rel, SS_METAPAGE_BLKNO, ShareLock);
 		done += applied;
 		over = (double) (lv->items + d_items[0]) > ldexp(QFAM_MAX_LOAD, lv->t);
-		if (done < n || over)
-			qfam_make_room(rel, st, done < n);
+		if (applied < chunk || over)
+			qfam_make_room(rel, st, applied < chunk);
 	}
 }
 
@@ -444,10 +464,10 @@ qfam_level_count(Relation rel, const QfamLevel *lv, uint64 h1)
 	qf_fingerprint_split(h1, lv->page_bits, lv->slot_bits, lv->rbits,
 						 &page, &quotient, &remainder);
 	blkno = lv->base + (BlockNumber) page;
-	if (blkno >= RelationGetNumberOfBlocks(rel))
+	buf = ss_read_buffer_if_exists(rel, blkno);
+	if (!BufferIsValid(buf))
 		return 0;
 	qfam_level_geom(lv, &g);
-	buf = ReadBuffer(rel, blkno);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	if (qfam_page_valid(rel, blkno, BufferGetPage(buf), lv))
 		count = qf_count(&g, SSPageGetData(BufferGetPage(buf)), quotient, remainder);

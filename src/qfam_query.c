@@ -124,6 +124,38 @@ qfam_count_hash(Relation rel, const QfamState *st, SSHash h)
 	return count;
 }
 
+/*
+ * Does any level hold the fingerprint?  Unlike a count, a membership test
+ * can stop at the first level that has it.  Level 0 is probed first (its
+ * pages are hot), then the others from the largest down, since the largest
+ * holds most of the keys: a present key costs one page read in most cases,
+ * an absent one a read per on-disk level.  With pending changes of this
+ * transaction the count decides, since a pending delete may cancel a copy.
+ */
+static bool
+qfam_contains_hash(Relation rel, const QfamState *st, SSHash h)
+{
+	QfamMeta	meta;
+	bool		found = false;
+
+	if (ss_pending_has(RelationGetRelid(rel)))
+		return qfam_count_hash(rel, st, h) > 0;
+
+	/* see qfam_count_hash for the retry on a concurrent merge */
+	while (qfam_read_meta(rel, &meta))
+	{
+		int64		merges = meta.merges;
+
+		found = qfam_level_count(rel, &meta.levels[0], h.h1) > 0;
+		for (uint32 l = meta.nlevels - 1; l > 0 && !found; l--)
+			found = qfam_level_count(rel, &meta.levels[l], h.h1) > 0;
+		if (!qfam_read_meta(rel, &meta) || meta.merges == merges)
+			break;
+		CHECK_FOR_INTERRUPTS();
+	}
+	return found;
+}
+
 Datum
 qf_count_sql(PG_FUNCTION_ARGS)
 {
@@ -147,7 +179,7 @@ qf_contains_sql(PG_FUNCTION_ARGS)
 
 	qfam_check_acl(rel, ACL_SELECT);
 	st = qfam_get_state(rel);
-	found = qfam_count_hash(rel, st, qfam_key_hash(fcinfo, 1, st)) > 0;
+	found = qfam_contains_hash(rel, st, qfam_key_hash(fcinfo, 1, st));
 	relation_close(rel, AccessShareLock);
 	PG_RETURN_BOOL(found);
 }

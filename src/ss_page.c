@@ -131,6 +131,26 @@ ss_extend_to(Relation rel, BlockNumber blkno)
 }
 
 /*
+ * Pin block blkno, or return InvalidBuffer if the relation is shorter
+ * (structures are sparse, see ss_extend_to).  Point queries probe several
+ * pages, and an lseek() per probe for the relation size was a fifth of a
+ * query's CPU, so the size smgr cached at its last check is used when it
+ * already covers blkno.  It is a lower bound: our relations only grow, a
+ * new relfilenode (TRUNCATE, rewrite) gets a new SMgrRelation, and an
+ * in-place truncation sends an smgr invalidation that resets the cache.
+ */
+Buffer
+ss_read_buffer_if_exists(Relation rel, BlockNumber blkno)
+{
+	BlockNumber known = RelationGetSmgr(rel)->smgr_cached_nblocks[MAIN_FORKNUM];
+
+	if ((known == InvalidBlockNumber || blkno >= known) &&
+		blkno >= RelationGetNumberOfBlocks(rel))
+		return InvalidBuffer;
+	return ReadBuffer(rel, blkno);
+}
+
+/*
  * Read the metapage into meta (size bytes from the page's data area).
  * Returns false if the relation has no metapage yet (never written,
  * truncated, reset after a crash, or on a standby before the first WAL
@@ -142,9 +162,9 @@ ss_read_metapage(Relation rel, SSKind kind, void *meta, Size size)
 	Buffer		buf;
 	Page		page;
 
-	if (RelationGetNumberOfBlocks(rel) == 0)
+	buf = ss_read_buffer_if_exists(rel, SS_METAPAGE_BLKNO);
+	if (!BufferIsValid(buf))
 		return false;
-	buf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	page = BufferGetPage(buf);
 	if (PageIsNew(page))

@@ -80,6 +80,7 @@ extern void ss_page_check(Relation rel, BlockNumber blkno, Page page,
 /* Check a metapage's header; ereport(ERROR) on mismatch. */
 extern SSMetaHeader *ss_meta_check(Relation rel, Page page, SSKind kind);
 
+extern Buffer ss_read_buffer_if_exists(Relation rel, BlockNumber blkno);
 extern bool ss_read_metapage(Relation rel, SSKind kind, void *meta, Size size);
 extern void ss_ensure_metapage(Relation rel, SSKind kind, const void *meta,
 							   Size size);
