@@ -4,7 +4,7 @@
 # checks the prerequisites, creates $WORK afresh (stopping the server of a
 # killed earlier run), copies the PostgreSQL binaries into a private tree
 # $WORK/pg, builds the extension from this work tree and installs it there
-# (and into the system), and exports SSBENCH_EXT (commit, dirty flag, md5 of
+# only, and exports SSBENCH_EXT (commit, dirty flag, md5 of
 # the module under test) for the results.
 
 bench_prepare() {
@@ -39,12 +39,11 @@ bench_prepare() {
 	done
 	rm -rf "$WORK/pg$PKGLIBDIR/bitcode" "$WORK/pg$PKGLIBDIR"/streamsketch* "$WORK/pg$SHAREDIR"/extension/streamsketch*
 
-	# Build, install into the private tree and into the system (retry: other
+	# Build and install into the private tree only (retry: other
 	# developers edit this tree concurrently and may be mid-edit).
 	local built=0 attempt
 	for attempt in 1 2 3 4 5; do
-		if make -s >"$WORK/build.log" 2>&1 && make -s install DESTDIR="$WORK/pg" >>"$WORK/build.log" 2>&1 \
-			&& make -s install >>"$WORK/build.log" 2>&1; then
+		if make -s >"$WORK/build.log" 2>&1 && make -s install DESTDIR="$WORK/pg" >>"$WORK/build.log" 2>&1; then
 			built=1
 			break
 		fi
