@@ -98,8 +98,42 @@ typedef struct QfamMeta
 	uint32		nlevels;
 	BlockNumber reserved_end;	/* first block after every run ever made */
 	int64		merges;			/* level merges and resizes so far */
+	TransactionId undo_xid;		/* deleter of the undo segment, or Invalid */
+	BlockNumber undo_head;		/* first undo page, or Invalid */
 	QfamLevel	levels[QFAM_MAX_LEVELS];
 } QfamMeta;
+
+/*
+ * Undo pages (qfam_undo.c): the copies a committing transaction's deletes
+ * removed, counted back until its commit is known.
+ */
+#define QFAM_DELETE_LOCK_BLKNO	((BlockNumber) 0xFFFFFFFE)	/* lock tag only */
+
+typedef struct QfamUndoHeader
+{
+	TransactionId xid;			/* segment the entries belong to */
+	uint32		nentries;
+	BlockNumber next;			/* next undo page, or Invalid */
+	uint32		unused;
+} QfamUndoHeader;
+
+typedef struct QfamUndoEntry
+{
+	uint64		fp;				/* fingerprint, top fp_bits bits of h1 */
+	uint64		count;			/* copies removed */
+} QfamUndoEntry;
+
+#define QFAM_UNDO_CAPACITY \
+	((uint32) ((SS_PAGE_DATA_SIZE - sizeof(QfamUndoHeader)) / sizeof(QfamUndoEntry)))
+
+/* A committing deleter's position in its undo segment. */
+typedef struct QfamUndo
+{
+	TransactionId xid;
+	BlockNumber blkno;			/* current undo page, or Invalid */
+	uint32		nentries;		/* entries on it */
+	uint64		fpmask;
+} QfamUndo;
 
 typedef struct QfamState
 {
@@ -143,9 +177,23 @@ extern void qfam_apply_pending(Relation rel);
 extern bool qfam_read_meta(Relation rel, QfamMeta *meta);
 extern void qfam_first_level(const QfamParams *p, QfamMeta *meta);
 extern void qfam_make_room(Relation rel, const QfamState *st, bool grow);
+extern void qfam_insert_copies(Relation rel, const QfamState *st,
+							   const QfamUndoEntry *copies, int n);
 extern uint64 qfam_level_count(Relation rel, const QfamLevel *lv, uint64 h1);
 extern bool qfam_page_valid(Relation rel, BlockNumber blkno, Page page,
 							const QfamLevel *lv);
+
+/* qfam_undo.c */
+struct GenericXLogState;
+extern uint64 qfam_undo_add_back(Relation rel, const QfamMeta *meta, uint64 fp);
+extern void qfam_undo_resolve(Relation rel, const QfamState *st, bool have_lock);
+extern void qfam_undo_begin(Relation rel, const QfamState *st, QfamUndo *u);
+extern uint32 qfam_undo_room(Relation rel, QfamUndo *u);
+extern QfamUndoHeader *qfam_undo_register(Relation rel,
+										  struct GenericXLogState *state,
+										  QfamUndo *u, Buffer *bufp);
+extern void qfam_undo_append(QfamUndo *u, QfamUndoHeader *hdr, uint64 h1,
+							 uint64 count);
 
 /* qfam_merge.c */
 extern void qfam_cursor_init(QfamCursor *c, Relation rel, const QfamLevel *lv);

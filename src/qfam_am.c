@@ -25,6 +25,7 @@
 #include "miscadmin.h"
 #include "qfam.h"
 #include "ss_pending.h"
+#include "storage/lmgr.h"
 #include "streamsketch.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
@@ -356,6 +357,22 @@ qfam_relation_nontransactional_truncate(Relation rel)
 }
 
 /*
+ * VACUUM resolves the undo segment of the last deleting commit (see
+ * qfam_undo.c), waiting for a deleter still committing; nothing else is
+ * ever dead.
+ */
+static void
+qfam_relation_vacuum(Relation rel, struct VacuumParams *params,
+					 BufferAccessStrategy bstrategy)
+{
+	QfamState  *st = qfam_get_state(rel);
+
+	LockPage(rel, QFAM_DELETE_LOCK_BLKNO, ExclusiveLock);
+	qfam_undo_resolve(rel, st, true);
+	UnlockPage(rel, QFAM_DELETE_LOCK_BLKNO, ExclusiveLock);
+}
+
+/*
  * One row inserts its key once (or `count` times for a table with a count
  * column).  Rows with a NULL key or count are skipped; a negative count is
  * an error.
@@ -406,6 +423,7 @@ qfam_handler(uint32 kind)
 			r->tuple_insert = qfam_tuple_insert;
 			r->relation_set_new_filenode = qfam_relation_set_new_filenode;
 			r->relation_nontransactional_truncate = qfam_relation_nontransactional_truncate;
+			r->relation_vacuum = qfam_relation_vacuum;
 		}
 		qfam_routines_ready = true;
 	}

@@ -67,6 +67,8 @@ qfam_first_level(const QfamParams *p, QfamMeta *meta)
 	meta->levels[0].base = 1;
 	meta->levels[0].alt_base = InvalidBlockNumber;
 	meta->levels[0].epoch = 1;
+	meta->undo_xid = InvalidTransactionId;
+	meta->undo_head = InvalidBlockNumber;
 	meta->reserved_end = 1 + ((BlockNumber) 1 << meta->levels[0].page_bits);
 }
 
@@ -149,14 +151,15 @@ qfam_lock_level_page(Relation rel, GenericXLogState *state,
 
 /*
  * Apply ops[0..n) (sorted by page) to level 0.  Deletes remove what level
- * 0 has and keep the rest in op->count for the older levels.  Returns the
- * index of the first op not applied because its page is full (n if all
- * were); the ops before it are applied, so a group larger than a page
- * still makes progress after the caller makes room.
+ * 0 has and keep the rest in op->count for the older levels; what they
+ * remove goes to the undo segment in the same record (qfam_undo.c).
+ * Returns the index of the first op not applied because its page is full
+ * (n if all were); the ops before it are applied, so a group larger than a
+ * page still makes progress after the caller makes room.
  */
 static int
 qfam_apply_level0(Relation rel, const QfamLevel *lv, QfOp *ops, int n,
-				  int64 *d_items, int64 *d_total)
+				  int64 *d_items, int64 *d_total, QfamUndo *undo)
 {
 	QfGeom		g;
 	int			start = 0;
@@ -169,22 +172,47 @@ qfam_apply_level0(Relation rel, const QfamLevel *lv, QfOp *ops, int n,
 		Buffer		buf;
 		char	   *area;
 		bool		full = false;
+		bool		deletes = false;
+		uint32		room = 0;
+		Buffer		undobuf = InvalidBuffer;
+		QfamUndoHeader *uh = NULL;
 		QfStats		before;
 		QfStats		after;
 
 		CHECK_FOR_INTERRUPTS();
 		while (end < n && ops[end].page == ops[start].page)
 			end++;
+		for (int i = start; undo && i < end && !deletes; i++)
+			deletes = ops[i].is_delete;
+		if (deletes)
+			room = qfam_undo_room(rel, undo);
 		state = GenericXLogStart(rel);
 		area = qfam_lock_level_page(rel, state, lv, &g,
 									lv->base + (BlockNumber) ops[start].page, &buf);
+		if (deletes)
+			uh = qfam_undo_register(rel, state, undo, &undobuf);
 		qf_area_stats(&g, area, &before);
 		for (int i = start; i < end; i++)
 		{
 			if (ops[i].is_delete)
-				ops[i].count -= (int64) qf_remove(&g, area, ops[i].quotient,
-												  ops[i].remainder,
-												  (uint64) ops[i].count);
+			{
+				uint64		removed;
+
+				/* undo page full: the rest goes in the next record */
+				if (uh && room == 0)
+				{
+					end = i;
+					break;
+				}
+				removed = qf_remove(&g, area, ops[i].quotient, ops[i].remainder,
+									(uint64) ops[i].count);
+				ops[i].count -= (int64) removed;
+				if (uh && removed > 0)
+				{
+					qfam_undo_append(undo, uh, ops[i].h1, removed);
+					room--;
+				}
+			}
 			else if (qf_insert(&g, area, ops[i].quotient, ops[i].remainder,
 							   (uint64) ops[i].count) != QF_OK)
 			{
@@ -202,6 +230,8 @@ qfam_apply_level0(Relation rel, const QfamLevel *lv, QfOp *ops, int n,
 		else
 			GenericXLogAbort(state);
 		UnlockReleaseBuffer(buf);
+		if (BufferIsValid(undobuf))
+			UnlockReleaseBuffer(undobuf);
 		if (full)
 			return end;
 		start = end;
@@ -212,7 +242,7 @@ qfam_apply_level0(Relation rel, const QfamLevel *lv, QfOp *ops, int n,
 /* Remove what deletes still owe from the older levels, newest first. */
 static void
 qfam_delete_older(Relation rel, const QfamMeta *meta, QfOp *ops, int n,
-				  int64 *d_items, int64 *d_total)
+				  int64 *d_items, int64 *d_total, QfamUndo *undo)
 {
 	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 
@@ -228,6 +258,8 @@ qfam_delete_older(Relation rel, const QfamMeta *meta, QfOp *ops, int n,
 			BlockNumber blkno;
 			GenericXLogState *state;
 			Buffer		buf;
+			Buffer		undobuf = InvalidBuffer;
+			QfamUndoHeader *uh = NULL;
 			uint64		removed;
 			QfStats		before;
 			QfStats		after;
@@ -243,18 +275,26 @@ qfam_delete_older(Relation rel, const QfamMeta *meta, QfOp *ops, int n,
 			if (qfam_level_count(rel, lv, ops[i].h1) == 0)
 				continue;
 			qfam_level_geom(lv, &g);
+			if (undo)
+				qfam_undo_room(rel, undo);
 			state = GenericXLogStart(rel);
 			{
 				char	   *area = qfam_lock_level_page(rel, state, lv, &g, blkno, &buf);
 
+				if (undo)
+					uh = qfam_undo_register(rel, state, undo, &undobuf);
 				qf_area_stats(&g, area, &before);
 				removed = qf_remove(&g, area, q, r, (uint64) ops[i].count);
 				qf_area_stats(&g, area, &after);
+				if (uh && removed > 0)
+					qfam_undo_append(undo, uh, ops[i].h1, removed);
 			}
 			d_items[l] += (int64) after.nitems - (int64) before.nitems;
 			d_total[l] += (int64) (after.total_count - before.total_count);
 			GenericXLogFinish(state);
 			UnlockReleaseBuffer(buf);
+			if (BufferIsValid(undobuf))
+				UnlockReleaseBuffer(undobuf);
 			ops[i].count -= (int64) removed;
 		}
 	}
@@ -262,10 +302,12 @@ qfam_delete_older(Relation rel, const QfamMeta *meta, QfOp *ops, int n,
 
 /*
  * Apply a batch of ops, making room whenever a level-0 page overflows.
- * Holds the share page lock on block 0 except while making room.
+ * Holds the share page lock on block 0 except while making room.  Deletes
+ * log what they remove in undo (NULL if the batch has no deletes).
  */
 static void
-qfam_apply_batch(Relation rel, const QfamState *st, QfOp *ops, int n)
+qfam_apply_batch(Relation rel, const QfamState *st, QfOp *ops, int n,
+				 QfamUndo *undo)
 {
 	int			done = 0;
 
@@ -309,9 +351,10 @@ qfam_apply_batch(Relation rel, const QfamState *st, QfOp *ops, int n)
 								 &ops[i].remainder);
 		qsort(ops + done, chunk, sizeof(QfOp), qf_op_cmp);
 		applied = qfam_apply_level0(rel, lv, ops + done, chunk,
-									&d_items[0], &d_total[0]);
+									&d_items[0], &d_total[0], undo);
 		if (meta.nlevels > 1)
-			qfam_delete_older(rel, &meta, ops + done, applied, d_items, d_total);
+			qfam_delete_older(rel, &meta, ops + done, applied, d_items, d_total,
+							  undo);
 		qfam_meta_add(rel, d_items, d_total, meta.nlevels);
 		UnlockPage(rel, SS_METAPAGE_BLKNO, ShareLock);
 		done += applied;
@@ -337,6 +380,8 @@ qfam_apply_pending(Relation rel)
 	int			maxops;
 	uint32		seq = 0;
 	bool		any = false;
+	QfamUndo	undo;
+	bool		deleting = false;
 
 	maxops = (int) Max(1024, Min((Size) ss_pending_memory_kb * 1024 / sizeof(QfOp),
 								 MaxAllocSize / sizeof(QfOp)));
@@ -354,13 +399,20 @@ qfam_apply_pending(Relation rel)
 
 			qfam_first_level(&st->p, &meta);
 			ss_ensure_metapage(rel, SS_KIND_QF, &meta, sizeof(meta));
+			/* keep the undo segment short-lived: see qfam_undo.c */
+			qfam_undo_resolve(rel, st, false);
 			any = true;
 		}
 		memcpy(&key, payload, sizeof(key));
 		if (n == maxops)
 		{
-			qfam_apply_batch(rel, st, ops, n);
+			qfam_apply_batch(rel, st, ops, n, deleting ? &undo : NULL);
 			n = 0;
+		}
+		if (hdr.type == SS_PENDING_DELETE && !deleting)
+		{
+			qfam_undo_begin(rel, st, &undo);
+			deleting = true;
 		}
 		ops[n].h1 = key.hash.h1;
 		ops[n].count = key.weight;
@@ -369,8 +421,37 @@ qfam_apply_pending(Relation rel)
 		n++;
 	}
 	if (n > 0)
-		qfam_apply_batch(rel, st, ops, n);
+		qfam_apply_batch(rel, st, ops, n, deleting ? &undo : NULL);
 	ss_pending_iter_end(&it);
+	pfree(ops);
+}
+
+/*
+ * Insert copies[0..n) back (an aborted deleter's undo segment), as a
+ * commit inserts: in batches, making room as needed.
+ */
+void
+qfam_insert_copies(Relation rel, const QfamState *st,
+				   const QfamUndoEntry *copies, int n)
+{
+	int			maxops = (int) Max(1024, Min((Size) ss_pending_memory_kb * 1024 / sizeof(QfOp),
+											 MaxAllocSize / sizeof(QfOp)));
+	QfOp	   *ops = palloc(sizeof(QfOp) * Min(n, maxops));
+
+	for (int done = 0; done < n;)
+	{
+		int			k = Min(n - done, maxops);
+
+		for (int i = 0; i < k; i++)
+		{
+			ops[i].h1 = copies[done + i].fp;
+			ops[i].count = (int64) Min(copies[done + i].count, (uint64) PG_INT64_MAX);
+			ops[i].seq = (uint32) i;
+			ops[i].is_delete = false;
+		}
+		qfam_apply_batch(rel, st, ops, k, NULL);
+		done += k;
+	}
 	pfree(ops);
 }
 

@@ -63,38 +63,62 @@ qfam_key_hash(FunctionCallInfo fcinfo, int argno, const QfamState *st)
 	return ss_hash_datum(key, st->keylen, st->keybyval, st->p.seed);
 }
 
+static inline uint64
+add_saturating(uint64 a, uint64 b)
+{
+	return (a + b < a) ? PG_UINT64_MAX : a + b;
+}
+
 /*
- * The committed count of a fingerprint summed over the levels, then this
- * transaction's own pending inserts and deletes of the same key replayed
- * in order.
+ * The committed count of h's fingerprint: summed over the levels, plus the
+ * copies an uncommitted delete removed (qfam_undo.c).  With any_copy, stop
+ * at the first level that has the fingerprint (a membership test): level 0
+ * first (its pages are hot), then from the largest level down, since the
+ * largest holds most keys, so a present key costs one page read in most
+ * cases and an absent one a read per on-disk level.
  */
 static uint64
-qfam_count_hash(Relation rel, const QfamState *st, SSHash h)
+qfam_committed_count(Relation rel, SSHash h, bool any_copy)
 {
 	QfamMeta	meta;
 	uint64		count = 0;
 
 	/*
 	 * Readers take no heavyweight lock.  A run of blocks is only rewritten
-	 * by a merge after another merge has installed a new layout, so if the
-	 * metapage's merge counter is the same before and after the lookup, no
-	 * page we read was overwritten under us; otherwise look again.
+	 * by a merge after another merge has installed a new layout, and a
+	 * deleter stamps the metapage with its undo segment before it removes
+	 * anything, so if the metapage's merge counter and undo segment are the
+	 * same before and after the lookup, no page we read was overwritten
+	 * under us and every removal we saw is in the segment we read;
+	 * otherwise look again.
 	 */
 	while (qfam_read_meta(rel, &meta))
 	{
 		int64		merges = meta.merges;
+		TransactionId undo_xid = meta.undo_xid;
 
-		count = 0;
-		for (uint32 l = 0; l < meta.nlevels; l++)
-		{
-			uint64		c = qfam_level_count(rel, &meta.levels[l], h.h1);
-
-			count = (count + c < count) ? PG_UINT64_MAX : count + c;
-		}
-		if (!qfam_read_meta(rel, &meta) || meta.merges == merges)
+		count = qfam_level_count(rel, &meta.levels[0], h.h1);
+		for (uint32 l = meta.nlevels - 1; l > 0 && !(any_copy && count > 0); l--)
+			count = add_saturating(count, qfam_level_count(rel, &meta.levels[l], h.h1));
+		if (!(any_copy && count > 0))
+			count = add_saturating(count, qfam_undo_add_back(rel, &meta, h.h1));
+		if (!qfam_read_meta(rel, &meta) ||
+			(meta.merges == merges && TransactionIdEquals(meta.undo_xid, undo_xid)))
 			break;
 		CHECK_FOR_INTERRUPTS();
 	}
+	return count;
+}
+
+/*
+ * The count seen by this transaction: the committed count, then its own
+ * pending inserts and deletes of the same fingerprint replayed in order.
+ */
+static uint64
+qfam_count_hash(Relation rel, const QfamState *st, SSHash h)
+{
+	uint64		count = qfam_committed_count(rel, h, false);
+
 	if (ss_pending_has(RelationGetRelid(rel)))
 	{
 		SSPendingIter it;
@@ -114,8 +138,7 @@ qfam_count_hash(Relation rel, const QfamState *st, SSHash h)
 			if ((key.hash.h1 & fpmask) != (h.h1 & fpmask))
 				continue;
 			if (hdr.type == SS_PENDING_KEY)
-				count = (count + (uint64) key.weight < count) ? PG_UINT64_MAX :
-					count + (uint64) key.weight;
+				count = add_saturating(count, (uint64) key.weight);
 			else if (hdr.type == SS_PENDING_DELETE)
 				count -= Min(count, (uint64) key.weight);
 		}
@@ -125,35 +148,15 @@ qfam_count_hash(Relation rel, const QfamState *st, SSHash h)
 }
 
 /*
- * Does any level hold the fingerprint?  Unlike a count, a membership test
- * can stop at the first level that has it.  Level 0 is probed first (its
- * pages are hot), then the others from the largest down, since the largest
- * holds most of the keys: a present key costs one page read in most cases,
- * an absent one a read per on-disk level.  With pending changes of this
- * transaction the count decides, since a pending delete may cancel a copy.
+ * Membership: with pending changes of this transaction the count decides,
+ * since a pending delete may cancel a copy.
  */
 static bool
 qfam_contains_hash(Relation rel, const QfamState *st, SSHash h)
 {
-	QfamMeta	meta;
-	bool		found = false;
-
 	if (ss_pending_has(RelationGetRelid(rel)))
 		return qfam_count_hash(rel, st, h) > 0;
-
-	/* see qfam_count_hash for the retry on a concurrent merge */
-	while (qfam_read_meta(rel, &meta))
-	{
-		int64		merges = meta.merges;
-
-		found = qfam_level_count(rel, &meta.levels[0], h.h1) > 0;
-		for (uint32 l = meta.nlevels - 1; l > 0 && !found; l--)
-			found = qfam_level_count(rel, &meta.levels[l], h.h1) > 0;
-		if (!qfam_read_meta(rel, &meta) || meta.merges == merges)
-			break;
-		CHECK_FOR_INTERRUPTS();
-	}
-	return found;
+	return qfam_committed_count(rel, h, true) > 0;
 }
 
 Datum

@@ -35,6 +35,7 @@
 #define SS_PAGE_QF_AREA		4
 #define SS_PAGE_BLOOM_BITS	5
 #define SS_PAGE_BLOOM_BUFFER	6
+#define SS_PAGE_QF_UNDO		7
 
 /* Structure kinds stored in the metapage. */
 typedef enum SSKind

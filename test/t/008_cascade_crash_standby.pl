@@ -658,10 +658,17 @@ INSERT INTO marker VALUES ('$how');
 COMMIT;"
 		],
 		'>', \$o, '2>', \$e);
-	# the delete has been applied: the COMMIT is applying cf_big now
+	# the delete has been applied (under the delete lock, a page lock on
+	# block 0xFFFFFFFE, -2 in pg_locks, held until the commit ends) and the
+	# COMMIT is applying cf_big now; readers still count the deleted key,
+	# its transaction has not committed
 	$primary->poll_query_until('postgres',
-		"SELECT qf_count('cf_txn', ${k}::int8) = 0")
+		"SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = 'page' AND granted"
+		  . " AND relation = 'cf_txn'::regclass AND page = -2)"
+		  . " AND (SELECT total_count > $big0 FROM qf_info('cf_big'))")
 	  or die "timed out waiting for the commit to apply its delete: $o $e";
+	is($primary->safe_psql('postgres', "SELECT qf_count('cf_txn', ${k}::int8)"),
+		'1', "$how during COMMIT: the delete is not seen before its commit");
 	if ($how eq 'cancel')
 	{
 		$primary->safe_psql('postgres',
@@ -700,16 +707,32 @@ COMMIT;"
 	}
 	else
 	{
-		# README's known limit: inserts applied before the crash may stay,
-		# but "this can only increase counts"
-	  TODO:
-		{
-			local $TODO =
-			  'known bug: qf_delete is applied before the commit record, so a crash in that window can remove a committed key (README, Semantics)';
-			like($state, qr/^$k0:1 $k1:1 /,
-				"$how during COMMIT: the committed key $k0 is still there (no false negative)");
-		}
+		# inserts applied before the crash may stay ("this can only increase
+		# counts", README), but the delete counts only once its transaction
+		# committed (undo segment, qfam_undo.c)
+		like($state, qr/^$k0:1 $k1:1 /,
+			"$how during COMMIT: the committed key $k0 is still there (no false negative)");
 		note("after the crash during COMMIT: $state");
+		$primary->wait_for_catchup($standby);
+		is( $standby->safe_psql('postgres', "SELECT qf_count('cf_txn', ${k0}::int8)"),
+			'1', "$how during COMMIT: the standby agrees that key $k0 is there");
+
+		# the next deleting commit resolves the aborted segment: the
+		# removed copy is inserted back once, for good
+		$primary->safe_psql('postgres', "SELECT qf_delete('cf_txn', ${k1}::int8)");
+		is( $primary->safe_psql(
+				'postgres',
+				"SELECT qf_count('cf_txn', ${k0}::int8) || ' ' || qf_count('cf_txn', ${k1}::int8)"
+			),
+			"1 0",
+			"$how during COMMIT: after the next delete, key $k0 counted once and key $k1 deleted");
+		$primary->wait_for_catchup($standby);
+		is( $standby->safe_psql(
+				'postgres',
+				"SELECT qf_count('cf_txn', ${k0}::int8) || ' ' || qf_count('cf_txn', ${k1}::int8)"
+			),
+			"1 0",
+			"$how during COMMIT: the standby agrees after the next delete");
 	}
 	return;
 }
