@@ -279,6 +279,15 @@ ss_pending_iter_end(SSPendingIter *it)
 	it->buf = NULL;
 }
 
+static int
+pending_rel_cmp(const ListCell *a, const ListCell *b)
+{
+	Oid			x = ((PendingRel *) lfirst(a))->relid;
+	Oid			y = ((PendingRel *) lfirst(b))->relid;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
 /*
  * Apply every pending relation's records.  Runs at pre-commit: an error
  * here aborts the transaction, and the abort callback discards the log.
@@ -295,6 +304,13 @@ pending_apply_all(void)
 	 */
 	HOLD_INTERRUPTS();
 	applying = true;
+
+	/*
+	 * In relation OID order: locks held until the transaction ends (a
+	 * filter's delete lock, qfam_undo.c) are then taken in the same order
+	 * by every committing transaction, so two commits never deadlock.
+	 */
+	list_sort(pending_rels, pending_rel_cmp);
 	foreach(lc, pending_rels)
 	{
 		PendingRel *pr = (PendingRel *) lfirst(lc);
