@@ -14,6 +14,9 @@ SELECT access_method, capacity, fp_rate, fingerprint_bits, remainder_bits,
 FROM qf_info('seen');
 SELECT relid, kind, capacity, fp_rate FROM qf_params;
 
+-- (after every statement that must fail, \echo :LAST_ERROR_SQLSTATE shows its
+-- SQLSTATE)
+
 -- no false negatives; false-positive rate within 1.5x of the theory
 INSERT INTO seen SELECT i FROM generate_series(1, 100000) i;
 SELECT items, total_count, round(load_factor::numeric, 2) AS load FROM qf_info('seen');
@@ -35,6 +38,7 @@ SELECT qf_count('seen', 7) AS after_two_more, qf_contains('seen', 7) AS still_th
 SELECT qf_delete('seen', 7);
 SELECT qf_count('seen', 7) AS after_last, qf_contains('seen', 7) AS gone;
 SELECT qf_delete('seen', 8, -1);
+\echo :LAST_ERROR_SQLSTATE
 -- deleting other keys leaves every inserted key present
 SELECT qf_delete('seen', i) FROM generate_series(50001, 60000) i \g /dev/null
 SELECT count(*) FILTER (WHERE NOT qf_contains('seen', i)) AS false_negatives
@@ -64,6 +68,7 @@ SELECT count(*) FILTER (WHERE qf_count('counts', i) <> i % 100 + 1 + CASE WHEN i
 FROM generate_series(1, 10000) i;
 SELECT items, total_count FROM qf_info('counts');
 INSERT INTO counts VALUES (1, -5);
+\echo :LAST_ERROR_SQLSTATE
 INSERT INTO counts VALUES (NULL, 1), (1, NULL), (1, 0);
 SELECT qf_count('counts', 1);
 
@@ -88,9 +93,12 @@ SELECT count(*) FILTER (WHERE NOT qf_contains('other', 'k' || i)) AS false_negat
 FROM generate_series(1, 50000) i;
 SELECT qf_count('other', 'k1'::text) AS k1_twice;
 SELECT qf_merge('other', 'other');
+\echo :LAST_ERROR_SQLSTATE
 SELECT qf_merge('other', 'seen');
+\echo :LAST_ERROR_SQLSTATE
 SELECT qf_create('other2', 'int', capacity => 10000, fp_rate => 0.01);
 SELECT qf_merge('other2', 'other');
+\echo :LAST_ERROR_SQLSTATE
 
 -- crash-free TRUNCATE
 BEGIN;
@@ -103,15 +111,24 @@ SELECT qf_contains('grow', 'k1'::text) AS truncated, pages FROM qf_info('grow');
 
 -- errors
 SELECT qf_create('bad', 'int', capacity => 0);
+\echo :LAST_ERROR_SQLSTATE
 SELECT qf_create('bad', 'int', fp_rate => 0);
+\echo :LAST_ERROR_SQLSTATE
 SELECT qf_create('bad', 'int', fp_rate => 1);
+\echo :LAST_ERROR_SQLSTATE
 SELECT qf_create('bad', 'int', fp_rate => 1e-19);
+\echo :LAST_ERROR_SQLSTATE
 SELECT qf_create('bad', 'int', capacity => 9000000000000000000);
+\echo :LAST_ERROR_SQLSTATE
 SELECT qf_create(NULL, 'int');
+\echo :LAST_ERROR_SQLSTATE
 SELECT qf_contains('seen', 'x'::text);
+\echo :LAST_ERROR_SQLSTATE
 CREATE TABLE heap_q (k int);
 SELECT qf_contains('heap_q', 1);
+\echo :LAST_ERROR_SQLSTATE
 CREATE TABLE bad3 (a int, b text) USING quotient_filter;
+\echo :LAST_ERROR_SQLSTATE
 \set VERBOSITY sqlstate
 UPDATE seen SET id = 1;
 DELETE FROM seen;
@@ -193,8 +210,11 @@ SELECT qf_merge('cf_target', 'bqf');
 SELECT count(*) FILTER (WHERE NOT qf_contains('cf_target', i)) AS fn_merged
 FROM generate_series(1, 100000) i;
 SELECT qf_create('bad', 'int', access_method => 'cascade_filter', fanout => 3);
+\echo :LAST_ERROR_SQLSTATE
 SELECT qf_create('bad', 'int', access_method => 'bloomier');
+\echo :LAST_ERROR_SQLSTATE
 SELECT qf_create('bad', 'int', access_method => 'cascade_filter', buffer_size => '1kB');
+\echo :LAST_ERROR_SQLSTATE
 
 -- an in-memory qfilter merges into a table with the same fingerprints
 SELECT qf_create('from_value', 'int8', capacity => 100000, fp_rate => 0.001);
@@ -205,5 +225,8 @@ SELECT count(*) FILTER (WHERE NOT qf_contains('from_value', i)) AS false_negativ
 	   (SELECT qf_count('from_value', 1)) AS one_twice
 FROM generate_series(1, 20000) i;
 SELECT qf_merge_value('from_value', qfilter_agg(i::int8, 1000, 0.001)) FROM generate_series(1, 10) i;
+\echo :LAST_ERROR_SQLSTATE
 SELECT qf_merge_value('from_value', qfilter_agg(i, 100000, 0.001)) FROM generate_series(1, 10) i;
+\echo :LAST_ERROR_SQLSTATE
 SELECT qf_merge_value('from_value', qfilter_agg(i::text, 100000, 0.001)) FROM generate_series(1, 10) i;
+\echo :LAST_ERROR_SQLSTATE
