@@ -140,6 +140,14 @@ SELECT qf_contains('seen', 99), qf_count('seen', 99);
 DROP TABLE seen;
 SELECT count(*) FROM qf_params WHERE relid::text = 'seen';
 
+-- a filter grows until its fingerprints have no remainder bit left to
+-- trade; then the commit fails
+SELECT qf_create('tiny', 'int', capacity => 10, fp_rate => 0.5);
+SELECT fingerprint_bits, remainder_bits FROM qf_info('tiny');
+INSERT INTO tiny SELECT generate_series(1, 1000);
+\echo :LAST_ERROR_SQLSTATE
+DROP TABLE tiny;
+
 -- buffered quotient filter and cascade filters: a 64 kB level 0 that fills
 -- and merges many times (out of place) while 50 transactions commit
 SELECT qf_create('bqf', 'int8', capacity => 100000, fp_rate => 0.001,

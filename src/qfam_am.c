@@ -89,8 +89,9 @@ qfam_level_shape(QfamLevel *lv, uint32 fp_bits, uint32 t)
 	if (rbits < 1 || rbits > QF_MAX_RBITS || !qf_geom_init(&g, rbits, SS_PAGE_DATA_SIZE))
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("quotient filter level of 2^%u slots does not fit %u-bit fingerprints",
-						t, fp_bits),
+				 errmsg("quotient filter is full"),
+				 errdetail("A level of 2^%u home slots leaves no remainder bits of the %u-bit fingerprints.",
+						   t, fp_bits),
 				 errhint("Create a filter with a larger capacity or a smaller false-positive rate.")));
 	lv->t = (uint8) t;
 	lv->rbits = (uint8) rbits;
