@@ -12,7 +12,7 @@
  */
 #include "postgres.h"
 
-#include "access/generic_xlog.h"
+#include "ss_xlog.h"
 #include "bcms.h"
 #include "cms.h"
 #include "miscadmin.h"
@@ -69,7 +69,7 @@ static void
 bcms_meta_add(Relation rel, int64 items, int64 weight, int64 flushes)
 {
 	Buffer		buf;
-	GenericXLogState *state;
+	SSXLogState *state;
 	BcmsMetaData *meta;
 
 	if (items == 0 && weight == 0 && flushes == 0)
@@ -77,17 +77,17 @@ bcms_meta_add(Relation rel, int64 items, int64 weight, int64 flushes)
 	buf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	ss_meta_check(rel, BufferGetPage(buf), SS_KIND_BCMS);
-	state = GenericXLogStart(rel);
-	meta = (BcmsMetaData *) SSPageGetData(GenericXLogRegisterBuffer(state, buf, 0));
+	state = ss_xlog_start(rel);
+	meta = (BcmsMetaData *) SSPageGetData(ss_xlog_register(state, buf, 0));
 	meta->items = cms_saturating_add(meta->items, items);
 	meta->total_weight = cms_saturating_add(meta->total_weight, weight);
 	meta->flushes += flushes;
-	GenericXLogFinish(state);
+	ss_xlog_finish(state);
 	UnlockReleaseBuffer(buf);
 }
 
 static inline Page
-bcms_lock_for_write(Relation rel, GenericXLogState *state, BlockNumber blkno,
+bcms_lock_for_write(Relation rel, SSXLogState *state, BlockNumber blkno,
 					uint16 page_type, Size data_size, Buffer *bufp)
 {
 	return ss_lock_page_for_write(rel, state, blkno, page_type, data_size,
@@ -113,7 +113,7 @@ static uint32
 bcms_apply_page_group(Relation rel, const BcmsParams *p, uint32 sketch_page,
 					  const BatchEntry *entries, int n, bool force)
 {
-	GenericXLogState *state = GenericXLogStart(rel);
+	SSXLogState *state = ss_xlog_start(rel);
 	Buffer		bbuf = InvalidBuffer;
 	Buffer		sbuf;
 	Page		bpage = NULL;
@@ -142,7 +142,7 @@ bcms_apply_page_group(Relation rel, const BcmsParams *p, uint32 sketch_page,
 				sub[*count + i].weight = entries[i].weight;
 			}
 			*count += n;
-			GenericXLogFinish(state);
+			ss_xlog_finish(state);
 			UnlockReleaseBuffer(bbuf);
 			return 0;
 		}
@@ -168,7 +168,7 @@ bcms_apply_page_group(Relation rel, const BcmsParams *p, uint32 sketch_page,
 
 		cms_page_add(counters, &p->geom, h, entries[i].weight, p->conservative);
 	}
-	GenericXLogFinish(state);
+	ss_xlog_finish(state);
 	UnlockReleaseBuffer(sbuf);
 	if (BufferIsValid(bbuf))
 		UnlockReleaseBuffer(bbuf);
@@ -180,7 +180,7 @@ static void
 bcms_apply_plain_group(Relation rel, const BcmsParams *p, BlockNumber blkno,
 					   const BatchEntry *entries, int n)
 {
-	GenericXLogState *state = GenericXLogStart(rel);
+	SSXLogState *state = ss_xlog_start(rel);
 	Buffer		buf;
 	int64	   *counters;
 
@@ -191,7 +191,7 @@ bcms_apply_plain_group(Relation rel, const BcmsParams *p, BlockNumber blkno,
 	for (int i = 0; i < n; i++)
 		counters[entries[i].h2] = cms_saturating_add(counters[entries[i].h2],
 													 entries[i].weight);
-	GenericXLogFinish(state);
+	ss_xlog_finish(state);
 	UnlockReleaseBuffer(buf);
 }
 
@@ -231,7 +231,7 @@ bcms_apply_merge(Relation rel, const BcmsParams *p, const CmsData *cms)
 	for (uint32 pg = 0; pg < p->geom.npages; pg++)
 	{
 		const int64 *src = cms->counters + (Size) pg * per_page;
-		GenericXLogState *state;
+		SSXLogState *state;
 		Buffer		buf;
 		int64	   *dst;
 		bool		any = false;
@@ -241,7 +241,7 @@ bcms_apply_merge(Relation rel, const BcmsParams *p, const CmsData *cms)
 			any = src[i] != 0;
 		if (!any)
 			continue;
-		state = GenericXLogStart(rel);
+		state = ss_xlog_start(rel);
 		dst = (int64 *) SSPageGetData(bcms_lock_for_write(rel, state,
 														  bcms_sketch_blkno(p, pg),
 														  SS_PAGE_BCMS_SKETCH,
@@ -249,7 +249,7 @@ bcms_apply_merge(Relation rel, const BcmsParams *p, const CmsData *cms)
 														  &buf));
 		for (uint32 i = 0; i < per_page; i++)
 			dst[i] = cms_saturating_add(dst[i], src[i]);
-		GenericXLogFinish(state);
+		ss_xlog_finish(state);
 		UnlockReleaseBuffer(buf);
 	}
 }

@@ -23,7 +23,7 @@
  */
 #include "postgres.h"
 
-#include "access/generic_xlog.h"
+#include "ss_xlog.h"
 #include "bloom.h"
 #include "miscadmin.h"
 #include "port/pg_bitutils.h"
@@ -86,7 +86,7 @@ static void
 bloom_meta_add(Relation rel, int64 items, int64 bits, int64 flushes)
 {
 	Buffer		buf;
-	GenericXLogState *state;
+	SSXLogState *state;
 	BloomMetaData *meta;
 
 	if (items == 0 && bits == 0 && flushes == 0)
@@ -94,12 +94,12 @@ bloom_meta_add(Relation rel, int64 items, int64 bits, int64 flushes)
 	buf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	ss_meta_check(rel, BufferGetPage(buf), SS_KIND_BLOOM);
-	state = GenericXLogStart(rel);
-	meta = (BloomMetaData *) SSPageGetData(GenericXLogRegisterBuffer(state, buf, 0));
+	state = ss_xlog_start(rel);
+	meta = (BloomMetaData *) SSPageGetData(ss_xlog_register(state, buf, 0));
 	meta->items += items;
 	meta->bits_set += bits;
 	meta->flushes += flushes;
-	GenericXLogFinish(state);
+	ss_xlog_finish(state);
 	UnlockReleaseBuffer(buf);
 }
 
@@ -233,7 +233,7 @@ source_end(HashSource *s)
 static int64
 bloom_or_page(Relation rel, uint32 page, const uint64 *mask)
 {
-	GenericXLogState *state = GenericXLogStart(rel);
+	SSXLogState *state = ss_xlog_start(rel);
 	Buffer		buf;
 	uint64	   *words;
 	int64		nnew = 0;
@@ -253,9 +253,9 @@ bloom_or_page(Relation rel, uint32 page, const uint64 *mask)
 		}
 	}
 	if (nnew > 0)
-		GenericXLogFinish(state);
+		ss_xlog_finish(state);
 	else
-		GenericXLogAbort(state);	/* every bit was set already: no WAL */
+		ss_xlog_abort(state);	/* every bit was set already: no WAL */
 	UnlockReleaseBuffer(buf);
 	return nnew;
 }
@@ -344,7 +344,7 @@ elevator_append(Relation rel, const BloomParams *p, BatchEntry *batch, int n)
 	{
 		int			end = start + 1;
 		uint32		sb = batch[start].page;
-		GenericXLogState *state;
+		SSXLogState *state;
 		Buffer		buf;
 		Page		page;
 		uint32	   *count;
@@ -354,7 +354,7 @@ elevator_append(Relation rel, const BloomParams *p, BatchEntry *batch, int n)
 		CHECK_FOR_INTERRUPTS();
 		while (end < n && batch[end].page == sb)
 			end++;
-		state = GenericXLogStart(rel);
+		state = ss_xlog_start(rel);
 		page = ss_lock_page_for_write(rel, state, bloom_buffer_blkno(p, sb),
 									  SS_PAGE_BLOOM_BUFFER, SS_PAGE_DATA_SIZE,
 									  &buf, NULL);
@@ -370,9 +370,9 @@ elevator_append(Relation rel, const BloomParams *p, BatchEntry *batch, int n)
 			sub[*count + i] = batch[start + i].h2;
 		*count += fit;
 		if (fit > 0)
-			GenericXLogFinish(state);
+			ss_xlog_finish(state);
 		else
-			GenericXLogAbort(state);
+			ss_xlog_abort(state);
 		UnlockReleaseBuffer(buf);
 		for (int i = start + fit; i < end; i++)
 			batch[nleft++] = batch[i];
@@ -408,11 +408,11 @@ elevator_clear(Relation rel, const BloomParams *p)
 		}
 		if (any)
 		{
-			GenericXLogState *state = GenericXLogStart(rel);
+			SSXLogState *state = ss_xlog_start(rel);
 
-			page = GenericXLogRegisterBuffer(state, buf, 0);
+			page = ss_xlog_register(state, buf, 0);
 			memset(bloom_buf_counts(page), 0, p->subbufs_per_page * sizeof(uint32));
-			GenericXLogFinish(state);
+			ss_xlog_finish(state);
 		}
 		UnlockReleaseBuffer(buf);
 	}
@@ -501,7 +501,7 @@ bloom_apply_local_group(Relation rel, const BloomParams *p, uint32 bitpage,
 						const BatchEntry *entries, int n, bool force,
 						int64 *nnew)
 {
-	GenericXLogState *state = GenericXLogStart(rel);
+	SSXLogState *state = ss_xlog_start(rel);
 	Buffer		bbuf = InvalidBuffer;
 	Buffer		sbuf;
 	uint32	   *count = NULL;
@@ -530,7 +530,7 @@ bloom_apply_local_group(Relation rel, const BloomParams *p, uint32 bitpage,
 			for (int i = 0; i < n; i++)
 				sub[*count + i] = entries[i].h2;
 			*count += n;
-			GenericXLogFinish(state);
+			ss_xlog_finish(state);
 			UnlockReleaseBuffer(bbuf);
 			return 0;
 		}
@@ -552,9 +552,9 @@ bloom_apply_local_group(Relation rel, const BloomParams *p, uint32 bitpage,
 	for (int i = 0; i < n; i++)
 		added += bloom_set_local(words, p, entries[i].h2);
 	if (added > 0 || flushed > 0)
-		GenericXLogFinish(state);
+		ss_xlog_finish(state);
 	else
-		GenericXLogAbort(state);
+		ss_xlog_abort(state);
 	UnlockReleaseBuffer(sbuf);
 	if (BufferIsValid(bbuf))
 		UnlockReleaseBuffer(bbuf);

@@ -184,13 +184,13 @@ extern bool qfam_page_valid(Relation rel, BlockNumber blkno, Page page,
 							const QfamLevel *lv);
 
 /* qfam_undo.c */
-struct GenericXLogState;
+struct SSXLogState;
 extern uint64 qfam_undo_add_back(Relation rel, const QfamMeta *meta, uint64 fp);
 extern void qfam_undo_resolve(Relation rel, const QfamState *st, bool have_lock);
 extern void qfam_undo_begin(Relation rel, const QfamState *st, QfamUndo *u);
 extern uint32 qfam_undo_room(Relation rel, QfamUndo *u);
 extern QfamUndoHeader *qfam_undo_register(Relation rel,
-										  struct GenericXLogState *state,
+										  struct SSXLogState *state,
 										  QfamUndo *u, Buffer *bufp);
 extern void qfam_undo_append(QfamUndo *u, QfamUndoHeader *hdr, uint64 h1,
 							 uint64 count);

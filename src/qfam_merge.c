@@ -20,7 +20,7 @@
  */
 #include "postgres.h"
 
-#include "access/generic_xlog.h"
+#include "ss_xlog.h"
 #include "miscadmin.h"
 #include "qfam.h"
 #include "storage/bufmgr.h"
@@ -108,19 +108,19 @@ static void
 qfam_write_page(Relation rel, BlockNumber blkno, const char *area, Size size,
 				uint16 epoch)
 {
-	GenericXLogState *state;
+	SSXLogState *state;
 	Buffer		buf;
 	Page		page;
 
 	ss_extend_to(rel, blkno);
 	buf = ReadBuffer(rel, blkno);
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	state = GenericXLogStart(rel);
-	page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
+	state = ss_xlog_start(rel);
+	page = ss_xlog_register(state, buf, SS_XLOG_FULL_IMAGE);
 	ss_page_init(page, SS_PAGE_QF_AREA, size);
 	SSPageGetOpaque(page)->epoch = epoch;
 	memcpy(SSPageGetData(page), area, size);
-	GenericXLogFinish(state);
+	ss_xlog_finish(state);
 	UnlockReleaseBuffer(buf);
 }
 
@@ -148,7 +148,7 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 	int64		items = 0;
 	int64		total = 0;
 	Buffer		buf;
-	GenericXLogState *state;
+	SSXLogState *state;
 
 	Assert(target < QFAM_MAX_LEVELS && target <= meta->nlevels);
 	qfam_level_shape(&tl, meta->params.fp_bits, target_t);
@@ -238,9 +238,9 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 	tl.total = total;
 	buf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	state = GenericXLogStart(rel);
+	state = ss_xlog_start(rel);
 	{
-		QfamMeta   *m = (QfamMeta *) SSPageGetData(GenericXLogRegisterBuffer(state, buf, 0));
+		QfamMeta   *m = (QfamMeta *) SSPageGetData(ss_xlog_register(state, buf, 0));
 
 		for (uint32 i = 0; i < nsrc; i++)
 		{
@@ -260,7 +260,7 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 		m->merges++;
 		*meta = *m;
 	}
-	GenericXLogFinish(state);
+	ss_xlog_finish(state);
 	UnlockReleaseBuffer(buf);
 	return true;
 }

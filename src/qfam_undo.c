@@ -35,7 +35,7 @@
  */
 #include "postgres.h"
 
-#include "access/generic_xlog.h"
+#include "ss_xlog.h"
 #include "access/transam.h"
 #include "access/xact.h"
 #include "miscadmin.h"
@@ -53,17 +53,17 @@ static void
 undo_set_meta(Relation rel, TransactionId xid, BlockNumber head)
 {
 	Buffer		buf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
-	GenericXLogState *state;
+	SSXLogState *state;
 	QfamMeta   *m;
 
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	ss_meta_check(rel, BufferGetPage(buf), SS_KIND_QF);
-	state = GenericXLogStart(rel);
-	m = (QfamMeta *) SSPageGetData(GenericXLogRegisterBuffer(state, buf, 0));
+	state = ss_xlog_start(rel);
+	m = (QfamMeta *) SSPageGetData(ss_xlog_register(state, buf, 0));
 	m->undo_xid = xid;
 	if (BlockNumberIsValid(head))
 		m->undo_head = head;
-	GenericXLogFinish(state);
+	ss_xlog_finish(state);
 	UnlockReleaseBuffer(buf);
 }
 
@@ -242,7 +242,7 @@ qfam_undo_room(Relation rel, QfamUndo *u)
 	Buffer		metabuf;
 	Buffer		prevbuf = InvalidBuffer;
 	Buffer		buf;
-	GenericXLogState *state;
+	SSXLogState *state;
 	QfamMeta   *m;
 	BlockNumber prev = u->blkno;
 	BlockNumber blkno;
@@ -276,17 +276,17 @@ qfam_undo_room(Relation rel, QfamUndo *u)
 	UnlockReleaseBuffer(metabuf);
 	ss_extend_to(rel, blkno);
 
-	state = GenericXLogStart(rel);
+	state = ss_xlog_start(rel);
 	metabuf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
-	m = (QfamMeta *) SSPageGetData(GenericXLogRegisterBuffer(state, metabuf, 0));
+	m = (QfamMeta *) SSPageGetData(ss_xlog_register(state, metabuf, 0));
 	Assert(m->reserved_end == blkno);
 	m->reserved_end = blkno + 1;
 	if (!BlockNumberIsValid(prev))
 		m->undo_head = blkno;
 	buf = ReadBuffer(rel, blkno);
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
+	page = ss_xlog_register(state, buf, SS_XLOG_FULL_IMAGE);
 	ss_page_init(page, SS_PAGE_QF_UNDO, UNDO_DATA_SIZE(QFAM_UNDO_CAPACITY));
 	hdr = (QfamUndoHeader *) SSPageGetData(page);
 	hdr->xid = u->xid;
@@ -296,10 +296,10 @@ qfam_undo_room(Relation rel, QfamUndo *u)
 	{
 		prevbuf = ReadBuffer(rel, prev);
 		LockBuffer(prevbuf, BUFFER_LOCK_EXCLUSIVE);
-		page = GenericXLogRegisterBuffer(state, prevbuf, 0);
+		page = ss_xlog_register(state, prevbuf, 0);
 		((QfamUndoHeader *) SSPageGetData(page))->next = blkno;
 	}
-	GenericXLogFinish(state);
+	ss_xlog_finish(state);
 	if (BufferIsValid(prevbuf))
 		UnlockReleaseBuffer(prevbuf);
 	UnlockReleaseBuffer(buf);
@@ -316,7 +316,7 @@ qfam_undo_room(Relation rel, QfamUndo *u)
  * qfam_undo_append, at most what qfam_undo_room returned.
  */
 QfamUndoHeader *
-qfam_undo_register(Relation rel, GenericXLogState *state, QfamUndo *u,
+qfam_undo_register(Relation rel, SSXLogState *state, QfamUndo *u,
 				   Buffer *bufp)
 {
 	Buffer		buf = ReadBuffer(rel, u->blkno);
@@ -325,7 +325,7 @@ qfam_undo_register(Relation rel, GenericXLogState *state, QfamUndo *u,
 
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	ss_page_check(rel, u->blkno, BufferGetPage(buf), SS_PAGE_QF_UNDO);
-	page = GenericXLogRegisterBuffer(state, buf, 0);
+	page = ss_xlog_register(state, buf, 0);
 	hdr = (QfamUndoHeader *) SSPageGetData(page);
 	if (!TransactionIdEquals(hdr->xid, u->xid))
 	{

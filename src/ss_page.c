@@ -7,7 +7,7 @@
  */
 #include "postgres.h"
 
-#include "access/generic_xlog.h"
+#include "ss_xlog.h"
 #include "miscadmin.h"
 #include "ss_page.h"
 #include "storage/bufmgr.h"
@@ -114,7 +114,8 @@ ss_extend_to(Relation rel, BlockNumber blkno)
 	BlockNumber nblocks;
 	PGAlignedBlock zerobuf;
 
-	if (blkno < RelationGetNumberOfBlocks(rel))
+	if (ss_block_known_to_exist(rel, blkno) ||
+		blkno < RelationGetNumberOfBlocks(rel))
 		return;
 
 	memset(zerobuf.data, 0, BLCKSZ);
@@ -131,20 +132,30 @@ ss_extend_to(Relation rel, BlockNumber blkno)
 }
 
 /*
- * Pin block blkno, or return InvalidBuffer if the relation is shorter
- * (structures are sparse, see ss_extend_to).  Point queries probe several
+ * Does block blkno exist, as far as known without asking the kernel?  And
+ * ss_read_buffer_if_exists: pin block blkno, or return InvalidBuffer if the
+ * relation is shorter (structures are sparse, see ss_extend_to).
+ *
+ * Point queries probe several
  * pages, and an lseek() per probe for the relation size was a fifth of a
  * query's CPU, so the size smgr cached at its last check is used when it
  * already covers blkno.  It is a lower bound: our relations only grow, a
  * new relfilenode (TRUNCATE, rewrite) gets a new SMgrRelation, and an
  * in-place truncation sends an smgr invalidation that resets the cache.
+ * ss_block_known_to_exist tells whether that cache already covers blkno.
  */
-Buffer
-ss_read_buffer_if_exists(Relation rel, BlockNumber blkno)
+bool
+ss_block_known_to_exist(Relation rel, BlockNumber blkno)
 {
 	BlockNumber known = RelationGetSmgr(rel)->smgr_cached_nblocks[MAIN_FORKNUM];
 
-	if ((known == InvalidBlockNumber || blkno >= known) &&
+	return known != InvalidBlockNumber && blkno < known;
+}
+
+Buffer
+ss_read_buffer_if_exists(Relation rel, BlockNumber blkno)
+{
+	if (!ss_block_known_to_exist(rel, blkno) &&
 		blkno >= RelationGetNumberOfBlocks(rel))
 		return InvalidBuffer;
 	return ReadBuffer(rel, blkno);
@@ -205,12 +216,12 @@ ss_ensure_metapage(Relation rel, SSKind kind, const void *meta, Size size)
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	if (PageIsNew(BufferGetPage(buf)))
 	{
-		GenericXLogState *state = GenericXLogStart(rel);
-		Page		page = GenericXLogRegisterBuffer(state, buf, GENERIC_XLOG_FULL_IMAGE);
+		SSXLogState *state = ss_xlog_start(rel);
+		Page		page = ss_xlog_register(state, buf, SS_XLOG_FULL_IMAGE);
 
 		ss_page_init(page, SS_PAGE_META, size);
 		memcpy(SSPageGetData(page), meta, size);
-		GenericXLogFinish(state);
+		ss_xlog_finish(state);
 	}
 	else
 		ss_meta_check(rel, BufferGetPage(buf), kind);
@@ -224,7 +235,7 @@ ss_ensure_metapage(Relation rel, SSKind kind, const void *meta, Size size)
  * logged as a full image).  *isnew tells the caller, if not NULL.
  */
 Page
-ss_lock_page_for_write(Relation rel, GenericXLogState *state,
+ss_lock_page_for_write(Relation rel, SSXLogState *state,
 					   BlockNumber blkno, uint16 page_type, Size data_size,
 					   Buffer *bufp, bool *isnew)
 {
@@ -238,8 +249,8 @@ ss_lock_page_for_write(Relation rel, GenericXLogState *state,
 	fresh = PageIsNew(BufferGetPage(buf));
 	if (!fresh)
 		ss_page_check(rel, blkno, BufferGetPage(buf), page_type);
-	page = GenericXLogRegisterBuffer(state, buf,
-									 fresh ? GENERIC_XLOG_FULL_IMAGE : 0);
+	page = ss_xlog_register(state, buf,
+									 fresh ? SS_XLOG_FULL_IMAGE : 0);
 	if (fresh)
 	{
 		ss_page_init(page, page_type, data_size);

@@ -81,13 +81,14 @@ extern void ss_page_check(Relation rel, BlockNumber blkno, Page page,
 /* Check a metapage's header; ereport(ERROR) on mismatch. */
 extern SSMetaHeader *ss_meta_check(Relation rel, Page page, SSKind kind);
 
+extern bool ss_block_known_to_exist(Relation rel, BlockNumber blkno);
 extern Buffer ss_read_buffer_if_exists(Relation rel, BlockNumber blkno);
 extern bool ss_read_metapage(Relation rel, SSKind kind, void *meta, Size size);
 extern void ss_ensure_metapage(Relation rel, SSKind kind, const void *meta,
 							   Size size);
 
-struct GenericXLogState;
-extern Page ss_lock_page_for_write(Relation rel, struct GenericXLogState *state,
+struct SSXLogState;
+extern Page ss_lock_page_for_write(Relation rel, struct SSXLogState *state,
 								   BlockNumber blkno, uint16 page_type,
 								   Size data_size, Buffer *bufp, bool *isnew);
 

@@ -17,6 +17,7 @@
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "ss_pending.h"
+#include "ss_xlog.h"
 #include "storage/buffile.h"
 #include "streamsketch.h"
 #include "utils/memutils.h"
@@ -346,6 +347,9 @@ pending_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
+			ss_xlog_at_abort();
+			pending_reset();
+			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PREPARE:
@@ -375,6 +379,8 @@ pending_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 			}
 		case SUBXACT_EVENT_ABORT_SUB:
 		case SUBXACT_EVENT_COMMIT_SUB:
+			if (event == SUBXACT_EVENT_ABORT_SUB)
+				ss_xlog_at_abort();
 			while (subxact_marks != NIL)
 			{
 				SubxactMark *mark = (SubxactMark *) linitial(subxact_marks);

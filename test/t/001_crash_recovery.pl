@@ -21,6 +21,9 @@ my $node = PostgreSQL::Test::Cluster->new('main');
 $node->init;
 $node->append_conf(
 	'postgresql.conf', qq{
+# every replayed generic WAL record (recovery, standby) is compared with
+# the page the primary wrote (src/ss_xlog.c computes our deltas)
+wal_consistency_checking = 'generic'
 shared_buffers = 16MB
 checkpoint_timeout = 1h
 max_wal_size = 1GB

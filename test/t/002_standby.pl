@@ -19,6 +19,9 @@ my $primary = PostgreSQL::Test::Cluster->new('primary');
 $primary->init(allows_streaming => 1);
 $primary->append_conf(
 	'postgresql.conf', qq{
+# every replayed generic WAL record (recovery, standby) is compared with
+# the page the primary wrote (src/ss_xlog.c computes our deltas)
+wal_consistency_checking = 'generic'
 shared_buffers = 16MB
 max_wal_size = 1GB
 });
