@@ -196,6 +196,40 @@ SELECT resizes BETWEEN 3 AND 8 AS merges_per_fill, total_count FROM qf_info('cf_
 SELECT count(*) FILTER (WHERE NOT qf_contains('cf_bulk', i)) AS fn_bulk
 FROM generate_series(1, 100000) i;
 DROP TABLE cf_bulk;
+-- VACUUM FULL keeps the live levels only (growth leaves runs behind, merges
+-- keep spare runs), with the same contents
+SELECT qf_create('vf_q', 'int8', capacity => 1000, fp_rate => 0.001);
+INSERT INTO vf_q SELECT generate_series(1, 20000);
+SELECT qf_create('vf_c', 'int8', capacity => 100000, fp_rate => 0.001,
+				 access_method => 'cascade_filter', buffer_size => '64kB');
+DO $$
+BEGIN
+	FOR j IN 0..19 LOOP
+		INSERT INTO vf_c SELECT i FROM generate_series(j * 2000 + 1, (j + 1) * 2000) i;
+		COMMIT;
+	END LOOP;
+END;
+$$;
+SELECT qf_delete('vf_c', 5::int8);
+CREATE TEMP TABLE vf_before AS
+SELECT t, relation_pages, items, total_count, levels FROM (VALUES ('vf_q'), ('vf_c')) v(t), qf_info(t::regclass);
+CREATE TEMP TABLE vf_counts AS
+SELECT i, qf_count('vf_q', i) AS q, qf_count('vf_c', i) AS c FROM generate_series(1, 20000) i;
+VACUUM FULL vf_q;
+VACUUM FULL vf_c;
+SELECT b.t, b.relation_pages AS pages_before, a.relation_pages AS pages_after,
+	   a.relation_pages = a.pages + 1 AS live_levels_only,
+	   (a.items, a.total_count, a.levels) = (b.items, b.total_count, b.levels) AS same_totals
+FROM vf_before b, qf_info(b.t::regclass) a ORDER BY 1;
+SELECT count(*) FILTER (WHERE qf_count('vf_q', i) <> q) AS changed_q,
+	   count(*) FILTER (WHERE qf_count('vf_c', i) <> c) AS changed_c,
+	   count(*) FILTER (WHERE q = 0) AS fn_q, qf_count('vf_c', 5) AS deleted
+FROM vf_counts;
+-- and keeps working: more inserts and merges
+INSERT INTO vf_c SELECT generate_series(40001, 80000);
+SELECT count(*) FILTER (WHERE NOT qf_contains('vf_c', i)) AS fn_c
+FROM generate_series(6, 80000) i;
+DROP TABLE vf_q, vf_c, vf_before, vf_counts;
 -- counts add up over levels; deletes reach older levels
 INSERT INTO cf4 VALUES (10), (10);
 SELECT qf_count('cf4', 10) AS three;

@@ -195,6 +195,16 @@ extern QfamUndoHeader *qfam_undo_register(Relation rel,
 extern void qfam_undo_append(QfamUndo *u, QfamUndoHeader *hdr, uint64 h1,
 							 uint64 count);
 
+/* qfam_compact.c */
+extern void qfam_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
+										   Relation OldIndex, bool use_sort,
+										   TransactionId OldestXmin,
+										   TransactionId *xid_cutoff,
+										   MultiXactId *multi_cutoff,
+										   double *num_tuples,
+										   double *tups_vacuumed,
+										   double *tups_recently_dead);
+
 /* qfam_merge.c */
 extern void qfam_cursor_init(QfamCursor *c, Relation rel, const QfamLevel *lv);
 extern bool qfam_cursor_next(QfamCursor *c);

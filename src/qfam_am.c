@@ -425,6 +425,7 @@ qfam_handler(uint32 kind)
 			r->relation_set_new_filenode = qfam_relation_set_new_filenode;
 			r->relation_nontransactional_truncate = qfam_relation_nontransactional_truncate;
 			r->relation_vacuum = qfam_relation_vacuum;
+			r->relation_copy_for_cluster = qfam_relation_copy_for_cluster;
 		}
 		qfam_routines_ready = true;
 	}

@@ -33,6 +33,8 @@
 #     exact, pages and resizes consistent, qf_resize works afterwards.
 #  5. A second crash after more work (and the work of 2.) changes nothing,
 #     and a qf_resize that returned just before it survives it.
+#  6. VACUUM FULL shrinks grown filters to their live levels and changes no
+#     answer, on the primary, after a crash and on the standby.
 
 use strict;
 use warnings;
@@ -590,6 +592,34 @@ is($primary->safe_psql('postgres',
 	$unl, 'q_unl: kept across a clean restart');
 is($primary->safe_psql('postgres', "SELECT qf_count('q_unl', 7::int8)"),
 	'3', 'q_unl: counts kept across a clean restart');
+
+# VACUUM FULL keeps the live levels only: the grown filters shrink, every
+# answer stays the same, on the primary, after an immediate stop, and on
+# the standby (the copy is WAL-logged page by page)
+my $rel_pages_sql =
+  "SELECT string_agg(relname || ' ' || relation_pages, ', ' ORDER BY relname) "
+  . "FROM pg_class, qf_info(oid) WHERE relname IN ('q_grow', 'q_msrc', 'q_mdst', 'q_rs')";
+my $pages_before_vf = $primary->safe_psql('postgres', $rel_pages_sql);
+$primary->safe_psql('postgres', 'VACUUM FULL q_grow, q_msrc, q_mdst, q_rs, q_unl');
+my $pages_after_vf = $primary->safe_psql('postgres', $rel_pages_sql);
+note("relation pages before VACUUM FULL: $pages_before_vf; after: $pages_after_vf");
+my %vf_before = map { split / / } split /, /, $pages_before_vf;
+my %vf_after = map { split / / } split /, /, $pages_after_vf;
+foreach my $t (sort keys %vf_before)
+{
+	cmp_ok($vf_after{$t}, '<', $vf_before{$t},
+		"$t: VACUUM FULL drops the runs left by growth");
+}
+same_answers(answers($primary), $after, 'after VACUUM FULL');
+is($primary->safe_psql('postgres', "SELECT qf_count('q_unl', 7::int8)"),
+	'3', 'q_unl: VACUUM FULL of an unlogged filter keeps its contents');
+$primary->wait_for_catchup($standby);
+same_answers(answers($standby), $after, 'standby after VACUUM FULL');
+$primary->stop('immediate');
+$primary->start;
+same_answers(answers($primary), $after, 'after VACUUM FULL and a crash');
+is($primary->safe_psql('postgres', "SELECT qf_count('q_unl', 7::int8)"),
+	'0', 'q_unl: after VACUUM FULL, an unlogged filter is still reset by a crash');
 
 $primary->wait_for_catchup($standby);
 same_answers(answers($standby), $after, 'standby at the end');

@@ -1,0 +1,123 @@
+/*-------------------------------------------------------------------------
+ *
+ * qfam_compact.c
+ *	  VACUUM FULL of a quotient filter: keep the live levels only.
+ *
+ * Growth and out-of-place merges leave space behind: every doubling of a
+ * quotient_filter writes the new level after the old one, and every level
+ * a merge targets keeps a spare run of its size, so a filter occupies up
+ * to about twice its live levels.  VACUUM FULL (and CLUSTER) copies the
+ * metapage and the live levels, packed one after another, into the new
+ * relation file; the next merge into a level allocates a run again.
+ *
+ * The copy bypasses shared buffers like RelationCopyStorage: every page
+ * is WAL-logged as a full image when the relation needs WAL, except
+ * never-written (zero) pages, which readers treat as empty whether they
+ * exist or not.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/multixact.h"
+#include "access/xlog.h"
+#include "access/xloginsert.h"
+#include "miscadmin.h"
+#include "qfam.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "storage/smgr.h"
+#include "streamsketch.h"
+#include "utils/rel.h"
+
+/* Write page as block blkno of dst, logging it if wanted. */
+static void
+compact_write(SMgrRelation dst, BlockNumber blkno, Page page, bool use_wal)
+{
+	if (!PageIsNew(page))
+	{
+		if (use_wal)
+			log_newpage(&dst->smgr_rnode.node, MAIN_FORKNUM, blkno, page, true);
+		PageSetChecksumInplace(page, blkno);
+	}
+	smgrextend(dst, MAIN_FORKNUM, blkno, (char *) page, true);
+}
+
+void
+qfam_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
+							   Relation OldIndex, bool use_sort,
+							   TransactionId OldestXmin,
+							   TransactionId *xid_cutoff,
+							   MultiXactId *multi_cutoff,
+							   double *num_tuples, double *tups_vacuumed,
+							   double *tups_recently_dead)
+{
+	QfamState  *st = qfam_get_state(OldTable);
+	QfamMeta	meta;
+	QfamMeta	newmeta;
+	SMgrRelation src;
+	SMgrRelation dst;
+	BlockNumber src_nblocks;
+	BlockNumber next = SS_METAPAGE_BLKNO + 1;
+	PGAlignedBlock buf;
+	bool		use_wal;
+
+	*xid_cutoff = InvalidTransactionId;
+	*multi_cutoff = InvalidMultiXactId;
+	*num_tuples = 0;
+	*tups_vacuumed = 0;
+	*tups_recently_dead = 0;
+	/* the transient table's catalog row is not needed: OldTable keeps its OID */
+	ss_forget_params(RelationGetRelid(NewTable));
+
+	/* the undo segment refers to nothing after the copy: resolve it */
+	LockPage(OldTable, QFAM_DELETE_LOCK_BLKNO, ExclusiveLock);
+	qfam_undo_resolve(OldTable, st, true);
+	UnlockPage(OldTable, QFAM_DELETE_LOCK_BLKNO, ExclusiveLock);
+
+	if (!qfam_read_meta(OldTable, &meta))
+		return;					/* never written: stays empty */
+	FlushRelationBuffers(OldTable);
+	src = RelationGetSmgr(OldTable);
+	src_nblocks = smgrnblocks(src, MAIN_FORKNUM);
+	use_wal = XLogIsNeeded() &&
+		NewTable->rd_rel->relpersistence == RELPERSISTENCE_PERMANENT;
+
+	/* the new layout: levels packed after the metapage, no spare runs */
+	newmeta = meta;
+	for (uint32 l = 0; l < meta.nlevels; l++)
+	{
+		newmeta.levels[l].base = next;
+		newmeta.levels[l].alt_base = InvalidBlockNumber;
+		next += (BlockNumber) 1 << meta.levels[l].page_bits;
+	}
+	newmeta.reserved_end = next;
+	newmeta.undo_xid = InvalidTransactionId;
+	newmeta.undo_head = InvalidBlockNumber;
+
+	dst = RelationGetSmgr(NewTable);
+	smgrread(src, MAIN_FORKNUM, SS_METAPAGE_BLKNO, buf.data);
+	memcpy(SSPageGetData((Page) buf.data), &newmeta, sizeof(newmeta));
+	compact_write(dst, SS_METAPAGE_BLKNO, (Page) buf.data, use_wal);
+	for (uint32 l = 0; l < meta.nlevels; l++)
+	{
+		BlockNumber npages = (BlockNumber) 1 << meta.levels[l].page_bits;
+
+		for (BlockNumber i = 0; i < npages; i++)
+		{
+			BlockNumber from = meta.levels[l].base + i;
+
+			CHECK_FOR_INTERRUPTS();
+			if (from < src_nblocks)
+				smgrread(src, MAIN_FORKNUM, from, buf.data);
+			else
+				memset(buf.data, 0, BLCKSZ);
+			compact_write(dst, newmeta.levels[l].base + i, (Page) buf.data,
+						  use_wal);
+		}
+	}
+
+	/* written around shared buffers: make it durable before the commit */
+	if (use_wal)
+		smgrimmedsync(dst, MAIN_FORKNUM);
+}
