@@ -81,6 +81,65 @@ undo_committed(TransactionId xid)
 	return TransactionIdDidCommit(xid);
 }
 
+typedef void (*UndoPageFn) (const QfamUndoEntry *entries, uint32 n, void *arg);
+
+/*
+ * If undo page blkno belongs to the segment of xid, call fn for its
+ * entries (under a share lock), set *next to the following page and return
+ * true; otherwise (a page of an older segment, or beyond the end of the
+ * relation) return false.
+ */
+static bool
+undo_page(Relation rel, BlockNumber blkno, TransactionId xid, UndoPageFn fn,
+		  void *arg, BlockNumber *next)
+{
+	Buffer		buf = ss_read_buffer_if_exists(rel, blkno);
+	QfamUndoHeader *hdr;
+	bool		ours;
+
+	if (!BufferIsValid(buf))
+		return false;
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	ss_page_check(rel, blkno, BufferGetPage(buf), SS_PAGE_QF_UNDO);
+	hdr = (QfamUndoHeader *) SSPageGetData(BufferGetPage(buf));
+	ours = TransactionIdEquals(hdr->xid, xid);
+	if (ours && hdr->nentries > 0)
+		fn((QfamUndoEntry *) (hdr + 1), Min(hdr->nentries, QFAM_UNDO_CAPACITY),
+		   arg);
+	*next = hdr->next;
+	UnlockReleaseBuffer(buf);
+	return ours;
+}
+
+/* Call fn for the entries of each page of xid's segment starting at head. */
+static void
+undo_foreach_page(Relation rel, BlockNumber head, TransactionId xid,
+				  UndoPageFn fn, void *arg)
+{
+	BlockNumber blkno = head;
+
+	while (BlockNumberIsValid(blkno) &&
+		   undo_page(rel, blkno, xid, fn, arg, &blkno))
+		CHECK_FOR_INTERRUPTS();
+}
+
+typedef struct AddBack
+{
+	uint64		fp;
+	uint64		count;
+} AddBack;
+
+static void
+add_back_page(const QfamUndoEntry *e, uint32 n, void *arg)
+{
+	AddBack    *ab = arg;
+
+	for (uint32 i = 0; i < n; i++)
+		if (e[i].fp == ab->fp)
+			ab->count = (ab->count + e[i].count < ab->count) ? PG_UINT64_MAX :
+				ab->count + e[i].count;
+}
+
 /*
  * Copies of fingerprint fp (top fp_bits bits set, the rest zero) that the
  * uncommitted deleter of meta's undo segment removed, to add back.
@@ -88,39 +147,29 @@ undo_committed(TransactionId xid)
 uint64
 qfam_undo_add_back(Relation rel, const QfamMeta *meta, uint64 fp)
 {
-	uint64		fpmask = ~UINT64CONST(0) << (64 - meta->params.fp_bits);
-	uint64		count = 0;
-	BlockNumber blkno = meta->undo_head;
+	AddBack		ab;
 
 	if (!TransactionIdIsValid(meta->undo_xid) || undo_committed(meta->undo_xid))
 		return 0;
-	fp &= fpmask;
-	while (BlockNumberIsValid(blkno))
-	{
-		Buffer		buf = ss_read_buffer_if_exists(rel, blkno);
-		QfamUndoHeader *hdr;
-		QfamUndoEntry *e;
-		bool		ours;
+	ab.fp = fp & (~UINT64CONST(0) << (64 - meta->params.fp_bits));
+	ab.count = 0;
+	undo_foreach_page(rel, meta->undo_head, meta->undo_xid, add_back_page, &ab);
+	return ab.count;
+}
 
-		if (!BufferIsValid(buf))
-			break;
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		ss_page_check(rel, blkno, BufferGetPage(buf), SS_PAGE_QF_UNDO);
-		hdr = (QfamUndoHeader *) SSPageGetData(BufferGetPage(buf));
-		e = (QfamUndoEntry *) (hdr + 1);
-		ours = TransactionIdEquals(hdr->xid, meta->undo_xid);
-		if (ours)
-			for (uint32 i = 0; i < hdr->nentries && i < QFAM_UNDO_CAPACITY; i++)
-				if (e[i].fp == fp)
-					count = (count + e[i].count < count) ? PG_UINT64_MAX :
-						count + e[i].count;
-		blkno = hdr->next;
-		UnlockReleaseBuffer(buf);
-		if (!ours)
-			break;
-		CHECK_FOR_INTERRUPTS();
-	}
-	return count;
+typedef struct Restore
+{
+	QfamUndoEntry copies[QFAM_UNDO_CAPACITY];
+	uint32		n;
+} Restore;
+
+static void
+restore_page(const QfamUndoEntry *e, uint32 n, void *arg)
+{
+	Restore    *r = arg;
+
+	memcpy(r->copies, e, n * sizeof(QfamUndoEntry));
+	r->n = n;
 }
 
 /*
@@ -128,8 +177,9 @@ qfam_undo_add_back(Relation rel, const QfamMeta *meta, uint64 fp)
  * caller holds the delete lock (it is the next deleter); otherwise it is
  * taken without waiting, and released again, or nothing is done: a
  * deleter still holding it will resolve.  An aborted segment's copies are
- * inserted back into the filter before the segment is forgotten (a crash
- * in between inserts them twice: a rare over-count, never a loss).
+ * inserted back into the filter, a page of entries at a time, before the
+ * segment is forgotten (a crash in between inserts them twice: a rare
+ * over-count, never a loss).
  */
 void
 qfam_undo_resolve(Relation rel, const QfamState *st, bool have_lock)
@@ -157,50 +207,20 @@ qfam_undo_resolve(Relation rel, const QfamState *st, bool have_lock)
 	{
 		if (!undo_committed(xid))
 		{
-			QfamUndoEntry *copies = NULL;
-			int			n = 0;
-			int			max = 0;
+			Restore    *r = palloc(sizeof(Restore));
 			BlockNumber blkno = meta.undo_head;
 
+			/* a page at a time: inserting may merge levels */
 			while (BlockNumberIsValid(blkno))
 			{
-				Buffer		buf = ss_read_buffer_if_exists(rel, blkno);
-				QfamUndoHeader *hdr;
-				bool		ours;
-
-				if (!BufferIsValid(buf))
+				r->n = 0;
+				if (!undo_page(rel, blkno, xid, restore_page, r, &blkno))
 					break;
-				LockBuffer(buf, BUFFER_LOCK_SHARE);
-				ss_page_check(rel, blkno, BufferGetPage(buf), SS_PAGE_QF_UNDO);
-				hdr = (QfamUndoHeader *) SSPageGetData(BufferGetPage(buf));
-				ours = TransactionIdEquals(hdr->xid, xid);
-				if (ours && hdr->nentries > 0)
-				{
-					uint32		k = Min(hdr->nentries, QFAM_UNDO_CAPACITY);
-
-					if (n + (int) k > max)
-					{
-						max = Max(max * 2, n + (int) k);
-						if ((Size) max * sizeof(QfamUndoEntry) > MaxAllocSize)
-							elog(ERROR, "undo segment of \"%s\" is too large",
-								 RelationGetRelationName(rel));
-						copies = copies ? repalloc(copies, max * sizeof(QfamUndoEntry)) :
-							palloc(max * sizeof(QfamUndoEntry));
-					}
-					memcpy(copies + n, hdr + 1, k * sizeof(QfamUndoEntry));
-					n += (int) k;
-				}
-				blkno = hdr->next;
-				UnlockReleaseBuffer(buf);
-				if (!ours)
-					break;
+				if (r->n > 0)
+					qfam_insert_copies(rel, st, r->copies, (int) r->n);
 				CHECK_FOR_INTERRUPTS();
 			}
-			if (n > 0)
-			{
-				qfam_insert_copies(rel, st, copies, n);
-				pfree(copies);
-			}
+			pfree(r);
 		}
 		undo_set_meta(rel, InvalidTransactionId, InvalidBlockNumber);
 	}
