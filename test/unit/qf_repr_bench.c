@@ -59,6 +59,7 @@
 #include <time.h>
 
 #include "qf.h"
+#include "qf_words.h"
 
 /* port.h maps these to libpgport's versions, which we do not link */
 #undef printf
@@ -105,41 +106,6 @@ now(void)
 
 /* ------------------------------------------------------ word helpers */
 
-static inline uint64
-ld64(const char *p)
-{
-	uint64		v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static inline void
-st64(char *p, uint64 v)
-{
-	memcpy(p, &v, sizeof(v));
-}
-
-/*
- * Without -mpopcnt (PGXS does not pass it) __builtin_popcountll is a call
- * into libgcc, so use the same inline SWAR count as qf.c: the comparison
- * should be about the representation, not about which side got the slower
- * popcount.  `make repr-bench` also runs a -mpopcnt build.
- */
-static inline int
-popcount64(uint64 x)
-{
-#ifdef __POPCNT__
-	return __builtin_popcountll(x);
-#else
-	x = x - ((x >> 1) & UINT64CONST(0x5555555555555555));
-	x = (x & UINT64CONST(0x3333333333333333)) +
-		((x >> 2) & UINT64CONST(0x3333333333333333));
-	x = (x + (x >> 4)) & UINT64CONST(0x0F0F0F0F0F0F0F0F);
-	return (int) ((x * UINT64CONST(0x0101010101010101)) >> 56);
-#endif
-}
-
 #define ONES		UINT64CONST(0x0101010101010101)	/* 1 in every byte */
 
 /* The number of one bits of each byte of x, in that byte. */
@@ -160,7 +126,7 @@ byte_counts(uint64 x)
  * inside that byte.
  */
 static inline int
-select64(uint64 x, int k)
+broadword_select64(uint64 x, int k)
 {
 	const uint64 highs = UINT64CONST(0x8080808080808080);
 	uint64		prefix;
@@ -297,7 +263,7 @@ select_from(const char *a, uint32 from, uint32 k, uint32 limit)
 		uint32		c = popcount64(x);
 
 		if (k <= c)
-			return Min(w * 64 + (uint32) select64(x, (int) k - 1), limit);
+			return Min(w * 64 + (uint32) broadword_select64(x, (int) k - 1), limit);
 		k -= c;
 		w++;
 		if ((uint64) w * 64 >= limit)
