@@ -176,6 +176,10 @@ def sizes(kind, t):
     out = dict(rel_bytes=int(rel), total_bytes=int(tot))
     if kind in BASE_KINDS:
         out["index_bytes"] = int(psql(f"SELECT pg_relation_size('{t}_key')"))
+    if kind in ("cf", "bqf", "qf"):
+        # what VACUUM FULL leaves: the metapage and the live levels, without
+        # the spare runs of out-of-place merges and the runs left by growth
+        out["live_bytes"] = 8192 * (1 + int(psql(f"SELECT pages FROM qf_info('{t}')")))
     return out
 
 

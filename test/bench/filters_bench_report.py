@@ -120,7 +120,10 @@ def targets(res):
                     f"inserts {a:.1f}x cumulative, {e:.1f}x at the end of the stream ({ins_rate(cf):,.0f} and "
                     f"{end_rate(cf):,.0f} vs {ins_rate(bt):,.0f} rows/s); size {mb(cf['rel_bytes']):,.0f} MB vs "
                     f"{mb(bt['total_bytes']):,.0f} MB for the table with its btree index "
-                    f"({sz:.2f}; against the index alone, {mb(bt['index_bytes']):,.0f} MB: {szi:.2f})"))
+                    f"({sz:.2f}; against the index alone, {mb(bt['index_bytes']):,.0f} MB: {szi:.2f})"
+                    + (f"; after VACUUM FULL (live levels only) {mb(cf['live_bytes']):,.0f} MB: "
+                       f"{cf['live_bytes'] / bt['total_bytes']:.2f} and {cf['live_bytes'] / bt['index_bytes']:.2f}"
+                       if "live_bytes" in cf else "")))
     return out
 
 
@@ -295,6 +298,9 @@ def report(res, cfg):
             f"{S[k]['lookups']['uniform']['positives']} / {S[k]['lookups']['uniform']['ops']:,}" for k in ks])
         rows.append(["size MB (filter relation; table + index)"] + [fmt(mb(S[k]["total_bytes"])) for k in ks])
         rows.append(["RAM : size"] + [f"1:{S[k]['total_bytes'] / (c['SB_MB'] * 2**20):.1f}" for k in ks])
+        if any("live_bytes" in S[k] for k in ks):
+            rows.append(["size MB after VACUUM FULL (QF family: live levels)"] + [
+                fmt(mb(S[k]["live_bytes"])) if "live_bytes" in S[k] else "-" for k in ks])
         rows.append(["levels (QF family) / hashes (Bloom)"] + [
             str(S[k]["info"].get("levels", S[k]["info"].get("hashes", "-"))) for k in ks])
         if have_bloom:
