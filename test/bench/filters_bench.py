@@ -406,8 +406,9 @@ def full_run(name, kind, fanout, g):
 def bulk_sql(kind, t, g, fanout, count, txn=None):
     """Loader script: create and bulk-load stream items 1..count (untimed),
     in one transaction, or in transactions of `txn` items (the QF family:
-    a transaction of more keys than a level-0 page holds makes the commit
-    merge once per level-0 page overflow, see the analysis)."""
+    before 977f942 a transaction of more keys than a level-0 page holds
+    made the commit merge once per level-0 page overflow, see the
+    analysis; kept so that runs stay comparable)."""
     txn = txn or count
     s = "BEGIN;\n" + create_sql(kind, t, nkeys(g, kind), fanout=fanout) + "\n"
     i = 1
