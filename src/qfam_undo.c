@@ -300,7 +300,9 @@ qfam_undo_room(Relation rel, QfamUndo *u)
 	metabuf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
 	m = (QfamMeta *) SSPageGetData(ss_xlog_register(state, metabuf, 0));
-	Assert(m->reserved_end == blkno);
+	if (m->reserved_end != blkno)
+		elog(ERROR, "quotient filter \"%s\" grew while an undo page was added",
+			 RelationGetRelationName(rel));
 	m->reserved_end = blkno + 1;
 	if (!BlockNumberIsValid(prev))
 		m->undo_head = blkno;
