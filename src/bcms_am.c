@@ -279,50 +279,51 @@ bcms_check_columns(TupleDesc desc, const char *relname, BcmsState *st)
 	}
 }
 
-/*
- * The relation's parameters and column info, cached in rd_amcache (which
- * the relcache frees on invalidation, e.g. after TRUNCATE).  They come from
- * the metapage if it exists, else from the catalog row.
- */
-BcmsState *
-bcms_get_state(Relation rel)
+static void
+bcms_state_columns(Relation rel, void *st)
 {
-	BcmsState  *st;
+	bcms_check_columns(RelationGetDescr(rel), RelationGetRelationName(rel), st);
+}
+
+static bool
+bcms_state_load(Relation rel, void *st)
+{
 	BcmsMetaData meta;
 
-	if (rel->rd_amcache)
-		return (BcmsState *) rel->rd_amcache;
-
-	st = MemoryContextAllocZero(CacheMemoryContext, sizeof(BcmsState));
-	PG_TRY();
+	if (bcms_read_meta(rel, &meta))
 	{
-		bcms_check_columns(RelationGetDescr(rel), RelationGetRelationName(rel), st);
-		if (bcms_read_meta(rel, &meta))
-			st->p = meta.params;
-		else if (!bcms_catalog_load(RelationGetRelid(rel), &st->p))
-		{
-			/* e.g. created before the row was restored: use the defaults */
-			bcms_params_from_gucs(&st->p);
-			if (!RecoveryInProgress() && !XactReadOnly)
-				bcms_catalog_store(RelationGetRelid(rel), &st->p);
-		}
+		((BcmsState *) st)->p = meta.params;
+		return true;
 	}
-	PG_CATCH();
-	{
-		pfree(st);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	rel->rd_amcache = st;
-	return st;
+	return bcms_catalog_load(RelationGetRelid(rel), &((BcmsState *) st)->p);
 }
 
 static void
-bcms_forget_state(Relation rel)
+bcms_state_defaults(Relation rel, void *st)
 {
-	if (rel->rd_amcache)
-		pfree(rel->rd_amcache);
-	rel->rd_amcache = NULL;
+	bcms_params_from_gucs(&((BcmsState *) st)->p);
+}
+
+static void
+bcms_state_store(Relation rel, const void *st)
+{
+	bcms_catalog_store(RelationGetRelid(rel), &((const BcmsState *) st)->p);
+}
+
+static const SSStateOps bcms_state_ops = {
+	.state_size = sizeof(BcmsState),
+	.apply = bcms_apply_pending,
+	.check_columns = bcms_state_columns,
+	.load_params = bcms_state_load,
+	.default_params = bcms_state_defaults,
+	.store_params = bcms_state_store,
+};
+
+/* The relation's parameters and column info (ss_get_state). */
+BcmsState *
+bcms_get_state(Relation rel)
+{
+	return (BcmsState *) ss_get_state(rel, &bcms_state_ops);
 }
 
 static void
@@ -330,36 +331,14 @@ bcms_relation_set_new_filenode(Relation rel, const RelFileNode *newrnode,
 							   char persistence, TransactionId *freezeXid,
 							   MultiXactId *minmulti)
 {
-	/* no tuples, no xids: anti-wraparound vacuum has nothing to freeze */
-	*freezeXid = InvalidTransactionId;
-	*minmulti = InvalidMultiXactId;
-
-	bcms_check_columns(RelationGetDescr(rel), RelationGetRelationName(rel), NULL);
-	ss_create_storage(rel, newrnode, persistence);
-
-	if (ss_relation_is_new(rel))
-	{
-		/* CREATE TABLE: capture the GUC defaults now */
-		BcmsParams	p;
-
-		bcms_params_from_gucs(&p);
-		bcms_catalog_store(RelationGetRelid(rel), &p);
-	}
-	else if (ss_pending_has(RelationGetRelid(rel)))
-	{
-		/* TRUNCATE: this transaction's earlier inserts are gone too */
-		ss_pending_add(rel, bcms_apply_pending, SS_PENDING_TRUNCATE, NULL, 0);
-	}
-	bcms_forget_state(rel);
+	ss_set_new_filenode(rel, &bcms_state_ops, newrnode, persistence,
+						freezeXid, minmulti);
 }
 
 static void
 bcms_relation_nontransactional_truncate(Relation rel)
 {
-	RelationTruncate(rel, 0);
-	if (ss_pending_has(RelationGetRelid(rel)))
-		ss_pending_add(rel, bcms_apply_pending, SS_PENDING_TRUNCATE, NULL, 0);
-	bcms_forget_state(rel);
+	ss_truncate_in_place(rel, &bcms_state_ops);
 }
 
 /*

@@ -287,49 +287,51 @@ bloom_check_columns(TupleDesc desc, const char *relname, BloomState *st)
 	}
 }
 
-/*
- * Parameters and column info, cached in rd_amcache (freed by the relcache
- * on invalidation, e.g. after TRUNCATE): from the metapage if it exists,
- * else from the catalog row (see bcms_get_state).
- */
-BloomState *
-bloom_get_state(Relation rel)
+static void
+bloom_state_columns(Relation rel, void *st)
 {
-	BloomState *st;
+	bloom_check_columns(RelationGetDescr(rel), RelationGetRelationName(rel), st);
+}
+
+static bool
+bloom_state_load(Relation rel, void *st)
+{
 	BloomMetaData meta;
 
-	if (rel->rd_amcache)
-		return (BloomState *) rel->rd_amcache;
-
-	st = MemoryContextAllocZero(CacheMemoryContext, sizeof(BloomState));
-	PG_TRY();
+	if (bloom_read_meta(rel, &meta))
 	{
-		bloom_check_columns(RelationGetDescr(rel), RelationGetRelationName(rel), st);
-		if (bloom_read_meta(rel, &meta))
-			st->p = meta.params;
-		else if (!bloom_catalog_load(RelationGetRelid(rel), &st->p))
-		{
-			bloom_params_from_gucs(&st->p);
-			if (!RecoveryInProgress() && !XactReadOnly)
-				bloom_catalog_store(RelationGetRelid(rel), &st->p);
-		}
+		((BloomState *) st)->p = meta.params;
+		return true;
 	}
-	PG_CATCH();
-	{
-		pfree(st);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	rel->rd_amcache = st;
-	return st;
+	return bloom_catalog_load(RelationGetRelid(rel), &((BloomState *) st)->p);
 }
 
 static void
-bloom_forget_state(Relation rel)
+bloom_state_defaults(Relation rel, void *st)
 {
-	if (rel->rd_amcache)
-		pfree(rel->rd_amcache);
-	rel->rd_amcache = NULL;
+	bloom_params_from_gucs(&((BloomState *) st)->p);
+}
+
+static void
+bloom_state_store(Relation rel, const void *st)
+{
+	bloom_catalog_store(RelationGetRelid(rel), &((const BloomState *) st)->p);
+}
+
+static const SSStateOps bloom_state_ops = {
+	.state_size = sizeof(BloomState),
+	.apply = bloom_apply_pending,
+	.check_columns = bloom_state_columns,
+	.load_params = bloom_state_load,
+	.default_params = bloom_state_defaults,
+	.store_params = bloom_state_store,
+};
+
+/* Parameters and column info (ss_get_state). */
+BloomState *
+bloom_get_state(Relation rel)
+{
+	return (BloomState *) ss_get_state(rel, &bloom_state_ops);
 }
 
 static void
@@ -337,35 +339,14 @@ bloom_relation_set_new_filenode(Relation rel, const RelFileNode *newrnode,
 								char persistence, TransactionId *freezeXid,
 								MultiXactId *minmulti)
 {
-	/* no tuples, no xids: anti-wraparound vacuum has nothing to freeze */
-	*freezeXid = InvalidTransactionId;
-	*minmulti = InvalidMultiXactId;
-
-	bloom_check_columns(RelationGetDescr(rel), RelationGetRelationName(rel), NULL);
-	ss_create_storage(rel, newrnode, persistence);
-	if (ss_relation_is_new(rel))
-	{
-		/* CREATE TABLE: capture the GUC defaults now */
-		BloomParams p;
-
-		bloom_params_from_gucs(&p);
-		bloom_catalog_store(RelationGetRelid(rel), &p);
-	}
-	else if (ss_pending_has(RelationGetRelid(rel)))
-	{
-		/* TRUNCATE: this transaction's earlier inserts are gone too */
-		ss_pending_add(rel, bloom_apply_pending, SS_PENDING_TRUNCATE, NULL, 0);
-	}
-	bloom_forget_state(rel);
+	ss_set_new_filenode(rel, &bloom_state_ops, newrnode, persistence,
+						freezeXid, minmulti);
 }
 
 static void
 bloom_relation_nontransactional_truncate(Relation rel)
 {
-	RelationTruncate(rel, 0);
-	if (ss_pending_has(RelationGetRelid(rel)))
-		ss_pending_add(rel, bloom_apply_pending, SS_PENDING_TRUNCATE, NULL, 0);
-	bloom_forget_state(rel);
+	ss_truncate_in_place(rel, &bloom_state_ops);
 }
 
 /* One row inserts its key; rows with a NULL key are skipped. */

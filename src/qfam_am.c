@@ -285,45 +285,52 @@ qfam_check_columns(Relation rel, QfamState *st)
 	}
 }
 
-/* Parameters and columns, cached in rd_amcache (see bcms_get_state). */
-QfamState *
-qfam_get_state(Relation rel)
+static void
+qfam_state_columns(Relation rel, void *st)
 {
-	QfamState  *st;
+	qfam_check_columns(rel, st);
+}
+
+static bool
+qfam_state_load(Relation rel, void *st)
+{
 	QfamMeta	meta;
 
-	if (rel->rd_amcache)
-		return (QfamState *) rel->rd_amcache;
-
-	st = MemoryContextAllocZero(CacheMemoryContext, sizeof(QfamState));
-	PG_TRY();
+	if (qfam_read_meta(rel, &meta))
 	{
-		qfam_check_columns(rel, st);
-		if (qfam_read_meta(rel, &meta))
-			st->p = meta.params;
-		else if (!qfam_catalog_load(RelationGetRelid(rel), qfam_relation_kind(rel), &st->p))
-		{
-			qfam_params_from_gucs(&st->p, qfam_relation_kind(rel));
-			if (!RecoveryInProgress() && !XactReadOnly)
-				qfam_catalog_store(RelationGetRelid(rel), &st->p);
-		}
+		((QfamState *) st)->p = meta.params;
+		return true;
 	}
-	PG_CATCH();
-	{
-		pfree(st);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	rel->rd_amcache = st;
-	return st;
+	return qfam_catalog_load(RelationGetRelid(rel), qfam_relation_kind(rel),
+							 &((QfamState *) st)->p);
 }
 
 static void
-qfam_forget_state(Relation rel)
+qfam_state_defaults(Relation rel, void *st)
 {
-	if (rel->rd_amcache)
-		pfree(rel->rd_amcache);
-	rel->rd_amcache = NULL;
+	qfam_params_from_gucs(&((QfamState *) st)->p, qfam_relation_kind(rel));
+}
+
+static void
+qfam_state_store(Relation rel, const void *st)
+{
+	qfam_catalog_store(RelationGetRelid(rel), &((const QfamState *) st)->p);
+}
+
+static const SSStateOps qfam_state_ops = {
+	.state_size = sizeof(QfamState),
+	.apply = qfam_apply_pending,
+	.check_columns = qfam_state_columns,
+	.load_params = qfam_state_load,
+	.default_params = qfam_state_defaults,
+	.store_params = qfam_state_store,
+};
+
+/* Parameters and columns (ss_get_state). */
+QfamState *
+qfam_get_state(Relation rel)
+{
+	return (QfamState *) ss_get_state(rel, &qfam_state_ops);
 }
 
 static void
@@ -331,30 +338,14 @@ qfam_relation_set_new_filenode(Relation rel, const RelFileNode *newrnode,
 							   char persistence, TransactionId *freezeXid,
 							   MultiXactId *minmulti)
 {
-	*freezeXid = InvalidTransactionId;
-	*minmulti = InvalidMultiXactId;
-
-	qfam_check_columns(rel, NULL);
-	ss_create_storage(rel, newrnode, persistence);
-	if (ss_relation_is_new(rel))
-	{
-		QfamParams	p;
-
-		qfam_params_from_gucs(&p, qfam_relation_kind(rel));
-		qfam_catalog_store(RelationGetRelid(rel), &p);
-	}
-	else if (ss_pending_has(RelationGetRelid(rel)))
-		ss_pending_add(rel, qfam_apply_pending, SS_PENDING_TRUNCATE, NULL, 0);
-	qfam_forget_state(rel);
+	ss_set_new_filenode(rel, &qfam_state_ops, newrnode, persistence,
+						freezeXid, minmulti);
 }
 
 static void
 qfam_relation_nontransactional_truncate(Relation rel)
 {
-	RelationTruncate(rel, 0);
-	if (ss_pending_has(RelationGetRelid(rel)))
-		ss_pending_add(rel, qfam_apply_pending, SS_PENDING_TRUNCATE, NULL, 0);
-	qfam_forget_state(rel);
+	ss_truncate_in_place(rel, &qfam_state_ops);
 }
 
 /*

@@ -33,10 +33,12 @@
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/bufmgr.h"
+#include "ss_pending.h"
 #include "storage/smgr.h"
 #include "streamsketch.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
@@ -309,6 +311,89 @@ ss_relation_is_new(Relation rel)
 {
 	return !SearchSysCacheExists1(RELOID,
 								  ObjectIdGetDatum(RelationGetRelid(rel)));
+}
+
+/*
+ * A structure's state (parameters and column info) cached in rd_amcache,
+ * which the relcache frees on invalidation (e.g. after TRUNCATE).  The
+ * parameters come from the metapage if it exists, else from the catalog
+ * row, else (a table created before its row was restored) from the GUCs,
+ * which are then recorded.
+ */
+void *
+ss_get_state(Relation rel, const SSStateOps *ops)
+{
+	void	   *st;
+
+	if (rel->rd_amcache)
+		return rel->rd_amcache;
+
+	st = MemoryContextAllocZero(CacheMemoryContext, ops->state_size);
+	PG_TRY();
+	{
+		ops->check_columns(rel, st);
+		if (!ops->load_params(rel, st))
+		{
+			ops->default_params(rel, st);
+			if (!RecoveryInProgress() && !XactReadOnly)
+				ops->store_params(rel, st);
+		}
+	}
+	PG_CATCH();
+	{
+		pfree(st);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	rel->rd_amcache = st;
+	return st;
+}
+
+void
+ss_forget_state(Relation rel)
+{
+	if (rel->rd_amcache)
+		pfree(rel->rd_amcache);
+	rel->rd_amcache = NULL;
+}
+
+/*
+ * relation_set_new_filenode of every structure: CREATE TABLE records the
+ * GUC defaults as the table's parameters; TRUNCATE (a new relfilenode)
+ * also drops this transaction's earlier pending records.
+ */
+void
+ss_set_new_filenode(Relation rel, const SSStateOps *ops,
+					const RelFileNode *newrnode, char persistence,
+					TransactionId *freezeXid, MultiXactId *minmulti)
+{
+	/* no tuples, no xids: anti-wraparound vacuum has nothing to freeze */
+	*freezeXid = InvalidTransactionId;
+	*minmulti = InvalidMultiXactId;
+
+	ops->check_columns(rel, NULL);
+	ss_create_storage(rel, newrnode, persistence);
+	if (ss_relation_is_new(rel))
+	{
+		void	   *st = palloc0(ops->state_size);
+
+		ops->default_params(rel, st);
+		ops->store_params(rel, st);
+		pfree(st);
+	}
+	else if (ss_pending_has(RelationGetRelid(rel)))
+		ss_pending_add(rel, ops->apply, SS_PENDING_TRUNCATE, NULL, 0);
+	ss_forget_state(rel);
+}
+
+/* relation_nontransactional_truncate (TRUNCATE of a table new in this xact) */
+void
+ss_truncate_in_place(Relation rel, const SSStateOps *ops)
+{
+	RelationTruncate(rel, 0);
+	if (ss_pending_has(RelationGetRelid(rel)))
+		ss_pending_add(rel, ops->apply, SS_PENDING_TRUNCATE, NULL, 0);
+	ss_forget_state(rel);
 }
 
 static void

@@ -40,6 +40,31 @@ extern const char *ss_structure_name(Relation rel);
 extern bool ss_scan_claim(TableScanDesc scan);
 
 /*
+ * How a structure's state (its parameters and column info, cached in
+ * rd_amcache) is built, for the shared callbacks below.  The state struct
+ * is the structure's own, of state_size bytes.
+ */
+typedef struct SSStateOps
+{
+	Size		state_size;
+	void		(*apply) (Relation rel);	/* its pending-log apply (SSApplyFunc) */
+	/* check the table's columns; fill st's column fields unless st is NULL */
+	void		(*check_columns) (Relation rel, void *st);
+	/* parameters from the metapage, else the catalog; false if neither */
+	bool		(*load_params) (Relation rel, void *st);
+	/* parameters from the GUCs, and recording them in the catalog */
+	void		(*default_params) (Relation rel, void *st);
+	void		(*store_params) (Relation rel, const void *st);
+} SSStateOps;
+
+extern void *ss_get_state(Relation rel, const SSStateOps *ops);
+extern void ss_forget_state(Relation rel);
+extern void ss_set_new_filenode(Relation rel, const SSStateOps *ops,
+								const RelFileNode *newrnode, char persistence,
+								TransactionId *freezeXid, MultiXactId *minmulti);
+extern void ss_truncate_in_place(Relation rel, const SSStateOps *ops);
+
+/*
  * The columns of a structure that takes (key [, integer column]): the key
  * of any type and an optional smallint/integer/bigint (weight or count).
  */
