@@ -44,6 +44,12 @@ batch_entry_cmp(const void *a, const void *b)
 	return 0;
 }
 
+static uint32
+batch_entry_page(const void *e)
+{
+	return ((const BatchEntry *) e)->page;
+}
+
 bool
 bcms_read_meta(Relation rel, BcmsMetaData *meta)
 {
@@ -202,7 +208,8 @@ bcms_apply_batch(Relation rel, const BcmsParams *p, BatchEntry *batch, int n)
 	int64		flushes = 0;
 	int			start = 0;
 
-	qsort(batch, n, sizeof(BatchEntry), batch_entry_cmp);
+	ss_sort_batch_by_page(batch, n, sizeof(BatchEntry), batch_entry_page,
+						  batch_entry_cmp);
 	while (start < n)
 	{
 		int			end = start + 1;

@@ -54,6 +54,12 @@ batch_entry_cmp(const void *a, const void *b)
 	return 0;
 }
 
+static uint32
+batch_entry_page(const void *e)
+{
+	return ((const BatchEntry *) e)->page;
+}
+
 /* Bytes of backend memory a batch or a set of page masks may use. */
 static inline Size
 bloom_work_mem(void)
@@ -450,7 +456,8 @@ elevator_apply_batch(Relation rel, const BloomParams *p, BatchEntry *batch,
 {
 	int			nleft;
 
-	qsort(batch, n, sizeof(BatchEntry), batch_entry_cmp);
+	ss_sort_batch_by_page(batch, n, sizeof(BatchEntry), batch_entry_page,
+						  batch_entry_cmp);
 	nleft = elevator_append(rel, p, batch, n);
 	if (nleft == 0)
 		return;
@@ -569,7 +576,8 @@ bloom_apply_local_batch(Relation rel, const BloomParams *p, BatchEntry *batch,
 {
 	int			start = 0;
 
-	qsort(batch, n, sizeof(BatchEntry), batch_entry_cmp);
+	ss_sort_batch_by_page(batch, n, sizeof(BatchEntry), batch_entry_page,
+						  batch_entry_cmp);
 	while (start < n)
 	{
 		int			end = start + 1;

@@ -46,35 +46,10 @@ qf_op_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq ? 1 : 0;
 }
 
-/*
- * Sort ops by page, keeping their order within a page (that is what keeps
- * one key's inserts and deletes in commit order).  A stable counting sort
- * when the pages are not many more than the ops (level 0 of a buffered or
- * cascade filter: the sort was 15% of an insert), qsort with the sequence
- * number as tie-breaker otherwise.
- */
-static void
-qfam_sort_ops(QfOp *ops, int n, uint64 npages)
+static uint32
+qf_op_page(const void *op)
 {
-	uint32	   *start;
-	QfOp	   *sorted;
-
-	if (n < 64 || npages > (uint64) Max(4 * n, 4096))
-	{
-		qsort(ops, n, sizeof(QfOp), qf_op_cmp);
-		return;
-	}
-	start = palloc0((npages + 1) * sizeof(uint32));
-	sorted = palloc(n * sizeof(QfOp));
-	for (int i = 0; i < n; i++)
-		start[ops[i].page + 1]++;
-	for (uint64 p = 1; p <= npages; p++)
-		start[p] += start[p - 1];
-	for (int i = 0; i < n; i++)
-		sorted[start[ops[i].page]++] = ops[i];
-	memcpy(ops, sorted, n * sizeof(QfOp));
-	pfree(sorted);
-	pfree(start);
+	return (uint32) ((const QfOp *) op)->page;
 }
 
 bool
@@ -380,7 +355,8 @@ qfam_apply_batch(Relation rel, const QfamState *st, QfOp *ops, int n,
 			qf_fingerprint_split(ops[i].h1, lv->page_bits, lv->slot_bits,
 								 lv->rbits, &ops[i].page, &ops[i].quotient,
 								 &ops[i].remainder);
-		qfam_sort_ops(ops + done, chunk, (uint64) 1 << lv->page_bits);
+		ss_sort_batch_by_page(ops + done, chunk, sizeof(QfOp), qf_op_page,
+							  qf_op_cmp);
 		applied = qfam_apply_level0(rel, lv, ops + done, chunk,
 									&d_items[0], &d_total[0], undo);
 		if (meta.nlevels > 1)
