@@ -62,10 +62,7 @@ bcms_ensure_metapage(Relation rel, const BcmsState *st)
 	BcmsMetaData meta;
 
 	memset(&meta, 0, sizeof(meta));
-	meta.hdr.magic = SS_META_MAGIC;
-	meta.hdr.version = SS_META_VERSION;
-	meta.hdr.kind = SS_KIND_BCMS;
-	meta.hdr.seed = st->p.seed;
+	ss_meta_header_init(&meta.hdr, SS_KIND_BCMS, st->p.seed);
 	meta.params = st->p;
 	ss_ensure_metapage(rel, SS_KIND_BCMS, &meta, sizeof(meta));
 }
@@ -80,11 +77,8 @@ bcms_meta_add(Relation rel, int64 items, int64 weight, int64 flushes)
 
 	if (items == 0 && weight == 0 && flushes == 0)
 		return;
-	buf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	ss_meta_check(rel, BufferGetPage(buf), SS_KIND_BCMS);
 	state = ss_xlog_start(rel);
-	meta = (BcmsMetaData *) SSPageGetData(ss_xlog_register(state, buf, 0));
+	meta = ss_meta_register(rel, SS_KIND_BCMS, state, &buf);
 	meta->items = cms_saturating_add(meta->items, items);
 	meta->total_weight = cms_saturating_add(meta->total_weight, weight);
 	meta->flushes += flushes;

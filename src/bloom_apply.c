@@ -79,10 +79,7 @@ bloom_ensure_metapage(Relation rel, const BloomState *st)
 	BloomMetaData meta;
 
 	memset(&meta, 0, sizeof(meta));
-	meta.hdr.magic = SS_META_MAGIC;
-	meta.hdr.version = SS_META_VERSION;
-	meta.hdr.kind = SS_KIND_BLOOM;
-	meta.hdr.seed = st->p.seed;
+	ss_meta_header_init(&meta.hdr, SS_KIND_BLOOM, st->p.seed);
 	meta.params = st->p;
 	ss_ensure_metapage(rel, SS_KIND_BLOOM, &meta, sizeof(meta));
 }
@@ -97,11 +94,8 @@ bloom_meta_add(Relation rel, int64 items, int64 bits, int64 flushes)
 
 	if (items == 0 && bits == 0 && flushes == 0)
 		return;
-	buf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	ss_meta_check(rel, BufferGetPage(buf), SS_KIND_BLOOM);
 	state = ss_xlog_start(rel);
-	meta = (BloomMetaData *) SSPageGetData(ss_xlog_register(state, buf, 0));
+	meta = ss_meta_register(rel, SS_KIND_BLOOM, state, &buf);
 	meta->items += items;
 	meta->bits_set += bits;
 	meta->flushes += flushes;

@@ -63,10 +63,7 @@ void
 qfam_first_level(const QfamParams *p, QfamMeta *meta)
 {
 	memset(meta, 0, sizeof(*meta));
-	meta->hdr.magic = SS_META_MAGIC;
-	meta->hdr.version = SS_META_VERSION;
-	meta->hdr.kind = SS_KIND_QF;
-	meta->hdr.seed = p->seed;
+	ss_meta_header_init(&meta->hdr, SS_KIND_QF, p->seed);
 	meta->params = *p;
 	meta->nlevels = 1;
 	qfam_level_shape(&meta->levels[0], p->fp_bits, p->t0);
@@ -92,11 +89,8 @@ qfam_meta_add(Relation rel, const int64 *d_items, const int64 *d_total,
 		any |= d_items[l] != 0 || d_total[l] != 0;
 	if (!any)
 		return;
-	buf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	ss_meta_check(rel, BufferGetPage(buf), SS_KIND_QF);
 	state = ss_xlog_start(rel);
-	meta = (QfamMeta *) SSPageGetData(ss_xlog_register(state, buf, 0));
+	meta = ss_meta_register(rel, SS_KIND_QF, state, &buf);
 	for (uint32 l = 0; l < nlevels; l++)
 	{
 		meta->levels[l].items += d_items[l];

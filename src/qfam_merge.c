@@ -236,11 +236,9 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 		tl.alt_base = meta->levels[target].base;	/* old run becomes spare */
 	tl.items = items;
 	tl.total = total;
-	buf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	state = ss_xlog_start(rel);
 	{
-		QfamMeta   *m = (QfamMeta *) SSPageGetData(ss_xlog_register(state, buf, 0));
+		QfamMeta   *m = ss_meta_register(rel, SS_KIND_QF, state, &buf);
 
 		for (uint32 i = 0; i < nsrc; i++)
 		{

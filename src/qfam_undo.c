@@ -52,14 +52,10 @@
 static void
 undo_set_meta(Relation rel, TransactionId xid, BlockNumber head)
 {
-	Buffer		buf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
-	SSXLogState *state;
-	QfamMeta   *m;
+	SSXLogState *state = ss_xlog_start(rel);
+	Buffer		buf;
+	QfamMeta   *m = ss_meta_register(rel, SS_KIND_QF, state, &buf);
 
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	ss_meta_check(rel, BufferGetPage(buf), SS_KIND_QF);
-	state = ss_xlog_start(rel);
-	m = (QfamMeta *) SSPageGetData(ss_xlog_register(state, buf, 0));
 	m->undo_xid = xid;
 	if (BlockNumberIsValid(head))
 		m->undo_head = head;
@@ -297,9 +293,7 @@ qfam_undo_room(Relation rel, QfamUndo *u)
 	ss_extend_to(rel, blkno);
 
 	state = ss_xlog_start(rel);
-	metabuf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
-	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
-	m = (QfamMeta *) SSPageGetData(ss_xlog_register(state, metabuf, 0));
+	m = ss_meta_register(rel, SS_KIND_QF, state, &metabuf);
 	if (m->reserved_end != blkno)
 		elog(ERROR, "quotient filter \"%s\" grew while an undo page was added",
 			 RelationGetRelationName(rel));

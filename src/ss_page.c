@@ -189,6 +189,33 @@ ss_read_metapage(Relation rel, SSKind kind, void *meta, Size size)
 	return true;
 }
 
+/* The header every metapage starts with. */
+void
+ss_meta_header_init(SSMetaHeader *hdr, SSKind kind, uint32 seed)
+{
+	hdr->magic = SS_META_MAGIC;
+	hdr->version = SS_META_VERSION;
+	hdr->kind = kind;
+	hdr->seed = seed;
+}
+
+/*
+ * Lock the metapage exclusively and register it in state for an update.
+ * Returns the structure's metadata in the record's copy of the page: the
+ * caller changes it, then calls ss_xlog_finish(state) and
+ * UnlockReleaseBuffer(*bufp).
+ */
+void *
+ss_meta_register(Relation rel, SSKind kind, SSXLogState *state, Buffer *bufp)
+{
+	Buffer		buf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
+
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	ss_meta_check(rel, BufferGetPage(buf), kind);
+	*bufp = buf;
+	return SSPageGetData(ss_xlog_register(state, buf, 0));
+}
+
 /*
  * Create the metapage with contents meta if the relation has none.  Runs
  * under the relation extension lock so that concurrent first writers create

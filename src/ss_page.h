@@ -83,11 +83,14 @@ extern SSMetaHeader *ss_meta_check(Relation rel, Page page, SSKind kind);
 
 extern bool ss_block_known_to_exist(Relation rel, BlockNumber blkno);
 extern Buffer ss_read_buffer_if_exists(Relation rel, BlockNumber blkno);
+struct SSXLogState;
+extern void ss_meta_header_init(SSMetaHeader *hdr, SSKind kind, uint32 seed);
+extern void *ss_meta_register(Relation rel, SSKind kind,
+							  struct SSXLogState *state, Buffer *bufp);
 extern bool ss_read_metapage(Relation rel, SSKind kind, void *meta, Size size);
 extern void ss_ensure_metapage(Relation rel, SSKind kind, const void *meta,
 							   Size size);
 
-struct SSXLogState;
 extern Page ss_lock_page_for_write(Relation rel, struct SSXLogState *state,
 								   BlockNumber blkno, uint16 page_type,
 								   Size data_size, Buffer *bufp, bool *isnew);
