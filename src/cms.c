@@ -49,6 +49,7 @@
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "cms.h"
+#include "ss_textio.h"
 
 PG_FUNCTION_INFO_V1(cms_in);
 PG_FUNCTION_INFO_V1(cms_out);
@@ -390,34 +391,6 @@ cms_merge_into(CmsData *dst, const CmsData *src)
  * ----------------------------------------------------------------
  */
 
-/*
- * The key type's name for the external forms: schema-qualified (so that it
- * does not depend on search_path), or the OID of a dropped type, like
- * regtypeout.  NULL when the sketch has no key type.
- */
-static char *
-cms_elemtype_out(Oid elemtype)
-{
-	char	   *name;
-
-	if (!OidIsValid(elemtype))
-		return NULL;
-	name = format_type_extended(elemtype, -1,
-								FORMAT_TYPE_FORCE_QUALIFY |
-								FORMAT_TYPE_INVALID_AS_NULL);
-	if (name == NULL)
-		name = psprintf("%u", elemtype);
-	return name;
-}
-
-/* Inverse of cms_elemtype_out, via regtypein (names or OIDs). */
-static Oid
-cms_elemtype_in(char *name)
-{
-	return DatumGetObjectId(DirectFunctionCall1(regtypein,
-												CStringGetDatum(name)));
-}
-
 /* Write v in base 32 to dst (if not NULL); return the number of chars. */
 static Size
 cms_encode_number(uint64 v, char *dst)
@@ -509,7 +482,7 @@ cms_out(PG_FUNCTION_ARGS)
 					 "version=%u seed=%u epsilon=%s delta=%s depth=%u cols_per_page=%u pages=%u total=" INT64_FORMAT,
 					 cms->version, cms->seed, epsilon, delta, cms->depth,
 					 cms->cols_per_page, cms->npages, cms->total);
-	tname = cms_elemtype_out(cms->elemtype);
+	tname = ss_elemtype_out(cms->elemtype);
 	if (tname)
 	{
 		appendStringInfoString(&hdr, " type=\"");
@@ -538,105 +511,6 @@ cms_out(PG_FUNCTION_ARGS)
 	PG_RETURN_CSTRING(result);
 }
 
-/* State of the text parser, for error messages with a position. */
-typedef struct CmsParser
-{
-	const char *str;			/* whole input */
-	const char *p;				/* current position */
-} CmsParser;
-
-static void pg_attribute_noreturn()
-cms_syntax_error(CmsParser *ps, const char *expected)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-			 errmsg("invalid input syntax for type %s", "cms"),
-			 errdetail("Expected %s at character %d.",
-					   expected, (int) (ps->p - ps->str) + 1)));
-}
-
-static void
-cms_expect(CmsParser *ps, const char *literal)
-{
-	size_t		len = strlen(literal);
-
-	if (strncmp(ps->p, literal, len) != 0)
-		cms_syntax_error(ps, psprintf("\"%s\"", literal));
-	ps->p += len;
-}
-
-/* An unsigned decimal number no larger than max. */
-static uint64
-cms_parse_unsigned(CmsParser *ps, const char *field, uint64 max)
-{
-	uint64		v = 0;
-
-	if (!isdigit((unsigned char) *ps->p))
-		cms_syntax_error(ps, psprintf("an unsigned integer for %s", field));
-	while (isdigit((unsigned char) *ps->p))
-	{
-		int			d = *ps->p - '0';
-
-		if (v > (max - d) / 10)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-					 errmsg("invalid input syntax for type %s", "cms"),
-					 errdetail("The value of %s at character %d is out of range.",
-							   field, (int) (ps->p - ps->str) + 1)));
-		v = v * 10 + d;
-		ps->p++;
-	}
-	return v;
-}
-
-/* A float8 token running up to the next space. */
-static double
-cms_parse_float(CmsParser *ps, const char *field)
-{
-	const char *end = strchr(ps->p, ' ');
-	char	   *token;
-	char	   *tokend;
-	double		v;
-
-	if (end == NULL)
-		end = ps->p + strlen(ps->p);
-	if (end == ps->p)
-		cms_syntax_error(ps, psprintf("a number for %s", field));
-	token = pnstrdup(ps->p, end - ps->p);
-	errno = 0;
-	v = strtod(token, &tokend);
-	if (*tokend != '\0' || errno != 0)
-		cms_syntax_error(ps, psprintf("a number for %s", field));
-	pfree(token);
-	ps->p = end;
-	return v;
-}
-
-/* The key type name in double quotes, with "" standing for ". */
-static char *
-cms_parse_quoted(CmsParser *ps)
-{
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	cms_expect(ps, "\"");
-	for (;;)
-	{
-		if (*ps->p == '\0')
-			cms_syntax_error(ps, "a closing double quote");
-		if (*ps->p == '"')
-		{
-			if (ps->p[1] != '"')
-				break;
-			ps->p++;
-		}
-		appendStringInfoChar(&buf, *ps->p);
-		ps->p++;
-	}
-	ps->p++;
-	return buf.data;
-}
-
 /*
  * Decode table for the counter digits: 0..31 for final digits, 32..63 for
  * leading ones (value + 32), -1 for anything else.  Built once.
@@ -659,7 +533,7 @@ cms_init_digit_table(void)
 }
 
 static void
-cms_decode_counters(CmsParser *ps, int64 *counters, Size n)
+cms_decode_counters(SSTextParser *ps, int64 *counters, Size n)
 {
 	Size		i = 0;
 	uint64		acc = 0;
@@ -675,7 +549,7 @@ cms_decode_counters(CmsParser *ps, int64 *counters, Size n)
 		if (d < 0)
 		{
 			if (c != CMS_ZERO_RUN || in_number || in_run)
-				cms_syntax_error(ps, "a counter digit");
+				ss_text_syntax_error(ps, "a counter digit");
 			in_run = true;
 			continue;
 		}
@@ -684,7 +558,7 @@ cms_decode_counters(CmsParser *ps, int64 *counters, Size n)
 					(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 					 errmsg("invalid input syntax for type %s", "cms"),
 					 errdetail("The number ending at character %d is out of range.",
-							   (int) (ps->p - ps->str) + 1)));
+							   ss_text_pos(ps))));
 		acc = acc * 32 + (d & 31);
 		if (d >= 32)
 		{
@@ -700,7 +574,7 @@ cms_decode_counters(CmsParser *ps, int64 *counters, Size n)
 						(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 						 errmsg("invalid input syntax for type %s", "cms"),
 						 errdetail("The zero run of length " UINT64_FORMAT " ending at character %d does not fit the %zu counters of the sketch.",
-								   acc, (int) (ps->p - ps->str) + 1, n)));
+								   acc, ss_text_pos(ps), n)));
 			/* the counters are already zero */
 			i += acc;
 		}
@@ -719,7 +593,7 @@ cms_decode_counters(CmsParser *ps, int64 *counters, Size n)
 		in_run = false;
 	}
 	if (in_number || in_run)
-		cms_syntax_error(ps, "a final counter digit");
+		ss_text_syntax_error(ps, "a final counter digit");
 	if (i != n)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
@@ -733,7 +607,7 @@ Datum
 cms_in(PG_FUNCTION_ARGS)
 {
 	char	   *str = PG_GETARG_CSTRING(0);
-	CmsParser	ps;
+	SSTextParser	ps;
 	uint32		version;
 	uint32		seed;
 	double		epsilon;
@@ -748,36 +622,36 @@ cms_in(PG_FUNCTION_ARGS)
 	CmsData    *cms;
 	uint64		size;
 
-	ps.str = ps.p = str;
-	cms_expect(&ps, "version=");
-	version = (uint32) cms_parse_unsigned(&ps, "version", PG_UINT32_MAX);
+	ss_text_parser_init(&ps, "cms", str);
+	ss_text_expect(&ps, "version=");
+	version = (uint32) ss_text_parse_unsigned(&ps, "version", PG_UINT32_MAX);
 	if (version != CMS_VERSION)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 				 errmsg("unsupported count-min sketch format version %u", version),
 				 errdetail("This version of streamsketch reads format version %d.",
 						   CMS_VERSION)));
-	cms_expect(&ps, " seed=");
-	seed = (uint32) cms_parse_unsigned(&ps, "seed", PG_UINT32_MAX);
-	cms_expect(&ps, " epsilon=");
-	epsilon = cms_parse_float(&ps, "epsilon");
-	cms_expect(&ps, " delta=");
-	delta = cms_parse_float(&ps, "delta");
-	cms_expect(&ps, " depth=");
-	depth = (uint32) cms_parse_unsigned(&ps, "depth", PG_UINT32_MAX);
-	cms_expect(&ps, " cols_per_page=");
-	cols_per_page = (uint32) cms_parse_unsigned(&ps, "cols_per_page",
+	ss_text_expect(&ps, " seed=");
+	seed = (uint32) ss_text_parse_unsigned(&ps, "seed", PG_UINT32_MAX);
+	ss_text_expect(&ps, " epsilon=");
+	epsilon = ss_text_parse_float(&ps, "epsilon");
+	ss_text_expect(&ps, " delta=");
+	delta = ss_text_parse_float(&ps, "delta");
+	ss_text_expect(&ps, " depth=");
+	depth = (uint32) ss_text_parse_unsigned(&ps, "depth", PG_UINT32_MAX);
+	ss_text_expect(&ps, " cols_per_page=");
+	cols_per_page = (uint32) ss_text_parse_unsigned(&ps, "cols_per_page",
 												PG_UINT32_MAX);
-	cms_expect(&ps, " pages=");
-	npages = (uint32) cms_parse_unsigned(&ps, "pages", PG_UINT32_MAX);
-	cms_expect(&ps, " total=");
-	total = (int64) cms_parse_unsigned(&ps, "total", PG_INT64_MAX);
+	ss_text_expect(&ps, " pages=");
+	npages = (uint32) ss_text_parse_unsigned(&ps, "pages", PG_UINT32_MAX);
+	ss_text_expect(&ps, " total=");
+	total = (int64) ss_text_parse_unsigned(&ps, "total", PG_INT64_MAX);
 	if (strncmp(ps.p, " type=", 6) == 0)
 	{
 		ps.p += 6;
-		elemtype = cms_elemtype_in(cms_parse_quoted(&ps));
+		elemtype = ss_elemtype_in(ss_text_parse_quoted(&ps));
 	}
-	cms_expect(&ps, " counters=");
+	ss_text_expect(&ps, " counters=");
 
 	/* validate the geometry before allocating anything sized by it */
 	problem = cms_geometry_problem(depth, cols_per_page, npages);
@@ -827,7 +701,7 @@ cms_send(PG_FUNCTION_ARGS)
 	n = (Size) cms->npages * cms->depth * cms->cols_per_page;
 
 	/* the key type name in the client encoding, as pq_sendcountedtext would */
-	tname = cms_elemtype_out(cms->elemtype);
+	tname = ss_elemtype_out(cms->elemtype);
 	if (tname)
 	{
 		cname = pg_server_to_client(tname, strlen(tname));
@@ -902,7 +776,7 @@ cms_recv(PG_FUNCTION_ARGS)
 	{
 		int			nbytes;
 
-		elemtype = cms_elemtype_in(pq_getmsgtext(buf, namelen, &nbytes));
+		elemtype = ss_elemtype_in(pq_getmsgtext(buf, namelen, &nbytes));
 	}
 	seed = pq_getmsgint(buf, 4);
 	g.depth = pq_getmsgint(buf, 4);

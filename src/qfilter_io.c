@@ -47,6 +47,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "qfilter.h"
+#include "ss_textio.h"
 
 PG_FUNCTION_INFO_V1(qfilter_in);
 PG_FUNCTION_INFO_V1(qfilter_out);
@@ -65,34 +66,6 @@ static const char qfilter_b64[] =
  *		Key type names
  * ----------------------------------------------------------------
  */
-
-/*
- * The key type's name for the external forms: schema-qualified (so that it
- * does not depend on search_path), or the OID of a dropped type, like
- * regtypeout.  NULL when the filter has no key type.
- */
-static char *
-qfilter_elemtype_out(Oid elemtype)
-{
-	char	   *name;
-
-	if (!OidIsValid(elemtype))
-		return NULL;
-	name = format_type_extended(elemtype, -1,
-								FORMAT_TYPE_FORCE_QUALIFY |
-								FORMAT_TYPE_INVALID_AS_NULL);
-	if (name == NULL)
-		name = psprintf("%u", elemtype);
-	return name;
-}
-
-/* Inverse of qfilter_elemtype_out, via regtypein (names or OIDs). */
-static Oid
-qfilter_elemtype_in(char *name)
-{
-	return DatumGetObjectId(DirectFunctionCall1(regtypein,
-												CStringGetDatum(name)));
-}
 
 /*
  * The areas in the external (little-endian) layout: the value's own bytes
@@ -219,7 +192,7 @@ qfilter_out(PG_FUNCTION_ARGS)
 					 "version=%u seed=%u capacity=" INT64_FORMAT " fp_rate=%s rbits=%d slot_bits=%d page_bits=%d area_bytes=%u total=" UINT64_FORMAT,
 					 qf->version, qf->seed, qf->capacity, fp_rate, qf->rbits,
 					 qf->slot_bits, qf->page_bits, qf->area_bytes, qf->total);
-	tname = qfilter_elemtype_out(qf->elemtype);
+	tname = ss_elemtype_out(qf->elemtype);
 	if (tname)
 	{
 		appendStringInfoString(&hdr, " type=\"");
@@ -254,110 +227,6 @@ qfilter_out(PG_FUNCTION_ARGS)
  * ----------------------------------------------------------------
  */
 
-/* State of the text parser, for error messages with a position. */
-typedef struct QfParser
-{
-	const char *str;			/* whole input */
-	const char *p;				/* current position */
-} QfParser;
-
-static int
-qfp_pos(QfParser *ps)
-{
-	return (int) Min(ps->p - ps->str + 1, (ptrdiff_t) PG_INT32_MAX);
-}
-
-static void pg_attribute_noreturn()
-qfilter_syntax_error(QfParser *ps, const char *expected)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-			 errmsg("invalid input syntax for type %s", "qfilter"),
-			 errdetail("Expected %s at character %d.", expected, qfp_pos(ps))));
-}
-
-static void
-qfilter_expect(QfParser *ps, const char *literal)
-{
-	size_t		len = strlen(literal);
-
-	if (strncmp(ps->p, literal, len) != 0)
-		qfilter_syntax_error(ps, psprintf("\"%s\"", literal));
-	ps->p += len;
-}
-
-/* An unsigned decimal number no larger than max. */
-static uint64
-qfilter_parse_unsigned(QfParser *ps, const char *field, uint64 max)
-{
-	uint64		v = 0;
-
-	if (!isdigit((unsigned char) *ps->p))
-		qfilter_syntax_error(ps, psprintf("an unsigned integer for %s", field));
-	while (isdigit((unsigned char) *ps->p))
-	{
-		int			d = *ps->p - '0';
-
-		if (v > (max - d) / 10)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-					 errmsg("invalid input syntax for type %s", "qfilter"),
-					 errdetail("The value of %s at character %d is out of range.",
-							   field, qfp_pos(ps))));
-		v = v * 10 + d;
-		ps->p++;
-	}
-	return v;
-}
-
-/* A float8 token running up to the next space. */
-static double
-qfilter_parse_float(QfParser *ps, const char *field)
-{
-	const char *end = strchr(ps->p, ' ');
-	char	   *token;
-	char	   *tokend;
-	double		v;
-
-	if (end == NULL)
-		end = ps->p + strlen(ps->p);
-	if (end == ps->p)
-		qfilter_syntax_error(ps, psprintf("a number for %s", field));
-	token = pnstrdup(ps->p, end - ps->p);
-	errno = 0;
-	v = strtod(token, &tokend);
-	if (*tokend != '\0' || errno != 0)
-		qfilter_syntax_error(ps, psprintf("a number for %s", field));
-	pfree(token);
-	ps->p = end;
-	return v;
-}
-
-/* The key type name in double quotes, with "" standing for ". */
-static char *
-qfilter_parse_quoted(QfParser *ps)
-{
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	qfilter_expect(ps, "\"");
-	for (;;)
-	{
-		if (*ps->p == '\0')
-			qfilter_syntax_error(ps, "a closing double quote");
-		if (*ps->p == '"')
-		{
-			if (ps->p[1] != '"')
-				break;
-			ps->p++;
-		}
-		appendStringInfoChar(&buf, *ps->p);
-		ps->p++;
-	}
-	ps->p++;
-	return buf.data;
-}
-
 /* base64 digit values, -1 for other characters.  Built once. */
 static int8 qfilter_b64_table[256];
 static bool qfilter_b64_ready = false;
@@ -374,17 +243,17 @@ qfilter_init_b64_table(void)
 }
 
 static void pg_attribute_noreturn()
-qfilter_area_syntax_error(QfParser *ps, uint32 page, const char *what)
+qfilter_area_syntax_error(SSTextParser *ps, uint32 page, const char *what)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 			 errmsg("invalid input syntax for type %s", "qfilter"),
-			 errdetail("Area %u at character %d: %s.", page, qfp_pos(ps), what)));
+			 errdetail("Area %u at character %d: %s.", page, ss_text_pos(ps), what)));
 }
 
 /* Decode one area (external layout) into area, which is all zeros. */
 static void
-qfilter_decode_area(QfParser *ps, uint32 page, unsigned char *area)
+qfilter_decode_area(SSTextParser *ps, uint32 page, unsigned char *area)
 {
 	int			g = 0;			/* groups decoded */
 
@@ -440,14 +309,14 @@ qfilter_decode_area(QfParser *ps, uint32 page, unsigned char *area)
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 				 errmsg("invalid input syntax for type %s", "qfilter"),
 				 errdetail("Area %u ending at character %d has %d bytes instead of %d.",
-						   page, qfp_pos(ps), 3 * g, (int) QFILTER_AREA_BYTES)));
+						   page, ss_text_pos(ps), 3 * g, (int) QFILTER_AREA_BYTES)));
 }
 
 Datum
 qfilter_in(PG_FUNCTION_ARGS)
 {
 	char	   *str = PG_GETARG_CSTRING(0);
-	QfParser	ps;
+	SSTextParser	ps;
 	uint32		version;
 	uint32		seed;
 	int64		capacity;
@@ -463,38 +332,38 @@ qfilter_in(PG_FUNCTION_ARGS)
 	Size		size;
 	uint32		npages;
 
-	ps.str = ps.p = str;
-	qfilter_expect(&ps, "version=");
-	version = (uint32) qfilter_parse_unsigned(&ps, "version", PG_UINT32_MAX);
+	ss_text_parser_init(&ps, "qfilter", str);
+	ss_text_expect(&ps, "version=");
+	version = (uint32) ss_text_parse_unsigned(&ps, "version", PG_UINT32_MAX);
 	if (version != QFILTER_VERSION)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 				 errmsg("unsupported quotient filter format version %u", version),
 				 errdetail("This version of streamsketch reads format version %d.",
 						   QFILTER_VERSION)));
-	qfilter_expect(&ps, " seed=");
-	seed = (uint32) qfilter_parse_unsigned(&ps, "seed", PG_UINT32_MAX);
-	qfilter_expect(&ps, " capacity=");
-	capacity = (int64) qfilter_parse_unsigned(&ps, "capacity", PG_INT64_MAX);
-	qfilter_expect(&ps, " fp_rate=");
-	fp_rate = qfilter_parse_float(&ps, "fp_rate");
-	qfilter_expect(&ps, " rbits=");
-	rbits = (int) qfilter_parse_unsigned(&ps, "rbits", 255);
-	qfilter_expect(&ps, " slot_bits=");
-	slot_bits = (int) qfilter_parse_unsigned(&ps, "slot_bits", 255);
-	qfilter_expect(&ps, " page_bits=");
-	page_bits = (int) qfilter_parse_unsigned(&ps, "page_bits", 255);
-	qfilter_expect(&ps, " area_bytes=");
-	area_bytes = (uint32) qfilter_parse_unsigned(&ps, "area_bytes",
+	ss_text_expect(&ps, " seed=");
+	seed = (uint32) ss_text_parse_unsigned(&ps, "seed", PG_UINT32_MAX);
+	ss_text_expect(&ps, " capacity=");
+	capacity = (int64) ss_text_parse_unsigned(&ps, "capacity", PG_INT64_MAX);
+	ss_text_expect(&ps, " fp_rate=");
+	fp_rate = ss_text_parse_float(&ps, "fp_rate");
+	ss_text_expect(&ps, " rbits=");
+	rbits = (int) ss_text_parse_unsigned(&ps, "rbits", 255);
+	ss_text_expect(&ps, " slot_bits=");
+	slot_bits = (int) ss_text_parse_unsigned(&ps, "slot_bits", 255);
+	ss_text_expect(&ps, " page_bits=");
+	page_bits = (int) ss_text_parse_unsigned(&ps, "page_bits", 255);
+	ss_text_expect(&ps, " area_bytes=");
+	area_bytes = (uint32) ss_text_parse_unsigned(&ps, "area_bytes",
 												 PG_UINT32_MAX);
-	qfilter_expect(&ps, " total=");
-	total = qfilter_parse_unsigned(&ps, "total", PG_UINT64_MAX);
+	ss_text_expect(&ps, " total=");
+	total = ss_text_parse_unsigned(&ps, "total", PG_UINT64_MAX);
 	if (strncmp(ps.p, " type=", 6) == 0)
 	{
 		ps.p += 6;
-		elemtype = qfilter_elemtype_in(qfilter_parse_quoted(&ps));
+		elemtype = ss_elemtype_in(ss_text_parse_quoted(&ps));
 	}
-	qfilter_expect(&ps, " areas=");
+	ss_text_expect(&ps, " areas=");
 
 	/* validate the geometry before allocating anything sized by it */
 	problem = qfilter_geometry_problem(rbits, slot_bits, page_bits, area_bytes);
@@ -526,7 +395,7 @@ qfilter_in(PG_FUNCTION_ARGS)
 		if (i > 0)
 		{
 			if (*ps.p != QFILTER_AREA_SEP)
-				qfilter_syntax_error(&ps, psprintf("\",\" before area %u", i));
+				ss_text_syntax_error(&ps, psprintf("\",\" before area %u", i));
 			ps.p++;
 		}
 		qfilter_decode_area(&ps, i, (unsigned char *) qfilter_area(qf, i));
@@ -536,7 +405,7 @@ qfilter_in(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 				 errmsg("invalid input syntax for type %s", "qfilter"),
 				 errdetail("The input has more than the filter's %u areas (character %d).",
-						   npages, qfp_pos(&ps))));
+						   npages, ss_text_pos(&ps))));
 	qfilter_areas_swap_external(qf->areas, npages);
 	qfilter_check(qf);
 
@@ -562,7 +431,7 @@ qfilter_send(PG_FUNCTION_ARGS)
 	nbytes = VARSIZE(qf) - QFILTER_HEADER_SIZE;
 
 	/* the key type name in the client encoding, as pq_sendcountedtext would */
-	tname = qfilter_elemtype_out(qf->elemtype);
+	tname = ss_elemtype_out(qf->elemtype);
 	if (tname)
 	{
 		cname = pg_server_to_client(tname, strlen(tname));
@@ -638,7 +507,7 @@ qfilter_recv(PG_FUNCTION_ARGS)
 	{
 		int			nbytes;
 
-		elemtype = qfilter_elemtype_in(pq_getmsgtext(buf, namelen, &nbytes));
+		elemtype = ss_elemtype_in(pq_getmsgtext(buf, namelen, &nbytes));
 	}
 	seed = pq_getmsgint(buf, 4);
 	rbits = pq_getmsgint(buf, 4);

@@ -1,0 +1,148 @@
+/*-------------------------------------------------------------------------
+ *
+ * ss_textio.c
+ *	  Text input and output helpers shared by the in-memory types.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <ctype.h>
+
+#include "lib/stringinfo.h"
+#include "ss_textio.h"
+#include "utils/builtins.h"
+#include "utils/regproc.h"
+
+void
+ss_text_parser_init(SSTextParser *ps, const char *typname, const char *str)
+{
+	ps->typname = typname;
+	ps->str = ps->p = str;
+}
+
+/* The current position as a 1-based character number. */
+int
+ss_text_pos(const SSTextParser *ps)
+{
+	return (int) Min(ps->p - ps->str + 1, (ptrdiff_t) PG_INT32_MAX);
+}
+
+void
+ss_text_syntax_error(const SSTextParser *ps, const char *expected)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+			 errmsg("invalid input syntax for type %s", ps->typname),
+			 errdetail("Expected %s at character %d.", expected, ss_text_pos(ps))));
+}
+
+void
+ss_text_expect(SSTextParser *ps, const char *literal)
+{
+	size_t		len = strlen(literal);
+
+	if (strncmp(ps->p, literal, len) != 0)
+		ss_text_syntax_error(ps, psprintf("\"%s\"", literal));
+	ps->p += len;
+}
+
+/* An unsigned decimal number no larger than max. */
+uint64
+ss_text_parse_unsigned(SSTextParser *ps, const char *field, uint64 max)
+{
+	uint64		v = 0;
+
+	if (!isdigit((unsigned char) *ps->p))
+		ss_text_syntax_error(ps, psprintf("an unsigned integer for %s", field));
+	while (isdigit((unsigned char) *ps->p))
+	{
+		int			d = *ps->p - '0';
+
+		if (v > (max - d) / 10)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+					 errmsg("invalid input syntax for type %s", ps->typname),
+					 errdetail("The value of %s at character %d is out of range.",
+							   field, ss_text_pos(ps))));
+		v = v * 10 + d;
+		ps->p++;
+	}
+	return v;
+}
+
+/* A float8 token running up to the next space. */
+double
+ss_text_parse_float(SSTextParser *ps, const char *field)
+{
+	const char *end = strchr(ps->p, ' ');
+	char	   *token;
+	char	   *tokend;
+	double		v;
+
+	if (end == NULL)
+		end = ps->p + strlen(ps->p);
+	if (end == ps->p)
+		ss_text_syntax_error(ps, psprintf("a number for %s", field));
+	token = pnstrdup(ps->p, end - ps->p);
+	errno = 0;
+	v = strtod(token, &tokend);
+	if (*tokend != '\0' || errno != 0)
+		ss_text_syntax_error(ps, psprintf("a number for %s", field));
+	pfree(token);
+	ps->p = end;
+	return v;
+}
+
+/* The key type name in double quotes, with "" standing for ". */
+char *
+ss_text_parse_quoted(SSTextParser *ps)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	ss_text_expect(ps, "\"");
+	for (;;)
+	{
+		if (*ps->p == '\0')
+			ss_text_syntax_error(ps, "a closing double quote");
+		if (*ps->p == '"')
+		{
+			if (ps->p[1] != '"')
+				break;
+			ps->p++;
+		}
+		appendStringInfoChar(&buf, *ps->p);
+		ps->p++;
+	}
+	ps->p++;
+	return buf.data;
+}
+
+/*
+ * The key type's name for the external forms: schema-qualified (so that it
+ * does not depend on search_path), or the OID of a dropped type, like
+ * regtypeout.  NULL when the value has no key type.
+ */
+char *
+ss_elemtype_out(Oid elemtype)
+{
+	char	   *name;
+
+	if (!OidIsValid(elemtype))
+		return NULL;
+	name = format_type_extended(elemtype, -1,
+								FORMAT_TYPE_FORCE_QUALIFY |
+								FORMAT_TYPE_INVALID_AS_NULL);
+	if (name == NULL)
+		name = psprintf("%u", elemtype);
+	return name;
+}
+
+/* Inverse of ss_elemtype_out, via regtypein (names or OIDs). */
+Oid
+ss_elemtype_in(char *name)
+{
+	return DatumGetObjectId(DirectFunctionCall1(regtypein,
+												CStringGetDatum(name)));
+}
