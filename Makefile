@@ -3,13 +3,15 @@ EXTENSION = streamsketch
 EXTVERSION = 0.1
 
 MODULE_big = streamsketch
-OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+# src/ has one folder per layer or structure family (docs/design.md)
+SRC_DIRS = src src/storage src/bcms src/qf src/bloom
+OBJS = $(patsubst %.c,%.o,$(sort $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.c))))
 
 # The extension script is assembled from one part per structure.
 SQL_PARTS = $(sort $(wildcard sql/parts/*.sql))
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 
-PG_CPPFLAGS = -I$(srcdir)/src
+PG_CPPFLAGS = $(foreach d,$(SRC_DIRS),-I$(srcdir)/$(d))
 SHLIB_LINK = -lmurmurhash
 
 REGRESS = $(sort $(filter-out $(EXTENSION)--%,$(basename $(notdir $(wildcard sql/*.sql)))))
@@ -28,7 +30,7 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # PGXS tracks no header dependencies
-$(OBJS): $(wildcard src/*.h)
+$(OBJS): $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.h))
 
 sql/$(EXTENSION)--$(EXTVERSION).sql: $(SQL_PARTS)
 	cat $^ > $@

@@ -22,7 +22,7 @@ $node->init;
 $node->append_conf(
 	'postgresql.conf', qq{
 # every replayed generic WAL record (recovery, standby) is compared with
-# the page the primary wrote (src/ss_xlog.c computes our deltas)
+# the page the primary wrote (src/storage/ss_xlog.c computes our deltas)
 wal_consistency_checking = 'generic'
 shared_buffers = 16MB
 checkpoint_timeout = 1h

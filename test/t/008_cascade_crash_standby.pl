@@ -57,7 +57,7 @@ $primary->init(allows_streaming => 1);
 $primary->append_conf(
 	'postgresql.conf', qq{
 # every replayed generic WAL record (recovery, standby) is compared with
-# the page the primary wrote (src/ss_xlog.c computes our deltas)
+# the page the primary wrote (src/storage/ss_xlog.c computes our deltas)
 wal_consistency_checking = 'generic'
 shared_buffers = 32MB
 max_connections = 20

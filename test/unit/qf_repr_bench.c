@@ -2,7 +2,7 @@
  *
  * qf_repr_bench.c
  *	  Benchmark of the slot metadata representation of a quotient filter
- *	  area: ours (src/qf.c: occupied, continuation, shifted and counter bits
+ *	  area: ours (src/qf/qf.c: occupied, continuation, shifted and counter bits
  *	  per slot) against a rank/select quotient filter in the style of the
  *	  counting quotient filter (Pandey et al., SIGMOD 2017), in the same
  *	  page-sized areas.  It exists to justify the choice recorded in

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * qf_test.c
- *	  Standalone randomized test of the quotient filter core (src/qf.c).
+ *	  Standalone randomized test of the quotient filter core (src/qf/qf.c).
  *
  * Every operation is mirrored in a reference multiset (a hash map from
  * fingerprint to count), and after every batch the area must pass
