@@ -57,9 +57,33 @@ ss_install_packages() {
 		apt-get install -y -q --no-install-recommends "${SS_PACKAGES[@]}"
 }
 
+# STREAMSKETCH_PG_TREE=DIR: install into a private copy of the PostgreSQL
+# binaries in DIR instead of the system (the installation is relocatable:
+# its paths are relative to bin/), so that several work trees can be tested
+# at once on one machine.  SS_PG_BINDIR then points into the copy.
+ss_private_tree() {
+	local tree="$1" d
+	if [ ! -x "$tree$PG_BINDIR/postgres" ]; then
+		ss_log "Copying the PostgreSQL binaries to $tree"
+		for d in "$PG_BINDIR" "$("$PG_CONFIG" --pkglibdir)" "$("$PG_CONFIG" --sharedir)"; do
+			mkdir -p "$tree$(dirname "$d")"
+			cp -a "$d" "$tree$d"
+		done
+	fi
+	SS_PG_BINDIR="$tree$PG_BINDIR"
+	export SS_PG_BINDIR
+}
+
 ss_build_install() {
 	ss_log "Building streamsketch (make)"
 	make -C "$SS_ROOT" -j"$(nproc)" PG_CONFIG="$PG_CONFIG"
+	if [ -n "${STREAMSKETCH_PG_TREE:-}" ]; then
+		ss_private_tree "$STREAMSKETCH_PG_TREE"
+		ss_log "Installing streamsketch into $STREAMSKETCH_PG_TREE"
+		make -C "$SS_ROOT" install PG_CONFIG="$PG_CONFIG" DESTDIR="$STREAMSKETCH_PG_TREE"
+		chmod -R a+rX "$STREAMSKETCH_PG_TREE"
+		return
+	fi
 	ss_log "Installing streamsketch (make install)"
 	ss_as_root make -C "$SS_ROOT" install PG_CONFIG="$PG_CONFIG"
 }

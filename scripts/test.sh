@@ -17,6 +17,8 @@
 # Exits non-zero if any test failed.  Environment:
 #   STREAMSKETCH_SKIP_SETUP=1   do not install packages / build / install
 #   STREAMSKETCH_TEST_PORT      port of the throwaway cluster (default 5544)
+#   STREAMSKETCH_PG_TREE=DIR    test a private installation in DIR instead of
+#                               the system's (scripts/setup.sh)
 set -uo pipefail
 
 SS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -45,6 +47,7 @@ if [ "${STREAMSKETCH_SKIP_SETUP:-}" != 1 ]; then
 		exit 1
 	}
 fi
+[ -z "${STREAMSKETCH_PG_TREE:-}" ] || ss_private_tree "$STREAMSKETCH_PG_TREE"
 
 WORK="${STREAMSKETCH_TEST_DIR:-/tmp/streamsketch-test}"
 TREE="$WORK/tree"
@@ -105,7 +108,8 @@ run_make() {
 	ss_as_pg PGHOST="${PGHOST:-}" PGPORT="${PGPORT:-}" PGUSER="${PGUSER:-}" \
 		PGDATABASE="${PGDATABASE:-}" \
 		timeout -k 60 "$limit" make -C "$TREE" --no-print-directory \
-		PG_CONFIG="$PG_CONFIG" "$@" 2>&1 | tee "$WORK/$name.out"
+		PG_CONFIG="$PG_CONFIG" ${STREAMSKETCH_PG_TREE:+bindir="$SS_PG_BINDIR"} \
+		"$@" 2>&1 | tee "$WORK/$name.out"
 	return "${PIPESTATUS[0]}"
 }
 
