@@ -40,7 +40,7 @@ SELECT mode, capacity, fp_rate, bits, hashes, pages, buffer_pages,
 FROM bloom_info('seen');
 SELECT ceil(-100000 * ln(0.001) / ln(2) ^ 2) AS m,
        round(ceil(-100000 * ln(0.001) / ln(2) ^ 2) / 100000 * ln(2)) AS k;
-SELECT relid, mode, capacity, fp_rate, buffer_size_kb FROM bloom_params ORDER BY relid::text;
+SELECT objname, label FROM pg_catalog.pg_seclabels WHERE provider = 'streamsketch' AND objname = 'seen';
 
 -- a filter has no rows to enumerate
 INSERT INTO seen SELECT i FROM generate_series(1, 100000) i;
@@ -64,8 +64,8 @@ SELECT bloom_create('tx_elevator', 'int8', capacity => 100000, fp_rate => 0.001,
 					mode => 'elevator', buffer_size => '64kB');
 SELECT bloom_create('tx_localized', 'int8', capacity => 100000, fp_rate => 0.001,
 					mode => 'localized', buffer_size => '64kB');
-SELECT relid, mode, capacity, fp_rate, buffer_size_kb FROM bloom_params
-WHERE relid::text LIKE 'bf%' OR relid::text LIKE 'tx%' ORDER BY relid::text;
+SELECT objname, label FROM pg_catalog.pg_seclabels WHERE provider = 'streamsketch'
+AND (objname LIKE 'bf%' OR objname LIKE 'tx%') ORDER BY objname;
 SELECT i.* FROM unnest(ARRAY['bf_plain', 'bf_elevator', 'bf_localized']) t,
 	LATERAL (SELECT mode, bits, hashes, pages, buffer_pages, subbuffer_capacity
 			 FROM bloom_info(t::regclass)) i;
@@ -253,7 +253,5 @@ PREPARE TRANSACTION 'p';
 \set VERBOSITY default
 
 -- parameters are kept for pg_dump and forgotten on DROP
-SELECT extcondition IS NOT NULL AS dumped
-FROM pg_extension WHERE extname = 'streamsketch' AND 'bloom_params'::regclass = ANY (extconfig);
 DROP TABLE seen, words, heap_b;
-SELECT count(*) AS left_behind FROM bloom_params WHERE relid::text IN ('seen', 'words');
+SELECT count(*) AS left_behind FROM pg_catalog.pg_seclabels WHERE objname IN ('seen', 'words');

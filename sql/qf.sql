@@ -12,7 +12,7 @@ RESET streamsketch.qf_fp_rate;
 SELECT access_method, capacity, fp_rate, fingerprint_bits, remainder_bits,
        slot_bits, levels, pages, items, total_count
 FROM qf_info('seen');
-SELECT relid, kind, capacity, fp_rate FROM qf_params;
+SELECT objname, label FROM pg_catalog.pg_seclabels WHERE provider = 'streamsketch' AND objname = 'seen';
 
 -- (after every statement that must fail, \echo :LAST_ERROR_SQLSTATE shows its
 -- SQLSTATE)
@@ -138,7 +138,7 @@ ALTER TABLE seen ADD COLUMN x int;
 VACUUM FULL seen;
 SELECT qf_contains('seen', 99), qf_count('seen', 99);
 DROP TABLE seen;
-SELECT count(*) FROM qf_params WHERE relid::text = 'seen';
+SELECT count(*) FROM pg_catalog.pg_seclabels WHERE objname = 'seen';
 
 -- a filter grows until its fingerprints have no remainder bit left to
 -- trade; then the commit fails
@@ -159,7 +159,7 @@ SELECT qf_create('cf4', 'int8', capacity => 100000, fp_rate => 0.001,
 SELECT qf_create('cf16', 'int8', capacity => 100000, fp_rate => 0.001,
 				 access_method => 'cascade_filter', fanout => 16, buffer_size => '64kB');
 SELECT access_method, fingerprint_bits, levels, pages FROM qf_info('bqf');
-SELECT relid, kind, fanout, buffer_pages FROM qf_params WHERE relid::text LIKE 'cf%' OR relid::text = 'bqf' ORDER BY 1::text;
+SELECT objname, label FROM pg_catalog.pg_seclabels WHERE provider = 'streamsketch' AND (objname LIKE 'cf%' OR objname = 'bqf') ORDER BY objname;
 DO $$
 BEGIN
 	FOR j IN 0..49 LOOP

@@ -2,7 +2,7 @@
  *
  * streamsketch.c
  *	  Module entry point: GUCs (all under streamsketch.*), transaction
- *	  callbacks and utility guards.
+ *	  callbacks, utility guards and the parameters' label provider.
  *
  *-------------------------------------------------------------------------
  */
@@ -50,6 +50,9 @@ void		_PG_init(void);
 void
 _PG_init(void)
 {
+	/* settings SET before the library was loaded: see ss_params.c */
+	ss_params_note_placeholders("streamsketch.");
+
 	DefineCustomRealVariable("streamsketch.bcms_epsilon",
 							 "Default error factor epsilon of new bcms tables.",
 							 "Estimates exceed the true count by at most epsilon times the stream's total weight, with probability 1 - delta.  Width = ceil(e/epsilon).",
@@ -120,8 +123,10 @@ _PG_init(void)
 							"The buffer lives in the table's own pages and stays hot in shared_buffers; 0 disables buffering.",
 							&ss_bloom_buffer_size_kb, 8192, 0, 64 * 1024 * 1024,
 							PGC_USERSET, GUC_UNIT_KB, NULL, NULL, NULL);
+	ss_params_find_rejected();
 	MarkGUCPrefixReserved("streamsketch");
 
 	ss_pending_init();
 	ss_guard_init();
+	ss_params_init();
 }

@@ -12,6 +12,7 @@
 #include "postgres.h"
 
 #include "access/tableam.h"
+#include "lib/stringinfo.h"
 #include "utils/rel.h"
 
 /* GUCs (streamsketch.*) */
@@ -31,30 +32,40 @@ extern int	ss_bloom_mode;
 extern int	ss_bloom_buffer_size_kb;
 
 /* ss_tableam.c: fill the callbacks every structure shares */
-extern void ss_tableam_init_common(TableAmRoutine *routine);
-extern void ss_create_storage(Relation rel, const RelFileNode *newrnode,
-							  char persistence);
+struct SSStateOps;
+extern void ss_tableam_init_common(TableAmRoutine *routine,
+								   const struct SSStateOps *ops);
 extern bool ss_relation_is_new(Relation rel);
 extern bool ss_relam_is_streamsketch(Oid amoid);
 extern const char *ss_structure_name(Relation rel);
 extern bool ss_scan_claim(TableScanDesc scan);
 
 /*
- * How a structure's state (its parameters and column info, cached in
- * rd_amcache) is built, for the shared callbacks below.  The state struct
- * is the structure's own, of state_size bytes.
+ * What the storage layer needs to know of a structure: its metapage, how
+ * its state (parameters and column info, cached in rd_amcache) is built,
+ * and how its parameters are written to and read from its label (see
+ * ss_params.c).  The state struct is the structure's own, of state_size
+ * bytes; the metapage's contents are meta_size bytes starting with an
+ * SSMetaHeader.
  */
 typedef struct SSStateOps
 {
+	uint32		kind;			/* SSKind in the metapage */
 	Size		state_size;
+	Size		meta_size;
 	void		(*apply) (Relation rel);	/* its pending-log apply (SSApplyFunc) */
 	/* check the table's columns; fill st's column fields unless st is NULL */
 	void		(*check_columns) (Relation rel, void *st);
-	/* parameters from the metapage, else the catalog; false if neither */
-	bool		(*load_params) (Relation rel, void *st);
-	/* parameters from the GUCs, and recording them in the catalog */
+	/* copy the parameters of a checked metapage's contents into st */
+	void		(*params_from_meta) (const void *meta, void *st);
+	/* the metapage contents of a new, empty structure with st's parameters */
+	void		(*init_meta) (const void *st, void *meta);
+	/* parameters from the streamsketch.* settings */
 	void		(*default_params) (Relation rel, void *st);
-	void		(*store_params) (Relation rel, const void *st);
+	/* st's parameters as a label, "name=value ..." (palloc'd) */
+	char	   *(*params_to_label) (const void *st);
+	/* parse and validate a label (ss_label_split) into st's parameters */
+	void		(*params_from_label) (Relation rel, const char *label, void *st);
 } SSStateOps;
 
 extern void *ss_get_state(Relation rel, const SSStateOps *ops);
@@ -63,6 +74,29 @@ extern void ss_set_new_filenode(Relation rel, const SSStateOps *ops,
 								const RelFileNode *newrnode, char persistence,
 								TransactionId *freezeXid, MultiXactId *minmulti);
 extern void ss_truncate_in_place(Relation rel, const SSStateOps *ops);
+extern const SSStateOps *ss_structure_ops(Relation rel);
+extern void ss_tableam_register(const TableAmRoutine *routine,
+								const SSStateOps *ops);
+
+/* ss_params.c: parameters in labels, constructors, settings */
+#define SS_LABEL_PROVIDER "streamsketch"
+
+extern void ss_params_init(void);
+extern void ss_set_label(Oid relid, const char *label);
+extern char *ss_get_label(Oid relid);
+extern void ss_label_split(const char *label, int nkeys,
+						   const char *const *keys, char **values);
+extern double ss_label_float(const char *key, const char *value);
+extern int64 ss_label_int(const char *key, const char *value, int64 min,
+						  int64 max);
+extern bool ss_label_bool(const char *key, const char *value);
+extern void ss_label_append_float(StringInfo buf, const char *key, double v);
+extern Oid	ss_create_structure(const SSStateOps *ops, const void *st,
+								const char *relname, const char *sql);
+extern const void *ss_creation_params(Relation rel, const SSStateOps *ops);
+extern void ss_check_settings(const char *const *names);
+extern void ss_params_note_placeholders(const char *prefix);
+extern void ss_params_find_rejected(void);
 
 /*
  * The columns of a structure that takes (key [, integer column]): the key
@@ -83,22 +117,6 @@ extern int64 ss_int_datum(Oid inttype, Datum d);
 
 /* ss_guard.c: refuse operations that would silently lose data */
 extern void ss_guard_init(void);
-
-/*
- * Every table access method of the extension, with its parameter catalog
- * table (ss_catalog.c).  Adding a structure means adding a row here.
- */
-typedef struct SSStructureInfo
-{
-	const char *amname;
-	const char *params_table;
-} SSStructureInfo;
-
-extern const SSStructureInfo ss_structures[];
-
-/* ss_catalog.c: parameters recorded in the extension's catalog tables */
-extern const char *ss_extension_schema(void);
-extern void ss_forget_params(Oid relid);
 
 /* Extend rel (under the extension lock) so that blkno exists. */
 extern void ss_extend_to(Relation rel, BlockNumber blkno);

@@ -3,27 +3,6 @@
  * bcms: the buffered count-min sketch table access method
  * ------------------------------------------------------------------- */
 
--- Parameters of every bcms table, captured at CREATE TABLE (from the GUCs)
--- or set by bcms_create().  The metapage is created lazily from this row, so
--- TRUNCATE, the reset of an unlogged table after a crash and pg_restore all
--- get the same parameters back.  pg_dump dumps it (config table).
-CREATE TABLE bcms_params (
-	relid regclass PRIMARY KEY,
-	mode text NOT NULL CHECK (mode IN ('buffered', 'plain')),
-	epsilon float8 NOT NULL,
-	delta float8 NOT NULL,
-	width bigint NOT NULL,
-	depth int NOT NULL,
-	buffer_size_kb int NOT NULL,
-	conservative bool NOT NULL,
-	seed bigint NOT NULL
-);
-SELECT pg_catalog.pg_extension_config_dump('bcms_params', '');
-COMMENT ON TABLE bcms_params IS 'Parameters of each bcms table (one row per table)';
-
-CREATE TRIGGER bcms_params_replace BEFORE INSERT ON bcms_params
-	FOR EACH ROW EXECUTE FUNCTION streamsketch_params_replace();
-
 CREATE FUNCTION bcms_handler(internal) RETURNS table_am_handler
 AS 'MODULE_PATHNAME', 'bcms_handler' LANGUAGE C;
 

@@ -3,20 +3,6 @@
  * The quotient filter family of table access methods
  * ------------------------------------------------------------------- */
 
-CREATE TABLE qf_params (
-	relid regclass PRIMARY KEY,
-	kind text NOT NULL,
-	capacity bigint NOT NULL,
-	fp_rate float8 NOT NULL,
-	fanout int NOT NULL,
-	seed bigint NOT NULL,
-	buffer_pages int NOT NULL
-);
-SELECT pg_catalog.pg_extension_config_dump('qf_params', '');
-COMMENT ON TABLE qf_params IS 'Parameters of each quotient filter table (one row per table)';
-CREATE TRIGGER qf_params_replace BEFORE INSERT ON qf_params
-	FOR EACH ROW EXECUTE FUNCTION streamsketch_params_replace();
-
 CREATE FUNCTION quotient_filter_handler(internal) RETURNS table_am_handler
 AS 'MODULE_PATHNAME', 'quotient_filter_handler' LANGUAGE C;
 CREATE ACCESS METHOD quotient_filter TYPE TABLE HANDLER quotient_filter_handler;

@@ -4,22 +4,6 @@
  * elevator Bloom filter, the buffered Bloom filter with hash localization)
  * ------------------------------------------------------------------- */
 
--- Parameters of every bloom_filter table, captured at CREATE TABLE (from
--- the GUCs) or set by bloom_create(); the metapage is created lazily from
--- this row (see bcms_params).  pg_dump dumps it (config table).
-CREATE TABLE bloom_params (
-	relid regclass PRIMARY KEY,
-	mode text NOT NULL CHECK (mode IN ('plain', 'elevator', 'localized')),
-	capacity bigint NOT NULL,
-	fp_rate float8 NOT NULL,
-	buffer_size_kb int NOT NULL,
-	seed bigint NOT NULL
-);
-SELECT pg_catalog.pg_extension_config_dump('bloom_params', '');
-COMMENT ON TABLE bloom_params IS 'Parameters of each bloom_filter table (one row per table)';
-CREATE TRIGGER bloom_params_replace BEFORE INSERT ON bloom_params
-	FOR EACH ROW EXECUTE FUNCTION streamsketch_params_replace();
-
 CREATE FUNCTION bloom_filter_handler(internal) RETURNS table_am_handler
 AS 'MODULE_PATHNAME', 'bloom_filter_handler' LANGUAGE C;
 CREATE ACCESS METHOD bloom_filter TYPE TABLE HANDLER bloom_filter_handler;

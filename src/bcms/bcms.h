@@ -141,7 +141,7 @@ extern BcmsState *bcms_get_state(Relation rel);
 extern void bcms_derive_geometry(BcmsParams *p);
 extern void bcms_params_from_gucs(BcmsParams *p);
 extern void bcms_check_epsilon_delta(double epsilon, double delta);
-extern void bcms_catalog_store(Oid relid, const BcmsParams *p);
+extern const struct SSStateOps bcms_state_ops;
 
 /* bcms_apply.c */
 extern void bcms_apply_pending(Relation rel);

@@ -21,7 +21,6 @@
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "catalog/storage.h"
-#include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "bcms.h"
 #include "miscadmin.h"
@@ -150,9 +149,16 @@ bcms_check_epsilon_delta(double epsilon, double delta)
 				 errdetail("Delta must be greater than 0 and less than 1.")));
 }
 
+static const char *const bcms_settings[] = {
+	"streamsketch.bcms_epsilon", "streamsketch.bcms_delta",
+	"streamsketch.bcms_mode", "streamsketch.bcms_conservative",
+	"streamsketch.bcms_buffer_size", NULL
+};
+
 void
 bcms_params_from_gucs(BcmsParams *p)
 {
+	ss_check_settings(bcms_settings);
 	memset(p, 0, sizeof(*p));
 	bcms_check_epsilon_delta(ss_bcms_epsilon, ss_bcms_delta);
 	p->mode = (uint32) ss_bcms_mode;
@@ -172,94 +178,57 @@ bcms_mode_name(uint32 mode)
 	return mode == BCMS_MODE_PLAIN ? "plain" : "buffered";
 }
 
-/* Record p as relid's parameters (replacing any earlier row). */
-void
-bcms_catalog_store(Oid relid, const BcmsParams *p)
+/* The parameters in a label, in this order (ss_params.c). */
+static const char *const bcms_label_keys[] = {
+	"mode", "epsilon", "delta", "width", "depth", "buffer_size_kb",
+	"conservative", "seed"
+};
+#define BCMS_LABEL_NKEYS lengthof(bcms_label_keys)
+
+static char *
+bcms_params_to_label(const void *st)
 {
-	Oid			argtypes[9] = {OIDOID, TEXTOID, FLOAT8OID, FLOAT8OID, INT8OID,
-	INT4OID, INT4OID, BOOLOID, INT8OID};
-	Datum		args[9];
-	char	   *sql;
+	const BcmsParams *p = &((const BcmsState *) st)->p;
+	StringInfoData buf;
 
-	args[0] = ObjectIdGetDatum(relid);
-	args[1] = CStringGetTextDatum(bcms_mode_name(p->mode));
-	args[2] = Float8GetDatum(p->epsilon);
-	args[3] = Float8GetDatum(p->delta);
-	args[4] = Int64GetDatum((int64) p->width);
-	args[5] = Int32GetDatum((int32) p->depth);
-	args[6] = Int32GetDatum((int32) p->buffer_kb);
-	args[7] = BoolGetDatum(p->conservative);
-	args[8] = Int64GetDatum((int64) p->seed);
-
-	/* a BEFORE INSERT trigger on bcms_params replaces an existing row */
-	sql = psprintf("INSERT INTO %s.bcms_params (relid, mode, epsilon, delta, width, depth, buffer_size_kb, conservative, seed) "
-				   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-				   ss_extension_schema());
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql, 9, argtypes, args, NULL, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not record bcms parameters of relation %u", relid);
-	SPI_finish();
-	pfree(sql);
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "mode=%s", bcms_mode_name(p->mode));
+	ss_label_append_float(&buf, "epsilon", p->epsilon);
+	ss_label_append_float(&buf, "delta", p->delta);
+	appendStringInfo(&buf, " width=" UINT64_FORMAT " depth=%u buffer_size_kb=%u conservative=%s seed=%u",
+					 p->width, p->depth, p->buffer_kb,
+					 p->conservative ? "on" : "off", p->seed);
+	return buf.data;
 }
 
-/* Read relid's parameters from the catalog; false if it has no row. */
-static bool
-bcms_catalog_load(Oid relid, BcmsParams *p)
+/* Parse and validate a label, with bcms_create's checks. */
+static void
+bcms_params_from_label(Relation rel, const char *label, void *st)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1];
-	char	   *sql;
-	bool		found = false;
+	BcmsParams *p = &((BcmsState *) st)->p;
+	char	   *v[BCMS_LABEL_NKEYS];
 
-	args[0] = ObjectIdGetDatum(relid);
-	sql = psprintf("SELECT mode, epsilon, delta, width, depth, buffer_size_kb, conservative, seed "
-				   "FROM %s.bcms_params WHERE relid = $1",
-				   ss_extension_schema());
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql, 1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read bcms parameters of relation %u", relid);
-	if (SPI_processed == 1)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[0];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull[8];
-		Datum		v[8];
-		char	   *mode;
-
-		for (int i = 0; i < 8; i++)
-		{
-			v[i] = SPI_getbinval(tup, desc, i + 1, &isnull[i]);
-			if (isnull[i])
-				ereport(ERROR,
-						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						 errmsg("bcms_params row of relation %u has a NULL column", relid)));
-		}
-		memset(p, 0, sizeof(*p));
-		mode = TextDatumGetCString(v[0]);
-		if (strcmp(mode, "buffered") == 0)
-			p->mode = BCMS_MODE_BUFFERED;
-		else if (strcmp(mode, "plain") == 0)
-			p->mode = BCMS_MODE_PLAIN;
-		else
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid bcms mode \"%s\" in bcms_params", mode)));
-		p->epsilon = DatumGetFloat8(v[1]);
-		p->delta = DatumGetFloat8(v[2]);
-		p->width = (uint64) DatumGetInt64(v[3]);
-		p->depth = (uint32) DatumGetInt32(v[4]);
-		p->buffer_kb = (uint32) DatumGetInt32(v[5]);
-		p->conservative = DatumGetBool(v[6]);
-		p->seed = (uint32) DatumGetInt64(v[7]);
-		found = true;
-	}
-	SPI_finish();
-	pfree(sql);
-	if (found)
-		bcms_derive_geometry(p);
-	return found;
+	ss_label_split(label, BCMS_LABEL_NKEYS, bcms_label_keys, v);
+	memset(p, 0, sizeof(*p));
+	if (strcmp(v[0], "buffered") == 0)
+		p->mode = BCMS_MODE_BUFFERED;
+	else if (strcmp(v[0], "plain") == 0)
+		p->mode = BCMS_MODE_PLAIN;
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid bcms mode \"%s\"", v[0]),
+				 errhint("Use 'buffered' or 'plain'.")));
+	p->epsilon = ss_label_float("epsilon", v[1]);
+	p->delta = ss_label_float("delta", v[2]);
+	bcms_check_epsilon_delta(p->epsilon, p->delta);
+	p->width = (uint64) ss_label_int("width", v[3], 1, PG_INT64_MAX);
+	p->depth = (uint32) ss_label_int("depth", v[4], 1, CMS_MAX_DEPTH);
+	p->buffer_kb = (uint32) ss_label_int("buffer_size_kb", v[5], 0,
+										 64 * 1024 * 1024);
+	p->conservative = ss_label_bool("conservative", v[6]);
+	p->seed = (uint32) ss_label_int("seed", v[7], 0, PG_UINT32_MAX);
+	bcms_derive_geometry(p);
 }
 
 /* Check the table's columns: (key [, weight integer]). */
@@ -285,17 +254,21 @@ bcms_state_columns(Relation rel, void *st)
 	bcms_check_columns(RelationGetDescr(rel), RelationGetRelationName(rel), st);
 }
 
-static bool
-bcms_state_load(Relation rel, void *st)
+static void
+bcms_params_from_meta(const void *meta, void *st)
 {
-	BcmsMetaData meta;
+	((BcmsState *) st)->p = ((const BcmsMetaData *) meta)->params;
+}
 
-	if (bcms_read_meta(rel, &meta))
-	{
-		((BcmsState *) st)->p = meta.params;
-		return true;
-	}
-	return bcms_catalog_load(RelationGetRelid(rel), &((BcmsState *) st)->p);
+static void
+bcms_init_meta(const void *st, void *meta)
+{
+	BcmsMetaData *m = (BcmsMetaData *) meta;
+	const BcmsParams *p = &((const BcmsState *) st)->p;
+
+	memset(m, 0, sizeof(*m));
+	ss_meta_header_init(&m->hdr, SS_KIND_BCMS, p->seed);
+	m->params = *p;
 }
 
 static void
@@ -304,19 +277,17 @@ bcms_state_defaults(Relation rel, void *st)
 	bcms_params_from_gucs(&((BcmsState *) st)->p);
 }
 
-static void
-bcms_state_store(Relation rel, const void *st)
-{
-	bcms_catalog_store(RelationGetRelid(rel), &((const BcmsState *) st)->p);
-}
-
-static const SSStateOps bcms_state_ops = {
+const SSStateOps bcms_state_ops = {
+	.kind = SS_KIND_BCMS,
 	.state_size = sizeof(BcmsState),
+	.meta_size = sizeof(BcmsMetaData),
 	.apply = bcms_apply_pending,
 	.check_columns = bcms_state_columns,
-	.load_params = bcms_state_load,
+	.params_from_meta = bcms_params_from_meta,
+	.init_meta = bcms_init_meta,
 	.default_params = bcms_state_defaults,
-	.store_params = bcms_state_store,
+	.params_to_label = bcms_params_to_label,
+	.params_from_label = bcms_params_from_label,
 };
 
 /* The relation's parameters and column info (ss_get_state). */
@@ -384,7 +355,7 @@ bcms_handler(PG_FUNCTION_ARGS)
 	if (!bcms_routine_ready)
 	{
 		MemSet(&bcms_routine, 0, sizeof(bcms_routine));
-		ss_tableam_init_common(&bcms_routine);
+		ss_tableam_init_common(&bcms_routine, &bcms_state_ops);
 		bcms_routine.tuple_insert = bcms_tuple_insert;
 		bcms_routine.relation_set_new_filenode = bcms_relation_set_new_filenode;
 		bcms_routine.relation_nontransactional_truncate = bcms_relation_nontransactional_truncate;

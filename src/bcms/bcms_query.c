@@ -346,8 +346,7 @@ bcms_merge(PG_FUNCTION_ARGS)
  *			   conservative, buffer_size, unlogged) returns regclass
  *
  * Creates the table with explicit parameters; NULL arguments take the GUC
- * defaults.  The metapage is created lazily from the catalog row, so the
- * row written here (after CREATE TABLE recorded the defaults) wins.
+ * defaults.
  */
 Datum
 bcms_create(PG_FUNCTION_ARGS)
@@ -357,6 +356,7 @@ bcms_create(PG_FUNCTION_ARGS)
 	bool		weighted = PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6);
 	bool		unlogged = PG_ARGISNULL(10) ? false : PG_GETARG_BOOL(10);
 	BcmsParams	p;
+	BcmsState	st;
 	List	   *names;
 	RangeVar   *rv;
 	StringInfoData sql;
@@ -444,14 +444,9 @@ bcms_create(PG_FUNCTION_ARGS)
 					 unlogged ? "UNLOGGED " : "",
 					 quote_qualified_identifier(rv->schemaname, rv->relname),
 					 format_type_be_qualified(keytype),
-					 weighted ? ", weight bigint" : "");
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "could not create bcms table");
-	SPI_finish();
-
-	relid = RangeVarGetRelid(rv, NoLock, false);
-	bcms_catalog_store(relid, &p);
+					 weighted ? ", weight pg_catalog.int8" : "");
+	memset(&st, 0, sizeof(st));
+	st.p = p;
+	relid = ss_create_structure(&bcms_state_ops, &st, rv->relname, sql.data);
 	PG_RETURN_OID(relid);
 }

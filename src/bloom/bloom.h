@@ -203,7 +203,7 @@ extern void bloom_derive(BloomParams *p);
 extern void bloom_params_from_gucs(BloomParams *p);
 extern uint32 bloom_parse_mode(const char *mode);
 extern const char *bloom_mode_name(uint32 mode);
-extern void bloom_catalog_store(Oid relid, const BloomParams *p);
+extern const struct SSStateOps bloom_state_ops;
 
 /* bloom_apply.c */
 extern void bloom_apply_pending(Relation rel);

@@ -22,7 +22,6 @@
 #include "bloom.h"
 #include "catalog/pg_type.h"
 #include "catalog/storage.h"
-#include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "ss_pending.h"
@@ -173,9 +172,15 @@ bloom_derive(BloomParams *p)
 	}
 }
 
+static const char *const bloom_settings[] = {
+	"streamsketch.bloom_capacity", "streamsketch.bloom_fp_rate",
+	"streamsketch.bloom_mode", "streamsketch.bloom_buffer_size", NULL
+};
+
 void
 bloom_params_from_gucs(BloomParams *p)
 {
+	ss_check_settings(bloom_settings);
 	memset(p, 0, sizeof(*p));
 	p->mode = (uint32) ss_bloom_mode;
 	p->seed = SS_DEFAULT_SEED;
@@ -185,75 +190,42 @@ bloom_params_from_gucs(BloomParams *p)
 	bloom_derive(p);
 }
 
-/* Record p as relid's parameters (replacing any earlier row). */
-void
-bloom_catalog_store(Oid relid, const BloomParams *p)
-{
-	Oid			argtypes[6] = {OIDOID, TEXTOID, INT8OID, FLOAT8OID, INT4OID, INT8OID};
-	Datum		args[6];
-	char	   *sql;
+/* The parameters in a label, in this order (ss_params.c). */
+static const char *const bloom_label_keys[] = {
+	"mode", "capacity", "fp_rate", "buffer_size_kb", "seed"
+};
+#define BLOOM_LABEL_NKEYS lengthof(bloom_label_keys)
 
-	args[0] = ObjectIdGetDatum(relid);
-	args[1] = CStringGetTextDatum(bloom_mode_name(p->mode));
-	args[2] = Int64GetDatum(p->capacity);
-	args[3] = Float8GetDatum(p->fp_rate);
-	args[4] = Int32GetDatum((int32) p->buffer_kb);
-	args[5] = Int64GetDatum((int64) p->seed);
-	/* a BEFORE INSERT trigger on bloom_params replaces an existing row */
-	sql = psprintf("INSERT INTO %s.bloom_params (relid, mode, capacity, fp_rate, buffer_size_kb, seed) "
-				   "VALUES ($1, $2, $3, $4, $5, $6)", ss_extension_schema());
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql, 6, argtypes, args, NULL, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not record bloom_filter parameters of relation %u", relid);
-	SPI_finish();
-	pfree(sql);
+static char *
+bloom_params_to_label(const void *st)
+{
+	const BloomParams *p = &((const BloomState *) st)->p;
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "mode=%s capacity=" INT64_FORMAT,
+					 bloom_mode_name(p->mode), p->capacity);
+	ss_label_append_float(&buf, "fp_rate", p->fp_rate);
+	appendStringInfo(&buf, " buffer_size_kb=%u seed=%u", p->buffer_kb, p->seed);
+	return buf.data;
 }
 
-/* Read relid's parameters from the catalog; false if it has no row. */
-static bool
-bloom_catalog_load(Oid relid, BloomParams *p)
+/* Parse and validate a label, with bloom_create's checks. */
+static void
+bloom_params_from_label(Relation rel, const char *label, void *st)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1];
-	char	   *sql;
-	bool		found = false;
+	BloomParams *p = &((BloomState *) st)->p;
+	char	   *v[BLOOM_LABEL_NKEYS];
 
-	args[0] = ObjectIdGetDatum(relid);
-	sql = psprintf("SELECT mode, capacity, fp_rate, buffer_size_kb, seed "
-				   "FROM %s.bloom_params WHERE relid = $1", ss_extension_schema());
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql, 1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read bloom_filter parameters of relation %u", relid);
-	if (SPI_processed == 1)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[0];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull[5];
-		Datum		v[5];
-
-		for (int i = 0; i < 5; i++)
-		{
-			v[i] = SPI_getbinval(tup, desc, i + 1, &isnull[i]);
-			if (isnull[i])
-				ereport(ERROR,
-						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						 errmsg("bloom_params row of relation %u has a NULL column", relid)));
-		}
-		memset(p, 0, sizeof(*p));
-		p->mode = bloom_parse_mode(TextDatumGetCString(v[0]));
-		p->capacity = DatumGetInt64(v[1]);
-		p->fp_rate = DatumGetFloat8(v[2]);
-		p->buffer_kb = (uint32) Max(DatumGetInt32(v[3]), 0);
-		p->seed = (uint32) DatumGetInt64(v[4]);
-		found = true;
-	}
-	SPI_finish();
-	pfree(sql);
-	if (found)
-		bloom_derive(p);
-	return found;
+	ss_label_split(label, BLOOM_LABEL_NKEYS, bloom_label_keys, v);
+	memset(p, 0, sizeof(*p));
+	p->mode = bloom_parse_mode(v[0]);
+	p->capacity = ss_label_int("capacity", v[1], 1, PG_INT64_MAX);
+	p->fp_rate = ss_label_float("fp_rate", v[2]);
+	p->buffer_kb = (uint32) ss_label_int("buffer_size_kb", v[3], 0,
+										 64 * 1024 * 1024);
+	p->seed = (uint32) ss_label_int("seed", v[4], 0, PG_UINT32_MAX);
+	bloom_derive(p);
 }
 
 /* A bloom_filter table has exactly one column: the key, of any type. */
@@ -293,17 +265,21 @@ bloom_state_columns(Relation rel, void *st)
 	bloom_check_columns(RelationGetDescr(rel), RelationGetRelationName(rel), st);
 }
 
-static bool
-bloom_state_load(Relation rel, void *st)
+static void
+bloom_params_from_meta(const void *meta, void *st)
 {
-	BloomMetaData meta;
+	((BloomState *) st)->p = ((const BloomMetaData *) meta)->params;
+}
 
-	if (bloom_read_meta(rel, &meta))
-	{
-		((BloomState *) st)->p = meta.params;
-		return true;
-	}
-	return bloom_catalog_load(RelationGetRelid(rel), &((BloomState *) st)->p);
+static void
+bloom_init_meta(const void *st, void *meta)
+{
+	BloomMetaData *m = (BloomMetaData *) meta;
+	const BloomParams *p = &((const BloomState *) st)->p;
+
+	memset(m, 0, sizeof(*m));
+	ss_meta_header_init(&m->hdr, SS_KIND_BLOOM, p->seed);
+	m->params = *p;
 }
 
 static void
@@ -312,19 +288,17 @@ bloom_state_defaults(Relation rel, void *st)
 	bloom_params_from_gucs(&((BloomState *) st)->p);
 }
 
-static void
-bloom_state_store(Relation rel, const void *st)
-{
-	bloom_catalog_store(RelationGetRelid(rel), &((const BloomState *) st)->p);
-}
-
-static const SSStateOps bloom_state_ops = {
+const SSStateOps bloom_state_ops = {
+	.kind = SS_KIND_BLOOM,
 	.state_size = sizeof(BloomState),
+	.meta_size = sizeof(BloomMetaData),
 	.apply = bloom_apply_pending,
 	.check_columns = bloom_state_columns,
-	.load_params = bloom_state_load,
+	.params_from_meta = bloom_params_from_meta,
+	.init_meta = bloom_init_meta,
 	.default_params = bloom_state_defaults,
-	.store_params = bloom_state_store,
+	.params_to_label = bloom_params_to_label,
+	.params_from_label = bloom_params_from_label,
 };
 
 /* Parameters and column info (ss_get_state). */
@@ -374,7 +348,7 @@ bloom_filter_handler(PG_FUNCTION_ARGS)
 	if (!bloom_routine_ready)
 	{
 		MemSet(&bloom_routine, 0, sizeof(bloom_routine));
-		ss_tableam_init_common(&bloom_routine);
+		ss_tableam_init_common(&bloom_routine, &bloom_state_ops);
 		bloom_routine.tuple_insert = bloom_tuple_insert;
 		bloom_routine.relation_set_new_filenode = bloom_relation_set_new_filenode;
 		bloom_routine.relation_nontransactional_truncate = bloom_relation_nontransactional_truncate;

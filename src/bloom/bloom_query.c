@@ -290,6 +290,7 @@ bloom_create(PG_FUNCTION_ARGS)
 {
 	bool		unlogged = PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6);
 	BloomParams p;
+	BloomState	st;
 	List	   *names;
 	RangeVar   *rv;
 	StringInfoData sql;
@@ -331,13 +332,8 @@ bloom_create(PG_FUNCTION_ARGS)
 					 unlogged ? "UNLOGGED " : "",
 					 quote_qualified_identifier(rv->schemaname, rv->relname),
 					 format_type_be_qualified(PG_GETARG_OID(1)));
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "could not create bloom_filter table");
-	SPI_finish();
-
-	relid = RangeVarGetRelid(rv, NoLock, false);
-	bloom_catalog_store(relid, &p);
+	memset(&st, 0, sizeof(st));
+	st.p = p;
+	relid = ss_create_structure(&bloom_state_ops, &st, rv->relname, sql.data);
 	PG_RETURN_OID(relid);
 }

@@ -20,7 +20,6 @@
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "catalog/storage.h"
-#include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "qfam.h"
@@ -171,9 +170,15 @@ qfam_derive(QfamParams *p)
 	}
 }
 
+static const char *const qfam_settings[] = {
+	"streamsketch.qf_capacity", "streamsketch.qf_fp_rate",
+	"streamsketch.qf_fanout", "streamsketch.qf_buffer_size", NULL
+};
+
 void
 qfam_params_from_gucs(QfamParams *p, uint32 kind)
 {
+	ss_check_settings(qfam_settings);
 	memset(p, 0, sizeof(*p));
 	p->kind = kind;
 	p->seed = SS_DEFAULT_SEED;
@@ -198,74 +203,43 @@ qfam_kind_name(uint32 kind)
 	}
 }
 
-void
-qfam_catalog_store(Oid relid, const QfamParams *p)
-{
-	Oid			argtypes[7] = {OIDOID, TEXTOID, INT8OID, FLOAT8OID, INT4OID, INT8OID, INT4OID};
-	Datum		args[7];
-	char	   *sql;
+/* The parameters in a label, in this order (ss_params.c). */
+static const char *const qfam_label_keys[] = {
+	"capacity", "fp_rate", "fanout", "buffer_pages", "seed"
+};
+#define QFAM_LABEL_NKEYS lengthof(qfam_label_keys)
 
-	args[0] = ObjectIdGetDatum(relid);
-	args[1] = CStringGetTextDatum(qfam_kind_name(p->kind));
-	args[2] = Int64GetDatum(p->capacity);
-	args[3] = Float8GetDatum(p->fp_rate);
-	args[4] = Int32GetDatum((int32) p->fanout);
-	args[5] = Int64GetDatum((int64) p->seed);
-	args[6] = Int32GetDatum((int32) p->buffer_pages);
-	sql = psprintf("INSERT INTO %s.qf_params (relid, kind, capacity, fp_rate, fanout, seed, buffer_pages) "
-				   "VALUES ($1, $2, $3, $4, $5, $6, $7)", ss_extension_schema());
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql, 7, argtypes, args, NULL, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not record quotient filter parameters of relation %u", relid);
-	SPI_finish();
-	pfree(sql);
+static char *
+qfam_params_to_label(const void *st)
+{
+	const QfamParams *p = &((const QfamState *) st)->p;
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "capacity=" INT64_FORMAT, p->capacity);
+	ss_label_append_float(&buf, "fp_rate", p->fp_rate);
+	appendStringInfo(&buf, " fanout=%u buffer_pages=%u seed=%u",
+					 p->fanout, p->buffer_pages, p->seed);
+	return buf.data;
 }
 
-static bool
-qfam_catalog_load(Oid relid, uint32 kind, QfamParams *p)
+/* Parse and validate a label, with qf_create's checks. */
+static void
+qfam_params_from_label(Relation rel, const char *label, void *st)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1];
-	char	   *sql;
-	bool		found = false;
+	QfamParams *p = &((QfamState *) st)->p;
+	char	   *v[QFAM_LABEL_NKEYS];
 
-	args[0] = ObjectIdGetDatum(relid);
-	sql = psprintf("SELECT capacity, fp_rate, fanout, seed, buffer_pages, kind FROM %s.qf_params WHERE relid = $1",
-				   ss_extension_schema());
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql, 1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read quotient filter parameters of relation %u", relid);
-	if (SPI_processed == 1)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[0];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull[6];
-		Datum		v[6];
-
-		for (int i = 0; i < 6; i++)
-		{
-			v[i] = SPI_getbinval(tup, desc, i + 1, &isnull[i]);
-			if (isnull[i])
-				ereport(ERROR,
-						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						 errmsg("qf_params row of relation %u has a NULL column", relid)));
-		}
-		memset(p, 0, sizeof(*p));
-		p->kind = kind;			/* the access method decides */
-		p->buffer_pages = (uint32) DatumGetInt32(v[4]);
-		p->capacity = DatumGetInt64(v[0]);
-		p->fp_rate = DatumGetFloat8(v[1]);
-		p->fanout = (uint32) DatumGetInt32(v[2]);
-		p->seed = (uint32) DatumGetInt64(v[3]);
-		found = true;
-	}
-	SPI_finish();
-	pfree(sql);
-	if (found)
-		qfam_derive(p);
-	return found;
+	ss_label_split(label, QFAM_LABEL_NKEYS, qfam_label_keys, v);
+	memset(p, 0, sizeof(*p));
+	p->kind = qfam_relation_kind(rel);	/* the access method decides */
+	p->capacity = ss_label_int("capacity", v[0], 1, PG_INT64_MAX);
+	p->fp_rate = ss_label_float("fp_rate", v[1]);
+	p->fanout = (uint32) ss_label_int("fanout", v[2], 0, 1024);
+	p->buffer_pages = (uint32) ss_label_int("buffer_pages", v[3], 1,
+											64 * 1024 * 1024 / (BLCKSZ / 1024));
+	p->seed = (uint32) ss_label_int("seed", v[4], 0, PG_UINT32_MAX);
+	qfam_derive(p);
 }
 
 static void
@@ -291,18 +265,16 @@ qfam_state_columns(Relation rel, void *st)
 	qfam_check_columns(rel, st);
 }
 
-static bool
-qfam_state_load(Relation rel, void *st)
+static void
+qfam_params_from_meta(const void *meta, void *st)
 {
-	QfamMeta	meta;
+	((QfamState *) st)->p = ((const QfamMeta *) meta)->params;
+}
 
-	if (qfam_read_meta(rel, &meta))
-	{
-		((QfamState *) st)->p = meta.params;
-		return true;
-	}
-	return qfam_catalog_load(RelationGetRelid(rel), qfam_relation_kind(rel),
-							 &((QfamState *) st)->p);
+static void
+qfam_init_meta(const void *st, void *meta)
+{
+	qfam_first_level(&((const QfamState *) st)->p, (QfamMeta *) meta);
 }
 
 static void
@@ -311,19 +283,17 @@ qfam_state_defaults(Relation rel, void *st)
 	qfam_params_from_gucs(&((QfamState *) st)->p, qfam_relation_kind(rel));
 }
 
-static void
-qfam_state_store(Relation rel, const void *st)
-{
-	qfam_catalog_store(RelationGetRelid(rel), &((const QfamState *) st)->p);
-}
-
-static const SSStateOps qfam_state_ops = {
+const SSStateOps qfam_state_ops = {
+	.kind = SS_KIND_QF,
 	.state_size = sizeof(QfamState),
+	.meta_size = sizeof(QfamMeta),
 	.apply = qfam_apply_pending,
 	.check_columns = qfam_state_columns,
-	.load_params = qfam_state_load,
+	.params_from_meta = qfam_params_from_meta,
+	.init_meta = qfam_init_meta,
 	.default_params = qfam_state_defaults,
-	.store_params = qfam_state_store,
+	.params_to_label = qfam_params_to_label,
+	.params_from_label = qfam_params_from_label,
 };
 
 /* Parameters and columns (ss_get_state). */
@@ -411,7 +381,7 @@ qfam_handler(uint32 kind)
 			TableAmRoutine *r = &qfam_routines[k];
 
 			MemSet(r, 0, sizeof(*r));
-			ss_tableam_init_common(r);
+			ss_tableam_init_common(r, &qfam_state_ops);
 			r->tuple_insert = qfam_tuple_insert;
 			r->relation_set_new_filenode = qfam_relation_set_new_filenode;
 			r->relation_nontransactional_truncate = qfam_relation_nontransactional_truncate;

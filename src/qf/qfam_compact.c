@@ -19,9 +19,12 @@
  */
 #include "postgres.h"
 
+#include "catalog/storage.h"
+
 #include "access/multixact.h"
 #include "access/xlog.h"
 #include "access/xloginsert.h"
+#include "catalog/storage.h"
 #include "miscadmin.h"
 #include "qfam.h"
 #include "storage/bufmgr.h"
@@ -67,17 +70,16 @@ qfam_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 	*num_tuples = 0;
 	*tups_vacuumed = 0;
 	*tups_recently_dead = 0;
-	/* the transient table's catalog row is not needed: OldTable keeps its OID */
-	ss_forget_params(RelationGetRelid(NewTable));
-
 	/* the undo segment refers to nothing after the copy: resolve it */
 	LockPage(OldTable, QFAM_DELETE_LOCK_BLKNO, ExclusiveLock);
 	qfam_undo_resolve(OldTable, st, true);
 	UnlockPage(OldTable, QFAM_DELETE_LOCK_BLKNO, ExclusiveLock);
 
 	if (!qfam_read_meta(OldTable, &meta))
-		return;					/* never written: stays empty */
+		return;					/* keeps the new table's own metapage */
 	FlushRelationBuffers(OldTable);
+	/* the transient table's own metapage is replaced by the copy */
+	RelationTruncate(NewTable, 0);
 	src = RelationGetSmgr(OldTable);
 	src_nblocks = smgrnblocks(src, MAIN_FORKNUM);
 	use_wal = XLogIsNeeded() &&

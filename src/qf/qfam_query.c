@@ -445,13 +445,13 @@ qf_info_sql(PG_FUNCTION_ARGS)
 /*
  * qf_create(name, key_type, capacity, fp_rate, counted, unlogged)
  * returns regclass: creates the table with explicit parameters (NULL means
- * the GUC default); see bcms_create for why the catalog row is written
- * after CREATE TABLE.
+ * the GUC default).
  */
 Datum
 qf_create_sql(PG_FUNCTION_ARGS)
 {
 	QfamParams	p;
+	QfamState	st;
 	List	   *names;
 	RangeVar   *rv;
 	StringInfoData sql;
@@ -506,13 +506,9 @@ qf_create_sql(PG_FUNCTION_ARGS)
 					 unlogged ? "UNLOGGED " : "",
 					 quote_qualified_identifier(rv->schemaname, rv->relname),
 					 format_type_be_qualified(PG_GETARG_OID(1)),
-					 counted ? ", count bigint" : "", amname);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "could not create quotient filter table");
-	SPI_finish();
-	relid = RangeVarGetRelid(rv, NoLock, false);
-	qfam_catalog_store(relid, &p);
+					 counted ? ", count pg_catalog.int8" : "", amname);
+	memset(&st, 0, sizeof(st));
+	st.p = p;
+	relid = ss_create_structure(&qfam_state_ops, &st, rv->relname, sql.data);
 	PG_RETURN_OID(relid);
 }

@@ -7,10 +7,13 @@
  * indexes.  The callbacks here give every structure the same guard rails:
  * row-level operations other than INSERT fail with a clear error, VACUUM
  * and ANALYZE have nothing to do, VACUUM FULL/CLUSTER and SET TABLESPACE
- * copy the pages as they are, relfrozenxid stays invalid so that
- * anti-wraparound vacuum leaves the relation alone, and unlogged relations
- * get an (empty) init fork: the metapage is created lazily when the main
- * fork has no blocks, which also covers TRUNCATE and the unlogged reset.
+ * copy the pages as they are, and relfrozenxid stays invalid so that
+ * anti-wraparound vacuum leaves the relation alone.
+ *
+ * Every new relfilenode gets its metapage when it is created: a new table
+ * from the constructor's arguments or the settings, TRUNCATE from the old
+ * metapage.  An unlogged structure's init fork holds the same metapage (as
+ * a btree's does), so the reset after a crash keeps the parameters.
  *
  * Scans return the structure's natural rows.  A parallel scan hands every
  * participant the same descriptor, so the output is claimed by one
@@ -23,8 +26,12 @@
 #include "access/multixact.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "access/xlog.h"
+#include "access/xloginsert.h"
 #include "catalog/catalog.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_language.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "catalog/storage.h"
 #include "catalog/storage_xlog.h"
@@ -35,6 +42,7 @@
 #include "storage/bufmgr.h"
 #include "ss_pending.h"
 #include "storage/smgr.h"
+#include "ss_page.h"
 #include "streamsketch.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -67,22 +75,86 @@ ss_structure_name(Relation rel)
 	return name ? name : "streamsketch";
 }
 
+/*
+ * Is amoid one of the extension's table access methods?  Those are the
+ * table AMs whose handler is a function of this library, whatever their
+ * names, so adding a structure needs no list here.
+ */
 bool
 ss_relam_is_streamsketch(Oid amoid)
 {
-	char	   *name;
-	bool		result;
+	HeapTuple	tp;
+	Oid			handler;
+	bool		isnull;
+	Datum		probin;
+	bool		result = false;
 
 	if (!OidIsValid(amoid))
 		return false;
-	name = get_am_name(amoid);
-	if (name == NULL)
+	tp = SearchSysCache1(AMOID, ObjectIdGetDatum(amoid));
+	if (!HeapTupleIsValid(tp))
 		return false;
-	result = false;
-	for (const SSStructureInfo *s = ss_structures; s->amname; s++)
-		result |= strcmp(name, s->amname) == 0;
-	pfree(name);
+	handler = ((Form_pg_am) GETSTRUCT(tp))->amhandler;
+	if (((Form_pg_am) GETSTRUCT(tp))->amtype != AMTYPE_TABLE)
+		handler = InvalidOid;
+	ReleaseSysCache(tp);
+	if (!OidIsValid(handler))
+		return false;
+
+	tp = SearchSysCache1(PROCOID, ObjectIdGetDatum(handler));
+	if (!HeapTupleIsValid(tp))
+		return false;
+	probin = SysCacheGetAttr(PROCOID, tp, Anum_pg_proc_probin, &isnull);
+	if (!isnull && ((Form_pg_proc) GETSTRUCT(tp))->prolang == ClanguageId)
+	{
+		char	   *path = TextDatumGetCString(probin);
+		char	   *base = strrchr(path, '/');
+
+		base = base ? base + 1 : path;
+		result = strcmp(base, "streamsketch") == 0 ||
+			strcmp(base, "streamsketch" DLSUFFIX) == 0;
+	}
+	ReleaseSysCache(tp);
 	return result;
+}
+
+/*
+ * The structure ops of each of the extension's table AM routines, registered
+ * by their handlers, so that code that meets a relation (the label hook)
+ * finds its structure.
+ */
+#define SS_MAX_ROUTINES 16
+
+static struct
+{
+	const TableAmRoutine *routine;
+	const SSStateOps *ops;
+}			registered[SS_MAX_ROUTINES];
+static int	nregistered = 0;
+
+void
+ss_tableam_register(const TableAmRoutine *routine, const SSStateOps *ops)
+{
+	for (int i = 0; i < nregistered; i++)
+		if (registered[i].routine == routine)
+			return;
+	if (nregistered == SS_MAX_ROUTINES)
+		elog(ERROR, "too many streamsketch table access methods");
+	registered[nregistered].routine = routine;
+	registered[nregistered].ops = ops;
+	nregistered++;
+}
+
+/* rel's structure ops, or NULL if rel is not one of our structures. */
+const SSStateOps *
+ss_structure_ops(Relation rel)
+{
+	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_tableam == NULL)
+		return NULL;
+	for (int i = 0; i < nregistered; i++)
+		if (registered[i].routine == rel->rd_tableam)
+			return registered[i].ops;
+	return NULL;
 }
 
 /* ---- scans ---- */
@@ -287,20 +359,53 @@ ss_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 /* ---- storage ---- */
 
 /*
- * Create the storage of a new relfilenode: an empty main fork (the
- * metapage comes lazily) and, for unlogged relations, an empty init fork,
- * so that the reset after a crash leaves an empty main fork too.
+ * Write block 0 of a fork of a new relfilenode: the metapage of a new,
+ * empty structure with st's parameters.  Straight through smgr, as
+ * btbuildempty writes its init fork: the relation is not in the relcache
+ * under this relfilenode yet.  A WAL-logged page is synced too, because a
+ * checkpoint that started before our record does not see a write made
+ * outside shared buffers.  Unlogged main forks and temp relations need
+ * neither; a permanent relation that skips WAL (wal_level = minimal) is
+ * synced at commit by the pending sync RelationCreateStorage registered.
  */
-void
-ss_create_storage(Relation rel, const RelFileNode *newrnode, char persistence)
+static void
+ss_write_metapage(SMgrRelation srel, ForkNumber fork, bool use_wal,
+				  const SSStateOps *ops, const void *st)
+{
+	PGAlignedBlock page;
+
+	memset(page.data, 0, BLCKSZ);
+	ss_page_init((Page) page.data, SS_PAGE_META, ops->meta_size);
+	ops->init_meta(st, SSPageGetData(page.data));
+	if (use_wal)
+		log_newpage(&srel->smgr_rnode.node, fork, SS_METAPAGE_BLKNO,
+					(Page) page.data, true);
+	PageSetChecksumInplace((Page) page.data, SS_METAPAGE_BLKNO);
+	smgrextend(srel, fork, SS_METAPAGE_BLKNO, page.data, true);
+	if (use_wal)
+		smgrimmedsync(srel, fork);
+}
+
+/*
+ * Create the storage of a new relfilenode with its metapage, and for
+ * unlogged relations an init fork holding the same metapage, so that the
+ * reset after a crash brings back an empty structure with the same
+ * parameters.
+ */
+static void
+ss_create_storage(const RelFileNode *newrnode, char persistence,
+				  const SSStateOps *ops, const void *st)
 {
 	SMgrRelation srel = RelationCreateStorage(*newrnode, persistence, true);
 
+	ss_write_metapage(srel, MAIN_FORKNUM,
+					  persistence == RELPERSISTENCE_PERMANENT && XLogIsNeeded(),
+					  ops, st);
 	if (persistence == RELPERSISTENCE_UNLOGGED)
 	{
 		smgrcreate(srel, INIT_FORKNUM, false);
 		log_smgrcreate(newrnode, INIT_FORKNUM);
-		smgrimmedsync(srel, INIT_FORKNUM);
+		ss_write_metapage(srel, INIT_FORKNUM, true, ops, st);
 	}
 	smgrclose(srel);
 }
@@ -316,28 +421,41 @@ ss_relation_is_new(Relation rel)
 /*
  * A structure's state (parameters and column info) cached in rd_amcache,
  * which the relcache frees on invalidation (e.g. after TRUNCATE).  The
- * parameters come from the metapage if it exists, else from the catalog
- * row, else (a table created before its row was restored) from the GUCs,
- * which are then recorded.
+ * parameters come from the metapage, which every structure has from its
+ * creation on.
  */
 void *
 ss_get_state(Relation rel, const SSStateOps *ops)
 {
 	void	   *st;
+	void	   *meta;
 
 	if (rel->rd_amcache)
 		return rel->rd_amcache;
 
+	/* only the init fork of an unlogged relation exists on a standby */
+	if (RecoveryInProgress() &&
+		rel->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot access unlogged %s table \"%s\" during recovery",
+						ss_structure_name(rel), RelationGetRelationName(rel)),
+				 errdetail("An unlogged table is empty on a standby and is not replicated."),
+				 errhint("Query it on the primary, or create it as a logged table.")));
+
 	st = MemoryContextAllocZero(CacheMemoryContext, ops->state_size);
+	meta = palloc(ops->meta_size);
 	PG_TRY();
 	{
 		ops->check_columns(rel, st);
-		if (!ops->load_params(rel, st))
-		{
-			ops->default_params(rel, st);
-			if (!RecoveryInProgress() && !XactReadOnly)
-				ops->store_params(rel, st);
-		}
+		if (!ss_read_metapage(rel, ops->kind, meta, ops->meta_size))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("%s table \"%s\" has no metapage",
+							ss_structure_name(rel), RelationGetRelationName(rel)),
+					 errdetail("Block 0 is missing or all zeros."),
+					 errhint("Restore the table from a backup, or TRUNCATE it to start over with the parameters of its label.")));
+		ops->params_from_meta(meta, st);
 	}
 	PG_CATCH();
 	{
@@ -345,6 +463,7 @@ ss_get_state(Relation rel, const SSStateOps *ops)
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	pfree(meta);
 	rel->rd_amcache = st;
 	return st;
 }
@@ -358,42 +477,106 @@ ss_forget_state(Relation rel)
 }
 
 /*
- * relation_set_new_filenode of every structure: CREATE TABLE records the
- * GUC defaults as the table's parameters; TRUNCATE (a new relfilenode)
- * also drops this transaction's earlier pending records.
+ * The parameters a structure keeps when its storage is replaced (TRUNCATE):
+ * those of its metapage, or of its label if the metapage cannot be read,
+ * so that TRUNCATE starts over even a damaged structure.
+ */
+static void *
+ss_kept_params(Relation rel, const SSStateOps *ops)
+{
+	void	   *st = palloc0(ops->state_size);
+	MemoryContext ctx = CurrentMemoryContext;
+	char	   *label = NULL;
+	bool		from_meta = false;
+
+	PG_TRY();
+	{
+		memcpy(st, ss_get_state(rel, ops), ops->state_size);
+		from_meta = true;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(ctx);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_DATA_CORRUPTED)
+			PG_RE_THROW();
+		FlushErrorState();
+		label = ss_get_label(RelationGetRelid(rel));
+		if (label == NULL)
+			ReThrowError(edata);
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("%s", edata->message),
+				 errdetail("The new, empty structure gets the parameters of the table's label.")));
+	}
+	PG_END_TRY();
+	if (from_meta)
+		return st;
+	ops->check_columns(rel, st);
+	ops->params_from_label(rel, label, st);
+	return st;
+}
+
+/*
+ * relation_set_new_filenode of every structure.  A new table gets the
+ * parameters of its constructor or the settings, recorded in its label;
+ * TRUNCATE (and SECURITY LABEL on a structure never written) writes a new
+ * metapage with the kept (or labelled) parameters, and drops this
+ * transaction's earlier pending records.
  */
 void
 ss_set_new_filenode(Relation rel, const SSStateOps *ops,
 					const RelFileNode *newrnode, char persistence,
 					TransactionId *freezeXid, MultiXactId *minmulti)
 {
+	const void *given = ss_creation_params(rel, ops);
+	void	   *st;
+
 	/* no tuples, no xids: anti-wraparound vacuum has nothing to freeze */
 	*freezeXid = InvalidTransactionId;
 	*minmulti = InvalidMultiXactId;
 
 	ops->check_columns(rel, NULL);
-	ss_create_storage(rel, newrnode, persistence);
-	if (ss_relation_is_new(rel))
+	if (given != NULL)
 	{
-		void	   *st = palloc0(ops->state_size);
-
-		ops->default_params(rel, st);
-		ops->store_params(rel, st);
-		pfree(st);
+		st = palloc(ops->state_size);
+		memcpy(st, given, ops->state_size);
 	}
+	else if (ss_relation_is_new(rel))
+	{
+		st = palloc0(ops->state_size);
+		ops->default_params(rel, st);
+	}
+	else
+		st = ss_kept_params(rel, ops);
+
+	ss_create_storage(newrnode, persistence, ops, st);
+	if (ss_relation_is_new(rel))
+		ss_set_label(RelationGetRelid(rel), ops->params_to_label(st));
 	else if (ss_pending_has(RelationGetRelid(rel)))
 		ss_pending_add(rel, ops->apply, SS_PENDING_TRUNCATE, NULL, 0);
 	ss_forget_state(rel);
 }
 
-/* relation_nontransactional_truncate (TRUNCATE of a table new in this xact) */
+/*
+ * relation_nontransactional_truncate (TRUNCATE of a table created or
+ * truncated in this transaction): the same file, emptied, with a new
+ * metapage.  The init fork of an unlogged table keeps its metapage.
+ */
 void
 ss_truncate_in_place(Relation rel, const SSStateOps *ops)
 {
+	void	   *st = ss_kept_params(rel, ops);
+	void	   *meta = palloc0(ops->meta_size);
+
 	RelationTruncate(rel, 0);
 	if (ss_pending_has(RelationGetRelid(rel)))
 		ss_pending_add(rel, ops->apply, SS_PENDING_TRUNCATE, NULL, 0);
 	ss_forget_state(rel);
+	ops->init_meta(st, meta);
+	ss_ensure_metapage(rel, ops->kind, meta, ops->meta_size);
 }
 
 static void
@@ -446,8 +629,8 @@ ss_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 							 double *tups_recently_dead)
 {
 	FlushRelationBuffers(OldTable);
-	/* the transient table's catalog row is not needed: OldTable keeps its OID */
-	ss_forget_params(RelationGetRelid(NewTable));
+	/* the transient table's own metapage is replaced by the copy */
+	RelationTruncate(NewTable, 0);
 	RelationCopyStorage(RelationGetSmgr(OldTable), RelationGetSmgr(NewTable),
 						MAIN_FORKNUM, NewTable->rd_rel->relpersistence);
 	*xid_cutoff = InvalidTransactionId;
@@ -585,13 +768,15 @@ ss_int_datum(Oid inttype, Datum d)
 }
 
 /*
- * Fill the callbacks common to all structures.  The caller sets
+ * Fill the callbacks common to all structures, and register ops as the
+ * structure of routine r.  The caller sets
  * tuple_insert, relation_set_new_filenode and
  * relation_nontransactional_truncate, and may override the scan.
  */
 void
-ss_tableam_init_common(TableAmRoutine *r)
+ss_tableam_init_common(TableAmRoutine *r, const SSStateOps *ops)
 {
+	ss_tableam_register(r, ops);
 	r->type = T_TableAmRoutine;
 	r->slot_callbacks = ss_slot_callbacks;
 	r->scan_begin = ss_scan_begin;

@@ -1,0 +1,440 @@
+/*-------------------------------------------------------------------------
+ *
+ * ss_params.c
+ *	  Where a structure's parameters live besides its metapage.
+ *
+ * The metapage holds the parameters and is the truth: reads, writes and
+ * TRUNCATE (which copies them to the new metapage) use nothing else.  A
+ * copy is kept as the table's security label for the provider
+ * "streamsketch" (pg_seclabel), a text such as
+ *
+ *		mode=buffered epsilon=0.0001 delta=0.01 width=27183 ...
+ *
+ * only so that a dump restores them: pg_dump emits
+ * SECURITY LABEL FOR streamsketch ON TABLE ... IS '...' with the table's
+ * definition in every form (whole database, -t, -s, custom or plain, and
+ * the binary-upgrade dump of pg_upgrade), after the CREATE TABLE that
+ * created the structure with the restoring session's settings.  A catalog
+ * table could not do that (-t and -s do not dump extension configuration
+ * tables), and a label needs none of what made one dangerous: only the
+ * table's owner can set it (PostgreSQL checks that before calling our
+ * hook), it is never replicated, and it goes away with its table.
+ *
+ * Setting the label (ss_label_check) validates it with the constructors'
+ * range checks.  It is accepted if it names the parameters the metapage
+ * already has, or, on a structure that was never written (a restore),
+ * gives the structure a new, empty relfilenode whose metapage has the
+ * label's parameters; otherwise it is refused: a label never overrides an
+ * existing metapage.
+ *
+ * Also here: creating a structure with explicit parameters (the
+ * constructors' CREATE TABLE), and refusing to create one from a setting
+ * whose value was rejected when the library was loaded.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/relation.h"
+#include "catalog/objectaddress.h"
+#include "catalog/pg_class.h"
+#include "commands/seclabel.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "streamsketch.h"
+#include "utils/builtins.h"
+#include "utils/guc_tables.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "ss_pending.h"
+
+/* ---- labels ---- */
+
+static ObjectAddress
+relation_address(Oid relid)
+{
+	ObjectAddress addr;
+
+	ObjectAddressSet(addr, RelationRelationId, relid);
+	return addr;
+}
+
+/* Record label as relid's parameters (no permission check: our callers
+ * are creating the table). */
+void
+ss_set_label(Oid relid, const char *label)
+{
+	ObjectAddress addr = relation_address(relid);
+
+	SetSecurityLabel(&addr, SS_LABEL_PROVIDER, label);
+}
+
+/* relid's label, or NULL. */
+char *
+ss_get_label(Oid relid)
+{
+	ObjectAddress addr = relation_address(relid);
+
+	return GetSecurityLabel(&addr, SS_LABEL_PROVIDER);
+}
+
+static void
+label_error(const char *detail, const char *key)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid streamsketch parameter label"),
+			 errdetail(detail, key),
+			 errhint("A label lists every parameter as name=value, separated by spaces, as pg_seclabels shows for a table created by this version.")));
+}
+
+/*
+ * Split label into the values of the nkeys names keys, in that order.
+ * Every name must appear exactly once, and no other.  The values are
+ * palloc'd.
+ */
+void
+ss_label_split(const char *label, int nkeys, const char *const *keys,
+			   char **values)
+{
+	const char *p = label;
+
+	for (int i = 0; i < nkeys; i++)
+		values[i] = NULL;
+	for (;;)
+	{
+		const char *start;
+		const char *eq = NULL;
+		int			len;
+		int			i;
+
+		while (*p == ' ' || *p == '\t' || *p == '\n')
+			p++;
+		if (*p == '\0')
+			break;
+		start = p;
+		while (*p && *p != ' ' && *p != '\t' && *p != '\n')
+		{
+			if (*p == '=' && eq == NULL)
+				eq = p;
+			p++;
+		}
+		if (eq == NULL || eq == start || eq + 1 == p)
+			label_error("\"%s\" is not of the form name=value.",
+						pnstrdup(start, p - start));
+		len = eq - start;
+		for (i = 0; i < nkeys; i++)
+			if (strlen(keys[i]) == len && strncmp(keys[i], start, len) == 0)
+				break;
+		if (i == nkeys)
+			label_error("Unknown parameter \"%s\".", pnstrdup(start, len));
+		if (values[i] != NULL)
+			label_error("Parameter \"%s\" appears twice.", keys[i]);
+		values[i] = pnstrdup(eq + 1, p - eq - 1);
+	}
+	for (int i = 0; i < nkeys; i++)
+		if (values[i] == NULL)
+			label_error("Parameter \"%s\" is missing.", keys[i]);
+}
+
+double
+ss_label_float(const char *key, const char *value)
+{
+	char	   *end;
+	double		d;
+
+	errno = 0;
+	d = strtod(value, &end);
+	if (*end != '\0' || errno != 0 || !isfinite(d))
+		label_error("Parameter \"%s\" is not a finite number.", key);
+	return d;
+}
+
+int64
+ss_label_int(const char *key, const char *value, int64 min, int64 max)
+{
+	char	   *end;
+	long long	v;
+
+	errno = 0;
+	v = strtoll(value, &end, 10);
+	if (*end != '\0' || errno != 0 || end == value || v < min || v > max)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid streamsketch parameter label"),
+				 errdetail("Parameter \"%s\" must be an integer between " INT64_FORMAT " and " INT64_FORMAT ".",
+						   key, min, max)));
+	return (int64) v;
+}
+
+bool
+ss_label_bool(const char *key, const char *value)
+{
+	bool		b;
+
+	if (!parse_bool(value, &b))
+		label_error("Parameter \"%s\" is not a boolean.", key);
+	return b;
+}
+
+/* Append " key=v" with v exactly (17 significant digits). */
+void
+ss_label_append_float(StringInfo buf, const char *key, double v)
+{
+	appendStringInfo(buf, "%s%s=%.17g", buf->len > 0 ? " " : "", key, v);
+}
+
+/* Never written: only the metapage exists, and nothing is pending. */
+static bool
+ss_structure_is_pristine(Relation rel)
+{
+	return RelationGetNumberOfBlocks(rel) <= 1 &&
+		!ss_pending_has(RelationGetRelid(rel));
+}
+
+/* Parameters set by a SECURITY LABEL statement, for ss_set_new_filenode. */
+static Oid	relabel_relid = InvalidOid;
+static const void *relabel_state = NULL;
+
+/*
+ * The provider's hook, called by SECURITY LABEL FOR streamsketch after
+ * PostgreSQL checked that the caller owns the table.
+ */
+static void
+ss_label_check(const ObjectAddress *object, const char *seclabel)
+{
+	Relation	rel;
+	const SSStateOps *ops;
+	void	   *st;
+	char	   *wanted;
+	char	   *current;
+
+	if (object->classId != RelationRelationId || object->objectSubId != 0 ||
+		get_rel_relkind(object->objectId) != RELKIND_RELATION)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("streamsketch labels apply to streamsketch tables only")));
+
+	/* pg_upgrade: the relation's files, metapage included, come along */
+	if (IsBinaryUpgrade)
+		return;
+
+	/* a new relfilenode needs what TRUNCATE takes */
+	rel = relation_open(object->objectId, AccessExclusiveLock);
+	ops = ss_structure_ops(rel);
+	if (ops == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a streamsketch table",
+						RelationGetRelationName(rel)),
+				 errdetail("streamsketch labels hold the parameters of streamsketch tables.")));
+	if (seclabel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the parameters label of streamsketch table \"%s\" cannot be removed",
+						RelationGetRelationName(rel)),
+				 errdetail("pg_dump restores the table's parameters from it.")));
+
+	st = palloc0(ops->state_size);
+	ops->check_columns(rel, st);
+	ops->params_from_label(rel, seclabel, st);
+	wanted = ops->params_to_label(st);
+	current = ops->params_to_label(ss_get_state(rel, ops));
+	if (strcmp(wanted, current) != 0)
+	{
+		if (!ss_structure_is_pristine(rel))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot change the parameters of streamsketch table \"%s\"",
+							RelationGetRelationName(rel)),
+					 errdetail("The table has been written to, and its parameters are \"%s\".",
+							   current),
+					 errhint("Parameters can only be set on a table that was never written to; TRUNCATE it first, or create a new one.")));
+
+		/* as TRUNCATE does, with the label's parameters */
+		relabel_relid = RelationGetRelid(rel);
+		relabel_state = st;
+		PG_TRY();
+		{
+			RelationSetNewRelfilenode(rel, rel->rd_rel->relpersistence);
+		}
+		PG_FINALLY();
+		{
+			relabel_relid = InvalidOid;
+			relabel_state = NULL;
+		}
+		PG_END_TRY();
+	}
+	relation_close(rel, NoLock);
+}
+
+/* ---- creating a structure with given parameters ---- */
+
+static struct
+{
+	const SSStateOps *ops;
+	const void *st;
+	const char *relname;
+	Oid			relid;			/* set when consumed */
+}			creation;
+
+/*
+ * Run sql, a CREATE TABLE of a structure named relname, making the new
+ * table's metapage from st's parameters instead of the settings.  Returns
+ * the new table's OID.
+ */
+Oid
+ss_create_structure(const SSStateOps *ops, const void *st,
+					const char *relname, const char *sql)
+{
+	Oid			relid;
+
+	if (creation.ops != NULL)
+		elog(ERROR, "nested streamsketch structure creation");
+	creation.ops = ops;
+	creation.st = st;
+	creation.relname = relname;
+	creation.relid = InvalidOid;
+	PG_TRY();
+	{
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "could not create streamsketch table \"%s\"", relname);
+		SPI_finish();
+		relid = creation.relid;
+	}
+	PG_FINALLY();
+	{
+		memset(&creation, 0, sizeof(creation));
+	}
+	PG_END_TRY();
+	if (!OidIsValid(relid))
+		elog(ERROR, "streamsketch table \"%s\" was not created", relname);
+	return relid;
+}
+
+/*
+ * The parameters that rel's new relfilenode gets from a constructor or a
+ * SECURITY LABEL statement, or NULL (then: the settings for a new table,
+ * the old metapage for TRUNCATE).
+ */
+const void *
+ss_creation_params(Relation rel, const SSStateOps *ops)
+{
+	if (OidIsValid(relabel_relid) && relabel_relid == RelationGetRelid(rel))
+		return relabel_state;
+	if (creation.ops == ops && !OidIsValid(creation.relid) &&
+		strcmp(RelationGetRelationName(rel), creation.relname) == 0)
+	{
+		creation.relid = RelationGetRelid(rel);
+		return creation.st;
+	}
+	return NULL;
+}
+
+/* ---- settings rejected when the library was loaded ---- */
+
+/*
+ * A SET streamsketch.x issued before the library is loaded makes a
+ * placeholder, which PostgreSQL checks only when our _PG_init defines the
+ * setting: an invalid value is then dropped with a WARNING, and the
+ * setting keeps its default.  A structure created from it would silently
+ * get a parameter the user did not ask for, so such settings are
+ * remembered and creation from them fails until they are SET again.
+ */
+static List *rejected_settings = NIL;
+
+static struct config_generic *
+find_setting(const char *name)
+{
+	struct config_generic **vars = get_guc_variables();
+	int			n = GetNumConfigOptions();
+
+	for (int i = 0; i < n; i++)
+		if (strcmp(vars[i]->name, name) == 0)
+			return vars[i];
+	return NULL;
+}
+
+/*
+ * Refuse to use the settings names (NULL-terminated) if one of them was
+ * rejected when the library was loaded and has not been set since.
+ */
+void
+ss_check_settings(const char *const *names)
+{
+	ListCell   *lc;
+
+	foreach(lc, rejected_settings)
+	{
+		const char *name = lfirst(lc);
+		bool		listed = false;
+		struct config_generic *conf;
+
+		for (const char *const *n = names; *n; n++)
+			listed |= strcmp(*n, name) == 0;
+		if (!listed)
+			continue;
+		conf = find_setting(name);
+		if (conf != NULL && conf->source == PGC_S_DEFAULT)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("setting \"%s\" has an invalid value", name),
+					 errdetail("It was set before the streamsketch library was loaded, and its value was rejected when the library was loaded (see the WARNING then)."),
+					 errhint("SET %s to a valid value before creating the structure.", name)));
+	}
+}
+
+/*
+ * _PG_init calls ss_params_note_placeholders before defining the settings
+ * and ss_params_find_rejected after: a placeholder whose value did not
+ * survive the definition (the setting is still at its default) was
+ * rejected.
+ */
+static List *placeholders = NIL;
+
+void
+ss_params_note_placeholders(const char *prefix)
+{
+	struct config_generic **vars = get_guc_variables();
+	int			n = GetNumConfigOptions();
+	size_t		len = strlen(prefix);
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	for (int i = 0; i < n; i++)
+		if ((vars[i]->flags & GUC_CUSTOM_PLACEHOLDER) &&
+			strncmp(vars[i]->name, prefix, len) == 0)
+			placeholders = lappend(placeholders, pstrdup(vars[i]->name));
+	MemoryContextSwitchTo(old);
+}
+
+void
+ss_params_find_rejected(void)
+{
+	ListCell   *lc;
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	foreach(lc, placeholders)
+	{
+		struct config_generic *conf = find_setting(lfirst(lc));
+
+		if (conf != NULL && !(conf->flags & GUC_CUSTOM_PLACEHOLDER) &&
+			conf->source == PGC_S_DEFAULT)
+			rejected_settings = lappend(rejected_settings, lfirst(lc));
+	}
+	placeholders = NIL;
+	MemoryContextSwitchTo(old);
+}
+
+void
+ss_params_init(void)
+{
+	register_label_provider(SS_LABEL_PROVIDER, ss_label_check);
+}
