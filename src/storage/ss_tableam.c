@@ -39,6 +39,7 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
+#include "replication/logicalworker.h"
 #include "storage/bufmgr.h"
 #include "ss_pending.h"
 #include "storage/smgr.h"
@@ -519,6 +520,41 @@ ss_kept_params(Relation rel, const SSStateOps *ops)
 	return st;
 }
 
+static void
+ss_copy_fork_pages(Relation rel, SMgrRelation dst, ForkNumber fork,
+				   char persistence)
+{
+	if (smgrexists(RelationGetSmgr(rel), fork))
+	{
+		if (fork != MAIN_FORKNUM)
+			smgrcreate(dst, fork, false);
+		RelationCopyStorage(RelationGetSmgr(rel), dst, fork, persistence);
+	}
+}
+
+/*
+ * Create the storage of newrnode as a copy of rel's pages (every fork; the
+ * init fork is always WAL-logged, like the heap's).
+ */
+static void
+ss_copy_storage(Relation rel, const RelFileNode *newrnode)
+{
+	SMgrRelation dstrel;
+
+	FlushRelationBuffers(rel);
+	dstrel = RelationCreateStorage(*newrnode, rel->rd_rel->relpersistence, true);
+	ss_copy_fork_pages(rel, dstrel, MAIN_FORKNUM, rel->rd_rel->relpersistence);
+	if (rel->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED &&
+		smgrexists(RelationGetSmgr(rel), INIT_FORKNUM))
+	{
+		smgrcreate(dstrel, INIT_FORKNUM, false);
+		log_smgrcreate(newrnode, INIT_FORKNUM);
+		RelationCopyStorage(RelationGetSmgr(rel), dstrel, INIT_FORKNUM,
+							RELPERSISTENCE_PERMANENT);
+	}
+	smgrclose(dstrel);
+}
+
 /*
  * relation_set_new_filenode of every structure.  A new table gets the
  * parameters of its constructor or the settings, recorded in its label;
@@ -539,6 +575,25 @@ ss_set_new_filenode(Relation rel, const SSStateOps *ops,
 	*minmulti = InvalidMultiXactId;
 
 	ops->check_columns(rel, NULL);
+
+	/*
+	 * A TRUNCATE replayed by logical replication (a FOR ALL TABLES or TABLES
+	 * IN SCHEMA publication includes structures): the publisher's inserts
+	 * never reach the subscriber, because generic WAL is not decoded, so
+	 * its TRUNCATE must not empty the subscriber's structure either.  The
+	 * new relfilenode gets the old contents.
+	 */
+	if (IsLogicalWorker() && !ss_relation_is_new(rel) && given == NULL)
+	{
+		ereport(LOG,
+				(errmsg("logical replication keeps the contents of %s table \"%s\" on TRUNCATE",
+						ss_structure_name(rel), RelationGetRelationName(rel)),
+				 errdetail("Changes to streamsketch structures are not replicated logically.")));
+		ss_copy_storage(rel, newrnode);
+		ss_forget_state(rel);
+		return;
+	}
+
 	if (given != NULL)
 	{
 		st = palloc(ops->state_size);
@@ -579,40 +634,12 @@ ss_truncate_in_place(Relation rel, const SSStateOps *ops)
 	ss_ensure_metapage(rel, ops->kind, meta, ops->meta_size);
 }
 
-static void
-ss_copy_fork_pages(Relation rel, SMgrRelation dst, ForkNumber fork,
-				   char persistence)
-{
-	if (smgrexists(RelationGetSmgr(rel), fork))
-	{
-		if (fork != MAIN_FORKNUM)
-			smgrcreate(dst, fork, false);
-		RelationCopyStorage(RelationGetSmgr(rel), dst, fork, persistence);
-	}
-}
-
 /* ALTER TABLE SET TABLESPACE: copy every fork block by block. */
 static void
 ss_relation_copy_data(Relation rel, const RelFileNode *newrnode)
 {
-	SMgrRelation dstrel;
-
-	FlushRelationBuffers(rel);
-	dstrel = RelationCreateStorage(*newrnode, rel->rd_rel->relpersistence, true);
-	ss_copy_fork_pages(rel, dstrel, MAIN_FORKNUM, rel->rd_rel->relpersistence);
-	if (rel->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED)
-	{
-		/* the init fork is always WAL-logged, like the heap's */
-		if (smgrexists(RelationGetSmgr(rel), INIT_FORKNUM))
-		{
-			smgrcreate(dstrel, INIT_FORKNUM, false);
-			log_smgrcreate(newrnode, INIT_FORKNUM);
-			RelationCopyStorage(RelationGetSmgr(rel), dstrel, INIT_FORKNUM,
-								RELPERSISTENCE_PERMANENT);
-		}
-	}
+	ss_copy_storage(rel, newrnode);
 	RelationDropStorage(rel);
-	smgrclose(dstrel);
 }
 
 /*
