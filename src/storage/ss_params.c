@@ -41,6 +41,7 @@
 #include "catalog/objectaddress.h"
 #include "catalog/pg_class.h"
 #include "commands/seclabel.h"
+#include "common/shortest_dec.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
@@ -183,11 +184,14 @@ ss_label_bool(const char *key, const char *value)
 	return b;
 }
 
-/* Append " key=v" with v exactly (17 significant digits). */
+/* Append " key=v" with v in the shortest form that reads back exactly. */
 void
 ss_label_append_float(StringInfo buf, const char *key, double v)
 {
-	appendStringInfo(buf, "%s%s=%.17g", buf->len > 0 ? " " : "", key, v);
+	char		digits[DOUBLE_SHORTEST_DECIMAL_LEN];
+
+	double_to_shortest_decimal_buf(v, digits);
+	appendStringInfo(buf, "%s%s=%s", buf->len > 0 ? " " : "", key, digits);
 }
 
 /* Never written: only the metapage exists, and nothing is pending. */

@@ -1,0 +1,105 @@
+-- Parameters: the metapage holds them from creation on; the table's
+-- security label (provider streamsketch) is the copy pg_dump restores.
+\set VERBOSITY default
+
+-- A setting SET before the library is loaded is only checked when the
+-- library loads; a rejected value makes creation fail instead of silently
+-- falling back to the default.  \c starts a session that has not loaded it.
+\c
+SELECT count(*) AS loaded FROM pg_settings WHERE name = 'streamsketch.bcms_epsilon';
+SET streamsketch.bcms_epsilon = 0;
+SET streamsketch.qf_capacity = 5000;
+CREATE TABLE p_bad (k int) USING bcms;
+-- (the library is loaded now, and SET validates)
+SET streamsketch.bcms_epsilon = 0;
+SET streamsketch.bcms_epsilon = 0.01;
+CREATE TABLE p_bcms (k int) USING bcms;
+CREATE TABLE p_qf (k int) USING quotient_filter;
+SELECT mode, epsilon, width FROM bcms_info('p_bcms');
+SELECT capacity FROM qf_info('p_qf');
+RESET ALL;
+SELECT objname, label FROM pg_seclabels
+WHERE provider = 'streamsketch' AND objname LIKE 'p\_%' ORDER BY objname;
+
+-- TRUNCATE keeps the parameters, whatever the settings say now
+SET streamsketch.bcms_epsilon = 0.1;
+INSERT INTO p_bcms VALUES (1);
+TRUNCATE p_bcms;
+SELECT epsilon, width, items FROM bcms_info('p_bcms');
+BEGIN;
+CREATE TABLE p_new (k int) USING bcms;
+INSERT INTO p_new VALUES (1);
+TRUNCATE p_new;		-- in-place truncation of a table created in this transaction
+SELECT epsilon, width, items FROM bcms_info('p_new');
+COMMIT;
+RESET streamsketch.bcms_epsilon;
+
+-- Setting the label of a structure never written to sets its parameters;
+-- the label is validated like the constructors' arguments.
+SECURITY LABEL FOR streamsketch ON TABLE p_new IS
+	'mode=plain epsilon=0.05 delta=0.1 width=55 depth=3 buffer_size_kb=0 conservative=off seed=42';
+SELECT mode, epsilon, delta, width, depth, seed FROM bcms_info('p_new');
+INSERT INTO p_new VALUES (1), (1);
+SELECT bcms_estimate('p_new', 1);
+-- the same parameters are accepted, other ones refused once it holds data
+SECURITY LABEL FOR streamsketch ON TABLE p_new IS
+	'mode=plain epsilon=0.05 delta=0.1 width=55 depth=3 buffer_size_kb=0 conservative=off seed=42';
+SECURITY LABEL FOR streamsketch ON TABLE p_new IS
+	'mode=plain epsilon=0.05 delta=0.1 width=56 depth=3 buffer_size_kb=0 conservative=off seed=42';
+-- a rolled-back relabel changes nothing
+TRUNCATE p_new;
+BEGIN;
+SECURITY LABEL FOR streamsketch ON TABLE p_new IS
+	'mode=buffered epsilon=0.01 delta=0.01 width=272 depth=5 buffer_size_kb=64 conservative=on seed=1';
+SELECT mode, width, conservative FROM bcms_info('p_new');
+ROLLBACK;
+SELECT mode, width, conservative FROM bcms_info('p_new');
+SELECT label FROM pg_seclabels WHERE objname = 'p_new';
+\set VERBOSITY sqlstate
+SECURITY LABEL FOR streamsketch ON TABLE p_new IS 'mode=plain';
+SECURITY LABEL FOR streamsketch ON TABLE p_new IS
+	'mode=plain epsilon=0.05 delta=0.1 width=55 depth=3 buffer_size_kb=0 conservative=off seed=42 extra=1';
+SECURITY LABEL FOR streamsketch ON TABLE p_new IS
+	'mode=plain epsilon=0.05 epsilon=0.05 delta=0.1 width=55 depth=3 buffer_size_kb=0 conservative=off seed=42';
+SECURITY LABEL FOR streamsketch ON TABLE p_new IS
+	'mode=fast epsilon=0.05 delta=0.1 width=55 depth=3 buffer_size_kb=0 conservative=off seed=42';
+SECURITY LABEL FOR streamsketch ON TABLE p_new IS
+	'mode=plain epsilon=nan delta=0.1 width=55 depth=3 buffer_size_kb=0 conservative=off seed=42';
+SECURITY LABEL FOR streamsketch ON TABLE p_new IS
+	'mode=plain epsilon=0.05 delta=0.1 width=0 depth=3 buffer_size_kb=0 conservative=off seed=42';
+SECURITY LABEL FOR streamsketch ON TABLE p_new IS
+	'mode=plain epsilon=0.05 delta=0.1 width=55 depth=99 buffer_size_kb=0 conservative=off seed=42';
+SECURITY LABEL FOR streamsketch ON TABLE p_new IS
+	'mode=plain epsilon=0.05 delta=0.1 width=55 depth=3 buffer_size_kb=-1 conservative=off seed=42';
+SECURITY LABEL FOR streamsketch ON TABLE p_new IS
+	'mode=plain epsilon=0.05 delta=0.1 width=55 depth=3 buffer_size_kb=0 conservative=maybe seed=42';
+SECURITY LABEL FOR streamsketch ON TABLE p_new IS
+	'mode=plain epsilon=0.05 delta=0.1 width=55 depth=3 buffer_size_kb=0 conservative=on seed=42';
+SECURITY LABEL FOR streamsketch ON TABLE p_qf IS
+	'capacity=0 fp_rate=0.001 fanout=4 buffer_pages=1024 seed=1';
+SECURITY LABEL FOR streamsketch ON TABLE p_qf IS
+	'capacity=1000 fp_rate=1e-30 fanout=4 buffer_pages=1024 seed=1';
+SECURITY LABEL FOR streamsketch ON TABLE p_new IS NULL;
+CREATE TABLE p_heap (a int);
+SECURITY LABEL FOR streamsketch ON TABLE p_heap IS 'mode=plain';
+SECURITY LABEL FOR streamsketch ON COLUMN p_new.k IS 'mode=plain';
+\set VERBOSITY default
+SELECT mode, epsilon, delta, width, depth, seed FROM bcms_info('p_new');
+
+-- every structure's label round-trips: setting a table's own label is a no-op
+INSERT INTO p_bcms VALUES (1);
+DO $$
+DECLARE
+	r record;
+BEGIN
+	FOR r IN SELECT objoid::regclass AS t, label FROM pg_seclabel
+		WHERE provider = 'streamsketch' AND classoid = 'pg_class'::regclass
+	LOOP
+		EXECUTE format('SECURITY LABEL FOR streamsketch ON TABLE %s IS %L',
+					   r.t, r.label);
+	END LOOP;
+END;
+$$;
+SELECT bcms_estimate('p_bcms', 1) AS p_bcms_after_relabel;
+DROP TABLE p_bcms, p_qf, p_new, p_heap;
+SELECT count(*) AS labels_left FROM pg_seclabels WHERE objname LIKE 'p\_%';
