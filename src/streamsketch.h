@@ -92,7 +92,9 @@ extern int64 ss_label_int(const char *key, const char *value, int64 min,
 extern bool ss_label_bool(const char *key, const char *value);
 extern void ss_label_append_float(StringInfo buf, const char *key, double v);
 extern Oid	ss_create_structure(const SSStateOps *ops, const void *st,
-								const char *relname, const char *sql);
+								text *name, Oid keytype,
+								const char *second_column,
+								const char *amname, bool unlogged);
 extern const void *ss_creation_params(Relation rel, const SSStateOps *ops);
 extern void ss_check_settings(const char *const *names);
 extern void ss_params_note_placeholders(const char *prefix);

@@ -357,9 +357,6 @@ bcms_create(PG_FUNCTION_ARGS)
 	bool		unlogged = PG_ARGISNULL(10) ? false : PG_GETARG_BOOL(10);
 	BcmsParams	p;
 	BcmsState	st;
-	List	   *names;
-	RangeVar   *rv;
-	StringInfoData sql;
 	Oid			relid;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
@@ -437,16 +434,9 @@ bcms_create(PG_FUNCTION_ARGS)
 	}
 	bcms_derive_geometry(&p);
 
-	names = textToQualifiedNameList(name);
-	rv = makeRangeVarFromNameList(names);
-	initStringInfo(&sql);
-	appendStringInfo(&sql, "CREATE %sTABLE %s (key %s%s) USING bcms",
-					 unlogged ? "UNLOGGED " : "",
-					 quote_qualified_identifier(rv->schemaname, rv->relname),
-					 format_type_be_qualified(keytype),
-					 weighted ? ", weight pg_catalog.int8" : "");
 	memset(&st, 0, sizeof(st));
 	st.p = p;
-	relid = ss_create_structure(&bcms_state_ops, &st, rv->relname, sql.data);
+	relid = ss_create_structure(&bcms_state_ops, &st, name, keytype,
+								weighted ? "weight" : NULL, "bcms", unlogged);
 	PG_RETURN_OID(relid);
 }

@@ -291,9 +291,6 @@ bloom_create(PG_FUNCTION_ARGS)
 	bool		unlogged = PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6);
 	BloomParams p;
 	BloomState	st;
-	List	   *names;
-	RangeVar   *rv;
-	StringInfoData sql;
 	Oid			relid;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
@@ -325,15 +322,10 @@ bloom_create(PG_FUNCTION_ARGS)
 	}
 	bloom_derive(&p);
 
-	names = textToQualifiedNameList(PG_GETARG_TEXT_PP(0));
-	rv = makeRangeVarFromNameList(names);
-	initStringInfo(&sql);
-	appendStringInfo(&sql, "CREATE %sTABLE %s (key %s) USING bloom_filter",
-					 unlogged ? "UNLOGGED " : "",
-					 quote_qualified_identifier(rv->schemaname, rv->relname),
-					 format_type_be_qualified(PG_GETARG_OID(1)));
 	memset(&st, 0, sizeof(st));
 	st.p = p;
-	relid = ss_create_structure(&bloom_state_ops, &st, rv->relname, sql.data);
+	relid = ss_create_structure(&bloom_state_ops, &st, PG_GETARG_TEXT_PP(0),
+								PG_GETARG_OID(1), NULL, "bloom_filter",
+								unlogged);
 	PG_RETURN_OID(relid);
 }

@@ -452,9 +452,6 @@ qf_create_sql(PG_FUNCTION_ARGS)
 {
 	QfamParams	p;
 	QfamState	st;
-	List	   *names;
-	RangeVar   *rv;
-	StringInfoData sql;
 	Oid			relid;
 	bool		counted = PG_ARGISNULL(4) ? false : PG_GETARG_BOOL(4);
 	bool		unlogged = PG_ARGISNULL(5) ? false : PG_GETARG_BOOL(5);
@@ -499,16 +496,10 @@ qf_create_sql(PG_FUNCTION_ARGS)
 		p.fp_rate = PG_GETARG_FLOAT8(3);
 	qfam_derive(&p);
 
-	names = textToQualifiedNameList(PG_GETARG_TEXT_PP(0));
-	rv = makeRangeVarFromNameList(names);
-	initStringInfo(&sql);
-	appendStringInfo(&sql, "CREATE %sTABLE %s (key %s%s) USING %s",
-					 unlogged ? "UNLOGGED " : "",
-					 quote_qualified_identifier(rv->schemaname, rv->relname),
-					 format_type_be_qualified(PG_GETARG_OID(1)),
-					 counted ? ", count pg_catalog.int8" : "", amname);
 	memset(&st, 0, sizeof(st));
 	st.p = p;
-	relid = ss_create_structure(&qfam_state_ops, &st, rv->relname, sql.data);
+	relid = ss_create_structure(&qfam_state_ops, &st, PG_GETARG_TEXT_PP(0),
+								PG_GETARG_OID(1), counted ? "count" : NULL,
+								amname, unlogged);
 	PG_RETURN_OID(relid);
 }

@@ -38,6 +38,7 @@
 #include <math.h>
 
 #include "access/relation.h"
+#include "catalog/namespace.h"
 #include "catalog/objectaddress.h"
 #include "catalog/pg_class.h"
 #include "commands/seclabel.h"
@@ -48,6 +49,7 @@
 #include "storage/lmgr.h"
 #include "streamsketch.h"
 #include "utils/builtins.h"
+#include "utils/varlena.h"
 #include "utils/guc_tables.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -289,28 +291,43 @@ static struct
 }			creation;
 
 /*
- * Run sql, a CREATE TABLE of a structure named relname, making the new
- * table's metapage from st's parameters instead of the settings.  Returns
+ * The constructors' CREATE TABLE: name (possibly schema-qualified)
+ * (key keytype [, second_column bigint]) USING amname, [UNLOGGED,] with a
+ * metapage made from st's parameters instead of the settings.  Returns
  * the new table's OID.
  */
 Oid
-ss_create_structure(const SSStateOps *ops, const void *st,
-					const char *relname, const char *sql)
+ss_create_structure(const SSStateOps *ops, const void *st, text *name,
+					Oid keytype, const char *second_column,
+					const char *amname, bool unlogged)
 {
+	RangeVar   *rv = makeRangeVarFromNameList(textToQualifiedNameList(name));
+	StringInfoData sql;
 	Oid			relid;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "CREATE %sTABLE %s (key %s",
+					 unlogged ? "UNLOGGED " : "",
+					 quote_qualified_identifier(rv->schemaname, rv->relname),
+					 format_type_be_qualified(keytype));
+	if (second_column)
+		appendStringInfo(&sql, ", %s pg_catalog.int8",
+						 quote_identifier(second_column));
+	appendStringInfo(&sql, ") USING %s", quote_identifier(amname));
 
 	if (creation.ops != NULL)
 		elog(ERROR, "nested streamsketch structure creation");
 	creation.ops = ops;
 	creation.st = st;
-	creation.relname = relname;
+	creation.relname = rv->relname;
 	creation.relid = InvalidOid;
 	PG_TRY();
 	{
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
-		if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
-			elog(ERROR, "could not create streamsketch table \"%s\"", relname);
+		if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "could not create streamsketch table \"%s\"",
+				 rv->relname);
 		SPI_finish();
 		relid = creation.relid;
 	}
@@ -320,7 +337,7 @@ ss_create_structure(const SSStateOps *ops, const void *st,
 	}
 	PG_END_TRY();
 	if (!OidIsValid(relid))
-		elog(ERROR, "streamsketch table \"%s\" was not created", relname);
+		elog(ERROR, "streamsketch table \"%s\" was not created", rv->relname);
 	return relid;
 }
 
