@@ -24,7 +24,7 @@ COMMENT ON TABLE bcms_params IS 'Parameters of each bcms table (one row per tabl
 CREATE TRIGGER bcms_params_replace BEFORE INSERT ON bcms_params
 	FOR EACH ROW EXECUTE FUNCTION streamsketch_params_replace();
 
-CREATE FUNCTION bcms_handler(internal) RETURNS table_am_handler
+CREATE FUNCTION bcms_handler(unused internal) RETURNS table_am_handler
 AS 'MODULE_PATHNAME', 'bcms_handler' LANGUAGE C;
 
 CREATE ACCESS METHOD bcms TYPE TABLE HANDLER bcms_handler;
@@ -51,6 +51,8 @@ CREATE FUNCTION bcms_merge(sketch regclass, value cms) RETURNS void
 AS 'MODULE_PATHNAME', 'bcms_merge' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION bcms_merge(regclass, cms) IS 'add an in-memory cms with the same parameters into a bcms table (at commit)';
 
+-- Not STRICT on purpose: a NULL optional argument means its default (the
+-- GUC's); a NULL name or key type is an error (22004).
 CREATE FUNCTION bcms_create(name text, key_type regtype,
 	epsilon float8 DEFAULT NULL, delta float8 DEFAULT NULL,
 	width bigint DEFAULT NULL, depth int DEFAULT NULL,
