@@ -71,7 +71,7 @@ ss_check_key_type(Oid typid, const char *typname)
 		!SearchSysCacheExists1(TYPEOID, ObjectIdGetDatum(typid)))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("key type with OID %u of a %s value does not exist",
-						typid, typname),
-				 errhint("The key type was dropped, or the value was written by another database.")));
+				 errmsg("the key type of this %s value does not exist", typname),
+				 errdetail("The value's key type has OID %u: the type was dropped after the value was built, or the value comes from another database.",
+						   typid)));
 }
