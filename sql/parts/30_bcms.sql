@@ -45,7 +45,7 @@ CREATE FUNCTION bcms_info(sketch regclass,
 	OUT items bigint, OUT total_weight bigint, OUT buffered_entries bigint,
 	OUT relation_pages bigint, OUT error_bound float8)
 AS 'MODULE_PATHNAME', 'bcms_info' LANGUAGE C STRICT STABLE PARALLEL SAFE;
-COMMENT ON FUNCTION bcms_info(regclass) IS 'parameters and counters of a bcms table';
+COMMENT ON FUNCTION bcms_info(regclass) IS 'parameters and counters of a bcms table (width: the counters per row actually used, rounded up to whole pages in buffered mode)';
 
 CREATE FUNCTION bcms_merge(sketch regclass, value cms) RETURNS void
 AS 'MODULE_PATHNAME', 'bcms_merge' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
