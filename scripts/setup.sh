@@ -23,8 +23,10 @@ SS_PACKAGES=(
 	liblz4-dev
 	libipc-run-perl
 	python3
-	python3-matplotlib
 )
+# python3-matplotlib (about 480 MB with its dependencies) is used only by the
+# benchmark reports' plots: test/bench/benchlib.sh installs it when a
+# benchmark runs, so neither the demo nor the tests pay for it.
 
 ss_log() { printf '\n==> %s\n' "$*"; }
 

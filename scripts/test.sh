@@ -7,6 +7,12 @@
 #   tap        prove (PostgreSQL::Test::Cluster) test/t/*.pl
 #   unit       C unit tests of the quotient filter core, test/unit
 #
+# The final line, `summary: N passed, M failed` (CI reads it), counts test
+# files of every kind alike: pg_regress tests, isolation specs, TAP files
+# and unit test programs (a suite that fails without reporting its tests
+# counts as one failure).  The line before it gives the counts per kind and
+# prove's number of TAP assertions.
+#
 # Usage: bash scripts/test.sh [unit] [regress] [isolation] [tap]   (default: all)
 #
 # The source tree is copied to $STREAMSKETCH_TEST_DIR (default
@@ -71,6 +77,18 @@ trap 'exit 130' INT TERM
 NPASS=0
 NFAIL=0
 FAILED_SUITES=()
+# per kind: "passed failed", and prove's assertion count
+declare -A KIND_COUNTS=()
+TAP_ASSERTIONS=
+
+# count KIND PASSED FAILED: add to the totals and to the kind's counts
+count() {
+	local kind="$1" p="$2" f="$3" old
+	NPASS=$((NPASS + p))
+	NFAIL=$((NFAIL + f))
+	old=${KIND_COUNTS[$kind]:-0 0}
+	KIND_COUNTS[$kind]="$((${old% *} + p)) $((${old#* } + f))"
+}
 
 # print_file FILE [MAXLINES]: print (the end of) a file under a header.
 print_file() {
@@ -83,18 +101,17 @@ print_file() {
 	echo "----- end of $f -----"
 }
 
-# count_pg_regress OUTFILE: add pg_regress's "All N tests passed." /
+# count_pg_regress KIND OUTFILE: add pg_regress's "All N tests passed." /
 # "M of N tests failed." to the totals; 1 on no summary.
 count_pg_regress() {
-	local out="$1" line n m
+	local kind="$1" out="$2" line n m
 	line=$(grep -E '^ *(All [0-9]+ tests passed|[0-9]+ of [0-9]+ tests failed)' "$out" | tail -n 1)
 	if [[ "$line" =~ All\ ([0-9]+)\ tests\ passed ]]; then
-		NPASS=$((NPASS + BASH_REMATCH[1]))
+		count "$kind" "${BASH_REMATCH[1]}" 0
 	elif [[ "$line" =~ ([0-9]+)\ of\ ([0-9]+)\ tests\ failed ]]; then
 		m=${BASH_REMATCH[1]}
 		n=${BASH_REMATCH[2]}
-		NPASS=$((NPASS + n - m))
-		NFAIL=$((NFAIL + m))
+		count "$kind" $((n - m)) "$m"
 	else
 		return 1
 	fi
@@ -145,14 +162,15 @@ run_regress() {
 		return 0
 	fi
 	need_cluster || {
-		NFAIL=$((NFAIL + 1))
+		count "pg_regress tests" 0 1
 		suite_failed regress
 		return 0
 	}
 	ss_log "regress: pg_regress (make installcheck)"
 	run_make regress 20m installcheck ISOLATION= TAP_TESTS=
 	rc=$?
-	count_pg_regress "$WORK/regress.out" || NFAIL=$((NFAIL + 1))
+	count_pg_regress "pg_regress tests" "$WORK/regress.out" ||
+		count "pg_regress tests" 0 1
 	if [ "$rc" -ne 0 ]; then
 		suite_failed regress
 		[ "$rc" -eq 124 ] && echo "!!! regress: timed out"
@@ -170,14 +188,15 @@ run_isolation() {
 		return 0
 	fi
 	need_cluster || {
-		NFAIL=$((NFAIL + 1))
+		count "isolation specs" 0 1
 		suite_failed isolation
 		return 0
 	}
 	ss_log "isolation: pg_isolation_regress (make installcheck)"
 	run_make isolation 10m installcheck REGRESS= TAP_TESTS=
 	rc=$?
-	count_pg_regress "$WORK/isolation.out" || NFAIL=$((NFAIL + 1))
+	count_pg_regress "isolation specs" "$WORK/isolation.out" ||
+		count "isolation specs" 0 1
 	if [ "$rc" -ne 0 ]; then
 		suite_failed isolation
 		[ "$rc" -eq 124 ] && echo "!!! isolation: timed out"
@@ -203,13 +222,14 @@ run_tap() {
 	files=$(grep -oE '^Files=[0-9]+' "$out" | tail -n 1 | cut -d= -f2)
 	# failed test files, from prove's summary table
 	failed=$(grep -E '^test/t/[^ ]+\.pl +\(Wstat' "$out" | awk '{print $1}' | sort -u)
+	TAP_ASSERTIONS=$(grep -oE '^Files=[0-9]+, Tests=[0-9]+' "$out" | tail -n 1 |
+		sed 's/.*Tests=//')
 	if [ -n "$files" ]; then
 		local nf
 		nf=$(printf '%s\n' "$failed" | grep -c . || true)
-		NPASS=$((NPASS + files - nf))
-		NFAIL=$((NFAIL + nf))
+		count "TAP files" $((files - nf)) "$nf"
 	else
-		NFAIL=$((NFAIL + 1))
+		count "TAP files" 0 1
 	fi
 	if [ "$rc" -ne 0 ]; then
 		suite_failed tap
@@ -227,17 +247,28 @@ run_tap() {
 	echo "tap: $((SECONDS - t0)) s"
 }
 
-# C unit tests of the server-independent cores (test/unit): no cluster needed
+# C unit tests of the server-independent cores (test/unit): no cluster
+# needed.  Each test program is run and counted on its own.
 run_unit() {
-	local t0=$SECONDS rc
+	local t0=$SECONDS rc t tests failed=0
 	ss_log "unit: make -C test/unit"
-	ss_as_pg timeout -k 60 10m make -C "$TREE/test/unit" --no-print-directory 2>&1 |
+	tests=$(make -s -C "$TREE/test/unit" --no-print-directory print-tests)
+	ss_as_pg timeout -k 60 10m make -C "$TREE/test/unit" --no-print-directory tests 2>&1 |
 		tee "$WORK/unit.out"
 	rc=${PIPESTATUS[0]}
-	if [ "$rc" -eq 0 ]; then
-		NPASS=$((NPASS + 1))
-	else
-		NFAIL=$((NFAIL + 1))
+	for t in $tests; do
+		# (pipefail: the test's status, not tee's)
+		if [ "$rc" -eq 0 ] &&
+			ss_as_pg sh -c "cd '$TREE/test/unit' && timeout -k 60 10m ./$t" 2>&1 |
+			tee -a "$WORK/unit.out"; then
+			count "unit test programs" 1 0
+		else
+			count "unit test programs" 0 1
+			failed=1
+		fi
+	done
+	[ -n "$tests" ] || count "unit test programs" 0 1
+	if [ "$rc" -ne 0 ] || [ "$failed" -ne 0 ] || [ -z "$tests" ]; then
 		suite_failed unit
 	fi
 	echo "unit: $((SECONDS - t0)) s"
@@ -254,5 +285,12 @@ if [ "${#FAILED_SUITES[@]}" -gt 0 ]; then
 	echo "FAILED suites: ${FAILED_SUITES[*]}  (outputs in $WORK)"
 fi
 echo "====================================================================="
+kinds=
+for k in "pg_regress tests" "isolation specs" "TAP files" "unit test programs"; do
+	[ -n "${KIND_COUNTS[$k]:-}" ] || continue
+	kinds+="${kinds:+, }$k ${KIND_COUNTS[$k]% *} passed/${KIND_COUNTS[$k]#* } failed"
+done
+echo "counted: ${kinds:-nothing}"
+[ -z "$TAP_ASSERTIONS" ] || echo "TAP assertions (prove): $TAP_ASSERTIONS"
 echo "summary: $NPASS passed, $NFAIL failed"
 [ "$NFAIL" -eq 0 ] && [ "${#FAILED_SUITES[@]}" -eq 0 ]

@@ -243,7 +243,7 @@ SELECT bloom_test_error($$DELETE FROM seen$$);
 SELECT bloom_test_error($$INSERT INTO seen VALUES (1) ON CONFLICT (id) DO NOTHING$$);
 SELECT bloom_test_error($$CREATE INDEX ON seen (id)$$);
 SELECT bloom_test_error($$ALTER TABLE seen ADD COLUMN x int$$);
-SELECT bloom_test_error($$CREATE TRIGGER t BEFORE INSERT ON seen FOR EACH ROW EXECUTE FUNCTION streamsketch_params_replace()$$);
+SELECT bloom_test_error($$CREATE TRIGGER t BEFORE INSERT ON seen FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger()$$);
 SELECT bloom_test_error($$ALTER TABLE heap_b SET ACCESS METHOD bloom_filter$$);
 SELECT proname FROM pg_proc WHERE proname LIKE 'bloom%delete%';
 BEGIN;

@@ -10,13 +10,13 @@
 
 CREATE TYPE cms;
 
-CREATE FUNCTION cms_in(cstring) RETURNS cms
+CREATE FUNCTION cms_in(input cstring) RETURNS cms
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT STABLE PARALLEL SAFE;
-CREATE FUNCTION cms_out(cms) RETURNS cstring
+CREATE FUNCTION cms_out(sketch cms) RETURNS cstring
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT STABLE PARALLEL SAFE;
-CREATE FUNCTION cms_recv(internal) RETURNS cms
+CREATE FUNCTION cms_recv(buffer internal) RETURNS cms
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT STABLE PARALLEL SAFE;
-CREATE FUNCTION cms_send(cms) RETURNS bytea
+CREATE FUNCTION cms_send(sketch cms) RETURNS bytea
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT STABLE PARALLEL SAFE;
 
 CREATE TYPE cms (
@@ -39,13 +39,13 @@ COMMENT ON FUNCTION cms_send(cms) IS 'binary output of a count-min sketch';
 -- Point query.  STRICT: the estimate of a NULL key is NULL.  The key is
 -- anycompatible rather than anyelement so that a bare literal such as 'x'
 -- resolves to text instead of failing as an unknown polymorphic type.
-CREATE FUNCTION cms_estimate(cms, anycompatible) RETURNS bigint
+CREATE FUNCTION cms_estimate(sketch cms, key anycompatible) RETURNS bigint
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION cms_estimate(cms, anycompatible) IS
 	'estimated count of a key: at least its true count, and at most epsilon * total more with probability 1 - delta';
 
 -- STRICT: a NULL operand gives NULL (cms_union_agg skips NULLs instead).
-CREATE FUNCTION cms_union(cms, cms) RETURNS cms
+CREATE FUNCTION cms_union(a cms, b cms) RETURNS cms
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION cms_union(cms, cms) IS
 	'sum of two count-min sketches with the same parameters';
@@ -61,22 +61,24 @@ COMMENT ON FUNCTION cms_info(cms) IS
 
 -- Aggregate support.  The transition state is the sketch itself, kept in
 -- the aggregate's memory and serialized as its bytes for parallel query.
-CREATE FUNCTION cms_agg_trans(internal, anyelement, float8, float8)
+CREATE FUNCTION cms_agg_trans(state internal, key anyelement,
+	epsilon float8, delta float8)
 	RETURNS internal
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION cms_agg_trans(internal, anyelement, bigint, float8, float8)
+CREATE FUNCTION cms_agg_trans(state internal, key anyelement,
+	weight bigint, epsilon float8, delta float8)
 	RETURNS internal
 	AS 'MODULE_PATHNAME', 'cms_agg_trans_weighted'
 	LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION cms_union_agg_trans(internal, cms) RETURNS internal
+CREATE FUNCTION cms_union_agg_trans(state internal, sketch cms) RETURNS internal
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION cms_agg_combine(internal, internal) RETURNS internal
+CREATE FUNCTION cms_agg_combine(state1 internal, state2 internal) RETURNS internal
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION cms_agg_serial(internal) RETURNS bytea
+CREATE FUNCTION cms_agg_serial(state internal) RETURNS bytea
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION cms_agg_deserial(bytea, internal) RETURNS internal
+CREATE FUNCTION cms_agg_deserial(bytes bytea, unused internal) RETURNS internal
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION cms_agg_final(internal) RETURNS cms
+CREATE FUNCTION cms_agg_final(state internal) RETURNS cms
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
 COMMENT ON FUNCTION cms_agg_trans(internal, anyelement, float8, float8) IS
@@ -97,7 +99,7 @@ COMMENT ON FUNCTION cms_agg_final(internal) IS
 -- cms_agg(key, epsilon, delta): rows with a NULL key are skipped; epsilon
 -- and delta must be non-NULL and the same in every row.  Over no
 -- contributing row the result is NULL, like sum().
-CREATE AGGREGATE cms_agg(anyelement, float8, float8) (
+CREATE AGGREGATE cms_agg(key anyelement, epsilon float8, delta float8) (
 	SFUNC = cms_agg_trans,
 	STYPE = internal,
 	FINALFUNC = cms_agg_final,
@@ -112,7 +114,8 @@ COMMENT ON AGGREGATE cms_agg(anyelement, float8, float8) IS
 -- cms_agg(key, weight, epsilon, delta): each row adds weight (>= 0) to its
 -- key; rows with a NULL key or a NULL weight are skipped, a negative
 -- weight is an error.
-CREATE AGGREGATE cms_agg(anyelement, bigint, float8, float8) (
+CREATE AGGREGATE cms_agg(key anyelement, weight bigint,
+	epsilon float8, delta float8) (
 	SFUNC = cms_agg_trans,
 	STYPE = internal,
 	FINALFUNC = cms_agg_final,
@@ -125,7 +128,7 @@ COMMENT ON AGGREGATE cms_agg(anyelement, bigint, float8, float8) IS
 	'count-min sketch of the keys weighted by a non-negative weight, with error at most epsilon * total weight with probability 1 - delta; NULL keys and weights are skipped';
 
 -- cms_union_agg(cms): sum of the non-NULL sketches, NULL if there are none.
-CREATE AGGREGATE cms_union_agg(cms) (
+CREATE AGGREGATE cms_union_agg(sketch cms) (
 	SFUNC = cms_union_agg_trans,
 	STYPE = internal,
 	FINALFUNC = cms_agg_final,

@@ -3,7 +3,7 @@
  * bcms: the buffered count-min sketch table access method
  * ------------------------------------------------------------------- */
 
-CREATE FUNCTION bcms_handler(internal) RETURNS table_am_handler
+CREATE FUNCTION bcms_handler(unused internal) RETURNS table_am_handler
 AS 'MODULE_PATHNAME', 'bcms_handler' LANGUAGE C;
 
 CREATE ACCESS METHOD bcms TYPE TABLE HANDLER bcms_handler;
@@ -24,12 +24,14 @@ CREATE FUNCTION bcms_info(sketch regclass,
 	OUT items bigint, OUT total_weight bigint, OUT buffered_entries bigint,
 	OUT relation_pages bigint, OUT error_bound float8)
 AS 'MODULE_PATHNAME', 'bcms_info' LANGUAGE C STRICT STABLE PARALLEL SAFE;
-COMMENT ON FUNCTION bcms_info(regclass) IS 'parameters and counters of a bcms table';
+COMMENT ON FUNCTION bcms_info(regclass) IS 'parameters and counters of a bcms table (width: the counters per row actually used, rounded up to whole pages in buffered mode)';
 
 CREATE FUNCTION bcms_merge(sketch regclass, value cms) RETURNS void
 AS 'MODULE_PATHNAME', 'bcms_merge' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION bcms_merge(regclass, cms) IS 'add an in-memory cms with the same parameters into a bcms table (at commit)';
 
+-- Not STRICT on purpose: a NULL optional argument means its default (the
+-- GUC's); a NULL name or key type is an error (22004).
 CREATE FUNCTION bcms_create(name text, key_type regtype,
 	epsilon float8 DEFAULT NULL, delta float8 DEFAULT NULL,
 	width bigint DEFAULT NULL, depth int DEFAULT NULL,

@@ -11,13 +11,13 @@
 
 CREATE TYPE qfilter;
 
-CREATE FUNCTION qfilter_in(cstring) RETURNS qfilter
+CREATE FUNCTION qfilter_in(input cstring) RETURNS qfilter
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT STABLE PARALLEL SAFE;
-CREATE FUNCTION qfilter_out(qfilter) RETURNS cstring
+CREATE FUNCTION qfilter_out(filter qfilter) RETURNS cstring
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT STABLE PARALLEL SAFE;
-CREATE FUNCTION qfilter_recv(internal) RETURNS qfilter
+CREATE FUNCTION qfilter_recv(buffer internal) RETURNS qfilter
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT STABLE PARALLEL SAFE;
-CREATE FUNCTION qfilter_send(qfilter) RETURNS bytea
+CREATE FUNCTION qfilter_send(filter qfilter) RETURNS bytea
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT STABLE PARALLEL SAFE;
 
 CREATE TYPE qfilter (
@@ -40,32 +40,33 @@ COMMENT ON FUNCTION qfilter_send(qfilter) IS 'binary output of a quotient filter
 -- Point queries.  STRICT: a NULL key gives NULL.  The key is anycompatible
 -- rather than anyelement so that a bare literal such as 'x' resolves to
 -- text instead of failing as an unknown polymorphic type.
-CREATE FUNCTION qfilter_contains(qfilter, anycompatible) RETURNS boolean
+CREATE FUNCTION qfilter_contains(filter qfilter, key anycompatible) RETURNS boolean
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION qfilter_contains(qfilter, anycompatible) IS
 	'whether a key may have been added: always true for added keys, true with probability about fp_rate for others';
-CREATE FUNCTION qfilter_count(qfilter, anycompatible) RETURNS bigint
+CREATE FUNCTION qfilter_count(filter qfilter, key anycompatible) RETURNS bigint
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION qfilter_count(qfilter, anycompatible) IS
 	'copies of a key''s fingerprint: at least the copies added (minus those removed), exact unless another key shares the fingerprint';
 
 -- Modifications return a new value.
-CREATE FUNCTION qfilter_remove(qfilter, anycompatible) RETURNS qfilter
+CREATE FUNCTION qfilter_remove(filter qfilter, key anycompatible) RETURNS qfilter
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION qfilter_remove(qfilter, anycompatible) IS
 	'the filter with one copy of a key removed (only remove keys that were added)';
-CREATE FUNCTION qfilter_remove(qfilter, anycompatible, bigint) RETURNS qfilter
+CREATE FUNCTION qfilter_remove(filter qfilter, key anycompatible,
+	count bigint) RETURNS qfilter
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION qfilter_remove(qfilter, anycompatible, bigint) IS
 	'the filter with count copies of a key removed, or all if it has fewer';
 
 -- STRICT: a NULL operand gives NULL (qfilter_union_agg skips NULLs instead).
-CREATE FUNCTION qfilter_union(qfilter, qfilter) RETURNS qfilter
+CREATE FUNCTION qfilter_union(a qfilter, b qfilter) RETURNS qfilter
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION qfilter_union(qfilter, qfilter) IS
 	'union of two quotient filters with the same fingerprint size (counts add up)';
 
-CREATE FUNCTION qfilter_resize(qfilter) RETURNS qfilter
+CREATE FUNCTION qfilter_resize(filter qfilter) RETURNS qfilter
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION qfilter_resize(qfilter) IS
 	'the filter with twice the areas: one remainder bit moves to the area index, nothing is rehashed';
@@ -84,22 +85,24 @@ COMMENT ON FUNCTION qfilter_info(qfilter) IS
 
 -- Aggregate support.  The transition state holds the filter, kept in the
 -- aggregate's memory and serialized as its bytes for parallel query.
-CREATE FUNCTION qfilter_agg_trans(internal, anyelement, bigint, float8)
+CREATE FUNCTION qfilter_agg_trans(state internal, key anyelement,
+	capacity bigint, fp_rate float8)
 	RETURNS internal
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION qfilter_agg_trans(internal, anyelement, bigint, bigint, float8)
+CREATE FUNCTION qfilter_agg_trans(state internal, key anyelement,
+	count bigint, capacity bigint, fp_rate float8)
 	RETURNS internal
 	AS 'MODULE_PATHNAME', 'qfilter_agg_trans_counted'
 	LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION qfilter_union_agg_trans(internal, qfilter) RETURNS internal
+CREATE FUNCTION qfilter_union_agg_trans(state internal, filter qfilter) RETURNS internal
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION qfilter_agg_combine(internal, internal) RETURNS internal
+CREATE FUNCTION qfilter_agg_combine(state1 internal, state2 internal) RETURNS internal
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION qfilter_agg_serial(internal) RETURNS bytea
+CREATE FUNCTION qfilter_agg_serial(state internal) RETURNS bytea
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION qfilter_agg_deserial(bytea, internal) RETURNS internal
+CREATE FUNCTION qfilter_agg_deserial(bytes bytea, unused internal) RETURNS internal
 	AS 'MODULE_PATHNAME' LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
-CREATE FUNCTION qfilter_agg_final(internal) RETURNS qfilter
+CREATE FUNCTION qfilter_agg_final(state internal) RETURNS qfilter
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
 COMMENT ON FUNCTION qfilter_agg_trans(internal, anyelement, bigint, float8) IS
@@ -120,7 +123,7 @@ COMMENT ON FUNCTION qfilter_agg_final(internal) IS
 -- qfilter_agg(key, capacity, fp_rate): rows with a NULL key are skipped;
 -- capacity and fp_rate must be non-NULL and the same in every row.  Over no
 -- contributing row the result is NULL, like sum().
-CREATE AGGREGATE qfilter_agg(anyelement, bigint, float8) (
+CREATE AGGREGATE qfilter_agg(key anyelement, capacity bigint, fp_rate float8) (
 	SFUNC = qfilter_agg_trans,
 	STYPE = internal,
 	FINALFUNC = qfilter_agg_final,
@@ -135,7 +138,8 @@ COMMENT ON AGGREGATE qfilter_agg(anyelement, bigint, float8) IS
 -- qfilter_agg(key, count, capacity, fp_rate): each row adds count (>= 0)
 -- copies of its key; rows with a NULL key or a NULL count are skipped, a
 -- negative count is an error.
-CREATE AGGREGATE qfilter_agg(anyelement, bigint, bigint, float8) (
+CREATE AGGREGATE qfilter_agg(key anyelement, count bigint,
+	capacity bigint, fp_rate float8) (
 	SFUNC = qfilter_agg_trans,
 	STYPE = internal,
 	FINALFUNC = qfilter_agg_final,
@@ -148,7 +152,7 @@ COMMENT ON AGGREGATE qfilter_agg(anyelement, bigint, bigint, float8) IS
 	'counting quotient filter: each row adds count copies of its key; NULL keys and counts are skipped';
 
 -- qfilter_union_agg(qfilter): union of the non-NULL filters, NULL if none.
-CREATE AGGREGATE qfilter_union_agg(qfilter) (
+CREATE AGGREGATE qfilter_union_agg(filter qfilter) (
 	SFUNC = qfilter_union_agg_trans,
 	STYPE = internal,
 	FINALFUNC = qfilter_agg_final,

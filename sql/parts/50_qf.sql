@@ -3,17 +3,17 @@
  * The quotient filter family of table access methods
  * ------------------------------------------------------------------- */
 
-CREATE FUNCTION quotient_filter_handler(internal) RETURNS table_am_handler
+CREATE FUNCTION quotient_filter_handler(unused internal) RETURNS table_am_handler
 AS 'MODULE_PATHNAME', 'quotient_filter_handler' LANGUAGE C;
 CREATE ACCESS METHOD quotient_filter TYPE TABLE HANDLER quotient_filter_handler;
 COMMENT ON ACCESS METHOD quotient_filter IS 'quotient filter: approximate membership and counts with deletes, one page per operation';
 
-CREATE FUNCTION buffered_quotient_filter_handler(internal) RETURNS table_am_handler
+CREATE FUNCTION buffered_quotient_filter_handler(unused internal) RETURNS table_am_handler
 AS 'MODULE_PATHNAME', 'buffered_quotient_filter_handler' LANGUAGE C;
 CREATE ACCESS METHOD buffered_quotient_filter TYPE TABLE HANDLER buffered_quotient_filter_handler;
 COMMENT ON ACCESS METHOD buffered_quotient_filter IS 'buffered quotient filter: an in-RAM QF merged into an on-disk QF by sequential passes';
 
-CREATE FUNCTION cascade_filter_handler(internal) RETURNS table_am_handler
+CREATE FUNCTION cascade_filter_handler(unused internal) RETURNS table_am_handler
 AS 'MODULE_PATHNAME', 'cascade_filter_handler' LANGUAGE C;
 CREATE ACCESS METHOD cascade_filter TYPE TABLE HANDLER cascade_filter_handler;
 COMMENT ON ACCESS METHOD cascade_filter IS 'cascade filter: a COLA of quotient filters, O(log(n/M)/B) page writes per insert';
@@ -26,8 +26,10 @@ CREATE FUNCTION qf_count(filter regclass, key anycompatible) RETURNS bigint
 AS 'MODULE_PATHNAME', 'qf_count_sql' LANGUAGE C STRICT STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION qf_count(regclass, anycompatible) IS 'multiplicity of the key''s fingerprint (exact unless another key shares it)';
 
+-- STRICT: a NULL key or count deletes nothing and returns NULL (a NULL key
+-- must never be hashed as if it were a value).
 CREATE FUNCTION qf_delete(filter regclass, key anycompatible, count bigint DEFAULT 1) RETURNS void
-AS 'MODULE_PATHNAME', 'qf_delete_sql' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+AS 'MODULE_PATHNAME', 'qf_delete_sql' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION qf_delete(regclass, anycompatible, bigint) IS 'remove count copies of key at commit';
 
 CREATE FUNCTION qf_merge(target regclass, source regclass) RETURNS bigint
@@ -51,6 +53,8 @@ CREATE FUNCTION qf_info(filter regclass,
 AS 'MODULE_PATHNAME', 'qf_info_sql' LANGUAGE C STRICT STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION qf_info(regclass) IS 'parameters and counters of a quotient filter table';
 
+-- Not STRICT on purpose: a NULL optional argument means its default (the
+-- GUC's); a NULL name or key type is an error (22004).
 CREATE FUNCTION qf_create(name text, key_type regtype,
 	capacity bigint DEFAULT NULL, fp_rate float8 DEFAULT NULL,
 	counted bool DEFAULT false, unlogged bool DEFAULT false,

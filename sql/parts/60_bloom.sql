@@ -4,7 +4,7 @@
  * elevator Bloom filter, the buffered Bloom filter with hash localization)
  * ------------------------------------------------------------------- */
 
-CREATE FUNCTION bloom_filter_handler(internal) RETURNS table_am_handler
+CREATE FUNCTION bloom_filter_handler(unused internal) RETURNS table_am_handler
 AS 'MODULE_PATHNAME', 'bloom_filter_handler' LANGUAGE C;
 CREATE ACCESS METHOD bloom_filter TYPE TABLE HANDLER bloom_filter_handler;
 COMMENT ON ACCESS METHOD bloom_filter IS 'paged Bloom filter: plain, elevator-buffered (EBF) or buffered with hash localization (BBF)';
@@ -28,6 +28,8 @@ CREATE FUNCTION bloom_info(filter regclass,
 AS 'MODULE_PATHNAME', 'bloom_info' LANGUAGE C STRICT STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION bloom_info(regclass) IS 'parameters and counters of a bloom_filter table';
 
+-- Not STRICT on purpose: a NULL optional argument means its default (the
+-- GUC's); a NULL name or key type is an error (22004).
 CREATE FUNCTION bloom_create(name text, key_type regtype,
 	capacity bigint DEFAULT NULL, fp_rate float8 DEFAULT NULL,
 	mode text DEFAULT NULL, buffer_size text DEFAULT NULL,

@@ -40,7 +40,7 @@
 #define BCMS_MODE_BUFFERED	0
 #define BCMS_MODE_PLAIN		1
 
-/* Parameters: frozen into the metapage, recorded in bcms_params. */
+/* Parameters: frozen into the metapage (and the table's label). */
 typedef struct BcmsParams
 {
 	uint32		mode;			/* BCMS_MODE_* */

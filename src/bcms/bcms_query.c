@@ -22,6 +22,7 @@
 #include "miscadmin.h"
 #include "parser/parse_coerce.h"
 #include "ss_pending.h"
+#include "ss_sqlfunc.h"
 #include "storage/bufmgr.h"
 #include "streamsketch.h"
 #include "utils/acl.h"
@@ -209,7 +210,9 @@ bcms_estimate(PG_FUNCTION_ARGS)
 	int64		est;
 	SSHash		h;
 
-	rel = bcms_open(relid, AccessShareLock);
+	rel = bcms_open(ss_sql_lock_relid(relid, AccessShareLock, NULL),
+					AccessShareLock);
+	ss_sql_check_access(rel, NULL);
 	bcms_check_acl(rel, ACL_SELECT);
 	st = bcms_get_state(rel);
 	if (!OidIsValid(argtype))
@@ -224,9 +227,13 @@ bcms_estimate(PG_FUNCTION_ARGS)
 Datum
 bcms_flush(PG_FUNCTION_ARGS)
 {
-	Relation	rel = bcms_open(PG_GETARG_OID(0), RowExclusiveLock);
+	Relation	rel;
 	int64		applied;
 
+	rel = bcms_open(ss_sql_lock_relid(PG_GETARG_OID(0), RowExclusiveLock,
+									  "bcms_flush()"),
+					RowExclusiveLock);
+	ss_sql_check_access(rel, "bcms_flush()");
 	bcms_check_acl(rel, ACL_INSERT);
 	/* with an xid, the commit waits for the flush's WAL to be flushed */
 	(void) GetCurrentTransactionId();
@@ -238,7 +245,7 @@ bcms_flush(PG_FUNCTION_ARGS)
 Datum
 bcms_info(PG_FUNCTION_ARGS)
 {
-	Relation	rel = bcms_open(PG_GETARG_OID(0), AccessShareLock);
+	Relation	rel;
 	BcmsState  *st;
 	BcmsParams *p;
 	BcmsMetaData meta;
@@ -249,6 +256,9 @@ bcms_info(PG_FUNCTION_ARGS)
 	BlockNumber nblocks;
 	double		width;
 
+	rel = bcms_open(ss_sql_lock_relid(PG_GETARG_OID(0), AccessShareLock, NULL),
+					AccessShareLock);
+	ss_sql_check_access(rel, NULL);
 	bcms_check_acl(rel, ACL_SELECT);
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -307,11 +317,15 @@ bcms_info(PG_FUNCTION_ARGS)
 Datum
 bcms_merge(PG_FUNCTION_ARGS)
 {
-	Relation	rel = bcms_open(PG_GETARG_OID(0), RowExclusiveLock);
+	Relation	rel;
 	CmsData    *cms = PG_GETARG_CMS_P(1);
 	BcmsState  *st;
 	BcmsParams *p;
 
+	rel = bcms_open(ss_sql_lock_relid(PG_GETARG_OID(0), RowExclusiveLock,
+									  "bcms_merge()"),
+					RowExclusiveLock);
+	ss_sql_check_access(rel, "bcms_merge()");
 	bcms_check_acl(rel, ACL_INSERT);
 	cms_check(cms);
 	st = bcms_get_state(rel);
@@ -329,6 +343,7 @@ bcms_merge(PG_FUNCTION_ARGS)
 						   p->geom.npages, p->geom.cols_per_page, p->seed,
 						   cms->depth, cms->npages, cms->cols_per_page, cms->seed),
 				 errhint("Build the cms with the table's epsilon and delta, and merge only into a buffered bcms.")));
+	ss_check_key_type(cms->elemtype, "cms");
 	if (OidIsValid(cms->elemtype) && cms->elemtype != st->keytype &&
 		!IsBinaryCoercible(cms->elemtype, st->keytype))
 		ereport(ERROR,

@@ -345,7 +345,8 @@ cms_estimate_hash(const CmsData *cms, SSHash h)
 static char *
 cms_type_name(Oid typid)
 {
-	return OidIsValid(typid) ? format_type_be(typid) : pstrdup("none");
+	/* ss_elemtype_out: the OID of a type dropped since the value was built */
+	return OidIsValid(typid) ? ss_elemtype_out(typid) : pstrdup("none");
 }
 
 void

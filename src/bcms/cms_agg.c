@@ -26,6 +26,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "cms.h"
+#include "ss_sqlfunc.h"
 
 PG_FUNCTION_INFO_V1(cms_agg_trans);
 PG_FUNCTION_INFO_V1(cms_agg_trans_weighted);
@@ -462,6 +463,7 @@ cms_estimate(PG_FUNCTION_ARGS)
 
 	if (OidIsValid(cms->elemtype) && keytype != cms->elemtype)
 	{
+		ss_check_key_type(cms->elemtype, "cms");
 		if (!OidIsValid(keytype))
 			elog(ERROR, "could not determine the type of the count-min sketch key");
 		key = ss_coerce_key(key, keytype, cms->elemtype);

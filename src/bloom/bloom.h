@@ -81,7 +81,7 @@
 #define BLOOM_SUBBUF_MAX \
 	((uint32) ((SS_PAGE_DATA_SIZE - MAXALIGN(sizeof(uint32))) / sizeof(uint64)))
 
-/* Parameters: frozen into the metapage, recorded in bloom_params. */
+/* Parameters: frozen into the metapage (and the table's label). */
 typedef struct BloomParams
 {
 	uint32		mode;			/* BLOOM_MODE_* */

@@ -24,6 +24,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "ss_pending.h"
+#include "ss_sqlfunc.h"
 #include "storage/bufmgr.h"
 #include "streamsketch.h"
 #include "utils/acl.h"
@@ -186,12 +187,15 @@ bloom_contains_hash(Relation rel, const BloomState *st, SSHash h)
 Datum
 bloom_contains(PG_FUNCTION_ARGS)
 {
-	Relation	rel = bloom_open(PG_GETARG_OID(0), AccessShareLock);
+	Relation	rel;
 	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, 1);
 	BloomState *st;
 	Datum		key;
 	bool		found;
 
+	rel = bloom_open(ss_sql_lock_relid(PG_GETARG_OID(0), AccessShareLock, NULL),
+					 AccessShareLock);
+	ss_sql_check_access(rel, NULL);
 	bloom_check_acl(rel, ACL_SELECT);
 	st = bloom_get_state(rel);
 	if (!OidIsValid(argtype))
@@ -206,9 +210,13 @@ bloom_contains(PG_FUNCTION_ARGS)
 Datum
 bloom_flush(PG_FUNCTION_ARGS)
 {
-	Relation	rel = bloom_open(PG_GETARG_OID(0), RowExclusiveLock);
+	Relation	rel;
 	int64		applied;
 
+	rel = bloom_open(ss_sql_lock_relid(PG_GETARG_OID(0), RowExclusiveLock,
+									   "bloom_flush()"),
+					 RowExclusiveLock);
+	ss_sql_check_access(rel, "bloom_flush()");
 	bloom_check_acl(rel, ACL_INSERT);
 	/* with an xid, the commit waits for the flush's WAL to be flushed */
 	(void) GetCurrentTransactionId();
@@ -220,7 +228,7 @@ bloom_flush(PG_FUNCTION_ARGS)
 Datum
 bloom_info(PG_FUNCTION_ARGS)
 {
-	Relation	rel = bloom_open(PG_GETARG_OID(0), AccessShareLock);
+	Relation	rel;
 	BloomState *st;
 	BloomParams *p;
 	BloomMetaData meta;
@@ -232,6 +240,9 @@ bloom_info(PG_FUNCTION_ARGS)
 	double		m;
 	double		k;
 
+	rel = bloom_open(ss_sql_lock_relid(PG_GETARG_OID(0), AccessShareLock, NULL),
+					 AccessShareLock);
+	ss_sql_check_access(rel, NULL);
 	bloom_check_acl(rel, ACL_SELECT);
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");

@@ -22,6 +22,7 @@
 #include "qfam.h"
 #include "qfilter.h"
 #include "ss_pending.h"
+#include "ss_sqlfunc.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "streamsketch.h"
@@ -48,6 +49,20 @@ qfam_check_acl(Relation rel, AclMode mode)
 	if (aclresult != ACLCHECK_OK)
 		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
 					   RelationGetRelationName(rel));
+}
+
+/*
+ * Open the filter argument of a SQL function: writer is the function's name
+ * if it writes, NULL if it only reads (see ss_sqlfunc.h).
+ */
+static Relation
+qfam_open_sql(Oid relid, LOCKMODE lockmode, const char *writer)
+{
+	Relation	rel = qfam_open(ss_sql_lock_relid(relid, lockmode, writer),
+								lockmode);
+
+	ss_sql_check_access(rel, writer);
+	return rel;
 }
 
 /* Hash the key argument argno after converting it to the key type. */
@@ -162,7 +177,7 @@ qfam_contains_hash(Relation rel, const QfamState *st, SSHash h)
 Datum
 qf_count_sql(PG_FUNCTION_ARGS)
 {
-	Relation	rel = qfam_open(PG_GETARG_OID(0), AccessShareLock);
+	Relation	rel = qfam_open_sql(PG_GETARG_OID(0), AccessShareLock, NULL);
 	QfamState  *st;
 	uint64		count;
 
@@ -176,7 +191,7 @@ qf_count_sql(PG_FUNCTION_ARGS)
 Datum
 qf_contains_sql(PG_FUNCTION_ARGS)
 {
-	Relation	rel = qfam_open(PG_GETARG_OID(0), AccessShareLock);
+	Relation	rel = qfam_open_sql(PG_GETARG_OID(0), AccessShareLock, NULL);
 	QfamState  *st;
 	bool		found;
 
@@ -196,13 +211,15 @@ qf_contains_sql(PG_FUNCTION_ARGS)
 Datum
 qf_delete_sql(PG_FUNCTION_ARGS)
 {
-	Relation	rel = qfam_open(PG_GETARG_OID(0), RowExclusiveLock);
+	Relation	rel = qfam_open_sql(PG_GETARG_OID(0), RowExclusiveLock,
+									"qf_delete()");
 	QfamState  *st;
 	SSPendingKey key;
 
 	qfam_check_acl(rel, ACL_DELETE);
 	st = qfam_get_state(rel);
-	key.weight = PG_ARGISNULL(2) ? 1 : PG_GETARG_INT64(2);
+	/* STRICT: a NULL key or count deletes nothing (it must not hash a 0) */
+	key.weight = PG_GETARG_INT64(2);
 	if (key.weight < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
@@ -223,8 +240,9 @@ qf_delete_sql(PG_FUNCTION_ARGS)
 Datum
 qf_merge_sql(PG_FUNCTION_ARGS)
 {
-	Relation	dst = qfam_open(PG_GETARG_OID(0), RowExclusiveLock);
-	Relation	src = qfam_open(PG_GETARG_OID(1), AccessShareLock);
+	Relation	dst = qfam_open_sql(PG_GETARG_OID(0), RowExclusiveLock,
+									"qf_merge()");
+	Relation	src = qfam_open_sql(PG_GETARG_OID(1), AccessShareLock, NULL);
 	QfamState  *dst_st;
 	QfamState  *src_st;
 	QfamMeta	meta;
@@ -296,7 +314,8 @@ qf_merge_sql(PG_FUNCTION_ARGS)
 Datum
 qf_merge_value_sql(PG_FUNCTION_ARGS)
 {
-	Relation	rel = qfam_open(PG_GETARG_OID(0), RowExclusiveLock);
+	Relation	rel = qfam_open_sql(PG_GETARG_OID(0), RowExclusiveLock,
+									"qf_merge_value()");
 	QFilterData *qf = (QFilterData *) PG_DETOAST_DATUM(PG_GETARG_DATUM(1));
 	QfamState  *st;
 	QfGeom		g;
@@ -315,6 +334,7 @@ qf_merge_value_sql(PG_FUNCTION_ARGS)
 				 errdetail("The table has %u-bit fingerprints with seed %u, the qfilter %u-bit fingerprints with seed %u.",
 						   st->p.fp_bits, st->p.seed, fp_bits, qf->seed),
 				 errhint("Build the qfilter with the table's capacity and false-positive rate.")));
+	ss_check_key_type(qf->elemtype, "qfilter");
 	if (OidIsValid(qf->elemtype) && qf->elemtype != st->keytype &&
 		!IsBinaryCoercible(qf->elemtype, st->keytype))
 		ereport(ERROR,
@@ -358,7 +378,8 @@ qf_merge_value_sql(PG_FUNCTION_ARGS)
 Datum
 qf_resize_sql(PG_FUNCTION_ARGS)
 {
-	Relation	rel = qfam_open(PG_GETARG_OID(0), ShareUpdateExclusiveLock);
+	Relation	rel = qfam_open_sql(PG_GETARG_OID(0), ShareUpdateExclusiveLock,
+									"qf_resize()");
 	QfamState  *st;
 	QfamMeta	meta;
 	uint32		last;
@@ -393,7 +414,7 @@ qf_resize_sql(PG_FUNCTION_ARGS)
 Datum
 qf_info_sql(PG_FUNCTION_ARGS)
 {
-	Relation	rel = qfam_open(PG_GETARG_OID(0), AccessShareLock);
+	Relation	rel = qfam_open_sql(PG_GETARG_OID(0), AccessShareLock, NULL);
 	QfamState  *st;
 	QfamMeta	meta;
 	TupleDesc	tupdesc;

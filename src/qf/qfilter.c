@@ -43,6 +43,7 @@
 #include "port/pg_bswap.h"
 #include "utils/builtins.h"
 #include "qfilter.h"
+#include "ss_textio.h"
 
 StaticAssertDecl(QFILTER_HEADER_SIZE % sizeof(uint64) == 0,
 				 "qfilter areas must start 8-byte aligned");
@@ -708,7 +709,8 @@ qfilter_merge_same(const QFilterData *a, const QFilterData *b)
 static char *
 qfilter_type_name(Oid typid)
 {
-	return OidIsValid(typid) ? format_type_be(typid) : pstrdup("none");
+	/* ss_elemtype_out: the OID of a type dropped since the value was built */
+	return OidIsValid(typid) ? ss_elemtype_out(typid) : pstrdup("none");
 }
 
 QFilterData *

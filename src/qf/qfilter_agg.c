@@ -32,6 +32,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "qfilter.h"
+#include "ss_sqlfunc.h"
 
 PG_FUNCTION_INFO_V1(qfilter_agg_trans);
 PG_FUNCTION_INFO_V1(qfilter_agg_trans_counted);
@@ -512,6 +513,7 @@ qfilter_key_hash(FunctionCallInfo fcinfo, const QFilterData *qf, int argno)
 
 	if (OidIsValid(qf->elemtype) && keytype != qf->elemtype)
 	{
+		ss_check_key_type(qf->elemtype, "qfilter");
 		if (!OidIsValid(keytype))
 			elog(ERROR, "could not determine the type of the quotient filter key");
 		key = ss_coerce_key(key, keytype, qf->elemtype);

@@ -13,6 +13,7 @@
 #include "ss_textio.h"
 #include "utils/builtins.h"
 #include "utils/regproc.h"
+#include "utils/syscache.h"
 
 void
 ss_text_parser_init(SSTextParser *ps, const char *typname, const char *str)
@@ -139,10 +140,23 @@ ss_elemtype_out(Oid elemtype)
 	return name;
 }
 
-/* Inverse of ss_elemtype_out, via regtypein (names or OIDs). */
+/*
+ * Inverse of ss_elemtype_out, via regtypein (names or OIDs).  regtypein
+ * takes any number as an OID without looking it up, and a value naming a
+ * type that does not exist would fail later as an internal error, so the
+ * OID is checked here (the output of a value whose type was dropped since
+ * can therefore not be read back: there is nothing its keys could match).
+ */
 Oid
 ss_elemtype_in(char *name)
 {
-	return DatumGetObjectId(DirectFunctionCall1(regtypein,
-												CStringGetDatum(name)));
+	Oid			typid = DatumGetObjectId(DirectFunctionCall1(regtypein,
+															 CStringGetDatum(name)));
+
+	if (OidIsValid(typid) &&
+		!SearchSysCacheExists1(TYPEOID, ObjectIdGetDatum(typid)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("type with OID %u does not exist", typid)));
+	return typid;
 }

@@ -14,7 +14,14 @@ bench_prepare() {
 		exit 1
 	fi
 	command -v pg_config >/dev/null || { echo "pg_config not found" >&2; exit 1; }
-	/usr/bin/python3 -c 'import matplotlib' 2>/dev/null || apt-get install -y python3-matplotlib >/dev/null
+	# the plots need matplotlib, which scripts/setup.sh does not install
+	# (neither the demo nor the tests use it)
+	if ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+		echo "$name: installing python3-matplotlib for the plots" >&2
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-matplotlib >/dev/null ||
+			{ apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-matplotlib >/dev/null; } ||
+			{ echo "$name: could not install python3-matplotlib" >&2; exit 1; }
+	fi
 	[ -f "$(pg_config --pkglibdir)/pg_prewarm.so" ] || { echo "pg_prewarm (postgresql-15 contrib) is missing" >&2; exit 1; }
 
 	if [ -d "$WORK" ]; then

@@ -1,0 +1,42 @@
+/*-------------------------------------------------------------------------
+ *
+ * ss_sqlfunc.h
+ *	  Checks shared by the SQL functions that take a structure's regclass
+ *	  (bcms_estimate, qf_info, bloom_flush, ...), so that every error a
+ *	  user can reach through them has a proper SQLSTATE.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SS_SQLFUNC_H
+#define SS_SQLFUNC_H
+
+#include "postgres.h"
+
+#include "storage/lockdefs.h"
+#include "utils/relcache.h"
+
+/*
+ * Call before opening a structure: locks relid with lockmode and reports a
+ * relation that does not exist (OID 0, a dropped table, a number cast to
+ * regclass) as 42P01 instead of relation_open's internal error.  writer is
+ * the SQL name of a function that writes (e.g. "bcms_flush()"), or NULL for
+ * a reader: writers are refused during recovery (25006) before they try to
+ * lock or assign a transaction id.  Returns relid.
+ */
+extern Oid	ss_sql_lock_relid(Oid relid, LOCKMODE lockmode, const char *writer);
+
+/*
+ * Call after the structure's *_open checked the access method: an unlogged
+ * structure has no contents on a standby (0A000), and a writer is refused
+ * in a read-only transaction (25006) unless the structure is temporary.
+ */
+extern void ss_sql_check_access(Relation rel, const char *writer);
+
+/*
+ * The key type of an in-memory value (cms, qfilter) must exist: a value
+ * read from text or binary input may name any OID, and a stored value may
+ * name a type dropped since.  42704 otherwise.
+ */
+extern void ss_check_key_type(Oid typid, const char *typname);
+
+#endif							/* SS_SQLFUNC_H */
