@@ -5,21 +5,23 @@
  * library is loaded, and see what a statement did through partitioned and
  * inheritance parents and composite types.  ENABLE ALWAYS: they fire with
  * session_replication_role = replica too.  Binary upgrade passes all.
+ *
+ * The functions are C and run no SQL, so nothing is looked up through
+ * search_path on their behalf.  They do not pin search_path either: the
+ * start and rewrite triggers resolve the names in the statement, which
+ * must be resolved with the statement's own search_path.
  * ------------------------------------------------------------------- */
 
 CREATE FUNCTION streamsketch_guard_start() RETURNS event_trigger
-AS 'MODULE_PATHNAME', 'streamsketch_guard_start' LANGUAGE C
-SET search_path = pg_catalog, pg_temp;
+AS 'MODULE_PATHNAME', 'streamsketch_guard_start' LANGUAGE C;
 COMMENT ON FUNCTION streamsketch_guard_start() IS 'refuses rules, indexes, materialized views and ALTER TABLE forms on streamsketch structures before they run';
 
 CREATE FUNCTION streamsketch_guard_rewrite() RETURNS event_trigger
-AS 'MODULE_PATHNAME', 'streamsketch_guard_rewrite' LANGUAGE C
-SET search_path = pg_catalog, pg_temp;
+AS 'MODULE_PATHNAME', 'streamsketch_guard_rewrite' LANGUAGE C;
 COMMENT ON FUNCTION streamsketch_guard_rewrite() IS 'refuses every rewrite of a streamsketch structure, and SET ACCESS METHOD to or from a streamsketch access method';
 
 CREATE FUNCTION streamsketch_guard_end() RETURNS event_trigger
-AS 'MODULE_PATHNAME', 'streamsketch_guard_end' LANGUAGE C
-SET search_path = pg_catalog, pg_temp;
+AS 'MODULE_PATHNAME', 'streamsketch_guard_end' LANGUAGE C;
 COMMENT ON FUNCTION streamsketch_guard_end() IS 'refuses column changes, triggers, rules, constraints, indexes and publication membership that a statement gave a streamsketch structure';
 
 CREATE EVENT TRIGGER streamsketch_guard_start ON ddl_command_start

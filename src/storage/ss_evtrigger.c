@@ -36,7 +36,9 @@
  *
  * Binary upgrade (pg_upgrade) passes everything: it recreates what existed.
  * The functions are C and run no SQL, so no operator or function found
- * through search_path is ever called; the triggers also pin search_path.
+ * through search_path is ever called.  They deliberately do not pin
+ * search_path: the names in the statement's parse tree (ddl_command_start,
+ * table_rewrite) must resolve exactly as the statement resolves them.
  *
  *-------------------------------------------------------------------------
  */
@@ -254,7 +256,8 @@ typed_tables(Oid typrelid)
 
 /*
  * relid, and when recurse, its inheritance children and partitions at every
- * level, and the tables typed by it if it is a composite type.
+ * level; for a composite type, the tables typed by it (ALTER TYPE reaches
+ * them with CASCADE, and its RangeVar does not say inh).
  */
 static List *
 reached_relations(Oid relid, bool recurse)
@@ -264,18 +267,19 @@ reached_relations(Oid relid, bool recurse)
 
 	if (relkind == '\0')
 		return NIL;
-	if (!recurse)
-		return list_make1_oid(relid);
-	result = find_all_inheritors(relid, NoLock, NULL);
 	if (relkind == RELKIND_COMPOSITE_TYPE)
 	{
 		ListCell   *lc;
 
+		result = list_make1_oid(relid);
 		foreach(lc, typed_tables(relid))
 			result = list_concat_unique_oid(result,
 											find_all_inheritors(lfirst_oid(lc), NoLock, NULL));
+		return result;
 	}
-	return result;
+	if (!recurse)
+		return list_make1_oid(relid);
+	return find_all_inheritors(relid, NoLock, NULL);
 }
 
 /* The structures among rels. */
@@ -312,7 +316,7 @@ via_text(Oid named, Oid structure)
  * INHERIT on a parent does not reach its children.
  */
 static const char *
-alter_cmd_refusal(AlterTableCmd *cmd, SSRefusal *why)
+alter_cmd_refusal(AlterTableCmd *cmd, bool on_type, SSRefusal *why)
 {
 	switch (cmd->subtype)
 	{
@@ -320,14 +324,17 @@ alter_cmd_refusal(AlterTableCmd *cmd, SSRefusal *why)
 		case AT_AddColumnRecurse:
 		case AT_AddColumnToView:
 			*why = SSR_COLUMNS;
-			return "ALTER TABLE ... ADD COLUMN";
+			return on_type ? "ALTER TYPE ... ADD ATTRIBUTE" :
+				"ALTER TABLE ... ADD COLUMN";
 		case AT_DropColumn:
 		case AT_DropColumnRecurse:
 			*why = SSR_COLUMNS;
-			return "ALTER TABLE ... DROP COLUMN";
+			return on_type ? "ALTER TYPE ... DROP ATTRIBUTE" :
+				"ALTER TABLE ... DROP COLUMN";
 		case AT_AlterColumnType:
 			*why = SSR_COLUMNS;
-			return "ALTER TABLE ... ALTER COLUMN ... TYPE";
+			return on_type ? "ALTER TYPE ... ALTER ATTRIBUTE ... TYPE" :
+				"ALTER TABLE ... ALTER COLUMN ... TYPE";
 		case AT_DropExpression:
 			*why = SSR_COLUMNS;
 			return "ALTER TABLE ... ALTER COLUMN ... DROP EXPRESSION";
@@ -392,13 +399,52 @@ check_alter_cmds(List *cmds, Oid named, List *reached)
 
 		if (!IsA(cmd, AlterTableCmd))
 			continue;
-		what = alter_cmd_refusal(cmd, &why);
+		what = alter_cmd_refusal(cmd,
+								 rel_kind(named) == RELKIND_COMPOSITE_TYPE,
+								 &why);
 		if (what == NULL)
 			continue;
 		/* name the statement's own table if it is a structure */
 		if (list_member_oid(structs, named))
 			target = named;
 		refuse(what, target, via_text(named, target), NULL, why);
+	}
+}
+
+/*
+ * ALTER TABLE ... ADD PRIMARY KEY / UNIQUE / EXCLUDE (or USING INDEX) would
+ * build an index, which the access method refuses with a less helpful
+ * message; refuse it first.  Such constraints reach the partitions of a
+ * partitioned table, not the children of an inheritance parent.
+ */
+static void
+check_index_constraints(List *cmds, Oid named, bool recurse)
+{
+	ListCell   *lc;
+
+	foreach(lc, cmds)
+	{
+		AlterTableCmd *cmd = (AlterTableCmd *) lfirst(lc);
+		List	   *structs;
+
+		if (!IsA(cmd, AlterTableCmd))
+			continue;
+		if (cmd->subtype == AT_AddConstraint || cmd->subtype == AT_AddConstraintRecurse)
+		{
+			Constraint *con = (Constraint *) cmd->def;
+
+			if (con == NULL || !IsA(con, Constraint) ||
+				(con->contype != CONSTR_PRIMARY && con->contype != CONSTR_UNIQUE &&
+				 con->contype != CONSTR_EXCLUSION))
+				continue;
+		}
+		else if (cmd->subtype != AT_AddIndex && cmd->subtype != AT_AddIndexConstraint)
+			continue;
+		structs = structures_in(reached_relations(named,
+												  recurse && rel_kind(named) == RELKIND_PARTITIONED_TABLE));
+		if (structs != NIL)
+			refuse("ALTER TABLE ... ADD CONSTRAINT", linitial_oid(structs),
+				   via_text(named, linitial_oid(structs)), NULL, SSR_INDEX);
 	}
 }
 
@@ -560,10 +606,6 @@ check_structure_state(Oid relid, Oid named, CommandTag tag)
 
 	if (rel_kind(relid) == RELKIND_MATVIEW)
 		refuse(tagname, relid, NULL, NULL, SSR_MATVIEW);
-	if ((obj = first_trigger(relid)) != NULL)
-		refuse(tag_is(tag, CMDTAG_CREATE_TRIGGER) ? tagname :
-			   psprintf("%s adding a trigger", tagname),
-			   relid, via, obj, SSR_ROWS);
 	if ((obj = first_rule(relid)) != NULL)
 		refuse(tag_is(tag, CMDTAG_CREATE_RULE) ? tagname :
 			   psprintf("%s adding a rule", tagname),
@@ -576,6 +618,10 @@ check_structure_state(Oid relid, Oid named, CommandTag tag)
 		refuse(tag_is(tag, CMDTAG_CREATE_INDEX) ? tagname :
 			   psprintf("%s adding an index", tagname),
 			   relid, via, obj, SSR_INDEX);
+	if ((obj = first_trigger(relid)) != NULL)
+		refuse(tag_is(tag, CMDTAG_CREATE_TRIGGER) ? tagname :
+			   psprintf("%s adding a trigger", tagname),
+			   relid, via, obj, SSR_ROWS);
 	if ((obj = first_publication(relid)) != NULL)
 		refuse(psprintf("%s adding it to a publication", tagname),
 			   relid, via, obj, SSR_PUBLICATION);
@@ -685,9 +731,11 @@ guard_start(Node *parsetree)
 				AlterTableStmt *stmt = (AlterTableStmt *) parsetree;
 
 				relid = rangevar_relid(stmt->relation);
-				if (OidIsValid(relid))
-					check_alter_cmds(stmt->cmds, relid,
-									 reached_relations(relid, stmt->relation->inh));
+				if (!OidIsValid(relid))
+					break;
+				check_alter_cmds(stmt->cmds, relid,
+								 reached_relations(relid, stmt->relation->inh));
+				check_index_constraints(stmt->cmds, relid, stmt->relation->inh);
 				break;
 			}
 		default:
