@@ -10,7 +10,8 @@ SELECT count(*) AS loaded FROM pg_settings WHERE name = 'streamsketch.bcms_epsil
 SET streamsketch.bcms_epsilon = 0;
 SET streamsketch.qf_capacity = 5000;
 CREATE TABLE p_bad (k int) USING bcms;
--- (the library is loaded now, and SET validates)
+-- (the library is loaded now, and SET validates; a valid SET or a RESET
+-- replaces the rejected value)
 SET streamsketch.bcms_epsilon = 0;
 SET streamsketch.bcms_epsilon = 0.01;
 CREATE TABLE p_bcms (k int) USING bcms;
@@ -103,3 +104,17 @@ $$;
 SELECT bcms_estimate('p_bcms', 1) AS p_bcms_after_relabel;
 DROP TABLE p_bcms, p_qf, p_new, p_heap;
 SELECT count(*) AS labels_left FROM pg_seclabels WHERE objname LIKE 'p\_%';
+
+-- streamsketch.max_structure_size bounds what parameters may ask for (at
+-- creation) and how far a structure is ever extended
+SET streamsketch.max_structure_size = '1MB';
+\set VERBOSITY sqlstate
+SELECT bcms_create('p_big', 'int', epsilon => 1e-5);
+SELECT bcms_create('p_big', 'int', epsilon => 1e-5, mode => 'plain');
+SELECT qf_create('p_big', 'int', capacity => 100000000);
+SELECT bloom_create('p_big', 'int', capacity => 10000000);
+CREATE TABLE p_big (k int) USING bcms;	-- the default epsilon needs 1.1 MB
+\set VERBOSITY default
+SELECT bcms_create('p_big', 'int', epsilon => 1e-5);
+RESET streamsketch.max_structure_size;
+SELECT count(*) FROM pg_class WHERE relname = 'p_big';

@@ -22,6 +22,7 @@ extern int	ss_bcms_mode;
 extern bool ss_bcms_conservative;
 extern int	ss_bcms_buffer_size_kb;
 extern int	ss_pending_memory_kb;
+extern int	ss_max_structure_size_mb;
 extern int	ss_qf_capacity;
 extern double ss_qf_fp_rate;
 extern int	ss_qf_fanout;
@@ -99,6 +100,7 @@ extern const void *ss_creation_params(Relation rel, const SSStateOps *ops);
 extern void ss_check_settings(const char *const *names);
 extern void ss_params_note_placeholders(const char *prefix);
 extern void ss_params_find_rejected(void);
+extern void ss_setting_assigned(const char *name);
 
 /*
  * The columns of a structure that takes (key [, integer column]): the key

@@ -100,6 +100,7 @@ bcms_derive_geometry(BcmsParams *p)
 							p->width, p->depth),
 					 errhint("Use a larger epsilon or delta.")));
 		p->plain_pages = (uint32) total_pages;
+		ss_check_structure_pages(1 + (uint64) p->plain_pages, NULL);
 		return;
 	}
 
@@ -110,6 +111,7 @@ bcms_derive_geometry(BcmsParams *p)
 				 errmsg("bcms of width " UINT64_FORMAT " and depth %u is too large",
 						p->width, p->depth),
 				 errhint("Use a larger epsilon or delta.")));
+	ss_check_structure_pages(1 + (uint64) p->geom.npages, NULL);
 
 	/* sub-buffers: M bytes split evenly over the k sketch pages */
 	{
@@ -132,6 +134,7 @@ bcms_derive_geometry(BcmsParams *p)
 		p->subbufs_per_page = spp;
 		p->nbufpages = (p->geom.npages + spp - 1) / spp;
 	}
+	ss_check_structure_pages(1 + (uint64) p->geom.npages + p->nbufpages, NULL);
 }
 
 void

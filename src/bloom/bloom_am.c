@@ -138,6 +138,7 @@ bloom_derive(BloomParams *p)
 	}
 	else
 		p->bits_per_page = BLOOM_PAGE_BITS;
+	ss_check_structure_pages(1 + (uint64) p->npages, NULL);
 
 	p->nsubbufs = p->subbuf_cap = p->subbufs_per_page = p->nbufpages = 0;
 	if (p->mode == BLOOM_MODE_PLAIN || p->buffer_kb == 0)
@@ -170,6 +171,7 @@ bloom_derive(BloomParams *p)
 		p->nsubbufs = p->npages;
 		p->nbufpages = (p->npages + spp - 1) / spp;
 	}
+	ss_check_structure_pages(1 + (uint64) p->npages + p->nbufpages, NULL);
 }
 
 static const char *const bloom_settings[] = {

@@ -168,6 +168,10 @@ qfam_derive(QfamParams *p)
 			p->t0--;
 		}
 	}
+
+	/* the filter at its capacity: its largest level after the metapage */
+	qfam_level_shape(&lv, p->fp_bits, p->t_max);
+	ss_check_structure_pages(1 + ((uint64) 1 << lv.page_bits), NULL);
 }
 
 static const char *const qfam_settings[] = {

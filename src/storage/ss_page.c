@@ -97,12 +97,38 @@ ss_meta_check(Relation rel, Page page, SSKind kind)
 }
 
 /*
+ * Refuse a structure of npages pages that would exceed
+ * streamsketch.max_structure_size: at creation (from its parameters), and
+ * whenever it is extended, so that no parameter, growth or damaged
+ * metapage can fill the disk.
+ */
+void
+ss_check_structure_pages(uint64 npages, const char *relname)
+{
+	uint64		limit = (uint64) ss_max_structure_size_mb * 1024 * 1024 / BLCKSZ;
+
+	if (npages > limit)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 relname ?
+				 errmsg("streamsketch table \"%s\" would exceed streamsketch.max_structure_size",
+						relname) :
+				 errmsg("the structure would exceed streamsketch.max_structure_size"),
+				 errdetail("It would need " UINT64_FORMAT " MB; the limit is %d MB.",
+						   (npages * BLCKSZ + 1024 * 1024 - 1) / (1024 * 1024),
+						   ss_max_structure_size_mb),
+				 errhint("Choose smaller parameters, or raise streamsketch.max_structure_size.")));
+}
+
+/*
  * Make sure block blkno exists.  Structures are sparse: a page that was
  * never written reads as all zeros (PageIsNew), and is treated as empty.
- * The blocks up to blkno are added as zero pages straight through smgr,
- * without passing through shared buffers, so a first touch of a far page
- * does not flush the structure's hot pages out of the buffer pool.  The
- * zero pages are not WAL-logged: a standby or a crashed primary may have a
+ * Only block blkno is written, as a zero page straight through smgr: the
+ * blocks between the old end and blkno stay holes in the file, which read
+ * as zeros too, so touching a far page costs one write (and one per 1 GB
+ * segment boundary crossed), never a zero fill of everything before it,
+ * and does not pass through shared buffers and evict the hot pages.  The
+ * zero page is not WAL-logged: a standby or a crashed primary may have a
  * shorter file, and readers treat blocks beyond the end as empty too.
  *
  * Locking: takes and releases the relation extension lock; the caller must
@@ -111,23 +137,18 @@ ss_meta_check(Relation rel, Page page, SSKind kind)
 void
 ss_extend_to(Relation rel, BlockNumber blkno)
 {
-	BlockNumber nblocks;
 	PGAlignedBlock zerobuf;
 
 	if (ss_block_known_to_exist(rel, blkno) ||
 		blkno < RelationGetNumberOfBlocks(rel))
 		return;
 
+	ss_check_structure_pages((uint64) blkno + 1, RelationGetRelationName(rel));
 	memset(zerobuf.data, 0, BLCKSZ);
 	LockRelationForExtension(rel, ExclusiveLock);
-	nblocks = RelationGetNumberOfBlocks(rel);
-	while (nblocks <= blkno)
-	{
-		CHECK_FOR_INTERRUPTS();
-		smgrextend(RelationGetSmgr(rel), MAIN_FORKNUM, nblocks,
-				   zerobuf.data, false);
-		nblocks++;
-	}
+	if (blkno >= RelationGetNumberOfBlocks(rel))
+		smgrextend(RelationGetSmgr(rel), MAIN_FORKNUM, blkno, zerobuf.data,
+				   false);
 	UnlockRelationForExtension(rel, ExclusiveLock);
 }
 

@@ -81,6 +81,7 @@ extern void ss_page_check(Relation rel, BlockNumber blkno, Page page,
 /* Check a metapage's header; ereport(ERROR) on mismatch. */
 extern SSMetaHeader *ss_meta_check(Relation rel, Page page, SSKind kind);
 
+extern void ss_check_structure_pages(uint64 npages, const char *relname);
 extern bool ss_block_known_to_exist(Relation rel, BlockNumber blkno);
 extern Buffer ss_read_buffer_if_exists(Relation rel, BlockNumber blkno);
 struct SSXLogState;

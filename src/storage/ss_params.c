@@ -368,7 +368,8 @@ ss_creation_params(Relation rel, const SSStateOps *ops)
  * setting: an invalid value is then dropped with a WARNING, and the
  * setting keeps its default.  A structure created from it would silently
  * get a parameter the user did not ask for, so such settings are
- * remembered and creation from them fails until they are SET again.
+ * remembered and creation from them fails until they are assigned again
+ * (SET or RESET: the settings' assign hooks call ss_setting_assigned).
  */
 static List *rejected_settings = NIL;
 
@@ -384,9 +385,25 @@ find_setting(const char *name)
 	return NULL;
 }
 
+/* A setting was assigned since the library loaded: it is valid now. */
+void
+ss_setting_assigned(const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, rejected_settings)
+	{
+		if (strcmp((const char *) lfirst(lc), name) == 0)
+		{
+			rejected_settings = foreach_delete_current(rejected_settings, lc);
+			break;
+		}
+	}
+}
+
 /*
  * Refuse to use the settings names (NULL-terminated) if one of them was
- * rejected when the library was loaded and has not been set since.
+ * rejected when the library was loaded and has not been assigned since.
  */
 void
 ss_check_settings(const char *const *names)
@@ -396,20 +413,14 @@ ss_check_settings(const char *const *names)
 	foreach(lc, rejected_settings)
 	{
 		const char *name = lfirst(lc);
-		bool		listed = false;
-		struct config_generic *conf;
 
 		for (const char *const *n = names; *n; n++)
-			listed |= strcmp(*n, name) == 0;
-		if (!listed)
-			continue;
-		conf = find_setting(name);
-		if (conf != NULL && conf->source == PGC_S_DEFAULT)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("setting \"%s\" has an invalid value", name),
-					 errdetail("It was set before the streamsketch library was loaded, and its value was rejected when the library was loaded (see the WARNING then)."),
-					 errhint("SET %s to a valid value before creating the structure.", name)));
+			if (strcmp(*n, name) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("setting \"%s\" has an invalid value", name),
+						 errdetail("It was set before the streamsketch library was loaded, and its value was rejected when the library was loaded (see the WARNING then)."),
+						 errhint("SET %s to a valid value, or RESET it, before creating the structure.", name)));
 	}
 }
 
