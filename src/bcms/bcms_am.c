@@ -300,21 +300,6 @@ bcms_get_state(Relation rel)
 	return (BcmsState *) ss_get_state(rel, &bcms_state_ops);
 }
 
-static void
-bcms_relation_set_new_filenode(Relation rel, const RelFileNode *newrnode,
-							   char persistence, TransactionId *freezeXid,
-							   MultiXactId *minmulti)
-{
-	ss_set_new_filenode(rel, &bcms_state_ops, newrnode, persistence,
-						freezeXid, minmulti);
-}
-
-static void
-bcms_relation_nontransactional_truncate(Relation rel)
-{
-	ss_truncate_in_place(rel, &bcms_state_ops);
-}
-
 /*
  * One row = one occurrence of its key (or `weight` occurrences).  Rows
  * with a NULL key or a NULL weight are skipped, as aggregates skip NULLs.
@@ -360,8 +345,6 @@ bcms_handler(PG_FUNCTION_ARGS)
 		MemSet(&bcms_routine, 0, sizeof(bcms_routine));
 		ss_tableam_init_common(&bcms_routine, &bcms_state_ops);
 		bcms_routine.tuple_insert = bcms_tuple_insert;
-		bcms_routine.relation_set_new_filenode = bcms_relation_set_new_filenode;
-		bcms_routine.relation_nontransactional_truncate = bcms_relation_nontransactional_truncate;
 		bcms_routine_ready = true;
 	}
 	PG_RETURN_POINTER(&bcms_routine);

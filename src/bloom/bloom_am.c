@@ -310,21 +310,6 @@ bloom_get_state(Relation rel)
 	return (BloomState *) ss_get_state(rel, &bloom_state_ops);
 }
 
-static void
-bloom_relation_set_new_filenode(Relation rel, const RelFileNode *newrnode,
-								char persistence, TransactionId *freezeXid,
-								MultiXactId *minmulti)
-{
-	ss_set_new_filenode(rel, &bloom_state_ops, newrnode, persistence,
-						freezeXid, minmulti);
-}
-
-static void
-bloom_relation_nontransactional_truncate(Relation rel)
-{
-	ss_truncate_in_place(rel, &bloom_state_ops);
-}
-
 /* One row inserts its key; rows with a NULL key are skipped. */
 static void
 bloom_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
@@ -352,8 +337,6 @@ bloom_filter_handler(PG_FUNCTION_ARGS)
 		MemSet(&bloom_routine, 0, sizeof(bloom_routine));
 		ss_tableam_init_common(&bloom_routine, &bloom_state_ops);
 		bloom_routine.tuple_insert = bloom_tuple_insert;
-		bloom_routine.relation_set_new_filenode = bloom_relation_set_new_filenode;
-		bloom_routine.relation_nontransactional_truncate = bloom_relation_nontransactional_truncate;
 		bloom_routine_ready = true;
 	}
 	PG_RETURN_POINTER(&bloom_routine);

@@ -307,21 +307,6 @@ qfam_get_state(Relation rel)
 	return (QfamState *) ss_get_state(rel, &qfam_state_ops);
 }
 
-static void
-qfam_relation_set_new_filenode(Relation rel, const RelFileNode *newrnode,
-							   char persistence, TransactionId *freezeXid,
-							   MultiXactId *minmulti)
-{
-	ss_set_new_filenode(rel, &qfam_state_ops, newrnode, persistence,
-						freezeXid, minmulti);
-}
-
-static void
-qfam_relation_nontransactional_truncate(Relation rel)
-{
-	ss_truncate_in_place(rel, &qfam_state_ops);
-}
-
 /*
  * VACUUM resolves the undo segment of the last deleting commit (see
  * qfam_undo.c), waiting for a deleter still committing; nothing else is
@@ -387,8 +372,6 @@ qfam_handler(uint32 kind)
 			MemSet(r, 0, sizeof(*r));
 			ss_tableam_init_common(r, &qfam_state_ops);
 			r->tuple_insert = qfam_tuple_insert;
-			r->relation_set_new_filenode = qfam_relation_set_new_filenode;
-			r->relation_nontransactional_truncate = qfam_relation_nontransactional_truncate;
 			r->relation_vacuum = qfam_relation_vacuum;
 			r->relation_copy_for_cluster = qfam_relation_copy_for_cluster;
 		}

@@ -615,6 +615,15 @@ ss_set_new_filenode(Relation rel, const SSStateOps *ops,
 	ss_forget_state(rel);
 }
 
+static void
+ss_relation_set_new_filenode(Relation rel, const RelFileNode *newrnode,
+							 char persistence, TransactionId *freezeXid,
+							 MultiXactId *minmulti)
+{
+	ss_set_new_filenode(rel, ss_structure_ops(rel), newrnode, persistence,
+						freezeXid, minmulti);
+}
+
 /*
  * relation_nontransactional_truncate (TRUNCATE of a table created or
  * truncated in this transaction): the same file, emptied, with a new
@@ -632,6 +641,12 @@ ss_truncate_in_place(Relation rel, const SSStateOps *ops)
 	ss_forget_state(rel);
 	ops->init_meta(st, meta);
 	ss_ensure_metapage(rel, ops->kind, meta, ops->meta_size);
+}
+
+static void
+ss_relation_nontransactional_truncate(Relation rel)
+{
+	ss_truncate_in_place(rel, ss_structure_ops(rel));
 }
 
 /* ALTER TABLE SET TABLESPACE: copy every fork block by block. */
@@ -796,9 +811,8 @@ ss_int_datum(Oid inttype, Datum d)
 
 /*
  * Fill the callbacks common to all structures, and register ops as the
- * structure of routine r.  The caller sets
- * tuple_insert, relation_set_new_filenode and
- * relation_nontransactional_truncate, and may override the scan.
+ * structure of routine r.  The caller sets tuple_insert and may override
+ * the scan.
  */
 void
 ss_tableam_init_common(TableAmRoutine *r, const SSStateOps *ops)
@@ -828,6 +842,8 @@ ss_tableam_init_common(TableAmRoutine *r, const SSStateOps *ops)
 	r->tuple_delete = ss_tuple_delete;
 	r->tuple_update = ss_tuple_update;
 	r->tuple_lock = ss_tuple_lock;
+	r->relation_set_new_filenode = ss_relation_set_new_filenode;
+	r->relation_nontransactional_truncate = ss_relation_nontransactional_truncate;
 	r->relation_copy_data = ss_relation_copy_data;
 	r->relation_copy_for_cluster = ss_relation_copy_for_cluster;
 	r->relation_vacuum = ss_relation_vacuum;
