@@ -15,22 +15,9 @@
 #include "lib/stringinfo.h"
 #include "utils/rel.h"
 
-/* GUCs (streamsketch.*) */
-extern double ss_bcms_epsilon;
-extern double ss_bcms_delta;
-extern int	ss_bcms_mode;
-extern bool ss_bcms_conservative;
-extern int	ss_bcms_buffer_size_kb;
+/* the storage layer's settings (streamsketch.*) */
 extern int	ss_pending_memory_kb;
 extern int	ss_max_structure_size_mb;
-extern int	ss_qf_capacity;
-extern double ss_qf_fp_rate;
-extern int	ss_qf_fanout;
-extern int	ss_qf_buffer_size_kb;
-extern int	ss_bloom_capacity;
-extern double ss_bloom_fp_rate;
-extern int	ss_bloom_mode;
-extern int	ss_bloom_buffer_size_kb;
 
 /* ss_tableam.c: fill the callbacks every structure shares */
 struct SSStateOps;
@@ -51,7 +38,7 @@ extern bool ss_scan_claim(TableScanDesc scan);
  */
 typedef struct SSStateOps
 {
-	uint32		kind;			/* SSKind in the metapage */
+	uint32		kind;			/* the kind its metapage is stamped with */
 	Size		state_size;
 	Size		meta_size;
 	void		(*apply) (Relation rel);	/* its pending-log apply (SSApplyFunc) */
@@ -101,6 +88,19 @@ extern void ss_check_settings(const char *const *names);
 extern void ss_params_note_placeholders(const char *prefix);
 extern void ss_params_find_rejected(void);
 extern void ss_setting_assigned(const char *name);
+extern void ss_storage_init(void);
+
+/*
+ * An assign hook for a setting that gives new structures a parameter: an
+ * assignment after the library was loaded (SET, RESET) replaces a value
+ * that was rejected when it loaded (ss_params.c).
+ */
+#define SS_ASSIGN_HOOK(setting, ctype) \
+static void \
+assign_##setting(ctype newval, void *extra) \
+{ \
+	ss_setting_assigned("streamsketch." #setting); \
+}
 
 /*
  * The columns of a structure that takes (key [, integer column]): the key

@@ -37,6 +37,11 @@
 #include "ss_page.h"
 #include "utils/rel.h"
 
+/* kind and page types (ss_page.h) */
+#define SS_KIND_BCMS		1
+#define SS_PAGE_BCMS_SKETCH	2
+#define SS_PAGE_BCMS_BUFFER	3
+
 #define BCMS_MODE_BUFFERED	0
 #define BCMS_MODE_PLAIN		1
 
@@ -151,5 +156,13 @@ extern int64 bcms_flush_all(Relation rel, const BcmsState *st);
 
 /* bcms_query.c */
 extern int64 bcms_estimate_hash(Relation rel, const BcmsState *st, SSHash h);
+
+/* settings: defaults of new bcms tables (bcms_am.c) */
+extern double ss_bcms_epsilon;
+extern double ss_bcms_delta;
+extern int	ss_bcms_mode;
+extern bool ss_bcms_conservative;
+extern int	ss_bcms_buffer_size_kb;
+extern void bcms_init(void);
 
 #endif							/* BCMS_H */

@@ -29,6 +29,7 @@
 #include "streamsketch.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 
 PG_FUNCTION_INFO_V1(bcms_handler);
@@ -348,4 +349,55 @@ bcms_handler(PG_FUNCTION_ARGS)
 		bcms_routine_ready = true;
 	}
 	PG_RETURN_POINTER(&bcms_routine);
+}
+
+/* ---- settings (streamsketch.*): the defaults of new bcms tables ---- */
+
+double		ss_bcms_epsilon = 0.0001;
+double		ss_bcms_delta = 0.01;
+int			ss_bcms_mode = BCMS_MODE_BUFFERED;
+bool		ss_bcms_conservative = false;
+int			ss_bcms_buffer_size_kb = 8192;
+
+static const struct config_enum_entry bcms_mode_options[] = {
+	{"buffered", BCMS_MODE_BUFFERED, false},
+	{"plain", BCMS_MODE_PLAIN, false},
+	{NULL, 0, false}
+};
+
+SS_ASSIGN_HOOK(bcms_epsilon, double)
+SS_ASSIGN_HOOK(bcms_delta, double)
+SS_ASSIGN_HOOK(bcms_mode, int)
+SS_ASSIGN_HOOK(bcms_conservative, bool)
+SS_ASSIGN_HOOK(bcms_buffer_size, int)
+
+/* Called by _PG_init. */
+void
+bcms_init(void)
+{
+	DefineCustomRealVariable("streamsketch.bcms_epsilon",
+							 "Default error factor epsilon of new bcms tables.",
+							 "Estimates exceed the true count by at most epsilon times the stream's total weight, with probability 1 - delta.  Width = ceil(e/epsilon).",
+							 &ss_bcms_epsilon, 0.0001, 1e-12, 0.5,
+							 PGC_USERSET, 0, NULL, assign_bcms_epsilon, NULL);
+	DefineCustomRealVariable("streamsketch.bcms_delta",
+							 "Default failure probability delta of new bcms tables.",
+							 "Depth = ceil(ln(1/delta)).",
+							 &ss_bcms_delta, 0.01, 1e-12, 0.5,
+							 PGC_USERSET, 0, NULL, assign_bcms_delta, NULL);
+	DefineCustomEnumVariable("streamsketch.bcms_mode",
+							 "Default layout of new bcms tables.",
+							 "buffered: hash-localized pages with in-page sub-buffers (the buffered count-min sketch); plain: the classic count-min sketch, one page per row hash.",
+							 &ss_bcms_mode, BCMS_MODE_BUFFERED, bcms_mode_options,
+							 PGC_USERSET, 0, NULL, assign_bcms_mode, NULL);
+	DefineCustomBoolVariable("streamsketch.bcms_conservative",
+							 "Default for conservative update in new buffered bcms tables.",
+							 NULL,
+							 &ss_bcms_conservative, false,
+							 PGC_USERSET, 0, NULL, assign_bcms_conservative, NULL);
+	DefineCustomIntVariable("streamsketch.bcms_buffer_size",
+							"Default total size M of the sub-buffers of new buffered bcms tables.",
+							"The sub-buffers live in the table's own pages and stay hot in shared_buffers; 0 disables buffering.",
+							&ss_bcms_buffer_size_kb, 8192, 0, 64 * 1024 * 1024,
+							PGC_USERSET, GUC_UNIT_KB, NULL, assign_bcms_buffer_size, NULL);
 }

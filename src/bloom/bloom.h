@@ -67,6 +67,11 @@
 #include "ss_page.h"
 #include "utils/rel.h"
 
+/* kind and page types (ss_page.h) */
+#define SS_KIND_BLOOM		3
+#define SS_PAGE_BLOOM_BITS	5
+#define SS_PAGE_BLOOM_BUFFER	6
+
 #define BLOOM_MODE_PLAIN		0
 #define BLOOM_MODE_ELEVATOR		1
 #define BLOOM_MODE_LOCALIZED	2
@@ -212,5 +217,12 @@ extern int64 bloom_flush_all(Relation rel, const BloomState *st);
 
 /* bloom_query.c */
 extern bool bloom_contains_hash(Relation rel, const BloomState *st, SSHash h);
+
+/* settings: defaults of new bloom_filter tables (bloom_am.c) */
+extern int	ss_bloom_capacity;
+extern double ss_bloom_fp_rate;
+extern int	ss_bloom_mode;
+extern int	ss_bloom_buffer_size_kb;
+extern void bloom_init(void);
 
 #endif							/* BLOOM_H */

@@ -27,6 +27,7 @@
 #include "ss_pending.h"
 #include "streamsketch.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 
 PG_FUNCTION_INFO_V1(bloom_filter_handler);
@@ -340,4 +341,49 @@ bloom_filter_handler(PG_FUNCTION_ARGS)
 		bloom_routine_ready = true;
 	}
 	PG_RETURN_POINTER(&bloom_routine);
+}
+
+/* ---- settings (streamsketch.*): the defaults of new bloom_filter tables ---- */
+
+int			ss_bloom_capacity = 1000000;
+double		ss_bloom_fp_rate = 0.001;
+int			ss_bloom_mode = BLOOM_MODE_LOCALIZED;
+int			ss_bloom_buffer_size_kb = 8192;
+
+static const struct config_enum_entry bloom_mode_options[] = {
+	{"plain", BLOOM_MODE_PLAIN, false},
+	{"elevator", BLOOM_MODE_ELEVATOR, false},
+	{"localized", BLOOM_MODE_LOCALIZED, false},
+	{NULL, 0, false}
+};
+
+SS_ASSIGN_HOOK(bloom_capacity, int)
+SS_ASSIGN_HOOK(bloom_fp_rate, double)
+SS_ASSIGN_HOOK(bloom_mode, int)
+SS_ASSIGN_HOOK(bloom_buffer_size, int)
+
+/* Called by _PG_init. */
+void
+bloom_init(void)
+{
+	DefineCustomIntVariable("streamsketch.bloom_capacity",
+							"Default expected number of keys of new bloom_filter tables.",
+							"Bits m = -capacity ln(fp_rate) / (ln 2)^2; a Bloom filter does not grow, its false-positive rate rises past the capacity.",
+							&ss_bloom_capacity, 1000000, 1, INT_MAX,
+							PGC_USERSET, 0, NULL, assign_bloom_capacity, NULL);
+	DefineCustomRealVariable("streamsketch.bloom_fp_rate",
+							 "Default false-positive rate of new bloom_filter tables.",
+							 "Hash functions k = round(m/capacity ln 2).",
+							 &ss_bloom_fp_rate, 0.001, 1e-15, 0.5,
+							 PGC_USERSET, 0, NULL, assign_bloom_fp_rate, NULL);
+	DefineCustomEnumVariable("streamsketch.bloom_mode",
+							 "Default layout of new bloom_filter tables.",
+							 "plain: the Bloom filter on disk, k random pages per insert; elevator: the same bits with a persistent insert buffer flushed in page order when full (EBF); localized: all k bits of a key in one page with per-page sub-buffers (BBF).",
+							 &ss_bloom_mode, BLOOM_MODE_LOCALIZED, bloom_mode_options,
+							 PGC_USERSET, 0, NULL, assign_bloom_mode, NULL);
+	DefineCustomIntVariable("streamsketch.bloom_buffer_size",
+							"Default insert buffer size M of new elevator and localized bloom_filter tables.",
+							"The buffer lives in the table's own pages and stays hot in shared_buffers; 0 disables buffering.",
+							&ss_bloom_buffer_size_kb, 8192, 0, 64 * 1024 * 1024,
+							PGC_USERSET, GUC_UNIT_KB, NULL, assign_bloom_buffer_size, NULL);
 }

@@ -49,6 +49,11 @@
 #include "ss_page.h"
 #include "utils/rel.h"
 
+/* kind and page types (ss_page.h) */
+#define SS_KIND_QF			2	/* the quotient filter family */
+#define SS_PAGE_QF_AREA		4
+#define SS_PAGE_QF_UNDO		7
+
 #define QFAM_MAX_LEVELS		32
 #define QFAM_MAX_LOAD		QF_MAX_LOAD
 #define QFAM_MAX_PAGE_BITS	27	/* 1 TB of pages */
@@ -211,5 +216,12 @@ extern bool qfam_cursor_next(QfamCursor *c);
 extern void qfam_cursor_end(QfamCursor *c);
 extern bool qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc,
 							  uint32 target, uint32 target_t);
+
+/* settings: defaults of new quotient filter tables (qfam_am.c) */
+extern int	ss_qf_capacity;
+extern double ss_qf_fp_rate;
+extern int	ss_qf_fanout;
+extern int	ss_qf_buffer_size_kb;
+extern void qfam_init(void);
 
 #endif							/* QFAM_H */

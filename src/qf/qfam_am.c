@@ -27,6 +27,7 @@
 #include "storage/lmgr.h"
 #include "streamsketch.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 
 PG_FUNCTION_INFO_V1(quotient_filter_handler);
@@ -396,4 +397,42 @@ Datum
 cascade_filter_handler(PG_FUNCTION_ARGS)
 {
 	return qfam_handler(QFAM_KIND_CF);
+}
+
+/* ---- settings (streamsketch.*): the defaults of new quotient filter tables ---- */
+
+int			ss_qf_capacity = 1000000;
+double		ss_qf_fp_rate = 0.001;
+int			ss_qf_fanout = 4;
+int			ss_qf_buffer_size_kb = 8192;
+
+SS_ASSIGN_HOOK(qf_capacity, int)
+SS_ASSIGN_HOOK(qf_fp_rate, double)
+SS_ASSIGN_HOOK(qf_fanout, int)
+SS_ASSIGN_HOOK(qf_buffer_size, int)
+
+/* Called by _PG_init. */
+void
+qfam_init(void)
+{
+	DefineCustomIntVariable("streamsketch.qf_capacity",
+							"Default expected number of keys of new quotient filter tables.",
+							"The filter grows past it by resizing.",
+							&ss_qf_capacity, 1000000, 1, INT_MAX,
+							PGC_USERSET, 0, NULL, assign_qf_capacity, NULL);
+	DefineCustomRealVariable("streamsketch.qf_fp_rate",
+							 "Default false-positive rate of new quotient filter tables.",
+							 NULL,
+							 &ss_qf_fp_rate, 0.001, 1e-15, 0.5,
+							 PGC_USERSET, 0, NULL, assign_qf_fp_rate, NULL);
+	DefineCustomIntVariable("streamsketch.qf_fanout",
+							"Default fanout (size ratio of consecutive levels) of new cascade filter tables.",
+							"A power of two; larger fanouts mean fewer levels (faster lookups) and more rewriting (slower inserts).",
+							&ss_qf_fanout, 4, 2, 1024,
+							PGC_USERSET, 0, NULL, assign_qf_fanout, NULL);
+	DefineCustomIntVariable("streamsketch.qf_buffer_size",
+							"Default size of level 0 (the in-RAM level) of new buffered quotient filter and cascade filter tables.",
+							"Level 0's pages are updated in place and stay hot in shared_buffers.",
+							&ss_qf_buffer_size_kb, 8192, 8, 64 * 1024 * 1024,
+							PGC_USERSET, GUC_UNIT_KB, NULL, assign_qf_buffer_size, NULL);
 }

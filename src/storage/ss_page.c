@@ -61,7 +61,7 @@ ss_page_check(Relation rel, BlockNumber blkno, Page page, uint16 page_type)
 }
 
 SSMetaHeader *
-ss_meta_check(Relation rel, Page page, SSKind kind)
+ss_meta_check(Relation rel, Page page, uint32 kind)
 {
 	SSMetaHeader *meta;
 
@@ -189,7 +189,7 @@ ss_read_buffer_if_exists(Relation rel, BlockNumber blkno)
  * record arrived).
  */
 bool
-ss_read_metapage(Relation rel, SSKind kind, void *meta, Size size)
+ss_read_metapage(Relation rel, uint32 kind, void *meta, Size size)
 {
 	Buffer		buf;
 	Page		page;
@@ -212,7 +212,7 @@ ss_read_metapage(Relation rel, SSKind kind, void *meta, Size size)
 
 /* The header every metapage starts with. */
 void
-ss_meta_header_init(SSMetaHeader *hdr, SSKind kind, uint32 seed)
+ss_meta_header_init(SSMetaHeader *hdr, uint32 kind, uint32 seed)
 {
 	hdr->magic = SS_META_MAGIC;
 	hdr->version = SS_META_VERSION;
@@ -227,7 +227,7 @@ ss_meta_header_init(SSMetaHeader *hdr, SSKind kind, uint32 seed)
  * UnlockReleaseBuffer(*bufp).
  */
 void *
-ss_meta_register(Relation rel, SSKind kind, SSXLogState *state, Buffer *bufp)
+ss_meta_register(Relation rel, uint32 kind, SSXLogState *state, Buffer *bufp)
 {
 	Buffer		buf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
 
@@ -244,7 +244,7 @@ ss_meta_register(Relation rel, SSKind kind, SSXLogState *state, Buffer *bufp)
  * that initialized it, so that case is initialized too.
  */
 void
-ss_ensure_metapage(Relation rel, SSKind kind, const void *meta, Size size)
+ss_ensure_metapage(Relation rel, uint32 kind, const void *meta, Size size)
 {
 	Buffer		buf;
 

@@ -28,22 +28,13 @@
 #define SS_META_VERSION		1
 #define SS_METAPAGE_BLKNO	0
 
-/* Page types (SSPageOpaqueData.page_type). */
+/*
+ * Page types (SSPageOpaqueData.page_type): the metapage's is the storage
+ * layer's; each structure defines its own in its header, with numbers
+ * unique across structures (so a page of one is never taken for another's),
+ * as it defines its kind, the number its metapage is stamped with.
+ */
 #define SS_PAGE_META		1
-#define SS_PAGE_BCMS_SKETCH	2
-#define SS_PAGE_BCMS_BUFFER	3
-#define SS_PAGE_QF_AREA		4
-#define SS_PAGE_BLOOM_BITS	5
-#define SS_PAGE_BLOOM_BUFFER	6
-#define SS_PAGE_QF_UNDO		7
-
-/* Structure kinds stored in the metapage. */
-typedef enum SSKind
-{
-	SS_KIND_BCMS = 1,
-	SS_KIND_QF = 2,				/* quotient filter family */
-	SS_KIND_BLOOM = 3			/* paged Bloom filter */
-} SSKind;
 
 typedef struct SSPageOpaqueData
 {
@@ -67,7 +58,7 @@ typedef struct SSMetaHeader
 {
 	uint32		magic;
 	uint32		version;
-	uint32		kind;			/* SSKind */
+	uint32		kind;			/* the structure's kind (its header) */
 	uint32		seed;			/* hash seed of every key hash */
 } SSMetaHeader;
 
@@ -79,17 +70,17 @@ extern void ss_page_check(Relation rel, BlockNumber blkno, Page page,
 						  uint16 page_type);
 
 /* Check a metapage's header; ereport(ERROR) on mismatch. */
-extern SSMetaHeader *ss_meta_check(Relation rel, Page page, SSKind kind);
+extern SSMetaHeader *ss_meta_check(Relation rel, Page page, uint32 kind);
 
 extern void ss_check_structure_pages(uint64 npages, const char *relname);
 extern bool ss_block_known_to_exist(Relation rel, BlockNumber blkno);
 extern Buffer ss_read_buffer_if_exists(Relation rel, BlockNumber blkno);
 struct SSXLogState;
-extern void ss_meta_header_init(SSMetaHeader *hdr, SSKind kind, uint32 seed);
-extern void *ss_meta_register(Relation rel, SSKind kind,
+extern void ss_meta_header_init(SSMetaHeader *hdr, uint32 kind, uint32 seed);
+extern void *ss_meta_register(Relation rel, uint32 kind,
 							  struct SSXLogState *state, Buffer *bufp);
-extern bool ss_read_metapage(Relation rel, SSKind kind, void *meta, Size size);
-extern void ss_ensure_metapage(Relation rel, SSKind kind, const void *meta,
+extern bool ss_read_metapage(Relation rel, uint32 kind, void *meta, Size size);
+extern void ss_ensure_metapage(Relation rel, uint32 kind, const void *meta,
 							   Size size);
 
 extern Page ss_lock_page_for_write(Relation rel, struct SSXLogState *state,

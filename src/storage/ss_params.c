@@ -49,6 +49,7 @@
 #include "storage/lmgr.h"
 #include "streamsketch.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/varlena.h"
 #include "utils/guc_tables.h"
 #include "utils/lsyscache.h"
@@ -469,4 +470,25 @@ void
 ss_params_init(void)
 {
 	register_label_provider(SS_LABEL_PROVIDER, ss_label_check);
+}
+
+/* ---- the storage layer's settings ---- */
+
+int			ss_pending_memory_kb = 4096;
+int			ss_max_structure_size_mb = 64 * 1024;
+
+/* Called by _PG_init. */
+void
+ss_storage_init(void)
+{
+	DefineCustomIntVariable("streamsketch.pending_memory",
+							"Memory a transaction's pending streamsketch changes may use before spilling to a temporary file.",
+							NULL,
+							&ss_pending_memory_kb, 4096, 64, MAX_KILOBYTES,
+							PGC_USERSET, GUC_UNIT_KB, NULL, NULL, NULL);
+	DefineCustomIntVariable("streamsketch.max_structure_size",
+							"Largest size a streamsketch structure may reach.",
+							"Creating a structure whose parameters need more, and growing or writing a structure beyond it, fail.",
+							&ss_max_structure_size_mb, 64 * 1024, 1, INT_MAX,
+							PGC_SUSET, GUC_UNIT_MB, NULL, NULL, NULL);
 }
