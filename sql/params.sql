@@ -118,3 +118,16 @@ CREATE TABLE p_big (k int) USING bcms;	-- the default epsilon needs 1.1 MB
 SELECT bcms_create('p_big', 'int', epsilon => 1e-5);
 RESET streamsketch.max_structure_size;
 SELECT count(*) FROM pg_class WHERE relname = 'p_big';
+
+-- inserts are counted like a heap's, for monitoring and for autovacuum's
+-- insert threshold (autovacuum then runs the structure's VACUUM)
+CREATE TABLE p_stats_b (k int) USING bcms;
+CREATE TABLE p_stats_q (k int) USING cascade_filter;
+CREATE TABLE p_stats_f (k int) USING bloom_filter;
+INSERT INTO p_stats_b SELECT g FROM generate_series(1, 100) g;
+COPY p_stats_q FROM PROGRAM 'seq 1 50';
+INSERT INTO p_stats_f VALUES (1), (NULL);
+SELECT pg_stat_force_next_flush();
+SELECT relname, n_tup_ins FROM pg_stat_user_tables
+WHERE relname LIKE 'p\_stats\__' ORDER BY relname;
+DROP TABLE p_stats_b, p_stats_q, p_stats_f;

@@ -24,6 +24,7 @@
 #include "executor/tuptable.h"
 #include "bcms.h"
 #include "miscadmin.h"
+#include "pgstat.h"
 #include "ss_pending.h"
 #include "storage/bufmgr.h"
 #include "streamsketch.h"
@@ -311,6 +312,9 @@ bcms_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 {
 	BcmsState  *st = bcms_get_state(rel);
 	SSPendingKey key;
+
+	/* seen by monitoring and by autovacuum's insert threshold */
+	pgstat_count_heap_insert(rel, 1);
 
 	slot_getallattrs(slot);
 	slot->tts_tableOid = RelationGetRelid(rel);

@@ -24,6 +24,7 @@
 #include "catalog/storage.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "pgstat.h"
 #include "ss_pending.h"
 #include "streamsketch.h"
 #include "utils/builtins.h"
@@ -318,6 +319,9 @@ bloom_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 {
 	BloomState *st = bloom_get_state(rel);
 	SSPendingKey key;
+
+	/* seen by monitoring and by autovacuum's insert threshold */
+	pgstat_count_heap_insert(rel, 1);
 
 	slot_getallattrs(slot);
 	slot->tts_tableOid = RelationGetRelid(rel);

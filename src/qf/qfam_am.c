@@ -22,6 +22,7 @@
 #include "catalog/storage.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "pgstat.h"
 #include "qfam.h"
 #include "ss_pending.h"
 #include "storage/lmgr.h"
@@ -335,6 +336,9 @@ qfam_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 {
 	QfamState  *st = qfam_get_state(rel);
 	SSPendingKey key;
+
+	/* seen by monitoring and by autovacuum's insert threshold */
+	pgstat_count_heap_insert(rel, 1);
 
 	slot_getallattrs(slot);
 	slot->tts_tableOid = RelationGetRelid(rel);

@@ -146,11 +146,15 @@ ss_tableam_register(const TableAmRoutine *routine, const SSStateOps *ops)
 	nregistered++;
 }
 
-/* rel's structure ops, or NULL if rel is not one of our structures. */
+/*
+ * rel's structure ops, or NULL if rel does not use one of our access
+ * methods (a materialized view can, if the guard's event triggers were
+ * disabled when it was created).
+ */
 const SSStateOps *
 ss_structure_ops(Relation rel)
 {
-	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_tableam == NULL)
+	if (rel->rd_tableam == NULL)
 		return NULL;
 	for (int i = 0; i < nregistered; i++)
 		if (registered[i].routine == rel->rd_tableam)
@@ -615,12 +619,24 @@ ss_set_new_filenode(Relation rel, const SSStateOps *ops,
 	ss_forget_state(rel);
 }
 
+/* The ops of rel, which our routine's callback was called for. */
+static const SSStateOps *
+ss_routine_ops(Relation rel)
+{
+	const SSStateOps *ops = ss_structure_ops(rel);
+
+	if (ops == NULL)
+		elog(ERROR, "relation \"%s\" has no registered streamsketch structure",
+			 RelationGetRelationName(rel));
+	return ops;
+}
+
 static void
 ss_relation_set_new_filenode(Relation rel, const RelFileNode *newrnode,
 							 char persistence, TransactionId *freezeXid,
 							 MultiXactId *minmulti)
 {
-	ss_set_new_filenode(rel, ss_structure_ops(rel), newrnode, persistence,
+	ss_set_new_filenode(rel, ss_routine_ops(rel), newrnode, persistence,
 						freezeXid, minmulti);
 }
 
@@ -646,7 +662,7 @@ ss_truncate_in_place(Relation rel, const SSStateOps *ops)
 static void
 ss_relation_nontransactional_truncate(Relation rel)
 {
-	ss_truncate_in_place(rel, ss_structure_ops(rel));
+	ss_truncate_in_place(rel, ss_routine_ops(rel));
 }
 
 /* ALTER TABLE SET TABLESPACE: copy every fork block by block. */
