@@ -117,6 +117,13 @@ CREATE TABLE p_big (k int) USING bcms;	-- the default epsilon needs 1.1 MB
 \set VERBOSITY default
 SELECT bcms_create('p_big', 'int', epsilon => 1e-5);
 RESET streamsketch.max_structure_size;
+-- constructor arguments are bounded like the settings and labels
+\set VERBOSITY default
+SELECT bcms_create('p_big', 'int', buffer_size => '100GB');
+SELECT qf_create('p_big', 'int', buffer_size => '1TB', access_method => 'cascade_filter');
+SELECT qf_create('p_big', 'int', fanout => -2, access_method => 'cascade_filter');
+SELECT bcms_create('p_big', 'int', epsilon => 1e-300);
+SELECT bcms_create('nodb.public.p_big', 'int');
 SELECT count(*) FROM pg_class WHERE relname = 'p_big';
 
 -- inserts are counted like a heap's, for monitoring and for autovacuum's
@@ -131,3 +138,17 @@ SELECT pg_stat_force_next_flush();
 SELECT relname, n_tup_ins FROM pg_stat_user_tables
 WHERE relname LIKE 'p\_stats\__' ORDER BY relname;
 DROP TABLE p_stats_b, p_stats_q, p_stats_f;
+
+-- placeholders that hold no value when the library loads are not rejected:
+-- a RESET, or a SET LOCAL of a transaction that has ended
+\c
+RESET streamsketch.bcms_epsilon;
+BEGIN;
+SET LOCAL streamsketch.qf_capacity = 'abc';
+COMMIT;
+SELECT count(*) AS loaded FROM pg_settings WHERE name = 'streamsketch.bcms_epsilon';
+CREATE TABLE p_reset_b (k int) USING bcms;
+CREATE TABLE p_reset_q (k int) USING quotient_filter;
+SELECT epsilon FROM bcms_info('p_reset_b');
+SELECT capacity FROM qf_info('p_reset_q');
+DROP TABLE p_reset_b, p_reset_q;

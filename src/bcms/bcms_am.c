@@ -147,6 +147,14 @@ bcms_check_epsilon_delta(double epsilon, double delta)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("bcms epsilon %g is out of range", epsilon),
 				 errdetail("Epsilon must be greater than 0 and less than 1.")));
+	/* below this the width (e/epsilon) exceeds what any sketch may have */
+	if (epsilon < M_E / ((double) CMS_MAX_PAGES * CMS_COUNTERS_PER_PAGE))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("bcms epsilon %g is too small", epsilon),
+				 errdetail("The width e/epsilon would exceed the largest sketch, %u pages of %zu counters.",
+						   CMS_MAX_PAGES, (size_t) CMS_COUNTERS_PER_PAGE),
+				 errhint("Use a larger epsilon.")));
 	if (!(delta > 0 && delta < 1))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

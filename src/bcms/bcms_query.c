@@ -440,11 +440,13 @@ bcms_create(PG_FUNCTION_ARGS)
 		int			kb;
 		const char *hint = NULL;
 
-		if (!parse_int(s, &kb, GUC_UNIT_KB, &hint) || kb < 0)
+		/* the range of streamsketch.bcms_buffer_size, and of labels */
+		if (!parse_int(s, &kb, GUC_UNIT_KB, &hint) || kb < 0 ||
+			kb > 64 * 1024 * 1024)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("invalid bcms buffer size \"%s\"", s),
-					 hint ? errhint("%s", hint) : errhint("Use a size such as '8MB' or '0' for no buffering.")));
+					 hint ? errhint("%s", hint) : errhint("Use a size between 0 (no buffering) and 64GB, such as '8MB'.")));
 		p.buffer_kb = (uint32) kb;
 	}
 	bcms_derive_geometry(&p);

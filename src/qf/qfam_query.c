@@ -497,18 +497,29 @@ qf_create_sql(PG_FUNCTION_ARGS)
 				 errhint("Use quotient_filter, buffered_quotient_filter or cascade_filter.")));
 	qfam_params_from_gucs(&p, kind);
 	if (!PG_ARGISNULL(7))
-		p.fanout = (uint32) Max(PG_GETARG_INT32(7), 0);
+	{
+		int32		fanout = PG_GETARG_INT32(7);
+
+		if (kind == QFAM_KIND_CF && fanout < 2)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("cascade filter fanout %d is out of range", fanout),
+					 errdetail("The fanout must be a power of two between 2 and 1024.")));
+		p.fanout = (uint32) Max(fanout, 0);
+	}
 	if (!PG_ARGISNULL(8))
 	{
 		char	   *s = text_to_cstring(PG_GETARG_TEXT_PP(8));
 		int			kb;
 		const char *hint = NULL;
 
-		if (!parse_int(s, &kb, GUC_UNIT_KB, &hint) || kb < BLCKSZ / 1024)
+		/* the range of streamsketch.qf_buffer_size, and of labels */
+		if (!parse_int(s, &kb, GUC_UNIT_KB, &hint) || kb < BLCKSZ / 1024 ||
+			kb > 64 * 1024 * 1024)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("invalid quotient filter buffer size \"%s\"", s),
-					 hint ? errhint("%s", hint) : errhint("Use a size of at least one page, such as '8MB'.")));
+					 hint ? errhint("%s", hint) : errhint("Use a size between one page and 64GB, such as '8MB'.")));
 		p.buffer_pages = (uint32) (kb / (BLCKSZ / 1024));
 	}
 	if (!PG_ARGISNULL(2))

@@ -41,6 +41,7 @@
 #include "catalog/namespace.h"
 #include "catalog/objectaddress.h"
 #include "catalog/pg_class.h"
+#include "commands/dbcommands.h"
 #include "commands/seclabel.h"
 #include "common/shortest_dec.h"
 #include "executor/spi.h"
@@ -306,6 +307,13 @@ ss_create_structure(const SSStateOps *ops, const void *st, text *name,
 	StringInfoData sql;
 	Oid			relid;
 
+	if (rv->catalogname &&
+		strcmp(rv->catalogname, get_database_name(MyDatabaseId)) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cross-database references are not implemented: %s",
+						text_to_cstring(name))));
+
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "CREATE %sTABLE %s (key %s",
 					 unlogged ? "UNLOGGED " : "",
@@ -441,8 +449,10 @@ ss_params_note_placeholders(const char *prefix)
 	size_t		len = strlen(prefix);
 	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 
+	/* only placeholders holding a value: RESET or an expired SET LOCAL leave one at its default */
 	for (int i = 0; i < n; i++)
 		if ((vars[i]->flags & GUC_CUSTOM_PLACEHOLDER) &&
+			vars[i]->source != PGC_S_DEFAULT &&
 			strncmp(vars[i]->name, prefix, len) == 0)
 			placeholders = lappend(placeholders, pstrdup(vars[i]->name));
 	MemoryContextSwitchTo(old);
