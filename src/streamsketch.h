@@ -44,6 +44,11 @@ typedef struct SSStateOps
 	void		(*apply) (Relation rel);	/* its pending-log apply (SSApplyFunc) */
 	/* check the table's columns; fill st's column fields unless st is NULL */
 	void		(*check_columns) (Relation rel, void *st);
+	/*
+	 * check a metapage's contents read from disk (run by ss_meta_validate:
+	 * raise any error on a violated invariant)
+	 */
+	void		(*check_meta) (Relation rel, const void *meta);
 	/* copy the parameters of a checked metapage's contents into st */
 	void		(*params_from_meta) (const void *meta, void *st);
 	/* the metapage contents of a new, empty structure with st's parameters */

@@ -152,6 +152,7 @@ extern const struct SSStateOps bcms_state_ops;
 extern void bcms_apply_pending(Relation rel);
 extern void bcms_ensure_metapage(Relation rel, const BcmsState *st);
 extern bool bcms_read_meta(Relation rel, BcmsMetaData *meta);
+extern void bcms_check_meta(Relation rel, const void *meta);
 extern int64 bcms_flush_all(Relation rel, const BcmsState *st);
 
 /* bcms_query.c */

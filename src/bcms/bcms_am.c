@@ -267,6 +267,43 @@ bcms_state_columns(Relation rel, void *st)
 	bcms_check_columns(RelationGetDescr(rel), RelationGetRelationName(rel), st);
 }
 
+/*
+ * The invariants of a bcms metapage the code relies on (ss_meta_validate):
+ * parameters in range, the geometry derived from them, counters that
+ * cannot go negative.
+ */
+void
+bcms_check_meta(Relation rel, const void *metap)
+{
+	const BcmsMetaData *meta = (const BcmsMetaData *) metap;
+	const BcmsParams *p = &meta->params;
+	BcmsParams	d;
+
+	if (p->mode != BCMS_MODE_BUFFERED && p->mode != BCMS_MODE_PLAIN)
+		elog(ERROR, "mode %u is unknown", p->mode);
+	if (*(const uint8 *) &p->conservative > 1)
+		elog(ERROR, "conservative flag %u is not a boolean",
+			 *(const uint8 *) &p->conservative);
+	if (p->seed != meta->hdr.seed)
+		elog(ERROR, "the parameters' seed %u differs from the header's %u",
+			 p->seed, meta->hdr.seed);
+	if (p->buffer_kb > 64 * 1024 * 1024)
+		elog(ERROR, "buffer size %u kB is out of range", p->buffer_kb);
+	bcms_check_epsilon_delta(p->epsilon, p->delta);
+
+	/* everything derived must be what the parameters give */
+	d = *p;
+	bcms_derive_geometry(&d);
+	if (memcmp(&d.geom, &p->geom, sizeof(d.geom)) != 0 ||
+		d.subbuf_cap != p->subbuf_cap ||
+		d.subbufs_per_page != p->subbufs_per_page ||
+		d.nbufpages != p->nbufpages || d.plain_pages != p->plain_pages)
+		elog(ERROR, "the page geometry differs from the one its parameters give");
+	if (meta->items < 0 || meta->total_weight < 0 || meta->flushes < 0)
+		elog(ERROR, "a counter is negative (items " INT64_FORMAT ", total weight " INT64_FORMAT ", flushes " INT64_FORMAT ")",
+			 meta->items, meta->total_weight, meta->flushes);
+}
+
 static void
 bcms_params_from_meta(const void *meta, void *st)
 {
@@ -296,6 +333,7 @@ const SSStateOps bcms_state_ops = {
 	.meta_size = sizeof(BcmsMetaData),
 	.apply = bcms_apply_pending,
 	.check_columns = bcms_state_columns,
+	.check_meta = bcms_check_meta,
 	.params_from_meta = bcms_params_from_meta,
 	.init_meta = bcms_init_meta,
 	.default_params = bcms_state_defaults,

@@ -53,7 +53,10 @@ batch_entry_page(const void *e)
 bool
 bcms_read_meta(Relation rel, BcmsMetaData *meta)
 {
-	return ss_read_metapage(rel, SS_KIND_BCMS, meta, sizeof(BcmsMetaData));
+	if (!ss_read_metapage(rel, SS_KIND_BCMS, meta, sizeof(BcmsMetaData)))
+		return false;
+	ss_meta_validate(rel, bcms_check_meta, meta);
+	return true;
 }
 
 void

@@ -213,6 +213,7 @@ extern const struct SSStateOps bloom_state_ops;
 /* bloom_apply.c */
 extern void bloom_apply_pending(Relation rel);
 extern bool bloom_read_meta(Relation rel, BloomMetaData *meta);
+extern void bloom_check_meta(Relation rel, const void *meta);
 extern int64 bloom_flush_all(Relation rel, const BloomState *st);
 
 /* bloom_query.c */

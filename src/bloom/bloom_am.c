@@ -269,6 +269,39 @@ bloom_state_columns(Relation rel, void *st)
 	bloom_check_columns(RelationGetDescr(rel), RelationGetRelationName(rel), st);
 }
 
+/*
+ * The invariants of a bloom_filter metapage the code relies on
+ * (ss_meta_validate): parameters in range, the geometry derived from them,
+ * counters within it.
+ */
+void
+bloom_check_meta(Relation rel, const void *metap)
+{
+	const BloomMetaData *meta = (const BloomMetaData *) metap;
+	const BloomParams *p = &meta->params;
+	BloomParams d;
+
+	if (p->seed != meta->hdr.seed)
+		elog(ERROR, "the parameters' seed %u differs from the header's %u",
+			 p->seed, meta->hdr.seed);
+	if (p->buffer_kb > 64 * 1024 * 1024)
+		elog(ERROR, "buffer size %u kB is out of range", p->buffer_kb);
+
+	/* bloom_derive checks mode, capacity and rate */
+	d = *p;
+	bloom_derive(&d);
+	if (d.nhashes != p->nhashes || d.nbits != p->nbits ||
+		d.npages != p->npages || d.bits_per_page != p->bits_per_page ||
+		d.nsubbufs != p->nsubbufs || d.subbuf_cap != p->subbuf_cap ||
+		d.subbufs_per_page != p->subbufs_per_page ||
+		d.nbufpages != p->nbufpages)
+		elog(ERROR, "the page geometry differs from the one its parameters give");
+	if (meta->items < 0 || meta->flushes < 0 ||
+		meta->bits_set < 0 || (uint64) meta->bits_set > p->nbits)
+		elog(ERROR, "a counter is out of range (items " INT64_FORMAT ", bits set " INT64_FORMAT " of " UINT64_FORMAT ", flushes " INT64_FORMAT ")",
+			 meta->items, meta->bits_set, p->nbits, meta->flushes);
+}
+
 static void
 bloom_params_from_meta(const void *meta, void *st)
 {
@@ -298,6 +331,7 @@ const SSStateOps bloom_state_ops = {
 	.meta_size = sizeof(BloomMetaData),
 	.apply = bloom_apply_pending,
 	.check_columns = bloom_state_columns,
+	.check_meta = bloom_check_meta,
 	.params_from_meta = bloom_params_from_meta,
 	.init_meta = bloom_init_meta,
 	.default_params = bloom_state_defaults,

@@ -70,7 +70,10 @@ bloom_work_mem(void)
 bool
 bloom_read_meta(Relation rel, BloomMetaData *meta)
 {
-	return ss_read_metapage(rel, SS_KIND_BLOOM, meta, sizeof(BloomMetaData));
+	if (!ss_read_metapage(rel, SS_KIND_BLOOM, meta, sizeof(BloomMetaData)))
+		return false;
+	ss_meta_validate(rel, bloom_check_meta, meta);
+	return true;
 }
 
 static void

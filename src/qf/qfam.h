@@ -180,6 +180,7 @@ extern const char *qfam_kind_name(uint32 kind);
 /* qfam_apply.c */
 extern void qfam_apply_pending(Relation rel);
 extern bool qfam_read_meta(Relation rel, QfamMeta *meta);
+extern void qfam_check_meta(Relation rel, const void *meta);
 extern void qfam_first_level(const QfamParams *p, QfamMeta *meta);
 extern void qfam_make_room(Relation rel, const QfamState *st, bool grow);
 extern void qfam_insert_copies(Relation rel, const QfamState *st,

@@ -271,6 +271,78 @@ qfam_state_columns(Relation rel, void *st)
 	qfam_check_columns(rel, st);
 }
 
+/*
+ * The invariants of a quotient filter metapage the code relies on
+ * (ss_meta_validate): parameters in range and what they derive, every
+ * level's geometry, runs within the blocks ever reserved, counters that
+ * cannot go negative.  Called on every metapage read; the parameters,
+ * which never change, are re-derived only when they differ from the last
+ * ones checked.
+ */
+void
+qfam_check_meta(Relation rel, const void *metap)
+{
+	static QfamParams last_checked;
+	static bool have_last = false;
+	const QfamMeta *meta = (const QfamMeta *) metap;
+	const QfamParams *p = &meta->params;
+
+	if (p->kind != qfam_relation_kind(rel))
+		elog(ERROR, "filter kind %u does not match the access method", p->kind);
+	if (!have_last || memcmp(p, &last_checked, sizeof(*p)) != 0)
+	{
+		QfamParams	d;
+
+		if (p->seed != meta->hdr.seed)
+			elog(ERROR, "the parameters' seed %u differs from the header's %u",
+				 p->seed, meta->hdr.seed);
+		if (p->buffer_pages < 1 ||
+			p->buffer_pages > 64 * 1024 * 1024 / (BLCKSZ / 1024))
+			elog(ERROR, "level 0 size of %u pages is out of range", p->buffer_pages);
+		if (p->kind != QFAM_KIND_CF && p->fanout > 1024)
+			elog(ERROR, "fanout %u is out of range", p->fanout);
+		/* qfam_derive checks capacity, rate and a cascade filter's fanout */
+		d = *p;
+		qfam_derive(&d);
+		if (d.fp_bits != p->fp_bits || d.t_max != p->t_max || d.t0 != p->t0)
+			elog(ERROR, "the fingerprint geometry differs from the one its parameters give");
+		last_checked = *p;
+		have_last = true;
+	}
+
+	if (meta->nlevels < 1 || meta->nlevels > QFAM_MAX_LEVELS)
+		elog(ERROR, "%u levels is out of range", meta->nlevels);
+	if (meta->merges < 0)
+		elog(ERROR, "merge count " INT64_FORMAT " is negative", meta->merges);
+	if (meta->reserved_end < 2)
+		elog(ERROR, "reserved end %u is out of range", meta->reserved_end);
+	for (uint32 l = 0; l < meta->nlevels; l++)
+	{
+		const QfamLevel *lv = &meta->levels[l];
+		QfamLevel	shape;
+		uint64		npages;
+
+		if (lv->t < 1 || lv->t >= p->fp_bits)
+			elog(ERROR, "level %u has 2^%u home slots, fingerprints have %u bits",
+				 l, lv->t, p->fp_bits);
+		qfam_level_shape(&shape, p->fp_bits, lv->t);
+		if (shape.rbits != lv->rbits || shape.slot_bits != lv->slot_bits ||
+			shape.page_bits != lv->page_bits)
+			elog(ERROR, "level %u's page geometry differs from the one its size gives", l);
+		npages = (uint64) 1 << lv->page_bits;
+		if (lv->base < 1 || (uint64) lv->base + npages > meta->reserved_end)
+			elog(ERROR, "level %u's run at block %u is outside the %u blocks reserved",
+				 l, lv->base, meta->reserved_end);
+		if (lv->alt_base != InvalidBlockNumber &&
+			(lv->alt_base < 1 || (uint64) lv->alt_base + npages > meta->reserved_end))
+			elog(ERROR, "level %u's spare run at block %u is outside the %u blocks reserved",
+				 l, lv->alt_base, meta->reserved_end);
+		if (lv->items < 0 || lv->total < lv->items)
+			elog(ERROR, "level %u's counters are out of range (items " INT64_FORMAT ", total " INT64_FORMAT ")",
+				 l, lv->items, lv->total);
+	}
+}
+
 static void
 qfam_params_from_meta(const void *meta, void *st)
 {
@@ -295,6 +367,7 @@ const SSStateOps qfam_state_ops = {
 	.meta_size = sizeof(QfamMeta),
 	.apply = qfam_apply_pending,
 	.check_columns = qfam_state_columns,
+	.check_meta = qfam_check_meta,
 	.params_from_meta = qfam_params_from_meta,
 	.init_meta = qfam_init_meta,
 	.default_params = qfam_state_defaults,

@@ -55,7 +55,10 @@ qf_op_page(const void *op)
 bool
 qfam_read_meta(Relation rel, QfamMeta *meta)
 {
-	return ss_read_metapage(rel, SS_KIND_QF, meta, sizeof(QfamMeta));
+	if (!ss_read_metapage(rel, SS_KIND_QF, meta, sizeof(QfamMeta)))
+		return false;
+	ss_meta_validate(rel, qfam_check_meta, meta);
+	return true;
 }
 
 /* The metapage of a new filter: an empty level 0 after the metapage. */

@@ -102,10 +102,22 @@ ss_meta_check(Relation rel, Page page, uint32 kind)
  * whenever it is extended, so that no parameter, growth or damaged
  * metapage can fill the disk.
  */
+/* set while ss_meta_validate checks an existing metapage */
+static bool validating_existing_meta = false;
+
 void
 ss_check_structure_pages(uint64 npages, const char *relname)
 {
-	uint64		limit = (uint64) ss_max_structure_size_mb * 1024 * 1024 / BLCKSZ;
+	uint64		limit;
+
+	/*
+	 * A structure that exists was within the limit when it was made; a
+	 * DBA who lowers the setting must not make it unreadable (its writes
+	 * are still bounded by ss_extend_to).
+	 */
+	if (validating_existing_meta)
+		return;
+	limit = (uint64) ss_max_structure_size_mb * 1024 * 1024 / BLCKSZ;
 
 	if (npages > limit)
 		ereport(ERROR,
@@ -208,6 +220,47 @@ ss_read_metapage(Relation rel, uint32 kind, void *meta, Size size)
 	memcpy(meta, SSPageGetData(page), size);
 	UnlockReleaseBuffer(buf);
 	return true;
+}
+
+/*
+ * Check the contents of a metapage read from disk with check, which
+ * re-derives what the code relies on and raises any error on a mismatch;
+ * the error is reported as data corruption of the relation's block 0.
+ * check must only compute (no buffers, locks or allocations that outlive
+ * it), since its error is caught here.
+ */
+void
+ss_meta_validate(Relation rel, void (*check) (Relation rel, const void *meta),
+				 const void *meta)
+{
+	MemoryContext ctx = CurrentMemoryContext;
+	ErrorData  *edata;
+
+	PG_TRY();
+	{
+		validating_existing_meta = true;
+		check(rel, meta);
+		validating_existing_meta = false;
+	}
+	PG_CATCH();
+	{
+		validating_existing_meta = false;
+		MemoryContextSwitchTo(ctx);
+		edata = CopyErrorData();
+		/* a cancel or an out-of-memory error is not about the page */
+		if (edata->elevel > ERROR ||
+			ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_OPERATOR_INTERVENTION ||
+			ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_INSUFFICIENT_RESOURCES)
+			PG_RE_THROW();
+		FlushErrorState();
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("metapage (block 0) of %s table \"%s\" is corrupted",
+						ss_structure_name(rel), RelationGetRelationName(rel)),
+				 errdetail("%s", edata->message),
+				 errhint("Restore the table from a backup, or TRUNCATE it to start over with the parameters of its label.")));
+	}
+	PG_END_TRY();
 }
 
 /* The header every metapage starts with. */

@@ -73,6 +73,9 @@ extern void ss_page_check(Relation rel, BlockNumber blkno, Page page,
 extern SSMetaHeader *ss_meta_check(Relation rel, Page page, uint32 kind);
 
 extern void ss_check_structure_pages(uint64 npages, const char *relname);
+extern void ss_meta_validate(Relation rel,
+							 void (*check) (Relation rel, const void *meta),
+							 const void *meta);
 extern bool ss_block_known_to_exist(Relation rel, BlockNumber blkno);
 extern Buffer ss_read_buffer_if_exists(Relation rel, BlockNumber blkno);
 struct SSXLogState;

@@ -460,6 +460,7 @@ ss_get_state(Relation rel, const SSStateOps *ops)
 							ss_structure_name(rel), RelationGetRelationName(rel)),
 					 errdetail("Block 0 is missing or all zeros."),
 					 errhint("Restore the table from a backup, or TRUNCATE it to start over with the parameters of its label.")));
+		ss_meta_validate(rel, ops->check_meta, meta);
 		ops->params_from_meta(meta, st);
 	}
 	PG_CATCH();
