@@ -781,11 +781,13 @@ RESET ROLE;
 -- itself runs in binary-upgrade mode, which the guard lets through.)
 ALTER EVENT TRIGGER streamsketch_guard_start DISABLE;
 ALTER EVENT TRIGGER streamsketch_guard_end DISABLE;
+ALTER EVENT TRIGGER streamsketch_guard_drop DISABLE;
 CREATE TABLE gdrop (k text) USING cascade_filter;
 ALTER TABLE gdrop ADD COLUMN junk int;
 ALTER TABLE gdrop DROP COLUMN junk;
 ALTER EVENT TRIGGER streamsketch_guard_start ENABLE ALWAYS;
 ALTER EVENT TRIGGER streamsketch_guard_end ENABLE ALWAYS;
+ALTER EVENT TRIGGER streamsketch_guard_drop ENABLE ALWAYS;
 INSERT INTO gdrop VALUES ('a');
 ALTER TABLE gdrop OWNER TO regress_guard_user;
 ALTER TABLE gdrop ALTER COLUMN k SET NOT NULL;
@@ -801,6 +803,141 @@ DROP TABLE gdrop;
 -- change: generic WAL is not decoded).
 CREATE PUBLICATION gpub_all FOR ALL TABLES;
 DROP PUBLICATION gpub_all;
+
+-- 7. The types a structure's columns use, and DML in WITH queries.  A key
+-- is hashed by its binary form, which for a composite value holds every
+-- attribute: changing the attributes of a composite type or of a table's
+-- row type that a key uses (directly, through a domain, an array or a
+-- nested composite type) would make what was counted unfindable.  DROP ...
+-- CASCADE would drop a structure's key or weight column (of a dropped
+-- domain, a generated column's function), or an attribute of a type a key
+-- uses.  UPDATE and DELETE in a WITH query would silently do nothing.  Each
+-- runs in a fresh session, reports its SQLSTATE and message, and then what
+-- every structure answers (unchanged: 'a' inserted twice, weight 5 for
+-- gk_dk_s, 3 = length('abc') for gk_gen_s, and the heap's row).
+CREATE TYPE gk_ct AS (k text);
+CREATE TABLE gk_rt (k text);
+CREATE TYPE gk_inner AS (x text);
+CREATE TYPE gk_outer AS (k text, i gk_inner);
+CREATE DOMAIN gk_dom AS gk_outer;
+CREATE TYPE gk_di AS (x int);
+CREATE TYPE gk_dout AS (k text, i gk_di);
+CREATE DOMAIN gk_dk AS text;
+CREATE TYPE gk_unused AS (k text);
+CREATE FUNCTION gk_len(text) RETURNS bigint LANGUAGE sql IMMUTABLE
+AS 'SELECT length($1)';
+CREATE TABLE gk_h (k text);
+CREATE TABLE gk_ct_s (k gk_ct) USING bcms;
+CREATE TABLE gk_rt_s (k gk_rt) USING quotient_filter;
+CREATE TABLE gk_arr_s (k gk_outer[]) USING buffered_quotient_filter;
+CREATE TABLE gk_dom_s (k gk_dom) USING cascade_filter;
+CREATE TABLE gk_dout_s (k gk_dout) USING bloom_filter;
+CREATE TABLE gk_dk_s (k gk_dk, w bigint) USING bcms;
+CREATE TABLE gk_gen_s (k text, w bigint GENERATED ALWAYS AS (gk_len(k)) STORED) USING bcms;
+INSERT INTO gk_ct_s VALUES (ROW('a')), (ROW('a'));
+INSERT INTO gk_rt_s VALUES (ROW('a')), (ROW('a'));
+INSERT INTO gk_arr_s VALUES (ARRAY[ROW('a', ROW('x'))::gk_outer]), (ARRAY[ROW('a', ROW('x'))::gk_outer]);
+INSERT INTO gk_dom_s VALUES (ROW('a', ROW('x'))), (ROW('a', ROW('x')));
+INSERT INTO gk_dout_s VALUES (ROW('a', ROW(1))), (ROW('a', ROW(1)));
+INSERT INTO gk_dk_s VALUES ('a', 2), ('a', 3);
+INSERT INTO gk_gen_s VALUES ('abc');
+INSERT INTO gk_h VALUES ('a');
+CREATE FUNCTION gk_contents() RETURNS text LANGUAGE sql AS $$
+	SELECT concat_ws(' ',
+		bcms_estimate('gk_ct_s', ROW('a')::gk_ct),
+		qf_count('gk_rt_s', ROW('a')::gk_rt),
+		qf_count('gk_arr_s', ARRAY[ROW('a', ROW('x'))::gk_outer]),
+		qf_count('gk_dom_s', ROW('a', ROW('x'))::gk_dom),
+		bloom_contains('gk_dout_s', ROW('a', ROW(1))::gk_dout),
+		bcms_estimate('gk_dk_s', 'a'::gk_dk),
+		bcms_estimate('gk_gen_s', 'abc'::text),
+		'heap ' || (SELECT count(*) FROM gk_h))
+$$;
+CREATE FUNCTION gk_run(s text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	loaded bool := EXISTS (SELECT FROM pg_settings WHERE name = 'streamsketch.bcms_epsilon');
+	res text;
+BEGIN
+	BEGIN
+		EXECUTE s;
+		res := 'ACCEPTED';
+	EXCEPTION WHEN OTHERS THEN
+		res := SQLSTATE || ' ' || SQLERRM;
+	END;
+	RETURN format('%s | %s | %s | %s',
+				  CASE WHEN loaded THEN 'loaded' ELSE 'not loaded' END,
+				  s, res, gk_contents());
+END $$;
+SELECT gk_contents();
+\t on
+\c
+SELECT gk_run('ALTER TYPE gk_ct ADD ATTRIBUTE w int');
+\c
+SELECT gk_run('ALTER TYPE gk_ct DROP ATTRIBUTE k');
+\c
+SELECT gk_run('ALTER TYPE gk_ct ALTER ATTRIBUTE k TYPE varchar');
+\c
+SELECT gk_run('ALTER TABLE gk_rt ADD COLUMN w int');
+\c
+SELECT gk_run('ALTER TABLE gk_rt DROP COLUMN k');
+\c
+SELECT gk_run('ALTER TABLE gk_rt ALTER COLUMN k TYPE varchar');
+\c
+SELECT gk_run('ALTER TYPE gk_inner ADD ATTRIBUTE y int');
+\c
+SELECT gk_run('ALTER TYPE gk_di DROP ATTRIBUTE x');
+\c
+SELECT gk_run('DROP DOMAIN gk_dk CASCADE');
+\c
+SELECT gk_run('DROP FUNCTION gk_len(text) CASCADE');
+\c
+SELECT gk_run('DROP TYPE gk_di CASCADE');
+\c
+SELECT gk_run('DROP TYPE gk_inner CASCADE');
+\c
+SELECT gk_run('WITH d AS (DELETE FROM gk_ct_s RETURNING *) SELECT count(*) FROM d');
+\c
+SELECT gk_run('WITH d AS (UPDATE gk_dk_s SET w = 0 RETURNING *) SELECT count(*) FROM d');
+\c
+SELECT gk_run('WITH d AS (INSERT INTO gk_ct_s VALUES (ROW(''b'')) RETURNING *) DELETE FROM gk_gen_s');
+\c
+SELECT gk_run('WITH d AS (DELETE FROM gk_gen_s RETURNING *) INSERT INTO gk_h SELECT k FROM d');
+-- accepted: a type no structure uses, a change that keeps a row type's
+-- attributes, INSERT in a WITH query, EXPLAIN of a DELETE in one
+\c
+SELECT gk_run('ALTER TYPE gk_unused ADD ATTRIBUTE w int');
+\c
+SELECT gk_run('ALTER TABLE gk_rt ALTER COLUMN k SET DEFAULT ''x''');
+\c
+SELECT gk_run('WITH d AS (INSERT INTO gk_ct_s VALUES (ROW(''b'')) RETURNING *) SELECT count(*) FROM d');
+\c
+SELECT gk_run('EXPLAIN WITH d AS (DELETE FROM gk_ct_s RETURNING *) SELECT count(*) FROM d');
+\t off
+-- the same DROP ... CASCADE is accepted once the structures are dropped
+DROP TABLE gk_dk_s, gk_gen_s;
+DROP DOMAIN gk_dk CASCADE;
+DROP FUNCTION gk_len(text) CASCADE;
+SELECT bcms_estimate('gk_ct_s', ROW('b')::gk_ct) AS inserted_in_with;
+DROP TABLE gk_ct_s, gk_rt_s, gk_arr_s, gk_dom_s, gk_dout_s, gk_h;
+DROP DOMAIN gk_dom;
+DROP TYPE gk_ct, gk_outer, gk_inner, gk_dout, gk_di, gk_unused;
+DROP TABLE gk_rt;
+DROP FUNCTION gk_contents(), gk_run(text);
+
+-- 8. SECURITY LABEL FOR streamsketch as the first statement of a fresh
+-- session, before anything loaded the library: the guard's
+-- ddl_command_start trigger loads it, which registers the label provider
+-- before PostgreSQL looks it up.
+CREATE TABLE gl_bcms (k text) USING bcms;
+SELECT label AS gl_label FROM pg_seclabels
+WHERE objoid = 'gl_bcms'::regclass AND provider = 'streamsketch' \gset
+\c
+SELECT count(*) AS loaded FROM pg_settings WHERE name = 'streamsketch.bcms_epsilon';
+SECURITY LABEL FOR streamsketch ON TABLE gl_bcms IS :'gl_label';
+SELECT count(*) AS loaded FROM pg_settings WHERE name = 'streamsketch.bcms_epsilon';
+SELECT label = :'gl_label' AS same_label FROM pg_seclabels
+WHERE objoid = 'gl_bcms'::regclass AND provider = 'streamsketch';
+DROP TABLE gl_bcms;
 
 -- the guard triggers are part of the extension
 SELECT evtname, evtevent, evtenabled FROM pg_event_trigger

@@ -24,10 +24,18 @@ CREATE FUNCTION streamsketch_guard_end() RETURNS event_trigger
 AS 'MODULE_PATHNAME', 'streamsketch_guard_end' LANGUAGE C;
 COMMENT ON FUNCTION streamsketch_guard_end() IS 'refuses column changes, triggers, rules, constraints, indexes and publication membership that a statement gave a streamsketch structure';
 
+CREATE FUNCTION streamsketch_guard_drop() RETURNS event_trigger
+AS 'MODULE_PATHNAME', 'streamsketch_guard_drop' LANGUAGE C;
+COMMENT ON FUNCTION streamsketch_guard_drop() IS 'refuses a DROP ... CASCADE that drops a column of a streamsketch structure, or of a type one of its columns uses, but not the structure';
+
+-- SECURITY LABEL is here only to load the library, which registers the
+-- label provider, before PostgreSQL looks the provider up: it refuses
+-- nothing.
 CREATE EVENT TRIGGER streamsketch_guard_start ON ddl_command_start
 	WHEN TAG IN ('CREATE RULE', 'CREATE INDEX', 'CREATE MATERIALIZED VIEW',
 				 'REFRESH MATERIALIZED VIEW', 'ALTER TABLE', 'ALTER TYPE',
-				 'ALTER MATERIALIZED VIEW')
+				 'ALTER MATERIALIZED VIEW', 'ALTER FOREIGN TABLE',
+				 'SECURITY LABEL')
 	EXECUTE FUNCTION streamsketch_guard_start();
 ALTER EVENT TRIGGER streamsketch_guard_start ENABLE ALWAYS;
 
@@ -43,3 +51,7 @@ CREATE EVENT TRIGGER streamsketch_guard_end ON ddl_command_end
 				 'ALTER MATERIALIZED VIEW', 'CREATE SCHEMA')
 	EXECUTE FUNCTION streamsketch_guard_end();
 ALTER EVENT TRIGGER streamsketch_guard_end ENABLE ALWAYS;
+
+CREATE EVENT TRIGGER streamsketch_guard_drop ON sql_drop
+	EXECUTE FUNCTION streamsketch_guard_drop();
+ALTER EVENT TRIGGER streamsketch_guard_drop ENABLE ALWAYS;

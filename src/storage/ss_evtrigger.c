@@ -4,7 +4,7 @@
  *	  Event trigger functions that refuse the DDL which would silently
  *	  empty a structure or change what inserting into it means.
  *
- * The extension script creates three event triggers on these functions
+ * The extension script creates four event triggers on these functions
  * (sql/parts/10_guard.sql).  Unlike hooks installed by _PG_init, event
  * triggers fire in every session, also in one where the library has not
  * been loaded yet (PostgreSQL loads it to call the trigger function), and
@@ -18,7 +18,14 @@
  *						REFRESH MATERIALIZED VIEW, ALTER TABLE/TYPE: refused
  *						before they run, so nothing is built or rewritten
  *						in vain (an index built CONCURRENTLY would be left
- *						behind invalid).
+ *						behind invalid).  ALTER TYPE ... ATTRIBUTE and
+ *						ALTER TABLE column changes of a relation whose row
+ *						type a structure's column uses (through domains,
+ *						arrays, ranges, nested composites): the key's
+ *						binary form, its hash, would change.  SECURITY
+ *						LABEL: refuses nothing, but calling the function
+ *						loads the library, which registers the label
+ *						provider before PostgreSQL looks it up.
  *	table_rewrite		any rewrite of a structure, and SET ACCESS METHOD to
  *						one of ours: a rewrite feeds the scan output (a
  *						sketch has no rows) into a new, empty structure.
@@ -33,6 +40,10 @@
  *						TABLE, TABLES IN SCHEMA, or through a partitioned
  *						parent; FOR ALL TABLES is allowed).  An error there
  *						rolls the whole statement back.
+ *	sql_drop			DROP ... CASCADE that dropped a structure's column,
+ *						or a column of a relation whose row type one uses
+ *						(a domain, a generated column's function, a type),
+ *						without dropping the structure.
  *
  * Binary upgrade (pg_upgrade) passes everything: it recreates what existed.
  * The functions are C and run no SQL, so no operator or function found
@@ -54,6 +65,7 @@
 #include "catalog/partition.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_constraint.h"
+#include "catalog/pg_depend.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_namespace.h"
@@ -62,6 +74,7 @@
 #include "catalog/pg_publication_rel.h"
 #include "catalog/pg_rewrite.h"
 #include "catalog/pg_trigger.h"
+#include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "commands/event_trigger.h"
 #include "executor/executor.h"
@@ -82,6 +95,7 @@
 PG_FUNCTION_INFO_V1(streamsketch_guard_start);
 PG_FUNCTION_INFO_V1(streamsketch_guard_rewrite);
 PG_FUNCTION_INFO_V1(streamsketch_guard_end);
+PG_FUNCTION_INFO_V1(streamsketch_guard_drop);
 
 /* Why a statement is refused: selects the detail and hint. */
 typedef enum SSRefusal
@@ -91,7 +105,8 @@ typedef enum SSRefusal
 	SSR_ROWS,					/* triggers, rules, constraints: need rows */
 	SSR_INDEX,					/* an index */
 	SSR_PUBLICATION,			/* logical replication */
-	SSR_MATVIEW					/* a materialized view using our AM */
+	SSR_MATVIEW,				/* a materialized view using our AM */
+	SSR_KEY_TYPE				/* a type the columns use would change */
 } SSRefusal;
 
 /* ---- identifying structures ---- */
@@ -191,6 +206,12 @@ refuse(const char *what, Oid relid, const char *via, const char *object,
 							 "A materialized view stores rows; a %s table keeps only a summary of the rows inserted, and refreshing would empty it.",
 							 am);
 			hint = psprintf("Create a table USING %s and fill it with INSERT INTO ... SELECT.", am);
+			break;
+		case SSR_KEY_TYPE:
+			appendStringInfo(&detail,
+							 "A %s table hashes each key by its binary form, which for a composite value holds every attribute; changing the attributes of a type its columns use changes the hash of every key, so what was counted before would no longer be found.",
+							 am);
+			hint = psprintf("Leave the type as it is, or create a new type and a new table USING %s.", am);
 			break;
 	}
 	if (via)
@@ -301,6 +322,107 @@ static char *
 via_text(Oid named, Oid structure)
 {
 	return OidIsValid(named) && named != structure ? describe_rel(named) : NULL;
+}
+
+/* ---- structures whose columns use a row type ---- */
+
+/*
+ * A structure with a column whose type is typid or is built on it: a domain
+ * over it, an array or range of it, or a composite type (a table's or
+ * view's row type too) with an attribute of such a type, at any depth.
+ * pg_depend records each link: a column depends on its type (also an
+ * attribute of a composite type, whose relation's row type is then
+ * followed), a typed table on its type, a domain on its base type, an
+ * array on its element type, a range on its subtype.  visited holds the
+ * types already followed, so that no type is followed twice.
+ *
+ * Returns the structure and sets *attnum to its column (0 for a table
+ * typed by such a type), or returns InvalidOid.
+ */
+static Oid
+structure_using_type(Oid typid, List **visited, AttrNumber *attnum)
+{
+	Relation	deprel;
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	List	   *relations = NIL;
+	List	   *types = NIL;
+	Oid			result = InvalidOid;
+	ListCell   *lc;
+
+	if (!OidIsValid(typid) || list_member_oid(*visited, typid))
+		return InvalidOid;
+	*visited = lappend_oid(*visited, typid);
+
+	ScanKeyInit(&key[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(TypeRelationId));
+	ScanKeyInit(&key[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(typid));
+	deprel = table_open(DependRelationId, AccessShareLock);
+	scan = systable_beginscan(deprel, DependReferenceIndexId, true, NULL,
+							  2, key);
+	while (!OidIsValid(result) &&
+		   HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tup);
+
+		if (dep->classid == RelationRelationId)
+		{
+			if (dep->objsubid >= 0 && is_structure(dep->objid))
+			{
+				result = dep->objid;
+				*attnum = (AttrNumber) dep->objsubid;
+			}
+			else
+				relations = list_append_unique_oid(relations, dep->objid);
+		}
+		else if (dep->classid == TypeRelationId)
+			types = list_append_unique_oid(types, dep->objid);
+	}
+	systable_endscan(scan);
+	table_close(deprel, AccessShareLock);
+
+	/* the row types of the relations with a column of this type */
+	foreach(lc, relations)
+	{
+		if (OidIsValid(result))
+			break;
+		result = structure_using_type(get_rel_type_id(lfirst_oid(lc)),
+									  visited, attnum);
+	}
+	/* domains, arrays and ranges over it */
+	foreach(lc, types)
+	{
+		if (OidIsValid(result))
+			break;
+		result = structure_using_type(lfirst_oid(lc), visited, attnum);
+	}
+	return result;
+}
+
+/*
+ * If a structure uses the row type of relid (see structure_using_type),
+ * return it and set *via to how, for the detail.
+ */
+static Oid
+structure_using_row_type(Oid relid, char **via)
+{
+	List	   *visited = NIL;
+	AttrNumber	attnum = 0;
+	Oid			structure;
+
+	structure = structure_using_type(get_rel_type_id(relid), &visited, &attnum);
+	if (!OidIsValid(structure))
+		return InvalidOid;
+	if (attnum > 0)
+		*via = psprintf("its column \"%s\", whose type is or contains the row type of %s",
+						get_attname(structure, attnum, false),
+						describe_rel(relid));
+	else
+		*via = psprintf("its own type, which is or contains the row type of %s",
+						describe_rel(relid));
+	return structure;
 }
 
 /* ---- ALTER TABLE subcommands ---- */
@@ -445,6 +567,52 @@ check_index_constraints(List *cmds, Oid named, bool recurse)
 		if (structs != NIL)
 			refuse("ALTER TABLE ... ADD CONSTRAINT", linitial_oid(structs),
 				   via_text(named, linitial_oid(structs)), NULL, SSR_INDEX);
+	}
+}
+
+/*
+ * ALTER TABLE / ALTER TYPE subcommands that change the attributes of the
+ * row type of every relation in reached: refuse them when a structure's
+ * column uses one of those row types, because the key's binary form (its
+ * hash) would change.  Run at ddl_command_start, before anything changed.
+ */
+static void
+check_row_type_users(List *cmds, Oid named, List *reached)
+{
+	ListCell   *lc;
+
+	foreach(lc, cmds)
+	{
+		AlterTableCmd *cmd = (AlterTableCmd *) lfirst(lc);
+		const char *what;
+		SSRefusal	why;
+		ListCell   *lr;
+
+		if (!IsA(cmd, AlterTableCmd))
+			continue;
+		switch (cmd->subtype)
+		{
+			case AT_AddColumn:
+			case AT_AddColumnRecurse:
+			case AT_AddColumnToView:
+			case AT_DropColumn:
+			case AT_DropColumnRecurse:
+			case AT_AlterColumnType:
+				break;
+			default:
+				continue;
+		}
+		what = alter_cmd_refusal(cmd,
+								 rel_kind(named) == RELKIND_COMPOSITE_TYPE,
+								 &why);
+		foreach(lr, reached)
+		{
+			char	   *via = NULL;
+			Oid			structure = structure_using_row_type(lfirst_oid(lr), &via);
+
+			if (OidIsValid(structure))
+				refuse(what, structure, via, NULL, SSR_KEY_TYPE);
+		}
 	}
 }
 
@@ -677,6 +845,7 @@ static void
 guard_start(Node *parsetree)
 {
 	Oid			relid;
+	List	   *reached;
 
 	switch (nodeTag(parsetree))
 	{
@@ -733,11 +902,21 @@ guard_start(Node *parsetree)
 				relid = rangevar_relid(stmt->relation);
 				if (!OidIsValid(relid))
 					break;
-				check_alter_cmds(stmt->cmds, relid,
-								 reached_relations(relid, stmt->relation->inh));
+				reached = reached_relations(relid, stmt->relation->inh);
+				check_alter_cmds(stmt->cmds, relid, reached);
+				check_row_type_users(stmt->cmds, relid, reached);
 				check_index_constraints(stmt->cmds, relid, stmt->relation->inh);
 				break;
 			}
+		case T_SecLabelStmt:
+
+			/*
+			 * The trigger fires on SECURITY LABEL only so that calling it
+			 * loads the library, whose _PG_init registers the label
+			 * provider before PostgreSQL looks it up; the provider's own
+			 * hook checks the label.
+			 */
+			break;
 		default:
 			break;
 	}
@@ -785,21 +964,20 @@ guard_rewrite(Node *parsetree, CommandTag tag)
 /* ---- ddl_command_end ---- */
 
 /*
- * The commands the statement collected, as pg_event_trigger_ddl_commands()
- * returns them (its "command" column is the CollectedCommand).  Called
- * through fmgr, not SQL.
+ * Call the event trigger support function fnoid (a set-returning function
+ * without arguments, such as pg_event_trigger_ddl_commands()) through
+ * fmgr, not SQL, and return its rows as a tuplestore; *desc is set to
+ * their descriptor.
  */
-static List *
-collected_commands(void)
+static Tuplestorestate *
+event_trigger_rows(Oid fnoid, TupleDesc *desc)
 {
 	FmgrInfo	flinfo;
 	LOCAL_FCINFO(fcinfo, 0);
 	ReturnSetInfo rsinfo;
 	ExprContext *econtext = CreateStandaloneExprContext();
-	TupleTableSlot *slot;
-	List	   *result = NIL;
 
-	fmgr_info(F_PG_EVENT_TRIGGER_DDL_COMMANDS, &flinfo);
+	fmgr_info(fnoid, &flinfo);
 	memset(&rsinfo, 0, sizeof(rsinfo));
 	rsinfo.type = T_ReturnSetInfo;
 	rsinfo.econtext = econtext;
@@ -809,20 +987,34 @@ collected_commands(void)
 							 (Node *) &rsinfo);
 	(void) FunctionCallInvoke(fcinfo);
 	if (rsinfo.returnMode != SFRM_Materialize || rsinfo.setResult == NULL)
-		elog(ERROR, "pg_event_trigger_ddl_commands did not materialize its result");
+		elog(ERROR, "function %u did not materialize its result", fnoid);
+	FreeExprContext(econtext, true);
+	*desc = rsinfo.setDesc;
+	return rsinfo.setResult;
+}
 
-	slot = MakeSingleTupleTableSlot(rsinfo.setDesc, &TTSOpsMinimalTuple);
-	while (tuplestore_gettupleslot(rsinfo.setResult, true, false, slot))
+/*
+ * The commands the statement collected, as pg_event_trigger_ddl_commands()
+ * returns them (its "command" column is the CollectedCommand).
+ */
+static List *
+collected_commands(void)
+{
+	TupleDesc	desc;
+	Tuplestorestate *rows = event_trigger_rows(F_PG_EVENT_TRIGGER_DDL_COMMANDS, &desc);
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	List	   *result = NIL;
+
+	while (tuplestore_gettupleslot(rows, true, false, slot))
 	{
 		bool		isnull;
-		Datum		d = slot_getattr(slot, rsinfo.setDesc->natts, &isnull);
+		Datum		d = slot_getattr(slot, desc->natts, &isnull);
 
 		if (!isnull)
 			result = lappend(result, DatumGetPointer(d));
 	}
 	ExecDropSingleTupleTableSlot(slot);
-	tuplestore_end(rsinfo.setResult);
-	FreeExprContext(econtext, true);
+	tuplestore_end(rows);
 	return result;
 }
 
@@ -973,6 +1165,83 @@ guard_end(Node *parsetree, CommandTag tag)
 		check_publication(get_publication_oid(((AlterPublicationStmt *) parsetree)->pubname, false), tag);
 }
 
+/* ---- sql_drop ---- */
+
+/* A column pg_event_trigger_dropped_objects() reported. */
+typedef struct SSDroppedColumn
+{
+	Oid			relid;
+	char	   *identity;		/* its object_identity, e.g. public.t.k */
+} SSDroppedColumn;
+
+/*
+ * DROP ... CASCADE drops the columns that depend on what it drops: a column
+ * of a dropped domain, composite type or collation, a generated column
+ * whose function is dropped.  A structure that lost its key or weight
+ * column silently counts something else, or nothing; a structure whose
+ * column's type lost an attribute hashes its keys differently.  Refuse
+ * both, unless the structure itself is dropped too.  Columns of a dropped
+ * table are reported as well and are skipped with it.  The catalog rows of
+ * the dropped objects are already gone, and the remaining relations still
+ * there, so the lookups below see the state after the drop.
+ */
+static void
+guard_drop(CommandTag tag)
+{
+	TupleDesc	desc;
+	Tuplestorestate *rows = event_trigger_rows(F_PG_EVENT_TRIGGER_DROPPED_OBJECTS, &desc);
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	List	   *dropped_rels = NIL;
+	List	   *columns = NIL;
+	ListCell   *lc;
+
+	/* columns: classid, objid, objsubid, ..., object_identity (10th) */
+	while (tuplestore_gettupleslot(rows, true, false, slot))
+	{
+		bool		isnull;
+		Oid			classid = DatumGetObjectId(slot_getattr(slot, 1, &isnull));
+		Oid			objid = DatumGetObjectId(slot_getattr(slot, 2, &isnull));
+		int32		objsubid = DatumGetInt32(slot_getattr(slot, 3, &isnull));
+		Datum		identity;
+
+		if (classid != RelationRelationId)
+			continue;
+		if (objsubid == 0)
+		{
+			dropped_rels = lappend_oid(dropped_rels, objid);
+			continue;
+		}
+		identity = slot_getattr(slot, 10, &isnull);
+		{
+			SSDroppedColumn *col = palloc(sizeof(SSDroppedColumn));
+
+			col->relid = objid;
+			col->identity = isnull ? psprintf("%u.%d", objid, objsubid) :
+				TextDatumGetCString(identity);
+			columns = lappend(columns, col);
+		}
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	tuplestore_end(rows);
+
+	foreach(lc, columns)
+	{
+		SSDroppedColumn *col = (SSDroppedColumn *) lfirst(lc);
+		const char *what = psprintf("%s dropping column %s",
+									GetCommandTagName(tag), col->identity);
+		char	   *via = NULL;
+		Oid			structure;
+
+		if (list_member_oid(dropped_rels, col->relid))
+			continue;
+		if (is_structure(col->relid))
+			refuse(what, col->relid, NULL, NULL, SSR_COLUMNS);
+		structure = structure_using_row_type(col->relid, &via);
+		if (OidIsValid(structure))
+			refuse(what, structure, via, NULL, SSR_KEY_TYPE);
+	}
+}
+
 /* ---- the trigger functions ---- */
 
 static EventTriggerData *
@@ -1013,5 +1282,15 @@ streamsketch_guard_end(PG_FUNCTION_ARGS)
 
 	if (!IsBinaryUpgrade)
 		guard_end(trigdata->parsetree, trigdata->tag);
+	PG_RETURN_VOID();
+}
+
+Datum
+streamsketch_guard_drop(PG_FUNCTION_ARGS)
+{
+	EventTriggerData *trigdata = guard_trigdata(fcinfo);
+
+	if (!IsBinaryUpgrade)
+		guard_drop(trigdata->tag);
 	PG_RETURN_VOID();
 }

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * ss_guard.c
- *	  Refuse UPDATE, DELETE and MERGE on a structure, which would otherwise
- *	  scan the (row-less) structure and silently do nothing.
+ *	  Refuse UPDATE, DELETE and MERGE on a structure, also in a WITH query,
+ *	  which would otherwise scan the (row-less) structure and silently do
+ *	  nothing.
  *
  * Event triggers do not see DML, so this is an ExecutorStart hook.  It is
  * in place in every session by the time it matters: parsing a statement
@@ -29,6 +30,7 @@
 #include "commands/defrem.h"
 #include "executor/executor.h"
 #include "nodes/parsenodes.h"
+#include "nodes/plannodes.h"
 #include "parser/parsetree.h"
 #include "streamsketch.h"
 #include "utils/lsyscache.h"
@@ -69,27 +71,53 @@ refuse_relid(Oid relid, const char *what, const char *hint)
 			 hint ? errhint("%s", hint) : 0));
 }
 
+/*
+ * Refuse a ModifyTable node that updates, deletes or merges into a
+ * structure.  INSERT is what a structure is for and passes.
+ */
+static void
+check_modify_table(Plan *plan, PlannedStmt *stmt)
+{
+	ModifyTable *mt;
+	ListCell   *lc;
+
+	if (plan == NULL || !IsA(plan, ModifyTable))
+		return;
+	mt = (ModifyTable *) plan;
+	if (mt->operation != CMD_UPDATE && mt->operation != CMD_DELETE &&
+		mt->operation != CMD_MERGE)
+		return;
+	foreach(lc, mt->resultRelations)
+	{
+		RangeTblEntry *rte = rt_fetch(lfirst_int(lc), stmt->rtable);
+
+		if (relid_is_streamsketch(rte->relid))
+			refuse_relid(rte->relid,
+						 mt->operation == CMD_UPDATE ? "UPDATE" :
+						 mt->operation == CMD_DELETE ? "DELETE" : "MERGE",
+						 "Use TRUNCATE to reset the structure.");
+	}
+}
+
+/*
+ * Every ModifyTable node of the statement, not only its command type: a
+ * data-modifying WITH query (WITH d AS (DELETE FROM s RETURNING *) SELECT
+ * ...) is a ModifyTable at the top of one of the statement's subplans,
+ * under a SELECT or INSERT.  ModifyTable is always the top node of its
+ * query level's plan, so the top nodes are enough.
+ */
 static void
 ss_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
 	PlannedStmt *stmt = queryDesc->plannedstmt;
-	CmdType		cmd = stmt->commandType;
 
-	if ((cmd == CMD_UPDATE || cmd == CMD_DELETE || cmd == CMD_MERGE) &&
-		!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
+	if (!(eflags & EXEC_FLAG_EXPLAIN_ONLY))
 	{
 		ListCell   *lc;
 
-		foreach(lc, stmt->resultRelations)
-		{
-			RangeTblEntry *rte = rt_fetch(lfirst_int(lc), stmt->rtable);
-
-			if (relid_is_streamsketch(rte->relid))
-				refuse_relid(rte->relid,
-							 cmd == CMD_UPDATE ? "UPDATE" :
-							 cmd == CMD_DELETE ? "DELETE" : "MERGE",
-							 "Use TRUNCATE to reset the structure.");
-		}
+		check_modify_table(stmt->planTree, stmt);
+		foreach(lc, stmt->subplans)
+			check_modify_table((Plan *) lfirst(lc), stmt);
 	}
 
 	if (prev_ExecutorStart)
