@@ -379,6 +379,7 @@ RESET ROLE;
 ALTER EVENT TRIGGER streamsketch_guard_start DISABLE;
 ALTER EVENT TRIGGER streamsketch_guard_end DISABLE;
 ALTER EVENT TRIGGER streamsketch_guard_rewrite DISABLE;
+ALTER EVENT TRIGGER streamsketch_guard_drop DISABLE;
 
 -- a typed table that keeps a dropped attribute: created with the type's
 -- (key, weight), whose weight is then dropped (CASCADE reaches the table)
@@ -405,6 +406,7 @@ ALTER TABLE hparent DROP COLUMN junk;
 ALTER EVENT TRIGGER streamsketch_guard_start ENABLE ALWAYS;
 ALTER EVENT TRIGGER streamsketch_guard_end ENABLE ALWAYS;
 ALTER EVENT TRIGGER streamsketch_guard_rewrite ENABLE ALWAYS;
+ALTER EVENT TRIGGER streamsketch_guard_drop ENABLE ALWAYS;
 CREATE TABLE hparent2 (k int8);
 SET streamsketch.qf_fanout = 4;
 SET streamsketch.qf_buffer_size = '8kB';
