@@ -549,8 +549,9 @@ qfilter_recv(PG_FUNCTION_ARGS)
 	total = (uint64) pq_getmsgint64(buf);
 
 	/* validate the geometry and the length before allocating */
-	problem = qfilter_geometry_problem(Min(rbits, 255), Min(slot_bits, 255),
-									   Min(page_bits, 255), area_bytes);
+	/* as int32, so that the message shows what the input said */
+	problem = qfilter_geometry_problem((int32) rbits, (int32) slot_bits,
+									   (int32) page_bits, area_bytes);
 	if (problem)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
