@@ -59,8 +59,10 @@ CREATE FUNCTION cms_info(sketch cms,
 COMMENT ON FUNCTION cms_info(cms) IS
 	'parameters of a count-min sketch: requested epsilon and delta, rows (depth), counters per row (width), pages, total count, size in bytes, key type and hash seed';
 
--- Aggregate support.  The transition state is the sketch itself, kept in
--- the aggregate's memory and serialized as its bytes for parallel query.
+-- Aggregate support.  The transition state is a magic word and the sketch,
+-- kept in the aggregate's memory and serialized as another magic word and
+-- the sketch's bytes for parallel query; every support function checks the
+-- magic word of what it receives.
 CREATE FUNCTION cms_agg_trans(state internal, key anyelement,
 	epsilon float8, delta float8)
 	RETURNS internal

@@ -83,8 +83,10 @@ CREATE FUNCTION qfilter_info(filter qfilter,
 COMMENT ON FUNCTION qfilter_info(qfilter) IS
 	'parameters and contents of a quotient filter: requested capacity and fp_rate, fingerprint layout, areas, distinct fingerprints, total count, used slots, load, false-positive rate for absent keys, keys it holds at 95% load, size, key type and seed';
 
--- Aggregate support.  The transition state holds the filter, kept in the
--- aggregate's memory and serialized as its bytes for parallel query.
+-- Aggregate support.  The transition state holds a magic word and the
+-- filter, kept in the aggregate's memory and serialized as another magic
+-- word and the filter's bytes for parallel query; every support function
+-- checks the magic word of what it receives.
 CREATE FUNCTION qfilter_agg_trans(state internal, key anyelement,
 	capacity bigint, fp_rate float8)
 	RETURNS internal

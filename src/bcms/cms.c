@@ -40,6 +40,8 @@
  */
 #include "postgres.h"
 
+#include <float.h>
+
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "common/shortest_dec.h"
@@ -260,6 +262,20 @@ cms_check_header(const CmsData *cms)
 				 errmsg("invalid count-min sketch"),
 				 errdetail("epsilon %g and delta %g must be greater than 0 and less than 1.",
 						   cms->epsilon, cms->delta)));
+
+	/*
+	 * Subnormal bounds cannot be requested (the sketch would be far too
+	 * large), and text input cannot read one back (strtod reports it as out
+	 * of range), so a value holding one could be stored but not dumped and
+	 * restored.  Rejecting them here, where both inputs and every function
+	 * check, keeps text and binary input equivalent.
+	 */
+	if (cms->epsilon < DBL_MIN || cms->delta < DBL_MIN)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid count-min sketch"),
+				 errdetail("epsilon %g or delta %g is subnormal; both must be at least %g.",
+						   cms->epsilon, cms->delta, DBL_MIN)));
 	if (cms->total < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
@@ -533,6 +549,13 @@ cms_init_digit_table(void)
 	cms_digit_table_ready = true;
 }
 
+/*
+ * Decode the counters of a sketch of n counters into counters, which is
+ * all zeros.  With counters NULL only the syntax and the number of
+ * counters (runs of zeros included) are checked: cms_in runs that pass
+ * first, so that a short text claiming a large geometry fails before the
+ * value is allocated.
+ */
 static void
 cms_decode_counters(SSTextParser *ps, int64 *counters, Size n)
 {
@@ -587,7 +610,9 @@ cms_decode_counters(SSTextParser *ps, int64 *counters, Size n)
 						 errmsg("invalid input syntax for type %s", "cms"),
 						 errdetail("There are more than the %zu counters of the sketch.",
 								   n)));
-			counters[i++] = (int64) acc;
+			if (counters)
+				counters[i] = (int64) acc;
+			i++;
 		}
 		acc = 0;
 		in_number = false;
@@ -664,6 +689,18 @@ cms_in(PG_FUNCTION_ARGS)
 	g.depth = depth;
 	g.cols_per_page = cols_per_page;
 	g.npages = npages;
+
+	/*
+	 * The header alone can ask for a 660 MB value in a hundred characters.
+	 * Check that the text holds exactly that many counters before
+	 * allocating, then decode them for real.
+	 */
+	{
+		SSTextParser scan = ps;
+
+		cms_decode_counters(&scan, NULL, (Size) npages * depth * cols_per_page);
+	}
+
 	size = cms_value_size(&g);
 	cms = (CmsData *) palloc0((Size) size);
 	SET_VARSIZE(cms, size);

@@ -4,10 +4,11 @@
  *	  Aggregates building `cms` values, and cms_estimate().
  *
  * cms_agg(key, [weight,] epsilon, delta) and cms_union_agg(cms) share one
- * transition state: a CmsData allocated in the aggregate memory context on
- * the first row that contributes, and updated in place.  The state already
- * is a valid varlena, so serialization copies its bytes and the final
- * function returns a copy.  Both aggregates return NULL when no row
+ * transition state: a CmsAggState (a magic word and a CmsData allocated in
+ * the aggregate memory context on the first row that contributes, and
+ * updated in place).  The sketch already is a valid varlena, so
+ * serialization copies its bytes behind a magic word of its own, and the
+ * final function returns a copy.  Both aggregates return NULL when no row
  * contributed (zero rows, or only NULL keys, weights or sketches), like
  * sum(); there is no parameter-less empty sketch to return instead.
  *
@@ -223,10 +224,56 @@ cms_estimate_sketch(FunctionCallInfo fcinfo, CmsEstimateCache *cache)
 	return e.sketch;
 }
 
-static CmsData *
-cms_state_arg(FunctionCallInfo fcinfo, int argno)
+/*
+ * The transition state (internal) of both aggregates.  The support
+ * functions can be combined freely by a superuser with CREATE AGGREGATE
+ * (stype = internal), e.g. cms_agg_trans with qfilter_agg_final or with
+ * another extension's final function, so every function that receives a
+ * state checks the magic word first: a state of another kind then fails
+ * cleanly instead of being read as a sketch.  Any state is a palloc'd
+ * chunk of at least 8 bytes, so reading its first word is safe.
+ */
+#define CMS_AGG_STATE_MAGIC		0x53434d41	/* "AMCS" */
+
+/*
+ * The serialized state (bytea): this magic word, then the sketch's bytes
+ * after its varlena header.  Checked by the deserial function for the same
+ * reason, since the bytes may come from another serial function.
+ */
+#define CMS_AGG_SERIAL_MAGIC	0x53434d53	/* "SMCS" */
+
+typedef struct CmsAggState
 {
-	return PG_ARGISNULL(argno) ? NULL : (CmsData *) PG_GETARG_POINTER(argno);
+	uint32		magic;			/* CMS_AGG_STATE_MAGIC */
+	CmsData    *cms;			/* in the aggregate context */
+} CmsAggState;
+
+static CmsAggState *
+cms_state_arg(FunctionCallInfo fcinfo, int argno, const char *fname)
+{
+	CmsAggState *state;
+
+	if (PG_ARGISNULL(argno))
+		return NULL;
+	state = (CmsAggState *) PG_GETARG_POINTER(argno);
+	if (state == NULL || state->magic != CMS_AGG_STATE_MAGIC)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s received an aggregate state that is not a count-min sketch state",
+						fname),
+				 errdetail("The aggregate combines support functions of different aggregates."),
+				 errhint("Use only the cms_agg support functions (cms_agg_trans, cms_agg_trans_weighted, cms_union_agg_trans, cms_agg_combine, cms_agg_serial, cms_agg_deserial, cms_agg_final) together.")));
+	return state;
+}
+
+static CmsAggState *
+cms_state_new(MemoryContext cxt, CmsData *cms)
+{
+	CmsAggState *state = MemoryContextAlloc(cxt, sizeof(CmsAggState));
+
+	state->magic = CMS_AGG_STATE_MAGIC;
+	state->cms = cms;
+	return state;
 }
 
 static MemoryContext
@@ -265,7 +312,7 @@ cms_agg_trans_common(FunctionCallInfo fcinfo, bool weighted)
 {
 	const char *fname = weighted ? "cms_agg_trans_weighted" : "cms_agg_trans";
 	MemoryContext aggcontext = cms_agg_context(fcinfo, fname);
-	CmsData    *state = cms_state_arg(fcinfo, 0);
+	CmsAggState *state = cms_state_arg(fcinfo, 0, fname);
 	int			epsarg = weighted ? 3 : 2;
 	int64		weight = 1;
 	double		epsilon;
@@ -312,20 +359,23 @@ cms_agg_trans_common(FunctionCallInfo fcinfo, bool weighted)
 
 		cms_geometry_for_bounds(epsilon, delta, &g);
 		oldcxt = MemoryContextSwitchTo(aggcontext);
-		state = cms_create_empty(&g, SS_DEFAULT_SEED, keytype, epsilon, delta);
+		state = cms_state_new(aggcontext,
+							  cms_create_empty(&g, SS_DEFAULT_SEED, keytype,
+											   epsilon, delta));
 		MemoryContextSwitchTo(oldcxt);
 	}
-	else if (epsilon != state->epsilon || delta != state->delta)
+	else if (epsilon != state->cms->epsilon || delta != state->cms->delta)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("epsilon and delta of cms_agg must be the same in every row"),
 				 errdetail("The aggregate started with epsilon %g and delta %g, but a later row has epsilon %g and delta %g.",
-						   state->epsilon, state->delta, epsilon, delta)));
+						   state->cms->epsilon, state->cms->delta,
+						   epsilon, delta)));
 
 	if (weight > 0)
-		cms_add_hash(state,
+		cms_add_hash(state->cms,
 					 ss_hash_datum(PG_GETARG_DATUM(1), ki->typlen,
-								   ki->typbyval, state->seed),
+								   ki->typbyval, state->cms->seed),
 					 weight);
 
 	PG_RETURN_POINTER(state);
@@ -348,7 +398,7 @@ Datum
 cms_union_agg_trans(PG_FUNCTION_ARGS)
 {
 	MemoryContext aggcontext = cms_agg_context(fcinfo, "cms_union_agg_trans");
-	CmsData    *state = cms_state_arg(fcinfo, 0);
+	CmsAggState *state = cms_state_arg(fcinfo, 0, "cms_union_agg_trans");
 	CmsData    *in;
 
 	if (PG_ARGISNULL(1))
@@ -360,9 +410,9 @@ cms_union_agg_trans(PG_FUNCTION_ARGS)
 	in = PG_GETARG_CMS_P(1);
 	cms_check_header(in);
 	if (state == NULL)
-		state = cms_copy(aggcontext, in);
+		state = cms_state_new(aggcontext, cms_copy(aggcontext, in));
 	else
-		cms_merge_into(state, in);
+		cms_merge_into(state->cms, in);
 
 	PG_RETURN_POINTER(state);
 }
@@ -376,8 +426,8 @@ Datum
 cms_agg_combine(PG_FUNCTION_ARGS)
 {
 	MemoryContext aggcontext = cms_agg_context(fcinfo, "cms_agg_combine");
-	CmsData    *state1 = cms_state_arg(fcinfo, 0);
-	CmsData    *state2 = cms_state_arg(fcinfo, 1);
+	CmsAggState *state1 = cms_state_arg(fcinfo, 0, "cms_agg_combine");
+	CmsAggState *state2 = cms_state_arg(fcinfo, 1, "cms_agg_combine");
 
 	if (state2 == NULL)
 	{
@@ -386,21 +436,35 @@ cms_agg_combine(PG_FUNCTION_ARGS)
 		PG_RETURN_POINTER(state1);
 	}
 	if (state1 == NULL)
-		PG_RETURN_POINTER(cms_copy(aggcontext, state2));
+		PG_RETURN_POINTER(cms_state_new(aggcontext,
+										cms_copy(aggcontext, state2->cms)));
 
-	cms_merge_into(state1, state2);
+	cms_merge_into(state1->cms, state2->cms);
 	PG_RETURN_POINTER(state1);
 }
 
-/* The state is a varlena already: the bytea is a copy of its bytes. */
+/*
+ * The sketch is a varlena already: the bytea is CMS_AGG_SERIAL_MAGIC
+ * followed by the sketch's bytes after its varlena header.
+ */
 Datum
 cms_agg_serial(PG_FUNCTION_ARGS)
 {
-	CmsData    *state;
+	CmsAggState *state;
+	Size		len;
+	bytea	   *result;
+	uint32		magic = CMS_AGG_SERIAL_MAGIC;
 
 	(void) cms_agg_context(fcinfo, "cms_agg_serial");
-	state = (CmsData *) PG_GETARG_POINTER(0);
-	PG_RETURN_BYTEA_P((bytea *) cms_copy(CurrentMemoryContext, state));
+	state = cms_state_arg(fcinfo, 0, "cms_agg_serial");
+	if (state == NULL)			/* not STRICT when built by CREATE AGGREGATE */
+		PG_RETURN_NULL();
+	len = VARSIZE(state->cms) - VARHDRSZ;
+	result = (bytea *) palloc(VARHDRSZ + sizeof(magic) + len);
+	SET_VARSIZE(result, VARHDRSZ + sizeof(magic) + len);
+	memcpy(VARDATA(result), &magic, sizeof(magic));
+	memcpy(VARDATA(result) + sizeof(magic), VARDATA(state->cms), len);
+	PG_RETURN_BYTEA_P(result);
 }
 
 Datum
@@ -408,21 +472,35 @@ cms_agg_deserial(PG_FUNCTION_ARGS)
 {
 	bytea	   *bytes;
 	Size		len;
-	CmsData    *state;
+	uint32		magic = 0;
+	CmsData    *cms;
 
 	(void) cms_agg_context(fcinfo, "cms_agg_deserial");
 	bytes = PG_GETARG_BYTEA_PP(0);
 	len = VARSIZE_ANY_EXHDR(bytes);
-	if (len < CMS_HEADER_SIZE - VARHDRSZ || len > MaxAllocSize - VARHDRSZ)
-		elog(ERROR, "invalid serialized count-min sketch of %zu bytes", len);
+	if (len >= sizeof(magic))
+		memcpy(&magic, VARDATA_ANY(bytes), sizeof(magic));
+	if (len < sizeof(magic) + CMS_HEADER_SIZE - VARHDRSZ ||
+		magic != CMS_AGG_SERIAL_MAGIC)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid serialized count-min sketch aggregate state"),
+				 errdetail("The %zu bytes do not start with a count-min sketch state; the aggregate may combine the serialization functions of different aggregates.",
+						   len)));
+	len -= sizeof(magic);
 
-	/* copy to get a 4-byte header and 8-byte aligned counters */
-	state = (CmsData *) palloc(len + VARHDRSZ);
-	SET_VARSIZE(state, len + VARHDRSZ);
-	memcpy((char *) state + VARHDRSZ, VARDATA_ANY(bytes), len);
-	cms_check_header(state);
+	/*
+	 * Copy to get a 4-byte header and 8-byte aligned counters (len is the
+	 * size of an existing bytea, so the allocation is bounded), then check
+	 * all of it like any value from outside: the bytes might come from
+	 * another serial function that happens to write our magic.
+	 */
+	cms = (CmsData *) palloc(len + VARHDRSZ);
+	SET_VARSIZE(cms, len + VARHDRSZ);
+	memcpy(VARDATA(cms), VARDATA_ANY(bytes) + sizeof(magic), len);
+	cms_check(cms);
 
-	PG_RETURN_POINTER(state);
+	PG_RETURN_POINTER(cms_state_new(CurrentMemoryContext, cms));
 }
 
 /*
@@ -432,11 +510,13 @@ cms_agg_deserial(PG_FUNCTION_ARGS)
 Datum
 cms_agg_final(PG_FUNCTION_ARGS)
 {
+	CmsAggState *state;
+
 	(void) cms_agg_context(fcinfo, "cms_agg_final");
-	if (PG_ARGISNULL(0))
+	state = cms_state_arg(fcinfo, 0, "cms_agg_final");
+	if (state == NULL)
 		PG_RETURN_NULL();
-	PG_RETURN_POINTER(cms_copy(CurrentMemoryContext,
-							   (CmsData *) PG_GETARG_POINTER(0)));
+	PG_RETURN_POINTER(cms_copy(CurrentMemoryContext, state->cms));
 }
 
 /*

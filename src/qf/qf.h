@@ -351,26 +351,55 @@ qf_mask(int n)
 }
 
 /*
+ * Whether bit widths (as read from a page or value header) describe a
+ * fingerprint the split and join below can handle: every width in range and
+ * 1..64 bits in total.  The widths come from data that may be damaged, and
+ * a shift by 64 or more is undefined, so this is a real check rather than
+ * an assertion (an assertion is compiled out of production builds).
+ */
+static inline bool
+qf_fingerprint_bits_valid(int page_bits, int slot_bits, int rbits)
+{
+	return page_bits >= 0 && page_bits <= 64 &&
+		slot_bits >= 0 && slot_bits <= QF_MAX_SLOT_BITS &&
+		rbits >= 0 && rbits <= QF_MAX_RBITS &&
+		page_bits + slot_bits + rbits >= 1 &&
+		page_bits + slot_bits + rbits <= 64;
+}
+
+/*
  * Split a 64-bit hash into (page, quotient, remainder): the fingerprint is
  * the top page_bits + slot_bits + rbits bits of h (1..64 bits in total).
+ * Returns false, with all three set to 0, if the widths are invalid
+ * (qf_fingerprint_bits_valid); callers holding widths from a header that
+ * they have not validated must check the result.
  */
-static inline void
+static inline bool
 qf_fingerprint_split(uint64 h, int page_bits, int slot_bits, int rbits,
 					 uint64 *page, uint32 *quotient, uint64 *remainder)
 {
 	int			total = page_bits + slot_bits + rbits;
 	uint64		fp;
 
-	Assert(total >= 1 && total <= 64 && page_bits >= 0);
+	if (!qf_fingerprint_bits_valid(page_bits, slot_bits, rbits))
+	{
+		*page = 0;
+		*quotient = 0;
+		*remainder = 0;
+		return false;
+	}
 	fp = h >> (64 - total);
 	*remainder = fp & qf_mask(rbits);
 	*quotient = (uint32) ((fp >> rbits) & qf_mask(slot_bits));
 	*page = page_bits == 0 ? 0 : fp >> (slot_bits + rbits);
+	return true;
 }
 
 /*
  * The inverse: the hash prefix whose split is (page, quotient, remainder),
- * i.e. the fingerprint in the top bits of a 64-bit value, the rest 0.
+ * i.e. the fingerprint in the top bits of a 64-bit value, the rest 0.  0
+ * for invalid widths (qf_fingerprint_bits_valid), which a caller with
+ * widths from an unvalidated header must rule out first.
  */
 static inline uint64
 qf_fingerprint_join(uint64 page, uint32 quotient, uint64 remainder,
@@ -379,7 +408,8 @@ qf_fingerprint_join(uint64 page, uint32 quotient, uint64 remainder,
 	int			total = page_bits + slot_bits + rbits;
 	uint64		fp;
 
-	Assert(total >= 1 && total <= 64 && page_bits >= 0);
+	if (!qf_fingerprint_bits_valid(page_bits, slot_bits, rbits))
+		return 0;
 	fp = (remainder & qf_mask(rbits)) |
 		(((uint64) quotient & qf_mask(slot_bits)) << rbits);
 	if (page_bits > 0)

@@ -37,6 +37,7 @@
  */
 #include "postgres.h"
 
+#include <float.h>
 #include <math.h>
 
 #include "miscadmin.h"
@@ -73,10 +74,14 @@ qfilter_sat_add(uint64 a, uint64 b)
 void
 qfilter_geom(const QFilterData *qf, QfGeom *g)
 {
+	/* callers validated the header; this only guards against misuse */
 	if (!qf_geom_init_slots(g, qf->slot_bits, qf->rbits, QF_SLACK_FILL,
 							qf->area_bytes))
-		elog(ERROR, "invalid quotient filter geometry: slot_bits %d, rbits %d",
-			 qf->slot_bits, qf->rbits);
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid quotient filter"),
+				 errdetail("%d-bit quotients with %d-bit remainders do not fit an area of %u bytes.",
+						   qf->slot_bits, qf->rbits, qf->area_bytes)));
 }
 
 /*
@@ -131,7 +136,7 @@ qfilter_geometry_problem(int rbits, int slot_bits, int page_bits,
 	if (page_bits < 0 || page_bits > QFILTER_MAX_PAGE_BITS)
 		return psprintf("The area index size %d is outside the supported range 0 to %d bits.",
 						page_bits, QFILTER_MAX_PAGE_BITS);
-	if (rbits + slot_bits + page_bits > 64)
+	if (!qf_fingerprint_bits_valid(page_bits, slot_bits, rbits))
 		return psprintf("The fingerprint of %d bits is longer than the 64-bit key hash.",
 						rbits + slot_bits + page_bits);
 	return NULL;
@@ -312,6 +317,20 @@ qfilter_check_header(const QFilterData *qf)
 				 errmsg("invalid quotient filter"),
 				 errdetail("The capacity " INT64_FORMAT " must be at least 1 and the false-positive rate %g between 0 and 1.",
 						   qf->capacity, qf->fp_rate)));
+
+	/*
+	 * A subnormal rate cannot be requested (qfilter_params needs 65-bit
+	 * fingerprints for it), and text input cannot read one back (strtod
+	 * reports it as out of range), so a value holding one could be stored
+	 * but not dumped and restored.  Rejecting it here, where both inputs
+	 * and every function check, keeps text and binary input equivalent.
+	 */
+	if (qf->fp_rate < DBL_MIN)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid quotient filter"),
+				 errdetail("The false-positive rate %g is subnormal; it must be at least %g.",
+						   qf->fp_rate, DBL_MIN)));
 }
 
 uint64
@@ -380,6 +399,26 @@ qfilter_corrupted(const char *what)
  * ----------------------------------------------------------------
  */
 
+/*
+ * Split a key hash for qf.  The widths come from the value's header; they
+ * were validated by qfilter_check_header, but the split is where a bad
+ * width would make an area index past the value's end, so it is checked
+ * again here, for the cost of a few comparisons.
+ */
+static void
+qfilter_split(const QFilterData *qf, uint64 h1, uint64 *page, uint32 *q,
+			  uint64 *r)
+{
+	if (!qf_fingerprint_split(h1, qf->page_bits, qf->slot_bits, qf->rbits,
+							  page, q, r) ||
+		*page >= qfilter_npages(qf))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid quotient filter"),
+				 errdetail("The fingerprint layout of %d area index, %d quotient and %d remainder bits is invalid.",
+						   qf->page_bits, qf->slot_bits, qf->rbits)));
+}
+
 QfStatus
 qfilter_insert_hash(QFilterData *qf, const QfGeom *g, uint64 h1, uint64 count,
 					bool *added)
@@ -392,8 +431,7 @@ qfilter_insert_hash(QFilterData *qf, const QfGeom *g, uint64 h1, uint64 count,
 	QfAreaHeader after;
 	QfStatus	st;
 
-	qf_fingerprint_split(h1, qf->page_bits, qf->slot_bits, qf->rbits,
-						 &page, &q, &r);
+	qfilter_split(qf, h1, &page, &q, &r);
 	area = qfilter_area(qf, page);
 	memcpy(&before, area, sizeof(before));
 	st = qf_insert(g, area, q, r, count);
@@ -414,8 +452,7 @@ qfilter_count_hash(const QFilterData *qf, const QfGeom *g, uint64 h1)
 	uint32		q;
 	uint64		r;
 
-	qf_fingerprint_split(h1, qf->page_bits, qf->slot_bits, qf->rbits,
-						 &page, &q, &r);
+	qfilter_split(qf, h1, &page, &q, &r);
 	return qf_count(g, qfilter_area(qf, page), q, r);
 }
 
@@ -427,8 +464,7 @@ qfilter_remove_hash(QFilterData *qf, const QfGeom *g, uint64 h1, uint64 count)
 	uint64		r;
 	uint64		removed;
 
-	qf_fingerprint_split(h1, qf->page_bits, qf->slot_bits, qf->rbits,
-						 &page, &q, &r);
+	qfilter_split(qf, h1, &page, &q, &r);
 	removed = qf_remove(g, qfilter_area(qf, page), q, r, count);
 	/* a saturated area total stays saturated: recompute rather than subtract */
 	if (removed > 0)

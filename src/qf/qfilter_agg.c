@@ -7,9 +7,9 @@
  *
  * qfilter_agg(key, [count,] capacity, fp_rate) and qfilter_union_agg(qfilter)
  * share one transition state: a QFilterAggState in the aggregate memory
- * context pointing to the filter (a valid varlena, replaced by a larger one
- * when it grows) and its area geometry.  Serialization copies the filter's
- * bytes.  Both aggregates return NULL when no row contributed (zero rows,
+ * context with a magic word, the filter (a valid varlena, replaced by a
+ * larger one when it grows) and its area geometry.  Serialization copies
+ * the filter's bytes behind a magic word of its own.  Both aggregates return NULL when no row contributed (zero rows,
  * or only NULL keys, counts or filters), like sum().
  *
  * When a key does not fit (its area is full), or the filter holds more than
@@ -47,8 +47,26 @@ PG_FUNCTION_INFO_V1(qfilter_remove);
 PG_FUNCTION_INFO_V1(qfilter_union);
 PG_FUNCTION_INFO_V1(qfilter_resize);
 
+/*
+ * The support functions can be combined freely by a superuser with CREATE
+ * AGGREGATE (stype = internal), e.g. qfilter_agg_trans with cms_agg_final
+ * or with another extension's final function, so every function that
+ * receives a state checks the magic word first: a state of another kind
+ * then fails cleanly instead of being read as a filter.  Any state is a
+ * palloc'd chunk of at least 8 bytes, so reading its first word is safe.
+ */
+#define QFILTER_AGG_STATE_MAGIC		0x46514641	/* "AFQF" */
+
+/*
+ * The serialized state (bytea): this magic word, then the filter's bytes
+ * after its varlena header.  Checked by the deserial function for the same
+ * reason, since the bytes may come from another serial function.
+ */
+#define QFILTER_AGG_SERIAL_MAGIC	0x46514653	/* "SFQF" */
+
 typedef struct QFilterAggState
 {
+	uint32		magic;			/* QFILTER_AGG_STATE_MAGIC */
 	QFilterData *qf;			/* in the aggregate context */
 	QfGeom		g;				/* geometry of its areas */
 	uint64		items;			/* its distinct fingerprints */
@@ -130,10 +148,21 @@ qfilter_key_info(FunctionCallInfo fcinfo, Oid typid)
 }
 
 static QFilterAggState *
-qfilter_state_arg(FunctionCallInfo fcinfo, int argno)
+qfilter_state_arg(FunctionCallInfo fcinfo, int argno, const char *fname)
 {
-	return PG_ARGISNULL(argno) ? NULL :
-		(QFilterAggState *) PG_GETARG_POINTER(argno);
+	QFilterAggState *state;
+
+	if (PG_ARGISNULL(argno))
+		return NULL;
+	state = (QFilterAggState *) PG_GETARG_POINTER(argno);
+	if (state == NULL || state->magic != QFILTER_AGG_STATE_MAGIC)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s received an aggregate state that is not a quotient filter state",
+						fname),
+				 errdetail("The aggregate combines support functions of different aggregates."),
+				 errhint("Use only the qfilter_agg support functions (qfilter_agg_trans, qfilter_agg_trans_counted, qfilter_union_agg_trans, qfilter_agg_combine, qfilter_agg_serial, qfilter_agg_deserial, qfilter_agg_final) together.")));
+	return state;
 }
 
 static MemoryContext
@@ -162,6 +191,7 @@ qfilter_state_new(MemoryContext cxt, QFilterData *qf)
 {
 	QFilterAggState *state = MemoryContextAlloc(cxt, sizeof(QFilterAggState));
 
+	state->magic = QFILTER_AGG_STATE_MAGIC;
 	state->qf = qf;
 	qfilter_geom(qf, &state->g);
 	state->items = qfilter_items(qf);
@@ -230,7 +260,7 @@ qfilter_agg_trans_common(FunctionCallInfo fcinfo, bool counted)
 {
 	const char *fname = counted ? "qfilter_agg_trans_counted" : "qfilter_agg_trans";
 	MemoryContext aggcontext = qfilter_agg_context(fcinfo, fname);
-	QFilterAggState *state = qfilter_state_arg(fcinfo, 0);
+	QFilterAggState *state = qfilter_state_arg(fcinfo, 0, fname);
 	int			caparg = counted ? 3 : 2;
 	int64		count = 1;
 	int64		capacity;
@@ -329,7 +359,8 @@ Datum
 qfilter_union_agg_trans(PG_FUNCTION_ARGS)
 {
 	MemoryContext aggcontext = qfilter_agg_context(fcinfo, "qfilter_union_agg_trans");
-	QFilterAggState *state = qfilter_state_arg(fcinfo, 0);
+	QFilterAggState *state = qfilter_state_arg(fcinfo, 0,
+											   "qfilter_union_agg_trans");
 	QFilterData *in;
 
 	if (PG_ARGISNULL(1))
@@ -352,8 +383,10 @@ Datum
 qfilter_agg_combine(PG_FUNCTION_ARGS)
 {
 	MemoryContext aggcontext = qfilter_agg_context(fcinfo, "qfilter_agg_combine");
-	QFilterAggState *state1 = qfilter_state_arg(fcinfo, 0);
-	QFilterAggState *state2 = qfilter_state_arg(fcinfo, 1);
+	QFilterAggState *state1 = qfilter_state_arg(fcinfo, 0,
+												"qfilter_agg_combine");
+	QFilterAggState *state2 = qfilter_state_arg(fcinfo, 1,
+												"qfilter_agg_combine");
 
 	if (state2 == NULL)
 	{
@@ -364,15 +397,28 @@ qfilter_agg_combine(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(qfilter_state_union(state1, aggcontext, state2->qf));
 }
 
-/* The filter is a varlena already: the bytea is a copy of its bytes. */
+/*
+ * The filter is a varlena already: the bytea is QFILTER_AGG_SERIAL_MAGIC
+ * followed by the filter's bytes after its varlena header.
+ */
 Datum
 qfilter_agg_serial(PG_FUNCTION_ARGS)
 {
 	QFilterAggState *state;
+	Size		len;
+	bytea	   *result;
+	uint32		magic = QFILTER_AGG_SERIAL_MAGIC;
 
 	(void) qfilter_agg_context(fcinfo, "qfilter_agg_serial");
-	state = (QFilterAggState *) PG_GETARG_POINTER(0);
-	PG_RETURN_BYTEA_P((bytea *) qfilter_copy(CurrentMemoryContext, state->qf));
+	state = qfilter_state_arg(fcinfo, 0, "qfilter_agg_serial");
+	if (state == NULL)			/* not STRICT when built by CREATE AGGREGATE */
+		PG_RETURN_NULL();
+	len = VARSIZE(state->qf) - VARHDRSZ;
+	result = (bytea *) palloc(VARHDRSZ + sizeof(magic) + len);
+	SET_VARSIZE(result, VARHDRSZ + sizeof(magic) + len);
+	memcpy(VARDATA(result), &magic, sizeof(magic));
+	memcpy(VARDATA(result) + sizeof(magic), VARDATA(state->qf), len);
+	PG_RETURN_BYTEA_P(result);
 }
 
 Datum
@@ -380,19 +426,33 @@ qfilter_agg_deserial(PG_FUNCTION_ARGS)
 {
 	bytea	   *bytes;
 	Size		len;
+	uint32		magic = 0;
 	QFilterData *qf;
 
 	(void) qfilter_agg_context(fcinfo, "qfilter_agg_deserial");
 	bytes = PG_GETARG_BYTEA_PP(0);
 	len = VARSIZE_ANY_EXHDR(bytes);
-	if (len < QFILTER_HEADER_SIZE - VARHDRSZ || len > MaxAllocSize - VARHDRSZ)
-		elog(ERROR, "invalid serialized quotient filter of %zu bytes", len);
+	if (len >= sizeof(magic))
+		memcpy(&magic, VARDATA_ANY(bytes), sizeof(magic));
+	if (len < sizeof(magic) + QFILTER_HEADER_SIZE - VARHDRSZ ||
+		magic != QFILTER_AGG_SERIAL_MAGIC)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid serialized quotient filter aggregate state"),
+				 errdetail("The %zu bytes do not start with a quotient filter state; the aggregate may combine the serialization functions of different aggregates.",
+						   len)));
+	len -= sizeof(magic);
 
-	/* copy to get a 4-byte header and 8-byte aligned areas */
+	/*
+	 * Copy to get a 4-byte header and 8-byte aligned areas (len is the size
+	 * of an existing bytea, so the allocation is bounded), then check all of
+	 * it like any value from outside: the bytes might come from another
+	 * serial function that happens to write our magic.
+	 */
 	qf = (QFilterData *) palloc(len + VARHDRSZ);
 	SET_VARSIZE(qf, len + VARHDRSZ);
-	memcpy((char *) qf + VARHDRSZ, VARDATA_ANY(bytes), len);
-	qfilter_check_header(qf);
+	memcpy(VARDATA(qf), VARDATA_ANY(bytes) + sizeof(magic), len);
+	qfilter_check(qf);
 
 	PG_RETURN_POINTER(qfilter_state_new(CurrentMemoryContext, qf));
 }
@@ -404,11 +464,13 @@ qfilter_agg_deserial(PG_FUNCTION_ARGS)
 Datum
 qfilter_agg_final(PG_FUNCTION_ARGS)
 {
+	QFilterAggState *state;
+
 	(void) qfilter_agg_context(fcinfo, "qfilter_agg_final");
-	if (PG_ARGISNULL(0))
+	state = qfilter_state_arg(fcinfo, 0, "qfilter_agg_final");
+	if (state == NULL)
 		PG_RETURN_NULL();
-	PG_RETURN_POINTER(qfilter_copy(CurrentMemoryContext,
-								   ((QFilterAggState *) PG_GETARG_POINTER(0))->qf));
+	PG_RETURN_POINTER(qfilter_copy(CurrentMemoryContext, state->qf));
 }
 
 /* ----------------------------------------------------------------

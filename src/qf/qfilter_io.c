@@ -312,6 +312,36 @@ qfilter_decode_area(SSTextParser *ps, uint32 page, unsigned char *area)
 						   page, ss_text_pos(ps), 3 * g, (int) QFILTER_AREA_BYTES)));
 }
 
+/*
+ * Decode npages areas, each into areas + i * stride (which is all zeros).
+ * With stride 0 every area goes to the same scratch area, cleared before
+ * each one: a pass that only checks the syntax and the number of areas.
+ */
+static void
+qfilter_decode_areas(SSTextParser *ps, uint32 npages, unsigned char *areas,
+					 Size stride)
+{
+	for (uint32 i = 0; i < npages; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (i > 0)
+		{
+			if (*ps->p != QFILTER_AREA_SEP)
+				ss_text_syntax_error(ps, psprintf("\",\" before area %u", i));
+			ps->p++;
+		}
+		if (stride == 0)
+			memset(areas, 0, QFILTER_AREA_BYTES);
+		qfilter_decode_area(ps, i, areas + (Size) i * stride);
+	}
+	if (*ps->p != '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("invalid input syntax for type %s", "qfilter"),
+				 errdetail("The input has more than the filter's %u areas (character %d).",
+						   npages, ss_text_pos(ps))));
+}
+
 Datum
 qfilter_in(PG_FUNCTION_ARGS)
 {
@@ -372,6 +402,23 @@ qfilter_in(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("invalid quotient filter"),
 				 errdetail_internal("%s", problem)));
+
+	/*
+	 * The header alone can ask for 2^16 areas (535 MB) in a few dozen
+	 * characters.  Decode the areas once into a scratch area first, so that
+	 * input that does not hold that many well-formed areas fails before the
+	 * value is allocated; only then allocate and decode for real.
+	 */
+	qfilter_init_b64_table();
+	npages = (uint32) 1 << page_bits;
+	{
+		SSTextParser scan = ps;
+		unsigned char *scratch = palloc(QFILTER_AREA_BYTES);
+
+		qfilter_decode_areas(&scan, npages, scratch, 0);
+		pfree(scratch);
+	}
+
 	size = qfilter_value_size(page_bits);
 	qf = (QFilterData *) palloc0(size);
 	SET_VARSIZE(qf, size);
@@ -387,25 +434,8 @@ qfilter_in(PG_FUNCTION_ARGS)
 	qf->fp_rate = fp_rate;
 	qf->total = total;
 
-	qfilter_init_b64_table();
-	npages = qfilter_npages(qf);
-	for (uint32 i = 0; i < npages; i++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		if (i > 0)
-		{
-			if (*ps.p != QFILTER_AREA_SEP)
-				ss_text_syntax_error(&ps, psprintf("\",\" before area %u", i));
-			ps.p++;
-		}
-		qfilter_decode_area(&ps, i, (unsigned char *) qfilter_area(qf, i));
-	}
-	if (*ps.p != '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-				 errmsg("invalid input syntax for type %s", "qfilter"),
-				 errdetail("The input has more than the filter's %u areas (character %d).",
-						   npages, ss_text_pos(&ps))));
+	qfilter_decode_areas(&ps, npages, (unsigned char *) qf->areas,
+						 qf->area_bytes);
 	qfilter_areas_swap_external(qf->areas, npages);
 	qfilter_check(qf);
 
@@ -519,8 +549,9 @@ qfilter_recv(PG_FUNCTION_ARGS)
 	total = (uint64) pq_getmsgint64(buf);
 
 	/* validate the geometry and the length before allocating */
-	problem = qfilter_geometry_problem(Min(rbits, 255), Min(slot_bits, 255),
-									   Min(page_bits, 255), area_bytes);
+	/* as int32, so that the message shows what the input said */
+	problem = qfilter_geometry_problem((int32) rbits, (int32) slot_bits,
+									   (int32) page_bits, area_bytes);
 	if (problem)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),

@@ -8,6 +8,7 @@
 #include "postgres.h"
 
 #include <ctype.h>
+#include <math.h>
 
 #include "lib/stringinfo.h"
 #include "ss_textio.h"
@@ -72,7 +73,16 @@ ss_text_parse_unsigned(SSTextParser *ps, const char *field, uint64 max)
 	return v;
 }
 
-/* A float8 token running up to the next space. */
+/*
+ * A float8 token running up to the next space.
+ *
+ * Only the syntax is checked here.  strtod reports ERANGE both for values
+ * that have no float8 (overflow to infinity, underflow to zero) and for
+ * subnormal results, which are exact float8 values: those are returned, and
+ * the type's validation function decides about them exactly as it does for
+ * the same value arriving in binary form, so that both inputs accept the
+ * same values.
+ */
 double
 ss_text_parse_float(SSTextParser *ps, const char *field)
 {
@@ -88,7 +98,8 @@ ss_text_parse_float(SSTextParser *ps, const char *field)
 	token = pnstrdup(ps->p, end - ps->p);
 	errno = 0;
 	v = strtod(token, &tokend);
-	if (*tokend != '\0' || errno != 0)
+	if (*tokend != '\0' || tokend == token ||
+		(errno != 0 && !(errno == ERANGE && v != 0.0 && !isinf(v))))
 		ss_text_syntax_error(ps, psprintf("a number for %s", field));
 	pfree(token);
 	ps->p = end;
