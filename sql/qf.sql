@@ -272,3 +272,12 @@ SELECT qf_merge_value('from_value', qfilter_agg(i, 100000, 0.001)) FROM generate
 \echo :LAST_ERROR_SQLSTATE
 SELECT qf_merge_value('from_value', qfilter_agg(i::text, 100000, 0.001)) FROM generate_series(1, 10) i;
 \echo :LAST_ERROR_SQLSTATE
+
+-- per-level and total counters saturate like the sketch counters
+SELECT qf_create('qf_sat', 'int', capacity => 1000, counted => true);
+INSERT INTO qf_sat VALUES (1, 9223372036854775807);
+INSERT INTO qf_sat VALUES (2, 9223372036854775807);
+INSERT INTO qf_sat VALUES (3, 9223372036854775807);
+SELECT items, total_count FROM qf_info('qf_sat');
+SELECT qf_count('qf_sat', 1), qf_count('qf_sat', 2), qf_count('qf_sat', 4);
+DROP TABLE qf_sat;

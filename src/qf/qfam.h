@@ -45,6 +45,8 @@
 
 #include "postgres.h"
 
+#include "common/int.h"
+
 #include "qf.h"
 #include "ss_page.h"
 #include "utils/rel.h"
@@ -224,5 +226,40 @@ extern double ss_qf_fp_rate;
 extern int	ss_qf_fanout;
 extern int	ss_qf_buffer_size_kb;
 extern void qfam_init(void);
+
+/*
+ * Per-level counters saturate at PG_INT64_MAX, as the sketch counters do
+ * (counts of 2^63 - 1 would wrap a plain sum); deltas may be negative
+ * (deletes), and a counter never goes below 0.
+ */
+static inline int64
+qfam_counter_add(int64 a, int64 delta)
+{
+	int64		r;
+
+	if (pg_add_s64_overflow(a, delta, &r))
+		return delta > 0 ? PG_INT64_MAX : 0;
+	return Max(r, 0);
+}
+
+/* Sum of signed deltas, saturating both ways. */
+static inline int64
+qfam_delta_add(int64 a, int64 delta)
+{
+	int64		r;
+
+	if (pg_add_s64_overflow(a, delta, &r))
+		return delta > 0 ? PG_INT64_MAX : PG_INT64_MIN;
+	return r;
+}
+
+/* The change of an area's saturating uint64 total, as a clamped delta. */
+static inline int64
+qfam_total_delta(uint64 before, uint64 after)
+{
+	if (after >= before)
+		return (int64) Min(after - before, (uint64) PG_INT64_MAX);
+	return -(int64) Min(before - after, (uint64) PG_INT64_MAX);
+}
 
 #endif							/* QFAM_H */

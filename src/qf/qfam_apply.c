@@ -96,8 +96,8 @@ qfam_meta_add(Relation rel, const int64 *d_items, const int64 *d_total,
 	meta = ss_meta_register(rel, SS_KIND_QF, state, &buf);
 	for (uint32 l = 0; l < nlevels; l++)
 	{
-		meta->levels[l].items += d_items[l];
-		meta->levels[l].total += d_total[l];
+		meta->levels[l].items = qfam_counter_add(meta->levels[l].items, d_items[l]);
+		meta->levels[l].total = qfam_counter_add(meta->levels[l].total, d_total[l]);
 	}
 	ss_xlog_finish(state);
 	UnlockReleaseBuffer(buf);
@@ -227,7 +227,9 @@ qfam_apply_level0(Relation rel, const QfamLevel *lv, QfOp *ops, int n,
 		}
 		qf_area_stats(&g, area, &after);
 		*d_items += (int64) after.nitems - (int64) before.nitems;
-		*d_total += (int64) (after.total_count - before.total_count);
+		*d_total = qfam_delta_add(*d_total,
+									qfam_total_delta(before.total_count,
+													 after.total_count));
 		if (end > start)
 			ss_xlog_finish(state);
 		else
@@ -293,7 +295,9 @@ qfam_delete_older(Relation rel, const QfamMeta *meta, QfOp *ops, int n,
 					qfam_undo_append(undo, uh, ops[i].h1, removed);
 			}
 			d_items[l] += (int64) after.nitems - (int64) before.nitems;
-			d_total[l] += (int64) (after.total_count - before.total_count);
+			d_total[l] = qfam_delta_add(d_total[l],
+										qfam_total_delta(before.total_count,
+														 after.total_count));
 			ss_xlog_finish(state);
 			UnlockReleaseBuffer(buf);
 			if (BufferIsValid(undobuf))

@@ -439,7 +439,7 @@ qf_info_sql(PG_FUNCTION_ARGS)
 
 		pages += (int64) 1 << lv->page_bits;
 		items += lv->items;
-		total += lv->total;
+		total = qfam_counter_add(total, lv->total);
 		slots += lslots;
 		/* a level at load alpha answers yes for an absent key w.p. ~alpha 2^-r */
 		fpr += ((double) lv->items / lslots) * ldexp(1.0, -(int) lv->rbits);
