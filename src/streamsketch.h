@@ -61,6 +61,8 @@ typedef struct SSStateOps
 	void		(*params_from_label) (Relation rel, const char *label, void *st);
 } SSStateOps;
 
+extern bool ss_read_structure_meta(Relation rel, const SSStateOps *ops,
+								   void *meta);
 extern void *ss_get_state(Relation rel, const SSStateOps *ops);
 extern void ss_forget_state(Relation rel);
 extern void ss_set_new_filenode(Relation rel, const SSStateOps *ops,

@@ -150,7 +150,6 @@ extern const struct SSStateOps bcms_state_ops;
 
 /* bcms_apply.c */
 extern void bcms_apply_pending(Relation rel);
-extern void bcms_ensure_metapage(Relation rel, const BcmsState *st);
 extern bool bcms_read_meta(Relation rel, BcmsMetaData *meta);
 extern void bcms_check_meta(Relation rel, const void *meta);
 extern int64 bcms_flush_all(Relation rel, const BcmsState *st);

@@ -53,21 +53,7 @@ batch_entry_page(const void *e)
 bool
 bcms_read_meta(Relation rel, BcmsMetaData *meta)
 {
-	if (!ss_read_metapage(rel, SS_KIND_BCMS, meta, sizeof(BcmsMetaData)))
-		return false;
-	ss_meta_validate(rel, bcms_check_meta, meta);
-	return true;
-}
-
-void
-bcms_ensure_metapage(Relation rel, const BcmsState *st)
-{
-	BcmsMetaData meta;
-
-	memset(&meta, 0, sizeof(meta));
-	ss_meta_header_init(&meta.hdr, SS_KIND_BCMS, st->p.seed);
-	meta.params = st->p;
-	ss_ensure_metapage(rel, SS_KIND_BCMS, &meta, sizeof(meta));
+	return ss_read_structure_meta(rel, &bcms_state_ops, meta);
 }
 
 /* Add committed counts to the metapage (locked alone, briefly). */
@@ -289,11 +275,7 @@ bcms_apply_pending(Relation rel)
 
 	while (ss_pending_iter_next(&it, &hdr, &payload))
 	{
-		if (!any)
-		{
-			bcms_ensure_metapage(rel, st);
-			any = true;
-		}
+		any = true;
 		if (hdr.type == SS_PENDING_KEY)
 		{
 			SSPendingKey key;

@@ -70,21 +70,7 @@ bloom_work_mem(void)
 bool
 bloom_read_meta(Relation rel, BloomMetaData *meta)
 {
-	if (!ss_read_metapage(rel, SS_KIND_BLOOM, meta, sizeof(BloomMetaData)))
-		return false;
-	ss_meta_validate(rel, bloom_check_meta, meta);
-	return true;
-}
-
-static void
-bloom_ensure_metapage(Relation rel, const BloomState *st)
-{
-	BloomMetaData meta;
-
-	memset(&meta, 0, sizeof(meta));
-	ss_meta_header_init(&meta.hdr, SS_KIND_BLOOM, st->p.seed);
-	meta.params = st->p;
-	ss_ensure_metapage(rel, SS_KIND_BLOOM, &meta, sizeof(meta));
+	return ss_read_structure_meta(rel, &bloom_state_ops, meta);
 }
 
 /* Add committed counts to the metapage (locked alone, briefly). */
@@ -615,7 +601,6 @@ bloom_apply_pending(Relation rel)
 	ss_pending_iter_end(&it);
 	if (!any)
 		return;					/* e.g. only a TRUNCATE */
-	bloom_ensure_metapage(rel, st);
 
 	if (p->nsubbufs == 0 && p->mode != BLOOM_MODE_LOCALIZED)
 	{

@@ -55,10 +55,7 @@ qf_op_page(const void *op)
 bool
 qfam_read_meta(Relation rel, QfamMeta *meta)
 {
-	if (!ss_read_metapage(rel, SS_KIND_QF, meta, sizeof(QfamMeta)))
-		return false;
-	ss_meta_validate(rel, qfam_check_meta, meta);
-	return true;
+	return ss_read_structure_meta(rel, &qfam_state_ops, meta);
 }
 
 /* The metapage of a new filter: an empty level 0 after the metapage. */
@@ -403,10 +400,6 @@ qfam_apply_pending(Relation rel)
 			continue;
 		if (!any)
 		{
-			QfamMeta	meta;
-
-			qfam_first_level(&st->p, &meta);
-			ss_ensure_metapage(rel, SS_KIND_QF, &meta, sizeof(meta));
 			/* keep the undo segment short-lived: see qfam_undo.c */
 			qfam_undo_resolve(rel, st, false);
 			any = true;

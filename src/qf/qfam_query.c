@@ -380,7 +380,6 @@ qf_resize_sql(PG_FUNCTION_ARGS)
 {
 	Relation	rel = qfam_open_sql(PG_GETARG_OID(0), ShareUpdateExclusiveLock,
 									"qf_resize()");
-	QfamState  *st;
 	QfamMeta	meta;
 	uint32		last;
 	uint32		t;
@@ -389,14 +388,10 @@ qf_resize_sql(PG_FUNCTION_ARGS)
 	if (!pg_class_ownercheck(RelationGetRelid(rel), GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(rel->rd_rel->relkind),
 					   RelationGetRelationName(rel));
-	st = qfam_get_state(rel);
+	/* checks the parameters (the metapage exists from creation on) */
+	(void) qfam_get_state(rel);
 	/* with an xid, the commit waits for the resize's WAL to be flushed */
 	(void) GetCurrentTransactionId();
-	if (!qfam_read_meta(rel, &meta))
-	{
-		qfam_first_level(&st->p, &meta);
-		ss_ensure_metapage(rel, SS_KIND_QF, &meta, sizeof(meta));
-	}
 	LockPage(rel, SS_METAPAGE_BLKNO, ExclusiveLock);
 	if (!qfam_read_meta(rel, &meta))
 		elog(ERROR, "quotient filter metapage disappeared");

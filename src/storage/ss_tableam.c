@@ -424,6 +424,20 @@ ss_relation_is_new(Relation rel)
 }
 
 /*
+ * Read rel's metapage contents into meta (ops->meta_size bytes) and
+ * validate them with the structure's check_meta.  False if the relation
+ * has no metapage (block 0 missing or all zeros).
+ */
+bool
+ss_read_structure_meta(Relation rel, const SSStateOps *ops, void *meta)
+{
+	if (!ss_read_metapage(rel, ops->kind, meta, ops->meta_size))
+		return false;
+	ss_meta_validate(rel, ops->check_meta, meta);
+	return true;
+}
+
+/*
  * A structure's state (parameters and column info) cached in rd_amcache,
  * which the relcache frees on invalidation (e.g. after TRUNCATE).  The
  * parameters come from the metapage, which every structure has from its
@@ -453,14 +467,13 @@ ss_get_state(Relation rel, const SSStateOps *ops)
 	PG_TRY();
 	{
 		ops->check_columns(rel, st);
-		if (!ss_read_metapage(rel, ops->kind, meta, ops->meta_size))
+		if (!ss_read_structure_meta(rel, ops, meta))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("%s table \"%s\" has no metapage",
 							ss_structure_name(rel), RelationGetRelationName(rel)),
 					 errdetail("Block 0 is missing or all zeros."),
 					 errhint("Restore the table from a backup, or TRUNCATE it to start over with the parameters of its label.")));
-		ss_meta_validate(rel, ops->check_meta, meta);
 		ops->params_from_meta(meta, st);
 	}
 	PG_CATCH();
