@@ -24,7 +24,6 @@
 #include "executor/tuptable.h"
 #include "bcms.h"
 #include "miscadmin.h"
-#include "pgstat.h"
 #include "ss_pending.h"
 #include "storage/bufmgr.h"
 #include "streamsketch.h"
@@ -359,33 +358,18 @@ bcms_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 	BcmsState  *st = bcms_get_state(rel);
 	SSPendingKey key;
 
-	/* seen by monitoring and by autovacuum's insert threshold */
-	pgstat_count_heap_insert(rel, 1);
-
-	slot_getallattrs(slot);
-	slot->tts_tableOid = RelationGetRelid(rel);
-	ItemPointerSetInvalid(&slot->tts_tid);
-
-	if (slot->tts_isnull[0])
+	if (!ss_slot_key(rel, slot, st->keylen, st->keybyval, st->weighttype,
+					 st->p.seed, &key))
 		return;
-	key.weight = 1;
-	if (st->weighted)
-	{
-		if (slot->tts_isnull[1])
-			return;
-		key.weight = ss_int_datum(st->weighttype, slot->tts_values[1]);
-		if (key.weight < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-					 errmsg("bcms weight " INT64_FORMAT " is negative", key.weight),
-					 errdetail("A count-min sketch only supports non-negative increments."),
-					 errhint("Filter out negative weights, or keep a second table for decrements.")));
-		if (key.weight == 0)
-			return;
-	}
-	key.hash = ss_hash_datum(slot->tts_values[0], st->keylen, st->keybyval,
-							 st->p.seed);
-	ss_pending_add(rel, bcms_apply_pending, SS_PENDING_KEY, &key, sizeof(key));
+	if (key.weight < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("bcms weight " INT64_FORMAT " is negative", key.weight),
+				 errdetail("A count-min sketch only supports non-negative increments."),
+				 errhint("Filter out negative weights, or keep a second table for decrements.")));
+	if (key.weight > 0)
+		ss_pending_add(rel, bcms_apply_pending, SS_PENDING_KEY, &key,
+					   sizeof(key));
 }
 
 Datum

@@ -24,7 +24,6 @@
 #include "catalog/storage.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
-#include "pgstat.h"
 #include "ss_pending.h"
 #include "streamsketch.h"
 #include "utils/builtins.h"
@@ -354,18 +353,10 @@ bloom_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 	BloomState *st = bloom_get_state(rel);
 	SSPendingKey key;
 
-	/* seen by monitoring and by autovacuum's insert threshold */
-	pgstat_count_heap_insert(rel, 1);
-
-	slot_getallattrs(slot);
-	slot->tts_tableOid = RelationGetRelid(rel);
-	ItemPointerSetInvalid(&slot->tts_tid);
-	if (slot->tts_isnull[0])
-		return;
-	key.weight = 1;
-	key.hash = ss_hash_datum(slot->tts_values[0], st->keylen, st->keybyval,
-							 st->p.seed);
-	ss_pending_add(rel, bloom_apply_pending, SS_PENDING_KEY, &key, sizeof(key));
+	if (ss_slot_key(rel, slot, st->keylen, st->keybyval, InvalidOid,
+					st->p.seed, &key))
+		ss_pending_add(rel, bloom_apply_pending, SS_PENDING_KEY, &key,
+					   sizeof(key));
 }
 
 Datum

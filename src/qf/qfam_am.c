@@ -22,7 +22,6 @@
 #include "catalog/storage.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
-#include "pgstat.h"
 #include "qfam.h"
 #include "ss_pending.h"
 #include "storage/lmgr.h"
@@ -410,32 +409,18 @@ qfam_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 	QfamState  *st = qfam_get_state(rel);
 	SSPendingKey key;
 
-	/* seen by monitoring and by autovacuum's insert threshold */
-	pgstat_count_heap_insert(rel, 1);
-
-	slot_getallattrs(slot);
-	slot->tts_tableOid = RelationGetRelid(rel);
-	ItemPointerSetInvalid(&slot->tts_tid);
-	if (slot->tts_isnull[0])
+	if (!ss_slot_key(rel, slot, st->keylen, st->keybyval, st->counttype,
+					 st->p.seed, &key))
 		return;
-	key.weight = 1;
-	if (st->counted)
-	{
-		if (slot->tts_isnull[1])
-			return;
-		key.weight = ss_int_datum(st->counttype, slot->tts_values[1]);
-		if (key.weight < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-					 errmsg("quotient filter count " INT64_FORMAT " is negative",
-							key.weight),
-					 errhint("Use qf_delete() to remove copies of a key.")));
-		if (key.weight == 0)
-			return;
-	}
-	key.hash = ss_hash_datum(slot->tts_values[0], st->keylen, st->keybyval,
-							 st->p.seed);
-	ss_pending_add(rel, qfam_apply_pending, SS_PENDING_KEY, &key, sizeof(key));
+	if (key.weight < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("quotient filter count " INT64_FORMAT " is negative",
+						key.weight),
+				 errhint("Use qf_delete() to remove copies of a key.")));
+	if (key.weight > 0)
+		ss_pending_add(rel, qfam_apply_pending, SS_PENDING_KEY, &key,
+					   sizeof(key));
 }
 
 static Datum

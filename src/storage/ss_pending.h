@@ -45,6 +45,11 @@ typedef struct SSPendingKey
 	int64		weight;
 } SSPendingKey;
 
+struct TupleTableSlot;
+extern bool ss_slot_key(Relation rel, struct TupleTableSlot *slot,
+						int16 keylen, bool keybyval, Oid inttype, uint32 seed,
+						SSPendingKey *key);
+
 /* Called with each pending relation at pre-commit to apply its records. */
 typedef void (*SSApplyFunc) (Relation rel);
 

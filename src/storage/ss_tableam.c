@@ -38,6 +38,7 @@
 #include "commands/defrem.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "pgstat.h"
 #include "port/atomics.h"
 #include "replication/logicalworker.h"
 #include "storage/bufmgr.h"
@@ -823,6 +824,36 @@ ss_check_key_columns(TupleDesc desc, const char *relname, const char *amname,
 		out->keybyval = cols[0]->attbyval;
 		out->inttype = ncols == 2 ? cols[1]->atttypid : InvalidOid;
 	}
+}
+
+/*
+ * The common part of every structure's tuple_insert: count the row (for
+ * monitoring and autovacuum's insert threshold), fill the slot's columns,
+ * and hash its key into *key, with weight 1 or the value of the second
+ * column of type inttype (if valid).  False if the row is skipped, for a
+ * NULL key or a NULL second column, as aggregates skip NULLs.  The caller
+ * checks the weight's sign.
+ */
+bool
+ss_slot_key(Relation rel, TupleTableSlot *slot, int16 keylen, bool keybyval,
+			Oid inttype, uint32 seed, SSPendingKey *key)
+{
+	pgstat_count_heap_insert(rel, 1);
+
+	slot_getallattrs(slot);
+	slot->tts_tableOid = RelationGetRelid(rel);
+	ItemPointerSetInvalid(&slot->tts_tid);
+	if (slot->tts_isnull[0])
+		return false;
+	key->weight = 1;
+	if (OidIsValid(inttype))
+	{
+		if (slot->tts_isnull[1])
+			return false;
+		key->weight = ss_int_datum(inttype, slot->tts_values[1]);
+	}
+	key->hash = ss_hash_datum(slot->tts_values[0], keylen, keybyval, seed);
+	return true;
 }
 
 int64
