@@ -396,6 +396,8 @@ bcms_info(PG_FUNCTION_ARGS)
 		/* committed batches not consolidated yet count too */
 		ss_log_scan_all(rel, bcms_count_record, &logged);
 		bcms_add_stats(&meta, &logged);
+		/* and their rows are not on the sketch pages yet */
+		buffered = logged.items;
 	}
 	nblocks = RelationGetNumberOfBlocks(rel);
 
