@@ -10,9 +10,11 @@ SELECT count(*) > 40000 AS many_distinct_keys FROM exact;
 SELECT bcms_create('zb', 'int8', epsilon => 0.001, delta => 0.01);
 SELECT bcms_create('zp', 'int8', epsilon => 0.001, delta => 0.01, mode => 'plain');
 SELECT bcms_create('zc', 'int8', epsilon => 0.001, delta => 0.01, conservative => true);
--- several transactions, so sub-buffers fill and flush across commits
+-- several transactions, so sub-buffers fill and flush across commits; the
+-- last one is small, so its entries wait in the log and the sub-buffers
 INSERT INTO zb SELECT key FROM stream LIMIT 300000;
-INSERT INTO zb SELECT key FROM stream OFFSET 300000;
+INSERT INTO zb SELECT key FROM stream OFFSET 300000 LIMIT 699000;
+INSERT INTO zb SELECT key FROM stream OFFSET 999000;
 INSERT INTO zp SELECT key FROM stream;
 INSERT INTO zc SELECT key FROM stream LIMIT 500000;
 INSERT INTO zc SELECT key FROM stream OFFSET 500000;

@@ -91,11 +91,11 @@ ROLLBACK;
 
 -- cms and qfilter values naming a key type that does not exist: 42704
 -- (a type OID is accepted in the text form, as regtype accepts one)
-SELECT ('version=1 seed=1592598101 epsilon=0.1 delta=0.1 depth=3 cols_per_page=340 '
-        'pages=1 total=1 type="23" counters=.In1.Fq1.Nj1.Dl')::cms IS NOT NULL AS int4_by_oid;
-SELECT 'version=1 seed=1592598101 epsilon=0.1 delta=0.1 depth=3 cols_per_page=340 pages=1 total=1 type="4294967295" counters=.In1.Fq1.Nj1.Dl'::cms;
+SELECT ('version=1 seed=1592598101 epsilon=0.1 delta=0.1 depth=3 cols_per_page=339 '
+        'pages=1 total=1 type="23" counters=.Im1.Fp1.Ni1.Dl')::cms IS NOT NULL AS int4_by_oid;
+SELECT 'version=1 seed=1592598101 epsilon=0.1 delta=0.1 depth=3 cols_per_page=339 pages=1 total=1 type="4294967295" counters=.Im1.Fp1.Ni1.Dl'::cms;
 \echo :LAST_ERROR_SQLSTATE
-SELECT 'version=1 seed=1592598101 epsilon=0.1 delta=0.1 depth=3 cols_per_page=340 pages=1 total=1 type="no_such_type" counters=.In1.Fq1.Nj1.Dl'::cms;
+SELECT 'version=1 seed=1592598101 epsilon=0.1 delta=0.1 depth=3 cols_per_page=339 pages=1 total=1 type="no_such_type" counters=.Im1.Fp1.Ni1.Dl'::cms;
 \echo :LAST_ERROR_SQLSTATE
 SELECT regexp_replace(qfilter_agg(1, 10, 0.1)::text, 'type="integer"', 'type="4294967295"')::qfilter;
 \echo :LAST_ERROR_SQLSTATE

@@ -40,7 +40,7 @@ $$;
 --
 -- A small filter: fp_rate 0.01 needs 7 remainder bits (0.95 * 2^-7 <=
 -- 0.01), capacity 100 needs 2^7 home slots (0.95 * 128 >= 100), so the
--- fingerprints have 14 bits.  An 8160-byte area could hold 4096 home slots
+-- fingerprints have 14 bits.  An 8136-byte area could hold 4096 home slots
 -- of 7-bit remainders; this one uses 128 and makes the rest slack.  The
 -- text form lists the parameters and the area in base64, zero runs
 -- compressed.
@@ -408,7 +408,7 @@ SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'rbits=10', 'rbi
 SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'slot_bits=11', 'slot_bits=14')));
 SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'page_bits=0', 'page_bits=17')));
 SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'page_bits=0', 'page_bits=1')));
-SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'area_bytes=8160', 'area_bytes=4096')));
+SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'area_bytes=8136', 'area_bytes=4096')));
 SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'total=6', 'total=7')));
 SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'integer', 'no_such_type')));
 SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', '"integer"', '"integer')));

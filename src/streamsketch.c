@@ -12,6 +12,7 @@
 #include "bloom.h"
 #include "fmgr.h"
 #include "qfam.h"
+#include "ss_changelog.h"
 #include "ss_pending.h"
 #include "streamsketch.h"
 #include "utils/guc.h"
@@ -26,6 +27,7 @@ _PG_init(void)
 	/* settings SET before the library was loaded: see ss_params.c */
 	ss_params_note_placeholders("streamsketch.");
 	ss_storage_init();
+	ss_log_init();
 	bcms_init();
 	qfam_init();
 	bloom_init();

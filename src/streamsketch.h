@@ -21,6 +21,7 @@ extern int	ss_max_structure_size_mb;
 
 /* ss_tableam.c: fill the callbacks every structure shares */
 struct SSStateOps;
+struct SSConsolidation;
 extern void ss_tableam_init_common(TableAmRoutine *routine,
 								   const struct SSStateOps *ops);
 extern bool ss_relation_is_new(Relation rel);
@@ -41,7 +42,17 @@ typedef struct SSStateOps
 	uint32		kind;			/* the kind its metapage is stamped with */
 	Size		state_size;
 	Size		meta_size;
-	void		(*apply) (Relation rel);	/* its pending-log apply (SSApplyFunc) */
+	/*
+	 * How committed changes reach the structure.  A structure on the
+	 * change log (ss_changelog.h) sets consolidate, stats_size and
+	 * add_stats (adds a round's stats to the metapage contents, whose
+	 * log part it must not touch); one that still applies its pending
+	 * records at pre-commit sets apply instead.
+	 */
+	void		(*apply) (Relation rel);
+	void		(*consolidate) (struct SSConsolidation *c);
+	Size		stats_size;
+	void		(*add_stats) (void *meta, const void *stats);
 	/* check the table's columns; fill st's column fields unless st is NULL */
 	void		(*check_columns) (Relation rel, void *st);
 	/*

@@ -23,6 +23,12 @@
  * is a contiguous array of width counters, so a key's depth counters are on
  * depth different pages; no buffering.
  *
+ * Committed updates arrive through the change log (ss_changelog.h);
+ * consolidation appends them to the sub-buffers.  A partition of the log is
+ * a sketch page with its sub-buffer, whose applied_pos lives in the buffer
+ * page (in the sketch page's special space without sub-buffers, and in each
+ * page's in plain mode).
+ *
  * Locking order: a sub-buffer's buffer page before its sketch page; the
  * metapage alone, never while holding another buffer lock.
  *
@@ -106,10 +112,26 @@ bcms_buffer_blkno(const BcmsParams *p, uint32 page)
 	return 1 + p->geom.npages + page / p->subbufs_per_page;
 }
 
+/*
+ * A buffer page: the fill counts of its sub-buffers, then each
+ * sub-buffer's applied_pos (the change log position up to which records
+ * were applied to the sub-buffer and its sketch page, ss_changelog.h),
+ * then the sub-buffers.
+ */
+#define BCMS_BUF_HEADER_SIZE(spp) \
+	(MAXALIGN((Size) (spp) * sizeof(uint32)) + (Size) (spp) * sizeof(uint64))
+
 static inline uint32 *
 bcms_buf_counts(Page page)
 {
 	return (uint32 *) SSPageGetData(page);
+}
+
+static inline uint64 *
+bcms_buf_applied(Page page, const BcmsParams *p)
+{
+	return (uint64 *) (SSPageGetData(page) +
+					   MAXALIGN(p->subbufs_per_page * sizeof(uint32)));
 }
 
 static inline BcmsBufEntry *
@@ -118,7 +140,7 @@ bcms_buf_entries(Page page, const BcmsParams *p, uint32 sketch_page)
 	uint32		slot = sketch_page % p->subbufs_per_page;
 
 	return (BcmsBufEntry *) (SSPageGetData(page) +
-							 MAXALIGN(p->subbufs_per_page * sizeof(uint32)) +
+							 BCMS_BUF_HEADER_SIZE(p->subbufs_per_page) +
 							 (Size) slot * p->subbuf_cap * sizeof(BcmsBufEntry));
 }
 
@@ -148,8 +170,18 @@ extern void bcms_params_from_gucs(BcmsParams *p);
 extern void bcms_check_epsilon_delta(double epsilon, double delta);
 extern const struct SSStateOps bcms_state_ops;
 
+/* What a consolidation round adds to the metapage. */
+typedef struct BcmsStats
+{
+	int64		items;
+	int64		total_weight;
+	int64		flushes;
+} BcmsStats;
+
 /* bcms_apply.c */
-extern void bcms_apply_pending(Relation rel);
+struct SSConsolidation;
+extern void bcms_consolidate(struct SSConsolidation *c);
+extern void bcms_add_stats(void *meta, const void *stats);
 extern bool bcms_read_meta(Relation rel, BcmsMetaData *meta);
 extern void bcms_check_meta(Relation rel, const void *meta);
 extern int64 bcms_flush_all(Relation rel, const BcmsState *st);

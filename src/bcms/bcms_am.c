@@ -116,7 +116,7 @@ bcms_derive_geometry(BcmsParams *p)
 
 	/* sub-buffers: M bytes split evenly over the k sketch pages */
 	{
-		uint64		max_cap = (SS_PAGE_DATA_SIZE - MAXALIGN(sizeof(uint32))) /
+		uint64		max_cap = (SS_PAGE_DATA_SIZE - BCMS_BUF_HEADER_SIZE(1)) /
 			sizeof(BcmsBufEntry);
 		uint64		cap = ((uint64) p->buffer_kb * 1024 / sizeof(BcmsBufEntry)) /
 			p->geom.npages;
@@ -127,7 +127,7 @@ bcms_derive_geometry(BcmsParams *p)
 			return;				/* unbuffered: updates go to the page */
 		for (spp = 1;; spp++)
 		{
-			if (MAXALIGN((spp + 1) * sizeof(uint32)) +
+			if (BCMS_BUF_HEADER_SIZE(spp + 1) +
 				(spp + 1) * cap * sizeof(BcmsBufEntry) > SS_PAGE_DATA_SIZE)
 				break;
 		}
@@ -316,7 +316,9 @@ bcms_init_meta(const void *st, void *meta)
 	const BcmsParams *p = &((const BcmsState *) st)->p;
 
 	memset(m, 0, sizeof(*m));
-	ss_meta_header_init(&m->hdr, SS_KIND_BCMS, p->seed);
+	ss_meta_header_init(&m->hdr, SS_KIND_BCMS, p->seed,
+						p->mode == BCMS_MODE_PLAIN ? 1 + p->plain_pages :
+						1 + p->geom.npages + p->nbufpages);
 	m->params = *p;
 }
 
@@ -330,7 +332,9 @@ const SSStateOps bcms_state_ops = {
 	.kind = SS_KIND_BCMS,
 	.state_size = sizeof(BcmsState),
 	.meta_size = sizeof(BcmsMetaData),
-	.apply = bcms_apply_pending,
+	.consolidate = bcms_consolidate,
+	.stats_size = sizeof(BcmsStats),
+	.add_stats = bcms_add_stats,
 	.check_columns = bcms_state_columns,
 	.check_meta = bcms_check_meta,
 	.params_from_meta = bcms_params_from_meta,
@@ -368,7 +372,7 @@ bcms_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 				 errdetail("A count-min sketch only supports non-negative increments."),
 				 errhint("Filter out negative weights, or keep a second table for decrements.")));
 	if (key.weight > 0)
-		ss_pending_add(rel, bcms_apply_pending, SS_PENDING_KEY, &key,
+		ss_pending_add(rel, SS_PENDING_KEY, &key,
 					   sizeof(key));
 }
 

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * bcms_apply.c
- *	  Writing a bcms: the metapage, applying a committing transaction's
- *	  pending updates, flushing sub-buffers, merging a cms value.
+ *	  Writing a bcms: consolidating committed updates and merged cms values
+ *	  from the change log, flushing sub-buffers.
  *
  * Every change is WAL-logged with GenericXLog (a no-op for unlogged
  * relations), one record per sketch page touched, together with its
@@ -16,39 +16,12 @@
 #include "bcms.h"
 #include "cms.h"
 #include "miscadmin.h"
+#include "ss_changelog.h"
 #include "ss_pending.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "streamsketch.h"
 #include "utils/memutils.h"
-
-/* An update waiting in a commit-time batch, sorted by page. */
-typedef struct BatchEntry
-{
-	uint32		page;			/* sketch page (buffered) or block (plain) */
-	uint32		seq;			/* arrival order, kept within a page */
-	uint64		h2;				/* buffered: cell hash; plain: counter offset */
-	int64		weight;
-} BatchEntry;
-
-static int
-batch_entry_cmp(const void *a, const void *b)
-{
-	const BatchEntry *x = a;
-	const BatchEntry *y = b;
-
-	if (x->page != y->page)
-		return x->page < y->page ? -1 : 1;
-	if (x->seq != y->seq)
-		return x->seq < y->seq ? -1 : 1;
-	return 0;
-}
-
-static uint32
-batch_entry_page(const void *e)
-{
-	return ((const BatchEntry *) e)->page;
-}
 
 bool
 bcms_read_meta(Relation rel, BcmsMetaData *meta)
@@ -56,23 +29,17 @@ bcms_read_meta(Relation rel, BcmsMetaData *meta)
 	return ss_read_structure_meta(rel, &bcms_state_ops, meta);
 }
 
-/* Add committed counts to the metapage (locked alone, briefly). */
-static void
-bcms_meta_add(Relation rel, int64 items, int64 weight, int64 flushes)
+/* Add a consolidation round's counts to the metapage contents. */
+void
+bcms_add_stats(void *metap, const void *statsp)
 {
-	Buffer		buf;
-	SSXLogState *state;
-	BcmsMetaData *meta;
+	BcmsMetaData *meta = (BcmsMetaData *) metap;
+	const BcmsStats *stats = (const BcmsStats *) statsp;
 
-	if (items == 0 && weight == 0 && flushes == 0)
-		return;
-	state = ss_xlog_start(rel);
-	meta = ss_meta_register(rel, SS_KIND_BCMS, state, &buf);
-	meta->items = cms_saturating_add(meta->items, items);
-	meta->total_weight = cms_saturating_add(meta->total_weight, weight);
-	meta->flushes += flushes;
-	ss_xlog_finish(state);
-	UnlockReleaseBuffer(buf);
+	meta->items = cms_saturating_add(meta->items, stats->items);
+	meta->total_weight = cms_saturating_add(meta->total_weight,
+											stats->total_weight);
+	meta->flushes = cms_saturating_add(meta->flushes, stats->flushes);
 }
 
 static inline Page
@@ -91,31 +58,51 @@ bcms_sketch_data_size(const BcmsParams *p)
 		cms_page_counters(&p->geom) * sizeof(int64);
 }
 
+/* Add a merged cms value's counters of sketch page pg. */
+static void
+bcms_add_cms_page(int64 *counters, const BcmsParams *p, const CmsData *cms,
+				  uint32 pg)
+{
+	uint32		per_page = cms_page_counters(&p->geom);
+	const int64 *src = cms->counters + (Size) pg * per_page;
+
+	for (uint32 i = 0; i < per_page; i++)
+		counters[i] = cms_saturating_add(counters[i], src[i]);
+}
+
 /*
- * Apply the updates of one sketch page: the new entries are appended to the
- * page's sub-buffer, or if they do not fit (or force is set), the
- * sub-buffer and the new entries are applied to the sketch page in one
- * write and the sub-buffer is emptied.  Returns the number of sub-buffer
- * entries applied to the sketch page.
+ * Apply the records of one sketch page (and its sub-buffer) in one WAL
+ * record: those before the partition's applied_pos were applied already
+ * (a round redone after a crash).  Key updates are appended to the
+ * sub-buffer if they fit; otherwise, or with a merged cms value among them,
+ * or with force, the sub-buffer and the records go to the sketch page and
+ * the sub-buffer is emptied.  applied_pos becomes upto.  Returns the
+ * number of sub-buffer entries applied to the sketch page.
  */
 static uint32
-bcms_apply_page_group(Relation rel, const BcmsParams *p, uint32 sketch_page,
-					  const BatchEntry *entries, int n, bool force)
+bcms_apply_page(Relation rel, const BcmsParams *p, uint32 sketch_page,
+				const SSGroupEntry *entries, int n, uint64 upto, bool force)
 {
 	SSXLogState *state = ss_xlog_start(rel);
 	Buffer		bbuf = InvalidBuffer;
-	Buffer		sbuf;
+	Buffer		sbuf = InvalidBuffer;
 	Page		bpage = NULL;
+	Page		spage = NULL;
 	uint32	   *count = NULL;
+	uint64	   *applied;
 	BcmsBufEntry *sub = NULL;
 	int64	   *counters;
 	uint32		flushed = 0;
+	int			first = 0;
+	int			nkeys = 0;
+	bool		merge = false;
 
 	if (p->subbuf_cap > 0)
 	{
 		bpage = bcms_lock_for_write(rel, state, bcms_buffer_blkno(p, sketch_page),
 									SS_PAGE_BCMS_BUFFER, SS_PAGE_DATA_SIZE, &bbuf);
 		count = &bcms_buf_counts(bpage)[sketch_page % p->subbufs_per_page];
+		applied = &bcms_buf_applied(bpage, p)[sketch_page % p->subbufs_per_page];
 		sub = bcms_buf_entries(bpage, p, sketch_page);
 		if (*count > p->subbuf_cap)
 			ereport(ERROR,
@@ -123,26 +110,51 @@ bcms_apply_page_group(Relation rel, const BcmsParams *p, uint32 sketch_page,
 					 errmsg("sub-buffer of page %u of relation \"%s\" claims %u entries, capacity is %u",
 							sketch_page, RelationGetRelationName(rel),
 							*count, p->subbuf_cap)));
-		if (*count + n <= p->subbuf_cap && !force)
+	}
+	else
+	{
+		spage = bcms_lock_for_write(rel, state, bcms_sketch_blkno(p, sketch_page),
+									SS_PAGE_BCMS_SKETCH, bcms_sketch_data_size(p),
+									&sbuf);
+		applied = &SSPageGetOpaque(spage)->applied_pos;
+	}
+
+	while (first < n && entries[first].pos < *applied)
+		first++;
+	for (int i = first; i < n; i++)
+	{
+		if (entries[i].type == SS_PENDING_MERGE)
+			merge = true;
+		else if (entries[i].type == SS_PENDING_KEY)
+			nkeys++;
+	}
+
+	if (p->subbuf_cap > 0 && !merge && !force &&
+		*count + nkeys <= p->subbuf_cap)
+	{
+		for (int i = first; i < n; i++)
 		{
-			for (int i = 0; i < n; i++)
-			{
-				sub[*count + i].h2 = entries[i].h2;
-				sub[*count + i].weight = entries[i].weight;
-			}
-			*count += n;
-			ss_xlog_finish(state);
-			UnlockReleaseBuffer(bbuf);
-			return 0;
+			SSPendingKey key;
+
+			if (entries[i].type != SS_PENDING_KEY)
+				continue;
+			memcpy(&key, ss_group_payload(&entries[i]), sizeof(key));
+			sub[*count].h2 = key.hash.h2;
+			sub[*count].weight = key.weight;
+			(*count)++;
 		}
+		*applied = Max(*applied, upto);
+		ss_xlog_finish(state);
+		UnlockReleaseBuffer(bbuf);
+		return 0;
 	}
 
 	/* lock order: buffer page (held), then sketch page */
-	counters = (int64 *) SSPageGetData(bcms_lock_for_write(rel, state,
-														   bcms_sketch_blkno(p, sketch_page),
-														   SS_PAGE_BCMS_SKETCH,
-														   bcms_sketch_data_size(p),
-														   &sbuf));
+	if (spage == NULL)
+		spage = bcms_lock_for_write(rel, state, bcms_sketch_blkno(p, sketch_page),
+									SS_PAGE_BCMS_SKETCH, bcms_sketch_data_size(p),
+									&sbuf);
+	counters = (int64 *) SSPageGetData(spage);
 	if (count != NULL)
 	{
 		for (uint32 i = 0; i < *count; i++)
@@ -151,12 +163,23 @@ bcms_apply_page_group(Relation rel, const BcmsParams *p, uint32 sketch_page,
 		flushed = *count;
 		*count = 0;
 	}
-	for (int i = 0; i < n; i++)
+	for (int i = first; i < n; i++)
 	{
-		SSHash		h = {0, entries[i].h2};
+		const char *payload = ss_group_payload(&entries[i]);
 
-		cms_page_add(counters, &p->geom, h, entries[i].weight, p->conservative);
+		if (entries[i].type == SS_PENDING_KEY)
+		{
+			SSPendingKey key;
+
+			memcpy(&key, payload, sizeof(key));
+			cms_page_add(counters, &p->geom, key.hash, key.weight,
+						 p->conservative);
+		}
+		else if (entries[i].type == SS_PENDING_MERGE)
+			bcms_add_cms_page(counters, p, (const CmsData *) payload,
+							  sketch_page);
 	}
+	*applied = Max(*applied, upto);
 	ss_xlog_finish(state);
 	UnlockReleaseBuffer(sbuf);
 	if (BufferIsValid(bbuf))
@@ -164,167 +187,141 @@ bcms_apply_page_group(Relation rel, const BcmsParams *p, uint32 sketch_page,
 	return flushed;
 }
 
-/* plain mode: add to the counters of one page (entries hold offsets) */
+/* plain mode: add a page's share of the records to its counters */
 static void
-bcms_apply_plain_group(Relation rel, const BcmsParams *p, BlockNumber blkno,
-					   const BatchEntry *entries, int n)
+bcms_apply_plain_page(Relation rel, const BcmsParams *p, uint32 part,
+					  const SSGroupEntry *entries, int n, uint64 upto)
 {
 	SSXLogState *state = ss_xlog_start(rel);
 	Buffer		buf;
+	Page		page;
 	int64	   *counters;
+	uint64	   *applied;
 
-	counters = (int64 *) SSPageGetData(bcms_lock_for_write(rel, state, blkno,
-														   SS_PAGE_BCMS_SKETCH,
-														   bcms_sketch_data_size(p),
-														   &buf));
+	page = bcms_lock_for_write(rel, state, bcms_sketch_blkno(p, part),
+							   SS_PAGE_BCMS_SKETCH, bcms_sketch_data_size(p),
+							   &buf);
+	counters = (int64 *) SSPageGetData(page);
+	applied = &SSPageGetOpaque(page)->applied_pos;
 	for (int i = 0; i < n; i++)
-		counters[entries[i].h2] = cms_saturating_add(counters[entries[i].h2],
-													 entries[i].weight);
+	{
+		SSPendingKey key;
+
+		if (entries[i].pos < *applied || entries[i].type != SS_PENDING_KEY)
+			continue;
+		memcpy(&key, ss_group_payload(&entries[i]), sizeof(key));
+		for (uint32 row = 0; row < p->depth; row++)
+		{
+			uint64		idx = bcms_plain_index(p, key.hash, row);
+
+			if (idx / PLAIN_COUNTERS_PER_PAGE == part)
+				counters[idx % PLAIN_COUNTERS_PER_PAGE] =
+					cms_saturating_add(counters[idx % PLAIN_COUNTERS_PER_PAGE],
+									   key.weight);
+		}
+	}
+	*applied = Max(*applied, upto);
 	ss_xlog_finish(state);
 	UnlockReleaseBuffer(buf);
 }
 
-/* Sort a batch by page and apply it page by page. */
-static int64
-bcms_apply_batch(Relation rel, const BcmsParams *p, BatchEntry *batch, int n)
+typedef struct BcmsConsolidation
 {
-	int64		flushes = 0;
-	int			start = 0;
+	const BcmsParams *p;
+	BcmsStats  *stats;
+} BcmsConsolidation;
 
-	ss_sort_batch_by_page(batch, n, sizeof(BatchEntry), batch_entry_page,
-						  batch_entry_cmp);
-	while (start < n)
+/*
+ * The partitions a record changes: its sketch page (buffered), the pages
+ * of its depth counters (plain), every page for a merged cms value.  Each
+ * committed record passes here exactly once per round, so the round's
+ * counts are taken here too.
+ */
+static int
+bcms_parts_of(const SSPendingHeader *hdr, const char *payload, uint32 *parts,
+			  void *arg)
+{
+	BcmsConsolidation *bc = arg;
+	const BcmsParams *p = bc->p;
+	SSPendingKey key;
+	int			n = 0;
+
+	if (hdr->type == SS_PENDING_MERGE)
 	{
-		int			end = start + 1;
-
-		CHECK_FOR_INTERRUPTS();
-		while (end < n && batch[end].page == batch[start].page)
-			end++;
-		if (p->mode == BCMS_MODE_PLAIN)
-			bcms_apply_plain_group(rel, p, batch[start].page, batch + start,
-								   end - start);
-		else
-			flushes += bcms_apply_page_group(rel, p, batch[start].page,
-											 batch + start, end - start,
-											 false) > 0;
-		start = end;
+		bc->stats->total_weight = cms_saturating_add(bc->stats->total_weight,
+													 ((const CmsData *) payload)->total);
+		return -1;
 	}
-	return flushes;
+	if (hdr->type != SS_PENDING_KEY || hdr->len != sizeof(key))
+		elog(ERROR, "unexpected bcms change record type %u length %u",
+			 hdr->type, hdr->len);
+	memcpy(&key, payload, sizeof(key));
+	bc->stats->items = cms_saturating_add(bc->stats->items, 1);
+	bc->stats->total_weight = cms_saturating_add(bc->stats->total_weight,
+												 key.weight);
+	if (p->mode != BCMS_MODE_PLAIN)
+	{
+		parts[0] = cms_page_of(&p->geom, key.hash);
+		return 1;
+	}
+	for (uint32 row = 0; row < p->depth; row++)
+	{
+		uint32		part = (uint32) (bcms_plain_index(p, key.hash, row) /
+									 PLAIN_COUNTERS_PER_PAGE);
+		bool		seen = false;
+
+		for (int i = 0; i < n && !seen; i++)
+			seen = parts[i] == part;
+		if (!seen)
+			parts[n++] = part;
+	}
+	return n;
 }
 
-/* Add a cms value's counters to the sketch pages, page by page. */
 static void
-bcms_apply_merge(Relation rel, const BcmsParams *p, const CmsData *cms)
+bcms_apply_group(Relation rel, uint32 part, const SSGroupEntry *entries,
+				 int n, uint64 upto, void *arg)
 {
-	uint32		per_page = cms_page_counters(&p->geom);
+	BcmsConsolidation *bc = arg;
 
-	for (uint32 pg = 0; pg < p->geom.npages; pg++)
-	{
-		const int64 *src = cms->counters + (Size) pg * per_page;
-		SSXLogState *state;
-		Buffer		buf;
-		int64	   *dst;
-		bool		any = false;
-
-		CHECK_FOR_INTERRUPTS();
-		for (uint32 i = 0; i < per_page && !any; i++)
-			any = src[i] != 0;
-		if (!any)
-			continue;
-		state = ss_xlog_start(rel);
-		dst = (int64 *) SSPageGetData(bcms_lock_for_write(rel, state,
-														  bcms_sketch_blkno(p, pg),
-														  SS_PAGE_BCMS_SKETCH,
-														  bcms_sketch_data_size(p),
-														  &buf));
-		for (uint32 i = 0; i < per_page; i++)
-			dst[i] = cms_saturating_add(dst[i], src[i]);
-		ss_xlog_finish(state);
-		UnlockReleaseBuffer(buf);
-	}
+	if (bc->p->mode == BCMS_MODE_PLAIN)
+		bcms_apply_plain_page(rel, bc->p, part, entries, n, upto);
+	else if (bcms_apply_page(rel, bc->p, part, entries, n, upto, false) > 0)
+		bc->stats->flushes++;
 }
 
 /*
- * Apply a committing transaction's pending records for rel (called at
- * pre-commit by ss_pending.c).  Updates are collected into batches of at
- * most streamsketch.pending_memory bytes, each sorted by page, so that a
- * large transaction writes each page once per batch.
+ * Consolidate committed updates (ss_changelog.c), sorted by sketch page in
+ * batches of at most streamsketch.pending_memory bytes, so that each page
+ * and sub-buffer is written once per batch.
  */
 void
-bcms_apply_pending(Relation rel)
+bcms_consolidate(SSConsolidation *c)
 {
-	BcmsState  *st = bcms_get_state(rel);
-	const BcmsParams *p = &st->p;
-	SSPendingIter it;
-	SSPendingHeader hdr;
-	char	   *payload;
-	BatchEntry *batch;
-	int			nbatch = 0;
-	int			maxbatch;
-	int64		items = 0;
-	int64		weight = 0;
-	int64		flushes = 0;
-	uint32		seq = 0;
-	bool		any = false;
+	BcmsConsolidation bc;
 
-	ss_pending_iter_begin(&it, RelationGetRelid(rel));
-	maxbatch = (int) Min((Size) ss_pending_memory_kb * 1024 / sizeof(BatchEntry),
-						 MaxAllocSize / sizeof(BatchEntry));
-	maxbatch = Max(maxbatch, (int) p->depth);
-	batch = palloc(sizeof(BatchEntry) * maxbatch);
+	StaticAssertStmt(CMS_MAX_DEPTH <= SS_MAX_RECORD_PARTS,
+					 "a plain bcms record may change depth pages");
+	bc.p = &bcms_get_state(c->rel)->p;
+	bc.stats = (BcmsStats *) c->stats;
+	ss_cons_by_partition(c, bc.p->mode == BCMS_MODE_PLAIN ?
+						 bc.p->plain_pages : bc.p->geom.npages,
+						 bcms_parts_of, bcms_apply_group, &bc);
+}
 
-	while (ss_pending_iter_next(&it, &hdr, &payload))
-	{
-		any = true;
-		if (hdr.type == SS_PENDING_KEY)
-		{
-			SSPendingKey key;
+/* Count sub-buffer flushes done outside consolidation (bcms_flush). */
+static void
+bcms_meta_add_flushes(Relation rel, int64 flushes)
+{
+	Buffer		buf;
+	SSXLogState *state;
+	BcmsMetaData *meta;
 
-			memcpy(&key, payload, sizeof(key));
-			items++;
-			weight = cms_saturating_add(weight, key.weight);
-			if (nbatch + (int) p->depth > maxbatch)
-			{
-				flushes += bcms_apply_batch(rel, p, batch, nbatch);
-				nbatch = 0;
-			}
-			if (p->mode == BCMS_MODE_PLAIN)
-			{
-				for (uint32 row = 0; row < p->depth; row++)
-				{
-					uint64		idx = bcms_plain_index(p, key.hash, row);
-					BatchEntry *e = &batch[nbatch++];
-
-					e->page = (uint32) (1 + idx / PLAIN_COUNTERS_PER_PAGE);
-					e->seq = seq++;
-					e->h2 = idx % PLAIN_COUNTERS_PER_PAGE;
-					e->weight = key.weight;
-				}
-			}
-			else
-			{
-				BatchEntry *e = &batch[nbatch++];
-
-				e->page = cms_page_of(&p->geom, key.hash);
-				e->seq = seq++;
-				e->h2 = key.hash.h2;
-				e->weight = key.weight;
-			}
-		}
-		else if (hdr.type == SS_PENDING_MERGE)
-		{
-			const CmsData *cms = (const CmsData *) payload;
-
-			bcms_apply_merge(rel, p, cms);
-			weight = cms_saturating_add(weight, cms->total);
-		}
-	}
-	if (nbatch > 0)
-		flushes += bcms_apply_batch(rel, p, batch, nbatch);
-	pfree(batch);
-	ss_pending_iter_end(&it);
-	if (any)
-		bcms_meta_add(rel, items, weight, flushes);
+	state = ss_xlog_start(rel);
+	meta = ss_meta_register(rel, SS_KIND_BCMS, state, &buf);
+	meta->flushes = cms_saturating_add(meta->flushes, flushes);
+	ss_xlog_finish(state);
+	UnlockReleaseBuffer(buf);
 }
 
 /*
@@ -361,11 +358,11 @@ bcms_flush_all(Relation rel, const BcmsState *st)
 		UnlockReleaseBuffer(bbuf);
 		if (n == 0)
 			continue;
-		n = bcms_apply_page_group(rel, p, pg, NULL, 0, true);
+		n = bcms_apply_page(rel, p, pg, NULL, 0, 0, true);
 		applied += n;
 		flushes += n > 0;
 	}
 	if (flushes > 0)
-		bcms_meta_add(rel, 0, 0, flushes);
+		bcms_meta_add_flushes(rel, flushes);
 	return applied;
 }

@@ -21,6 +21,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "parser/parse_coerce.h"
+#include "ss_changelog.h"
 #include "ss_pending.h"
 #include "ss_sqlfunc.h"
 #include "storage/bufmgr.h"
@@ -48,96 +49,198 @@ bcms_check_acl(Relation rel, AclMode mode)
 					   RelationGetRelationName(rel));
 }
 
+/* What a reader adds from the change log (bcms_log_record). */
+typedef struct EstimateLog
+{
+	const BcmsParams *p;
+	SSHash		h;
+	/* buffered: the key's sketch page, its counters, its applied_pos */
+	uint32		pg;
+	int64	   *counters;
+	uint64		applied;
+	/* plain: each row's counter index, value and page's applied_pos */
+	uint64		row_idx[CMS_MAX_DEPTH];
+	int64		row_count[CMS_MAX_DEPTH];
+	uint64		row_applied[CMS_MAX_DEPTH];
+} EstimateLog;
+
+/* A committed record still in the log, counted unless its page has it. */
+static void
+bcms_log_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
+				void *arg)
+{
+	EstimateLog *el = arg;
+	const BcmsParams *p = el->p;
+	SSPendingKey key;
+
+	if (hdr->type == SS_PENDING_MERGE)
+	{
+		if (p->mode != BCMS_MODE_PLAIN && pos >= el->applied)
+		{
+			const CmsData *cms = (const CmsData *) payload;
+			uint32		per_page = cms_page_counters(&p->geom);
+			const int64 *src = cms->counters + (Size) el->pg * per_page;
+
+			for (uint32 i = 0; i < per_page; i++)
+				el->counters[i] = cms_saturating_add(el->counters[i], src[i]);
+		}
+		return;
+	}
+	if (hdr->type != SS_PENDING_KEY || hdr->len != sizeof(key))
+		return;
+	memcpy(&key, payload, sizeof(key));
+	if (p->mode != BCMS_MODE_PLAIN)
+	{
+		if (pos >= el->applied && cms_page_of(&p->geom, key.hash) == el->pg)
+			cms_page_add(el->counters, &p->geom, key.hash, key.weight,
+						 p->conservative);
+		return;
+	}
+	for (uint32 row = 0; row < p->depth; row++)
+	{
+		if (pos >= el->row_applied[row] &&
+			bcms_plain_index(p, key.hash, row) == el->row_idx[row])
+			el->row_count[row] = cms_saturating_add(el->row_count[row],
+													key.weight);
+	}
+}
+
+/* plain mode: read each row's counter and its page's applied_pos */
+static void
+bcms_read_plain(Relation rel, const BcmsParams *p, BlockNumber nblocks,
+				EstimateLog *el)
+{
+	for (uint32 row = 0; row < p->depth; row++)
+	{
+		uint64		idx = bcms_plain_index(p, el->h, row);
+		BlockNumber blk = (BlockNumber) (1 + idx / PLAIN_COUNTERS_PER_PAGE);
+
+		el->row_idx[row] = idx;
+		el->row_count[row] = 0;
+		el->row_applied[row] = 0;
+		if (blk < nblocks)
+		{
+			Buffer		buf = ReadBuffer(rel, blk);
+			Page		page;
+
+			LockBuffer(buf, BUFFER_LOCK_SHARE);
+			page = BufferGetPage(buf);
+			if (!PageIsNew(page))
+			{
+				ss_page_check(rel, blk, page, SS_PAGE_BCMS_SKETCH);
+				el->row_count[row] = ((int64 *) SSPageGetData(page))[idx % PLAIN_COUNTERS_PER_PAGE];
+				el->row_applied[row] = SSPageGetOpaque(page)->applied_pos;
+			}
+			UnlockReleaseBuffer(buf);
+		}
+	}
+}
+
 /*
- * Estimate from the committed state: one buffer page (its sub-buffer) and
- * one sketch page in buffered mode, up to depth pages in plain mode.  Both
- * pages are share-locked together (buffer page first) so that an entry is
- * seen exactly once even while it moves from sub-buffer to page.
+ * buffered mode: the key's sketch page counters with its sub-buffer
+ * applied, and the partition's applied_pos.  Both pages are share-locked
+ * together (buffer page first) so that an entry is seen exactly once even
+ * while it moves from sub-buffer to page.
+ */
+static void
+bcms_read_buffered(Relation rel, const BcmsParams *p, BlockNumber nblocks,
+				   EstimateLog *el)
+{
+	BlockNumber sblk = bcms_sketch_blkno(p, el->pg);
+	BcmsBufEntry sub[(SS_PAGE_DATA_SIZE) / sizeof(BcmsBufEntry)];
+	uint32		nsub = 0;
+	Buffer		bbuf = InvalidBuffer;
+	Buffer		sbuf = InvalidBuffer;
+	Size		size = cms_page_counters(&p->geom) * sizeof(int64);
+
+	memset(el->counters, 0, size);
+	el->applied = 0;
+	if (p->subbuf_cap > 0 && bcms_buffer_blkno(p, el->pg) < nblocks)
+	{
+		BlockNumber bblk = bcms_buffer_blkno(p, el->pg);
+		Page		page;
+
+		bbuf = ReadBuffer(rel, bblk);
+		LockBuffer(bbuf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(bbuf);
+		if (!PageIsNew(page))
+		{
+			uint32		slot = el->pg % p->subbufs_per_page;
+
+			ss_page_check(rel, bblk, page, SS_PAGE_BCMS_BUFFER);
+			nsub = bcms_buf_counts(page)[slot];
+			if (nsub > p->subbuf_cap)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("sub-buffer of page %u of relation \"%s\" claims %u entries, capacity is %u",
+								el->pg, RelationGetRelationName(rel),
+								nsub, p->subbuf_cap)));
+			memcpy(sub, bcms_buf_entries(page, p, el->pg), nsub * sizeof(BcmsBufEntry));
+			el->applied = bcms_buf_applied(page, p)[slot];
+		}
+	}
+	if (sblk < nblocks)
+	{
+		Page		page;
+
+		sbuf = ReadBuffer(rel, sblk);
+		LockBuffer(sbuf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(sbuf);
+		if (!PageIsNew(page))
+		{
+			ss_page_check(rel, sblk, page, SS_PAGE_BCMS_SKETCH);
+			memcpy(el->counters, SSPageGetData(page), size);
+			if (p->subbuf_cap == 0)
+				el->applied = SSPageGetOpaque(page)->applied_pos;
+		}
+		UnlockReleaseBuffer(sbuf);
+	}
+	if (BufferIsValid(bbuf))
+		UnlockReleaseBuffer(bbuf);
+
+	/* what the page will hold once the sub-buffer is applied */
+	for (uint32 i = 0; i < nsub; i++)
+		cms_page_add(el->counters, &p->geom, bcms_entry_hash(&sub[i]),
+					 sub[i].weight, p->conservative);
+}
+
+/*
+ * Estimate from the committed state: the key's pages (one buffer page and
+ * one sketch page in buffered mode, up to depth pages in plain mode) and
+ * the committed records still in the change log that those pages have not
+ * applied yet (ss_changelog.h), taken in the order consolidation will
+ * apply them.
  */
 static int64
 bcms_estimate_committed(Relation rel, const BcmsParams *p, SSHash h)
 {
-	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+	EstimateLog el;
+	int64		counters[CMS_COUNTERS_PER_PAGE];
+	int64		est = PG_INT64_MAX;
 
-	if (p->mode == BCMS_MODE_PLAIN)
+	el.p = p;
+	el.h = h;
+	el.counters = counters;
+	el.pg = p->mode == BCMS_MODE_PLAIN ? 0 : cms_page_of(&p->geom, h);
+	for (int attempt = 0;; attempt++)
 	{
-		int64		est = PG_INT64_MAX;
+		SSLogSnapshot snap;
+		BlockNumber nblocks;
 
-		for (uint32 row = 0; row < p->depth && est > 0; row++)
-		{
-			uint64		idx = bcms_plain_index(p, h, row);
-			BlockNumber blk = (BlockNumber) (1 + idx / PLAIN_COUNTERS_PER_PAGE);
-			int64		c = 0;
-
-			if (blk < nblocks)
-			{
-				Buffer		buf = ReadBuffer(rel, blk);
-				Page		page;
-
-				LockBuffer(buf, BUFFER_LOCK_SHARE);
-				page = BufferGetPage(buf);
-				if (!PageIsNew(page))
-				{
-					ss_page_check(rel, blk, page, SS_PAGE_BCMS_SKETCH);
-					c = ((int64 *) SSPageGetData(page))[idx % PLAIN_COUNTERS_PER_PAGE];
-				}
-				UnlockReleaseBuffer(buf);
-			}
-			est = Min(est, c);
-		}
-		return est;
+		ss_log_read_begin(rel, &snap, attempt);
+		nblocks = RelationGetNumberOfBlocks(rel);
+		if (p->mode == BCMS_MODE_PLAIN)
+			bcms_read_plain(rel, p, nblocks, &el);
+		else
+			bcms_read_buffered(rel, p, nblocks, &el);
+		if (ss_log_scan(rel, &snap, bcms_log_record, &el))
+			break;
 	}
-	else
-	{
-		uint32		pg = cms_page_of(&p->geom, h);
-		BlockNumber sblk = bcms_sketch_blkno(p, pg);
-		int64		counters[CMS_COUNTERS_PER_PAGE];
-		BcmsBufEntry sub[(SS_PAGE_DATA_SIZE) / sizeof(BcmsBufEntry)];
-		uint32		nsub = 0;
-		Buffer		bbuf = InvalidBuffer;
-		Buffer		sbuf = InvalidBuffer;
-		Size		size = cms_page_counters(&p->geom) * sizeof(int64);
-
-		memset(counters, 0, size);
-		if (p->subbuf_cap > 0 && bcms_buffer_blkno(p, pg) < nblocks)
-		{
-			BlockNumber bblk = bcms_buffer_blkno(p, pg);
-			Page		page;
-
-			bbuf = ReadBuffer(rel, bblk);
-			LockBuffer(bbuf, BUFFER_LOCK_SHARE);
-			page = BufferGetPage(bbuf);
-			if (!PageIsNew(page))
-			{
-				ss_page_check(rel, bblk, page, SS_PAGE_BCMS_BUFFER);
-				nsub = Min(bcms_buf_counts(page)[pg % p->subbufs_per_page],
-						   p->subbuf_cap);
-				memcpy(sub, bcms_buf_entries(page, p, pg), nsub * sizeof(BcmsBufEntry));
-			}
-		}
-		if (sblk < nblocks)
-		{
-			Page		page;
-
-			sbuf = ReadBuffer(rel, sblk);
-			LockBuffer(sbuf, BUFFER_LOCK_SHARE);
-			page = BufferGetPage(sbuf);
-			if (!PageIsNew(page))
-			{
-				ss_page_check(rel, sblk, page, SS_PAGE_BCMS_SKETCH);
-				memcpy(counters, SSPageGetData(page), size);
-			}
-			UnlockReleaseBuffer(sbuf);
-		}
-		if (BufferIsValid(bbuf))
-			UnlockReleaseBuffer(bbuf);
-
-		/* what the page will hold once the sub-buffer is applied */
-		for (uint32 i = 0; i < nsub; i++)
-			cms_page_add(counters, &p->geom, bcms_entry_hash(&sub[i]),
-						 sub[i].weight, p->conservative);
+	if (p->mode != BCMS_MODE_PLAIN)
 		return cms_page_estimate(counters, &p->geom, h);
-	}
+	for (uint32 row = 0; row < p->depth; row++)
+		est = Min(est, el.row_count[row]);
+	return est;
 }
 
 /*
@@ -237,9 +340,29 @@ bcms_flush(PG_FUNCTION_ARGS)
 	bcms_check_acl(rel, ACL_INSERT);
 	/* with an xid, the commit waits for the flush's WAL to be flushed */
 	(void) GetCurrentTransactionId();
+	(void) ss_log_consolidate(rel, true);
 	applied = bcms_flush_all(rel, bcms_get_state(rel));
 	relation_close(rel, NoLock);
 	PG_RETURN_INT64(applied);
+}
+
+static void
+bcms_count_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
+				  void *arg)
+{
+	BcmsStats  *stats = arg;
+	SSPendingKey key;
+
+	if (hdr->type == SS_PENDING_MERGE)
+		stats->total_weight = cms_saturating_add(stats->total_weight,
+												 ((const CmsData *) payload)->total);
+	else if (hdr->type == SS_PENDING_KEY && hdr->len == sizeof(key))
+	{
+		memcpy(&key, payload, sizeof(key));
+		stats->items = cms_saturating_add(stats->items, 1);
+		stats->total_weight = cms_saturating_add(stats->total_weight,
+												 key.weight);
+	}
 }
 
 Datum
@@ -266,6 +389,16 @@ bcms_info(PG_FUNCTION_ARGS)
 	p = &st->p;
 	if (!bcms_read_meta(rel, &meta))
 		memset(&meta, 0, sizeof(meta));
+	else
+	{
+		BcmsStats	logged = {0};
+
+		/* committed batches not consolidated yet count too */
+		ss_log_scan_all(rel, bcms_count_record, &logged);
+		bcms_add_stats(&meta, &logged);
+		/* and their rows are not on the sketch pages yet */
+		buffered = logged.items;
+	}
 	nblocks = RelationGetNumberOfBlocks(rel);
 
 	for (uint32 b = 0; b < p->nbufpages; b++)
@@ -351,7 +484,7 @@ bcms_merge(PG_FUNCTION_ARGS)
 				 errmsg("cms of %s keys cannot be merged into bcms table \"%s\" of %s keys",
 						format_type_be(cms->elemtype), RelationGetRelationName(rel),
 						format_type_be(st->keytype))));
-	ss_pending_add(rel, bcms_apply_pending, SS_PENDING_MERGE, cms, VARSIZE(cms));
+	ss_pending_add(rel, SS_PENDING_MERGE, cms, VARSIZE(cms));
 	relation_close(rel, NoLock);
 	PG_RETURN_VOID();
 }

@@ -94,7 +94,7 @@ cms_max_npages(uint32 depth)
 uint64
 cms_value_size(const CmsGeometry *g)
 {
-	/* at most 2^32 * 32 * 1020 counters: no uint64 overflow */
+	/* at most 2^32 * 32 * 1019 counters: no uint64 overflow */
 	return CMS_HEADER_SIZE +
 		(uint64) g->npages * g->depth * g->cols_per_page * sizeof(int64);
 }

@@ -9,7 +9,7 @@
  *
  * Geometry (every mode): m = ceil(-n ln p / (ln 2)^2) bits for capacity n
  * and false-positive rate p, k = round(m/n ln 2) hash functions, cut into
- * npages bit pages of at most BLOOM_PAGE_BITS bits (the 8160-byte data
+ * npages bit pages of at most BLOOM_PAGE_BITS bits (the 8152-byte data
  * area of a page, as 64-bit words).
  *
  * Relation layout:

@@ -314,7 +314,7 @@ bloom_init_meta(const void *st, void *meta)
 	const BloomParams *p = &((const BloomState *) st)->p;
 
 	memset(m, 0, sizeof(*m));
-	ss_meta_header_init(&m->hdr, SS_KIND_BLOOM, p->seed);
+	ss_meta_header_init(&m->hdr, SS_KIND_BLOOM, p->seed, 0);
 	m->params = *p;
 }
 
@@ -355,7 +355,7 @@ bloom_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 
 	if (ss_slot_key(rel, slot, st->keylen, st->keybyval, InvalidOid,
 					st->p.seed, &key))
-		ss_pending_add(rel, bloom_apply_pending, SS_PENDING_KEY, &key,
+		ss_pending_add(rel, SS_PENDING_KEY, &key,
 					   sizeof(key));
 }
 

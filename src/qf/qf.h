@@ -102,6 +102,15 @@
 
 #include "postgres.h"
 
+#include "ss_page.h"
+
+/*
+ * The area of a page of the paged filters (and the stride of a qfilter
+ * value's areas): the page's data area, rounded down to the 24 bytes that
+ * both the 8-byte words and the 3-word blocks of an area divide.
+ */
+#define QF_PAGE_AREA_BYTES		((SS_PAGE_DATA_SIZE / 24) * 24)
+
 #define QF_MAGIC			0x31414651	/* "QFA1" in little-endian memory */
 #define QF_HEADER_SIZE		32
 

@@ -71,7 +71,7 @@ void
 qfam_level_geom(const QfamLevel *lv, QfGeom *g)
 {
 	if (!qf_geom_init_slots(g, (int) lv->slot_bits, (int) lv->rbits,
-							QF_SLACK_FILL, SS_PAGE_DATA_SIZE))
+							QF_SLACK_FILL, QF_PAGE_AREA_BYTES))
 		elog(ERROR, "invalid quotient filter geometry: %u slot bits, %u remainder bits",
 			 lv->slot_bits, lv->rbits);
 }
@@ -86,7 +86,7 @@ qfam_level_shape(QfamLevel *lv, uint32 fp_bits, uint32 t)
 	QfGeom		g;
 	int			rbits = (int) fp_bits - (int) t;
 
-	if (rbits < 1 || rbits > QF_MAX_RBITS || !qf_geom_init(&g, rbits, SS_PAGE_DATA_SIZE))
+	if (rbits < 1 || rbits > QF_MAX_RBITS || !qf_geom_init(&g, rbits, QF_PAGE_AREA_BYTES))
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("quotient filter is full"),
@@ -419,7 +419,7 @@ qfam_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 						key.weight),
 				 errhint("Use qf_delete() to remove copies of a key.")));
 	if (key.weight > 0)
-		ss_pending_add(rel, qfam_apply_pending, SS_PENDING_KEY, &key,
+		ss_pending_add(rel, SS_PENDING_KEY, &key,
 					   sizeof(key));
 }
 

@@ -63,7 +63,7 @@ void
 qfam_first_level(const QfamParams *p, QfamMeta *meta)
 {
 	memset(meta, 0, sizeof(*meta));
-	ss_meta_header_init(&meta->hdr, SS_KIND_QF, p->seed);
+	ss_meta_header_init(&meta->hdr, SS_KIND_QF, p->seed, 0);
 	meta->params = *p;
 	meta->nlevels = 1;
 	qfam_level_shape(&meta->levels[0], p->fp_bits, p->t0);

@@ -226,7 +226,7 @@ qf_delete_sql(PG_FUNCTION_ARGS)
 				 errmsg("cannot delete a negative number of copies")));
 	key.hash = qfam_key_hash(fcinfo, 1, st);
 	if (key.weight > 0)
-		ss_pending_add(rel, qfam_apply_pending, SS_PENDING_DELETE, &key, sizeof(key));
+		ss_pending_add(rel, SS_PENDING_DELETE, &key, sizeof(key));
 	relation_close(rel, NoLock);
 	PG_RETURN_VOID();
 }
@@ -291,7 +291,7 @@ qf_merge_sql(PG_FUNCTION_ARGS)
 				key.hash.h1 = c.fp;
 				key.hash.h2 = 0;
 				key.weight = (int64) Min(c.count, (uint64) PG_INT64_MAX);
-				ss_pending_add(dst, qfam_apply_pending, SS_PENDING_KEY,
+				ss_pending_add(dst, SS_PENDING_KEY,
 							   &key, sizeof(key));
 				merged++;
 				qfam_cursor_next(&c);
@@ -360,7 +360,7 @@ qf_merge_value_sql(PG_FUNCTION_ARGS)
 											  qf->slot_bits, qf->rbits);
 			key.hash.h2 = 0;
 			key.weight = (int64) Min(c, (uint64) PG_INT64_MAX);
-			ss_pending_add(rel, qfam_apply_pending, SS_PENDING_KEY, &key, sizeof(key));
+			ss_pending_add(rel, SS_PENDING_KEY, &key, sizeof(key));
 			merged++;
 		}
 	}

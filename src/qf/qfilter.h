@@ -6,7 +6,7 @@
  *	  of the paged quotient filters (qf.h), so the two can be merged.
  *
  * A qfilter value is a QFilterData header followed by 2^page_bits areas of
- * area_bytes (= SS_PAGE_DATA_SIZE, 8160) bytes each.  Every area is a QF
+ * area_bytes (= QF_PAGE_AREA_BYTES, 8136) bytes each.  Every area is a QF
  * area (qf.h) of the geometry qf_geom_init_slots(slot_bits, rbits,
  * QF_SLACK_FILL, area_bytes); the bytes between the geometry's own
  * area_bytes and the stride are zero.
@@ -53,7 +53,7 @@
 #define QFILTER_VERSION			1
 
 /* Stride of the areas: the page data area of the paged filters. */
-#define QFILTER_AREA_BYTES		SS_PAGE_DATA_SIZE
+#define QFILTER_AREA_BYTES		QF_PAGE_AREA_BYTES
 
 /*
  * Maximum load factor used for sizing: a new filter gets enough areas for

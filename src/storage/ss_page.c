@@ -24,6 +24,7 @@ ss_page_init(Page page, uint16 page_type, Size data_size)
 	Assert(data_size <= SS_PAGE_DATA_SIZE);
 	PageInit(page, BLCKSZ, sizeof(SSPageOpaqueData));
 	opaque = SSPageGetOpaque(page);
+	opaque->applied_pos = 0;
 	opaque->page_type = page_type;
 	opaque->flags = 0;
 	opaque->epoch = 0;
@@ -263,10 +264,19 @@ ss_meta_validate(Relation rel, void (*check) (Relation rel, const void *meta),
 	PG_END_TRY();
 }
 
-/* The header every metapage starts with. */
+/*
+ * The header every metapage starts with; layout_end is the first block
+ * after the structure's fixed layout, where log pages may go (0: none).
+ */
 void
-ss_meta_header_init(SSMetaHeader *hdr, uint32 kind, uint32 seed)
+ss_meta_header_init(SSMetaHeader *hdr, uint32 kind, uint32 seed,
+					BlockNumber layout_end)
 {
+	memset(hdr, 0, sizeof(*hdr));
+	hdr->log.head_blk = InvalidBlockNumber;
+	hdr->log.end_blk = InvalidBlockNumber;
+	hdr->log.free_blk = InvalidBlockNumber;
+	hdr->log.alloc_end = layout_end;
 	hdr->magic = SS_META_MAGIC;
 	hdr->version = SS_META_VERSION;
 	hdr->kind = kind;

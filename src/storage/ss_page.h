@@ -25,7 +25,7 @@
 
 #define SS_PAGE_ID			0xFF8A	/* last 16 bits of special space */
 #define SS_META_MAGIC		0x53534B31	/* "SSK1" */
-#define SS_META_VERSION		1
+#define SS_META_VERSION		2
 #define SS_METAPAGE_BLKNO	0
 
 /*
@@ -35,9 +35,17 @@
  * as it defines its kind, the number its metapage is stamped with.
  */
 #define SS_PAGE_META		1
+#define SS_PAGE_LOG			8	/* change log pages (ss_changelog.c) */
 
 typedef struct SSPageOpaqueData
 {
+	/*
+	 * Change log position up to which (exclusive) the log's records have
+	 * been applied to this page, set in the same WAL record as the change
+	 * (ss_changelog.h); structures whose partitions span several pages keep
+	 * it where they document.
+	 */
+	uint64		applied_pos;
 	uint16		page_type;
 	uint16		flags;
 	uint16		epoch;			/* structure-specific generation number */
@@ -54,12 +62,32 @@ typedef SSPageOpaqueData *SSPageOpaque;
 
 #define SSPageGetData(page) ((char *) (page) + MAXALIGN(SizeOfPageHeaderData))
 
+/*
+ * Where the change log (ss_changelog.c) stands.  Log positions count bytes
+ * appended since the relfilenode was created and are never reused.
+ */
+typedef struct SSLogMeta
+{
+	uint64		head_pos;		/* first byte not yet consolidated */
+	uint64		end_pos;		/* end of the last completely appended batch */
+	BlockNumber head_blk;		/* log page holding head_pos, or Invalid */
+	BlockNumber end_blk;		/* log page holding end_pos, or Invalid */
+	BlockNumber free_blk;		/* first free log page, or Invalid */
+	BlockNumber alloc_end;		/* first block after the structure's layout
+								 * and every log page; 0: the structure has
+								 * no log */
+	uint32		npages;			/* pages in the chain from head_blk */
+	uint32		nfree;			/* pages on the free list */
+	int64		consolidations; /* consolidation rounds that moved the head */
+} SSLogMeta;
+
 typedef struct SSMetaHeader
 {
 	uint32		magic;
 	uint32		version;
 	uint32		kind;			/* the structure's kind (its header) */
 	uint32		seed;			/* hash seed of every key hash */
+	SSLogMeta	log;
 } SSMetaHeader;
 
 /* Initialize a page with our special space; data_size bytes are in use. */
@@ -79,7 +107,8 @@ extern void ss_meta_validate(Relation rel,
 extern bool ss_block_known_to_exist(Relation rel, BlockNumber blkno);
 extern Buffer ss_read_buffer_if_exists(Relation rel, BlockNumber blkno);
 struct SSXLogState;
-extern void ss_meta_header_init(SSMetaHeader *hdr, uint32 kind, uint32 seed);
+extern void ss_meta_header_init(SSMetaHeader *hdr, uint32 kind, uint32 seed,
+								BlockNumber layout_end);
 extern void *ss_meta_register(Relation rel, uint32 kind,
 							  struct SSXLogState *state, Buffer *bufp);
 extern bool ss_read_metapage(Relation rel, uint32 kind, void *meta, Size size);

@@ -16,6 +16,7 @@
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
+#include "ss_changelog.h"
 #include "ss_pending.h"
 #include "ss_xlog.h"
 #include "storage/buffile.h"
@@ -26,7 +27,7 @@
 typedef struct PendingRel
 {
 	Oid			relid;
-	SSApplyFunc apply;
+	CommandId	cid;			/* statement that last added a record */
 } PendingRel;
 
 typedef struct SubxactMark
@@ -116,14 +117,15 @@ pending_truncate(int64 pos)
 }
 
 void
-ss_pending_add(Relation rel, SSApplyFunc apply, SSPendingType type,
-			   const void *payload, uint32 len)
+ss_pending_add(Relation rel, SSPendingType type, const void *payload,
+			   uint32 len)
 {
 	SSPendingHeader hdr;
 	Size		size = RECORD_SIZE(len);
 	Oid			relid = RelationGetRelid(rel);
+	CommandId	cid = GetCurrentCommandId(false);
 	ListCell   *lc;
-	bool		found = false;
+	PendingRel *pr = NULL;
 
 	if (applying)
 		elog(ERROR, "streamsketch pending changes added while applying them");
@@ -135,19 +137,37 @@ ss_pending_add(Relation rel, SSApplyFunc apply, SSPendingType type,
 	{
 		if (((PendingRel *) lfirst(lc))->relid == relid)
 		{
-			found = true;
+			pr = (PendingRel *) lfirst(lc);
 			break;
 		}
 	}
-	if (!found)
+	if (pr == NULL)
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
-		PendingRel *pr = palloc(sizeof(PendingRel));
 
+		pr = palloc(sizeof(PendingRel));
 		pr->relid = relid;
-		pr->apply = apply;
+		pr->cid = InvalidCommandId;
 		pending_rels = lappend(pending_rels, pr);
 		MemoryContextSwitchTo(old);
+	}
+
+	/*
+	 * Once per writing statement: a long change log is consolidated here,
+	 * in the statement, rather than left to readers or VACUUM.
+	 */
+	if (pr->cid != cid && type != SS_PENDING_TRUNCATE)
+	{
+		const SSStateOps *ops = ss_structure_ops(rel);
+
+		pr->cid = cid;
+		if (ops != NULL && ops->consolidate != NULL)
+		{
+			SSLogSnapshot snap;
+
+			ss_log_snapshot(rel, &snap);
+			ss_log_consolidate_if_long(rel, &snap);
+		}
 	}
 
 	if (mem == NULL)
@@ -290,20 +310,20 @@ pending_rel_cmp(const ListCell *a, const ListCell *b)
 }
 
 /*
- * Apply every pending relation's records.  Runs at pre-commit: an error
- * here aborts the transaction, and the abort callback discards the log.
+ * At pre-commit, each pending relation's records become a batch of its
+ * change log (ss_changelog.c): bounded work, interruptible, and without
+ * effect unless the commit record follows.  An error here aborts the
+ * transaction, and the abort callback discards the log.
+ *
+ * A structure not yet on the change log has its records applied here
+ * instead, with interrupts held so that a cancel cannot leave part of them
+ * applied (the quotient filter family, until it moves to the log).
  */
 static void
 pending_apply_all(void)
 {
 	ListCell   *lc;
 
-	/*
-	 * Changes are written as they are applied, so an interrupt part-way
-	 * would leave a rolled-back transaction partly applied: a cancel or
-	 * terminate waits until the apply is done.
-	 */
-	HOLD_INTERRUPTS();
 	applying = true;
 
 	/*
@@ -316,16 +336,27 @@ pending_apply_all(void)
 	{
 		PendingRel *pr = (PendingRel *) lfirst(lc);
 		Relation	rel;
+		const SSStateOps *ops;
 
 		/* dropped later in this transaction: nothing to apply */
 		rel = try_relation_open(pr->relid, RowExclusiveLock);
 		if (rel == NULL)
 			continue;
-		pr->apply(rel);
+		ops = ss_structure_ops(rel);
+		if (ops == NULL)
+			elog(ERROR, "relation \"%s\" is not a streamsketch structure",
+				 RelationGetRelationName(rel));
+		if (ops->consolidate != NULL)
+			ss_log_append(rel);
+		else
+		{
+			HOLD_INTERRUPTS();
+			ops->apply(rel);
+			RESUME_INTERRUPTS();
+		}
 		relation_close(rel, NoLock);
 	}
 	applying = false;
-	RESUME_INTERRUPTS();
 }
 
 static void

@@ -4,7 +4,8 @@
  *	  A transaction's pending changes to streamsketch structures.
  *
  * Inserts do not touch the structure: they append a record to a
- * backend-local log, which is applied at pre-commit and discarded on abort.
+ * backend-local log, which at pre-commit becomes a batch of the structure's
+ * change log (ss_changelog.h) and is discarded on abort.
  * The log keeps at most streamsketch.pending_memory bytes in memory and
  * spills the rest to a temporary file; it is never applied early.
  * Subtransaction abort truncates the log back to where the subtransaction
@@ -50,11 +51,8 @@ extern bool ss_slot_key(Relation rel, struct TupleTableSlot *slot,
 						int16 keylen, bool keybyval, Oid inttype, uint32 seed,
 						SSPendingKey *key);
 
-/* Called with each pending relation at pre-commit to apply its records. */
-typedef void (*SSApplyFunc) (Relation rel);
-
 extern void ss_pending_init(void);
-extern void ss_pending_add(Relation rel, SSApplyFunc apply, SSPendingType type,
+extern void ss_pending_add(Relation rel, SSPendingType type,
 						   const void *payload, uint32 len);
 extern bool ss_pending_has(Oid relid);
 

@@ -42,6 +42,7 @@
 #include "port/atomics.h"
 #include "replication/logicalworker.h"
 #include "storage/bufmgr.h"
+#include "ss_changelog.h"
 #include "ss_pending.h"
 #include "storage/smgr.h"
 #include "ss_page.h"
@@ -50,6 +51,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 typedef struct SSParallelScanData
@@ -589,8 +591,12 @@ ss_set_new_filenode(Relation rel, const SSStateOps *ops,
 	const void *given = ss_creation_params(rel, ops);
 	void	   *st;
 
-	/* no tuples, no xids: anti-wraparound vacuum has nothing to freeze */
-	*freezeXid = InvalidTransactionId;
+	/*
+	 * The change log holds xids of batches appended from now on, all at or
+	 * after RecentXmin (as for a new heap); a structure without a log has
+	 * nothing to freeze.
+	 */
+	*freezeXid = ops->consolidate ? RecentXmin : InvalidTransactionId;
 	*minmulti = InvalidMultiXactId;
 
 	ops->check_columns(rel, NULL);
@@ -630,7 +636,7 @@ ss_set_new_filenode(Relation rel, const SSStateOps *ops,
 	if (ss_relation_is_new(rel))
 		ss_set_label(RelationGetRelid(rel), ops->params_to_label(st));
 	else if (ss_pending_has(RelationGetRelid(rel)))
-		ss_pending_add(rel, ops->apply, SS_PENDING_TRUNCATE, NULL, 0);
+		ss_pending_add(rel, SS_PENDING_TRUNCATE, NULL, 0);
 	ss_forget_state(rel);
 }
 
@@ -668,7 +674,7 @@ ss_truncate_in_place(Relation rel, const SSStateOps *ops)
 
 	RelationTruncate(rel, 0);
 	if (ss_pending_has(RelationGetRelid(rel)))
-		ss_pending_add(rel, ops->apply, SS_PENDING_TRUNCATE, NULL, 0);
+		ss_pending_add(rel, SS_PENDING_TRUNCATE, NULL, 0);
 	ss_forget_state(rel);
 	ops->init_meta(st, meta);
 	ss_ensure_metapage(rel, ops->kind, meta, ops->meta_size);
@@ -701,23 +707,46 @@ ss_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 							 double *num_tuples, double *tups_vacuumed,
 							 double *tups_recently_dead)
 {
+	TransactionId oldest = InvalidTransactionId;
+
+	/*
+	 * Under the exclusive lock every batch's transaction has ended: the
+	 * copy gets a consolidated log, whose remaining xids (none expected)
+	 * bound the new relfrozenxid.
+	 */
+	if (ss_routine_ops(OldTable)->consolidate)
+	{
+		(void) ss_log_consolidate(OldTable, true);
+		oldest = ss_log_oldest_xid(OldTable);
+	}
 	FlushRelationBuffers(OldTable);
 	/* the transient table's own metapage is replaced by the copy */
 	RelationTruncate(NewTable, 0);
 	RelationCopyStorage(RelationGetSmgr(OldTable), RelationGetSmgr(NewTable),
 						MAIN_FORKNUM, NewTable->rd_rel->relpersistence);
-	*xid_cutoff = InvalidTransactionId;
+	if (!ss_routine_ops(OldTable)->consolidate)
+		*xid_cutoff = InvalidTransactionId;
+	else if (TransactionIdIsValid(oldest) &&
+			 TransactionIdPrecedes(oldest, OldestXmin))
+		*xid_cutoff = oldest;
+	else
+		*xid_cutoff = OldestXmin;
 	*multi_cutoff = InvalidMultiXactId;
 	*num_tuples = 0;
 	*tups_vacuumed = 0;
 	*tups_recently_dead = 0;
 }
 
+/*
+ * VACUUM consolidates the change log and advances relfrozenxid
+ * (ss_log_vacuum); nothing else is ever dead.
+ */
 static void
 ss_relation_vacuum(Relation rel, struct VacuumParams *params,
 				   BufferAccessStrategy bstrategy)
 {
-	/* nothing is ever dead */
+	if (ss_routine_ops(rel)->consolidate)
+		ss_log_vacuum(rel);
 }
 
 static bool

@@ -1,0 +1,1117 @@
+/*-------------------------------------------------------------------------
+ *
+ * ss_changelog.c
+ *	  The xid-stamped change log of every structure (see ss_changelog.h).
+ *
+ * The log is a byte stream over a chain of log pages.  Each page holds the
+ * stream's bytes [first_pos, first_pos + used); the next page continues at
+ * first_pos + used.  The metapage says where the unconsolidated part
+ * starts (head) and where the last completely appended batch ends (end).
+ * Pages before the head go to a free list and are reused for new bytes, at
+ * new positions, which is how a reader that followed a stale pointer finds
+ * out (a page's first_pos is never the one it expected).
+ *
+ * An append that crashes leaves bytes past the end, on the tail page and on
+ * pages linked after it; they are overwritten by the next append, which
+ * reuses those pages.  Consolidation that crashes after moving the head but
+ * before freeing the pages behind it loses those pages until VACUUM FULL.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/multixact.h"
+#include "access/transam.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "commands/vacuum.h"
+#include "miscadmin.h"
+#include "ss_changelog.h"
+#include "ss_xlog.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "storage/procarray.h"
+#include "streamsketch.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#define LOG_DATA_OFFSET		MAXALIGN(sizeof(SSLogPageHeader))
+#define MAX_SCAN_RESTARTS	1000
+
+/* streamsketch.test_fail_after_log_append (tests only) */
+typedef enum
+{
+	FAIL_NONE,
+	FAIL_ERROR,
+	FAIL_PANIC
+} FailMode;
+
+static int	test_fail_after_append = FAIL_NONE;
+
+static const struct config_enum_entry fail_options[] = {
+	{"none", FAIL_NONE, false},
+	{"error", FAIL_ERROR, false},
+	{"panic", FAIL_PANIC, false},
+	{NULL, 0, false}
+};
+
+void
+ss_log_init(void)
+{
+	DefineCustomEnumVariable("streamsketch.test_fail_after_log_append",
+							 "Fails each commit right after it appended its change-log batch (for tests only).",
+							 "\"error\" raises an error, \"panic\" stops the server, between the batch's WAL and the commit record.",
+							 &test_fail_after_append, FAIL_NONE, fail_options,
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+}
+
+static void
+log_corrupted(Relation rel, BlockNumber blkno, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("change log of %s table \"%s\" is corrupted at block %u",
+					ss_structure_name(rel), RelationGetRelationName(rel), blkno),
+			 errdetail("%s", detail),
+			 errhint("Restore the table from a backup, or TRUNCATE it.")));
+}
+
+static uint32
+rel_kind(Relation rel)
+{
+	const SSStateOps *ops = ss_structure_ops(rel);
+
+	if (ops == NULL)
+		elog(ERROR, "relation \"%s\" is not a streamsketch structure",
+			 RelationGetRelationName(rel));
+	return ops->kind;
+}
+
+static void
+log_meta_check(Relation rel, const SSLogMeta *log)
+{
+	if (log->alloc_end == 0)
+		return;
+	if (log->head_pos > log->end_pos ||
+		(log->head_blk == InvalidBlockNumber) != (log->end_blk == InvalidBlockNumber) ||
+		(log->head_blk != InvalidBlockNumber &&
+		 (log->head_blk >= log->alloc_end || log->end_blk >= log->alloc_end ||
+		  log->head_blk == SS_METAPAGE_BLKNO || log->end_blk == SS_METAPAGE_BLKNO)) ||
+		(log->free_blk != InvalidBlockNumber &&
+		 (log->free_blk >= log->alloc_end || log->free_blk == SS_METAPAGE_BLKNO)))
+		log_corrupted(rel, SS_METAPAGE_BLKNO,
+					  "The metapage's change log pointers are inconsistent.");
+}
+
+/* Read the metapage's log part (share lock, briefly). */
+static void
+log_meta_read(Relation rel, SSLogMeta *log)
+{
+	Buffer		buf = ss_read_buffer_if_exists(rel, SS_METAPAGE_BLKNO);
+	SSMetaHeader *hdr;
+
+	memset(log, 0, sizeof(*log));
+	log->head_blk = log->end_blk = log->free_blk = InvalidBlockNumber;
+	if (!BufferIsValid(buf))
+		return;
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	if (!PageIsNew(BufferGetPage(buf)))
+	{
+		hdr = ss_meta_check(rel, BufferGetPage(buf), rel_kind(rel));
+		*log = hdr->log;
+	}
+	UnlockReleaseBuffer(buf);
+	log_meta_check(rel, log);
+}
+
+/* Lock the metapage exclusively and register it; returns its log part. */
+static SSLogMeta *
+log_meta_register(Relation rel, SSXLogState *state, Buffer *bufp)
+{
+	SSMetaHeader *hdr = ss_meta_register(rel, rel_kind(rel), state, bufp);
+
+	return &hdr->log;
+}
+
+void
+ss_log_snapshot(Relation rel, SSLogSnapshot *snap)
+{
+	SSLogMeta	log;
+
+	log_meta_read(rel, &log);
+	snap->head_pos = log.head_pos;
+	snap->end_pos = log.end_pos;
+	snap->head_blk = log.head_blk;
+}
+
+/*
+ * A reader's snapshot before it reads the structure; attempt counts the
+ * restarts after ss_log_scan found the log moved.  A long log is
+ * consolidated first when this backend can.
+ */
+void
+ss_log_read_begin(Relation rel, SSLogSnapshot *snap, int attempt)
+{
+	if (attempt >= MAX_SCAN_RESTARTS)
+		log_corrupted(rel, SS_METAPAGE_BLKNO, "The change log kept moving under a scan.");
+	ss_log_snapshot(rel, snap);
+	if (snap->end_pos - snap->head_pos > SS_LOG_CONSOLIDATE_BYTES)
+	{
+		ss_log_consolidate_if_long(rel, snap);
+		ss_log_snapshot(rel, snap);
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Reading the stream
+ * ---------------------------------------------------------------------
+ */
+typedef struct LogReader
+{
+	Relation	rel;
+	uint64		pos;			/* next byte to read */
+	BlockNumber blk;			/* page loaded */
+	SSLogPageHeader ph;
+	char	   *data;			/* its bytes */
+	char	   *payload;		/* record payload buffer */
+	Size		payload_size;
+} LogReader;
+
+/* Copy log page blk; false if it is free (recycled under the reader). */
+static bool
+reader_load(LogReader *r, BlockNumber blk)
+{
+	Buffer		buf;
+	Page		page;
+
+	if (blk == InvalidBlockNumber || blk == SS_METAPAGE_BLKNO)
+		log_corrupted(r->rel, blk, "A change log pointer is invalid.");
+	buf = ss_read_buffer_if_exists(r->rel, blk);
+	if (!BufferIsValid(buf))
+		log_corrupted(r->rel, blk, "A change log page is missing.");
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	if (PageIsNew(page))
+		log_corrupted(r->rel, blk, "A change log page is uninitialized.");
+	ss_page_check(r->rel, blk, page, SS_PAGE_LOG);
+	memcpy(&r->ph, SSPageGetData(page), sizeof(SSLogPageHeader));
+	if (r->ph.first_pos != SS_LOG_FREE_POS)
+	{
+		if (r->ph.used > SS_LOG_PAGE_CAPACITY)
+			log_corrupted(r->rel, blk, "A change log page claims more bytes than it holds.");
+		memcpy(r->data, SSPageGetData(page) + LOG_DATA_OFFSET, r->ph.used);
+	}
+	UnlockReleaseBuffer(buf);
+	r->blk = blk;
+	return r->ph.first_pos != SS_LOG_FREE_POS;
+}
+
+/* Position the reader at pos on page blk; false if the log moved. */
+static bool
+reader_begin(LogReader *r, Relation rel, BlockNumber blk, uint64 pos)
+{
+	r->rel = rel;
+	r->pos = pos;
+	r->data = palloc(BLCKSZ);
+	r->payload = NULL;
+	r->payload_size = 0;
+	if (!reader_load(r, blk))
+		return false;
+	return r->ph.first_pos <= pos && pos <= r->ph.first_pos + r->ph.used;
+}
+
+static void
+reader_end(LogReader *r)
+{
+	pfree(r->data);
+	if (r->payload)
+		pfree(r->payload);
+}
+
+/* Copy n bytes (dst NULL: skip them); false if the log moved. */
+static bool
+reader_read(LogReader *r, void *dst, uint64 n)
+{
+	char	   *out = dst;
+
+	while (n > 0)
+	{
+		uint64		off = r->pos - r->ph.first_pos;
+		uint64		take;
+
+		if (off >= r->ph.used)
+		{
+			uint64		expect = r->ph.first_pos + r->ph.used;
+
+			if (r->ph.next == InvalidBlockNumber)
+				return false;
+			if (!reader_load(r, r->ph.next) || r->ph.first_pos != expect)
+				return false;
+			continue;
+		}
+		take = Min(n, r->ph.used - off);
+		if (out)
+		{
+			memcpy(out, r->data + off, take);
+			out += take;
+		}
+		r->pos += take;
+		n -= take;
+	}
+	return true;
+}
+
+typedef enum
+{
+	BATCH_COMMITTED,
+	BATCH_ABORTED,
+	BATCH_IN_PROGRESS
+} BatchStatus;
+
+/*
+ * The fate of a batch's transaction.  In progress is asked first: a
+ * transaction is marked committed in the clog before it leaves the proc
+ * array, so the other order could take a committing one for aborted.
+ */
+static BatchStatus
+batch_status(TransactionId xid)
+{
+	if (TransactionIdIsCurrentTransactionId(xid) ||
+		TransactionIdIsInProgress(xid))
+		return BATCH_IN_PROGRESS;
+	return TransactionIdDidCommit(xid) ? BATCH_COMMITTED : BATCH_ABORTED;
+}
+
+/* Read and check a batch header; false if the log moved. */
+static bool
+reader_batch(LogReader *r, uint64 end, SSLogBatchHeader *bh)
+{
+	if (!reader_read(r, bh, sizeof(*bh)))
+		return false;
+	if (bh->length > end - r->pos || !TransactionIdIsNormal(bh->xid))
+		log_corrupted(r->rel, r->blk, "A change log batch header is invalid.");
+	return true;
+}
+
+/*
+ * Call fn for each record of the batch whose header was just read.  Returns
+ * false if the log moved.
+ */
+static bool
+reader_records(LogReader *r, const SSLogBatchHeader *bh, SSLogRecordFn fn,
+			   void *arg)
+{
+	uint64		stop = r->pos + bh->length;
+
+	for (uint32 i = 0; i < bh->nrecords; i++)
+	{
+		SSPendingHeader hdr;
+		uint64		pos = r->pos;
+
+		if (!reader_read(r, &hdr, sizeof(hdr)))
+			return false;
+		if (hdr.len > MaxAllocSize || MAXALIGN(hdr.len) > stop - r->pos)
+			log_corrupted(r->rel, r->blk, "A change log record is longer than its batch.");
+		if (r->payload_size < Max(hdr.len, 1))
+		{
+			if (r->payload)
+				pfree(r->payload);
+			r->payload_size = Max(hdr.len, 1024);
+			r->payload = MemoryContextAllocHuge(CurrentMemoryContext,
+												r->payload_size);
+		}
+		if (!reader_read(r, r->payload, hdr.len) ||
+			!reader_read(r, NULL, MAXALIGN(hdr.len) - hdr.len))
+			return false;
+		fn(pos, &hdr, r->payload, arg);
+	}
+	if (r->pos != stop)
+		log_corrupted(r->rel, r->blk, "A change log batch holds bytes after its records.");
+	return true;
+}
+
+/*
+ * Call fn for each record of every committed batch between the snapshot's
+ * head and end.  Returns false if the log moved under the scan (pages were
+ * consolidated and reused): the caller forgets what fn saw and starts over
+ * from a new snapshot, reading the structure again.
+ */
+bool
+ss_log_scan(Relation rel, const SSLogSnapshot *snap, SSLogRecordFn fn,
+			void *arg)
+{
+	LogReader	r;
+	bool		ok = true;
+
+	if (snap->head_pos == snap->end_pos)
+		return true;
+	if (!reader_begin(&r, rel, snap->head_blk, snap->head_pos))
+	{
+		reader_end(&r);
+		return false;
+	}
+	while (ok && r.pos < snap->end_pos)
+	{
+		SSLogBatchHeader bh;
+
+		CHECK_FOR_INTERRUPTS();
+		ok = reader_batch(&r, snap->end_pos, &bh);
+		if (!ok)
+			break;
+		/* readers never see their own batch: it is written at pre-commit */
+		if (TransactionIdDidCommit(bh.xid))
+			ok = reader_records(&r, &bh, fn, arg);
+		else
+			ok = reader_read(&r, NULL, bh.length);
+	}
+	reader_end(&r);
+	return ok;
+}
+
+/*
+ * Every committed record in the log, for callers that read nothing else
+ * (the info functions add them to the metapage's counters): retries until
+ * a scan completes.  fn must tolerate seeing a record twice only if the
+ * caller resets its state; here it is called on one complete scan only,
+ * because records are first collected per attempt.
+ */
+typedef struct CollectedRecord
+{
+	uint64		pos;
+	SSPendingHeader hdr;
+	char	   *payload;
+} CollectedRecord;
+
+typedef struct Collector
+{
+	List	   *records;
+	MemoryContext cxt;
+} Collector;
+
+static void
+collect_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
+			   void *arg)
+{
+	Collector  *c = arg;
+	MemoryContext old = MemoryContextSwitchTo(c->cxt);
+	CollectedRecord *rec = palloc(sizeof(CollectedRecord));
+
+	rec->pos = pos;
+	rec->hdr = *hdr;
+	rec->payload = MemoryContextAllocHuge(c->cxt, Max(hdr->len, 1));
+	memcpy(rec->payload, payload, hdr->len);
+	c->records = lappend(c->records, rec);
+	MemoryContextSwitchTo(old);
+}
+
+void
+ss_log_scan_all(Relation rel, SSLogRecordFn fn, void *arg)
+{
+	Collector	c;
+	ListCell   *lc;
+
+	c.cxt = AllocSetContextCreate(CurrentMemoryContext, "streamsketch log scan",
+								  ALLOCSET_DEFAULT_SIZES);
+	for (int attempt = 0;; attempt++)
+	{
+		SSLogSnapshot snap;
+
+		if (attempt >= MAX_SCAN_RESTARTS)
+			log_corrupted(rel, SS_METAPAGE_BLKNO, "The change log kept moving under a scan.");
+		MemoryContextReset(c.cxt);
+		c.records = NIL;
+		ss_log_snapshot(rel, &snap);
+		if (ss_log_scan(rel, &snap, collect_record, &c))
+			break;
+	}
+	foreach(lc, c.records)
+	{
+		CollectedRecord *rec = lfirst(lc);
+
+		fn(rec->pos, &rec->hdr, rec->payload, arg);
+	}
+	MemoryContextDelete(c.cxt);
+}
+
+/* ---------------------------------------------------------------------
+ * Appending a batch at pre-commit
+ * ---------------------------------------------------------------------
+ */
+typedef struct LogAppender
+{
+	Relation	rel;
+	uint64		pos;			/* next byte's position */
+	BlockNumber blk;			/* tail page, locked in state */
+	Buffer		buf;
+	SSXLogState *state;
+	Page		page;			/* the record's copy of the tail page */
+} LogAppender;
+
+static SSLogPageHeader *
+page_log_header(Page page)
+{
+	return (SSLogPageHeader *) SSPageGetData(page);
+}
+
+static void
+log_page_init(Page page, uint64 first_pos)
+{
+	SSLogPageHeader *ph;
+
+	ss_page_init(page, SS_PAGE_LOG, LOG_DATA_OFFSET);
+	ph = page_log_header(page);
+	ph->first_pos = first_pos;
+	ph->next = InvalidBlockNumber;
+	ph->used = 0;
+}
+
+static void
+appender_set_used(Page page, uint32 used)
+{
+	page_log_header(page)->used = used;
+	((PageHeader) page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) +
+		LOG_DATA_OFFSET + used;
+}
+
+/* Lock and register the tail page holding a->pos. */
+static void
+appender_lock_tail(LogAppender *a)
+{
+	SSLogPageHeader *ph;
+
+	a->state = ss_xlog_start(a->rel);
+	a->buf = ReadBuffer(a->rel, a->blk);
+	LockBuffer(a->buf, BUFFER_LOCK_EXCLUSIVE);
+	ss_page_check(a->rel, a->blk, BufferGetPage(a->buf), SS_PAGE_LOG);
+	a->page = ss_xlog_register(a->state, a->buf, 0);
+	ph = page_log_header(a->page);
+	if (ph->first_pos == SS_LOG_FREE_POS || ph->first_pos > a->pos ||
+		a->pos - ph->first_pos > SS_LOG_PAGE_CAPACITY)
+		log_corrupted(a->rel, a->blk, "The change log's tail page does not hold the log's end.");
+	/* bytes past the end are left over from an append that crashed */
+	appender_set_used(a->page, (uint32) (a->pos - ph->first_pos));
+}
+
+static void
+appender_finish_page(LogAppender *a)
+{
+	ss_xlog_finish(a->state);
+	UnlockReleaseBuffer(a->buf);
+	a->buf = InvalidBuffer;
+}
+
+/*
+ * Continue the log on a new page: the next one left linked by a crashed
+ * append, else a free page, else a new block at alloc_end.  One WAL record
+ * links the old tail (if any) to it, initializes it and updates the
+ * metapage.  Lock order: the old tail page, the new page, the metapage.
+ * The caller holds the append lock, under which alone the free list and
+ * alloc_end change.
+ */
+static void
+appender_new_page(LogAppender *a)
+{
+	SSLogMeta	log;
+	BlockNumber newblk;
+	bool		from_free = false;
+	SSXLogState *state;
+	Buffer		newbuf;
+	Buffer		metabuf;
+	Page		newpage;
+	SSLogMeta  *mlog;
+	Buffer		tailbuf = InvalidBuffer;
+	Page		tailpage = NULL;
+
+	log_meta_read(a->rel, &log);
+	if (a->blk != InvalidBlockNumber)
+	{
+		/* the old tail is finished; find what follows it */
+		Buffer		b = ReadBuffer(a->rel, a->blk);
+
+		LockBuffer(b, BUFFER_LOCK_SHARE);
+		newblk = page_log_header(BufferGetPage(b))->next;
+		UnlockReleaseBuffer(b);
+	}
+	else
+		newblk = InvalidBlockNumber;
+
+	if (newblk == InvalidBlockNumber)
+	{
+		if (log.free_blk != InvalidBlockNumber)
+		{
+			newblk = log.free_blk;
+			from_free = true;
+		}
+		else
+		{
+			newblk = log.alloc_end;
+			if (newblk == 0 || newblk == InvalidBlockNumber)
+				log_corrupted(a->rel, SS_METAPAGE_BLKNO, "The structure has no room for a change log.");
+			/* extend before any buffer lock is taken */
+			ss_extend_to(a->rel, newblk);
+		}
+	}
+	if (newblk > log.alloc_end || newblk == SS_METAPAGE_BLKNO ||
+		(newblk == log.alloc_end && from_free))
+		log_corrupted(a->rel, newblk, "A change log page lies outside the log's blocks.");
+
+	state = ss_xlog_start(a->rel);
+	if (a->blk != InvalidBlockNumber)
+	{
+		tailbuf = ReadBuffer(a->rel, a->blk);
+		LockBuffer(tailbuf, BUFFER_LOCK_EXCLUSIVE);
+		tailpage = ss_xlog_register(state, tailbuf, 0);
+	}
+	newbuf = ReadBuffer(a->rel, newblk);
+	LockBuffer(newbuf, BUFFER_LOCK_EXCLUSIVE);
+	if (!PageIsNew(BufferGetPage(newbuf)))
+		ss_page_check(a->rel, newblk, BufferGetPage(newbuf), SS_PAGE_LOG);
+	newpage = ss_xlog_register(state, newbuf, SS_XLOG_FULL_IMAGE);
+	mlog = log_meta_register(a->rel, state, &metabuf);
+
+	if (from_free)
+	{
+		BlockNumber after = PageIsNew(BufferGetPage(newbuf)) ?
+			InvalidBlockNumber : page_log_header(BufferGetPage(newbuf))->next;
+
+		if (mlog->free_blk != newblk || mlog->nfree == 0)
+			log_corrupted(a->rel, newblk, "The change log's free list changed under its appender.");
+		mlog->free_blk = after;
+		mlog->nfree--;
+	}
+	else if (newblk == mlog->alloc_end)
+		mlog->alloc_end++;
+	log_page_init(newpage, a->pos);
+	if (tailpage)
+		page_log_header(tailpage)->next = newblk;
+	if (mlog->end_blk == InvalidBlockNumber)
+	{
+		/* the log's first page: head and end start on it */
+		mlog->head_blk = mlog->end_blk = newblk;
+		mlog->head_pos = mlog->end_pos = a->pos;
+	}
+	mlog->npages++;
+	ss_xlog_finish(state);
+	UnlockReleaseBuffer(metabuf);
+	UnlockReleaseBuffer(newbuf);
+	if (BufferIsValid(tailbuf))
+		UnlockReleaseBuffer(tailbuf);
+	a->blk = newblk;
+	appender_lock_tail(a);
+}
+
+static void
+appender_write(LogAppender *a, const void *data, Size n)
+{
+	const char *in = data;
+
+	while (n > 0)
+	{
+		SSLogPageHeader *ph = page_log_header(a->page);
+		uint32		room = SS_LOG_PAGE_CAPACITY - ph->used;
+		uint32		take = (uint32) Min((Size) room, n);
+
+		if (room == 0)
+		{
+			appender_finish_page(a);
+			CHECK_FOR_INTERRUPTS();
+			appender_new_page(a);
+			continue;
+		}
+		memcpy(SSPageGetData(a->page) + LOG_DATA_OFFSET + ph->used, in, take);
+		appender_set_used(a->page, ph->used + take);
+		a->pos += take;
+		in += take;
+		n -= take;
+	}
+}
+
+/*
+ * Append this transaction's pending records for rel as one batch (at
+ * pre-commit).  Its cost is the batch's bytes: copied into log pages, one
+ * WAL record per page, and one metapage update that makes the batch part
+ * of the log.  Interrupts are not held: an error or a cancel aborts the
+ * transaction, and whatever was written then lies past the log's end, or
+ * is a batch whose transaction never commits.
+ */
+void
+ss_log_append(Relation rel)
+{
+	SSPendingIter it;
+	SSPendingHeader hdr;
+	char	   *payload;
+	SSLogBatchHeader bh;
+	LogAppender a;
+	SSLogMeta	log;
+	SSXLogState *state;
+	Buffer		metabuf;
+	SSLogMeta  *mlog;
+	XLogRecPtr	lsn;
+
+	memset(&bh, 0, sizeof(bh));
+	ss_pending_iter_begin(&it, RelationGetRelid(rel));
+	while (ss_pending_iter_next(&it, &hdr, &payload))
+	{
+		bh.length += sizeof(SSPendingHeader) + MAXALIGN(hdr.len);
+		bh.nrecords++;
+	}
+	ss_pending_iter_end(&it);
+	if (bh.nrecords == 0)
+		return;
+	bh.xid = GetTopTransactionId();
+
+	LockPage(rel, SS_LOG_APPEND_LOCK, ExclusiveLock);
+	log_meta_read(rel, &log);
+	if (log.alloc_end == 0)
+		elog(ERROR, "structure \"%s\" has no change log",
+			 RelationGetRelationName(rel));
+	a.rel = rel;
+	a.pos = log.end_pos;
+	a.blk = log.end_blk;
+	a.buf = InvalidBuffer;
+	if (a.blk == InvalidBlockNumber)
+		appender_new_page(&a);
+	else
+		appender_lock_tail(&a);
+
+	appender_write(&a, &bh, sizeof(bh));
+	ss_pending_iter_begin(&it, RelationGetRelid(rel));
+	while (ss_pending_iter_next(&it, &hdr, &payload))
+	{
+		static const char pad[MAXIMUM_ALIGNOF] = {0};
+
+		appender_write(&a, &hdr, sizeof(hdr));
+		appender_write(&a, payload, hdr.len);
+		appender_write(&a, pad, MAXALIGN(hdr.len) - hdr.len);
+	}
+	ss_pending_iter_end(&it);
+	appender_finish_page(&a);
+
+	/* the batch is complete: make it part of the log */
+	state = ss_xlog_start(rel);
+	mlog = log_meta_register(rel, state, &metabuf);
+	mlog->end_pos = a.pos;
+	mlog->end_blk = a.blk;
+	lsn = ss_xlog_finish(state);
+	UnlockReleaseBuffer(metabuf);
+	UnlockPage(rel, SS_LOG_APPEND_LOCK, ExclusiveLock);
+
+	if (test_fail_after_append == FAIL_ERROR)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("streamsketch.test_fail_after_log_append: failing after the change log append of \"%s\"",
+						RelationGetRelationName(rel))));
+	if (test_fail_after_append == FAIL_PANIC)
+	{
+		if (!XLogRecPtrIsInvalid(lsn))
+			XLogFlush(lsn);
+		elog(PANIC, "streamsketch.test_fail_after_log_append: stopping after the change log append of \"%s\"",
+			 RelationGetRelationName(rel));
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Consolidation
+ * ---------------------------------------------------------------------
+ */
+
+/* Call fn for every committed record of the round, in log order. */
+void
+ss_cons_foreach(SSConsolidation *c, SSLogRecordFn fn, void *arg)
+{
+	LogReader	r;
+
+	if (!reader_begin(&r, c->rel, c->start_blk, c->start_pos))
+		log_corrupted(c->rel, c->start_blk, "The change log moved under its consolidation.");
+	while (r.pos < c->end_pos)
+	{
+		SSLogBatchHeader bh;
+		bool		ok;
+
+		CHECK_FOR_INTERRUPTS();
+		ok = reader_batch(&r, c->end_pos, &bh);
+		if (ok)
+			ok = TransactionIdDidCommit(bh.xid) ?
+				reader_records(&r, &bh, fn, arg) :
+				reader_read(&r, NULL, bh.length);
+		if (!ok)
+			log_corrupted(c->rel, r.blk, "The change log moved under its consolidation.");
+	}
+	reader_end(&r);
+}
+
+typedef struct GroupCollector
+{
+	SSConsolidation *c;
+	uint32		nparts;
+	SSPartsOfFn parts_of;
+	SSApplyGroupFn apply_group;
+	void	   *arg;
+	SSGroupEntry *entries;		/* by position; part PG_UINT32_MAX: all */
+	int			n;
+	int			cap;
+	List	   *copies;			/* out-of-line payloads */
+	Size		payload_bytes;	/* their bytes */
+	Size		budget;
+	bool		any_all;
+} GroupCollector;
+
+static int
+group_entry_cmp(const void *a, const void *b)
+{
+	const SSGroupEntry *x = a;
+	const SSGroupEntry *y = b;
+
+	if (x->part != y->part)
+		return x->part < y->part ? -1 : 1;
+	if (x->pos != y->pos)
+		return x->pos < y->pos ? -1 : 1;
+	return 0;
+}
+
+static uint32
+group_entry_part(const void *e)
+{
+	return ((const SSGroupEntry *) e)->part;
+}
+
+static void
+groups_reset(GroupCollector *g)
+{
+	list_free_deep(g->copies);
+	g->copies = NIL;
+	g->n = 0;
+	g->payload_bytes = 0;
+	g->any_all = false;
+}
+
+/*
+ * Apply what was collected: every record of the range before upto for the
+ * partitions that have any.
+ */
+static void
+groups_apply(GroupCollector *g, uint64 upto)
+{
+	int			start = 0;
+
+	if (g->n == 0)
+		return;
+	if (!g->any_all)
+	{
+		ss_sort_batch_by_page(g->entries, g->n, sizeof(SSGroupEntry),
+							  group_entry_part, group_entry_cmp);
+		while (start < g->n)
+		{
+			int			end = start + 1;
+
+			CHECK_FOR_INTERRUPTS();
+			while (end < g->n && g->entries[end].part == g->entries[start].part)
+				end++;
+			g->apply_group(g->c->rel, g->entries[start].part, g->entries + start,
+						   end - start, upto, g->arg);
+			start = end;
+		}
+	}
+	else
+	{
+		/* records for every partition: each partition's group, in order */
+		SSGroupEntry *grp = palloc(sizeof(SSGroupEntry) * g->n);
+
+		for (uint32 part = 0; part < g->nparts; part++)
+		{
+			int			k = 0;
+
+			CHECK_FOR_INTERRUPTS();
+			for (int i = 0; i < g->n; i++)
+			{
+				if (g->entries[i].part == part ||
+					g->entries[i].part == PG_UINT32_MAX)
+				{
+					grp[k] = g->entries[i];
+					grp[k].part = part;
+					k++;
+				}
+			}
+			if (k > 0)
+				g->apply_group(g->c->rel, part, grp, k, upto, g->arg);
+		}
+		pfree(grp);
+	}
+	groups_reset(g);
+}
+
+static void
+group_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
+			 void *arg)
+{
+	GroupCollector *g = arg;
+	uint32		parts[SS_MAX_RECORD_PARTS];
+	int			np = g->parts_of(hdr, payload, parts, g->arg);
+	int			nentries = np < 0 ? 1 : np;
+	char	   *copy = NULL;
+
+	if (nentries == 0)
+		return;
+	/* collected records are applied before they would not fit */
+	if (g->n + nentries > g->cap ||
+		(hdr->len > sizeof(((SSGroupEntry *) NULL)->data) &&
+		 g->payload_bytes + hdr->len > g->budget && g->n > 0))
+		groups_apply(g, pos);
+	if (hdr->len > sizeof(((SSGroupEntry *) NULL)->data))
+	{
+		copy = MemoryContextAllocHuge(CurrentMemoryContext, hdr->len);
+		memcpy(copy, payload, hdr->len);
+		g->payload_bytes += hdr->len;
+		g->copies = lappend(g->copies, copy);
+	}
+	for (int i = 0; i < nentries; i++)
+	{
+		SSGroupEntry *e = &g->entries[g->n++];
+
+		e->pos = pos;
+		e->part = np < 0 ? PG_UINT32_MAX : parts[i];
+		if (np >= 0 && e->part >= g->nparts)
+			elog(ERROR, "record partition %u is out of range (%u partitions)",
+				 e->part, g->nparts);
+		e->type = hdr->type;
+		e->len = hdr->len;
+		e->inline_payload = copy == NULL;
+		e->payload = copy;
+		if (copy == NULL)
+			memcpy(e->data, payload, hdr->len);
+		g->any_all |= np < 0;
+	}
+}
+
+void
+ss_cons_by_partition(SSConsolidation *c, uint32 nparts, SSPartsOfFn parts_of,
+					 SSApplyGroupFn apply_group, void *arg)
+{
+	GroupCollector g;
+
+	g.c = c;
+	g.nparts = nparts;
+	g.parts_of = parts_of;
+	g.apply_group = apply_group;
+	g.arg = arg;
+	g.budget = (Size) ss_pending_memory_kb * 1024;
+	g.cap = (int) Max(g.budget / sizeof(SSGroupEntry), SS_MAX_RECORD_PARTS);
+	g.entries = MemoryContextAllocHuge(CurrentMemoryContext,
+									   sizeof(SSGroupEntry) * g.cap);
+	g.n = 0;
+	g.copies = NIL;
+	g.payload_bytes = 0;
+	g.any_all = false;
+	ss_cons_foreach(c, group_record, &g);
+	groups_apply(&g, c->end_pos);
+	pfree(g.entries);
+}
+
+/*
+ * Move the log's head to new_head (on page new_blk), adding the round's
+ * stats to the metapage in the same WAL record, then put the pages before
+ * new_blk on the free list (under the append lock, which alone guards the
+ * free list for appenders).
+ */
+static void
+log_advance_head(Relation rel, const SSStateOps *ops, uint64 new_head,
+				 BlockNumber new_blk, const void *stats)
+{
+	SSXLogState *state = ss_xlog_start(rel);
+	Buffer		metabuf;
+	SSMetaHeader *hdr = ss_meta_register(rel, ops->kind, state, &metabuf);
+	BlockNumber blk = hdr->log.head_blk;
+
+	hdr->log.head_pos = new_head;
+	hdr->log.head_blk = new_blk;
+	hdr->log.consolidations++;
+	if (stats && ops->add_stats)
+		ops->add_stats(hdr, stats);
+	ss_xlog_finish(state);
+	UnlockReleaseBuffer(metabuf);
+
+	if (blk == new_blk)
+		return;
+	LockPage(rel, SS_LOG_APPEND_LOCK, ExclusiveLock);
+	while (blk != new_blk && blk != InvalidBlockNumber)
+	{
+		Buffer		buf;
+		Page		page;
+		BlockNumber next;
+		SSLogMeta  *mlog;
+
+		CHECK_FOR_INTERRUPTS();
+		state = ss_xlog_start(rel);
+		buf = ReadBuffer(rel, blk);
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		ss_page_check(rel, blk, BufferGetPage(buf), SS_PAGE_LOG);
+		page = ss_xlog_register(state, buf, 0);
+		next = page_log_header(page)->next;
+		mlog = log_meta_register(rel, state, &metabuf);
+		page_log_header(page)->first_pos = SS_LOG_FREE_POS;
+		page_log_header(page)->next = mlog->free_blk;
+		appender_set_used(page, 0);
+		mlog->free_blk = blk;
+		mlog->nfree++;
+		if (mlog->npages > 0)
+			mlog->npages--;
+		ss_xlog_finish(state);
+		UnlockReleaseBuffer(metabuf);
+		UnlockReleaseBuffer(buf);
+		blk = next;
+	}
+	UnlockPage(rel, SS_LOG_APPEND_LOCK, ExclusiveLock);
+}
+
+/*
+ * One consolidation round: every batch from the head up to the first one
+ * whose transaction is still committing (or the end) is applied if it
+ * committed and dropped if it aborted.  With wait, waits for a concurrent
+ * round to end first; without, returns at once if one is running.
+ * Returns true if the head moved.
+ */
+bool
+ss_log_consolidate(Relation rel, bool wait)
+{
+	const SSStateOps *ops = ss_structure_ops(rel);
+	SSLogSnapshot snap;
+	LogReader	r;
+	uint64		stop;
+	BlockNumber stop_blk;
+	bool		any_committed = false;
+	void	   *stats = NULL;
+
+	if (ops == NULL || ops->consolidate == NULL)
+		return false;
+	if (wait)
+		LockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
+	else if (!ConditionalLockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock))
+		return false;
+
+	ss_log_snapshot(rel, &snap);
+	if (snap.head_pos == snap.end_pos)
+	{
+		UnlockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
+		return false;
+	}
+
+	/* find the round's end: the first batch still committing */
+	if (!reader_begin(&r, rel, snap.head_blk, snap.head_pos))
+		log_corrupted(rel, snap.head_blk, "The change log's head page does not hold its head.");
+	stop = r.pos;
+	stop_blk = r.blk;
+	while (r.pos < snap.end_pos)
+	{
+		SSLogBatchHeader bh;
+		BatchStatus status;
+
+		CHECK_FOR_INTERRUPTS();
+		stop_blk = r.blk;
+		if (!reader_batch(&r, snap.end_pos, &bh))
+			log_corrupted(rel, r.blk, "The change log moved under its consolidation.");
+		status = batch_status(bh.xid);
+		if (status == BATCH_IN_PROGRESS)
+			break;
+		any_committed |= status == BATCH_COMMITTED;
+		if (!reader_read(&r, NULL, bh.length))
+			log_corrupted(rel, r.blk, "The change log moved under its consolidation.");
+		stop = r.pos;
+		stop_blk = r.blk;
+	}
+	reader_end(&r);
+
+	if (stop != snap.head_pos)
+	{
+		if (any_committed)
+		{
+			SSConsolidation c;
+
+			stats = palloc0(Max(ops->stats_size, 1));
+			c.rel = rel;
+			c.start_pos = snap.head_pos;
+			c.end_pos = stop;
+			c.start_blk = snap.head_blk;
+			c.stats = stats;
+			ops->consolidate(&c);
+		}
+		log_advance_head(rel, ops, stop, stop_blk, stats);
+	}
+	UnlockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
+	return stop != snap.head_pos;
+}
+
+/*
+ * Consolidate if the log is long and this backend may write: not during
+ * recovery (a standby reads the log as it is) nor in a parallel worker.
+ * Like heap page pruning, a reader may do it: it changes how committed
+ * changes are stored, not what any query sees.
+ */
+void
+ss_log_consolidate_if_long(Relation rel, const SSLogSnapshot *snap)
+{
+	if (snap->end_pos - snap->head_pos <= SS_LOG_CONSOLIDATE_BYTES ||
+		RecoveryInProgress() || IsInParallelMode())
+		return;
+	(void) ss_log_consolidate(rel, false);
+}
+
+/*
+ * The oldest xid of a batch still in the log, or InvalidTransactionId.
+ */
+TransactionId
+ss_log_oldest_xid(Relation rel)
+{
+	for (int attempt = 0; attempt < MAX_SCAN_RESTARTS; attempt++)
+	{
+		SSLogSnapshot snap;
+		LogReader	r;
+		TransactionId oldest = InvalidTransactionId;
+		bool		ok = true;
+
+		ss_log_snapshot(rel, &snap);
+		if (snap.head_pos == snap.end_pos)
+			return InvalidTransactionId;
+		ok = reader_begin(&r, rel, snap.head_blk, snap.head_pos);
+		while (ok && r.pos < snap.end_pos)
+		{
+			SSLogBatchHeader bh;
+
+			ok = reader_batch(&r, snap.end_pos, &bh) &&
+				reader_read(&r, NULL, bh.length);
+			if (ok && (!TransactionIdIsValid(oldest) ||
+					   TransactionIdPrecedes(bh.xid, oldest)))
+				oldest = bh.xid;
+		}
+		reader_end(&r);
+		if (ok)
+			return oldest;
+	}
+	log_corrupted(rel, SS_METAPAGE_BLKNO, "The change log kept moving under a scan.");
+	return InvalidTransactionId;	/* keep compiler quiet */
+}
+
+/*
+ * VACUUM: consolidate every batch whose transaction ended, then set
+ * relfrozenxid to the oldest xid the log can still hold, so that the clog
+ * is kept as long as a batch needs it and anti-wraparound vacuum comes
+ * back, as for a heap.  A batch appended later has an xid at or after the
+ * oldest xmin.
+ */
+void
+ss_log_vacuum(Relation rel)
+{
+	TransactionId frozen;
+	TransactionId oldest;
+	bool		frozenxid_updated;
+	bool		minmulti_updated;
+
+	(void) ss_log_consolidate(rel, true);
+	frozen = GetOldestNonRemovableTransactionId(rel);
+	oldest = ss_log_oldest_xid(rel);
+	if (TransactionIdIsValid(oldest) && TransactionIdPrecedes(oldest, frozen))
+		frozen = oldest;
+	vac_update_relstats(rel, RelationGetNumberOfBlocks(rel), -1, 0, false,
+						frozen, InvalidMultiXactId,
+						&frozenxid_updated, &minmulti_updated, false);
+}

@@ -1,0 +1,164 @@
+/*-------------------------------------------------------------------------
+ *
+ * ss_changelog.h
+ *	  The change log: committed changes reach a structure through an
+ *	  append-only, xid-stamped log in the relation's own pages.
+ *
+ * At pre-commit a transaction appends its pending records (ss_pending.h)
+ * for each structure it changed as one batch, {length, xid, nrecords}
+ * followed by the records, WAL-logged before the commit record.  Nothing
+ * else happens inside COMMIT.  A batch counts once its xid committed; a
+ * batch whose transaction aborted or crashed before its commit record is
+ * never counted and is dropped.
+ *
+ * Consolidation moves committed batches into the structure (the
+ * structure's consolidate callback: sub-buffer appends, flushes, merges) in
+ * log order, interruptibly, outside COMMIT: in any access that finds the
+ * log longer than SS_LOG_CONSOLIDATE_BYTES (like heap page pruning), in the
+ * flush functions and in VACUUM.  It stops at the first batch whose
+ * transaction is still committing, so it never waits for one.
+ *
+ * Exactly once.  A structure is cut into partitions (a page, or a
+ * sub-buffer with its page); each partition records the log position up to
+ * which records were applied to it ("applied_pos"), written in the same WAL
+ * record as the change.  A record applies to a partition iff its position
+ * is at or past the partition's applied_pos, so a consolidation cut short
+ * by a crash or an error is simply redone, and a reader counts a committed
+ * record still in the log iff its position is at or past the applied_pos
+ * of the partition it read.  Readers take the log's head from the metapage
+ * before they read the structure, so a batch consolidated in between is
+ * still in the log they scan; if its pages were recycled meanwhile, the
+ * scan notices (positions are never reused) and the reader starts over.
+ *
+ * Locking: appenders serialize on a heavyweight page lock
+ * (SS_LOG_APPEND_LOCK), consolidators on another (SS_LOG_CONSOLIDATE_LOCK);
+ * neither is held by readers.  Buffer locks: one log page at a time, with
+ * the metapage locked after it when both change in one WAL record; a
+ * structure's partition pages are locked by its callbacks, never together
+ * with a log page.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SS_CHANGELOG_H
+#define SS_CHANGELOG_H
+
+#include "postgres.h"
+
+#include "ss_page.h"
+#include "ss_pending.h"
+#include "utils/rel.h"
+
+/* lock tags only (LockPage), never real blocks */
+#define SS_LOG_APPEND_LOCK			((BlockNumber) 0xFFFFFFFD)
+#define SS_LOG_CONSOLIDATE_LOCK		((BlockNumber) 0xFFFFFFFC)
+
+/* a log longer than this is consolidated by the next access that can */
+#define SS_LOG_CONSOLIDATE_BYTES	(8 * BLCKSZ)
+
+typedef struct SSLogPageHeader
+{
+	uint64		first_pos;		/* log position of the first data byte */
+	BlockNumber next;			/* next page of the chain or free list */
+	uint32		used;			/* data bytes on the page */
+} SSLogPageHeader;
+
+#define SS_LOG_FREE_POS			PG_UINT64_MAX	/* first_pos of a free page */
+#define SS_LOG_PAGE_CAPACITY \
+	((uint32) (SS_PAGE_DATA_SIZE - MAXALIGN(sizeof(SSLogPageHeader))))
+
+typedef struct SSLogBatchHeader
+{
+	uint64		length;			/* bytes of records after this header */
+	TransactionId xid;			/* the appending top-level transaction */
+	uint32		nrecords;
+} SSLogBatchHeader;
+
+/* What a reader took from the metapage before reading the structure. */
+typedef struct SSLogSnapshot
+{
+	uint64		head_pos;
+	uint64		end_pos;
+	BlockNumber head_blk;
+} SSLogSnapshot;
+
+/*
+ * Called for each record of a committed batch, in log order; pos is the
+ * record's position.  payload is valid during the call only.
+ */
+typedef void (*SSLogRecordFn) (uint64 pos, const SSPendingHeader *hdr,
+							   const char *payload, void *arg);
+
+struct SSStateOps;
+
+extern void ss_log_init(void);
+extern void ss_log_append(Relation rel);
+extern void ss_log_snapshot(Relation rel, SSLogSnapshot *snap);
+extern void ss_log_read_begin(Relation rel, SSLogSnapshot *snap, int attempt);
+extern bool ss_log_scan(Relation rel, const SSLogSnapshot *snap,
+						SSLogRecordFn fn, void *arg);
+extern void ss_log_scan_all(Relation rel, SSLogRecordFn fn, void *arg);
+extern bool ss_log_consolidate(Relation rel, bool wait);
+extern void ss_log_consolidate_if_long(Relation rel, const SSLogSnapshot *snap);
+extern void ss_log_vacuum(Relation rel);
+extern TransactionId ss_log_oldest_xid(Relation rel);
+
+/*
+ * A consolidation round over the log range [start_pos, end_pos) (every
+ * batch in it committed or aborted), given to the structure's consolidate
+ * callback.  stats is the structure's ops->stats_size bytes, zeroed; the
+ * callback adds to it what its metapage counts, and ops->add_stats adds it
+ * to the metapage in the WAL record that moves the log head past the
+ * range, so a round redone after a crash is counted once.
+ */
+typedef struct SSConsolidation
+{
+	Relation	rel;
+	uint64		start_pos;
+	uint64		end_pos;
+	BlockNumber start_blk;
+	void	   *stats;
+} SSConsolidation;
+
+extern void ss_cons_foreach(SSConsolidation *c, SSLogRecordFn fn, void *arg);
+
+/*
+ * Consolidation by partition.  parts_of gives the partitions a record
+ * changes (at most SS_MAX_RECORD_PARTS, or -1 for every partition);
+ * apply_group gets every committed record of one partition in the range,
+ * in log order (partitions in increasing order), and must apply those at
+ * or past the partition's applied_pos and set it to upto, in one WAL
+ * record per page written.  Memory stays within streamsketch.pending_memory:
+ * a range whose records do not fit is done in several passes over the log,
+ * each for fewer partitions, and a single partition's records in several
+ * groups (upto is then the position after the group's last record).
+ */
+#define SS_MAX_RECORD_PARTS		64
+
+typedef struct SSGroupEntry
+{
+	uint64		pos;
+	uint32		part;			/* PG_UINT32_MAX: every partition */
+	uint16		type;			/* SSPendingType */
+	uint16		inline_payload; /* payload is in data[] */
+	uint32		len;
+	char	   *payload;
+	char		data[24];
+} SSGroupEntry;
+
+static inline const char *
+ss_group_payload(const SSGroupEntry *e)
+{
+	return e->inline_payload ? e->data : e->payload;
+}
+
+typedef int (*SSPartsOfFn) (const SSPendingHeader *hdr, const char *payload,
+							uint32 *parts, void *arg);
+typedef void (*SSApplyGroupFn) (Relation rel, uint32 part,
+								const SSGroupEntry *entries, int n,
+								uint64 upto, void *arg);
+
+extern void ss_cons_by_partition(SSConsolidation *c, uint32 nparts,
+								 SSPartsOfFn parts_of,
+								 SSApplyGroupFn apply_group, void *arg);
+
+#endif							/* SS_CHANGELOG_H */
