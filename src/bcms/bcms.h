@@ -184,7 +184,7 @@ extern void bcms_consolidate(struct SSConsolidation *c);
 extern void bcms_add_stats(void *meta, const void *stats);
 extern bool bcms_read_meta(Relation rel, BcmsMetaData *meta);
 extern void bcms_check_meta(Relation rel, const void *meta);
-extern int64 bcms_flush_all(Relation rel, const BcmsState *st);
+extern int64 bcms_flush_all(Relation rel, void *stats);
 
 /* bcms_query.c */
 extern int64 bcms_estimate_hash(Relation rel, const BcmsState *st, SSHash h);

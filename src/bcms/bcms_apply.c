@@ -309,33 +309,19 @@ bcms_consolidate(SSConsolidation *c)
 						 bcms_parts_of, bcms_apply_group, &bc);
 }
 
-/* Count sub-buffer flushes done outside consolidation (bcms_flush). */
-static void
-bcms_meta_add_flushes(Relation rel, int64 flushes)
-{
-	Buffer		buf;
-	SSXLogState *state;
-	BcmsMetaData *meta;
-
-	state = ss_xlog_start(rel);
-	meta = ss_meta_register(rel, SS_KIND_BCMS, state, &buf);
-	meta->flushes = cms_saturating_add(meta->flushes, flushes);
-	ss_xlog_finish(state);
-	UnlockReleaseBuffer(buf);
-}
-
 /*
- * Apply every non-empty sub-buffer to its sketch page.  Returns the number
- * of entries applied.  One WAL record per sub-buffer (its buffer page and
+ * Apply every non-empty sub-buffer to its sketch page (bcms_flush, run by
+ * ss_log_flush under the consolidation lock).  Returns the number of
+ * entries applied.  One WAL record per sub-buffer (its buffer page and
  * sketch page together).
  */
 int64
-bcms_flush_all(Relation rel, const BcmsState *st)
+bcms_flush_all(Relation rel, void *statsp)
 {
-	const BcmsParams *p = &st->p;
+	const BcmsParams *p = &bcms_get_state(rel)->p;
+	BcmsStats  *stats = (BcmsStats *) statsp;
 	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 	int64		applied = 0;
-	int64		flushes = 0;
 
 	if (p->mode != BCMS_MODE_BUFFERED || p->subbuf_cap == 0 || nblocks == 0)
 		return 0;
@@ -360,9 +346,7 @@ bcms_flush_all(Relation rel, const BcmsState *st)
 			continue;
 		n = bcms_apply_page(rel, p, pg, NULL, 0, 0, true);
 		applied += n;
-		flushes += n > 0;
+		stats->flushes += n > 0;
 	}
-	if (flushes > 0)
-		bcms_meta_add_flushes(rel, flushes);
 	return applied;
 }

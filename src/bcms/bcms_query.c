@@ -340,8 +340,7 @@ bcms_flush(PG_FUNCTION_ARGS)
 	bcms_check_acl(rel, ACL_INSERT);
 	/* with an xid, the commit waits for the flush's WAL to be flushed */
 	(void) GetCurrentTransactionId();
-	(void) ss_log_consolidate(rel, true);
-	applied = bcms_flush_all(rel, bcms_get_state(rel));
+	applied = ss_log_flush(rel, bcms_flush_all);
 	relation_close(rel, NoLock);
 	PG_RETURN_INT64(applied);
 }
@@ -376,6 +375,7 @@ bcms_info(PG_FUNCTION_ARGS)
 	Datum		values[15];
 	bool		nulls[15] = {0};
 	int64		buffered = 0;
+	BcmsStats	logged;
 	BlockNumber nblocks;
 	double		width;
 
@@ -387,14 +387,11 @@ bcms_info(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 	st = bcms_get_state(rel);
 	p = &st->p;
-	if (!bcms_read_meta(rel, &meta))
+	/* committed batches not consolidated yet count too */
+	if (!ss_log_scan_all(rel, bcms_count_record, &logged, sizeof(logged), &meta))
 		memset(&meta, 0, sizeof(meta));
 	else
 	{
-		BcmsStats	logged = {0};
-
-		/* committed batches not consolidated yet count too */
-		ss_log_scan_all(rel, bcms_count_record, &logged);
 		bcms_add_stats(&meta, &logged);
 		/* and their rows are not on the sketch pages yet */
 		buffered = logged.items;

@@ -21,16 +21,17 @@
  *									by their uint32 fill counts
  *
  * plain		the key's k bits are anywhere in [0, m): bit i is
- *				range(mix(h2, i), m), on page bit / BLOOM_PAGE_BITS.  A
- *				transaction's inserts are applied at commit page by page;
- *				one insert costs up to k random page writes.
+ *				range(mix(h2, i), m), on page bit / BLOOM_PAGE_BITS.
+ *				Committed inserts are consolidated from the change log
+ *				(ss_changelog.h) page by page; one insert costs up to k
+ *				random page writes.
  * elevator		the same bits, but inserts wait in a persistent buffer of
  *				buffer_size bytes in the relation's own buffer pages.  The
  *				buffer is split into one sub-buffer per buffer page, chosen
  *				by h1 only so that a lookup reads one buffer page; an entry
  *				is the key's 64-bit h2 (its k positions are recomputed from
  *				it, so the buffer holds k times more keys than bit
- *				positions would).  When a committing transaction finds a
+ *				positions would).  When consolidation finds a
  *				sub-buffer full, the whole buffer is flushed: its entries'
  *				bits are applied in page order, every touched page written
  *				once (the elevator), and every sub-buffer emptied.
@@ -45,15 +46,16 @@
  * positions collide all together for two keys agreeing on g1 and g2 modulo
  * the small range of one page.
  *
- * Setting a bit is idempotent, so applying a buffer entry twice is
- * harmless: flushes set the bits first and then empty the buffer, and a
- * lookup reads the buffer before the bits, so it never misses a committed
- * key whatever it races with.
+ * Committed inserts wait in the change log until a consolidation round
+ * moves them to the sub-buffers or bits (bloom_apply.c); a lookup reads
+ * the sub-buffer, then the bits, then the committed log records
+ * (bloom_query.c).  Setting a bit is idempotent, so applying an entry
+ * twice is harmless, and no applied_pos marks are kept.
  *
- * Locking: localized follows bcms (a sub-buffer's buffer page before its
- * bit page).  Elevator writers hold a heavyweight page lock on block 0,
- * share mode to append, exclusive mode to flush, so a flush sees a stable
- * buffer.  The metapage is only ever locked alone.
+ * Locking: sub-buffers and bits are written only under the change log's
+ * consolidation lock (rounds and bloom_flush); localized follows bcms (a
+ * sub-buffer's buffer page before its bit page).  The metapage is only
+ * ever locked alone.
  *
  *-------------------------------------------------------------------------
  */
@@ -105,6 +107,14 @@ typedef struct BloomParams
 	uint32		subbufs_per_page;
 	uint32		nbufpages;
 } BloomParams;
+
+/* What a consolidation round or a flush adds to the metapage. */
+typedef struct BloomStats
+{
+	int64		items;
+	int64		bits_set;
+	int64		flushes;
+} BloomStats;
 
 typedef struct BloomMetaData
 {
@@ -211,10 +221,12 @@ extern const char *bloom_mode_name(uint32 mode);
 extern const struct SSStateOps bloom_state_ops;
 
 /* bloom_apply.c */
-extern void bloom_apply_pending(Relation rel);
+struct SSConsolidation;
+extern void bloom_consolidate(struct SSConsolidation *c);
+extern void bloom_add_stats(void *meta, const void *stats);
 extern bool bloom_read_meta(Relation rel, BloomMetaData *meta);
 extern void bloom_check_meta(Relation rel, const void *meta);
-extern int64 bloom_flush_all(Relation rel, const BloomState *st);
+extern int64 bloom_flush_all(Relation rel, void *stats);
 
 /* bloom_query.c */
 extern bool bloom_contains_hash(Relation rel, const BloomState *st, SSHash h);

@@ -5,8 +5,9 @@
  *	  catalog, creation, TRUNCATE and INSERT.
  *
  * INSERT only hashes the row's key and appends it to the transaction's
- * pending log (ss_pending.c); bloom_apply_pending() applies the log at
- * pre-commit.
+ * pending log (ss_pending.c); at pre-commit the log is appended to the
+ * relation's change log, and bloom_consolidate() later moves committed
+ * inserts into the filter.
  *
  *-------------------------------------------------------------------------
  */
@@ -314,7 +315,8 @@ bloom_init_meta(const void *st, void *meta)
 	const BloomParams *p = &((const BloomState *) st)->p;
 
 	memset(m, 0, sizeof(*m));
-	ss_meta_header_init(&m->hdr, SS_KIND_BLOOM, p->seed, 0);
+	ss_meta_header_init(&m->hdr, SS_KIND_BLOOM, p->seed,
+						1 + p->npages + p->nbufpages);
 	m->params = *p;
 }
 
@@ -328,7 +330,9 @@ const SSStateOps bloom_state_ops = {
 	.kind = SS_KIND_BLOOM,
 	.state_size = sizeof(BloomState),
 	.meta_size = sizeof(BloomMetaData),
-	.apply = bloom_apply_pending,
+	.consolidate = bloom_consolidate,
+	.stats_size = sizeof(BloomStats),
+	.add_stats = bloom_add_stats,
 	.check_columns = bloom_state_columns,
 	.check_meta = bloom_check_meta,
 	.params_from_meta = bloom_params_from_meta,

@@ -1,15 +1,22 @@
 /*-------------------------------------------------------------------------
  *
  * bloom_apply.c
- *	  Writing a bloom_filter: the metapage, applying a committing
- *	  transaction's inserts in each mode, and flushing buffers.
+ *	  Writing a bloom_filter: consolidating committed inserts from the
+ *	  change log into each mode's pages, and flushing buffers.
  *
  * Every page change is one GenericXLog record (a no-op for unlogged
  * relations); a localized sub-buffer is applied to its bit page in the
- * same record that empties it.  An elevator flush sets the bits of every
- * buffered entry first and empties the buffer pages afterwards: setting a
- * bit twice changes nothing, so a crash in between only means the entries
- * are applied again by the next flush.
+ * same record that empties it.
+ *
+ * Setting a bit is idempotent, so a bloom filter needs no applied_pos
+ * marks (ss_changelog.h): a consolidation round redone after a crash sets
+ * bits that are set already, and at worst appends a sub-buffer entry a
+ * second time, which changes no answer.  For the same reason an elevator
+ * flush sets the bits of every buffered entry first and empties the buffer
+ * pages afterwards, and a lookup reads the buffer before the bits and the
+ * bits before the log, so it never misses a committed key whatever it
+ * races with.  (bits_set counts the bits a round newly set; bits set by a
+ * round cut short by a crash are not counted again when it is redone.)
  *
  * Bits of the plain and elevator layouts are applied through page masks:
  * one pass over the entries ORs their bits into an in-memory image of each
@@ -19,6 +26,12 @@
  * next range of touched pages, so every page is still written once per
  * flush: the elevator.
  *
+ * Locking: consolidation and bloom_flush() both run under the change
+ * log's consolidation lock (ss_changelog.h), so sub-buffers have a single
+ * writer; an elevator flush reads and empties every sub-buffer without
+ * racing an append.  Buffer locks: a localized sub-buffer's buffer page
+ * before its bit page (like bcms); otherwise one page at a time.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -27,40 +40,13 @@
 #include "bloom.h"
 #include "miscadmin.h"
 #include "port/pg_bitutils.h"
+#include "ss_changelog.h"
 #include "ss_pending.h"
 #include "storage/bufmgr.h"
-#include "storage/lmgr.h"
 #include "streamsketch.h"
 #include "utils/memutils.h"
 
-/* An insert waiting in a commit-time batch, sorted by page or sub-buffer. */
-typedef struct BatchEntry
-{
-	uint32		page;			/* localized: bit page; elevator: sub-buffer */
-	uint32		seq;			/* arrival order, kept within a page */
-	uint64		h2;
-} BatchEntry;
-
-static int
-batch_entry_cmp(const void *a, const void *b)
-{
-	const BatchEntry *x = a;
-	const BatchEntry *y = b;
-
-	if (x->page != y->page)
-		return x->page < y->page ? -1 : 1;
-	if (x->seq != y->seq)
-		return x->seq < y->seq ? -1 : 1;
-	return 0;
-}
-
-static uint32
-batch_entry_page(const void *e)
-{
-	return ((const BatchEntry *) e)->page;
-}
-
-/* Bytes of backend memory a batch or a set of page masks may use. */
+/* Bytes of backend memory a set of page masks may use. */
 static inline Size
 bloom_work_mem(void)
 {
@@ -73,149 +59,166 @@ bloom_read_meta(Relation rel, BloomMetaData *meta)
 	return ss_read_structure_meta(rel, &bloom_state_ops, meta);
 }
 
-/* Add committed counts to the metapage (locked alone, briefly). */
-static void
-bloom_meta_add(Relation rel, int64 items, int64 bits, int64 flushes)
+/* Add a consolidation round's or a flush's counts to the metapage contents. */
+void
+bloom_add_stats(void *metap, const void *statsp)
 {
-	Buffer		buf;
-	SSXLogState *state;
-	BloomMetaData *meta;
+	BloomMetaData *meta = (BloomMetaData *) metap;
+	const BloomStats *stats = (const BloomStats *) statsp;
 
-	if (items == 0 && bits == 0 && flushes == 0)
-		return;
-	state = ss_xlog_start(rel);
-	meta = ss_meta_register(rel, SS_KIND_BLOOM, state, &buf);
-	meta->items += items;
-	meta->bits_set += bits;
-	meta->flushes += flushes;
-	ss_xlog_finish(state);
-	UnlockReleaseBuffer(buf);
+	meta->items += stats->items;
+	meta->bits_set += stats->bits_set;
+	meta->flushes += stats->flushes;
+}
+
+/* The key of a change record (bloom_filter logs only key inserts). */
+static inline uint64
+bloom_record_h2(Relation rel, const SSPendingHeader *hdr, const char *payload,
+				SSHash *hash)
+{
+	SSPendingKey key;
+
+	if (hdr->type != SS_PENDING_KEY || hdr->len != sizeof(key))
+		elog(ERROR, "unexpected bloom_filter change record type %u length %u in \"%s\"",
+			 hdr->type, hdr->len, RelationGetRelationName(rel));
+	memcpy(&key, payload, sizeof(key));
+	if (hash)
+		*hash = key.hash;
+	return key.hash.h2;
 }
 
 /* ---- plain and elevator layout: page masks ---- */
 
+typedef void (*BloomHashFn) (uint64 h2, void *arg);
+
 /*
- * Where the hashes of a mask pass come from: the transaction's pending
- * log (plain), or the elevator buffer pages followed by an array of
- * entries that did not fit (elevator flush).  A source can be rewound.
+ * Where the hashes of a mask pass come from: a consolidation round's
+ * committed records, or the elevator's sub-buffers followed by entries
+ * that did not fit in them.  run() calls fn for every hash, each time it
+ * is called.
  */
-typedef struct HashSource
+typedef struct HashFeed
 {
+	void		(*run) (struct HashFeed *feed, BloomHashFn fn, void *arg);
 	Relation	rel;
 	const BloomParams *p;
-	bool		from_pending;
-	int64		count;			/* hashes returned since the last rewind */
-	/* pending log */
-	SSPendingIter it;
-	bool		it_open;
-	/* elevator buffer: a copy of the current sub-buffer */
-	BlockNumber nblocks;
-	uint32		subbuf;
-	uint32		pos;
-	uint32		n;
-	uint64	   *entries;
-	const BatchEntry *extra;
+	SSConsolidation *cons;		/* consolidation round */
+	const uint64 *extra;		/* elevator flush */
 	int			nextra;
-	int			extra_pos;
-} HashSource;
+	int64		count;			/* hashes of the last run */
+} HashFeed;
+
+typedef struct LogFeedArg
+{
+	HashFeed   *feed;
+	BloomHashFn fn;
+	void	   *arg;
+} LogFeedArg;
 
 static void
-source_rewind(HashSource *s)
+log_feed_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
+				void *arg)
 {
-	s->count = 0;
-	if (s->from_pending)
-	{
-		if (s->it_open)
-			ss_pending_iter_end(&s->it);
-		ss_pending_iter_begin(&s->it, RelationGetRelid(s->rel));
-		s->it_open = true;
-	}
-	else
-	{
-		s->nblocks = RelationGetNumberOfBlocks(s->rel);
-		s->subbuf = 0;
-		s->pos = s->n = 0;
-		s->extra_pos = 0;
-	}
+	LogFeedArg *la = arg;
+
+	la->feed->count++;
+	la->fn(bloom_record_h2(la->feed->rel, hdr, payload, NULL), la->arg);
 }
 
-/* Copy sub-buffer s->subbuf into s->entries (empty if never written). */
 static void
-source_load_subbuf(HashSource *s)
+log_feed_run(HashFeed *feed, BloomHashFn fn, void *arg)
 {
-	const BloomParams *p = s->p;
-	BlockNumber blk = bloom_buffer_blkno(p, s->subbuf);
-	Buffer		buf;
-	Page		page;
+	LogFeedArg	la = {feed, fn, arg};
 
-	s->pos = s->n = 0;
-	if (blk >= s->nblocks)
-		return;
-	buf = ReadBuffer(s->rel, blk);
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	page = BufferGetPage(buf);
-	if (!PageIsNew(page))
-	{
-		ss_page_check(s->rel, blk, page, SS_PAGE_BLOOM_BUFFER);
-		s->n = bloom_buf_counts(page)[s->subbuf % p->subbufs_per_page];
-		if (s->n > p->subbuf_cap)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("sub-buffer %u of relation \"%s\" claims %u entries, capacity is %u",
-							s->subbuf, RelationGetRelationName(s->rel), s->n,
-							p->subbuf_cap)));
-		memcpy(s->entries, bloom_buf_entries(page, p, s->subbuf),
-			   s->n * sizeof(uint64));
-	}
-	UnlockReleaseBuffer(buf);
+	feed->count = 0;
+	ss_cons_foreach(feed->cons, log_feed_record, &la);
 }
 
-static bool
-source_next(HashSource *s, uint64 *h2)
+/* Every entry of the elevator's sub-buffers, then the extra entries. */
+static void
+buffer_feed_run(HashFeed *feed, BloomHashFn fn, void *arg)
 {
-	if (s->from_pending)
-	{
-		SSPendingHeader hdr;
-		char	   *payload;
+	const BloomParams *p = feed->p;
+	BlockNumber nblocks = RelationGetNumberOfBlocks(feed->rel);
+	uint64	   *entries = palloc(sizeof(uint64) * Max(p->subbuf_cap, 1));
 
-		while (ss_pending_iter_next(&s->it, &hdr, &payload))
-		{
-			SSPendingKey key;
-
-			if (hdr.type != SS_PENDING_KEY)
-				continue;
-			memcpy(&key, payload, sizeof(key));
-			*h2 = key.hash.h2;
-			s->count++;
-			return true;
-		}
-		return false;
-	}
-	while (s->pos >= s->n && s->subbuf < s->p->nsubbufs)
+	feed->count = 0;
+	for (uint32 sb = 0; sb < p->nsubbufs; sb++)
 	{
+		BlockNumber blk = bloom_buffer_blkno(p, sb);
+		Buffer		buf;
+		Page		page;
+		uint32		n = 0;
+
 		CHECK_FOR_INTERRUPTS();
-		source_load_subbuf(s);
-		s->subbuf++;
+		if (blk >= nblocks)
+			break;
+		/* copy the sub-buffer, so no buffer lock is held during fn */
+		buf = ReadBuffer(feed->rel, blk);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		if (!PageIsNew(page))
+		{
+			ss_page_check(feed->rel, blk, page, SS_PAGE_BLOOM_BUFFER);
+			n = bloom_buf_counts(page)[sb % p->subbufs_per_page];
+			if (n > p->subbuf_cap)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("sub-buffer %u of relation \"%s\" claims %u entries, capacity is %u",
+								sb, RelationGetRelationName(feed->rel), n,
+								p->subbuf_cap)));
+			memcpy(entries, bloom_buf_entries(page, p, sb), n * sizeof(uint64));
+		}
+		UnlockReleaseBuffer(buf);
+		for (uint32 i = 0; i < n; i++)
+			fn(entries[i], arg);
+		feed->count += n;
 	}
-	if (s->pos < s->n)
-		*h2 = s->entries[s->pos++];
-	else if (s->extra_pos < s->nextra)
-		*h2 = s->extra[s->extra_pos++].h2;
-	else
-		return false;
-	s->count++;
-	return true;
+	pfree(entries);
+	for (int i = 0; i < feed->nextra; i++)
+		fn(feed->extra[i], arg);
 }
 
-static void
-source_end(HashSource *s)
+/* One pass of page masks over the pages [lo, hi). */
+typedef struct MaskPass
 {
-	if (s->it_open)
-		ss_pending_iter_end(&s->it);
-	s->it_open = false;
-	if (s->entries)
-		pfree(s->entries);
-	s->entries = NULL;
+	const BloomParams *p;
+	uint32		lo;
+	uint32		hi;
+	uint32		next;			/* first touched page >= hi */
+	uint64	  **masks;
+	uint64	  **freelist;
+	uint32		nfree;
+	uint64		seen;
+} MaskPass;
+
+static void
+mask_add_hash(uint64 h2, void *arg)
+{
+	MaskPass   *mp = arg;
+	const BloomParams *p = mp->p;
+
+	if ((++mp->seen & 1023) == 0)
+		CHECK_FOR_INTERRUPTS();
+	for (uint32 i = 0; i < p->nhashes; i++)
+	{
+		uint64		b = bloom_global_bit(p, h2, i);
+		uint32		pg = (uint32) (b / BLOOM_PAGE_BITS);
+		uint64	   *m;
+
+		if (pg < mp->lo)
+			continue;
+		if (pg >= mp->hi)
+		{
+			mp->next = Min(mp->next, pg);
+			continue;
+		}
+		m = mp->masks[pg - mp->lo];
+		if (m == NULL)
+			m = mp->masks[pg - mp->lo] = mp->nfree > 0 ?
+				mp->freelist[--mp->nfree] : palloc0(SS_PAGE_DATA_SIZE);
+		bloom_set_bit(m, (uint32) (b % BLOOM_PAGE_BITS));
+	}
 }
 
 /* OR a page mask into bit page `page`; returns the number of new bits. */
@@ -250,125 +253,47 @@ bloom_or_page(Relation rel, uint32 page, const uint64 *mask)
 }
 
 /*
- * Set the k bits of every hash of src (plain/elevator layout), writing
- * each touched page once per range of pages that fits in memory.  Returns
- * the number of bits that were newly set.
+ * Set the k bits of every hash of the feed (plain/elevator layout),
+ * writing each touched page once per range of pages that fits in memory.
+ * Returns the number of bits that were newly set.
  */
 static int64
-bloom_apply_global(Relation rel, const BloomParams *p, HashSource *src)
+bloom_apply_global(Relation rel, const BloomParams *p, HashFeed *feed)
 {
 	uint32		maxmasks = (uint32) Max(bloom_work_mem() / SS_PAGE_DATA_SIZE, 1);
 	uint32		span = Min(maxmasks, p->npages);
-	uint64	  **masks = palloc0(sizeof(uint64 *) * span);
-	uint64	  **freelist = palloc(sizeof(uint64 *) * span);
-	uint32		nfree = 0;
-	uint32		lo = 0;
+	MaskPass	mp;
 	int64		nnew = 0;
 
-	while (lo < p->npages)
+	memset(&mp, 0, sizeof(mp));
+	mp.p = p;
+	mp.masks = palloc0(sizeof(uint64 *) * span);
+	mp.freelist = palloc(sizeof(uint64 *) * span);
+	while (mp.lo < p->npages)
 	{
-		uint32		hi = (uint32) Min((uint64) lo + span, (uint64) p->npages);
-		uint32		next = PG_UINT32_MAX;	/* first touched page >= hi */
-		uint64		h2;
-
-		source_rewind(src);
-		while (source_next(src, &h2))
+		mp.hi = (uint32) Min((uint64) mp.lo + span, (uint64) p->npages);
+		mp.next = PG_UINT32_MAX;
+		feed->run(feed, mask_add_hash, &mp);
+		for (uint32 j = 0; j < mp.hi - mp.lo; j++)
 		{
-			if ((src->count & 1023) == 0)
-				CHECK_FOR_INTERRUPTS();
-			for (uint32 i = 0; i < p->nhashes; i++)
-			{
-				uint64		b = bloom_global_bit(p, h2, i);
-				uint32		pg = (uint32) (b / BLOOM_PAGE_BITS);
-				uint64	   *m;
-
-				if (pg < lo)
-					continue;
-				if (pg >= hi)
-				{
-					next = Min(next, pg);
-					continue;
-				}
-				m = masks[pg - lo];
-				if (m == NULL)
-					m = masks[pg - lo] = nfree > 0 ? freelist[--nfree] :
-						palloc0(SS_PAGE_DATA_SIZE);
-				bloom_set_bit(m, (uint32) (b % BLOOM_PAGE_BITS));
-			}
-		}
-		for (uint32 j = 0; j < hi - lo; j++)
-		{
-			if (masks[j] == NULL)
+			if (mp.masks[j] == NULL)
 				continue;
 			CHECK_FOR_INTERRUPTS();
-			nnew += bloom_or_page(rel, lo + j, masks[j]);
-			memset(masks[j], 0, SS_PAGE_DATA_SIZE);
-			freelist[nfree++] = masks[j];
-			masks[j] = NULL;
+			nnew += bloom_or_page(rel, mp.lo + j, mp.masks[j]);
+			memset(mp.masks[j], 0, SS_PAGE_DATA_SIZE);
+			mp.freelist[mp.nfree++] = mp.masks[j];
+			mp.masks[j] = NULL;
 		}
-		lo = next;
+		mp.lo = mp.next;
 	}
-	for (uint32 j = 0; j < nfree; j++)
-		pfree(freelist[j]);
-	pfree(freelist);
-	pfree(masks);
+	for (uint32 j = 0; j < mp.nfree; j++)
+		pfree(mp.freelist[j]);
+	pfree(mp.freelist);
+	pfree(mp.masks);
 	return nnew;
 }
 
 /* ---- elevator buffer ---- */
-
-/*
- * Append a batch (sorted by sub-buffer) to the elevator's sub-buffers, as
- * much of each group as fits.  The entries that did not fit are moved to
- * the front of the batch, in order; returns their number.  The caller
- * holds the heavyweight lock in share or exclusive mode.
- */
-static int
-elevator_append(Relation rel, const BloomParams *p, BatchEntry *batch, int n)
-{
-	int			nleft = 0;
-	int			start = 0;
-
-	while (start < n)
-	{
-		int			end = start + 1;
-		uint32		sb = batch[start].page;
-		SSXLogState *state;
-		Buffer		buf;
-		Page		page;
-		uint32	   *count;
-		uint64	   *sub;
-		int			fit;
-
-		CHECK_FOR_INTERRUPTS();
-		while (end < n && batch[end].page == sb)
-			end++;
-		state = ss_xlog_start(rel);
-		page = ss_lock_page_for_write(rel, state, bloom_buffer_blkno(p, sb),
-									  SS_PAGE_BLOOM_BUFFER, SS_PAGE_DATA_SIZE,
-									  &buf, NULL);
-		count = &bloom_buf_counts(page)[sb % p->subbufs_per_page];
-		sub = bloom_buf_entries(page, p, sb);
-		if (*count > p->subbuf_cap)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("sub-buffer %u of relation \"%s\" claims %u entries, capacity is %u",
-							sb, RelationGetRelationName(rel), *count, p->subbuf_cap)));
-		fit = (int) Min((uint32) (end - start), p->subbuf_cap - *count);
-		for (int i = 0; i < fit; i++)
-			sub[*count + i] = batch[start + i].h2;
-		*count += fit;
-		if (fit > 0)
-			ss_xlog_finish(state);
-		else
-			ss_xlog_abort(state);
-		UnlockReleaseBuffer(buf);
-		for (int i = start + fit; i < end; i++)
-			batch[nleft++] = batch[i];
-		start = end;
-	}
-	return nleft;
-}
 
 /* Empty every elevator sub-buffer (after its bits were set). */
 static void
@@ -410,52 +335,62 @@ elevator_clear(Relation rel, const BloomParams *p)
 /*
  * The elevator flush: set the bits of every buffered entry and of extra
  * (entries that found their sub-buffer full), page by page in order, then
- * empty the buffer.  The caller holds the heavyweight lock exclusively.
- * Returns the number of entries applied; *nnew gets the new bits.
+ * empty the buffer.  Returns the number of buffered entries applied and
+ * adds the new bits to stats.
  */
 static int64
-elevator_flush(Relation rel, const BloomParams *p, const BatchEntry *extra,
-			   int nextra, int64 *nnew)
+elevator_flush(Relation rel, const BloomParams *p, const uint64 *extra,
+			   int nextra, BloomStats *stats)
 {
-	HashSource	src;
+	HashFeed	feed;
 
-	memset(&src, 0, sizeof(src));
-	src.rel = rel;
-	src.p = p;
-	src.from_pending = false;
-	src.entries = palloc(sizeof(uint64) * p->subbuf_cap);
-	src.extra = extra;
-	src.nextra = nextra;
-	*nnew += bloom_apply_global(rel, p, &src);
-	source_end(&src);
+	memset(&feed, 0, sizeof(feed));
+	feed.run = buffer_feed_run;
+	feed.rel = rel;
+	feed.p = p;
+	feed.extra = extra;
+	feed.nextra = nextra;
+	stats->bits_set += bloom_apply_global(rel, p, &feed);
 	elevator_clear(rel, p);
-	return src.count;
+	return feed.count;
 }
 
-/* Apply a batch to the elevator buffer, flushing it when a sub-buffer is full. */
+/*
+ * Append the entries of one elevator sub-buffer; if they do not all fit,
+ * flush the whole buffer with the rest of them (the elevator).
+ */
 static void
-elevator_apply_batch(Relation rel, const BloomParams *p, BatchEntry *batch,
-					 int n, int64 *nnew, int64 *flushes)
+elevator_apply_subbuf(Relation rel, const BloomParams *p, uint32 sb,
+					  const uint64 *h2s, int n, BloomStats *stats)
 {
-	int			nleft;
+	SSXLogState *state = ss_xlog_start(rel);
+	Buffer		buf;
+	Page		page;
+	uint32	   *count;
+	int			fit;
 
-	ss_sort_batch_by_page(batch, n, sizeof(BatchEntry), batch_entry_page,
-						  batch_entry_cmp);
-	nleft = elevator_append(rel, p, batch, n);
-	if (nleft == 0)
-		return;
-	/* a sub-buffer is full: flush everything, alone */
-	UnlockPage(rel, SS_METAPAGE_BLKNO, ShareLock);
-	LockPage(rel, SS_METAPAGE_BLKNO, ExclusiveLock);
-	/* someone else may have flushed while we waited */
-	nleft = elevator_append(rel, p, batch, nleft);
-	if (nleft > 0)
+	page = ss_lock_page_for_write(rel, state, bloom_buffer_blkno(p, sb),
+								  SS_PAGE_BLOOM_BUFFER, SS_PAGE_DATA_SIZE,
+								  &buf, NULL);
+	count = &bloom_buf_counts(page)[sb % p->subbufs_per_page];
+	if (*count > p->subbuf_cap)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("sub-buffer %u of relation \"%s\" claims %u entries, capacity is %u",
+						sb, RelationGetRelationName(rel), *count, p->subbuf_cap)));
+	fit = (int) Min((uint32) n, p->subbuf_cap - *count);
+	memcpy(bloom_buf_entries(page, p, sb) + *count, h2s, fit * sizeof(uint64));
+	*count += fit;
+	if (fit > 0)
+		ss_xlog_finish(state);
+	else
+		ss_xlog_abort(state);
+	UnlockReleaseBuffer(buf);
+	if (fit < n)
 	{
-		elevator_flush(rel, p, batch, nleft, nnew);
-		(*flushes)++;
+		elevator_flush(rel, p, h2s + fit, n - fit, stats);
+		stats->flushes++;
 	}
-	UnlockPage(rel, SS_METAPAGE_BLKNO, ExclusiveLock);
-	LockPage(rel, SS_METAPAGE_BLKNO, ShareLock);
 }
 
 /* ---- localized layout (the BBF) ---- */
@@ -480,16 +415,16 @@ bloom_set_local(uint64 *words, const BloomParams *p, uint64 h2)
 }
 
 /*
- * Apply the inserts of one bit page (entries[0..n), or none): appended to
- * the page's sub-buffer if they fit and force is not set, else the
- * sub-buffer and the new entries are applied to the bit page in one WAL
- * record and the sub-buffer is emptied.  Returns the number of sub-buffer
- * entries applied; *nnew gets the new bits.
+ * Apply the inserts of one bit page (h2s[0..n), or none): appended to the
+ * page's sub-buffer if they fit and force is not set, else the sub-buffer
+ * and the new entries are applied to the bit page in one WAL record and
+ * the sub-buffer is emptied.  Returns the number of sub-buffer entries
+ * applied; the new bits are added to stats.
  */
 static uint32
 bloom_apply_local_group(Relation rel, const BloomParams *p, uint32 bitpage,
-						const BatchEntry *entries, int n, bool force,
-						int64 *nnew)
+						const uint64 *h2s, int n, bool force,
+						BloomStats *stats)
 {
 	SSXLogState *state = ss_xlog_start(rel);
 	Buffer		bbuf = InvalidBuffer;
@@ -517,8 +452,7 @@ bloom_apply_local_group(Relation rel, const BloomParams *p, uint32 bitpage,
 							p->subbuf_cap)));
 		if (*count + n <= p->subbuf_cap && !force)
 		{
-			for (int i = 0; i < n; i++)
-				sub[*count + i] = entries[i].h2;
+			memcpy(sub + *count, h2s, n * sizeof(uint64));
 			*count += n;
 			ss_xlog_finish(state);
 			UnlockReleaseBuffer(bbuf);
@@ -540,7 +474,7 @@ bloom_apply_local_group(Relation rel, const BloomParams *p, uint32 bitpage,
 		*count = 0;
 	}
 	for (int i = 0; i < n; i++)
-		added += bloom_set_local(words, p, entries[i].h2);
+		added += bloom_set_local(words, p, h2s[i]);
 	if (added > 0 || flushed > 0)
 		ss_xlog_finish(state);
 	else
@@ -548,168 +482,136 @@ bloom_apply_local_group(Relation rel, const BloomParams *p, uint32 bitpage,
 	UnlockReleaseBuffer(sbuf);
 	if (BufferIsValid(bbuf))
 		UnlockReleaseBuffer(bbuf);
-	*nnew += added;
+	stats->bits_set += added;
 	return flushed;
 }
 
-/* Sort a localized batch by bit page and apply it page by page. */
-static void
-bloom_apply_local_batch(Relation rel, const BloomParams *p, BatchEntry *batch,
-						int n, int64 *nnew, int64 *flushes)
+/* ---- consolidation ---- */
+
+typedef struct BloomConsolidation
 {
-	int			start = 0;
+	Relation	rel;
+	const BloomParams *p;
+	BloomStats *stats;
+} BloomConsolidation;
 
-	ss_sort_batch_by_page(batch, n, sizeof(BatchEntry), batch_entry_page,
-						  batch_entry_cmp);
-	while (start < n)
-	{
-		int			end = start + 1;
+/* A record's partition: its bit page (localized) or sub-buffer (elevator). */
+static int
+bloom_parts_of(const SSPendingHeader *hdr, const char *payload, uint32 *parts,
+			   void *arg)
+{
+	BloomConsolidation *bc = arg;
+	SSHash		h;
 
-		CHECK_FOR_INTERRUPTS();
-		while (end < n && batch[end].page == batch[start].page)
-			end++;
-		if (bloom_apply_local_group(rel, p, batch[start].page, batch + start,
-									end - start, false, nnew) > 0)
-			(*flushes)++;
-		start = end;
-	}
+	bloom_record_h2(bc->rel, hdr, payload, &h);
+	bc->stats->items++;
+	parts[0] = bloom_subbuf_of(bc->p, h);
+	return 1;
 }
 
-/* ---- commit ---- */
+static void
+bloom_apply_group(Relation rel, uint32 part, const SSGroupEntry *entries,
+				  int n, uint64 upto, void *arg)
+{
+	BloomConsolidation *bc = arg;
+	uint64	   *h2s = palloc(sizeof(uint64) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+	{
+		SSPendingKey key;
+
+		memcpy(&key, ss_group_payload(&entries[i]), sizeof(key));
+		h2s[i] = key.hash.h2;
+	}
+	if (bc->p->mode == BLOOM_MODE_LOCALIZED)
+	{
+		if (bloom_apply_local_group(rel, bc->p, part, h2s, n, false,
+									bc->stats) > 0)
+			bc->stats->flushes++;
+	}
+	else
+		elevator_apply_subbuf(rel, bc->p, part, h2s, n, bc->stats);
+	pfree(h2s);
+}
 
 /*
- * Apply a committing transaction's pending inserts into rel (called at
- * pre-commit by ss_pending.c).  Localized and elevator inserts are
- * collected into batches of at most streamsketch.pending_memory bytes,
- * sorted by page or sub-buffer; plain inserts go through page masks.
+ * Consolidate a round of committed inserts (ss_changelog.c).  Buffered
+ * modes go through ss_cons_by_partition, which groups the records by bit
+ * page or sub-buffer within streamsketch.pending_memory; plain (and an
+ * unbuffered elevator) sets the bits of the whole round through page
+ * masks, each touched page written once.
  */
 void
-bloom_apply_pending(Relation rel)
+bloom_consolidate(SSConsolidation *c)
 {
-	BloomState *st = bloom_get_state(rel);
-	const BloomParams *p = &st->p;
-	SSPendingIter it;
-	SSPendingHeader hdr;
-	char	   *payload;
-	int64		items = 0;
-	int64		nnew = 0;
-	int64		flushes = 0;
-	bool		any;
-
-	ss_pending_iter_begin(&it, RelationGetRelid(rel));
-	any = ss_pending_iter_next(&it, &hdr, &payload);
-	ss_pending_iter_end(&it);
-	if (!any)
-		return;					/* e.g. only a TRUNCATE */
+	const BloomParams *p = &bloom_get_state(c->rel)->p;
+	BloomStats *stats = (BloomStats *) c->stats;
 
 	if (p->nsubbufs == 0 && p->mode != BLOOM_MODE_LOCALIZED)
 	{
-		/* plain (or an unbuffered elevator): up to k pages per insert */
-		HashSource	src;
+		HashFeed	feed;
 
-		memset(&src, 0, sizeof(src));
-		src.rel = rel;
-		src.p = p;
-		src.from_pending = true;
-		nnew = bloom_apply_global(rel, p, &src);
-		items = src.count;
-		source_end(&src);
+		memset(&feed, 0, sizeof(feed));
+		feed.run = log_feed_run;
+		feed.rel = c->rel;
+		feed.p = p;
+		feed.cons = c;
+		stats->bits_set += bloom_apply_global(c->rel, p, &feed);
+		stats->items += feed.count;
 	}
 	else
 	{
-		int			maxbatch = (int) Max(bloom_work_mem() / sizeof(BatchEntry), 1);
-		BatchEntry *batch = palloc(sizeof(BatchEntry) * maxbatch);
-		int			nbatch = 0;
-		uint32		seq = 0;
-		bool		elevator = p->mode == BLOOM_MODE_ELEVATOR;
+		BloomConsolidation bc = {c->rel, p, stats};
 
-		if (elevator)
-			LockPage(rel, SS_METAPAGE_BLKNO, ShareLock);
-		ss_pending_iter_begin(&it, RelationGetRelid(rel));
-		while (ss_pending_iter_next(&it, &hdr, &payload))
-		{
-			SSPendingKey key;
-
-			if (hdr.type != SS_PENDING_KEY)
-				continue;
-			memcpy(&key, payload, sizeof(key));
-			items++;
-			if (nbatch == maxbatch)
-			{
-				if (elevator)
-					elevator_apply_batch(rel, p, batch, nbatch, &nnew, &flushes);
-				else
-					bloom_apply_local_batch(rel, p, batch, nbatch, &nnew, &flushes);
-				nbatch = 0;
-			}
-			batch[nbatch].page = bloom_subbuf_of(p, key.hash);
-			batch[nbatch].seq = seq++;
-			batch[nbatch].h2 = key.hash.h2;
-			nbatch++;
-		}
-		ss_pending_iter_end(&it);
-		if (nbatch > 0)
-		{
-			if (elevator)
-				elevator_apply_batch(rel, p, batch, nbatch, &nnew, &flushes);
-			else
-				bloom_apply_local_batch(rel, p, batch, nbatch, &nnew, &flushes);
-		}
-		if (elevator)
-			UnlockPage(rel, SS_METAPAGE_BLKNO, ShareLock);
-		pfree(batch);
+		ss_cons_by_partition(c, p->mode == BLOOM_MODE_LOCALIZED ?
+							 p->npages : p->nsubbufs,
+							 bloom_parts_of, bloom_apply_group, &bc);
 	}
-	bloom_meta_add(rel, items, nnew, flushes);
 }
 
 /*
- * Apply every buffered insert to the bit pages now (bloom_flush).  Returns
- * the number of entries applied; lookups answer the same before and after.
+ * Apply every buffered insert to the bit pages now (bloom_flush, run by
+ * ss_log_flush under the consolidation lock).  Returns the number of
+ * entries applied; lookups answer the same before and after.
  */
 int64
-bloom_flush_all(Relation rel, const BloomState *st)
+bloom_flush_all(Relation rel, void *statsp)
 {
-	const BloomParams *p = &st->p;
+	const BloomParams *p = &bloom_get_state(rel)->p;
+	BloomStats *stats = (BloomStats *) statsp;
 	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 	int64		applied = 0;
-	int64		flushes = 0;
-	int64		nnew = 0;
 
-	if (p->nsubbufs == 0 || nblocks == 0)
+	if (p->nsubbufs == 0)
 		return 0;
 
 	if (p->mode == BLOOM_MODE_ELEVATOR)
 	{
-		LockPage(rel, SS_METAPAGE_BLKNO, ExclusiveLock);
-		applied = elevator_flush(rel, p, NULL, 0, &nnew);
-		UnlockPage(rel, SS_METAPAGE_BLKNO, ExclusiveLock);
-		flushes = applied > 0;
+		applied = elevator_flush(rel, p, NULL, 0, stats);
+		stats->flushes += applied > 0;
+		return applied;
 	}
-	else
+	for (uint32 pg = 0; pg < p->npages; pg++)
 	{
-		for (uint32 pg = 0; pg < p->npages; pg++)
-		{
-			BlockNumber bblk = bloom_buffer_blkno(p, pg);
-			Buffer		bbuf;
-			uint32		n;
+		BlockNumber bblk = bloom_buffer_blkno(p, pg);
+		Buffer		bbuf;
+		uint32		n;
 
-			CHECK_FOR_INTERRUPTS();
-			if (bblk >= nblocks)
-				break;
-			/* peek under a share lock, so empty sub-buffers cost no WAL */
-			bbuf = ReadBuffer(rel, bblk);
-			LockBuffer(bbuf, BUFFER_LOCK_SHARE);
-			ss_page_check(rel, bblk, BufferGetPage(bbuf), SS_PAGE_BLOOM_BUFFER);
-			n = PageIsNew(BufferGetPage(bbuf)) ? 0 :
-				bloom_buf_counts(BufferGetPage(bbuf))[pg % p->subbufs_per_page];
-			UnlockReleaseBuffer(bbuf);
-			if (n == 0)
-				continue;
-			n = bloom_apply_local_group(rel, p, pg, NULL, 0, true, &nnew);
-			applied += n;
-			flushes += n > 0;
-		}
+		CHECK_FOR_INTERRUPTS();
+		if (bblk >= nblocks)
+			break;
+		/* peek under a share lock, so empty sub-buffers cost no WAL */
+		bbuf = ReadBuffer(rel, bblk);
+		LockBuffer(bbuf, BUFFER_LOCK_SHARE);
+		ss_page_check(rel, bblk, BufferGetPage(bbuf), SS_PAGE_BLOOM_BUFFER);
+		n = PageIsNew(BufferGetPage(bbuf)) ? 0 :
+			bloom_buf_counts(BufferGetPage(bbuf))[pg % p->subbufs_per_page];
+		UnlockReleaseBuffer(bbuf);
+		if (n == 0)
+			continue;
+		n = bloom_apply_local_group(rel, p, pg, NULL, 0, true, stats);
+		applied += n;
+		stats->flushes += n > 0;
 	}
-	bloom_meta_add(rel, 0, nnew, flushes);
 	return applied;
 }

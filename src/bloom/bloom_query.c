@@ -23,6 +23,7 @@
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "ss_changelog.h"
 #include "ss_pending.h"
 #include "ss_sqlfunc.h"
 #include "storage/bufmgr.h"
@@ -95,14 +96,14 @@ bloom_buffered(Relation rel, const BloomParams *p, SSHash h, BlockNumber nblocks
 }
 
 /*
- * Membership in the committed state.  The sub-buffer is read before the
+ * Membership in the filter's pages.  The sub-buffer is read before the
  * bits, and a flush sets the bits before it empties the sub-buffer, so a
- * committed key is always found in one or the other.  Localized: one
+ * key applied to either is found in one or the other.  Localized: one
  * buffer page (hot) and one bit page; plain and elevator: up to k bit
  * pages, stopping at the first zero bit.
  */
 static bool
-bloom_contains_committed(Relation rel, const BloomParams *p, SSHash h)
+bloom_contains_pages(Relation rel, const BloomParams *p, SSHash h)
 {
 	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 
@@ -143,6 +144,48 @@ bloom_contains_committed(Relation rel, const BloomParams *p, SSHash h)
 			return false;
 	}
 	return true;
+}
+
+/* Is a committed record still in the change log an insert of the key? */
+typedef struct LogLookup
+{
+	SSHash		h;
+	bool		found;
+} LogLookup;
+
+static void
+bloom_log_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
+				 void *arg)
+{
+	LogLookup  *ll = arg;
+	SSPendingKey key;
+
+	if (ll->found || hdr->type != SS_PENDING_KEY || hdr->len != sizeof(key))
+		return;
+	memcpy(&key, payload, sizeof(key));
+	ll->found = key.hash.h1 == ll->h.h1 && key.hash.h2 == ll->h.h2;
+}
+
+/*
+ * Membership in the committed state: the filter's pages, then the
+ * committed records still in the change log.  The log's head is taken
+ * before the pages are read, so a batch consolidated in between is found
+ * in the pages or in the log (ss_changelog.h).
+ */
+static bool
+bloom_contains_committed(Relation rel, const BloomParams *p, SSHash h)
+{
+	for (int attempt = 0;; attempt++)
+	{
+		SSLogSnapshot snap;
+		LogLookup	ll = {h, false};
+
+		ss_log_read_begin(rel, &snap, attempt);
+		if (bloom_contains_pages(rel, p, h))
+			return true;
+		if (ss_log_scan(rel, &snap, bloom_log_record, &ll))
+			return ll.found;
+	}
 }
 
 /*
@@ -220,9 +263,17 @@ bloom_flush(PG_FUNCTION_ARGS)
 	bloom_check_acl(rel, ACL_INSERT);
 	/* with an xid, the commit waits for the flush's WAL to be flushed */
 	(void) GetCurrentTransactionId();
-	applied = bloom_flush_all(rel, bloom_get_state(rel));
+	applied = ss_log_flush(rel, bloom_flush_all);
 	relation_close(rel, NoLock);
 	PG_RETURN_INT64(applied);
+}
+
+static void
+bloom_count_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
+				   void *arg)
+{
+	if (hdr->type == SS_PENDING_KEY)
+		(*(int64 *) arg)++;
 }
 
 Datum
@@ -236,6 +287,7 @@ bloom_info(PG_FUNCTION_ARGS)
 	Datum		values[16];
 	bool		nulls[16] = {0};
 	int64		buffered = 0;
+	int64		logged;
 	BlockNumber nblocks;
 	double		m;
 	double		k;
@@ -248,8 +300,14 @@ bloom_info(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 	st = bloom_get_state(rel);
 	p = &st->p;
-	if (!bloom_read_meta(rel, &meta))
+	/* committed inserts not consolidated yet count too */
+	if (!ss_log_scan_all(rel, bloom_count_record, &logged, sizeof(logged), &meta))
 		memset(&meta, 0, sizeof(meta));
+	else
+	{
+		meta.items += logged;
+		buffered = logged;
+	}
 	nblocks = RelationGetNumberOfBlocks(rel);
 
 	for (uint32 b = 0; b < p->nbufpages; b++)

@@ -370,68 +370,34 @@ ss_log_scan(Relation rel, const SSLogSnapshot *snap, SSLogRecordFn fn,
 }
 
 /*
- * Every committed record in the log, for callers that read nothing else
- * (the info functions add them to the metapage's counters): retries until
- * a scan completes.  fn must tolerate seeing a record twice only if the
- * caller resets its state; here it is called on one complete scan only,
- * because records are first collected per attempt.
+ * The info functions: read the metapage contents into meta (ops->meta_size
+ * bytes, checked) and call fn for every committed record still in the log,
+ * consistently (the metapage's counters include exactly the batches before
+ * the log head that was scanned from).  fn accumulates into acc, acc_size
+ * bytes zeroed before each attempt, so a scan restarted because the log
+ * moved counts nothing twice.  A long log is consolidated first when this
+ * backend can, as by any reader.  False if there is no metapage.
  */
-typedef struct CollectedRecord
+bool
+ss_log_scan_all(Relation rel, SSLogRecordFn fn, void *acc, Size acc_size,
+				void *meta)
 {
-	uint64		pos;
-	SSPendingHeader hdr;
-	char	   *payload;
-} CollectedRecord;
+	const SSStateOps *ops = ss_structure_ops(rel);
 
-typedef struct Collector
-{
-	List	   *records;
-	MemoryContext cxt;
-} Collector;
-
-static void
-collect_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
-			   void *arg)
-{
-	Collector  *c = arg;
-	MemoryContext old = MemoryContextSwitchTo(c->cxt);
-	CollectedRecord *rec = palloc(sizeof(CollectedRecord));
-
-	rec->pos = pos;
-	rec->hdr = *hdr;
-	rec->payload = MemoryContextAllocHuge(c->cxt, Max(hdr->len, 1));
-	memcpy(rec->payload, payload, hdr->len);
-	c->records = lappend(c->records, rec);
-	MemoryContextSwitchTo(old);
-}
-
-void
-ss_log_scan_all(Relation rel, SSLogRecordFn fn, void *arg)
-{
-	Collector	c;
-	ListCell   *lc;
-
-	c.cxt = AllocSetContextCreate(CurrentMemoryContext, "streamsketch log scan",
-								  ALLOCSET_DEFAULT_SIZES);
 	for (int attempt = 0;; attempt++)
 	{
 		SSLogSnapshot snap;
 
-		if (attempt >= MAX_SCAN_RESTARTS)
-			log_corrupted(rel, SS_METAPAGE_BLKNO, "The change log kept moving under a scan.");
-		MemoryContextReset(c.cxt);
-		c.records = NIL;
-		ss_log_snapshot(rel, &snap);
-		if (ss_log_scan(rel, &snap, collect_record, &c))
-			break;
+		ss_log_read_begin(rel, &snap, attempt);
+		if (!ss_read_structure_meta(rel, ops, meta))
+			return false;
+		/* consolidated between the two reads: the counters moved too */
+		if (((const SSMetaHeader *) meta)->log.head_pos != snap.head_pos)
+			continue;
+		memset(acc, 0, acc_size);
+		if (ss_log_scan(rel, &snap, fn, acc))
+			return true;
 	}
-	foreach(lc, c.records)
-	{
-		CollectedRecord *rec = lfirst(lc);
-
-		fn(rec->pos, &rec->hdr, rec->payload, arg);
-	}
-	MemoryContextDelete(c.cxt);
 }
 
 /* ---------------------------------------------------------------------
@@ -965,16 +931,14 @@ log_advance_head(Relation rel, const SSStateOps *ops, uint64 new_head,
 }
 
 /*
- * One consolidation round: every batch from the head up to the first one
- * whose transaction is still committing (or the end) is applied if it
- * committed and dropped if it aborted.  With wait, waits for a concurrent
- * round to end first; without, returns at once if one is running.
- * Returns true if the head moved.
+ * One consolidation round, under the consolidation lock: every batch from
+ * the head up to the first one whose transaction is still committing (or
+ * the end) is applied if it committed and dropped if it aborted.  Returns
+ * true if the head moved.
  */
-bool
-ss_log_consolidate(Relation rel, bool wait)
+static bool
+log_consolidate_locked(Relation rel, const SSStateOps *ops)
 {
-	const SSStateOps *ops = ss_structure_ops(rel);
 	SSLogSnapshot snap;
 	LogReader	r;
 	uint64		stop;
@@ -982,19 +946,9 @@ ss_log_consolidate(Relation rel, bool wait)
 	bool		any_committed = false;
 	void	   *stats = NULL;
 
-	if (ops == NULL || ops->consolidate == NULL)
-		return false;
-	if (wait)
-		LockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
-	else if (!ConditionalLockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock))
-		return false;
-
 	ss_log_snapshot(rel, &snap);
 	if (snap.head_pos == snap.end_pos)
-	{
-		UnlockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
 		return false;
-	}
 
 	/* find the round's end: the first batch still committing */
 	if (!reader_begin(&r, rel, snap.head_blk, snap.head_pos))
@@ -1037,9 +991,68 @@ ss_log_consolidate(Relation rel, bool wait)
 		}
 		log_advance_head(rel, ops, stop, stop_blk, stats);
 	}
-	UnlockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
 	return stop != snap.head_pos;
 }
+
+/*
+ * A consolidation round (log_consolidate_locked).  With wait, waits for a
+ * concurrent round to end first; without, returns at once if one is
+ * running.  Returns true if the head moved.
+ */
+bool
+ss_log_consolidate(Relation rel, bool wait)
+{
+	const SSStateOps *ops = ss_structure_ops(rel);
+	bool		moved;
+
+	if (ops == NULL || ops->consolidate == NULL)
+		return false;
+	if (wait)
+		LockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
+	else if (!ConditionalLockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock))
+		return false;
+	moved = log_consolidate_locked(rel, ops);
+	UnlockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
+	return moved;
+}
+
+/*
+ * The flush functions (bcms_flush, bloom_flush): consolidate every
+ * committed batch (waiting for a concurrent round), then, still under the
+ * consolidation lock so that no round appends to the structure's buffers
+ * meanwhile, empty them with flush, whose stats (ops->stats_size bytes,
+ * zeroed) are added to the metapage in one WAL record.  Returns what flush
+ * returns.
+ */
+int64
+ss_log_flush(Relation rel, SSFlushFn flush)
+{
+	const SSStateOps *ops = ss_structure_ops(rel);
+	void	   *stats;
+	int64		result;
+
+	if (ops == NULL || ops->consolidate == NULL)
+		elog(ERROR, "relation \"%s\" has no change log",
+			 RelationGetRelationName(rel));
+	stats = palloc0(Max(ops->stats_size, 1));
+	LockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
+	(void) log_consolidate_locked(rel, ops);
+	result = flush(rel, stats);
+	if (ops->add_stats)
+	{
+		SSXLogState *state = ss_xlog_start(rel);
+		Buffer		metabuf;
+		SSMetaHeader *hdr = ss_meta_register(rel, ops->kind, state, &metabuf);
+
+		ops->add_stats(hdr, stats);
+		ss_xlog_finish(state);
+		UnlockReleaseBuffer(metabuf);
+	}
+	UnlockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
+	pfree(stats);
+	return result;
+}
+
 
 /*
  * Consolidate if the log is long and this backend may write: not during

@@ -96,8 +96,13 @@ extern void ss_log_snapshot(Relation rel, SSLogSnapshot *snap);
 extern void ss_log_read_begin(Relation rel, SSLogSnapshot *snap, int attempt);
 extern bool ss_log_scan(Relation rel, const SSLogSnapshot *snap,
 						SSLogRecordFn fn, void *arg);
-extern void ss_log_scan_all(Relation rel, SSLogRecordFn fn, void *arg);
+extern bool ss_log_scan_all(Relation rel, SSLogRecordFn fn, void *acc,
+							Size acc_size, void *meta);
 extern bool ss_log_consolidate(Relation rel, bool wait);
+
+/* empties a structure's buffers, adding to stats; see ss_log_flush */
+typedef int64 (*SSFlushFn) (Relation rel, void *stats);
+extern int64 ss_log_flush(Relation rel, SSFlushFn flush);
 extern void ss_log_consolidate_if_long(Relation rel, const SSLogSnapshot *snap);
 extern void ss_log_vacuum(Relation rel);
 extern TransactionId ss_log_oldest_xid(Relation rel);

@@ -359,6 +359,32 @@ pending_apply_all(void)
 	applying = false;
 }
 
+/* Refuse PREPARE TRANSACTION if a changed structure is not on the log. */
+static void
+pending_check_preparable(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, pending_rels)
+	{
+		PendingRel *pr = (PendingRel *) lfirst(lc);
+		Relation	rel;
+		const SSStateOps *ops;
+
+		rel = try_relation_open(pr->relid, RowExclusiveLock);
+		if (rel == NULL)
+			continue;
+		ops = ss_structure_ops(rel);
+		if (ops != NULL && ops->consolidate == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot PREPARE a transaction that changed %s table \"%s\"",
+							ss_structure_name(rel), RelationGetRelationName(rel)),
+					 errdetail("Its changes are applied at commit and cannot be kept across PREPARE TRANSACTION.")));
+		relation_close(rel, NoLock);
+	}
+}
+
 static void
 pending_xact_callback(XactEvent event, void *arg)
 {
@@ -370,11 +396,18 @@ pending_xact_callback(XactEvent event, void *arg)
 			pending_reset();
 			break;
 		case XACT_EVENT_PRE_PREPARE:
+			/*
+			 * A batch in the change log waits for its xid's fate, so a
+			 * prepared transaction's batches count once COMMIT PREPARED
+			 * runs, in whatever session; changes applied at commit cannot
+			 * wait like that.
+			 */
 			if (pending_rels != NIL)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot PREPARE a transaction that changed a streamsketch structure"),
-						 errdetail("Pending changes are applied at commit and cannot be kept across PREPARE TRANSACTION.")));
+			{
+				pending_check_preparable();
+				pending_apply_all();
+			}
+			pending_reset();
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
