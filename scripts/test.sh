@@ -149,7 +149,8 @@ need_cluster() {
 	ss_cluster_start "$CLUSTER" "$PORT" \
 		"fsync = off" "full_page_writes = off" "synchronous_commit = off" \
 		"shared_buffers = 128MB" "max_connections = 40" \
-		"max_wal_size = 1GB" "checkpoint_timeout = 30min" || return 1
+		"max_wal_size = 1GB" "checkpoint_timeout = 30min" \
+		"max_prepared_transactions = 5" || return 1
 	CLUSTER_UP=1
 }
 

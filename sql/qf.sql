@@ -280,4 +280,12 @@ INSERT INTO qf_sat VALUES (2, 9223372036854775807);
 INSERT INTO qf_sat VALUES (3, 9223372036854775807);
 SELECT items, total_count FROM qf_info('qf_sat');
 SELECT qf_count('qf_sat', 1), qf_count('qf_sat', 2), qf_count('qf_sat', 4);
+-- the quotient filter family still applies at commit: PREPARE TRANSACTION
+-- after changing one is refused, and nothing is applied
+BEGIN;
+INSERT INTO qf_sat VALUES (5, 1);
+\set VERBOSITY sqlstate
+PREPARE TRANSACTION 'qfp';
+\set VERBOSITY default
+SELECT qf_count('qf_sat', 5) AS not_applied;
 DROP TABLE qf_sat;
