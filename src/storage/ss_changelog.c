@@ -359,8 +359,13 @@ ss_log_scan(Relation rel, const SSLogSnapshot *snap, SSLogRecordFn fn,
 		ok = reader_batch(&r, snap->end_pos, &bh);
 		if (!ok)
 			break;
-		/* readers never see their own batch: it is written at pre-commit */
-		if (TransactionIdDidCommit(bh.xid))
+		/*
+		 * As for a heap tuple, a transaction counts once it has left the
+		 * proc array, not when the clog says committed: one waiting for
+		 * its synchronous standby is not visible yet.  (Readers never see
+		 * their own batch: it is written at pre-commit.)
+		 */
+		if (batch_status(bh.xid) == BATCH_COMMITTED)
 			ok = reader_records(&r, &bh, fn, arg);
 		else
 			ok = reader_read(&r, NULL, bh.length);
@@ -432,6 +437,20 @@ log_page_init(Page page, uint64 first_pos)
 	ph->used = 0;
 }
 
+/* The next pointer of log page blk (share-locked briefly). */
+static BlockNumber
+page_log_header_next(Relation rel, BlockNumber blk)
+{
+	Buffer		buf = ReadBuffer(rel, blk);
+	BlockNumber next;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	ss_page_check(rel, blk, BufferGetPage(buf), SS_PAGE_LOG);
+	next = page_log_header(BufferGetPage(buf))->next;
+	UnlockReleaseBuffer(buf);
+	return next;
+}
+
 static void
 appender_set_used(Page page, uint32 used)
 {
@@ -469,7 +488,8 @@ appender_finish_page(LogAppender *a)
 
 /*
  * Continue the log on a new page: the next one left linked by a crashed
- * append, else a free page, else a new block at alloc_end.  One WAL record
+ * append (whose own successors stay linked after it), else a free page,
+ * else a new block at alloc_end.  One WAL record
  * links the old tail (if any) to it, initializes it and updates the
  * metapage.  Lock order: the old tail page, the new page, the metapage.
  * The caller holds the append lock, under which alone the free list and
@@ -481,6 +501,8 @@ appender_new_page(LogAppender *a)
 	SSLogMeta	log;
 	BlockNumber newblk;
 	bool		from_free = false;
+	bool		leftover = false;
+	BlockNumber leftover_next = InvalidBlockNumber;
 	SSXLogState *state;
 	Buffer		newbuf;
 	Buffer		metabuf;
@@ -501,6 +523,7 @@ appender_new_page(LogAppender *a)
 	}
 	else
 		newblk = InvalidBlockNumber;
+	leftover = newblk != InvalidBlockNumber;
 
 	if (newblk == InvalidBlockNumber)
 	{
@@ -548,7 +571,11 @@ appender_new_page(LogAppender *a)
 	}
 	else if (newblk == mlog->alloc_end)
 		mlog->alloc_end++;
+	/* the rest of a crashed append's chain stays linked, to be reused next */
+	if (leftover && !PageIsNew(BufferGetPage(newbuf)))
+		leftover_next = page_log_header(BufferGetPage(newbuf))->next;
 	log_page_init(newpage, a->pos);
+	page_log_header(newpage)->next = leftover_next;
 	if (tailpage)
 		page_log_header(tailpage)->next = newblk;
 	if (mlog->end_blk == InvalidBlockNumber)
@@ -557,7 +584,9 @@ appender_new_page(LogAppender *a)
 		mlog->head_blk = mlog->end_blk = newblk;
 		mlog->head_pos = mlog->end_pos = a->pos;
 	}
-	mlog->npages++;
+	/* a leftover page was counted when the crashed append took it */
+	if (!leftover)
+		mlog->npages++;
 	ss_xlog_finish(state);
 	UnlockReleaseBuffer(metabuf);
 	UnlockReleaseBuffer(newbuf);
@@ -875,20 +904,58 @@ ss_cons_by_partition(SSConsolidation *c, uint32 nparts, SSPartsOfFn parts_of,
 }
 
 /*
- * Move the log's head to new_head (on page new_blk), adding the round's
- * stats to the metapage in the same WAL record, then put the pages before
- * new_blk on the free list (under the append lock, which alone guards the
- * free list for appenders).
+ * Move the log head to new_head (on page new_blk) after a round, adding its
+ * stats to the metapage, and put the pages it left (from the old head page
+ * up to new_blk) on the free list, all in one WAL record: a cancel or crash
+ * can never strand consumed pages outside both the log and the free list.
+ * The chain of consumed pages is walked first, read-only; only the
+ * consolidator (whose lock the caller holds) changes it.  Freed pages keep
+ * their contents until reused, which rewrites first_pos, so a reader still
+ * inside them either reads valid records or notices the reuse.  Lock
+ * order: the last consumed page, then the metapage; the append lock
+ * guards the free list against appenders.
  */
 static void
 log_advance_head(Relation rel, const SSStateOps *ops, uint64 new_head,
 				 BlockNumber new_blk, const void *stats)
 {
-	SSXLogState *state = ss_xlog_start(rel);
+	SSLogMeta	log;
+	BlockNumber blk;
+	BlockNumber last = InvalidBlockNumber;
+	uint32		nconsumed = 0;
+	SSXLogState *state;
+	Buffer		lastbuf = InvalidBuffer;
+	Page		lastpage = NULL;
 	Buffer		metabuf;
-	SSMetaHeader *hdr = ss_meta_register(rel, ops->kind, state, &metabuf);
-	BlockNumber blk = hdr->log.head_blk;
+	SSMetaHeader *hdr;
 
+	log_meta_read(rel, &log);
+	for (blk = log.head_blk; blk != new_blk; blk = page_log_header_next(rel, blk))
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (blk == InvalidBlockNumber || ++nconsumed > log.npages)
+			log_corrupted(rel, blk == InvalidBlockNumber ? log.head_blk : blk,
+						  "The change log's pages do not lead to its new head.");
+		last = blk;
+	}
+
+	LockPage(rel, SS_LOG_APPEND_LOCK, ExclusiveLock);
+	state = ss_xlog_start(rel);
+	if (last != InvalidBlockNumber)
+	{
+		lastbuf = ReadBuffer(rel, last);
+		LockBuffer(lastbuf, BUFFER_LOCK_EXCLUSIVE);
+		ss_page_check(rel, last, BufferGetPage(lastbuf), SS_PAGE_LOG);
+		lastpage = ss_xlog_register(state, lastbuf, 0);
+	}
+	hdr = ss_meta_register(rel, ops->kind, state, &metabuf);
+	if (lastpage)
+	{
+		page_log_header(lastpage)->next = hdr->log.free_blk;
+		hdr->log.free_blk = hdr->log.head_blk;
+		hdr->log.nfree += nconsumed;
+		hdr->log.npages -= Min(hdr->log.npages, nconsumed);
+	}
 	hdr->log.head_pos = new_head;
 	hdr->log.head_blk = new_blk;
 	hdr->log.consolidations++;
@@ -896,37 +963,8 @@ log_advance_head(Relation rel, const SSStateOps *ops, uint64 new_head,
 		ops->add_stats(hdr, stats);
 	ss_xlog_finish(state);
 	UnlockReleaseBuffer(metabuf);
-
-	if (blk == new_blk)
-		return;
-	LockPage(rel, SS_LOG_APPEND_LOCK, ExclusiveLock);
-	while (blk != new_blk && blk != InvalidBlockNumber)
-	{
-		Buffer		buf;
-		Page		page;
-		BlockNumber next;
-		SSLogMeta  *mlog;
-
-		CHECK_FOR_INTERRUPTS();
-		state = ss_xlog_start(rel);
-		buf = ReadBuffer(rel, blk);
-		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-		ss_page_check(rel, blk, BufferGetPage(buf), SS_PAGE_LOG);
-		page = ss_xlog_register(state, buf, 0);
-		next = page_log_header(page)->next;
-		mlog = log_meta_register(rel, state, &metabuf);
-		page_log_header(page)->first_pos = SS_LOG_FREE_POS;
-		page_log_header(page)->next = mlog->free_blk;
-		appender_set_used(page, 0);
-		mlog->free_blk = blk;
-		mlog->nfree++;
-		if (mlog->npages > 0)
-			mlog->npages--;
-		ss_xlog_finish(state);
-		UnlockReleaseBuffer(metabuf);
-		UnlockReleaseBuffer(buf);
-		blk = next;
-	}
+	if (BufferIsValid(lastbuf))
+		UnlockReleaseBuffer(lastbuf);
 	UnlockPage(rel, SS_LOG_APPEND_LOCK, ExclusiveLock);
 }
 
