@@ -1,0 +1,628 @@
+
+# Copyright (c) streamsketch authors
+#
+# Transactions that do not commit leave no trace in structures kept on the
+# change log (docs/change-log-design.md, "What must hold"), whatever made
+# them fail:
+#
+#  a. an ERROR during COMMIT, after the batch was appended and WAL-logged
+#     (streamsketch.test_fail_after_log_append = error), also once the
+#     aborted batch was consolidated (bcms_flush, VACUUM);
+#  b. a PANIC between the batch's WAL and the commit record (= panic): the
+#     server restarts by itself, and a streaming standby agrees;
+#  c. cancel and terminate of a long INSERT, cancel of a COMMIT while it
+#     appends, cancel and terminate of a long consolidation (bcms_flush),
+#     which must also stop within a second;
+#  d. ROLLBACK and ROLLBACK TO SAVEPOINT; inside the transaction the
+#     estimates include its own rows, other sessions see them after COMMIT;
+#  e. PREPARE TRANSACTION is refused (0A000) and applies nothing;
+#  f. VACUUM (FREEZE) advances relfrozenxid, but never past the xid of a
+#     transaction that may still append or has a batch in the log;
+#  g. a fresh session sees every committed row; an ordinary role inserts,
+#     reads, and its failed commit leaves no trace either.
+#
+# Every answer (estimates of a fixed set of keys, bcms_info items and
+# total_weight) is compared with the exact answer computed from the rows
+# the test committed, so a change that leaks or a change that is lost both
+# fail.  The structures are table-driven: the other access methods join by
+# appending an entry to @structures once they are on the change log.
+
+use strict;
+use warnings;
+
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+# ---------------------------------------------------------------------
+# The structures under test, one entry each:
+#   tag             names its tables (small_TAG, crash_TAG, big_TAG)
+#   create          {small, big}: SQL creating table %s, small (answers
+#                   exact for the few keys used) or big (consolidating
+#                   millions of rows is real work); keys are int8
+#   lookups         SQL for table $_[0]: one line answering @keys
+#   summary         SQL for table $_[0]: one line of totals
+#   expect_lookups  that line given count(key) ($_[0]->(key))
+#   expect_summary  that line given the number of rows inserted ($_[0])
+# ---------------------------------------------------------------------
+my @keys = (0 .. 29);    # the keys every answer looks up
+
+sub bcms_structure
+{
+	my ($tag, $opts) = @_;
+	return {
+		tag => $tag,
+		create => {
+			small => "SELECT bcms_create('%s', 'int8', epsilon => 0.001, delta => 0.01$opts)",
+			big => "SELECT bcms_create('%s', 'int8', epsilon => 0.00001, delta => 0.01$opts)",
+		},
+		lookups => sub {
+			"SELECT string_agg(k || ':' || bcms_estimate('$_[0]', k::int8), ' ' "
+			  . "ORDER BY k) FROM unnest('{"
+			  . join(',', @keys) . "}'::int[]) k";
+		},
+		summary => sub {
+			"SELECT 'items ' || items || ' weight ' || total_weight FROM bcms_info('$_[0]')";
+		},
+		expect_lookups => sub {
+			my ($count) = @_;
+			join(' ', map { "$_:" . $count->($_) } @keys);
+		},
+		expect_summary => sub { "items $_[0] weight $_[0]" },
+	};
+}
+
+my @structures =
+  (bcms_structure('buf', ''), bcms_structure('plain', ", mode => 'plain'"));
+
+# ---------------------------------------------------------------------
+# The nodes: a primary that restarts by itself after a PANIC, and a
+# streaming standby.  Autovacuum is off so that relfrozenxid changes only
+# when the test vacuums (consolidation by readers and writers still runs).
+# ---------------------------------------------------------------------
+my $node = PostgreSQL::Test::Cluster->new('primary');
+$node->init(allows_streaming => 1);
+$node->append_conf(
+	'postgresql.conf', qq{
+# every replayed generic WAL record (crash recovery, standby) is compared
+# with the page the primary wrote
+wal_consistency_checking = 'generic'
+restart_after_crash = on
+autovacuum = off
+shared_buffers = 128MB
+max_connections = 30
+max_prepared_transactions = 5
+max_wal_size = 2GB
+log_statement = none
+});
+$node->start;
+$node->safe_psql(
+	'postgres', q{
+CREATE EXTENSION streamsketch;
+-- cancel or terminate backend p, then wait until it no longer runs a
+-- statement; returns the seconds that took
+CREATE FUNCTION stop_and_wait(p int, how text) RETURNS float8
+LANGUAGE plpgsql AS $$
+DECLARE
+  t0 timestamptz;
+BEGIN
+  IF how = 'cancel' THEN
+    PERFORM pg_cancel_backend(p);
+  ELSE
+    PERFORM pg_terminate_backend(p);
+  END IF;
+  t0 := clock_timestamp();
+  LOOP
+    PERFORM pg_stat_clear_snapshot();  -- else the first read is kept
+    EXIT WHEN NOT EXISTS (SELECT FROM pg_stat_activity
+                           WHERE pid = p AND state = 'active');
+    EXIT WHEN clock_timestamp() - t0 > interval '60 s';
+    PERFORM pg_sleep(0.01);
+  END LOOP;
+  RETURN extract(epoch FROM clock_timestamp() - t0);
+END $$;
+});
+$node->backup('b1');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($node, 'b1', has_streaming => 1);
+$standby->start;
+
+# ---------------------------------------------------------------------
+# The model: the rows each table received in committed transactions, as
+# [first key, last key, repetitions] ranges.
+# ---------------------------------------------------------------------
+my %committed;
+
+sub rows
+{
+	my ($from, $to, $reps) = @_;
+	return "SELECT k::int8 FROM generate_series($from, $to) k, "
+	  . "generate_series(1, $reps) r";
+}
+
+sub insert_sql
+{
+	my ($t, @range) = @_;
+	return "INSERT INTO $t " . rows(@range) . ";\n";
+}
+
+sub expected
+{
+	my ($s, $t, @pending) = @_;
+	my @ranges = (@{ $committed{$t} || [] }, @pending);
+	my $count = sub {
+		my ($k) = @_;
+		my $n = 0;
+		$n += $_->[2] for grep { $_->[0] <= $k && $k <= $_->[1] } @ranges;
+		return $n;
+	};
+	my $items = 0;
+	$items += ($_->[1] - $_->[0] + 1) * $_->[2] for @ranges;
+	return $s->{expect_lookups}->($count) . ' | '
+	  . $s->{expect_summary}->($items);
+}
+
+sub answer_sql
+{
+	my ($s, $t) = @_;
+	return "SELECT (" . $s->{lookups}->($t) . ") || ' | ' || ("
+	  . $s->{summary}->($t) . ")";
+}
+
+sub answer
+{
+	my ($n, $s, $t) = @_;
+	return $n->safe_psql('postgres', answer_sql($s, $t));
+}
+
+# the expected lookups alone (what a transaction sees of its own rows)
+sub expected_lookups
+{
+	my $e = expected(@_);
+	$e =~ s/ \| .*//;
+	return $e;
+}
+
+sub check_exact
+{
+	my ($s, $t, $what) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	is(answer($node, $s, $t), expected($s, $t), "$t: $what: answers exact");
+	return;
+}
+
+# the standby, once caught up, answers exactly as the primary
+sub check_standby
+{
+	my ($what) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	$node->wait_for_catchup($standby);
+	foreach my $s (@structures)
+	{
+		foreach my $t (tables($s))
+		{
+			is(answer($standby, $s, $t), expected($s, $t),
+				"$t: $what: the standby's answers are exact");
+		}
+	}
+	return;
+}
+
+# each structure's tables: small_TAG for most cases, crash_TAG for b (a
+# fresh log: no free log pages), big_TAG for the long consolidations
+my %size_of = (small => 'small', crash => 'small', big => 'big');
+sub tables { my ($s) = @_; return map { "${_}_$s->{tag}" } sort keys %size_of; }
+
+# run SQL in a new session; returns its psql stderr's first error as
+# "SQLSTATE: message" ('' if none), and its stdout
+sub run_sql
+{
+	my ($sql) = @_;
+	my ($ret, $out, $err) = $node->psql('postgres', $sql,
+		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	my $e = $err =~ /(?:ERROR|FATAL|PANIC):  ([0-9A-Z]{5}: [^\n]*)/ ? $1 : '';
+	return ($e, $out);
+}
+
+# the "SQLSTATE: message" expected of the failure injected after the append
+sub injected
+{
+	my ($how, $t) = @_;
+	return $how eq 'error'
+	  ? "XX000: streamsketch.test_fail_after_log_append: failing after the change log append of \"$t\""
+	  : "XX000: streamsketch.test_fail_after_log_append: stopping after the change log append of \"$t\"";
+}
+
+foreach my $s (@structures)
+{
+	foreach my $t (tables($s))
+	{
+		my ($use) = $t =~ /^([a-z]+)_/;
+		$node->safe_psql('postgres',
+			sprintf($s->{create}{ $size_of{$use} }, $t));
+		$committed{$t} = [];
+	}
+	# committed rows to start from, partly still in the change log
+	my $t = "small_$s->{tag}";
+	$node->safe_psql('postgres',
+		insert_sql($t, 0, 19, 10) . "SELECT bcms_flush('$t');\n" . insert_sql($t, 5, 9, 3));
+	push @{ $committed{$t} }, [ 0, 19, 10 ], [ 5, 9, 3 ];
+	check_exact($s, $t, 'start');
+}
+
+# ---------------------------------------------------------------------
+# a. An ERROR during COMMIT, after the batch was appended.
+# ---------------------------------------------------------------------
+foreach my $s (@structures)
+{
+	my $t = "small_$s->{tag}";
+	my $before = answer($node, $s, $t);
+	my ($err, $out) = run_sql(
+		"SET streamsketch.test_fail_after_log_append = error;\n"
+		  . "BEGIN;\n"
+		  . insert_sql($t, 0, 29, 7)
+		  . "\\echo before commit\nCOMMIT;\n\\echo after commit\n");
+	is($err, injected(error => $t), "$t: COMMIT fails with the injected error");
+	is($out, 'before commit', "$t: the error is raised by COMMIT");
+	is(answer($node, $s, $t), $before, "$t: answers unchanged by the failed commit");
+
+	# the same INSERT commits once the setting is reset: answers go up by it
+	$node->safe_psql('postgres', insert_sql($t, 0, 29, 7));
+	push @{ $committed{$t} }, [ 0, 29, 7 ];
+	check_exact($s, $t, 'the INSERT committed after the failed one');
+
+	# consolidation drops the aborted batch and applies the committed one
+	$node->safe_psql('postgres', "SELECT bcms_flush('$t')");
+	check_exact($s, $t, 'after bcms_flush');
+	$node->safe_psql('postgres', "VACUUM $t");
+	check_exact($s, $t, 'after VACUUM');
+}
+check_standby('after failed commits');
+
+# ---------------------------------------------------------------------
+# b. A PANIC between the batch's WAL and the commit record.  The batch
+# (1200 rows, 48 kB) needs 5 or 6 new log pages, which crash recovery
+# replays (relation_pages shows them), and stays in the log (shorter than
+# the 64 kB at which readers consolidate), so every reader must skip it.
+# ---------------------------------------------------------------------
+foreach my $s (@structures)
+{
+	my $t = "crash_$s->{tag}";
+	$node->safe_psql('postgres', insert_sql($t, 0, 29, 3));
+	push @{ $committed{$t} }, [ 0, 29, 3 ];
+	check_standby("$t: before the crash");
+	my $before = answer($node, $s, $t);
+	my $pages = $node->safe_psql('postgres',
+		"SELECT relation_pages FROM bcms_info('$t')");
+
+	my $offset = -s $node->logfile;
+	my ($err, $out) = run_sql(
+		"SET streamsketch.test_fail_after_log_append = panic;\n"
+		  . "BEGIN;\n"
+		  . insert_sql($t, 0, 29, 40)
+		  . "COMMIT;\n");
+	is($err, injected(panic => $t), "$t: COMMIT PANICs after the append");
+	$node->wait_for_log(qr/all server processes terminated; reinitializing/,
+		$offset);
+	$node->wait_for_log(qr/database system is ready to accept connections/,
+		$offset);
+
+	is(answer($node, $s, $t), $before, "$t: answers unchanged after the crash");
+	cmp_ok(
+		$node->safe_psql('postgres', "SELECT relation_pages FROM bcms_info('$t')"),
+		'>=', $pages + 5,
+		"$t: the crashed batch's log pages were replayed");
+	check_standby("$t: after the crash");
+
+	# committed inserts after recovery reach both nodes exactly
+	$node->safe_psql('postgres', insert_sql($t, 0, 29, 1) . insert_sql($t, 3, 3, 5));
+	push @{ $committed{$t} }, [ 0, 29, 1 ], [ 3, 3, 5 ];
+	check_exact($s, $t, 'commits after the crash');
+	check_standby("$t: commits after the crash");
+}
+
+# ---------------------------------------------------------------------
+# c. Cancel and terminate.  start_bg runs statements in a new session in
+# the background (the last one tagged so that it can be found in
+# pg_stat_activity), stop_bg cancels or terminates it ~0.3 s after the
+# tagged statement started and returns how long it took to stop running.
+# ---------------------------------------------------------------------
+my $tagno = 0;
+
+sub start_bg
+{
+	my (@sql) = @_;
+	my $tag = 'bg' . ++$tagno;
+	my %h = (out => '', err => '', tag => $tag);
+	$sql[-1] = "/* $tag */ $sql[-1]";
+	$h{run} = IPC::Run::start(
+		[
+			'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-v', 'VERBOSITY=verbose',
+			'-d', $node->connstr('postgres'), map { ('-c', $_) } @sql
+		],
+		'>', \$h{out}, '2>', \$h{err});
+	# its pid once it runs; none if it ended before it could be seen
+	$h{pid} = '';
+	for (my $i = 0; $i < 1000 && $h{pid} eq ''; $i++)
+	{
+		$h{run}->pump_nb;
+		last unless $h{run}->pumpable;
+		$h{pid} = $node->safe_psql('postgres',
+			"SELECT pid FROM pg_stat_activity WHERE state = 'active' "
+			  . "AND query LIKE '/* $tag */%'");
+	}
+	return \%h;
+}
+
+sub stop_bg
+{
+	my ($h, $how) = @_;
+	my $secs = 0;
+	if ($h->{pid} ne '')
+	{
+		usleep(300_000);
+		$secs = $node->safe_psql('postgres',
+			"SELECT stop_and_wait($h->{pid}, '$how')");
+	}
+	$h->{run}->finish;
+	$h->{error} = $h->{err} =~ /(?:ERROR|FATAL):  ([0-9A-Z]{5}: [^\n]*)/ ? $1 : '';
+	return $secs;
+}
+
+my $canceled = '57014: canceling statement due to user request';
+my $terminated = '57P01: terminating connection due to administrator command';
+
+foreach my $s (@structures)
+{
+	my $t = "small_$s->{tag}";
+	my $before = answer($node, $s, $t);
+
+	# a long INSERT (5 million rows of the keys looked up), autocommit
+	foreach my $how ('cancel', 'terminate')
+	{
+		my $h = start_bg(insert_sql($t, 0, 29, 166_667));
+		stop_bg($h, $how);
+		is($h->{error}, $how eq 'cancel' ? $canceled : $terminated,
+			"$t: the long INSERT was stopped by $how");
+		is(answer($node, $s, $t), $before,
+			"$t: answers unchanged after $how of a long INSERT");
+	}
+
+	# a COMMIT canceled while it appends a 5-million-row batch (cancels
+	# are allowed until the batch is complete)
+	my $h = start_bg('BEGIN', insert_sql($t, 0, 29, 166_667), 'COMMIT');
+	stop_bg($h, 'cancel');
+	is($h->{error}, $canceled, "$t: COMMIT canceled during its append");
+	is(answer($node, $s, $t), $before,
+		"$t: answers unchanged after a canceled COMMIT");
+}
+
+# A long consolidation: a 4-million-row batch in the log of a large sketch
+# (epsilon 1e-5, 10,000 keys), which bcms_flush moves into the sketch.
+foreach my $s (@structures)
+{
+	my $t = "big_$s->{tag}";
+	my @batch = (0, 9999, 400);
+	$node->safe_psql('postgres',
+		"BEGIN;\n" . insert_sql($t, @batch) . "COMMIT;\n");
+	push @{ $committed{$t} }, [@batch];
+	# bcms_info reads the log without consolidating it (estimates would)
+	my $summary = $node->safe_psql('postgres', $s->{summary}->($t));
+	is($summary, $s->{expect_summary}->(4_000_000),
+		"$t: the batch is committed");
+
+	foreach my $how ('cancel', 'terminate')
+	{
+		my $h = start_bg("SELECT bcms_flush('$t')");
+		my $secs = stop_bg($h, $how);
+		is($h->{error}, $how eq 'cancel' ? $canceled : $terminated,
+			"$t: bcms_flush was stopped by $how (else it finished in 0.3 s: scale the batch up)");
+		cmp_ok($secs, '<', 1.0, "$t: bcms_flush stopped $secs s after the $how");
+		is($node->safe_psql('postgres', $s->{summary}->($t)), $summary,
+			"$t: items and weight unchanged after $how of bcms_flush");
+	}
+	my $applied = $node->safe_psql('postgres', "SELECT bcms_flush('$t')");
+	like($applied, qr/^\d+$/, "$t: a bcms_flush after the stopped ones completes");
+	check_exact($s, $t, 'after the stopped consolidations and a complete one');
+}
+check_standby('after cancel and terminate');
+
+# ---------------------------------------------------------------------
+# d. ROLLBACK, ROLLBACK TO SAVEPOINT, and reading one's own writes.
+# ---------------------------------------------------------------------
+foreach my $s (@structures)
+{
+	my $t = "small_$s->{tag}";
+	my $lookups = $s->{lookups}->($t);
+	my $own = sub { expected_lookups($s, $t, @_) };
+	my $bg = $node->background_psql('postgres');
+	$bg->query_safe('BEGIN; ' . insert_sql($t, 0, 9, 3));
+	is($bg->query_safe($lookups), $own->([ 0, 9, 3 ]),
+		"$t: the transaction's estimates include its rows");
+	is(answer($node, $s, $t), expected($s, $t),
+		"$t: another session does not see them");
+	$bg->query_safe('SAVEPOINT a; ' . insert_sql($t, 0, 4, 5));
+	is($bg->query_safe($lookups), $own->([ 0, 9, 3 ], [ 0, 4, 5 ]),
+		"$t: ... and its subtransaction's rows");
+	$bg->query_safe('ROLLBACK TO SAVEPOINT a');
+	is($bg->query_safe($lookups), $own->([ 0, 9, 3 ]),
+		"$t: ROLLBACK TO SAVEPOINT drops the subtransaction's rows");
+	$bg->query_safe('ROLLBACK');
+	is(answer($node, $s, $t), expected($s, $t),
+		"$t: ROLLBACK leaves the answers unchanged");
+
+	# commit after a rolled-back savepoint: only the rows outside it count
+	$bg->query_safe('BEGIN; '
+		  . insert_sql($t, 20, 24, 2)
+		  . 'SAVEPOINT b; '
+		  . insert_sql($t, 0, 29, 9)
+		  . 'ROLLBACK TO SAVEPOINT b; '
+		  . insert_sql($t, 25, 29, 4));
+	is(answer($node, $s, $t), expected($s, $t),
+		"$t: another session sees nothing before COMMIT");
+	$bg->query_safe('COMMIT');
+	push @{ $committed{$t} }, [ 20, 24, 2 ], [ 25, 29, 4 ];
+	check_exact($s, $t, 'commit after ROLLBACK TO SAVEPOINT');
+	$bg->quit;
+}
+
+# ---------------------------------------------------------------------
+# e. PREPARE TRANSACTION after changing a structure is refused for now.
+# (Prepared transactions may come to be supported: this block then
+# changes.)
+# ---------------------------------------------------------------------
+foreach my $s (@structures)
+{
+	my $t = "small_$s->{tag}";
+	my ($err) = run_sql("BEGIN;\n" . insert_sql($t, 0, 29, 4) . "PREPARE TRANSACTION 'p_$t';\n");
+	is($err, '0A000: cannot PREPARE a transaction that changed a streamsketch structure',
+		"$t: PREPARE TRANSACTION is refused");
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts'),
+		'0', "$t: no transaction was prepared");
+	check_exact($s, $t, 'after the refused PREPARE');
+}
+
+# ---------------------------------------------------------------------
+# f. VACUUM and relfrozenxid.
+# ---------------------------------------------------------------------
+sub age_of
+{
+	my ($t) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT age(relfrozenxid) FROM pg_class WHERE oid = '$t'::regclass");
+}
+
+sub frozen_of
+{
+	my ($t) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT relfrozenxid::text::bigint FROM pg_class WHERE oid = '$t'::regclass");
+}
+
+my $consume_xids = q{
+DO $$BEGIN FOR i IN 1..200 LOOP PERFORM txid_current(); COMMIT; END LOOP; END$$;
+};
+my $vacuum_freeze = "SET vacuum_freeze_min_age = 0;\nVACUUM (FREEZE) %s;\n";
+
+foreach my $s (@structures)
+{
+	my $t = "small_$s->{tag}";
+	# a committed and an aborted batch in the log, then 200 xids more
+	$node->safe_psql('postgres', insert_sql($t, 0, 29, 2));
+	push @{ $committed{$t} }, [ 0, 29, 2 ];
+	my ($err) = run_sql("SET streamsketch.test_fail_after_log_append = error;\n"
+		  . insert_sql($t, 0, 29, 50));
+	is($err, injected(error => $t), "$t: an aborted batch for VACUUM");
+	$node->safe_psql('postgres', $consume_xids);
+	my $age = age_of($t);
+	cmp_ok($age, '>=', 200, "$t: relfrozenxid aged to $age");
+	$node->safe_psql('postgres', sprintf($vacuum_freeze, $t));
+	cmp_ok(age_of($t), '<', 5, "$t: VACUUM (FREEZE) made age(relfrozenxid) small");
+	check_exact($s, $t, 'after VACUUM (FREEZE)');
+}
+
+# relfrozenxid is never advanced past the xid of a transaction that can
+# still append a batch, or whose batch is still in the log.  For the
+# latter, a COMMIT that waits for a synchronous standby that never comes
+# ('nobody') is held after its commit record and still running; every
+# other session commits with synchronous_commit = local.
+$node->safe_psql('postgres', q{
+ALTER SYSTEM SET synchronous_standby_names = 'nobody';
+ALTER SYSTEM SET synchronous_commit = 'local';
+SELECT pg_reload_conf();
+});
+foreach my $s (@structures)
+{
+	my $t = "small_$s->{tag}";
+
+	# an open transaction with rows pending (not yet in the log)
+	my $bg = $node->background_psql('postgres');
+	my $xid = $bg->query_safe('BEGIN; ' . insert_sql($t, 0, 29, 3) . 'SELECT txid_current()');
+	$node->safe_psql('postgres', $consume_xids . sprintf($vacuum_freeze, $t));
+	cmp_ok(frozen_of($t), '<=', $xid,
+		"$t: relfrozenxid not past an open writer's xid $xid");
+	$bg->query_safe('COMMIT');
+	push @{ $committed{$t} }, [ 0, 29, 3 ];
+
+	# batches in the log behind one whose transaction is still running:
+	# VACUUM cannot consolidate them, and the later one has an older xid
+	# than the running one (its transaction took an xid first and was
+	# still open), which only the log can tell VACUUM about
+	my $old = $node->background_psql('postgres');
+	my $oldxid = $old->query_safe('BEGIN; SELECT txid_current()');
+	$bg->query_safe('SET synchronous_commit = on');
+	$xid = $bg->query_safe('BEGIN; ' . insert_sql($t, 0, 9, 6) . 'SELECT txid_current()');
+	my $bgpid = $bg->query_safe('SELECT pg_backend_pid()');
+	$bg->query_until(qr/sent/, "\\echo sent\nCOMMIT;\n");
+	$node->poll_query_until('postgres',
+		"SELECT wait_event = 'SyncRep' FROM pg_stat_activity WHERE pid = $bgpid")
+	  or die 'the COMMIT did not wait for the synchronous standby';
+	$old->query_safe(insert_sql($t, 5, 5, 8) . 'COMMIT');
+	$old->quit;
+	$node->safe_psql('postgres', $consume_xids . sprintf($vacuum_freeze, $t));
+	cmp_ok(frozen_of($t), '<=', $oldxid,
+		"$t: relfrozenxid not past xid $oldxid of a batch behind the running $xid");
+
+	# release the COMMIT (it committed locally): every batch counts once
+	$node->safe_psql('postgres', "SELECT pg_cancel_backend($bgpid)");
+	$bg->quit;
+	push @{ $committed{$t} }, [ 0, 9, 6 ], [ 5, 5, 8 ];
+	check_exact($s, $t, 'after the held COMMIT');
+	$node->safe_psql('postgres', sprintf($vacuum_freeze, $t));
+	cmp_ok(age_of($t), '<', 5, "$t: relfrozenxid advances once it ended");
+	check_exact($s, $t, 'after the last VACUUM');
+}
+$node->safe_psql('postgres', q{
+ALTER SYSTEM RESET synchronous_standby_names;
+ALTER SYSTEM RESET synchronous_commit;
+SELECT pg_reload_conf();
+});
+
+# ---------------------------------------------------------------------
+# g. A fresh session, and an ordinary role.
+# ---------------------------------------------------------------------
+$node->safe_psql('postgres', q{
+CREATE ROLE ss_user LOGIN;
+});
+foreach my $s (@structures)
+{
+	my $t = "small_$s->{tag}";
+	$node->safe_psql('postgres', "GRANT INSERT, SELECT ON $t TO ss_user");
+
+	# committed rows still in the log, read by a session that has not
+	# loaded the library yet
+	$node->safe_psql('postgres', insert_sql($t, 0, 29, 1));
+	push @{ $committed{$t} }, [ 0, 29, 1 ];
+	is( $node->safe_psql('postgres',
+			"SELECT count(*) FROM pg_settings WHERE name LIKE 'streamsketch.%';\n"
+			  . answer_sql($s, $t)),
+		"0\n" . expected($s, $t),
+		"$t: a fresh session (library not loaded) reads exact answers");
+
+	# the role inserts and reads
+	$node->safe_psql('postgres', insert_sql($t, 0, 4, 2), extra_params => [ '-U', 'ss_user' ]);
+	push @{ $committed{$t} }, [ 0, 4, 2 ];
+	is( $node->safe_psql('postgres', 'SELECT (' . $s->{lookups}->($t) . ')',
+			extra_params => [ '-U', 'ss_user' ]),
+		expected_lookups($s, $t),
+		"$t: the ordinary role reads exact estimates");
+
+	# its failed commit (set as superuser before SET ROLE, in a session
+	# that has not loaded the library yet) leaves no trace
+	my ($err, $out) = run_sql(
+		"SET streamsketch.test_fail_after_log_append = error;\n"
+		  . "SET ROLE ss_user;\n"
+		  . "BEGIN;\n"
+		  . insert_sql($t, 0, 29, 11)
+		  . "\\echo before commit\nCOMMIT;\n");
+	is($err, injected(error => $t), "$t: the role's COMMIT fails with the injected error");
+	is($out, 'before commit', "$t: the role's error is raised by COMMIT");
+	check_exact($s, $t, "after the role's failed commit");
+}
+check_standby('at the end');
+
+$standby->stop;
+$node->stop;
+done_testing();
