@@ -44,13 +44,13 @@ typedef struct SSStateOps
 	Size		meta_size;
 	/*
 	 * How committed changes reach the structure.  A structure on the
-	 * change log (ss_changelog.h) sets consolidate, stats_size and
-	 * add_stats (adds a round's stats to the metapage contents, whose
-	 * log part it must not touch); one that still applies its pending
-	 * records at pre-commit sets apply instead.
+	 * change log (ss_changelog.h) sets consolidate (false: run the round
+	 * again), stats_size and add_stats (adds a round's stats to the
+	 * metapage contents, whose log part it must not touch); one that
+	 * still applies its pending records at pre-commit sets apply instead.
 	 */
 	void		(*apply) (Relation rel);
-	void		(*consolidate) (struct SSConsolidation *c);
+	bool		(*consolidate) (struct SSConsolidation *c);
 	Size		stats_size;
 	void		(*add_stats) (void *meta, const void *stats);
 	/* check the table's columns; fill st's column fields unless st is NULL */

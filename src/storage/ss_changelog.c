@@ -38,6 +38,7 @@
 
 #define LOG_DATA_OFFSET		MAXALIGN(sizeof(SSLogPageHeader))
 #define MAX_SCAN_RESTARTS	1000
+#define MAX_ROUND_ATTEMPTS	64
 
 /* streamsketch.test_fail_after_log_append (tests only) */
 typedef enum
@@ -750,6 +751,9 @@ typedef struct GroupCollector
 	Size		payload_bytes;	/* their bytes */
 	Size		budget;
 	bool		any_all;
+	SSChunkRoomFn chunk_room;	/* or NULL */
+	int			room;			/* entries the current chunk may still take */
+	bool		stopped;		/* apply_group or chunk_room asked to stop */
 } GroupCollector;
 
 static int
@@ -785,12 +789,25 @@ groups_reset(GroupCollector *g)
  * Apply what was collected: every record of the range before upto for the
  * partitions that have any.
  */
+/* The room of the next chunk (chunk_room), or stop the round. */
+static void
+groups_next_chunk(GroupCollector *g)
+{
+	if (g->chunk_room == NULL || g->stopped)
+		return;
+	g->room = g->chunk_room(g->c->rel, g->arg);
+	if (g->room < 0)
+		g->stopped = true;
+	else
+		g->room = Max(g->room, 1);
+}
+
 static void
 groups_apply(GroupCollector *g, uint64 upto)
 {
 	int			start = 0;
 
-	if (g->n == 0)
+	if (g->n == 0 || g->stopped)
 		return;
 	if (!g->any_all)
 	{
@@ -803,8 +820,12 @@ groups_apply(GroupCollector *g, uint64 upto)
 			CHECK_FOR_INTERRUPTS();
 			while (end < g->n && g->entries[end].part == g->entries[start].part)
 				end++;
-			g->apply_group(g->c->rel, g->entries[start].part, g->entries + start,
-						   end - start, upto, g->arg);
+			if (!g->apply_group(g->c->rel, g->entries[start].part,
+								g->entries + start, end - start, upto, g->arg))
+			{
+				g->stopped = true;
+				break;
+			}
 			start = end;
 		}
 	}
@@ -828,12 +849,16 @@ groups_apply(GroupCollector *g, uint64 upto)
 					k++;
 				}
 			}
-			if (k > 0)
-				g->apply_group(g->c->rel, part, grp, k, upto, g->arg);
+			if (k > 0 && !g->apply_group(g->c->rel, part, grp, k, upto, g->arg))
+			{
+				g->stopped = true;
+				break;
+			}
 		}
 		pfree(grp);
 	}
 	groups_reset(g);
+	groups_next_chunk(g);
 }
 
 static void
@@ -846,13 +871,16 @@ group_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	int			nentries = np < 0 ? 1 : np;
 	char	   *copy = NULL;
 
-	if (nentries == 0)
+	if (nentries == 0 || g->stopped)
 		return;
 	/* collected records are applied before they would not fit */
 	if (g->n + nentries > g->cap ||
+		(g->chunk_room != NULL && g->n > 0 && g->n + nentries > g->room) ||
 		(hdr->len > sizeof(((SSGroupEntry *) NULL)->data) &&
 		 g->payload_bytes + hdr->len > g->budget && g->n > 0))
 		groups_apply(g, pos);
+	if (g->stopped)
+		return;
 	if (hdr->len > sizeof(((SSGroupEntry *) NULL)->data))
 	{
 		copy = MemoryContextAllocHuge(CurrentMemoryContext, hdr->len);
@@ -879,13 +907,17 @@ group_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	}
 }
 
-void
+bool
 ss_cons_by_partition(SSConsolidation *c, uint32 nparts, SSPartsOfFn parts_of,
-					 SSApplyGroupFn apply_group, void *arg)
+					 SSApplyGroupFn apply_group, SSChunkRoomFn chunk_room,
+					 void *arg)
 {
 	GroupCollector g;
 
 	g.c = c;
+	g.chunk_room = chunk_room;
+	g.room = 0;
+	g.stopped = false;
 	g.nparts = nparts;
 	g.parts_of = parts_of;
 	g.apply_group = apply_group;
@@ -898,9 +930,13 @@ ss_cons_by_partition(SSConsolidation *c, uint32 nparts, SSPartsOfFn parts_of,
 	g.copies = NIL;
 	g.payload_bytes = 0;
 	g.any_all = false;
-	ss_cons_foreach(c, group_record, &g);
+	groups_next_chunk(&g);
+	if (!g.stopped)
+		ss_cons_foreach(c, group_record, &g);
 	groups_apply(&g, c->end_pos);
+	list_free_deep(g.copies);
 	pfree(g.entries);
+	return !g.stopped;
 }
 
 /*
@@ -1025,7 +1061,20 @@ log_consolidate_locked(Relation rel, const SSStateOps *ops)
 			c.end_pos = stop;
 			c.start_blk = snap.head_blk;
 			c.stats = stats;
-			ops->consolidate(&c);
+
+			/*
+			 * A structure whose partitions changed in the middle of the
+			 * round (a quotient filter that grew) runs it again: what it
+			 * applied is skipped by its applied_pos marks.
+			 */
+			for (int attempt = 0; !ops->consolidate(&c); attempt++)
+			{
+				if (attempt >= MAX_ROUND_ATTEMPTS)
+					elog(ERROR, "consolidation of \"%s\" did not complete after %d attempts",
+						 RelationGetRelationName(rel), attempt + 1);
+				CHECK_FOR_INTERRUPTS();
+				memset(stats, 0, Max(ops->stats_size, 1));
+			}
 		}
 		log_advance_head(rel, ops, stop, stop_blk, stats);
 	}

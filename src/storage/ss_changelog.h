@@ -158,12 +158,27 @@ ss_group_payload(const SSGroupEntry *e)
 
 typedef int (*SSPartsOfFn) (const SSPendingHeader *hdr, const char *payload,
 							uint32 *parts, void *arg);
-typedef void (*SSApplyGroupFn) (Relation rel, uint32 part,
+/* returns false to stop the round (it is then run again, see below) */
+typedef bool (*SSApplyGroupFn) (Relation rel, uint32 part,
 								const SSGroupEntry *entries, int n,
 								uint64 upto, void *arg);
 
-extern void ss_cons_by_partition(SSConsolidation *c, uint32 nparts,
+/*
+ * Optional: before each chunk of collected records, how many entries the
+ * chunk may hold (a quotient filter: the room left in level 0, after
+ * making room if there is none), or -1 to stop the round.
+ */
+typedef int (*SSChunkRoomFn) (Relation rel, void *arg);
+
+/*
+ * Returns false if apply_group or chunk_room stopped the round; the
+ * consolidate callback then returns false too, and the round is run again
+ * from its start (records a partition applied are skipped by its
+ * applied_pos), with its stats zeroed.
+ */
+extern bool ss_cons_by_partition(SSConsolidation *c, uint32 nparts,
 								 SSPartsOfFn parts_of,
-								 SSApplyGroupFn apply_group, void *arg);
+								 SSApplyGroupFn apply_group,
+								 SSChunkRoomFn chunk_room, void *arg);
 
 #endif							/* SS_CHANGELOG_H */
