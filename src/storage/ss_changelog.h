@@ -13,9 +13,10 @@
  *
  * Consolidation moves committed batches into the structure (the
  * structure's consolidate callback: sub-buffer appends, flushes, merges) in
- * log order, interruptibly, outside COMMIT: in any access that finds the
- * log longer than SS_LOG_CONSOLIDATE_BYTES (like heap page pruning), in the
- * flush functions and in VACUUM.  It stops at the first batch whose
+ * log order, interruptibly, outside COMMIT: by any reader that finds the log
+ * not empty and the consolidation lock free (like heap page pruning), by a
+ * writing statement that finds it longer than SS_LOG_CONSOLIDATE_BYTES, in
+ * the flush functions and in VACUUM.  It stops at the first batch whose
  * transaction is still committing, so it never waits for one.
  *
  * Exactly once.  A structure is cut into partitions (a page, or a
@@ -52,7 +53,7 @@
 #define SS_LOG_APPEND_LOCK			((BlockNumber) 0xFFFFFFFD)
 #define SS_LOG_CONSOLIDATE_LOCK		((BlockNumber) 0xFFFFFFFC)
 
-/* a log longer than this is consolidated by the next access that can */
+/* a log longer than this is consolidated by the next writing statement */
 #define SS_LOG_CONSOLIDATE_BYTES	(8 * BLCKSZ)
 
 typedef struct SSLogPageHeader
@@ -106,6 +107,7 @@ extern int64 ss_log_flush(Relation rel, SSFlushFn flush);
 extern void ss_log_consolidate_if_long(Relation rel, const SSLogSnapshot *snap);
 extern void ss_log_vacuum(Relation rel);
 extern TransactionId ss_log_oldest_xid(Relation rel);
+extern BlockNumber ss_log_alloc_run(Relation rel, BlockNumber n);
 
 /*
  * A consolidation round over the log range [start_pos, end_pos) (every
