@@ -280,12 +280,17 @@ INSERT INTO qf_sat VALUES (2, 9223372036854775807);
 INSERT INTO qf_sat VALUES (3, 9223372036854775807);
 SELECT items, total_count FROM qf_info('qf_sat');
 SELECT qf_count('qf_sat', 1), qf_count('qf_sat', 2), qf_count('qf_sat', 4);
--- the quotient filter family still applies at commit: PREPARE TRANSACTION
--- after changing one is refused, and nothing is applied
+-- a prepared transaction's inserts and deletes count once COMMIT PREPARED
+-- runs; ROLLBACK PREPARED leaves no trace
 BEGIN;
-INSERT INTO qf_sat VALUES (5, 1);
-\set VERBOSITY sqlstate
+INSERT INTO qf_sat VALUES (5, 7);
 PREPARE TRANSACTION 'qfp';
-\set VERBOSITY default
-SELECT qf_count('qf_sat', 5) AS not_applied;
+SELECT qf_count('qf_sat', 5) AS prepared;
+COMMIT PREPARED 'qfp';
+SELECT qf_count('qf_sat', 5) AS committed;
+BEGIN;
+SELECT qf_delete('qf_sat', 5, 3);
+PREPARE TRANSACTION 'qfp';
+ROLLBACK PREPARED 'qfp';
+SELECT qf_count('qf_sat', 5) AS delete_rolled_back;
 DROP TABLE qf_sat;

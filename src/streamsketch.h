@@ -43,14 +43,19 @@ typedef struct SSStateOps
 	Size		state_size;
 	Size		meta_size;
 	/*
-	 * How committed changes reach the structure.  A structure on the
-	 * change log (ss_changelog.h) sets consolidate, stats_size and
-	 * add_stats (adds a round's stats to the metapage contents, whose
-	 * log part it must not touch); one that still applies its pending
-	 * records at pre-commit sets apply instead.
+	 * How committed changes reach the structure (ss_changelog.h):
+	 * consolidate moves a round of committed records into it (false: run
+	 * the round again); stats_size and add_stats (adds a round's stats to
+	 * the metapage contents, whose log part it must not touch).
 	 */
-	void		(*apply) (Relation rel);
-	void		(*consolidate) (struct SSConsolidation *c);
+	bool		(*consolidate) (struct SSConsolidation *c);
+	/*
+	 * Optional: can the structure take this transaction's pending records
+	 * on top of its contents and the log_records waiting in its change
+	 * log?  Called at pre-commit under the log's append lock; with final,
+	 * raise the error instead of returning false.
+	 */
+	bool		(*admit) (Relation rel, uint64 log_records, bool final);
 	Size		stats_size;
 	void		(*add_stats) (void *meta, const void *stats);
 	/* check the table's columns; fill st's column fields unless st is NULL */

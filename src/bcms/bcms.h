@@ -180,7 +180,7 @@ typedef struct BcmsStats
 
 /* bcms_apply.c */
 struct SSConsolidation;
-extern void bcms_consolidate(struct SSConsolidation *c);
+extern bool bcms_consolidate(struct SSConsolidation *c);
 extern void bcms_add_stats(void *meta, const void *stats);
 extern bool bcms_read_meta(Relation rel, BcmsMetaData *meta);
 extern void bcms_check_meta(Relation rel, const void *meta);

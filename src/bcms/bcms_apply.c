@@ -278,7 +278,7 @@ bcms_parts_of(const SSPendingHeader *hdr, const char *payload, uint32 *parts,
 	return n;
 }
 
-static void
+static bool
 bcms_apply_group(Relation rel, uint32 part, const SSGroupEntry *entries,
 				 int n, uint64 upto, void *arg)
 {
@@ -288,6 +288,7 @@ bcms_apply_group(Relation rel, uint32 part, const SSGroupEntry *entries,
 		bcms_apply_plain_page(rel, bc->p, part, entries, n, upto);
 	else if (bcms_apply_page(rel, bc->p, part, entries, n, upto, false) > 0)
 		bc->stats->flushes++;
+	return true;
 }
 
 /*
@@ -295,7 +296,7 @@ bcms_apply_group(Relation rel, uint32 part, const SSGroupEntry *entries,
  * batches of at most streamsketch.pending_memory bytes, so that each page
  * and sub-buffer is written once per batch.
  */
-void
+bool
 bcms_consolidate(SSConsolidation *c)
 {
 	BcmsConsolidation bc;
@@ -304,9 +305,9 @@ bcms_consolidate(SSConsolidation *c)
 					 "a plain bcms record may change depth pages");
 	bc.p = &bcms_get_state(c->rel)->p;
 	bc.stats = (BcmsStats *) c->stats;
-	ss_cons_by_partition(c, bc.p->mode == BCMS_MODE_PLAIN ?
-						 bc.p->plain_pages : bc.p->geom.npages,
-						 bcms_parts_of, bcms_apply_group, &bc);
+	return ss_cons_by_partition(c, bc.p->mode == BCMS_MODE_PLAIN ?
+								bc.p->plain_pages : bc.p->geom.npages,
+								bcms_parts_of, bcms_apply_group, NULL, &bc);
 }
 
 /*

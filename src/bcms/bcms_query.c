@@ -105,10 +105,15 @@ bcms_log_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	}
 }
 
-/* plain mode: read each row's counter and its page's applied_pos */
+/*
+ * plain mode: read each row's counter and its page's applied_pos.  With
+ * an empty log nothing is added to the counters, so a zero counter is the
+ * estimate and the other rows need not be read (an absent key then costs
+ * about one page, not depth).
+ */
 static void
 bcms_read_plain(Relation rel, const BcmsParams *p, BlockNumber nblocks,
-				EstimateLog *el)
+				EstimateLog *el, bool log_empty)
 {
 	for (uint32 row = 0; row < p->depth; row++)
 	{
@@ -118,6 +123,8 @@ bcms_read_plain(Relation rel, const BcmsParams *p, BlockNumber nblocks,
 		el->row_idx[row] = idx;
 		el->row_count[row] = 0;
 		el->row_applied[row] = 0;
+		if (log_empty && row > 0 && el->row_count[row - 1] == 0)
+			continue;
 		if (blk < nblocks)
 		{
 			Buffer		buf = ReadBuffer(rel, blk);
@@ -230,7 +237,8 @@ bcms_estimate_committed(Relation rel, const BcmsParams *p, SSHash h)
 		ss_log_read_begin(rel, &snap, attempt);
 		nblocks = RelationGetNumberOfBlocks(rel);
 		if (p->mode == BCMS_MODE_PLAIN)
-			bcms_read_plain(rel, p, nblocks, &el);
+			bcms_read_plain(rel, p, nblocks, &el,
+							snap.head_pos == snap.end_pos);
 		else
 			bcms_read_buffered(rel, p, nblocks, &el);
 		if (ss_log_scan(rel, &snap, bcms_log_record, &el))

@@ -222,7 +222,7 @@ extern const struct SSStateOps bloom_state_ops;
 
 /* bloom_apply.c */
 struct SSConsolidation;
-extern void bloom_consolidate(struct SSConsolidation *c);
+extern bool bloom_consolidate(struct SSConsolidation *c);
 extern void bloom_add_stats(void *meta, const void *stats);
 extern bool bloom_read_meta(Relation rel, BloomMetaData *meta);
 extern void bloom_check_meta(Relation rel, const void *meta);

@@ -509,7 +509,7 @@ bloom_parts_of(const SSPendingHeader *hdr, const char *payload, uint32 *parts,
 	return 1;
 }
 
-static void
+static bool
 bloom_apply_group(Relation rel, uint32 part, const SSGroupEntry *entries,
 				  int n, uint64 upto, void *arg)
 {
@@ -532,6 +532,7 @@ bloom_apply_group(Relation rel, uint32 part, const SSGroupEntry *entries,
 	else
 		elevator_apply_subbuf(rel, bc->p, part, h2s, n, bc->stats);
 	pfree(h2s);
+	return true;
 }
 
 /*
@@ -541,7 +542,7 @@ bloom_apply_group(Relation rel, uint32 part, const SSGroupEntry *entries,
  * unbuffered elevator) sets the bits of the whole round through page
  * masks, each touched page written once.
  */
-void
+bool
 bloom_consolidate(SSConsolidation *c)
 {
 	const BloomParams *p = &bloom_get_state(c->rel)->p;
@@ -563,10 +564,12 @@ bloom_consolidate(SSConsolidation *c)
 	{
 		BloomConsolidation bc = {c->rel, p, stats};
 
-		ss_cons_by_partition(c, p->mode == BLOOM_MODE_LOCALIZED ?
-							 p->npages : p->nsubbufs,
-							 bloom_parts_of, bloom_apply_group, &bc);
+		return ss_cons_by_partition(c, p->mode == BLOOM_MODE_LOCALIZED ?
+									p->npages : p->nsubbufs,
+									bloom_parts_of, bloom_apply_group, NULL,
+									&bc);
 	}
+	return true;
 }
 
 /*

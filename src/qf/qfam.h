@@ -29,14 +29,22 @@
  *						fingerprint.
  *
  * Relation layout: block 0 metapage; each level occupies a contiguous run of
- * blocks starting at its base.  A resize writes the new level after
- * everything reserved so far and switches to it with one metapage update,
+ * blocks starting at its base.  A resize writes the new level in a run
+ * reserved after everything allocated so far (ss_log_alloc_run: change-log
+ * pages and level runs share that space) and switches to it with one
+ * metapage update,
  * so a crash never leaves a half-resized filter (the old run becomes dead
  * space; VACUUM FULL keeps it).
  *
- * Locking: writers (commit-time apply) hold a share page lock (heavyweight,
- * LOCKTAG_PAGE on block 0) for the whole apply; a resize holds it
- * exclusively.  Buffer locks: one QF page at a time, or the metapage alone.
+ * Committed inserts and deletes reach the levels from the change log
+ * (ss_changelog.h) by consolidation (qfam_apply.c); readers add the
+ * committed records still in the log (qfam_query.c).
+ *
+ * Locking: every write of the levels runs under the change log's
+ * consolidation lock (rounds, qf_resize); a merge also takes the page
+ * lock on block 0 (heavyweight) exclusively, which qf_merge() holds in
+ * share mode while it reads a source filter.  Buffer locks: one level page
+ * at a time, then the metapage.
  *
  *-------------------------------------------------------------------------
  */
@@ -103,44 +111,28 @@ typedef struct QfamMeta
 	SSMetaHeader hdr;
 	QfamParams	params;
 	uint32		nlevels;
-	BlockNumber reserved_end;	/* first block after every run ever made */
 	int64		merges;			/* level merges and resizes so far */
-	TransactionId undo_xid;		/* deleter of the undo segment, or Invalid */
-	BlockNumber undo_head;		/* first undo page, or Invalid */
 	QfamLevel	levels[QFAM_MAX_LEVELS];
 } QfamMeta;
 
 /*
- * Undo pages (qfam_undo.c): the copies a committing transaction's deletes
- * removed, counted back until its commit is known.
+ * Level pages use the whole data area: the QF area, then (at the end) what
+ * the page's last delete removed, for the delete protocol of
+ * qfam_apply.c.  applied_pos is in the special space (ss_page.h).
  */
-#define QFAM_DELETE_LOCK_BLKNO	((BlockNumber) 0xFFFFFFFE)	/* lock tag only */
+#define QFAM_LEVEL_DATA_SIZE		SS_PAGE_DATA_SIZE
+#define QFAM_LAST_REMOVED_OFFSET	(SS_PAGE_DATA_SIZE - sizeof(uint64))
 
-typedef struct QfamUndoHeader
+StaticAssertDecl(QF_PAGE_AREA_BYTES <= QFAM_LAST_REMOVED_OFFSET,
+				 "a level page has room after its area");
+
+/* What a reader takes from the key's page of one level. */
+typedef struct QfamPageRead
 {
-	TransactionId xid;			/* segment the entries belong to */
-	uint32		nentries;
-	BlockNumber next;			/* next undo page, or Invalid */
-	uint32		unused;
-} QfamUndoHeader;
-
-typedef struct QfamUndoEntry
-{
-	uint64		fp;				/* fingerprint, top fp_bits bits of h1 */
-	uint64		count;			/* copies removed */
-} QfamUndoEntry;
-
-#define QFAM_UNDO_CAPACITY \
-	((uint32) ((SS_PAGE_DATA_SIZE - sizeof(QfamUndoHeader)) / sizeof(QfamUndoEntry)))
-
-/* A committing deleter's position in its undo segment. */
-typedef struct QfamUndo
-{
-	TransactionId xid;
-	BlockNumber blkno;			/* current undo page, or Invalid */
-	uint32		nentries;		/* entries on it */
-	uint64		fpmask;
-} QfamUndo;
+	uint64		count;
+	uint64		applied;		/* the page's applied_pos */
+	uint64		last_removed;	/* copies its last delete removed */
+} QfamPageRead;
 
 typedef struct QfamState
 {
@@ -180,28 +172,18 @@ extern void qfam_level_shape(QfamLevel *lv, uint32 fp_bits, uint32 t);
 extern const char *qfam_kind_name(uint32 kind);
 
 /* qfam_apply.c */
-extern void qfam_apply_pending(Relation rel);
+struct SSConsolidation;
+extern bool qfam_consolidate(struct SSConsolidation *c);
+extern bool qfam_admit(Relation rel, uint64 log_records, bool final);
 extern bool qfam_read_meta(Relation rel, QfamMeta *meta);
 extern void qfam_check_meta(Relation rel, const void *meta);
 extern void qfam_first_level(const QfamParams *p, QfamMeta *meta);
 extern void qfam_make_room(Relation rel, const QfamState *st, bool grow);
-extern void qfam_insert_copies(Relation rel, const QfamState *st,
-							   const QfamUndoEntry *copies, int n);
-extern uint64 qfam_level_count(Relation rel, const QfamLevel *lv, uint64 h1);
+extern void qfam_level_read(Relation rel, const QfamLevel *lv, uint64 h1,
+							QfamPageRead *out);
+extern uint64 qfam_page_applied(Relation rel, const QfamLevel *lv, uint64 page);
 extern bool qfam_page_valid(Relation rel, BlockNumber blkno, Page page,
 							const QfamLevel *lv);
-
-/* qfam_undo.c */
-struct SSXLogState;
-extern uint64 qfam_undo_add_back(Relation rel, const QfamMeta *meta, uint64 fp);
-extern void qfam_undo_resolve(Relation rel, const QfamState *st, bool have_lock);
-extern void qfam_undo_begin(Relation rel, const QfamState *st, QfamUndo *u);
-extern uint32 qfam_undo_room(Relation rel, QfamUndo *u);
-extern QfamUndoHeader *qfam_undo_register(Relation rel,
-										  struct SSXLogState *state,
-										  QfamUndo *u, Buffer *bufp);
-extern void qfam_undo_append(QfamUndo *u, QfamUndoHeader *hdr, uint64 h1,
-							 uint64 count);
 
 /* qfam_compact.c */
 extern void qfam_relation_copy_for_cluster(Relation OldTable, Relation NewTable,

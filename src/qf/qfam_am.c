@@ -5,7 +5,8 @@
  *	  parameters and their catalog, creation, TRUNCATE and INSERT.
  *
  * INSERT hashes the key and appends (hash, count) to the transaction's
- * pending log; qfam_apply_pending() applies it at pre-commit.
+ * pending log; at pre-commit it is appended to the relation's change log,
+ * and qfam_consolidate() later moves committed changes into the levels.
  *
  *-------------------------------------------------------------------------
  */
@@ -313,8 +314,8 @@ qfam_check_meta(Relation rel, const void *metap)
 		elog(ERROR, "%u levels is out of range", meta->nlevels);
 	if (meta->merges < 0)
 		elog(ERROR, "merge count " INT64_FORMAT " is negative", meta->merges);
-	if (meta->reserved_end < 2)
-		elog(ERROR, "reserved end %u is out of range", meta->reserved_end);
+	if (meta->hdr.log.alloc_end < 2)
+		elog(ERROR, "allocated end %u is out of range", meta->hdr.log.alloc_end);
 	for (uint32 l = 0; l < meta->nlevels; l++)
 	{
 		const QfamLevel *lv = &meta->levels[l];
@@ -329,13 +330,13 @@ qfam_check_meta(Relation rel, const void *metap)
 			shape.page_bits != lv->page_bits)
 			elog(ERROR, "level %u's page geometry differs from the one its size gives", l);
 		npages = (uint64) 1 << lv->page_bits;
-		if (lv->base < 1 || (uint64) lv->base + npages > meta->reserved_end)
-			elog(ERROR, "level %u's run at block %u is outside the %u blocks reserved",
-				 l, lv->base, meta->reserved_end);
+		if (lv->base < 1 || (uint64) lv->base + npages > meta->hdr.log.alloc_end)
+			elog(ERROR, "level %u's run at block %u is outside the %u blocks allocated",
+				 l, lv->base, meta->hdr.log.alloc_end);
 		if (lv->alt_base != InvalidBlockNumber &&
-			(lv->alt_base < 1 || (uint64) lv->alt_base + npages > meta->reserved_end))
-			elog(ERROR, "level %u's spare run at block %u is outside the %u blocks reserved",
-				 l, lv->alt_base, meta->reserved_end);
+			(lv->alt_base < 1 || (uint64) lv->alt_base + npages > meta->hdr.log.alloc_end))
+			elog(ERROR, "level %u's spare run at block %u is outside the %u blocks allocated",
+				 l, lv->alt_base, meta->hdr.log.alloc_end);
 		if (lv->items < 0 || lv->total < lv->items)
 			elog(ERROR, "level %u's counters are out of range (items " INT64_FORMAT ", total " INT64_FORMAT ")",
 				 l, lv->items, lv->total);
@@ -364,7 +365,8 @@ const SSStateOps qfam_state_ops = {
 	.kind = SS_KIND_QF,
 	.state_size = sizeof(QfamState),
 	.meta_size = sizeof(QfamMeta),
-	.apply = qfam_apply_pending,
+	.consolidate = qfam_consolidate,
+	.admit = qfam_admit,
 	.check_columns = qfam_state_columns,
 	.check_meta = qfam_check_meta,
 	.params_from_meta = qfam_params_from_meta,
@@ -379,22 +381,6 @@ QfamState *
 qfam_get_state(Relation rel)
 {
 	return (QfamState *) ss_get_state(rel, &qfam_state_ops);
-}
-
-/*
- * VACUUM resolves the undo segment of the last deleting commit (see
- * qfam_undo.c), waiting for a deleter still committing; nothing else is
- * ever dead.
- */
-static void
-qfam_relation_vacuum(Relation rel, struct VacuumParams *params,
-					 BufferAccessStrategy bstrategy)
-{
-	QfamState  *st = qfam_get_state(rel);
-
-	LockPage(rel, QFAM_DELETE_LOCK_BLKNO, ExclusiveLock);
-	qfam_undo_resolve(rel, st, true);
-	UnlockPage(rel, QFAM_DELETE_LOCK_BLKNO, ExclusiveLock);
 }
 
 /*
@@ -435,7 +421,6 @@ qfam_handler(uint32 kind)
 			MemSet(r, 0, sizeof(*r));
 			ss_tableam_init_common(r, &qfam_state_ops);
 			r->tuple_insert = qfam_tuple_insert;
-			r->relation_vacuum = qfam_relation_vacuum;
 			r->relation_copy_for_cluster = qfam_relation_copy_for_cluster;
 		}
 		qfam_routines_ready = true;

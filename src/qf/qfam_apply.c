@@ -17,40 +17,13 @@
 #include "miscadmin.h"
 #include "port/pg_bitutils.h"
 #include "qfam.h"
+#include "ss_changelog.h"
 #include "ss_pending.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "streamsketch.h"
+#include "utils/hsearch.h"
 #include "utils/memutils.h"
-
-/* One pending insert or delete, placed on its level-0 page. */
-typedef struct QfOp
-{
-	uint64		h1;
-	int64		count;			/* for deletes: copies still to remove */
-	uint64		page;
-	uint64		remainder;
-	uint32		quotient;
-	uint32		seq;
-	bool		is_delete;
-} QfOp;
-
-static int
-qf_op_cmp(const void *a, const void *b)
-{
-	const QfOp *x = a;
-	const QfOp *y = b;
-
-	if (x->page != y->page)
-		return x->page < y->page ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq ? 1 : 0;
-}
-
-static uint32
-qf_op_page(const void *op)
-{
-	return (uint32) ((const QfOp *) op)->page;
-}
 
 bool
 qfam_read_meta(Relation rel, QfamMeta *meta)
@@ -63,41 +36,15 @@ void
 qfam_first_level(const QfamParams *p, QfamMeta *meta)
 {
 	memset(meta, 0, sizeof(*meta));
-	ss_meta_header_init(&meta->hdr, SS_KIND_QF, p->seed, 0);
 	meta->params = *p;
 	meta->nlevels = 1;
 	qfam_level_shape(&meta->levels[0], p->fp_bits, p->t0);
 	meta->levels[0].base = 1;
 	meta->levels[0].alt_base = InvalidBlockNumber;
 	meta->levels[0].epoch = 1;
-	meta->undo_xid = InvalidTransactionId;
-	meta->undo_head = InvalidBlockNumber;
-	meta->reserved_end = 1 + ((BlockNumber) 1 << meta->levels[0].page_bits);
-}
-
-/* Add item and count deltas per level to the metapage (locked alone). */
-static void
-qfam_meta_add(Relation rel, const int64 *d_items, const int64 *d_total,
-			  uint32 nlevels)
-{
-	Buffer		buf;
-	SSXLogState *state;
-	QfamMeta   *meta;
-	bool		any = false;
-
-	for (uint32 l = 0; l < nlevels; l++)
-		any |= d_items[l] != 0 || d_total[l] != 0;
-	if (!any)
-		return;
-	state = ss_xlog_start(rel);
-	meta = ss_meta_register(rel, SS_KIND_QF, state, &buf);
-	for (uint32 l = 0; l < nlevels; l++)
-	{
-		meta->levels[l].items = qfam_counter_add(meta->levels[l].items, d_items[l]);
-		meta->levels[l].total = qfam_counter_add(meta->levels[l].total, d_total[l]);
-	}
-	ss_xlog_finish(state);
-	UnlockReleaseBuffer(buf);
+	/* log pages and new level runs are allocated after level 0 */
+	ss_meta_header_init(&meta->hdr, SS_KIND_QF, p->seed,
+						1 + ((BlockNumber) 1 << meta->levels[0].page_bits));
 }
 
 /*
@@ -126,11 +73,20 @@ qfam_page_valid(Relation rel, BlockNumber blkno, Page page, const QfamLevel *lv)
 	return true;
 }
 
+/* The applied_pos of a level page and what its last delete removed. */
+static inline uint64 *
+qfam_page_last_removed(Page page)
+{
+	return (uint64 *) (SSPageGetData(page) + QFAM_LAST_REMOVED_OFFSET);
+}
+
 /*
  * Lock page blkno of level lv for writing in state; a page that is not
- * live is reset to an empty area of the level's generation.
+ * live is reset to an empty area of the level's generation, keeping its
+ * applied_pos (a level-0 page emptied by a merge still has applied what
+ * the merge moved on).
  */
-static char *
+static Page
 qfam_lock_level_page(Relation rel, SSXLogState *state,
 					 const QfamLevel *lv, const QfGeom *g, BlockNumber blkno,
 					 Buffer *buf)
@@ -139,321 +95,375 @@ qfam_lock_level_page(Relation rel, SSXLogState *state,
 	bool		isnew;
 
 	page = ss_lock_page_for_write(rel, state, blkno, SS_PAGE_QF_AREA,
-								  g->area_bytes, buf, &isnew);
+								  QFAM_LEVEL_DATA_SIZE, buf, &isnew);
 	if (isnew || !qfam_page_valid(rel, blkno, page, lv))
 	{
-		ss_page_init(page, SS_PAGE_QF_AREA, g->area_bytes);
+		uint64		applied = isnew ? 0 : SSPageGetOpaque(page)->applied_pos;
+
+		ss_page_init(page, SS_PAGE_QF_AREA, QFAM_LEVEL_DATA_SIZE);
 		SSPageGetOpaque(page)->epoch = lv->epoch;
+		SSPageGetOpaque(page)->applied_pos = applied;
 		qf_area_init(g, SSPageGetData(page));
 	}
-	return SSPageGetData(page);
+	return page;
+}
+
+/* Add a page change's item and count deltas to level l of the metapage. */
+static void
+qfam_meta_add_level(QfamMeta *m, uint32 l, const QfStats *before,
+					const QfStats *after)
+{
+	m->levels[l].items = qfam_counter_add(m->levels[l].items,
+										  (int64) after->nitems - (int64) before->nitems);
+	m->levels[l].total = qfam_counter_add(m->levels[l].total,
+										  qfam_total_delta(before->total_count,
+														   after->total_count));
 }
 
 /*
- * Apply ops[0..n) (sorted by page) to level 0.  Deletes remove what level
- * 0 has and keep the rest in op->count for the older levels; what they
- * remove goes to the undo segment in the same record (qfam_undo.c).
- * Returns the index of the first op not applied because its page is full
- * (n if all were); the ops before it are applied, so a group larger than a
- * page still makes progress after the caller makes room.
+ * What a reader needs of the key's page in level lv: the fingerprint's
+ * count (0 if the page is not live), the page's applied_pos (kept by a
+ * level-0 page across merges, so read even if the page is not live) and
+ * what its last delete removed (ss_changelog.h, qfam.h).
  */
-static int
-qfam_apply_level0(Relation rel, const QfamLevel *lv, QfOp *ops, int n,
-				  int64 *d_items, int64 *d_total, QfamUndo *undo)
+void
+qfam_level_read(Relation rel, const QfamLevel *lv, uint64 h1,
+				QfamPageRead *out)
 {
 	QfGeom		g;
-	int			start = 0;
+	uint64		page;
+	uint32		quotient;
+	uint64		remainder;
+	BlockNumber blkno;
+	Buffer		buf;
+	Page		p;
 
-	qfam_level_geom(lv, &g);
-	while (start < n)
+	out->count = 0;
+	out->applied = 0;
+	out->last_removed = 0;
+	qf_fingerprint_split(h1, lv->page_bits, lv->slot_bits, lv->rbits,
+						 &page, &quotient, &remainder);
+	blkno = lv->base + (BlockNumber) page;
+	buf = ss_read_buffer_if_exists(rel, blkno);
+	if (!BufferIsValid(buf))
+		return;
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	p = BufferGetPage(buf);
+	if (!PageIsNew(p))
 	{
-		int			end = start + 1;
+		ss_page_check(rel, blkno, p, SS_PAGE_QF_AREA);
+		out->applied = SSPageGetOpaque(p)->applied_pos;
+		if (qfam_page_valid(rel, blkno, p, lv))
+		{
+			qfam_level_geom(lv, &g);
+			out->count = qf_count(&g, SSPageGetData(p), quotient, remainder);
+			out->last_removed = *qfam_page_last_removed(p);
+		}
+	}
+	UnlockReleaseBuffer(buf);
+}
+
+/* The applied_pos of page `page` of level lv (0 if never written). */
+uint64
+qfam_page_applied(Relation rel, const QfamLevel *lv, uint64 page)
+{
+	Buffer		buf = ss_read_buffer_if_exists(rel, lv->base + (BlockNumber) page);
+	uint64		applied = 0;
+
+	if (!BufferIsValid(buf))
+		return 0;
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	if (!PageIsNew(BufferGetPage(buf)))
+	{
+		ss_page_check(rel, lv->base + (BlockNumber) page, BufferGetPage(buf),
+					  SS_PAGE_QF_AREA);
+		applied = SSPageGetOpaque(BufferGetPage(buf))->applied_pos;
+	}
+	UnlockReleaseBuffer(buf);
+	return applied;
+}
+
+/* ---- consolidation ---- */
+
+typedef struct QfCons
+{
+	Relation	rel;
+	const QfamState *st;
+	QfamMeta	meta;			/* as installed, kept in step with our writes */
+} QfCons;
+
+static void
+qfam_record_key(Relation rel, const SSPendingHeader *hdr, const char *payload,
+				SSPendingKey *key)
+{
+	if ((hdr->type != SS_PENDING_KEY && hdr->type != SS_PENDING_DELETE) ||
+		hdr->len != sizeof(*key))
+		elog(ERROR, "unexpected quotient filter change record type %u length %u in \"%s\"",
+			 hdr->type, hdr->len, RelationGetRelationName(rel));
+	memcpy(key, payload, sizeof(*key));
+}
+
+/* A record's partition: the level-0 page of its fingerprint. */
+static int
+qfam_parts_of(const SSPendingHeader *hdr, const char *payload, uint32 *parts,
+			  void *arg)
+{
+	QfCons	   *qc = arg;
+	const QfamLevel *lv = &qc->meta.levels[0];
+	SSPendingKey key;
+	uint64		page;
+	uint32		q;
+	uint64		r;
+
+	qfam_record_key(qc->rel, hdr, payload, &key);
+	qf_fingerprint_split(key.hash.h1, lv->page_bits, lv->slot_bits, lv->rbits,
+						 &page, &q, &r);
+	parts[0] = (uint32) page;
+	return 1;
+}
+
+/*
+ * The part of delete P (at log position pos) that level 0 could not
+ * satisfy: owed copies removed from the older levels, newest first, one
+ * WAL record per page that has copies, each stamping the page with
+ * applied_pos = pos + 1 and the number it removed.  Level 0 is written
+ * with applied_pos = pos before and applies P after, so a reader (or a
+ * rerun after a crash) that finds an older page past pos knows exactly
+ * what P removed there.  Pages are locked one at a time, then the
+ * metapage.
+ */
+static void
+qfam_delete_older(QfCons *qc, uint64 h1, uint64 pos, uint64 owed)
+{
+	for (uint32 l = 1; l < qc->meta.nlevels && owed > 0; l++)
+	{
+		const QfamLevel *lv = &qc->meta.levels[l];
+		QfamPageRead pr;
+		QfGeom		g;
+		uint64		page;
+		uint32		q;
+		uint64		r;
 		SSXLogState *state;
 		Buffer		buf;
-		char	   *area;
-		bool		full = false;
-		bool		deletes = false;
-		uint32		room = 0;
-		Buffer		undobuf = InvalidBuffer;
-		QfamUndoHeader *uh = NULL;
+		Buffer		metabuf;
+		Page		p;
 		QfStats		before;
 		QfStats		after;
+		uint64		removed;
+		QfamMeta   *m;
+
+		if (lv->items == 0)
+			continue;
+		CHECK_FOR_INTERRUPTS();
+		/* probe under a share lock first: most levels lack the key */
+		qfam_level_read(qc->rel, lv, h1, &pr);
+		if (pr.applied > pos)
+		{
+			/* done before a crash: the page says what it removed */
+			owed -= Min(owed, pr.last_removed);
+			continue;
+		}
+		if (pr.count == 0)
+			continue;
+		qf_fingerprint_split(h1, lv->page_bits, lv->slot_bits, lv->rbits,
+							 &page, &q, &r);
+		qfam_level_geom(lv, &g);
+		state = ss_xlog_start(qc->rel);
+		p = qfam_lock_level_page(qc->rel, state, lv, &g, lv->base + (BlockNumber) page, &buf);
+		m = ss_meta_register(qc->rel, SS_KIND_QF, state, &metabuf);
+		qf_area_stats(&g, SSPageGetData(p), &before);
+		removed = qf_remove(&g, SSPageGetData(p), q, r, owed);
+		qf_area_stats(&g, SSPageGetData(p), &after);
+		SSPageGetOpaque(p)->applied_pos = pos + 1;
+		*qfam_page_last_removed(p) = removed;
+		qfam_meta_add_level(m, l, &before, &after);
+		qc->meta.levels[l].items = m->levels[l].items;
+		qc->meta.levels[l].total = m->levels[l].total;
+		ss_xlog_finish(state);
+		UnlockReleaseBuffer(metabuf);
+		UnlockReleaseBuffer(buf);
+		owed -= Min(owed, removed);
+	}
+}
+
+/*
+ * Make room in level 0 (qfam_make_room) and take the new layout.  Returns
+ * false if level 0 changed shape (a quotient_filter grew): the round's
+ * partitions are then stale and it must be run again.
+ */
+static bool
+qfam_cons_make_room(QfCons *qc, bool grow)
+{
+	uint8		t0 = qc->meta.levels[0].t;
+
+	qfam_make_room(qc->rel, qc->st, grow);
+	if (!qfam_read_meta(qc->rel, &qc->meta))
+		elog(ERROR, "quotient filter metapage of \"%s\" disappeared",
+			 RelationGetRelationName(qc->rel));
+	return qc->meta.levels[0].t == t0;
+}
+
+/* Room left in level 0 for the next chunk of records (ss_changelog.h). */
+static int
+qfam_chunk_room(Relation rel, void *arg)
+{
+	QfCons	   *qc = arg;
+
+	for (int tries = 0; tries < 2; tries++)
+	{
+		const QfamLevel *lv = &qc->meta.levels[0];
+		double		room = ldexp(QFAM_MAX_LOAD, lv->t) - (double) lv->items;
+
+		if (room >= 1.0)
+			return (int) Min(room, (double) (PG_INT32_MAX / 2));
+		if (!qfam_cons_make_room(qc, false))
+			return -1;
+	}
+	elog(ERROR, "quotient filter \"%s\" has no room in level 0 after making room",
+		 RelationGetRelationName(rel));
+	return -1;					/* keep compiler quiet */
+}
+
+/*
+ * Apply the records of one level-0 page in log order (those before its
+ * applied_pos were applied already).  Inserts and the part of a delete
+ * that level 0 holds are applied in one WAL record per pass with the
+ * metapage's counters; a delete that owes copies to older levels ends the
+ * pass before it (qfam_delete_older), and a full page ends it to make
+ * room.  Returns false if the round must be run again.
+ */
+static bool
+qfam_apply_group(Relation rel, uint32 part, const SSGroupEntry *entries,
+				 int n, uint64 upto, void *arg)
+{
+	QfCons	   *qc = arg;
+	bool	   *deep_done = palloc0(sizeof(bool) * Max(n, 1));
+	int			i = 0;
+	int			fulls = 0;
+
+	while (i <= n)
+	{
+		const QfamLevel *lv = &qc->meta.levels[0];
+		QfGeom		g;
+		SSXLogState *state;
+		Buffer		buf;
+		Buffer		metabuf;
+		Page		page;
+		QfamMeta   *m;
+		char	   *area;
+		uint64		applied;
+		QfStats		before;
+		QfStats		after;
+		bool		full = false;
+		bool		changed = false;
+		uint64		deep_owed = 0;
+		uint64		new_applied;
 
 		CHECK_FOR_INTERRUPTS();
-		while (end < n && ops[end].page == ops[start].page)
-			end++;
-		for (int i = start; undo && i < end && !deletes; i++)
-			deletes = ops[i].is_delete;
-		if (deletes)
-			room = qfam_undo_room(rel, undo);
+		qfam_level_geom(lv, &g);
 		state = ss_xlog_start(rel);
-		area = qfam_lock_level_page(rel, state, lv, &g,
-									lv->base + (BlockNumber) ops[start].page, &buf);
-		if (deletes)
-			uh = qfam_undo_register(rel, state, undo, &undobuf);
+		page = qfam_lock_level_page(rel, state, lv, &g, lv->base + part, &buf);
+		m = ss_meta_register(rel, SS_KIND_QF, state, &metabuf);
+		area = SSPageGetData(page);
+		applied = SSPageGetOpaque(page)->applied_pos;
 		qf_area_stats(&g, area, &before);
-		for (int i = start; i < end; i++)
+		for (; i < n; i++)
 		{
-			if (ops[i].is_delete)
-			{
-				uint64		removed;
+			SSPendingKey key;
+			uint64		pg;
+			uint32		q;
+			uint64		r;
 
-				/* undo page full: the rest goes in the next record */
-				if (uh && room == 0)
+			if (entries[i].pos < applied)
+				continue;
+			memcpy(&key, ss_group_payload(&entries[i]), sizeof(key));
+			qf_fingerprint_split(key.hash.h1, lv->page_bits, lv->slot_bits,
+								 lv->rbits, &pg, &q, &r);
+			if (entries[i].type == SS_PENDING_KEY)
+			{
+				/* QF_FULL leaves the area as it was before this insert */
+				if (qf_insert(&g, area, q, r, (uint64) key.weight) != QF_OK)
 				{
-					end = i;
+					full = true;
 					break;
 				}
-				removed = qf_remove(&g, area, ops[i].quotient, ops[i].remainder,
-									(uint64) ops[i].count);
-				ops[i].count -= (int64) removed;
-				if (uh && removed > 0)
-				{
-					qfam_undo_append(undo, uh, ops[i].h1, removed);
-					room--;
-				}
+				changed = true;
 			}
-			else if (qf_insert(&g, area, ops[i].quotient, ops[i].remainder,
-							   (uint64) ops[i].count) != QF_OK)
+			else
 			{
-				/* QF_FULL left the area as it was before op i */
-				full = true;
-				end = i;
-				break;
+				uint64		has = qf_count(&g, area, q, r);
+
+				if (has < (uint64) key.weight && !deep_done[i] &&
+					qc->meta.nlevels > 1)
+				{
+					deep_owed = (uint64) key.weight - has;
+					break;
+				}
+				changed |= qf_remove(&g, area, q, r, (uint64) key.weight) > 0;
 			}
 		}
 		qf_area_stats(&g, area, &after);
-		*d_items += (int64) after.nitems - (int64) before.nitems;
-		*d_total = qfam_delta_add(*d_total,
-									qfam_total_delta(before.total_count,
-													 after.total_count));
-		if (end > start)
+		new_applied = Max(applied, i < n ? entries[i].pos : upto);
+		if (changed || new_applied != applied)
+		{
+			SSPageGetOpaque(page)->applied_pos = new_applied;
+			qfam_meta_add_level(m, 0, &before, &after);
+			qc->meta.levels[0].items = m->levels[0].items;
+			qc->meta.levels[0].total = m->levels[0].total;
 			ss_xlog_finish(state);
+		}
 		else
 			ss_xlog_abort(state);
+		UnlockReleaseBuffer(metabuf);
 		UnlockReleaseBuffer(buf);
-		if (BufferIsValid(undobuf))
-			UnlockReleaseBuffer(undobuf);
+		if (i >= n)
+			break;
+		if (deep_owed > 0)
+		{
+			SSPendingKey key;
+
+			memcpy(&key, ss_group_payload(&entries[i]), sizeof(key));
+			qfam_delete_older(qc, key.hash.h1, entries[i].pos, deep_owed);
+			deep_done[i] = true;
+			continue;
+		}
 		if (full)
-			return end;
-		start = end;
-	}
-	return n;
-}
-
-/* Remove what deletes still owe from the older levels, newest first. */
-static void
-qfam_delete_older(Relation rel, const QfamMeta *meta, QfOp *ops, int n,
-				  int64 *d_items, int64 *d_total, QfamUndo *undo)
-{
-	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
-
-	for (int i = 0; i < n; i++)
-	{
-		for (uint32 l = 1; l < meta->nlevels && ops[i].is_delete && ops[i].count > 0; l++)
 		{
-			const QfamLevel *lv = &meta->levels[l];
-			QfGeom		g;
-			uint64		page;
-			uint32		q;
-			uint64		r;
-			BlockNumber blkno;
-			SSXLogState *state;
-			Buffer		buf;
-			Buffer		undobuf = InvalidBuffer;
-			QfamUndoHeader *uh = NULL;
-			uint64		removed;
-			QfStats		before;
-			QfStats		after;
-
-			if (lv->items == 0)
-				continue;
-			qf_fingerprint_split(ops[i].h1, lv->page_bits, lv->slot_bits,
-								 lv->rbits, &page, &q, &r);
-			blkno = lv->base + (BlockNumber) page;
-			if (blkno >= nblocks)
-				continue;
-			/* probe under a share lock first: most levels lack the key */
-			if (qfam_level_count(rel, lv, ops[i].h1) == 0)
-				continue;
-			qfam_level_geom(lv, &g);
-			if (undo)
-				qfam_undo_room(rel, undo);
-			state = ss_xlog_start(rel);
+			/* an emptied level 0 that cannot take one insert is a bug */
+			if (++fulls > QFAM_MAX_LEVELS + 64)
+				elog(ERROR, "quotient filter \"%s\" keeps overflowing page %u of level 0",
+					 RelationGetRelationName(rel), part);
+			if (!qfam_cons_make_room(qc, true))
 			{
-				char	   *area = qfam_lock_level_page(rel, state, lv, &g, blkno, &buf);
-
-				if (undo)
-					uh = qfam_undo_register(rel, state, undo, &undobuf);
-				qf_area_stats(&g, area, &before);
-				removed = qf_remove(&g, area, q, r, (uint64) ops[i].count);
-				qf_area_stats(&g, area, &after);
-				if (uh && removed > 0)
-					qfam_undo_append(undo, uh, ops[i].h1, removed);
+				pfree(deep_done);
+				return false;
 			}
-			d_items[l] += (int64) after.nitems - (int64) before.nitems;
-			d_total[l] = qfam_delta_add(d_total[l],
-										qfam_total_delta(before.total_count,
-														 after.total_count));
-			ss_xlog_finish(state);
-			UnlockReleaseBuffer(buf);
-			if (BufferIsValid(undobuf))
-				UnlockReleaseBuffer(undobuf);
-			ops[i].count -= (int64) removed;
 		}
 	}
+	pfree(deep_done);
+	return true;
 }
 
 /*
- * Apply a batch of ops, making room whenever a level-0 page overflows.
- * Holds the share page lock on block 0 except while making room.  Deletes
- * log what they remove in undo (NULL if the batch has no deletes).
+ * Consolidate a round of committed inserts and deletes (ss_changelog.c):
+ * grouped by level-0 page in chunks no larger than the room left in level
+ * 0, so that a large round fills level 0 and makes room once per fill,
+ * not once per page.  Counters change with the pages (the metapage is in
+ * every group's WAL record), so there are no round stats.
  */
-static void
-qfam_apply_batch(Relation rel, const QfamState *st, QfOp *ops, int n,
-				 QfamUndo *undo)
+bool
+qfam_consolidate(SSConsolidation *c)
 {
-	int			done = 0;
+	QfCons		qc;
 
-	while (done < n)
-	{
-		QfamMeta	meta;
-		QfamLevel  *lv;
-		int64		d_items[QFAM_MAX_LEVELS] = {0};
-		int64		d_total[QFAM_MAX_LEVELS] = {0};
-		int			applied;
-		int			chunk;
-		double		room;
-		bool		over;
-
-		LockPage(rel, SS_METAPAGE_BLKNO, ShareLock);
-		if (!qfam_read_meta(rel, &meta))
-			elog(ERROR, "quotient filter metapage of \"%s\" disappeared",
-				 RelationGetRelationName(rel));
-		lv = &meta.levels[0];
-
-		/*
-		 * Take no more ops than level 0 has room for.  A batch larger than
-		 * level 0, sorted by page as a whole, would overflow its first page
-		 * while the level is still almost empty and make room once per page
-		 * (hundreds of merges for one big INSERT ... SELECT); in chunks it
-		 * makes room once per level-0 fill, as a stream of small
-		 * transactions does.  The ops are in commit order outside the
-		 * chunk, and the sort keeps the order of one key's ops.
-		 */
-		room = ldexp(QFAM_MAX_LOAD, lv->t) - (double) lv->items;
-		if (room < 1.0)
-		{
-			UnlockPage(rel, SS_METAPAGE_BLKNO, ShareLock);
-			qfam_make_room(rel, st, false);
-			continue;
-		}
-		chunk = (int) Min((double) (n - done), room);
-		for (int i = done; i < done + chunk; i++)
-			qf_fingerprint_split(ops[i].h1, lv->page_bits, lv->slot_bits,
-								 lv->rbits, &ops[i].page, &ops[i].quotient,
-								 &ops[i].remainder);
-		ss_sort_batch_by_page(ops + done, chunk, sizeof(QfOp), qf_op_page,
-							  qf_op_cmp);
-		applied = qfam_apply_level0(rel, lv, ops + done, chunk,
-									&d_items[0], &d_total[0], undo);
-		if (meta.nlevels > 1)
-			qfam_delete_older(rel, &meta, ops + done, applied, d_items, d_total,
-							  undo);
-		qfam_meta_add(rel, d_items, d_total, meta.nlevels);
-		UnlockPage(rel, SS_METAPAGE_BLKNO, ShareLock);
-		done += applied;
-		over = (double) (lv->items + d_items[0]) > ldexp(QFAM_MAX_LOAD, lv->t);
-		if (applied < chunk || over)
-			qfam_make_room(rel, st, applied < chunk);
-	}
-}
-
-/*
- * Apply a committing transaction's pending records for rel (pre-commit,
- * called by ss_pending.c), in batches of at most pending_memory bytes.
- */
-void
-qfam_apply_pending(Relation rel)
-{
-	QfamState  *st = qfam_get_state(rel);
-	SSPendingIter it;
-	SSPendingHeader hdr;
-	char	   *payload;
-	QfOp	   *ops;
-	int			n = 0;
-	int			maxops;
-	uint32		seq = 0;
-	bool		any = false;
-	QfamUndo	undo;
-	bool		deleting = false;
-
-	maxops = (int) Max(1024, Min((Size) ss_pending_memory_kb * 1024 / sizeof(QfOp),
-								 MaxAllocSize / sizeof(QfOp)));
-	ops = palloc(sizeof(QfOp) * maxops);
-	ss_pending_iter_begin(&it, RelationGetRelid(rel));
-	while (ss_pending_iter_next(&it, &hdr, &payload))
-	{
-		SSPendingKey key;
-
-		if (hdr.type != SS_PENDING_KEY && hdr.type != SS_PENDING_DELETE)
-			continue;
-		if (!any)
-		{
-			/* keep the undo segment short-lived: see qfam_undo.c */
-			qfam_undo_resolve(rel, st, false);
-			any = true;
-		}
-		memcpy(&key, payload, sizeof(key));
-		if (n == maxops)
-		{
-			qfam_apply_batch(rel, st, ops, n, deleting ? &undo : NULL);
-			n = 0;
-		}
-		if (hdr.type == SS_PENDING_DELETE && !deleting)
-		{
-			qfam_undo_begin(rel, st, &undo);
-			deleting = true;
-		}
-		ops[n].h1 = key.hash.h1;
-		ops[n].count = key.weight;
-		ops[n].seq = seq++;
-		ops[n].is_delete = (hdr.type == SS_PENDING_DELETE);
-		n++;
-	}
-	if (n > 0)
-		qfam_apply_batch(rel, st, ops, n, deleting ? &undo : NULL);
-	ss_pending_iter_end(&it);
-	pfree(ops);
-}
-
-/*
- * Insert copies[0..n) back (an aborted deleter's undo segment), as a
- * commit inserts: in batches, making room as needed.
- */
-void
-qfam_insert_copies(Relation rel, const QfamState *st,
-				   const QfamUndoEntry *copies, int n)
-{
-	int			maxops = (int) Max(1024, Min((Size) ss_pending_memory_kb * 1024 / sizeof(QfOp),
-											 MaxAllocSize / sizeof(QfOp)));
-	QfOp	   *ops = palloc(sizeof(QfOp) * Min(n, maxops));
-
-	for (int done = 0; done < n;)
-	{
-		int			k = Min(n - done, maxops);
-
-		for (int i = 0; i < k; i++)
-		{
-			ops[i].h1 = copies[done + i].fp;
-			ops[i].count = (int64) Min(copies[done + i].count, (uint64) PG_INT64_MAX);
-			ops[i].seq = (uint32) i;
-			ops[i].is_delete = false;
-		}
-		qfam_apply_batch(rel, st, ops, k, NULL);
-		done += k;
-	}
-	pfree(ops);
+	qc.rel = c->rel;
+	qc.st = qfam_get_state(c->rel);
+	if (!qfam_read_meta(c->rel, &qc.meta))
+		elog(ERROR, "quotient filter metapage of \"%s\" disappeared",
+			 RelationGetRelationName(c->rel));
+	return ss_cons_by_partition(c, (uint32) 1 << qc.meta.levels[0].page_bits,
+								qfam_parts_of, qfam_apply_group,
+								qfam_chunk_room, &qc);
 }
 
 /*
@@ -462,8 +472,9 @@ qfam_insert_copies(Relation rel, const QfamState *st,
  *	buffered QF: levels 0 and 1 merge into level 1, doubled if needed.
  *	cascade filter: levels 0..i merge into the smallest level i that holds
  *	them (level i has fanout^i times the slots of level 0).
- * Takes the page lock on block 0 exclusively; the caller must not hold it.
- * If another backend made room while we waited, there is nothing to do.
+ * Run by consolidation (under the change log's consolidation lock); takes
+ * the page lock on block 0 exclusively, which qf_merge() holds in share
+ * mode while it reads a source filter's levels.
  */
 void
 qfam_make_room(Relation rel, const QfamState *st, bool grow)
@@ -529,30 +540,125 @@ qfam_make_room(Relation rel, const QfamState *st, bool grow)
 	UnlockPage(rel, SS_METAPAGE_BLKNO, ExclusiveLock);
 }
 
-/* Count of the fingerprint of h1 in level lv (0 if absent). */
-uint64
-qfam_level_count(Relation rel, const QfamLevel *lv, uint64 h1)
-{
-	QfGeom		g;
-	uint64		page;
-	uint32		quotient;
-	uint64		remainder;
-	BlockNumber blkno;
-	Buffer		buf;
-	uint64		count = 0;
+/* ---- admission of a committing batch ---- */
 
-	if (lv->items == 0 && lv->total == 0)
-		return 0;
-	qf_fingerprint_split(h1, lv->page_bits, lv->slot_bits, lv->rbits,
-						 &page, &quotient, &remainder);
-	blkno = lv->base + (BlockNumber) page;
-	buf = ss_read_buffer_if_exists(rel, blkno);
-	if (!BufferIsValid(buf))
-		return 0;
-	qfam_level_geom(lv, &g);
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	if (qfam_page_valid(rel, blkno, BufferGetPage(buf), lv))
-		count = qf_count(&g, SSPageGetData(BufferGetPage(buf)), quotient, remainder);
-	UnlockReleaseBuffer(buf);
-	return count;
+/*
+ * The most fingerprints the filter may hold: 90% of the largest level its
+ * fingerprint bits and QFAM_MAX_PAGE_BITS allow.  Below that no page is
+ * expected to overflow (pages overflow past 95% of their own slots, qf.h),
+ * so consolidation never needs a level that cannot exist.
+ */
+static double
+qfam_max_items(const QfamParams *p)
+{
+	for (int t = (int) p->fp_bits - 1; t >= 1; t--)
+	{
+		QfGeom		g;
+		int			rbits = (int) p->fp_bits - t;
+
+		if (rbits > QF_MAX_RBITS || !qf_geom_init(&g, rbits, QF_PAGE_AREA_BYTES))
+			continue;
+		if (t - (int) Min((uint32) g.slot_bits, (uint32) t) > QFAM_MAX_PAGE_BITS)
+			continue;
+		return floor(0.9 * ldexp(1.0, t));
+	}
+	return 0;
+}
+
+/* Is fingerprint h1 in some level of the filter? */
+static bool
+qfam_levels_have(Relation rel, const QfamMeta *meta, uint64 h1)
+{
+	for (uint32 l = 0; l < meta->nlevels; l++)
+	{
+		QfamPageRead pr;
+
+		qfam_level_read(rel, &meta->levels[l], h1, &pr);
+		if (pr.count > 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Can the filter take this transaction's inserts (SSStateOps.admit)?
+ * Fast bound: its fingerprints, the records waiting in the log and the
+ * batch's inserts within qfam_max_items.  Otherwise, with final, count the
+ * batch's distinct fingerprints not yet in the levels, in memory bounded
+ * by the room left (and streamsketch.pending_memory), and refuse with
+ * 54000 if they do not fit: the transaction then aborts, leaving no trace.
+ */
+bool
+qfam_admit(Relation rel, uint64 log_records, bool final)
+{
+	QfamState  *st = qfam_get_state(rel);
+	QfamMeta	meta;
+	double		max_items = qfam_max_items(&st->p);
+	double		items = 0;
+	double		room;
+	int64		inserts = 0;
+	int64		fresh = 0;
+	SSPendingIter it;
+	SSPendingHeader hdr;
+	char	   *payload;
+	uint64		fpmask = ~UINT64CONST(0) << (64 - st->p.fp_bits);
+	HTAB	   *seen = NULL;
+	long		max_seen;
+
+	if (!qfam_read_meta(rel, &meta))
+		return true;
+	for (uint32 l = 0; l < meta.nlevels; l++)
+		items += (double) meta.levels[l].items;
+	room = max_items - items - (double) log_records;
+	ss_pending_iter_begin(&it, RelationGetRelid(rel));
+	while (ss_pending_iter_next(&it, &hdr, &payload))
+		inserts += hdr.type == SS_PENDING_KEY;
+	ss_pending_iter_end(&it);
+	if ((double) inserts <= room)
+		return true;
+	if (!final)
+		return false;
+
+	max_seen = (long) Min(Max(room, 0.0) + 1,
+						  (double) ss_pending_memory_kb * 1024 / 64);
+	if (room >= 1)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(uint64);
+		ctl.entrysize = sizeof(uint64);
+		ctl.hcxt = CurrentMemoryContext;
+		seen = hash_create("quotient filter admission", Min(max_seen, 1024),
+						   &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		ss_pending_iter_begin(&it, RelationGetRelid(rel));
+		while (ss_pending_iter_next(&it, &hdr, &payload) &&
+			   (double) fresh <= room && fresh < max_seen)
+		{
+			SSPendingKey key;
+			uint64		fp;
+			bool		found;
+
+			CHECK_FOR_INTERRUPTS();
+			if (hdr.type != SS_PENDING_KEY)
+				continue;
+			memcpy(&key, payload, sizeof(key));
+			fp = key.hash.h1 & fpmask;
+			(void) hash_search(seen, &fp, HASH_FIND, &found);
+			if (found || qfam_levels_have(rel, &meta, fp))
+				continue;
+			(void) hash_search(seen, &fp, HASH_ENTER, NULL);
+			fresh++;
+		}
+		ss_pending_iter_end(&it);
+		hash_destroy(seen);
+		if ((double) fresh <= room && fresh < max_seen)
+			return true;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("quotient filter \"%s\" is full", RelationGetRelationName(rel)),
+			 errdetail("It holds %.0f fingerprints and " UINT64_FORMAT " changes wait in its change log; its %u-bit fingerprints allow at most %.0f, and this transaction adds " INT64_FORMAT " inserts.",
+					   items, log_records, st->p.fp_bits, max_items, inserts),
+			 errhint("Create a filter with a larger capacity or a smaller false-positive rate.")));
+	return false;				/* keep compiler quiet */
 }

@@ -27,6 +27,7 @@
 #include "catalog/storage.h"
 #include "miscadmin.h"
 #include "qfam.h"
+#include "ss_changelog.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/smgr.h"
@@ -55,7 +56,6 @@ qfam_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 							   double *num_tuples, double *tups_vacuumed,
 							   double *tups_recently_dead)
 {
-	QfamState  *st = qfam_get_state(OldTable);
 	QfamMeta	meta;
 	QfamMeta	newmeta;
 	SMgrRelation src;
@@ -65,15 +65,21 @@ qfam_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 	PGAlignedBlock buf;
 	bool		use_wal;
 
-	*xid_cutoff = InvalidTransactionId;
+	/* the copy's change log is empty: no xid older than OldestXmin in it */
+	*xid_cutoff = OldestXmin;
 	*multi_cutoff = InvalidMultiXactId;
 	*num_tuples = 0;
 	*tups_vacuumed = 0;
 	*tups_recently_dead = 0;
-	/* the undo segment refers to nothing after the copy: resolve it */
-	LockPage(OldTable, QFAM_DELETE_LOCK_BLKNO, ExclusiveLock);
-	qfam_undo_resolve(OldTable, st, true);
-	UnlockPage(OldTable, QFAM_DELETE_LOCK_BLKNO, ExclusiveLock);
+	/*
+	 * Under the exclusive lock every batch's transaction has ended: after a
+	 * round the log is empty, and the copy starts an empty log at the same
+	 * position (the level pages keep their applied_pos).
+	 */
+	(void) ss_log_consolidate(OldTable, true);
+	if (TransactionIdIsValid(ss_log_oldest_xid(OldTable)))
+		elog(ERROR, "the change log of \"%s\" still holds batches after its consolidation",
+			 RelationGetRelationName(OldTable));
 
 	if (!qfam_read_meta(OldTable, &meta))
 		return;					/* keeps the new table's own metapage */
@@ -93,9 +99,14 @@ qfam_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 		newmeta.levels[l].alt_base = InvalidBlockNumber;
 		next += (BlockNumber) 1 << meta.levels[l].page_bits;
 	}
-	newmeta.reserved_end = next;
-	newmeta.undo_xid = InvalidTransactionId;
-	newmeta.undo_head = InvalidBlockNumber;
+	newmeta.hdr.log.head_pos = newmeta.hdr.log.end_pos;
+	newmeta.hdr.log.head_blk = InvalidBlockNumber;
+	newmeta.hdr.log.end_blk = InvalidBlockNumber;
+	newmeta.hdr.log.free_blk = InvalidBlockNumber;
+	newmeta.hdr.log.npages = 0;
+	newmeta.hdr.log.nfree = 0;
+	newmeta.hdr.log.nrecords = 0;
+	newmeta.hdr.log.alloc_end = next;
 
 	dst = RelationGetSmgr(NewTable);
 	smgrread(src, MAIN_FORKNUM, SS_METAPAGE_BLKNO, buf.data);

@@ -23,6 +23,7 @@
 #include "ss_xlog.h"
 #include "miscadmin.h"
 #include "qfam.h"
+#include "ss_changelog.h"
 #include "storage/bufmgr.h"
 #include "streamsketch.h"
 
@@ -103,10 +104,13 @@ qfam_cursor_end(QfamCursor *c)
 	pfree(c->area);
 }
 
-/* Write a built area as page blkno of the target level (full image). */
+/*
+ * Write a built area as page blkno of the target level (full image), with
+ * the applied_pos of the level-0 page whose fingerprints it covers.
+ */
 static void
 qfam_write_page(Relation rel, BlockNumber blkno, const char *area, Size size,
-				uint16 epoch)
+				uint16 epoch, uint64 applied)
 {
 	SSXLogState *state;
 	Buffer		buf;
@@ -117,11 +121,31 @@ qfam_write_page(Relation rel, BlockNumber blkno, const char *area, Size size,
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	state = ss_xlog_start(rel);
 	page = ss_xlog_register(state, buf, SS_XLOG_FULL_IMAGE);
-	ss_page_init(page, SS_PAGE_QF_AREA, size);
+	ss_page_init(page, SS_PAGE_QF_AREA, QFAM_LEVEL_DATA_SIZE);
 	SSPageGetOpaque(page)->epoch = epoch;
+	SSPageGetOpaque(page)->applied_pos = applied;
 	memcpy(SSPageGetData(page), area, size);
 	ss_xlog_finish(state);
 	UnlockReleaseBuffer(buf);
+}
+
+/*
+ * What output page `page` of the target has applied: what the level-0
+ * page covering its fingerprints has (every deeper source page lies in the
+ * range of one level-0 page and has applied no more; qfam_apply.c).
+ */
+static uint64
+merged_page_applied(Relation rel, const QfamLevel *lv0, const QfamLevel *tl,
+					uint64 page, uint64 *cache_page, uint64 *cache_applied)
+{
+	uint64		p0 = page >> (tl->page_bits - lv0->page_bits);
+
+	if (p0 != *cache_page)
+	{
+		*cache_applied = qfam_page_applied(rel, lv0, p0);
+		*cache_page = p0;
+	}
+	return *cache_applied;
 }
 
 /*
@@ -149,17 +173,24 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 	int64		total = 0;
 	Buffer		buf;
 	SSXLogState *state;
+	QfamLevel	lv0 = meta->levels[0];
+	uint64		cache_page = PG_UINT64_MAX;
+	uint64		cache_applied = 0;
 
 	Assert(target < QFAM_MAX_LEVELS && target <= meta->nlevels);
 	qfam_level_shape(&tl, meta->params.fp_bits, target_t);
 	qfam_level_geom(&tl, &g);
 	npages = (uint64) 1 << tl.page_bits;
+	if (tl.page_bits < lv0.page_bits)
+		elog(ERROR, "merged level of %u page bits is smaller than level 0's %u",
+			 tl.page_bits, lv0.page_bits);
 
 	/* where to write: the target's spare run if it has the right size */
 	use_spare = target < meta->nlevels &&
 		meta->levels[target].alt_base != InvalidBlockNumber &&
 		meta->levels[target].t == target_t;
-	base = use_spare ? meta->levels[target].alt_base : meta->reserved_end;
+	base = use_spare ? meta->levels[target].alt_base :
+		ss_log_alloc_run(rel, (BlockNumber) npages);
 	tl.epoch = (uint16) (target < meta->nlevels ? meta->levels[target].epoch + 1 : 1);
 	if (tl.epoch == 0)
 		tl.epoch = 1;
@@ -199,7 +230,9 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 							 &page, &q, &r);
 		while (cur_page < page)
 		{
-			qfam_write_page(rel, base + (BlockNumber) cur_page, area, g.area_bytes, tl.epoch);
+			qfam_write_page(rel, base + (BlockNumber) cur_page, area, g.area_bytes, tl.epoch,
+							merged_page_applied(rel, &lv0, &tl, cur_page,
+												&cache_page, &cache_applied));
 			cur_page++;
 			qf_builder_init(&builder, &g, area);
 		}
@@ -223,7 +256,9 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 	/* the rest of the target, down to empty pages */
 	while (cur_page < npages)
 	{
-		qfam_write_page(rel, base + (BlockNumber) cur_page, area, g.area_bytes, tl.epoch);
+		qfam_write_page(rel, base + (BlockNumber) cur_page, area, g.area_bytes, tl.epoch,
+						merged_page_applied(rel, &lv0, &tl, cur_page,
+											&cache_page, &cache_applied));
 		cur_page++;
 		qf_builder_init(&builder, &g, area);
 	}
@@ -253,8 +288,6 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 		m->levels[target] = tl;
 		if (target >= m->nlevels)
 			m->nlevels = target + 1;
-		if (!use_spare)
-			m->reserved_end = base + (BlockNumber) npages;
 		m->merges++;
 		*meta = *m;
 	}

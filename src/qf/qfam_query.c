@@ -13,6 +13,7 @@
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -21,6 +22,7 @@
 #include "parser/parse_coerce.h"
 #include "qfam.h"
 #include "qfilter.h"
+#include "ss_changelog.h"
 #include "ss_pending.h"
 #include "ss_sqlfunc.h"
 #include "storage/bufmgr.h"
@@ -85,43 +87,126 @@ add_saturating(uint64 a, uint64 b)
 }
 
 /*
- * The committed count of h's fingerprint: summed over the levels, plus the
- * copies an uncommitted delete removed (qfam_undo.c).  With any_copy, stop
- * at the first level that has the fingerprint (a membership test): level 0
- * first (its pages are hot), then from the largest level down, since the
- * largest holds most keys, so a present key costs one page read in most
- * cases and an absent one a read per on-disk level.
+ * Replaying the committed records still in the change log on one key's
+ * counts (qfam_committed_count): the same steps consolidation takes
+ * (qfam_apply.c), on the levels' counts read with their pages' applied_pos.
+ */
+typedef struct KeyReplay
+{
+	uint64		fp;				/* the key's fingerprint bits of h1 */
+	uint64		fpmask;
+	uint32		nlevels;
+	QfamPageRead lv[QFAM_MAX_LEVELS];
+	bool		saw_delete;		/* a delete of the key is in the log */
+} KeyReplay;
+
+static void
+qfam_replay_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
+				   void *arg)
+{
+	KeyReplay  *kr = arg;
+	SSPendingKey key;
+	uint64		n;
+
+	if (hdr->len != sizeof(key))
+		return;
+	memcpy(&key, payload, sizeof(key));
+	if ((key.hash.h1 & kr->fpmask) != kr->fp || key.weight <= 0)
+		return;
+	if (hdr->type == SS_PENDING_DELETE)
+		kr->saw_delete = true;
+	/* level 0 has applied it, and then so has every older level */
+	if (pos < kr->lv[0].applied)
+		return;
+	n = (uint64) key.weight;
+	if (hdr->type == SS_PENDING_KEY)
+		kr->lv[0].count = add_saturating(kr->lv[0].count, n);
+	else if (hdr->type == SS_PENDING_DELETE)
+	{
+		uint64		owed = n - Min(kr->lv[0].count, n);
+
+		kr->lv[0].count -= Min(kr->lv[0].count, n);
+		for (uint32 l = 1; l < kr->nlevels && owed > 0; l++)
+		{
+			if (kr->lv[l].applied > pos)
+			{
+				/* applied there already: the page says how much */
+				owed -= Min(owed, kr->lv[l].last_removed);
+				continue;
+			}
+			n = Min(kr->lv[l].count, owed);
+			kr->lv[l].count -= n;
+			owed -= n;
+		}
+	}
+}
+
+/*
+ * The committed count of h's fingerprint: summed over the levels, with the
+ * committed records still in the change log replayed on it.  With
+ * any_copy, stop at the first level that has the fingerprint (a membership
+ * test) unless the log holds a delete of it: level 0 first (its pages are
+ * hot), then from the largest level down, since the largest holds most
+ * keys, so a present key costs one page read in most cases and an absent
+ * one a read per on-disk level.
  */
 static uint64
 qfam_committed_count(Relation rel, SSHash h, bool any_copy)
 {
 	QfamMeta	meta;
+	KeyReplay	kr;
 	uint64		count = 0;
+	uint32		fp_bits = qfam_get_state(rel)->p.fp_bits;
 
 	/*
 	 * Readers take no heavyweight lock.  A run of blocks is only rewritten
-	 * by a merge after another merge has installed a new layout, and a
-	 * deleter stamps the metapage with its undo segment before it removes
-	 * anything, so if the metapage's merge counter and undo segment are the
-	 * same before and after the lookup, no page we read was overwritten
-	 * under us and every removal we saw is in the segment we read;
-	 * otherwise look again.
+	 * by a merge after another merge has installed a new layout, so if the
+	 * metapage's merge counter is the same before and after the levels were
+	 * read, no page we read was overwritten under us; otherwise, or if the
+	 * log moved (ss_changelog.h), look again.
 	 */
-	while (qfam_read_meta(rel, &meta))
+	for (int attempt = 0;; attempt++)
 	{
-		int64		merges = meta.merges;
-		TransactionId undo_xid = meta.undo_xid;
+		SSLogSnapshot snap;
+		int64		merges;
+		bool		stopped_early = false;
 
-		count = qfam_level_count(rel, &meta.levels[0], h.h1);
-		for (uint32 l = meta.nlevels - 1; l > 0 && !(any_copy && count > 0); l--)
-			count = add_saturating(count, qfam_level_count(rel, &meta.levels[l], h.h1));
-		if (!(any_copy && count > 0))
-			count = add_saturating(count, qfam_undo_add_back(rel, &meta, h.h1));
-		if (!qfam_read_meta(rel, &meta) ||
-			(meta.merges == merges && TransactionIdEquals(meta.undo_xid, undo_xid)))
-			break;
-		CHECK_FOR_INTERRUPTS();
+		ss_log_read_begin(rel, &snap, attempt);
+		if (!qfam_read_meta(rel, &meta))
+			return 0;
+		merges = meta.merges;
+		memset(&kr, 0, sizeof(kr));
+		kr.fpmask = ~UINT64CONST(0) << (64 - fp_bits);
+		kr.fp = h.h1 & kr.fpmask;
+		kr.nlevels = meta.nlevels;
+		qfam_level_read(rel, &meta.levels[0], h.h1, &kr.lv[0]);
+		count = kr.lv[0].count;
+		for (uint32 l = meta.nlevels - 1; l > 0; l--)
+		{
+			if (any_copy && count > 0)
+			{
+				/* levels not read count 0 and have applied nothing */
+				stopped_early = true;
+				break;
+			}
+			qfam_level_read(rel, &meta.levels[l], h.h1, &kr.lv[l]);
+			count = add_saturating(count, kr.lv[l].count);
+		}
+		if (!qfam_read_meta(rel, &meta) || meta.merges != merges)
+			continue;
+		if (!ss_log_scan(rel, &snap, qfam_replay_record, &kr))
+			continue;
+		/* a delete in the log may need the levels not read */
+		if (stopped_early && kr.saw_delete)
+		{
+			any_copy = false;
+			continue;
+		}
+		break;
 	}
+	count = 0;
+	for (uint32 l = 0; l < kr.nlevels; l++)
+		count = add_saturating(count, kr.lv[l].count);
 	return count;
 }
 
@@ -273,7 +358,13 @@ qf_merge_sql(PG_FUNCTION_ARGS)
 						   RelationGetRelationName(dst), format_type_be(dst_st->keytype),
 						   RelationGetRelationName(src), format_type_be(src_st->keytype))));
 
-	/* no merge may rewrite the source's levels while we read them */
+	/*
+	 * The source's committed changes still in its change log are moved
+	 * into its levels first (waiting for a round in progress), so that
+	 * every change committed before a still-committing one is merged; then
+	 * no merge may rewrite the source's levels while we read them.
+	 */
+	(void) ss_log_consolidate(src, true);
 	LockPage(src, SS_METAPAGE_BLKNO, ShareLock);
 	if (qfam_read_meta(src, &meta))
 	{
@@ -392,6 +483,8 @@ qf_resize_sql(PG_FUNCTION_ARGS)
 	(void) qfam_get_state(rel);
 	/* with an xid, the commit waits for the resize's WAL to be flushed */
 	(void) GetCurrentTransactionId();
+	/* no consolidation round may write the levels meanwhile */
+	LockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
 	LockPage(rel, SS_METAPAGE_BLKNO, ExclusiveLock);
 	if (!qfam_read_meta(rel, &meta))
 		elog(ERROR, "quotient filter metapage disappeared");
@@ -400,6 +493,7 @@ qf_resize_sql(PG_FUNCTION_ARGS)
 	while (!qfam_merge_levels(rel, &meta, meta.nlevels, last, t))
 		t++;
 	UnlockPage(rel, SS_METAPAGE_BLKNO, ExclusiveLock);
+	UnlockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
 	for (uint32 l = 0; l < meta.nlevels; l++)
 		pages += (int64) 1 << meta.levels[l].page_bits;
 	relation_close(rel, NoLock);
@@ -425,6 +519,14 @@ qf_info_sql(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	st = qfam_get_state(rel);
+	/*
+	 * The levels' counters include what consolidation moved into them:
+	 * consolidate first when this backend can (as a long log's readers
+	 * do), so that they include every committed change not still being
+	 * committed or consolidated by another backend.
+	 */
+	if (!RecoveryInProgress() && !IsInParallelMode())
+		(void) ss_log_consolidate(rel, false);
 	if (!qfam_read_meta(rel, &meta))
 		qfam_first_level(&st->p, &meta);
 	for (uint32 l = 0; l < meta.nlevels; l++)

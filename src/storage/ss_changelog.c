@@ -38,6 +38,7 @@
 
 #define LOG_DATA_OFFSET		MAXALIGN(sizeof(SSLogPageHeader))
 #define MAX_SCAN_RESTARTS	1000
+#define MAX_ROUND_ATTEMPTS	64
 
 /* streamsketch.test_fail_after_log_append (tests only) */
 typedef enum
@@ -147,8 +148,12 @@ ss_log_snapshot(Relation rel, SSLogSnapshot *snap)
 
 /*
  * A reader's snapshot before it reads the structure; attempt counts the
- * restarts after ss_log_scan found the log moved.  A long log is
- * consolidated first when this backend can.
+ * restarts after ss_log_scan found the log moved.  A log that is not
+ * empty is consolidated first when this backend can (not in recovery nor
+ * in a parallel worker) without waiting: like heap pruning, it changes how
+ * committed changes are stored, not what any query sees, and it saves
+ * every later lookup the scan of those records (a lookup that scans
+ * eight pages of records costs ten times one that reads the structure).
  */
 void
 ss_log_read_begin(Relation rel, SSLogSnapshot *snap, int attempt)
@@ -156,11 +161,10 @@ ss_log_read_begin(Relation rel, SSLogSnapshot *snap, int attempt)
 	if (attempt >= MAX_SCAN_RESTARTS)
 		log_corrupted(rel, SS_METAPAGE_BLKNO, "The change log kept moving under a scan.");
 	ss_log_snapshot(rel, snap);
-	if (snap->end_pos - snap->head_pos > SS_LOG_CONSOLIDATE_BYTES)
-	{
-		ss_log_consolidate_if_long(rel, snap);
+	if (snap->end_pos != snap->head_pos && !RecoveryInProgress() &&
+		!IsInParallelMode() &&
+		ss_log_consolidate(rel, false))
 		ss_log_snapshot(rel, snap);
-	}
 }
 
 /* ---------------------------------------------------------------------
@@ -372,6 +376,36 @@ ss_log_scan(Relation rel, const SSLogSnapshot *snap, SSLogRecordFn fn,
 	}
 	reader_end(&r);
 	return ok;
+}
+
+/*
+ * Reserve a run of n new blocks after everything allocated so far (log
+ * pages included) for the structure, e.g. a quotient filter's new level,
+ * and return its first block.  One WAL record moves alloc_end; the blocks
+ * are written (and the file extended) by the caller.  A run reserved by a
+ * round that then fails stays unused until VACUUM FULL.  Takes the append
+ * lock, which alone guards alloc_end.
+ */
+BlockNumber
+ss_log_alloc_run(Relation rel, BlockNumber n)
+{
+	SSXLogState *state;
+	Buffer		metabuf;
+	SSLogMeta  *mlog;
+	BlockNumber base;
+
+	LockPage(rel, SS_LOG_APPEND_LOCK, ExclusiveLock);
+	state = ss_xlog_start(rel);
+	mlog = log_meta_register(rel, state, &metabuf);
+	base = mlog->alloc_end;
+	if (base == 0 || (uint64) base + n >= InvalidBlockNumber)
+		log_corrupted(rel, SS_METAPAGE_BLKNO, "The structure has no room for a new run of blocks.");
+	ss_check_structure_pages((uint64) base + n, RelationGetRelationName(rel));
+	mlog->alloc_end = base + n;
+	ss_xlog_finish(state);
+	UnlockReleaseBuffer(metabuf);
+	UnlockPage(rel, SS_LOG_APPEND_LOCK, ExclusiveLock);
+	return base;
 }
 
 /*
@@ -643,6 +677,7 @@ ss_log_append(Relation rel)
 	Buffer		metabuf;
 	SSLogMeta  *mlog;
 	XLogRecPtr	lsn;
+	const SSStateOps *ops = ss_structure_ops(rel);
 
 	memset(&bh, 0, sizeof(bh));
 	ss_pending_iter_begin(&it, RelationGetRelid(rel));
@@ -661,6 +696,23 @@ ss_log_append(Relation rel)
 	if (log.alloc_end == 0)
 		elog(ERROR, "structure \"%s\" has no change log",
 			 RelationGetRelationName(rel));
+
+	/*
+	 * A structure that can be full (a quotient filter whose fingerprints
+	 * allow no larger level) refuses here, where the log is stable, a batch
+	 * that it might not be able to take: a committed batch that can never
+	 * be applied would block the log.  When only the records waiting in
+	 * the log make the bound fail, it is consolidated first (near-full
+	 * structures only).
+	 */
+	if (ops->admit != NULL && !ops->admit(rel, log.nrecords, false))
+	{
+		UnlockPage(rel, SS_LOG_APPEND_LOCK, ExclusiveLock);
+		(void) ss_log_consolidate(rel, true);
+		LockPage(rel, SS_LOG_APPEND_LOCK, ExclusiveLock);
+		log_meta_read(rel, &log);
+		(void) ops->admit(rel, log.nrecords, true);
+	}
 	a.rel = rel;
 	a.pos = log.end_pos;
 	a.blk = log.end_blk;
@@ -688,6 +740,7 @@ ss_log_append(Relation rel)
 	mlog = log_meta_register(rel, state, &metabuf);
 	mlog->end_pos = a.pos;
 	mlog->end_blk = a.blk;
+	mlog->nrecords += bh.nrecords;
 	lsn = ss_xlog_finish(state);
 	UnlockReleaseBuffer(metabuf);
 	UnlockPage(rel, SS_LOG_APPEND_LOCK, ExclusiveLock);
@@ -750,6 +803,9 @@ typedef struct GroupCollector
 	Size		payload_bytes;	/* their bytes */
 	Size		budget;
 	bool		any_all;
+	SSChunkRoomFn chunk_room;	/* or NULL */
+	int			room;			/* entries the current chunk may still take */
+	bool		stopped;		/* apply_group or chunk_room asked to stop */
 } GroupCollector;
 
 static int
@@ -785,12 +841,25 @@ groups_reset(GroupCollector *g)
  * Apply what was collected: every record of the range before upto for the
  * partitions that have any.
  */
+/* The room of the next chunk (chunk_room), or stop the round. */
+static void
+groups_next_chunk(GroupCollector *g)
+{
+	if (g->chunk_room == NULL || g->stopped)
+		return;
+	g->room = g->chunk_room(g->c->rel, g->arg);
+	if (g->room < 0)
+		g->stopped = true;
+	else
+		g->room = Max(g->room, 1);
+}
+
 static void
 groups_apply(GroupCollector *g, uint64 upto)
 {
 	int			start = 0;
 
-	if (g->n == 0)
+	if (g->n == 0 || g->stopped)
 		return;
 	if (!g->any_all)
 	{
@@ -803,8 +872,12 @@ groups_apply(GroupCollector *g, uint64 upto)
 			CHECK_FOR_INTERRUPTS();
 			while (end < g->n && g->entries[end].part == g->entries[start].part)
 				end++;
-			g->apply_group(g->c->rel, g->entries[start].part, g->entries + start,
-						   end - start, upto, g->arg);
+			if (!g->apply_group(g->c->rel, g->entries[start].part,
+								g->entries + start, end - start, upto, g->arg))
+			{
+				g->stopped = true;
+				break;
+			}
 			start = end;
 		}
 	}
@@ -828,12 +901,16 @@ groups_apply(GroupCollector *g, uint64 upto)
 					k++;
 				}
 			}
-			if (k > 0)
-				g->apply_group(g->c->rel, part, grp, k, upto, g->arg);
+			if (k > 0 && !g->apply_group(g->c->rel, part, grp, k, upto, g->arg))
+			{
+				g->stopped = true;
+				break;
+			}
 		}
 		pfree(grp);
 	}
 	groups_reset(g);
+	groups_next_chunk(g);
 }
 
 static void
@@ -846,13 +923,16 @@ group_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	int			nentries = np < 0 ? 1 : np;
 	char	   *copy = NULL;
 
-	if (nentries == 0)
+	if (nentries == 0 || g->stopped)
 		return;
 	/* collected records are applied before they would not fit */
 	if (g->n + nentries > g->cap ||
+		(g->chunk_room != NULL && g->n > 0 && g->n + nentries > g->room) ||
 		(hdr->len > sizeof(((SSGroupEntry *) NULL)->data) &&
 		 g->payload_bytes + hdr->len > g->budget && g->n > 0))
 		groups_apply(g, pos);
+	if (g->stopped)
+		return;
 	if (hdr->len > sizeof(((SSGroupEntry *) NULL)->data))
 	{
 		copy = MemoryContextAllocHuge(CurrentMemoryContext, hdr->len);
@@ -879,13 +959,17 @@ group_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	}
 }
 
-void
+bool
 ss_cons_by_partition(SSConsolidation *c, uint32 nparts, SSPartsOfFn parts_of,
-					 SSApplyGroupFn apply_group, void *arg)
+					 SSApplyGroupFn apply_group, SSChunkRoomFn chunk_room,
+					 void *arg)
 {
 	GroupCollector g;
 
 	g.c = c;
+	g.chunk_room = chunk_room;
+	g.room = 0;
+	g.stopped = false;
 	g.nparts = nparts;
 	g.parts_of = parts_of;
 	g.apply_group = apply_group;
@@ -898,9 +982,13 @@ ss_cons_by_partition(SSConsolidation *c, uint32 nparts, SSPartsOfFn parts_of,
 	g.copies = NIL;
 	g.payload_bytes = 0;
 	g.any_all = false;
-	ss_cons_foreach(c, group_record, &g);
+	groups_next_chunk(&g);
+	if (!g.stopped)
+		ss_cons_foreach(c, group_record, &g);
 	groups_apply(&g, c->end_pos);
+	list_free_deep(g.copies);
 	pfree(g.entries);
+	return !g.stopped;
 }
 
 /*
@@ -917,7 +1005,7 @@ ss_cons_by_partition(SSConsolidation *c, uint32 nparts, SSPartsOfFn parts_of,
  */
 static void
 log_advance_head(Relation rel, const SSStateOps *ops, uint64 new_head,
-				 BlockNumber new_blk, const void *stats)
+				 BlockNumber new_blk, uint64 nrecords, const void *stats)
 {
 	SSLogMeta	log;
 	BlockNumber blk;
@@ -958,6 +1046,7 @@ log_advance_head(Relation rel, const SSStateOps *ops, uint64 new_head,
 	}
 	hdr->log.head_pos = new_head;
 	hdr->log.head_blk = new_blk;
+	hdr->log.nrecords -= Min(hdr->log.nrecords, nrecords);
 	hdr->log.consolidations++;
 	if (stats && ops->add_stats)
 		ops->add_stats(hdr, stats);
@@ -983,6 +1072,7 @@ log_consolidate_locked(Relation rel, const SSStateOps *ops)
 	BlockNumber stop_blk;
 	bool		any_committed = false;
 	void	   *stats = NULL;
+	uint64		nrecords = 0;
 
 	ss_log_snapshot(rel, &snap);
 	if (snap.head_pos == snap.end_pos)
@@ -1006,6 +1096,7 @@ log_consolidate_locked(Relation rel, const SSStateOps *ops)
 		if (status == BATCH_IN_PROGRESS)
 			break;
 		any_committed |= status == BATCH_COMMITTED;
+		nrecords += bh.nrecords;
 		if (!reader_read(&r, NULL, bh.length))
 			log_corrupted(rel, r.blk, "The change log moved under its consolidation.");
 		stop = r.pos;
@@ -1025,9 +1116,22 @@ log_consolidate_locked(Relation rel, const SSStateOps *ops)
 			c.end_pos = stop;
 			c.start_blk = snap.head_blk;
 			c.stats = stats;
-			ops->consolidate(&c);
+
+			/*
+			 * A structure whose partitions changed in the middle of the
+			 * round (a quotient filter that grew) runs it again: what it
+			 * applied is skipped by its applied_pos marks.
+			 */
+			for (int attempt = 0; !ops->consolidate(&c); attempt++)
+			{
+				if (attempt >= MAX_ROUND_ATTEMPTS)
+					elog(ERROR, "consolidation of \"%s\" did not complete after %d attempts",
+						 RelationGetRelationName(rel), attempt + 1);
+				CHECK_FOR_INTERRUPTS();
+				memset(stats, 0, Max(ops->stats_size, 1));
+			}
 		}
-		log_advance_head(rel, ops, stop, stop_blk, stats);
+		log_advance_head(rel, ops, stop, stop_blk, nrecords, stats);
 	}
 	return stop != snap.head_pos;
 }

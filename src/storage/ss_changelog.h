@@ -13,9 +13,10 @@
  *
  * Consolidation moves committed batches into the structure (the
  * structure's consolidate callback: sub-buffer appends, flushes, merges) in
- * log order, interruptibly, outside COMMIT: in any access that finds the
- * log longer than SS_LOG_CONSOLIDATE_BYTES (like heap page pruning), in the
- * flush functions and in VACUUM.  It stops at the first batch whose
+ * log order, interruptibly, outside COMMIT: by any reader that finds the log
+ * not empty and the consolidation lock free (like heap page pruning), by a
+ * writing statement that finds it longer than SS_LOG_CONSOLIDATE_BYTES, in
+ * the flush functions and in VACUUM.  It stops at the first batch whose
  * transaction is still committing, so it never waits for one.
  *
  * Exactly once.  A structure is cut into partitions (a page, or a
@@ -52,7 +53,7 @@
 #define SS_LOG_APPEND_LOCK			((BlockNumber) 0xFFFFFFFD)
 #define SS_LOG_CONSOLIDATE_LOCK		((BlockNumber) 0xFFFFFFFC)
 
-/* a log longer than this is consolidated by the next access that can */
+/* a log longer than this is consolidated by the next writing statement */
 #define SS_LOG_CONSOLIDATE_BYTES	(8 * BLCKSZ)
 
 typedef struct SSLogPageHeader
@@ -106,6 +107,7 @@ extern int64 ss_log_flush(Relation rel, SSFlushFn flush);
 extern void ss_log_consolidate_if_long(Relation rel, const SSLogSnapshot *snap);
 extern void ss_log_vacuum(Relation rel);
 extern TransactionId ss_log_oldest_xid(Relation rel);
+extern BlockNumber ss_log_alloc_run(Relation rel, BlockNumber n);
 
 /*
  * A consolidation round over the log range [start_pos, end_pos) (every
@@ -158,12 +160,27 @@ ss_group_payload(const SSGroupEntry *e)
 
 typedef int (*SSPartsOfFn) (const SSPendingHeader *hdr, const char *payload,
 							uint32 *parts, void *arg);
-typedef void (*SSApplyGroupFn) (Relation rel, uint32 part,
+/* returns false to stop the round (it is then run again, see below) */
+typedef bool (*SSApplyGroupFn) (Relation rel, uint32 part,
 								const SSGroupEntry *entries, int n,
 								uint64 upto, void *arg);
 
-extern void ss_cons_by_partition(SSConsolidation *c, uint32 nparts,
+/*
+ * Optional: before each chunk of collected records, how many entries the
+ * chunk may hold (a quotient filter: the room left in level 0, after
+ * making room if there is none), or -1 to stop the round.
+ */
+typedef int (*SSChunkRoomFn) (Relation rel, void *arg);
+
+/*
+ * Returns false if apply_group or chunk_room stopped the round; the
+ * consolidate callback then returns false too, and the round is run again
+ * from its start (records a partition applied are skipped by its
+ * applied_pos), with its stats zeroed.
+ */
+extern bool ss_cons_by_partition(SSConsolidation *c, uint32 nparts,
 								 SSPartsOfFn parts_of,
-								 SSApplyGroupFn apply_group, void *arg);
+								 SSApplyGroupFn apply_group,
+								 SSChunkRoomFn chunk_room, void *arg);
 
 #endif							/* SS_CHANGELOG_H */

@@ -79,6 +79,7 @@ typedef struct SSLogMeta
 	uint32		npages;			/* pages in the chain from head_blk */
 	uint32		nfree;			/* pages on the free list */
 	int64		consolidations; /* consolidation rounds that moved the head */
+	uint64		nrecords;		/* records between head_pos and end_pos */
 } SSLogMeta;
 
 typedef struct SSMetaHeader

@@ -300,89 +300,34 @@ ss_pending_iter_end(SSPendingIter *it)
 	it->buf = NULL;
 }
 
-static int
-pending_rel_cmp(const ListCell *a, const ListCell *b)
-{
-	Oid			x = ((PendingRel *) lfirst(a))->relid;
-	Oid			y = ((PendingRel *) lfirst(b))->relid;
-
-	return x < y ? -1 : x > y ? 1 : 0;
-}
-
 /*
- * At pre-commit, each pending relation's records become a batch of its
- * change log (ss_changelog.c): bounded work, interruptible, and without
- * effect unless the commit record follows.  An error here aborts the
- * transaction, and the abort callback discards the log.
- *
- * A structure not yet on the change log has its records applied here
- * instead, with interrupts held so that a cancel cannot leave part of them
- * applied (the quotient filter family, until it moves to the log).
+ * At pre-commit (and pre-prepare), each pending relation's records become a
+ * batch of its change log (ss_changelog.c): bounded work, interruptible,
+ * and without effect unless the commit record follows.  An error here
+ * aborts the transaction, and the abort callback discards the log.
  */
 static void
-pending_apply_all(void)
+pending_append_all(void)
 {
 	ListCell   *lc;
 
 	applying = true;
-
-	/*
-	 * In relation OID order: locks held until the transaction ends (a
-	 * filter's delete lock, qfam_undo.c) are then taken in the same order
-	 * by every committing transaction, so two commits never deadlock.
-	 */
-	list_sort(pending_rels, pending_rel_cmp);
 	foreach(lc, pending_rels)
 	{
 		PendingRel *pr = (PendingRel *) lfirst(lc);
 		Relation	rel;
-		const SSStateOps *ops;
 
-		/* dropped later in this transaction: nothing to apply */
+		/* dropped later in this transaction: nothing to append */
 		rel = try_relation_open(pr->relid, RowExclusiveLock);
 		if (rel == NULL)
 			continue;
-		ops = ss_structure_ops(rel);
-		if (ops == NULL)
+		if (ss_structure_ops(rel) == NULL)
 			elog(ERROR, "relation \"%s\" is not a streamsketch structure",
 				 RelationGetRelationName(rel));
-		if (ops->consolidate != NULL)
-			ss_log_append(rel);
-		else
-		{
-			HOLD_INTERRUPTS();
-			ops->apply(rel);
-			RESUME_INTERRUPTS();
-		}
+		ss_log_append(rel);
 		relation_close(rel, NoLock);
 	}
 	applying = false;
-}
-
-/* Refuse PREPARE TRANSACTION if a changed structure is not on the log. */
-static void
-pending_check_preparable(void)
-{
-	ListCell   *lc;
-
-	foreach(lc, pending_rels)
-	{
-		PendingRel *pr = (PendingRel *) lfirst(lc);
-		Relation	rel;
-		const SSStateOps *ops;
-
-		rel = try_relation_open(pr->relid, RowExclusiveLock);
-		if (rel == NULL)
-			continue;
-		ops = ss_structure_ops(rel);
-		if (ops != NULL && ops->consolidate == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot PREPARE a transaction that changed %s table \"%s\"",
-							ss_structure_name(rel), RelationGetRelationName(rel)),
-					 errdetail("Its changes are applied at commit and cannot be kept across PREPARE TRANSACTION.")));
-		relation_close(rel, NoLock);
-	}
 }
 
 static void
@@ -391,22 +336,13 @@ pending_xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
-			if (pending_rels != NIL)
-				pending_apply_all();
-			pending_reset();
-			break;
 		case XACT_EVENT_PRE_PREPARE:
 			/*
-			 * A batch in the change log waits for its xid's fate, so a
-			 * prepared transaction's batches count once COMMIT PREPARED
-			 * runs, in whatever session; changes applied at commit cannot
-			 * wait like that.
+			 * A prepared transaction's batch waits in the log for its xid's
+			 * fate like any other: it counts once COMMIT PREPARED runs.
 			 */
 			if (pending_rels != NIL)
-			{
-				pending_check_preparable();
-				pending_apply_all();
-			}
+				pending_append_all();
 			pending_reset();
 			break;
 		case XACT_EVENT_ABORT:

@@ -7,22 +7,22 @@
 #
 #  a. an ERROR during COMMIT, after the batch was appended and WAL-logged
 #     (streamsketch.test_fail_after_log_append = error), also once the
-#     aborted batch was consolidated (bcms_flush, VACUUM);
+#     aborted batch was consolidated (the flush function, VACUUM);
 #  b. a PANIC between the batch's WAL and the commit record (= panic): the
 #     server restarts by itself, and a streaming standby agrees;
 #  c. cancel and terminate of a long INSERT, cancel of a COMMIT while it
-#     appends, cancel and terminate of a long consolidation (bcms_flush),
+#     appends, cancel and terminate of a long consolidation (the flush),
 #     which must also stop within a second;
 #  d. ROLLBACK and ROLLBACK TO SAVEPOINT; inside the transaction the
 #     estimates include its own rows, other sessions see them after COMMIT;
-#  e. PREPARE TRANSACTION is refused (0A000) and applies nothing;
+#  e. PREPARE TRANSACTION: the batch counts after COMMIT PREPARED only;
 #  f. VACUUM (FREEZE) advances relfrozenxid, but never past the xid of a
 #     transaction that may still append or has a batch in the log;
 #  g. a fresh session sees every committed row; an ordinary role inserts,
 #     reads, and its failed commit leaves no trace either.
 #
-# Every answer (estimates of a fixed set of keys, bcms_info items and
-# total_weight) is compared with the exact answer computed from the rows
+# Every answer (lookups of a fixed set of keys, the info function's items
+# and, for bcms, total_weight) is compared with the exact answer computed from the rows
 # the test committed, so a change that leaks or a change that is lost both
 # fail.  The structures are table-driven: the other access methods join by
 # appending an entry to @structures once they are on the change log.
@@ -71,11 +71,44 @@ sub bcms_structure
 			join(' ', map { "$_:" . $count->($_) } @keys);
 		},
 		expect_summary => sub { "items $_[0] weight $_[0]" },
+		flush => sub { "SELECT bcms_flush('$_[0]')" },
+		pages => sub { "SELECT relation_pages FROM bcms_info('$_[0]')" },
 	};
 }
 
-my @structures =
-  (bcms_structure('buf', ''), bcms_structure('plain', ", mode => 'plain'"));
+# keys 0..29 of a filter with fp_rate 1e-6 give no false positive
+sub bloom_structure
+{
+	my ($tag, $mode) = @_;
+	return {
+		tag => $tag,
+		create => {
+			small => "SELECT bloom_create('%s', 'int8', capacity => 100000, fp_rate => 0.000001, mode => '$mode', buffer_size => '64kB')",
+			big => "SELECT bloom_create('%s', 'int8', capacity => 10000000, fp_rate => 0.001, mode => '$mode')",
+		},
+		lookups => sub {
+			"SELECT string_agg(k || ':' || bloom_contains('$_[0]', k::int8), ' ' "
+			  . "ORDER BY k) FROM unnest('{"
+			  . join(',', @keys) . "}'::int[]) k";
+		},
+		summary => sub {
+			"SELECT 'items ' || items FROM bloom_info('$_[0]')";
+		},
+		expect_lookups => sub {
+			my ($count) = @_;
+			join(' ', map { "$_:" . ($count->($_) > 0 ? 'true' : 'false') } @keys);
+		},
+		expect_summary => sub { "items $_[0]" },
+		flush => sub { "SELECT bloom_flush('$_[0]')" },
+		pages => sub { "SELECT relation_pages FROM bloom_info('$_[0]')" },
+	};
+}
+
+my @structures = (
+	bcms_structure('buf', ''),
+	bcms_structure('plain', ", mode => 'plain'"),
+	bloom_structure('bloc', 'localized'),
+	bloom_structure('belev', 'elevator'));
 
 # ---------------------------------------------------------------------
 # The nodes: a primary that restarts by itself after a PANIC, and a
@@ -247,7 +280,7 @@ foreach my $s (@structures)
 	# committed rows to start from, partly still in the change log
 	my $t = "small_$s->{tag}";
 	$node->safe_psql('postgres',
-		insert_sql($t, 0, 19, 10) . "SELECT bcms_flush('$t');\n" . insert_sql($t, 5, 9, 3));
+		insert_sql($t, 0, 19, 10) . $s->{flush}->($t) . ";\n" . insert_sql($t, 5, 9, 3));
 	push @{ $committed{$t} }, [ 0, 19, 10 ], [ 5, 9, 3 ];
 	check_exact($s, $t, 'start');
 }
@@ -274,8 +307,8 @@ foreach my $s (@structures)
 	check_exact($s, $t, 'the INSERT committed after the failed one');
 
 	# consolidation drops the aborted batch and applies the committed one
-	$node->safe_psql('postgres', "SELECT bcms_flush('$t')");
-	check_exact($s, $t, 'after bcms_flush');
+	$node->safe_psql('postgres', $s->{flush}->($t));
+	check_exact($s, $t, 'after the flush function');
 	$node->safe_psql('postgres', "VACUUM $t");
 	check_exact($s, $t, 'after VACUUM');
 }
@@ -295,7 +328,7 @@ foreach my $s (@structures)
 	check_standby("$t: before the crash");
 	my $before = answer($node, $s, $t);
 	my $pages = $node->safe_psql('postgres',
-		"SELECT relation_pages FROM bcms_info('$t')");
+		$s->{pages}->($t));
 
 	my $offset = -s $node->logfile;
 	my ($err, $out) = run_sql(
@@ -311,7 +344,7 @@ foreach my $s (@structures)
 
 	is(answer($node, $s, $t), $before, "$t: answers unchanged after the crash");
 	cmp_ok(
-		$node->safe_psql('postgres', "SELECT relation_pages FROM bcms_info('$t')"),
+		$node->safe_psql('postgres', $s->{pages}->($t)),
 		'>=', $pages + 5,
 		"$t: the crashed batch's log pages were replayed");
 	check_standby("$t: after the crash");
@@ -399,32 +432,36 @@ foreach my $s (@structures)
 		"$t: answers unchanged after a canceled COMMIT");
 }
 
-# A long consolidation: a 4-million-row batch in the log of a large sketch
-# (epsilon 1e-5, 10,000 keys), which bcms_flush moves into the sketch.
+# A long consolidation: a 4-million-row batch in the log of a large
+# structure (10,000 keys), which the flush function moves into it.  The
+# standby reads the log without consolidating it (on the primary, the info
+# functions and lookups consolidate a long log), so the totals are checked
+# there while the batch must stay in the primary's log.
 foreach my $s (@structures)
 {
 	my $t = "big_$s->{tag}";
 	my @batch = (0, 9999, 400);
+	my $summary = $s->{expect_summary}->(4_000_000);
 	$node->safe_psql('postgres',
 		"BEGIN;\n" . insert_sql($t, @batch) . "COMMIT;\n");
 	push @{ $committed{$t} }, [@batch];
-	# bcms_info reads the log without consolidating it (estimates would)
-	my $summary = $node->safe_psql('postgres', $s->{summary}->($t));
-	is($summary, $s->{expect_summary}->(4_000_000),
+	$node->wait_for_catchup($standby);
+	is($standby->safe_psql('postgres', $s->{summary}->($t)), $summary,
 		"$t: the batch is committed");
 
 	foreach my $how ('cancel', 'terminate')
 	{
-		my $h = start_bg("SELECT bcms_flush('$t')");
+		my $h = start_bg($s->{flush}->($t));
 		my $secs = stop_bg($h, $how);
 		is($h->{error}, $how eq 'cancel' ? $canceled : $terminated,
-			"$t: bcms_flush was stopped by $how (else it finished in 0.3 s: scale the batch up)");
-		cmp_ok($secs, '<', 1.0, "$t: bcms_flush stopped $secs s after the $how");
-		is($node->safe_psql('postgres', $s->{summary}->($t)), $summary,
-			"$t: items and weight unchanged after $how of bcms_flush");
+			"$t: the flush was stopped by $how (else it finished in 0.3 s: scale the batch up)");
+		cmp_ok($secs, '<', 1.0, "$t: the flush stopped $secs s after the $how");
+		$node->wait_for_catchup($standby);
+		is($standby->safe_psql('postgres', $s->{summary}->($t)), $summary,
+			"$t: totals unchanged after $how of the flush");
 	}
-	my $applied = $node->safe_psql('postgres', "SELECT bcms_flush('$t')");
-	like($applied, qr/^\d+$/, "$t: a bcms_flush after the stopped ones completes");
+	my $applied = $node->safe_psql('postgres', $s->{flush}->($t));
+	like($applied, qr/^\d+$/, "$t: a flush after the stopped ones completes");
 	check_exact($s, $t, 'after the stopped consolidations and a complete one');
 }
 check_standby('after cancel and terminate');
@@ -469,19 +506,30 @@ foreach my $s (@structures)
 }
 
 # ---------------------------------------------------------------------
-# e. PREPARE TRANSACTION after changing a structure is refused for now.
-# (Prepared transactions may come to be supported: this block then
-# changes.)
+# e. PREPARE TRANSACTION: the batch is appended at PREPARE and counts once
+# COMMIT PREPARED runs (in another session); ROLLBACK PREPARED leaves no
+# trace.
 # ---------------------------------------------------------------------
 foreach my $s (@structures)
 {
 	my $t = "small_$s->{tag}";
+	my $before = answer($node, $s, $t);
 	my ($err) = run_sql("BEGIN;\n" . insert_sql($t, 0, 29, 4) . "PREPARE TRANSACTION 'p_$t';\n");
-	is($err, '0A000: cannot PREPARE a transaction that changed a streamsketch structure',
-		"$t: PREPARE TRANSACTION is refused");
-	is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts'),
-		'0', "$t: no transaction was prepared");
-	check_exact($s, $t, 'after the refused PREPARE');
+	is($err, '', "$t: PREPARE TRANSACTION succeeds");
+	is($node->safe_psql('postgres', "SELECT gid FROM pg_prepared_xacts"),
+		"p_$t", "$t: the transaction is prepared");
+	is(answer($node, $s, $t), $before, "$t: a prepared batch does not count");
+	$node->safe_psql('postgres', "COMMIT PREPARED 'p_$t'");
+	push @{ $committed{$t} }, [ 0, 29, 4 ];
+	check_exact($s, $t, 'after COMMIT PREPARED');
+
+	$before = answer($node, $s, $t);
+	($err) = run_sql("BEGIN;\n" . insert_sql($t, 0, 29, 5) . "PREPARE TRANSACTION 'q_$t';\n");
+	is($err, '', "$t: a second PREPARE TRANSACTION succeeds");
+	$node->safe_psql('postgres', "ROLLBACK PREPARED 'q_$t'");
+	is(answer($node, $s, $t), $before, "$t: ROLLBACK PREPARED leaves no trace");
+	$node->safe_psql('postgres', $s->{flush}->($t));
+	check_exact($s, $t, 'after ROLLBACK PREPARED and a flush');
 }
 
 # ---------------------------------------------------------------------
