@@ -5,8 +5,9 @@
  *	  TRUNCATE and INSERT.
  *
  * INSERT only hashes the row's key and appends (hash, weight) to the
- * transaction's pending log (ss_pending.c); bcms_apply_pending() applies the
- * log at pre-commit.
+ * transaction's pending log (ss_pending.c); at pre-commit the log is
+ * appended to the relation's change log, and bcms_consolidate() later moves
+ * committed updates into the sketch.
  *
  *-------------------------------------------------------------------------
  */

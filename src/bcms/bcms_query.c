@@ -112,22 +112,23 @@ bcms_log_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
  * about one page, not depth).
  */
 static void
-bcms_read_plain(Relation rel, const BcmsParams *p, BlockNumber nblocks,
-				EstimateLog *el, bool log_empty)
+bcms_read_plain(Relation rel, const BcmsParams *p, EstimateLog *el,
+				bool log_empty)
 {
 	for (uint32 row = 0; row < p->depth; row++)
 	{
 		uint64		idx = bcms_plain_index(p, el->h, row);
 		BlockNumber blk = (BlockNumber) (1 + idx / PLAIN_COUNTERS_PER_PAGE);
+		Buffer		buf;
 
 		el->row_idx[row] = idx;
 		el->row_count[row] = 0;
 		el->row_applied[row] = 0;
 		if (log_empty && row > 0 && el->row_count[row - 1] == 0)
 			continue;
-		if (blk < nblocks)
+		buf = ss_read_buffer_if_exists(rel, blk);
+		if (BufferIsValid(buf))
 		{
-			Buffer		buf = ReadBuffer(rel, blk);
 			Page		page;
 
 			LockBuffer(buf, BUFFER_LOCK_SHARE);
@@ -145,13 +146,13 @@ bcms_read_plain(Relation rel, const BcmsParams *p, BlockNumber nblocks,
 
 /*
  * buffered mode: the key's sketch page counters with its sub-buffer
- * applied, and the partition's applied_pos.  Both pages are share-locked
- * together (buffer page first) so that an entry is seen exactly once even
- * while it moves from sub-buffer to page.
+ * applied, and the partition's applied_pos.  Both pages are pinned first,
+ * then share-locked together (buffer page first) so that an entry is seen
+ * exactly once even while it moves from sub-buffer to page, and no I/O
+ * happens under a content lock.
  */
 static void
-bcms_read_buffered(Relation rel, const BcmsParams *p, BlockNumber nblocks,
-				   EstimateLog *el)
+bcms_read_buffered(Relation rel, const BcmsParams *p, EstimateLog *el)
 {
 	BlockNumber sblk = bcms_sketch_blkno(p, el->pg);
 	BcmsBufEntry sub[(SS_PAGE_DATA_SIZE) / sizeof(BcmsBufEntry)];
@@ -162,12 +163,14 @@ bcms_read_buffered(Relation rel, const BcmsParams *p, BlockNumber nblocks,
 
 	memset(el->counters, 0, size);
 	el->applied = 0;
-	if (p->subbuf_cap > 0 && bcms_buffer_blkno(p, el->pg) < nblocks)
+	if (p->subbuf_cap > 0)
+		bbuf = ss_read_buffer_if_exists(rel, bcms_buffer_blkno(p, el->pg));
+	sbuf = ss_read_buffer_if_exists(rel, sblk);
+	if (BufferIsValid(bbuf))
 	{
 		BlockNumber bblk = bcms_buffer_blkno(p, el->pg);
 		Page		page;
 
-		bbuf = ReadBuffer(rel, bblk);
 		LockBuffer(bbuf, BUFFER_LOCK_SHARE);
 		page = BufferGetPage(bbuf);
 		if (!PageIsNew(page))
@@ -186,11 +189,10 @@ bcms_read_buffered(Relation rel, const BcmsParams *p, BlockNumber nblocks,
 			el->applied = bcms_buf_applied(page, p)[slot];
 		}
 	}
-	if (sblk < nblocks)
+	if (BufferIsValid(sbuf))
 	{
 		Page		page;
 
-		sbuf = ReadBuffer(rel, sblk);
 		LockBuffer(sbuf, BUFFER_LOCK_SHARE);
 		page = BufferGetPage(sbuf);
 		if (!PageIsNew(page))
@@ -232,15 +234,12 @@ bcms_estimate_committed(Relation rel, const BcmsParams *p, SSHash h)
 	for (int attempt = 0;; attempt++)
 	{
 		SSLogSnapshot snap;
-		BlockNumber nblocks;
 
 		ss_log_read_begin(rel, &snap, attempt);
-		nblocks = RelationGetNumberOfBlocks(rel);
 		if (p->mode == BCMS_MODE_PLAIN)
-			bcms_read_plain(rel, p, nblocks, &el,
-							snap.head_pos == snap.end_pos);
+			bcms_read_plain(rel, p, &el, snap.head_pos == snap.end_pos);
 		else
-			bcms_read_buffered(rel, p, nblocks, &el);
+			bcms_read_buffered(rel, p, &el);
 		if (ss_log_scan(rel, &snap, bcms_log_record, &el))
 			break;
 	}

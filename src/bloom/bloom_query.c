@@ -54,14 +54,12 @@ bloom_check_acl(Relation rel, AclMode mode)
  * never written (beyond the end of the file or all zeros).
  */
 static Buffer
-bloom_read_page(Relation rel, BlockNumber blkno, BlockNumber nblocks,
-				uint16 page_type)
+bloom_read_page(Relation rel, BlockNumber blkno, uint16 page_type)
 {
-	Buffer		buf;
+	Buffer		buf = ss_read_buffer_if_exists(rel, blkno);
 
-	if (blkno >= nblocks)
+	if (!BufferIsValid(buf))
 		return InvalidBuffer;
-	buf = ReadBuffer(rel, blkno);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	if (PageIsNew(BufferGetPage(buf)))
 	{
@@ -74,10 +72,10 @@ bloom_read_page(Relation rel, BlockNumber blkno, BlockNumber nblocks,
 
 /* Is the key's h2 in its sub-buffer (committed, not yet applied)? */
 static bool
-bloom_buffered(Relation rel, const BloomParams *p, SSHash h, BlockNumber nblocks)
+bloom_buffered(Relation rel, const BloomParams *p, SSHash h)
 {
 	uint32		sb = bloom_subbuf_of(p, h);
-	Buffer		buf = bloom_read_page(rel, bloom_buffer_blkno(p, sb), nblocks,
+	Buffer		buf = bloom_read_page(rel, bloom_buffer_blkno(p, sb),
 									  SS_PAGE_BLOOM_BUFFER);
 	bool		found = false;
 
@@ -105,17 +103,13 @@ bloom_buffered(Relation rel, const BloomParams *p, SSHash h, BlockNumber nblocks
 static bool
 bloom_contains_pages(Relation rel, const BloomParams *p, SSHash h)
 {
-	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
-
-	if (nblocks == 0)
-		return false;
-	if (p->nsubbufs > 0 && bloom_buffered(rel, p, h, nblocks))
+	if (p->nsubbufs > 0 && bloom_buffered(rel, p, h))
 		return true;
 
 	if (p->mode == BLOOM_MODE_LOCALIZED)
 	{
 		Buffer		buf = bloom_read_page(rel, bloom_bits_blkno(p, bloom_local_page(p, h.h1)),
-										  nblocks, SS_PAGE_BLOOM_BITS);
+										  SS_PAGE_BLOOM_BITS);
 		const uint64 *words;
 		bool		all = true;
 
@@ -132,7 +126,7 @@ bloom_contains_pages(Relation rel, const BloomParams *p, SSHash h)
 	{
 		uint64		b = bloom_global_bit(p, h.h2, i);
 		Buffer		buf = bloom_read_page(rel, bloom_bits_blkno(p, (uint32) (b / BLOOM_PAGE_BITS)),
-										  nblocks, SS_PAGE_BLOOM_BITS);
+										  SS_PAGE_BLOOM_BITS);
 		bool		set;
 
 		if (!BufferIsValid(buf))
@@ -315,7 +309,7 @@ bloom_info(PG_FUNCTION_ARGS)
 		Buffer		buf;
 
 		CHECK_FOR_INTERRUPTS();
-		buf = bloom_read_page(rel, 1 + p->npages + b, nblocks, SS_PAGE_BLOOM_BUFFER);
+		buf = bloom_read_page(rel, 1 + p->npages + b, SS_PAGE_BLOOM_BUFFER);
 		if (!BufferIsValid(buf))
 			continue;
 		for (uint32 s = 0; s < p->subbufs_per_page; s++)

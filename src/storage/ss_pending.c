@@ -45,7 +45,7 @@ static Size mem_cap = 0;
 static BufFile *spill = NULL;
 static int64 spill_len = 0;
 static bool have_truncate = false;
-static bool applying = false;
+static bool appending = false;
 
 #define RECORD_SIZE(len) (sizeof(SSPendingHeader) + MAXALIGN(len))
 
@@ -100,7 +100,7 @@ pending_reset(void)
 	pending_rels = NIL;
 	subxact_marks = NIL;
 	have_truncate = false;
-	applying = false;
+	appending = false;
 }
 
 static void
@@ -127,8 +127,8 @@ ss_pending_add(Relation rel, SSPendingType type, const void *payload,
 	ListCell   *lc;
 	PendingRel *pr = NULL;
 
-	if (applying)
-		elog(ERROR, "streamsketch pending changes added while applying them");
+	if (appending)
+		elog(ERROR, "streamsketch pending changes added while appending them");
 
 	/* a write needs an xid, or its commit would not wait for WAL flush */
 	(void) GetCurrentTransactionId();
@@ -311,7 +311,7 @@ pending_append_all(void)
 {
 	ListCell   *lc;
 
-	applying = true;
+	appending = true;
 	foreach(lc, pending_rels)
 	{
 		PendingRel *pr = (PendingRel *) lfirst(lc);
@@ -327,7 +327,7 @@ pending_append_all(void)
 		ss_log_append(rel);
 		relation_close(rel, NoLock);
 	}
-	applying = false;
+	appending = false;
 }
 
 static void
