@@ -310,24 +310,38 @@ reader_records(LogReader *r, const SSLogBatchHeader *bh, SSLogRecordFn fn,
 
 	for (uint32 i = 0; i < bh->nrecords; i++)
 	{
+		SSLogRecordHeader rh;
 		SSPendingHeader hdr;
 		uint64		pos = r->pos;
 
-		if (!reader_read(r, &hdr, sizeof(hdr)))
+		if (!reader_read(r, &rh, sizeof(rh)))
 			return false;
-		if (hdr.len > MaxAllocSize || MAXALIGN(hdr.len) > stop - r->pos)
-			log_corrupted(r->rel, r->blk, "A change log record is longer than its batch.");
-		if (r->payload_size < Max(hdr.len, 1))
+		if (rh.len > MaxAllocSize || MAXALIGN(rh.len) > stop - r->pos ||
+			((rh.flags & SS_LOG_REC_WEIGHT1) && rh.len != sizeof(SSHash)) ||
+			(rh.flags & ~SS_LOG_REC_WEIGHT1) != 0)
+			log_corrupted(r->rel, r->blk, "A change log record is invalid.");
+		if (r->payload_size < Max(rh.len, sizeof(SSPendingKey)))
 		{
 			if (r->payload)
 				pfree(r->payload);
-			r->payload_size = Max(hdr.len, 1024);
+			r->payload_size = Max(rh.len, 1024);
 			r->payload = MemoryContextAllocHuge(CurrentMemoryContext,
 												r->payload_size);
 		}
-		if (!reader_read(r, r->payload, hdr.len) ||
-			!reader_read(r, NULL, MAXALIGN(hdr.len) - hdr.len))
+		if (!reader_read(r, r->payload, rh.len) ||
+			!reader_read(r, NULL, MAXALIGN(rh.len) - rh.len))
 			return false;
+		memset(&hdr, 0, sizeof(hdr));
+		hdr.relid = RelationGetRelid(r->rel);
+		hdr.type = rh.type;
+		hdr.len = rh.len;
+		if (rh.flags & SS_LOG_REC_WEIGHT1)
+		{
+			int64		one = 1;
+
+			memcpy(r->payload + sizeof(SSHash), &one, sizeof(one));
+			hdr.len = sizeof(SSPendingKey);
+		}
 		fn(pos, &hdr, r->payload, arg);
 	}
 	if (r->pos != stop)
@@ -491,6 +505,31 @@ appender_set_used(Page page, uint32 used)
 	page_log_header(page)->used = used;
 	((PageHeader) page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) +
 		LOG_DATA_OFFSET + used;
+}
+
+/* The log form of a pending record (SSLogRecordHeader). */
+static void
+log_record_header(const SSPendingHeader *hdr, const char *payload,
+				  SSLogRecordHeader *rh)
+{
+	rh->type = hdr->type;
+	rh->flags = 0;
+	rh->len = hdr->len;
+	if ((hdr->type == SS_PENDING_KEY || hdr->type == SS_PENDING_DELETE) &&
+		hdr->len == sizeof(SSPendingKey))
+	{
+		SSPendingKey key;
+
+		memcpy(&key, payload, sizeof(key));
+		if (key.weight == 1)
+		{
+			/* the hash comes first: the payload's prefix is written */
+			StaticAssertStmt(offsetof(SSPendingKey, hash) == 0,
+							 "an SSPendingKey starts with its hash");
+			rh->flags = SS_LOG_REC_WEIGHT1;
+			rh->len = sizeof(SSHash);
+		}
+	}
 }
 
 /* Lock and register the tail page holding a->pos. */
@@ -683,7 +722,10 @@ ss_log_append(Relation rel)
 	ss_pending_iter_begin(&it, RelationGetRelid(rel));
 	while (ss_pending_iter_next(&it, &hdr, &payload))
 	{
-		bh.length += sizeof(SSPendingHeader) + MAXALIGN(hdr.len);
+		SSLogRecordHeader rh;
+
+		log_record_header(&hdr, payload, &rh);
+		bh.length += sizeof(SSLogRecordHeader) + MAXALIGN(rh.len);
 		bh.nrecords++;
 	}
 	ss_pending_iter_end(&it);
@@ -727,10 +769,12 @@ ss_log_append(Relation rel)
 	while (ss_pending_iter_next(&it, &hdr, &payload))
 	{
 		static const char pad[MAXIMUM_ALIGNOF] = {0};
+		SSLogRecordHeader rh;
 
-		appender_write(&a, &hdr, sizeof(hdr));
-		appender_write(&a, payload, hdr.len);
-		appender_write(&a, pad, MAXALIGN(hdr.len) - hdr.len);
+		log_record_header(&hdr, payload, &rh);
+		appender_write(&a, &rh, sizeof(rh));
+		appender_write(&a, payload, rh.len);
+		appender_write(&a, pad, MAXALIGN(rh.len) - rh.len);
 	}
 	ss_pending_iter_end(&it);
 	appender_finish_page(&a);

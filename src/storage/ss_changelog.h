@@ -74,6 +74,22 @@ typedef struct SSLogBatchHeader
 	uint32		nrecords;
 } SSLogBatchHeader;
 
+/*
+ * A record in the log: the pending record's type and payload without the
+ * relation (the log is the relation's own).  A key update or delete of
+ * weight 1, by far the most common record, omits its weight (16 bytes of
+ * hash instead of 24); readers restore it, so callbacks always get an
+ * SSPendingHeader and the full payload.
+ */
+typedef struct SSLogRecordHeader
+{
+	uint16		type;			/* SSPendingType */
+	uint16		flags;			/* SS_LOG_REC_* */
+	uint32		len;			/* payload bytes stored (MAXALIGNed after) */
+} SSLogRecordHeader;
+
+#define SS_LOG_REC_WEIGHT1		0x0001	/* SSPendingKey of weight 1, hash only */
+
 /* What a reader took from the metapage before reading the structure. */
 typedef struct SSLogSnapshot
 {

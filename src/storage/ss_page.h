@@ -25,7 +25,7 @@
 
 #define SS_PAGE_ID			0xFF8A	/* last 16 bits of special space */
 #define SS_META_MAGIC		0x53534B31	/* "SSK1" */
-#define SS_META_VERSION		2
+#define SS_META_VERSION		3
 #define SS_METAPAGE_BLKNO	0
 
 /*

@@ -138,7 +138,7 @@ SELECT string_agg(key || ':' || bcms_estimate('$t', key::$keytype{$t}), ' '
 sub check_standby
 {
 	my ($what) = @_;
-	$primary->wait_for_catchup($standby);
+	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 	my $p = answers($primary);
 	my $s = answers($standby);
 	foreach my $k (sort keys %$p)
@@ -212,7 +212,7 @@ INSERT INTO u_bloom VALUES (1);
 -- consolidates: its lookups read the change log instead)
 SELECT items FROM qf_info('s_qf');
 });
-$primary->wait_for_catchup($standby);
+$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 is( $standby->safe_psql(
 		'postgres',
 		"SELECT qf_count('s_qf', 1::int8), bloom_contains('s_bloom', 1::int8), "

@@ -436,7 +436,7 @@ my $before = answers($primary);
 exact_on($primary, 'before the crash');
 
 # the standby agrees before the crash
-$primary->wait_for_catchup($standby);
+$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 same_answers(answers($standby), $before, 'standby before the crash');
 
 # ---------------------------------------------------------------------------
@@ -502,7 +502,7 @@ SELECT qf_count('q_unl', 7::int8) || ' ' ||
 	'q_unl: usable after the crash, grows again, no false negatives');
 
 # the standby follows the restarted primary
-$primary->wait_for_catchup($standby);
+$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 same_answers(answers($standby), $before,
 	'standby after the primary crashed');
 
@@ -527,7 +527,7 @@ cmp_ok($new_resizes, '>', $new_resizes_before,
 
 my $after = answers($primary);
 exact_on($primary, 'after resizes on the restarted primary');
-$primary->wait_for_catchup($standby);
+$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 same_answers(answers($standby), $after,
 	'standby after resizes on the restarted primary');
 
@@ -613,7 +613,7 @@ foreach my $t (sort keys %vf_before)
 same_answers(answers($primary), $after, 'after VACUUM FULL');
 is($primary->safe_psql('postgres', "SELECT qf_count('q_unl', 7::int8)"),
 	'3', 'q_unl: VACUUM FULL of an unlogged filter keeps its contents');
-$primary->wait_for_catchup($standby);
+$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 same_answers(answers($standby), $after, 'standby after VACUUM FULL');
 $primary->stop('immediate');
 $primary->start;
@@ -621,7 +621,7 @@ same_answers(answers($primary), $after, 'after VACUUM FULL and a crash');
 is($primary->safe_psql('postgres', "SELECT qf_count('q_unl', 7::int8)"),
 	'0', 'q_unl: after VACUUM FULL, an unlogged filter is still reset by a crash');
 
-$primary->wait_for_catchup($standby);
+$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 same_answers(answers($standby), $after, 'standby at the end');
 
 $standby->stop;

@@ -96,7 +96,7 @@ $standby->init_from_backup($primary, 'b1', has_streaming => 1);
 $standby->start;
 
 fill(40, 250);
-$primary->wait_for_catchup($standby);
+$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 
 my %before;
 for my $t (@tables)
@@ -111,7 +111,9 @@ for my $t (@tables)
 	my $nfp = ($fps eq '') ? 0 : scalar(split /,/, $fps);
 	ok($nfp > 20 && $nfp < 200, "$t: about 0.1% false positives ($nfp)");
 	# the primary's lookups consolidated the change log: replay that too
-	$primary->wait_for_catchup($standby);
+	# (a read-only query's WAL may not be written yet: wait for its insert
+	# position, not the write position wait_for_catchup uses by default)
+	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 	is(state_of($standby, $t), $s, "$t: the standby answers like the primary");
 }
 
@@ -172,12 +174,12 @@ fill(20, 250);
 $primary->safe_psql('postgres',
 	"SELECT bloom_flush('b_elev'), bloom_flush('b_loc')");
 fill(5, 100);
-$primary->wait_for_catchup($standby);
+$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 for my $t (@tables)
 {
 	my $s = state_of($primary, $t);
 	like($s, qr/^0\|/, "$t: no false negatives after more work");
-	$primary->wait_for_catchup($standby);
+	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 	is(state_of($standby, $t), $s,
 		"$t: the standby follows the restarted primary");
 }

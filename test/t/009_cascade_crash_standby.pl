@@ -407,7 +407,7 @@ sub same_answers
 }
 
 my $before = answers($primary);
-$primary->wait_for_catchup($standby);
+$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 same_answers(answers($standby), $before, 'standby after many merges');
 
 # the unlogged filter merges too
@@ -543,7 +543,7 @@ SELECT qf_count('cf_unl', 7::int8) || ' ' ||
 
 # the standby follows the restarted primary
 my $after_crash = answers($primary, 1);
-$primary->wait_for_catchup($standby);
+$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 same_answers(answers($standby, 1), $after_crash, 'standby after the primary crashed');
 
 # more merges after the crash, streamed to the standby: small transactions,
@@ -569,7 +569,7 @@ cmp_ok(
 		"SELECT sum(resizes) FROM unnest(ARRAY['bqf', 'cf16', 'cf2', 'cf4', 'cf_cnt']) t, qf_info(t::regclass)"),
 	'>=', $m0 + 8, 'more merges after the crash');
 my $after = answers($primary, 1);
-$primary->wait_for_catchup($standby);
+$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 same_answers(answers($standby, 1), $after, 'standby after merges on the restarted primary');
 
 # merge every level into one: items and total_count are then exactly the
@@ -614,7 +614,7 @@ same_answers(answers($primary), $final, 'after the second crash');
 exact_on($primary, 'after the second crash',
 	grep { my $t = $_; !grep { $_ eq $t } @busy } @tables);
 crash_check($primary, 'after the second crash');
-$primary->wait_for_catchup($standby);
+$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 same_answers(answers($standby), $final, 'standby at the end');
 
 # ---------------------------------------------------------------------------
@@ -706,7 +706,7 @@ COMMIT;"
 			"$how during COMMIT: the transaction that did not commit left no trace "
 			  . "(committed key $k0 still there, key $k2 and cf_big's keys absent)");
 	}
-	$primary->wait_for_catchup($standby);
+	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 	is( $standby->safe_psql('postgres',
 			"SELECT qf_count('cf_txn', ${k0}::int8) || ' ' || qf_count('cf_txn', ${k2}::int8)"),
 		$committed ? '0 1' : '1 0',
@@ -716,7 +716,7 @@ COMMIT;"
 	$primary->safe_psql('postgres', "SELECT qf_delete('cf_txn', ${k1}::int8)");
 	is( $primary->safe_psql('postgres', "SELECT qf_count('cf_txn', ${k1}::int8)"),
 		'0', "$how during COMMIT: a later delete counts");
-	$primary->wait_for_catchup($standby);
+	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 	is( $standby->safe_psql('postgres', "SELECT qf_count('cf_txn', ${k1}::int8)"),
 		'0', "$how during COMMIT: the standby agrees on the later delete");
 	return;

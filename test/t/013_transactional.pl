@@ -267,7 +267,7 @@ sub check_standby
 {
 	my ($what) = @_;
 	local $Test::Builder::Level = $Test::Builder::Level + 1;
-	$node->wait_for_catchup($standby);
+	$node->wait_for_catchup($standby, 'replay', $node->lsn('insert'));
 	foreach my $s (@structures)
 	{
 		foreach my $t (tables($s))
@@ -352,9 +352,9 @@ check_standby('after failed commits');
 
 # ---------------------------------------------------------------------
 # b. A PANIC between the batch's WAL and the commit record.  The batch
-# (1200 rows, 48 kB) needs 5 or 6 new log pages, which crash recovery
-# replays (relation_pages shows them), and stays in the log (shorter than
-# the 64 kB at which readers consolidate), so every reader must skip it.
+# (2100 rows of weight 1, 24 bytes each in the log: 50 kB) needs 6 or 7
+# new log pages, which crash recovery replays (relation_pages shows them);
+# every reader must skip it until consolidation drops it.
 # ---------------------------------------------------------------------
 foreach my $s (@structures)
 {
@@ -370,7 +370,7 @@ foreach my $s (@structures)
 	my ($err, $out) = run_sql(
 		"SET streamsketch.test_fail_after_log_append = panic;\n"
 		  . "BEGIN;\n"
-		  . insert_sql($t, 0, 29, 40)
+		  . insert_sql($t, 0, 29, 70)
 		  . "COMMIT;\n");
 	is($err, injected(panic => $t), "$t: COMMIT PANICs after the append");
 	$node->wait_for_log(qr/all server processes terminated; reinitializing/,
@@ -481,7 +481,7 @@ foreach my $s (grep { !$_->{no_long_flush} } @structures)
 	$node->safe_psql('postgres',
 		"BEGIN;\n" . insert_sql($t, @batch) . "COMMIT;\n");
 	push @{ $committed{$t} }, [@batch];
-	$node->wait_for_catchup($standby);
+	$node->wait_for_catchup($standby, 'replay', $node->lsn('insert'));
 	is($standby->safe_psql('postgres', $s->{summary}->($t)), $summary,
 		"$t: the batch is committed");
 
@@ -492,7 +492,7 @@ foreach my $s (grep { !$_->{no_long_flush} } @structures)
 		is($h->{error}, $how eq 'cancel' ? $canceled : $terminated,
 			"$t: the flush was stopped by $how (else it finished in 0.3 s: scale the batch up)");
 		cmp_ok($secs, '<', 1.0, "$t: the flush stopped $secs s after the $how");
-		$node->wait_for_catchup($standby);
+		$node->wait_for_catchup($standby, 'replay', $node->lsn('insert'));
 		is($standby->safe_psql('postgres', $s->{summary}->($t)), $summary,
 			"$t: totals unchanged after $how of the flush");
 	}
