@@ -593,10 +593,9 @@ ss_set_new_filenode(Relation rel, const SSStateOps *ops,
 
 	/*
 	 * The change log holds xids of batches appended from now on, all at or
-	 * after RecentXmin (as for a new heap); a structure without a log has
-	 * nothing to freeze.
+	 * after RecentXmin (as for a new heap).
 	 */
-	*freezeXid = ops->consolidate ? RecentXmin : InvalidTransactionId;
+	*freezeXid = RecentXmin;
 	*minmulti = InvalidMultiXactId;
 
 	ops->check_columns(rel, NULL);
@@ -707,27 +706,22 @@ ss_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 							 double *num_tuples, double *tups_vacuumed,
 							 double *tups_recently_dead)
 {
-	TransactionId oldest = InvalidTransactionId;
+	TransactionId oldest;
 
 	/*
 	 * Under the exclusive lock every batch's transaction has ended: the
 	 * copy gets a consolidated log, whose remaining xids (none expected)
 	 * bound the new relfrozenxid.
 	 */
-	if (ss_routine_ops(OldTable)->consolidate)
-	{
-		(void) ss_log_consolidate(OldTable, true);
-		oldest = ss_log_oldest_xid(OldTable);
-	}
+	(void) ss_log_consolidate(OldTable, true);
+	oldest = ss_log_oldest_xid(OldTable);
 	FlushRelationBuffers(OldTable);
 	/* the transient table's own metapage is replaced by the copy */
 	RelationTruncate(NewTable, 0);
 	RelationCopyStorage(RelationGetSmgr(OldTable), RelationGetSmgr(NewTable),
 						MAIN_FORKNUM, NewTable->rd_rel->relpersistence);
-	if (!ss_routine_ops(OldTable)->consolidate)
-		*xid_cutoff = InvalidTransactionId;
-	else if (TransactionIdIsValid(oldest) &&
-			 TransactionIdPrecedes(oldest, OldestXmin))
+	if (TransactionIdIsValid(oldest) &&
+		TransactionIdPrecedes(oldest, OldestXmin))
 		*xid_cutoff = oldest;
 	else
 		*xid_cutoff = OldestXmin;
@@ -745,8 +739,7 @@ static void
 ss_relation_vacuum(Relation rel, struct VacuumParams *params,
 				   BufferAccessStrategy bstrategy)
 {
-	if (ss_routine_ops(rel)->consolidate)
-		ss_log_vacuum(rel);
+	ss_log_vacuum(rel);
 }
 
 static bool
