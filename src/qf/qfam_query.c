@@ -157,6 +157,7 @@ qfam_committed_count(Relation rel, SSHash h, bool any_copy)
 	KeyReplay	kr;
 	uint64		count = 0;
 	uint32		fp_bits = qfam_get_state(rel)->p.fp_bits;
+	bool		read_all = false;
 
 	/*
 	 * Readers take no heavyweight lock.  A run of blocks is only rewritten
@@ -189,6 +190,17 @@ qfam_committed_count(Relation rel, SSHash h, bool any_copy)
 				stopped_early = true;
 				break;
 			}
+
+			/*
+			 * An empty older level (merged away) has nothing to count; only
+			 * a delete in flight could have left a mark on its page, and a
+			 * delete of the key in the log makes us read everything.
+			 */
+			if (!read_all && meta.levels[l].items == 0 && meta.levels[l].total == 0)
+			{
+				stopped_early = true;
+				continue;
+			}
 			qfam_level_read(rel, &meta.levels[l], h.h1, &kr.lv[l]);
 			count = add_saturating(count, kr.lv[l].count);
 		}
@@ -200,6 +212,7 @@ qfam_committed_count(Relation rel, SSHash h, bool any_copy)
 		if (stopped_early && kr.saw_delete)
 		{
 			any_copy = false;
+			read_all = true;
 			continue;
 		}
 		break;
