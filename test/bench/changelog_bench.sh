@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Change-log benchmark (issue 8): BEFORE (commit $BEFORE, default 0f8eaff,
 # updates applied at pre-commit) against AFTER (this work tree, updates
-# through the xid-stamped change log) for bcms (buffered, plain) and
-# bloom_filter (plain, elevator, localized).  Builds and installs each
+# through the xid-stamped change log) for bcms (buffered, plain),
+# bloom_filter (plain, elevator, localized) and the quotient filter family
+# (quotient_filter, buffered_quotient_filter, cascade_filter).  Builds and installs each
 # version into its own private PostgreSQL tree (/tmp/pgtree-before,
 # /tmp/pgtree-after), runs one cluster per tree (ports 5691, 5692, under
 # $WORK, default /tmp/ssbench-cl) and interleaves the measurements.
@@ -11,7 +12,12 @@
 #
 # Usage (as root, from anywhere):   bash test/bench/changelog_bench.sh
 # Parameters: environment variables, see C in changelog_bench.py
-# (REPEATS=3 SIZES_MB=24,256 U10=200000 U100=20000 Q=20000 NCONS=50000 ...);
+# (REPEATS=3 SIZES_MB=24,256 U10=200000 U100=20000 Q=20000 NCONS=50000 ...;
+# QF_SIZES_MB=32,256 QF_FILL=... for the quotient filters); STRUCTS chooses
+# the structures, MERGE=1 merges them into the existing results JSON, e.g.
+#   STRUCTS=qf:quotient_filter,qf:buffered_quotient_filter,qf:cascade_filter \
+#   MERGE=1 bash test/bench/changelog_bench.sh
+# keeps the bcms/bloom_filter runs of the JSON and adds the quotient filters;
 # BEFORE=<commit> chooses the BEFORE version (checked out as a detached
 # worktree in /tmp/ssbench-before-src unless BEFORE_SRC names one).
 set -euo pipefail
