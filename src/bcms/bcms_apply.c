@@ -330,20 +330,13 @@ bcms_flush_all(Relation rel, void *statsp)
 	for (uint32 pg = 0; pg < p->geom.npages; pg++)
 	{
 		BlockNumber bblk = bcms_buffer_blkno(p, pg);
-		Buffer		bbuf;
 		uint32		n;
 
 		CHECK_FOR_INTERRUPTS();
 		if (bblk >= nblocks)
 			break;
-		/* peek under a share lock, so empty sub-buffers cost no WAL */
-		bbuf = ReadBuffer(rel, bblk);
-		LockBuffer(bbuf, BUFFER_LOCK_SHARE);
-		ss_page_check(rel, bblk, BufferGetPage(bbuf), SS_PAGE_BCMS_BUFFER);
-		n = PageIsNew(BufferGetPage(bbuf)) ? 0 :
-			bcms_buf_counts(BufferGetPage(bbuf))[pg % p->subbufs_per_page];
-		UnlockReleaseBuffer(bbuf);
-		if (n == 0)
+		if (ss_subbuf_count(rel, bblk, SS_PAGE_BCMS_BUFFER,
+							pg % p->subbufs_per_page) == 0)
 			continue;
 		n = bcms_apply_page(rel, p, pg, NULL, 0, 0, true);
 		applied += n;

@@ -597,20 +597,13 @@ bloom_flush_all(Relation rel, void *statsp)
 	for (uint32 pg = 0; pg < p->npages; pg++)
 	{
 		BlockNumber bblk = bloom_buffer_blkno(p, pg);
-		Buffer		bbuf;
 		uint32		n;
 
 		CHECK_FOR_INTERRUPTS();
 		if (bblk >= nblocks)
 			break;
-		/* peek under a share lock, so empty sub-buffers cost no WAL */
-		bbuf = ReadBuffer(rel, bblk);
-		LockBuffer(bbuf, BUFFER_LOCK_SHARE);
-		ss_page_check(rel, bblk, BufferGetPage(bbuf), SS_PAGE_BLOOM_BUFFER);
-		n = PageIsNew(BufferGetPage(bbuf)) ? 0 :
-			bloom_buf_counts(BufferGetPage(bbuf))[pg % p->subbufs_per_page];
-		UnlockReleaseBuffer(bbuf);
-		if (n == 0)
+		if (ss_subbuf_count(rel, bblk, SS_PAGE_BLOOM_BUFFER,
+							pg % p->subbufs_per_page) == 0)
 			continue;
 		n = bloom_apply_local_group(rel, p, pg, NULL, 0, true, stats);
 		applied += n;

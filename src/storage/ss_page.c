@@ -372,3 +372,27 @@ ss_lock_page_for_write(Relation rel, SSXLogState *state,
 		*isnew = fresh;
 	return page;
 }
+
+/*
+ * The fill count of sub-buffer slot of buffer page blkno, whose data area
+ * starts with one uint32 count per sub-buffer (bcms and bloom_filter
+ * buffer pages), read under a share lock; 0 for a page never written.
+ * The flush functions peek with it so that empty sub-buffers cost no WAL.
+ */
+uint32
+ss_subbuf_count(Relation rel, BlockNumber blkno, uint16 page_type, uint32 slot)
+{
+	Buffer		buf = ss_read_buffer_if_exists(rel, blkno);
+	uint32		n = 0;
+
+	if (!BufferIsValid(buf))
+		return 0;
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	if (!PageIsNew(BufferGetPage(buf)))
+	{
+		ss_page_check(rel, blkno, BufferGetPage(buf), page_type);
+		n = ((const uint32 *) SSPageGetData(BufferGetPage(buf)))[slot];
+	}
+	UnlockReleaseBuffer(buf);
+	return n;
+}

@@ -101,6 +101,8 @@ extern void ss_page_check(Relation rel, BlockNumber blkno, Page page,
 /* Check a metapage's header; ereport(ERROR) on mismatch. */
 extern SSMetaHeader *ss_meta_check(Relation rel, Page page, uint32 kind);
 
+extern uint32 ss_subbuf_count(Relation rel, BlockNumber blkno,
+							  uint16 page_type, uint32 slot);
 extern void ss_check_structure_pages(uint64 npages, const char *relname);
 extern void ss_meta_validate(Relation rel,
 							 void (*check) (Relation rel, const void *meta),
