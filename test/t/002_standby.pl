@@ -138,8 +138,10 @@ SELECT string_agg(key || ':' || bcms_estimate('$t', key::$keytype{$t}), ' '
 sub check_standby
 {
 	my ($what) = @_;
-	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+	# the primary's lookups consolidate its change logs: read them first,
+	# then let the standby replay that too
 	my $p = answers($primary);
+	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 	my $s = answers($standby);
 	foreach my $k (sort keys %$p)
 	{

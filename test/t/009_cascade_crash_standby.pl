@@ -631,7 +631,9 @@ $primary->safe_psql(
 	'postgres', q{
 SELECT qf_create('cf_txn', 'int8', capacity => 200000, fp_rate => 1e-9,
                  access_method => 'cascade_filter', fanout => 4, buffer_size => '64kB');
-SELECT qf_create('cf_big', 'int8', capacity => 200000, fp_rate => 1e-9,
+SELECT qf_create('cf_big_cancel', 'int8', capacity => 200000, fp_rate => 1e-9,
+                 access_method => 'cascade_filter', fanout => 2, buffer_size => '8kB');
+SELECT qf_create('cf_big_crash', 'int8', capacity => 200000, fp_rate => 1e-9,
                  access_method => 'cascade_filter', fanout => 2, buffer_size => '8kB');
 CREATE TABLE marker (how text);
 CREATE TABLE other (x int);
@@ -644,10 +646,13 @@ INSERT INTO cf_txn VALUES (42), (43), (52), (53);
 sub interrupted_commit
 {
 	my ($how, $k) = @_;
+	# a fresh table per case: the log pages a cancelled append leaves free
+	# would be reused, and the file would not grow as the poll expects
+	my $big = "cf_big_$how";
 	my $big0 = $primary->safe_psql('postgres',
-		"SELECT total_count FROM qf_info('cf_big')");
+		"SELECT total_count FROM qf_info('$big')");
 	my $size0 = $primary->safe_psql('postgres',
-		"SELECT pg_relation_size('cf_big')");
+		"SELECT pg_relation_size('$big')");
 	my ($o, $e) = ('', '');
 	my $psql = IPC::Run::start(
 		[
@@ -656,7 +661,7 @@ sub interrupted_commit
 			'-c', "BEGIN;
 SELECT qf_delete('cf_txn', ${k}::int8);
 INSERT INTO cf_txn VALUES ($k + 2);
-INSERT INTO cf_big SELECT generate_series(1, 2000000);
+INSERT INTO $big SELECT generate_series(1, 2000000);
 INSERT INTO marker VALUES ('$how');
 COMMIT;"
 		],
@@ -665,7 +670,7 @@ COMMIT;"
 	# log pages grow the file); readers still count the deleted key, its
 	# transaction has not committed
 	$primary->poll_query_until('postgres',
-		"SELECT pg_relation_size('cf_big') > $size0 + 8 * 1024 * 1024"
+		"SELECT pg_relation_size('$big') > $size0 + 8 * 1024 * 1024"
 		  . " AND EXISTS (SELECT FROM pg_stat_activity"
 		  . " WHERE application_name = 'commit_$how' AND query LIKE '%COMMIT;')")
 	  or die "timed out waiting for the commit to append its changes: $o $e";
@@ -695,7 +700,7 @@ COMMIT;"
 		"$how during COMMIT: the delete was seen ($seen copies left) only if its transaction committed");
 	my $state = $primary->safe_psql('postgres',
 		"SELECT string_agg(k || ':' || qf_count('cf_txn', k::int8), ' ' ORDER BY k) || ' ' || "
-		  . "(SELECT total_count - $big0 FROM qf_info('cf_big')) "
+		  . "(SELECT total_count - $big0 FROM qf_info('$big')) "
 		  . "FROM unnest(ARRAY[$k, $k + 1, $k + 2]) k");
 	my ($k0, $k1, $k2) = ($k, $k + 1, $k + 2);
 	if ($committed)
