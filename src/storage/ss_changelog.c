@@ -313,8 +313,18 @@ reader_records(LogReader *r, const SSLogBatchHeader *bh, SSLogRecordFn fn,
 		SSLogRecordHeader rh;
 		SSPendingHeader hdr;
 		uint64		pos = r->pos;
+		uint64		off = r->pos - r->ph.first_pos;
+		bool		in_page;
 
-		if (!reader_read(r, &rh, sizeof(rh)))
+		/* most records lie within the page: read them without reader_read */
+		in_page = off + sizeof(rh) <= r->ph.used;
+		if (in_page)
+		{
+			memcpy(&rh, r->data + off, sizeof(rh));
+			off += sizeof(rh);
+			r->pos += sizeof(rh);
+		}
+		else if (!reader_read(r, &rh, sizeof(rh)))
 			return false;
 		if (rh.len > MaxAllocSize || MAXALIGN(rh.len) > stop - r->pos ||
 			((rh.flags & SS_LOG_REC_WEIGHT1) && rh.len != sizeof(SSHash)) ||
@@ -328,8 +338,14 @@ reader_records(LogReader *r, const SSLogBatchHeader *bh, SSLogRecordFn fn,
 			r->payload = MemoryContextAllocHuge(CurrentMemoryContext,
 												r->payload_size);
 		}
-		if (!reader_read(r, r->payload, rh.len) ||
-			!reader_read(r, NULL, MAXALIGN(rh.len) - rh.len))
+		if (in_page && off + MAXALIGN(rh.len) <= r->ph.used)
+		{
+			/* copied: payloads are read as aligned structs */
+			memcpy(r->payload, r->data + off, rh.len);
+			r->pos += MAXALIGN(rh.len);
+		}
+		else if (!reader_read(r, r->payload, rh.len) ||
+				 !reader_read(r, NULL, MAXALIGN(rh.len) - rh.len))
 			return false;
 		memset(&hdr, 0, sizeof(hdr));
 		hdr.relid = RelationGetRelid(r->rel);
@@ -508,7 +524,7 @@ appender_set_used(Page page, uint32 used)
 }
 
 /* The log form of a pending record (SSLogRecordHeader). */
-static void
+static inline void
 log_record_header(const SSPendingHeader *hdr, const char *payload,
 				  SSLogRecordHeader *rh)
 {
@@ -530,6 +546,16 @@ log_record_header(const SSPendingHeader *hdr, const char *payload,
 			rh->len = sizeof(SSHash);
 		}
 	}
+}
+
+/* The bytes a pending record takes in the change log. */
+Size
+ss_log_record_size(const SSPendingHeader *hdr, const char *payload)
+{
+	SSLogRecordHeader rh;
+
+	log_record_header(hdr, payload, &rh);
+	return sizeof(rh) + MAXALIGN(rh.len);
 }
 
 /* Lock and register the tail page holding a->pos. */
@@ -717,20 +743,25 @@ ss_log_append(Relation rel)
 	SSLogMeta  *mlog;
 	XLogRecPtr	lsn;
 	const SSStateOps *ops = ss_structure_ops(rel);
+	uint64		nrecords;
+	uint64		log_bytes;
+	uint64		written = 0;
+	uint64		nwritten = 0;
+	PGAlignedBlock record;
 
 	memset(&bh, 0, sizeof(bh));
-	ss_pending_iter_begin(&it, RelationGetRelid(rel));
-	while (ss_pending_iter_next(&it, &hdr, &payload))
-	{
-		SSLogRecordHeader rh;
-
-		log_record_header(&hdr, payload, &rh);
-		bh.length += sizeof(SSLogRecordHeader) + MAXALIGN(rh.len);
-		bh.nrecords++;
-	}
-	ss_pending_iter_end(&it);
-	if (bh.nrecords == 0)
+	nrecords = ss_pending_count(RelationGetRelid(rel), &log_bytes);
+	if (nrecords == 0)
 		return;
+	if (nrecords > PG_UINT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many changes to \"%s\" in one transaction",
+						RelationGetRelationName(rel)),
+				 errdetail("A transaction may make at most %u changes to one structure.",
+						   PG_UINT32_MAX)));
+	bh.nrecords = (uint32) nrecords;
+	bh.length = log_bytes;
 	bh.xid = GetTopTransactionId();
 
 	LockPage(rel, SS_LOG_APPEND_LOCK, ExclusiveLock);
@@ -768,15 +799,34 @@ ss_log_append(Relation rel)
 	ss_pending_iter_begin(&it, RelationGetRelid(rel));
 	while (ss_pending_iter_next(&it, &hdr, &payload))
 	{
-		static const char pad[MAXIMUM_ALIGNOF] = {0};
 		SSLogRecordHeader rh;
+		Size		size;
 
 		log_record_header(&hdr, payload, &rh);
-		appender_write(&a, &rh, sizeof(rh));
-		appender_write(&a, payload, rh.len);
-		appender_write(&a, pad, MAXALIGN(rh.len) - rh.len);
+		size = sizeof(rh) + MAXALIGN(rh.len);
+		written += size;
+		nwritten++;
+		if (size <= sizeof(record.data))
+		{
+			/* a small record is one copy (the padding is zeroed) */
+			memset(record.data + size - MAXIMUM_ALIGNOF, 0, MAXIMUM_ALIGNOF);
+			memcpy(record.data, &rh, sizeof(rh));
+			memcpy(record.data + sizeof(rh), payload, rh.len);
+			appender_write(&a, record.data, size);
+		}
+		else
+		{
+			static const char pad[MAXIMUM_ALIGNOF] = {0};
+
+			appender_write(&a, &rh, sizeof(rh));
+			appender_write(&a, payload, rh.len);
+			appender_write(&a, pad, MAXALIGN(rh.len) - rh.len);
+		}
 	}
 	ss_pending_iter_end(&it);
+	if (written != bh.length || nwritten != bh.nrecords)
+		elog(ERROR, "pending changes of \"%s\" changed while they were appended",
+			 RelationGetRelationName(rel));
 	appender_finish_page(&a);
 
 	/* the batch is complete: make it part of the log */

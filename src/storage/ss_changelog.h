@@ -90,6 +90,8 @@ typedef struct SSLogRecordHeader
 
 #define SS_LOG_REC_WEIGHT1		0x0001	/* SSPendingKey of weight 1, hash only */
 
+extern Size ss_log_record_size(const SSPendingHeader *hdr, const char *payload);
+
 /* What a reader took from the metapage before reading the structure. */
 typedef struct SSLogSnapshot
 {

@@ -28,6 +28,8 @@ typedef struct PendingRel
 {
 	Oid			relid;
 	CommandId	cid;			/* statement that last added a record */
+	uint64		nrecords;		/* live records (after the last TRUNCATE) */
+	uint64		log_bytes;		/* their size in the change log */
 } PendingRel;
 
 typedef struct SubxactMark
@@ -45,9 +47,15 @@ static Size mem_cap = 0;
 static BufFile *spill = NULL;
 static int64 spill_len = 0;
 static bool have_truncate = false;
+static bool counts_stale = false;	/* PendingRel counts need a recount */
 static bool appending = false;
 
 #define RECORD_SIZE(len) (sizeof(SSPendingHeader) + MAXALIGN(len))
+
+/* spilled records are read back this many bytes at a time */
+#define SPILL_CHUNK_SIZE	(64 * 1024)
+
+static void pending_recount(void);
 
 static inline int64
 log_length(void)
@@ -100,6 +108,7 @@ pending_reset(void)
 	pending_rels = NIL;
 	subxact_marks = NIL;
 	have_truncate = false;
+	counts_stale = false;
 	appending = false;
 }
 
@@ -114,6 +123,8 @@ pending_truncate(int64 pos)
 		spill_len = pos;
 		mem_used = 0;
 	}
+	/* recounted when next needed: reading the file here could fail */
+	counts_stale = true;
 }
 
 void
@@ -145,7 +156,7 @@ ss_pending_add(Relation rel, SSPendingType type, const void *payload,
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
 
-		pr = palloc(sizeof(PendingRel));
+		pr = palloc0(sizeof(PendingRel));
 		pr->relid = relid;
 		pr->cid = InvalidCommandId;
 		pending_rels = lappend(pending_rels, pr);
@@ -182,7 +193,16 @@ ss_pending_add(Relation rel, SSPendingType type, const void *payload,
 	hdr.type = (uint16) type;
 	hdr.len = len;
 	if (type == SS_PENDING_TRUNCATE)
+	{
 		have_truncate = true;
+		pr->nrecords = 0;
+		pr->log_bytes = 0;
+	}
+	else
+	{
+		pr->nrecords++;
+		pr->log_bytes += ss_log_record_size(&hdr, payload);
+	}
 
 	if (mem_used + size > mem_cap)
 	{
@@ -224,14 +244,89 @@ ss_pending_has(Oid relid)
 	return false;
 }
 
+/*
+ * The live records of relid and their size in the change log, which
+ * ss_log_append needs before it writes the batch's header.
+ */
+uint64
+ss_pending_count(Oid relid, uint64 *log_bytes)
+{
+	ListCell   *lc;
+
+	if (counts_stale)
+		pending_recount();
+	*log_bytes = 0;
+	foreach(lc, pending_rels)
+	{
+		PendingRel *pr = (PendingRel *) lfirst(lc);
+
+		if (pr->relid == relid)
+		{
+			*log_bytes = pr->log_bytes;
+			return pr->nrecords;
+		}
+	}
+	return 0;
+}
+
+/* Count every relation's live records again (after a truncation). */
+static void
+pending_recount(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, pending_rels)
+	{
+		PendingRel *pr = (PendingRel *) lfirst(lc);
+		SSPendingIter it;
+		SSPendingHeader hdr;
+		char	   *payload;
+
+		pr->nrecords = 0;
+		pr->log_bytes = 0;
+		ss_pending_iter_begin(&it, pr->relid);
+		while (ss_pending_iter_next(&it, &hdr, &payload))
+		{
+			pr->nrecords++;
+			pr->log_bytes += ss_log_record_size(&hdr, payload);
+		}
+		ss_pending_iter_end(&it);
+	}
+	counts_stale = false;
+}
+
+/*
+ * Bytes [pos, pos + len) of the spilled part, through the iterator's
+ * read-ahead chunk (refilled from pos when they are not all in it).  NULL
+ * if they are more than a chunk.
+ */
+static char *
+spill_view(SSPendingIter *it, int64 pos, Size len)
+{
+	if (len > SPILL_CHUNK_SIZE)
+		return NULL;
+	if (it->chunk == NULL ||
+		pos < it->chunk_pos || pos + (int64) len > it->chunk_pos + (int64) it->chunk_len)
+	{
+		if (it->chunk == NULL)
+			it->chunk = palloc(SPILL_CHUNK_SIZE);
+		it->chunk_pos = pos;
+		it->chunk_len = (Size) Min((int64) SPILL_CHUNK_SIZE, spill_len - pos);
+		spill_read(pos, it->chunk, it->chunk_len);
+		if (pos + (int64) len > it->chunk_pos + (int64) it->chunk_len)
+			elog(ERROR, "streamsketch pending-changes file is truncated");
+	}
+	return it->chunk + (pos - it->chunk_pos);
+}
+
 /* Read the header at pos; false at the end of the log. */
 static bool
-read_header(int64 pos, SSPendingHeader *hdr)
+read_header(SSPendingIter *it, int64 pos, SSPendingHeader *hdr)
 {
 	if (pos >= log_length())
 		return false;
 	if (pos < spill_len)
-		spill_read(pos, hdr, sizeof(*hdr));
+		memcpy(hdr, spill_view(it, pos, sizeof(*hdr)), sizeof(*hdr));
 	else
 		memcpy(hdr, mem + (pos - spill_len), sizeof(*hdr));
 	return true;
@@ -244,6 +339,9 @@ ss_pending_iter_begin(SSPendingIter *it, Oid relid)
 	it->start = 0;
 	it->buf = NULL;
 	it->bufsize = 0;
+	it->chunk = NULL;
+	it->chunk_pos = 0;
+	it->chunk_len = 0;
 
 	/* records before the relation's last TRUNCATE are dead */
 	if (have_truncate)
@@ -251,7 +349,7 @@ ss_pending_iter_begin(SSPendingIter *it, Oid relid)
 		SSPendingHeader hdr;
 		int64		pos = 0;
 
-		while (read_header(pos, &hdr))
+		while (read_header(it, pos, &hdr))
 		{
 			pos += RECORD_SIZE(hdr.len);
 			if (hdr.relid == relid && hdr.type == SS_PENDING_TRUNCATE)
@@ -268,7 +366,7 @@ ss_pending_iter_next(SSPendingIter *it, SSPendingHeader *hdr, char **payload)
 	{
 		int64		pos = it->pos;
 
-		if (!read_header(pos, hdr))
+		if (!read_header(it, pos, hdr))
 			return false;
 		it->pos += RECORD_SIZE(hdr->len);
 		if (hdr->relid != it->relid || hdr->type == SS_PENDING_TRUNCATE)
@@ -276,7 +374,8 @@ ss_pending_iter_next(SSPendingIter *it, SSPendingHeader *hdr, char **payload)
 
 		if (pos >= spill_len)
 			*payload = mem + (pos - spill_len) + sizeof(SSPendingHeader);
-		else
+		else if ((*payload = spill_view(it, pos + sizeof(SSPendingHeader),
+										 hdr->len)) == NULL)
 		{
 			if (it->bufsize < hdr->len)
 			{
@@ -298,6 +397,9 @@ ss_pending_iter_end(SSPendingIter *it)
 	if (it->buf)
 		pfree(it->buf);
 	it->buf = NULL;
+	if (it->chunk)
+		pfree(it->chunk);
+	it->chunk = NULL;
 }
 
 /*

@@ -55,6 +55,7 @@ extern void ss_pending_init(void);
 extern void ss_pending_add(Relation rel, SSPendingType type,
 						   const void *payload, uint32 len);
 extern bool ss_pending_has(Oid relid);
+extern uint64 ss_pending_count(Oid relid, uint64 *log_bytes);
 
 /*
  * Iterate over the live records of one relation (those after its last
@@ -66,8 +67,11 @@ typedef struct SSPendingIter
 	Oid			relid;
 	int64		pos;			/* logical offset of the next record */
 	int64		start;			/* first live record of relid */
-	char	   *buf;			/* payload copy for spilled records */
+	char	   *buf;			/* payload copy of an oversized record */
 	Size		bufsize;
+	char	   *chunk;			/* spilled bytes read ahead, in one read */
+	int64		chunk_pos;		/* their logical offset */
+	Size		chunk_len;
 } SSPendingIter;
 
 extern void ss_pending_iter_begin(SSPendingIter *it, Oid relid);
