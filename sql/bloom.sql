@@ -3,6 +3,9 @@
 \set VERBOSITY default
 SET client_min_messages = warning;
 LOAD 'streamsketch';
+-- writers consolidate a change log longer than 64 kB, so that the
+-- statements below reach the buffers and levels as they go
+SET streamsketch.change_log_limit = '64kB';
 
 -- Run a statement that must fail and show its SQLSTATE, message, detail
 -- and hint (but no source locations, which change with every edit).

@@ -1,6 +1,9 @@
 -- quotient_filter: approximate membership and counts with deletes
 SET client_min_messages = warning;
 LOAD 'streamsketch';
+-- writers consolidate a change log longer than 64 kB, so that the
+-- statements below reach the buffers and levels as they go
+SET streamsketch.change_log_limit = '64kB';
 SHOW streamsketch.qf_capacity;
 SHOW streamsketch.qf_fp_rate;
 

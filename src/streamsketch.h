@@ -17,6 +17,7 @@
 
 /* the storage layer's settings (streamsketch.*) */
 extern int	ss_pending_memory_kb;
+extern int	ss_change_log_limit_kb;
 extern int	ss_max_structure_size_mb;
 
 /* ss_tableam.c: fill the callbacks every structure shares */

@@ -15,7 +15,7 @@
  * structure's consolidate callback: sub-buffer appends, flushes, merges) in
  * log order, interruptibly, outside COMMIT: by any reader that finds the log
  * not empty and the consolidation lock free (like heap page pruning), by a
- * writing statement that finds it longer than SS_LOG_CONSOLIDATE_BYTES, in
+ * writing statement that finds it longer than streamsketch.change_log_limit, in
  * the flush functions and in VACUUM.  It stops at the first batch whose
  * transaction is still committing, so it never waits for one.
  *
@@ -53,8 +53,6 @@
 #define SS_LOG_APPEND_LOCK			((BlockNumber) 0xFFFFFFFD)
 #define SS_LOG_CONSOLIDATE_LOCK		((BlockNumber) 0xFFFFFFFC)
 
-/* a log longer than this is consolidated by the next writing statement */
-#define SS_LOG_CONSOLIDATE_BYTES	(8 * BLCKSZ)
 
 typedef struct SSLogPageHeader
 {

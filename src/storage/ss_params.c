@@ -485,6 +485,7 @@ ss_params_init(void)
 /* ---- the storage layer's settings ---- */
 
 int			ss_pending_memory_kb = 4096;
+int			ss_change_log_limit_kb = 1024;
 int			ss_max_structure_size_mb = 64 * 1024;
 
 /* Called by _PG_init. */
@@ -495,6 +496,11 @@ ss_storage_init(void)
 							"Memory a transaction's pending streamsketch changes may use before spilling to a temporary file.",
 							NULL,
 							&ss_pending_memory_kb, 4096, 64, MAX_KILOBYTES,
+							PGC_USERSET, GUC_UNIT_KB, NULL, NULL, NULL);
+	DefineCustomIntVariable("streamsketch.change_log_limit",
+							"Length of a structure's change log beyond which a writing statement consolidates it.",
+							"Larger values consolidate in larger, cheaper rounds; a standby, which never consolidates, scans up to this much log per lookup.",
+							&ss_change_log_limit_kb, 1024, 64, MAX_KILOBYTES,
 							PGC_USERSET, GUC_UNIT_KB, NULL, NULL, NULL);
 	DefineCustomIntVariable("streamsketch.max_structure_size",
 							"Largest size a streamsketch structure may reach.",

@@ -59,6 +59,8 @@ $primary->append_conf(
 # the page the primary wrote (src/storage/ss_xlog.c computes our deltas)
 wal_consistency_checking = 'generic'
 shared_buffers = 32MB
+# writers consolidate often: the inserts reach buffers and levels as they go
+streamsketch.change_log_limit = '64kB'
 max_connections = 20
 checkpoint_timeout = 1h
 max_wal_size = 1GB
