@@ -178,9 +178,19 @@ typedef struct BcmsStats
 	int64		flushes;
 } BcmsStats;
 
+/* what bcms_parts_of needs; stats (or NULL) takes a round's counts */
+typedef struct BcmsConsolidation
+{
+	const BcmsParams *p;
+	BcmsStats  *stats;
+} BcmsConsolidation;
+
 /* bcms_apply.c */
 struct SSConsolidation;
+struct SSPendingHeader;
 extern bool bcms_consolidate(struct SSConsolidation *c);
+extern int	bcms_parts_of(const struct SSPendingHeader *hdr,
+						  const char *payload, uint32 *parts, void *arg);
 extern void bcms_add_stats(void *meta, const void *stats);
 extern bool bcms_read_meta(Relation rel, BcmsMetaData *meta);
 extern void bcms_check_meta(Relation rel, const void *meta);

@@ -225,19 +225,15 @@ bcms_apply_plain_page(Relation rel, const BcmsParams *p, uint32 part,
 	UnlockReleaseBuffer(buf);
 }
 
-typedef struct BcmsConsolidation
-{
-	const BcmsParams *p;
-	BcmsStats  *stats;
-} BcmsConsolidation;
 
 /*
  * The partitions a record changes: its sketch page (buffered), the pages
  * of its depth counters (plain), every page for a merged cms value.  Each
  * committed record passes here exactly once per round, so the round's
- * counts are taken here too.
+ * counts are taken here too (when bc->stats is set; lookups index the log
+ * by partition with it too).
  */
-static int
+int
 bcms_parts_of(const SSPendingHeader *hdr, const char *payload, uint32 *parts,
 			  void *arg)
 {
@@ -248,17 +244,21 @@ bcms_parts_of(const SSPendingHeader *hdr, const char *payload, uint32 *parts,
 
 	if (hdr->type == SS_PENDING_MERGE)
 	{
-		bc->stats->total_weight = cms_saturating_add(bc->stats->total_weight,
-													 ((const CmsData *) payload)->total);
+		if (bc->stats != NULL)
+			bc->stats->total_weight = cms_saturating_add(bc->stats->total_weight,
+														 ((const CmsData *) payload)->total);
 		return -1;
 	}
 	if (hdr->type != SS_PENDING_KEY || hdr->len != sizeof(key))
 		elog(ERROR, "unexpected bcms change record type %u length %u",
 			 hdr->type, hdr->len);
 	memcpy(&key, payload, sizeof(key));
-	bc->stats->items = cms_saturating_add(bc->stats->items, 1);
-	bc->stats->total_weight = cms_saturating_add(bc->stats->total_weight,
-												 key.weight);
+	if (bc->stats != NULL)
+	{
+		bc->stats->items = cms_saturating_add(bc->stats->items, 1);
+		bc->stats->total_weight = cms_saturating_add(bc->stats->total_weight,
+													 key.weight);
+	}
 	if (p->mode != BCMS_MODE_PLAIN)
 	{
 		parts[0] = cms_page_of(&p->geom, key.hash);

@@ -214,6 +214,37 @@ bcms_read_buffered(Relation rel, const BcmsParams *p, EstimateLog *el)
 }
 
 /*
+ * The committed log records of the key's pages (ss_log_scan_parts: on a
+ * standby, a long log is indexed by page once, not read per lookup).
+ */
+static bool
+bcms_scan_log(Relation rel, const SSLogSnapshot *snap, EstimateLog *el)
+{
+	const BcmsParams *p = el->p;
+	BcmsConsolidation bc = {p, NULL};
+	uint32		parts[CMS_MAX_DEPTH];
+	int			nparts = 0;
+
+	if (p->mode != BCMS_MODE_PLAIN)
+		parts[nparts++] = el->pg;
+	else
+	{
+		for (uint32 row = 0; row < p->depth; row++)
+		{
+			uint32		part = (uint32) (el->row_idx[row] / PLAIN_COUNTERS_PER_PAGE);
+			bool		seen = false;
+
+			for (int i = 0; i < nparts && !seen; i++)
+				seen = parts[i] == part;
+			if (!seen)
+				parts[nparts++] = part;
+		}
+	}
+	return ss_log_scan_parts(rel, snap, 0, bcms_parts_of, &bc, parts, nparts,
+							 bcms_log_record, el);
+}
+
+/*
  * Estimate from the committed state: the key's pages (one buffer page and
  * one sketch page in buffered mode, up to depth pages in plain mode) and
  * the committed records still in the change log that those pages have not
@@ -240,7 +271,7 @@ bcms_estimate_committed(Relation rel, const BcmsParams *p, SSHash h)
 			bcms_read_plain(rel, p, &el, snap.head_pos == snap.end_pos);
 		else
 			bcms_read_buffered(rel, p, &el);
-		if (ss_log_scan(rel, &snap, bcms_log_record, &el))
+		if (bcms_scan_log(rel, &snap, &el))
 			break;
 	}
 	if (p->mode != BCMS_MODE_PLAIN)

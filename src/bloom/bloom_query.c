@@ -161,6 +161,31 @@ bloom_log_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 }
 
 /*
+ * A lookup needs only the log records of its own hash: ss_log_scan_parts
+ * indexes them by a bucket of the hash.
+ */
+#define BLOOM_LOG_BUCKETS	65536
+
+static inline uint32
+bloom_log_bucket(SSHash h)
+{
+	return (uint32) (h.h1 % BLOOM_LOG_BUCKETS);
+}
+
+static int
+bloom_log_parts_of(const SSPendingHeader *hdr, const char *payload,
+				   uint32 *parts, void *arg)
+{
+	SSPendingKey key;
+
+	if (hdr->type != SS_PENDING_KEY || hdr->len != sizeof(key))
+		return 0;				/* never an insert of any key */
+	memcpy(&key, payload, sizeof(key));
+	parts[0] = bloom_log_bucket(key.hash);
+	return 1;
+}
+
+/*
  * Membership in the committed state: the filter's pages, then the
  * committed records still in the change log.  The log's head is taken
  * before the pages are read, so a batch consolidated in between is found
@@ -169,6 +194,8 @@ bloom_log_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 static bool
 bloom_contains_committed(Relation rel, const BloomParams *p, SSHash h)
 {
+	uint32		bucket = bloom_log_bucket(h);
+
 	for (int attempt = 0;; attempt++)
 	{
 		SSLogSnapshot snap;
@@ -177,7 +204,8 @@ bloom_contains_committed(Relation rel, const BloomParams *p, SSHash h)
 		ss_log_read_begin(rel, &snap, attempt);
 		if (bloom_contains_pages(rel, p, h))
 			return true;
-		if (ss_log_scan(rel, &snap, bloom_log_record, &ll))
+		if (ss_log_scan_parts(rel, &snap, 0, bloom_log_parts_of, NULL,
+							  &bucket, 1, bloom_log_record, &ll))
 			return ll.found;
 	}
 }

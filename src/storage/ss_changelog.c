@@ -65,6 +65,7 @@ ss_log_init(void)
 							 "\"error\" raises an error, \"panic\" stops the server, between the batch's WAL and the commit record.",
 							 &test_fail_after_append, FAIL_NONE, fail_options,
 							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	ss_log_cache_init();
 }
 
 static void
@@ -375,9 +376,20 @@ bool
 ss_log_scan(Relation rel, const SSLogSnapshot *snap, SSLogRecordFn fn,
 			void *arg)
 {
+	bool		in_progress;
+
+	return ss_log_scan_ext(rel, snap, fn, arg, &in_progress);
+}
+
+/* ss_log_scan, telling whether a batch was skipped as still in progress */
+bool
+ss_log_scan_ext(Relation rel, const SSLogSnapshot *snap, SSLogRecordFn fn,
+				void *arg, bool *in_progress)
+{
 	LogReader	r;
 	bool		ok = true;
 
+	*in_progress = false;
 	if (snap->head_pos == snap->end_pos)
 		return true;
 	if (!reader_begin(&r, rel, snap->head_blk, snap->head_pos))
@@ -399,10 +411,18 @@ ss_log_scan(Relation rel, const SSLogSnapshot *snap, SSLogRecordFn fn,
 		 * its synchronous standby is not visible yet.  (Readers never see
 		 * their own batch: it is written at pre-commit.)
 		 */
-		if (batch_status(bh.xid) == BATCH_COMMITTED)
-			ok = reader_records(&r, &bh, fn, arg);
-		else
-			ok = reader_read(&r, NULL, bh.length);
+		switch (batch_status(bh.xid))
+		{
+			case BATCH_COMMITTED:
+				ok = reader_records(&r, &bh, fn, arg);
+				break;
+			case BATCH_IN_PROGRESS:
+				*in_progress = true;
+				/* FALLTHROUGH */
+			case BATCH_ABORTED:
+				ok = reader_read(&r, NULL, bh.length);
+				break;
+		}
 	}
 	reader_end(&r);
 	return ok;

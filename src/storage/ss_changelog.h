@@ -113,6 +113,8 @@ extern void ss_log_snapshot(Relation rel, SSLogSnapshot *snap);
 extern void ss_log_read_begin(Relation rel, SSLogSnapshot *snap, int attempt);
 extern bool ss_log_scan(Relation rel, const SSLogSnapshot *snap,
 						SSLogRecordFn fn, void *arg);
+extern bool ss_log_scan_ext(Relation rel, const SSLogSnapshot *snap,
+							SSLogRecordFn fn, void *arg, bool *in_progress);
 extern bool ss_log_scan_all(Relation rel, SSLogRecordFn fn, void *acc,
 							Size acc_size, void *meta);
 extern bool ss_log_consolidate(Relation rel, bool wait);
@@ -176,6 +178,14 @@ ss_group_payload(const SSGroupEntry *e)
 
 typedef int (*SSPartsOfFn) (const SSPendingHeader *hdr, const char *payload,
 							uint32 *parts, void *arg);
+
+/* the committed records of some partitions, indexed once (ss_logcache.c) */
+extern bool ss_log_scan_parts(Relation rel, const SSLogSnapshot *snap,
+							  uint64 stamp, SSPartsOfFn parts_of,
+							  void *parts_arg, const uint32 *parts,
+							  int nparts, SSLogRecordFn fn, void *arg);
+extern void ss_log_cache_init(void);
+
 /* returns false to stop the round (it is then run again, see below) */
 typedef bool (*SSApplyGroupFn) (Relation rel, uint32 part,
 								const SSGroupEntry *entries, int n,
