@@ -266,7 +266,7 @@ bcms_estimate_committed(Relation rel, const BcmsParams *p, SSHash h)
 	{
 		SSLogSnapshot snap;
 
-		ss_log_read_begin(rel, &snap, attempt);
+		ss_log_read_begin(rel, &snap, attempt, true);
 		if (p->mode == BCMS_MODE_PLAIN)
 			bcms_read_plain(rel, p, &el, snap.head_pos == snap.end_pos);
 		else

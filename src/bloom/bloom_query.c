@@ -201,7 +201,7 @@ bloom_contains_committed(Relation rel, const BloomParams *p, SSHash h)
 		SSLogSnapshot snap;
 		LogLookup	ll = {h, false};
 
-		ss_log_read_begin(rel, &snap, attempt);
+		ss_log_read_begin(rel, &snap, attempt, true);
 		if (bloom_contains_pages(rel, p, h))
 			return true;
 		if (ss_log_scan_parts(rel, &snap, 0, bloom_log_parts_of, NULL,

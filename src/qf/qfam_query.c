@@ -172,7 +172,7 @@ qfam_committed_count(Relation rel, SSHash h, bool any_copy)
 		int64		merges;
 		bool		stopped_early = false;
 
-		ss_log_read_begin(rel, &snap, attempt);
+		ss_log_read_begin(rel, &snap, attempt, false);
 		if (!qfam_read_meta(rel, &meta))
 			return 0;
 		merges = meta.merges;
