@@ -733,13 +733,20 @@ ss_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 
 /*
  * VACUUM consolidates the change log and advances relfrozenxid
- * (ss_log_vacuum); nothing else is ever dead.
+ * (ss_log_vacuum); nothing else is ever dead.  The vacuum is reported to
+ * the statistics as heap_vacuum_rel does: that resets the inserts counted
+ * since the last vacuum (pgstat_count_heap_insert), without which
+ * autovacuum would find the insert threshold passed forever and vacuum
+ * the structure again at every naptime, and it sets last_(auto)vacuum and
+ * the vacuum counts monitoring reads.  A structure has no tuples to count.
  */
 static void
 ss_relation_vacuum(Relation rel, struct VacuumParams *params,
 				   BufferAccessStrategy bstrategy)
 {
 	ss_log_vacuum(rel);
+	pgstat_report_vacuum(RelationGetRelid(rel), rel->rd_rel->relisshared,
+						 0, 0);
 }
 
 static bool
