@@ -6,9 +6,9 @@
  * A structure is not a heap: it has no tuples, TIDs, visibility or
  * indexes.  The callbacks here give every structure the same guard rails:
  * row-level operations other than INSERT fail with a clear error, VACUUM
- * and ANALYZE have nothing to do, VACUUM FULL/CLUSTER and SET TABLESPACE
- * copy the pages as they are, and relfrozenxid stays invalid so that
- * anti-wraparound vacuum leaves the relation alone.
+ * consolidates the change log and advances relfrozenxid (the oldest xid a
+ * log batch may hold), ANALYZE has nothing to do, VACUUM FULL/CLUSTER and
+ * SET TABLESPACE copy the pages as they are.
  *
  * Every new relfilenode gets its metapage when it is created: a new table
  * from the constructor's arguments or the settings, TRUNCATE from the old
