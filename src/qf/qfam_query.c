@@ -142,6 +142,29 @@ qfam_replay_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 }
 
 /*
+ * A lookup replays only the log records of its own fingerprint:
+ * ss_log_scan_parts indexes them by the fingerprint's top 16 bits.
+ */
+static inline uint32
+qfam_log_bucket(uint64 h1, uint64 fpmask)
+{
+	return (uint32) ((h1 & fpmask) >> 48);
+}
+
+static int
+qfam_log_parts_of(const SSPendingHeader *hdr, const char *payload,
+				  uint32 *parts, void *arg)
+{
+	SSPendingKey key;
+
+	if (hdr->len != sizeof(key))
+		return 0;				/* replayed by no lookup */
+	memcpy(&key, payload, sizeof(key));
+	parts[0] = qfam_log_bucket(key.hash.h1, *(const uint64 *) arg);
+	return 1;
+}
+
+/*
  * The committed count of h's fingerprint: summed over the levels, with the
  * committed records still in the change log replayed on it.  With
  * any_copy, stop at the first level that has the fingerprint (a membership
@@ -171,8 +194,9 @@ qfam_committed_count(Relation rel, SSHash h, bool any_copy)
 		SSLogSnapshot snap;
 		int64		merges;
 		bool		stopped_early = false;
+		uint32		bucket;
 
-		ss_log_read_begin(rel, &snap, attempt, false);
+		ss_log_read_begin(rel, &snap, attempt, true);
 		if (!qfam_read_meta(rel, &meta))
 			return 0;
 		merges = meta.merges;
@@ -206,7 +230,9 @@ qfam_committed_count(Relation rel, SSHash h, bool any_copy)
 		}
 		if (!qfam_read_meta(rel, &meta) || meta.merges != merges)
 			continue;
-		if (!ss_log_scan(rel, &snap, qfam_replay_record, &kr))
+		bucket = qfam_log_bucket(h.h1, kr.fpmask);
+		if (!ss_log_scan_parts(rel, &snap, 0, qfam_log_parts_of, &kr.fpmask,
+							   &bucket, 1, qfam_replay_record, &kr))
 			continue;
 		/* a delete in the log may need the levels not read */
 		if (stopped_early && kr.saw_delete)
