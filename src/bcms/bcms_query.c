@@ -62,6 +62,7 @@ typedef struct EstimateLog
 	uint64		row_idx[CMS_MAX_DEPTH];
 	int64		row_count[CMS_MAX_DEPTH];
 	uint64		row_applied[CMS_MAX_DEPTH];
+	uint32		log_row;		/* plain: the row the log is read for */
 } EstimateLog;
 
 /* A committed record still in the log, counted unless its page has it. */
@@ -96,52 +97,68 @@ bcms_log_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 						 p->conservative);
 		return;
 	}
-	for (uint32 row = 0; row < p->depth; row++)
+	if (pos >= el->row_applied[el->log_row] &&
+		bcms_plain_index(p, key.hash, el->log_row) == el->row_idx[el->log_row])
+		el->row_count[el->log_row] = cms_saturating_add(el->row_count[el->log_row],
+														key.weight);
+}
+
+/* plain mode: read a row's counter and its page's applied_pos */
+static void
+bcms_read_plain_row(Relation rel, const BcmsParams *p, EstimateLog *el,
+					uint32 row)
+{
+	uint64		idx = bcms_plain_index(p, el->h, row);
+	BlockNumber blk = (BlockNumber) (1 + idx / PLAIN_COUNTERS_PER_PAGE);
+	Buffer		buf;
+
+	el->row_idx[row] = idx;
+	el->row_count[row] = 0;
+	el->row_applied[row] = 0;
+	buf = ss_read_buffer_if_exists(rel, blk);
+	if (BufferIsValid(buf))
 	{
-		if (pos >= el->row_applied[row] &&
-			bcms_plain_index(p, key.hash, row) == el->row_idx[row])
-			el->row_count[row] = cms_saturating_add(el->row_count[row],
-													key.weight);
+		Page		page;
+
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		if (!PageIsNew(page))
+		{
+			ss_page_check(rel, blk, page, SS_PAGE_BCMS_SKETCH);
+			el->row_count[row] = ((int64 *) SSPageGetData(page))[idx % PLAIN_COUNTERS_PER_PAGE];
+			el->row_applied[row] = SSPageGetOpaque(page)->applied_pos;
+		}
+		UnlockReleaseBuffer(buf);
 	}
 }
 
 /*
- * plain mode: read each row's counter and its page's applied_pos.  With
- * an empty log nothing is added to the counters, so a zero counter is the
- * estimate and the other rows need not be read (an absent key then costs
- * about one page, not depth).
+ * plain mode: the estimate is the least row count, each row's counter plus
+ * the committed log records of its page (ss_log_scan_parts) that the page
+ * has not applied.  A row that counts zero ends it, so an absent key costs
+ * about one page, not depth.  False if the log moved.
  */
-static void
-bcms_read_plain(Relation rel, const BcmsParams *p, EstimateLog *el,
-				bool log_empty)
+static bool
+bcms_plain_estimate(Relation rel, const SSLogSnapshot *snap, EstimateLog *el,
+					int64 *est)
 {
-	for (uint32 row = 0; row < p->depth; row++)
+	const BcmsParams *p = el->p;
+	BcmsConsolidation bc = {p, NULL};
+
+	*est = PG_INT64_MAX;
+	for (uint32 row = 0; row < p->depth && *est > 0; row++)
 	{
-		uint64		idx = bcms_plain_index(p, el->h, row);
-		BlockNumber blk = (BlockNumber) (1 + idx / PLAIN_COUNTERS_PER_PAGE);
-		Buffer		buf;
+		uint32		part;
 
-		el->row_idx[row] = idx;
-		el->row_count[row] = 0;
-		el->row_applied[row] = 0;
-		if (log_empty && row > 0 && el->row_count[row - 1] == 0)
-			continue;
-		buf = ss_read_buffer_if_exists(rel, blk);
-		if (BufferIsValid(buf))
-		{
-			Page		page;
-
-			LockBuffer(buf, BUFFER_LOCK_SHARE);
-			page = BufferGetPage(buf);
-			if (!PageIsNew(page))
-			{
-				ss_page_check(rel, blk, page, SS_PAGE_BCMS_SKETCH);
-				el->row_count[row] = ((int64 *) SSPageGetData(page))[idx % PLAIN_COUNTERS_PER_PAGE];
-				el->row_applied[row] = SSPageGetOpaque(page)->applied_pos;
-			}
-			UnlockReleaseBuffer(buf);
-		}
+		bcms_read_plain_row(rel, p, el, row);
+		part = (uint32) (el->row_idx[row] / PLAIN_COUNTERS_PER_PAGE);
+		el->log_row = row;
+		if (!ss_log_scan_parts(rel, snap, 0, bcms_parts_of, &bc, &part, 1,
+							   bcms_log_record, el))
+			return false;
+		*est = Min(*est, el->row_count[row]);
 	}
+	return true;
 }
 
 /*
@@ -214,33 +231,16 @@ bcms_read_buffered(Relation rel, const BcmsParams *p, EstimateLog *el)
 }
 
 /*
- * The committed log records of the key's pages (ss_log_scan_parts: on a
- * standby, a long log is indexed by page once, not read per lookup).
+ * buffered mode: the committed log records of the key's sketch page
+ * (ss_log_scan_parts: on a standby, a long log is indexed by page once,
+ * not read per lookup).
  */
 static bool
 bcms_scan_log(Relation rel, const SSLogSnapshot *snap, EstimateLog *el)
 {
-	const BcmsParams *p = el->p;
-	BcmsConsolidation bc = {p, NULL};
-	uint32		parts[CMS_MAX_DEPTH];
-	int			nparts = 0;
+	BcmsConsolidation bc = {el->p, NULL};
 
-	if (p->mode != BCMS_MODE_PLAIN)
-		parts[nparts++] = el->pg;
-	else
-	{
-		for (uint32 row = 0; row < p->depth; row++)
-		{
-			uint32		part = (uint32) (el->row_idx[row] / PLAIN_COUNTERS_PER_PAGE);
-			bool		seen = false;
-
-			for (int i = 0; i < nparts && !seen; i++)
-				seen = parts[i] == part;
-			if (!seen)
-				parts[nparts++] = part;
-		}
-	}
-	return ss_log_scan_parts(rel, snap, 0, bcms_parts_of, &bc, parts, nparts,
+	return ss_log_scan_parts(rel, snap, 0, bcms_parts_of, &bc, &el->pg, 1,
 							 bcms_log_record, el);
 }
 
@@ -256,7 +256,7 @@ bcms_estimate_committed(Relation rel, const BcmsParams *p, SSHash h)
 {
 	EstimateLog el;
 	int64		counters[CMS_COUNTERS_PER_PAGE];
-	int64		est = PG_INT64_MAX;
+	int64		est;
 
 	el.p = p;
 	el.h = h;
@@ -268,17 +268,15 @@ bcms_estimate_committed(Relation rel, const BcmsParams *p, SSHash h)
 
 		ss_log_read_begin(rel, &snap, attempt, true);
 		if (p->mode == BCMS_MODE_PLAIN)
-			bcms_read_plain(rel, p, &el, snap.head_pos == snap.end_pos);
-		else
-			bcms_read_buffered(rel, p, &el);
+		{
+			if (bcms_plain_estimate(rel, &snap, &el, &est))
+				return est;
+			continue;
+		}
+		bcms_read_buffered(rel, p, &el);
 		if (bcms_scan_log(rel, &snap, &el))
-			break;
+			return cms_page_estimate(counters, &p->geom, h);
 	}
-	if (p->mode != BCMS_MODE_PLAIN)
-		return cms_page_estimate(counters, &p->geom, h);
-	for (uint32 row = 0; row < p->depth; row++)
-		est = Min(est, el.row_count[row]);
-	return est;
 }
 
 /*
