@@ -164,6 +164,33 @@ qfam_log_parts_of(const SSPendingHeader *hdr, const char *payload,
 	return 1;
 }
 
+/* What the log holds for one fingerprint (a membership test's shortcut). */
+typedef struct LogPeek
+{
+	uint64		fpmask;
+	uint64		fp;
+	bool		inserted;
+	bool		deleted;
+} LogPeek;
+
+static void
+qfam_peek_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
+				 void *arg)
+{
+	LogPeek    *lp = arg;
+	SSPendingKey key;
+
+	if (hdr->len != sizeof(key))
+		return;
+	memcpy(&key, payload, sizeof(key));
+	if ((key.hash.h1 & lp->fpmask) != lp->fp || key.weight <= 0)
+		return;
+	if (hdr->type == SS_PENDING_KEY)
+		lp->inserted = true;
+	else if (hdr->type == SS_PENDING_DELETE)
+		lp->deleted = true;
+}
+
 /*
  * The committed count of h's fingerprint: summed over the levels, with the
  * committed records still in the change log replayed on it.  With
@@ -197,6 +224,25 @@ qfam_committed_count(Relation rel, SSHash h, bool any_copy)
 		uint32		bucket;
 
 		ss_log_read_begin(rel, &snap, attempt, true);
+		if (any_copy && snap.head_pos != snap.end_pos)
+		{
+			/*
+			 * A committed insert of the fingerprint in the log, and no
+			 * delete of it there, means a copy whatever the levels hold
+			 * (an insert the levels applied is in them), so a key inserted
+			 * lately is found without reading every level.
+			 */
+			LogPeek		lp = {0};
+
+			lp.fpmask = ~UINT64CONST(0) << (64 - fp_bits);
+			lp.fp = h.h1 & lp.fpmask;
+			bucket = qfam_log_bucket(h.h1, lp.fpmask);
+			if (!ss_log_scan_parts(rel, &snap, 0, qfam_log_parts_of, &lp.fpmask,
+								   &bucket, 1, qfam_peek_record, &lp))
+				continue;
+			if (lp.inserted && !lp.deleted)
+				return 1;
+		}
 		if (!qfam_read_meta(rel, &meta))
 			return 0;
 		merges = meta.merges;

@@ -62,7 +62,9 @@ SELECT string_agg(bcms_estimate('c_buf', g)::text, ',' ORDER BY g) || ' / ' ||
        string_agg(bcms_estimate('c_plain', g)::text, ',' ORDER BY g) || ' / ' ||
        string_agg(CASE WHEN bloom_contains('c_bloom', g) THEN '1' ELSE '0' END, '' ORDER BY g) || ' / ' ||
        string_agg(qf_count('c_qf', g)::text, ',' ORDER BY g) || ' / ' ||
-       string_agg(qf_count('c_cf', g)::text, ',' ORDER BY g)
+       string_agg(qf_count('c_cf', g)::text, ',' ORDER BY g) || ' / ' ||
+       string_agg(CASE WHEN qf_contains('c_qf', g) THEN '1' ELSE '0' END, '' ORDER BY g) ||
+       string_agg(CASE WHEN qf_contains('c_cf', g) THEN '1' ELSE '0' END, '' ORDER BY g)
   FROM generate_series(-$nkeys, $nkeys) g};
 
 sub catch_up
