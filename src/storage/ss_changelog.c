@@ -24,6 +24,7 @@
 #include "access/transam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/storage.h"
 #include "commands/vacuum.h"
 #include "miscadmin.h"
 #include "ss_changelog.h"
@@ -1380,6 +1381,73 @@ ss_log_oldest_xid(Relation rel)
  * back, as for a heap.  A batch appended later has an xid at or after the
  * oldest xmin.
  */
+/*
+ * Give the file's tail back when it holds only free log pages: after a
+ * transaction too large for the pages it found free, its log pages stay
+ * in the relation once consolidated.  Only when the log is empty, and its
+ * pages (the free list and the page holding the empty log) are exactly the
+ * blocks before alloc_end, and an AccessExclusiveLock can be had without
+ * waiting (as VACUUM truncates a heap: no reader is then inside a log
+ * page): the metapage forgets the log pages in one WAL record, then the
+ * relation is truncated.  A crash in between leaves blocks past alloc_end
+ * that are reused as they are allocated again.
+ */
+static void
+log_truncate_free_tail(Relation rel)
+{
+	SSLogMeta	log;
+	BlockNumber first;
+	BlockNumber blk;
+	bool	   *seen;
+	bool		whole = true;
+	SSXLogState *state;
+	Buffer		metabuf;
+	SSLogMeta  *mlog;
+
+	log_meta_read(rel, &log);
+	if (log.nfree == 0 || log.head_pos != log.end_pos ||
+		log.head_blk == InvalidBlockNumber ||
+		(uint64) log.nfree + 1 >= log.alloc_end)
+		return;
+	first = log.alloc_end - log.nfree - 1;
+	if (log.head_blk < first || log.head_blk >= log.alloc_end ||
+		RelationGetNumberOfBlocks(rel) < log.alloc_end)
+		return;
+	if (!ConditionalLockRelation(rel, AccessExclusiveLock))
+		return;
+	/* nobody else holds a lock on rel now: the log cannot change */
+	log_meta_read(rel, &log);
+	seen = palloc0(sizeof(bool) * (log.nfree + 1));
+	seen[log.head_blk - first] = true;
+	blk = log.free_blk;
+	for (uint32 i = 0; i < log.nfree && whole; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (blk < first || blk >= log.alloc_end || seen[blk - first])
+			whole = false;
+		else
+		{
+			seen[blk - first] = true;
+			blk = page_log_header_next(rel, blk);
+		}
+	}
+	if (whole && blk == InvalidBlockNumber && log.head_pos == log.end_pos)
+	{
+		state = ss_xlog_start(rel);
+		mlog = log_meta_register(rel, state, &metabuf);
+		mlog->head_blk = mlog->end_blk = InvalidBlockNumber;
+		mlog->free_blk = InvalidBlockNumber;
+		mlog->nfree = 0;
+		mlog->npages = 0;
+		mlog->alloc_end = first;
+		ss_xlog_finish(state);
+		UnlockReleaseBuffer(metabuf);
+		RelationTruncate(rel, first);
+	}
+	pfree(seen);
+	UnlockRelation(rel, AccessExclusiveLock);
+}
+
 void
 ss_log_vacuum(Relation rel)
 {
@@ -1389,6 +1457,7 @@ ss_log_vacuum(Relation rel)
 	bool		minmulti_updated;
 
 	(void) ss_log_consolidate(rel, true);
+	log_truncate_free_tail(rel);
 	frozen = GetOldestNonRemovableTransactionId(rel);
 	oldest = ss_log_oldest_xid(rel);
 	if (TransactionIdIsValid(oldest) && TransactionIdPrecedes(oldest, frozen))
