@@ -200,6 +200,23 @@ my $a6 = from_log($answers_sql);
 isnt($a6, $a5, 'commits after a partial consolidation change the answers');
 check_against_consolidated('head moved under the index', $a6);
 
+# 6. VACUUM gives the file's free tail of log pages back; the standby
+# replays the truncation and answers as before
+my $size_before = $primary->safe_psql('postgres',
+	"SELECT pg_relation_size('c_plain')");
+$primary->safe_psql('postgres',
+	'INSERT INTO c_plain SELECT g % 300 FROM generate_series(1, 100000) g');
+catch_up();
+my $a7 = from_log($answers_sql);
+$primary->safe_psql('postgres', 'VACUUM c_plain');
+cmp_ok($primary->safe_psql('postgres', "SELECT pg_relation_size('c_plain')"),
+	'<=', $size_before, 'VACUUM gave back the log pages of the large transaction');
+catch_up();
+is($standby->safe_psql('postgres', "SELECT pg_relation_size('c_plain')"),
+	$primary->safe_psql('postgres', "SELECT pg_relation_size('c_plain')"),
+	'the standby replayed the truncation');
+check_against_consolidated('after the truncation', $a7);
+
 $session->quit;
 $standby->stop;
 $primary->stop;
