@@ -133,6 +133,51 @@ bcms_read_plain_row(Relation rel, const BcmsParams *p, EstimateLog *el,
 }
 
 /*
+ * A lookup needs the log records that share a counter with its key, and
+ * only those when updates add (plain mode, buffered without conservative
+ * update): the log index (ss_log_scan_parts) is then keyed by counter, a
+ * sketch-wide counter number folded to 32 bits.  Conservative updates
+ * depend on every counter of the page, so that mode keys it by page.
+ */
+static inline uint32
+bcms_counter_bucket(uint64 counter)
+{
+	return (uint32) (counter ^ (counter >> 32));
+}
+
+static int
+bcms_log_counter_parts(const SSPendingHeader *hdr, const char *payload,
+					   uint32 *parts, void *arg)
+{
+	const BcmsParams *p = arg;
+	SSPendingKey key;
+	uint32		page = 0;
+	int			n = 0;
+
+	if (hdr->type == SS_PENDING_MERGE)
+		return -1;				/* every counter */
+	if (hdr->type != SS_PENDING_KEY || hdr->len != sizeof(key))
+		return 0;
+	memcpy(&key, payload, sizeof(key));
+	if (p->mode != BCMS_MODE_PLAIN)
+		page = cms_page_of(&p->geom, key.hash);
+	for (uint32 row = 0; row < p->depth; row++)
+	{
+		uint64		counter = p->mode == BCMS_MODE_PLAIN ?
+			bcms_plain_index(p, key.hash, row) :
+			(uint64) page * CMS_COUNTERS_PER_PAGE + cms_cell(&p->geom, key.hash, row);
+		uint32		part = bcms_counter_bucket(counter);
+		bool		seen = false;
+
+		for (int i = 0; i < n && !seen; i++)
+			seen = parts[i] == part;
+		if (!seen)
+			parts[n++] = part;
+	}
+	return n;
+}
+
+/*
  * plain mode: the estimate is the least row count, each row's counter plus
  * the committed log records of its page (ss_log_scan_parts) that the page
  * has not applied.  A row that counts zero ends it, so an absent key costs
@@ -143,7 +188,6 @@ bcms_plain_estimate(Relation rel, const SSLogSnapshot *snap, EstimateLog *el,
 					int64 *est)
 {
 	const BcmsParams *p = el->p;
-	BcmsConsolidation bc = {p, NULL};
 
 	*est = PG_INT64_MAX;
 	for (uint32 row = 0; row < p->depth && *est > 0; row++)
@@ -151,10 +195,10 @@ bcms_plain_estimate(Relation rel, const SSLogSnapshot *snap, EstimateLog *el,
 		uint32		part;
 
 		bcms_read_plain_row(rel, p, el, row);
-		part = (uint32) (el->row_idx[row] / PLAIN_COUNTERS_PER_PAGE);
+		part = bcms_counter_bucket(el->row_idx[row]);
 		el->log_row = row;
-		if (!ss_log_scan_parts(rel, snap, 0, bcms_parts_of, &bc, &part, 1,
-							   bcms_log_record, el))
+		if (!ss_log_scan_parts(rel, snap, 0, bcms_log_counter_parts,
+							   (void *) p, &part, 1, bcms_log_record, el))
 			return false;
 		*est = Min(*est, el->row_count[row]);
 	}
@@ -238,10 +282,27 @@ bcms_read_buffered(Relation rel, const BcmsParams *p, EstimateLog *el)
 static bool
 bcms_scan_log(Relation rel, const SSLogSnapshot *snap, EstimateLog *el)
 {
-	BcmsConsolidation bc = {el->p, NULL};
+	const BcmsParams *p = el->p;
+	BcmsConsolidation bc = {p, NULL};
+	uint32		parts[CMS_MAX_DEPTH];
+	int			nparts = 0;
 
-	return ss_log_scan_parts(rel, snap, 0, bcms_parts_of, &bc, &el->pg, 1,
-							 bcms_log_record, el);
+	if (p->conservative)
+		return ss_log_scan_parts(rel, snap, 0, bcms_parts_of, &bc, &el->pg, 1,
+								 bcms_log_record, el);
+	for (uint32 row = 0; row < p->depth; row++)
+	{
+		uint32		part = bcms_counter_bucket((uint64) el->pg * CMS_COUNTERS_PER_PAGE +
+											   cms_cell(&p->geom, el->h, row));
+		bool		seen = false;
+
+		for (int i = 0; i < nparts && !seen; i++)
+			seen = parts[i] == part;
+		if (!seen)
+			parts[nparts++] = part;
+	}
+	return ss_log_scan_parts(rel, snap, 0, bcms_log_counter_parts, (void *) p,
+							 parts, nparts, bcms_log_record, el);
 }
 
 /*

@@ -35,6 +35,9 @@ CREATE EXTENSION streamsketch;
 -- few pages, so that each page has many records in the log
 SELECT bcms_create('c_buf', 'int8', epsilon => 0.001, delta => 0.01);
 SELECT bcms_create('c_plain', 'int8', epsilon => 0.001, delta => 0.01, mode => 'plain');
+-- conservative updates: the index is by page, not by counter (one page,
+-- many keys per counter)
+SELECT bcms_create('c_cons', 'int8', epsilon => 0.02, delta => 0.01, conservative => true);
 SELECT bloom_create('c_bloom', 'int8', capacity => 100000, fp_rate => 0.01, mode => 'localized');
 SELECT qf_create('c_qf', 'int8', capacity => 100000, fp_rate => 0.001);
 SELECT qf_create('c_cf', 'int8', capacity => 100000, fp_rate => 0.001, access_method => 'cascade_filter');
@@ -60,6 +63,7 @@ sub from_log
 my $answers_sql = qq{
 SELECT string_agg(bcms_estimate('c_buf', g)::text, ',' ORDER BY g) || ' / ' ||
        string_agg(bcms_estimate('c_plain', g)::text, ',' ORDER BY g) || ' / ' ||
+       string_agg(bcms_estimate('c_cons', g)::text, ',' ORDER BY g) || ' / ' ||
        string_agg(CASE WHEN bloom_contains('c_bloom', g) THEN '1' ELSE '0' END, '' ORDER BY g) || ' / ' ||
        string_agg(qf_count('c_qf', g)::text, ',' ORDER BY g) || ' / ' ||
        string_agg(qf_count('c_cf', g)::text, ',' ORDER BY g) || ' / ' ||
@@ -81,6 +85,7 @@ sub write_rows
 BEGIN;
 INSERT INTO c_buf SELECT g FROM generate_series($from, $to) g, generate_series(1, $copies);
 INSERT INTO c_plain SELECT g FROM generate_series($from, $to) g, generate_series(1, $copies);
+INSERT INTO c_cons SELECT g FROM generate_series($from, $to) g, generate_series(1, $copies);
 INSERT INTO c_bloom SELECT g FROM generate_series($from, $to) g;
 INSERT INTO c_qf SELECT g FROM generate_series($from, $to) g, generate_series(1, $copies);
 INSERT INTO c_cf SELECT g FROM generate_series($from, $to) g, generate_series(1, $copies);
@@ -112,10 +117,10 @@ sub check_against_consolidated
 {
 	my ($what, $from_log) = @_;
 	$primary->safe_psql('postgres',
-		"SELECT bcms_flush('c_buf'), bcms_flush('c_plain'), bloom_flush('c_bloom'); VACUUM c_qf; VACUUM c_cf;");
+		"SELECT bcms_flush('c_buf'), bcms_flush('c_plain'), bcms_flush('c_cons'), bloom_flush('c_bloom'); VACUUM c_qf; VACUUM c_cf;");
 	catch_up();
 	is( $standby->safe_psql('postgres',
-			"SELECT (bcms_info('c_buf')).buffered_entries + (bcms_info('c_plain')).buffered_entries"
+			"SELECT (bcms_info('c_buf')).buffered_entries + (bcms_info('c_plain')).buffered_entries + (bcms_info('c_cons')).buffered_entries"
 		),
 		'0',
 		"$what: the primary's flush left nothing in the log or the buffers");
