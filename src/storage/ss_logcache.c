@@ -235,9 +235,14 @@ entry_fill(LogCacheEntry *e, Relation rel, const SSLogSnapshot *snap,
 {
 	BuildState bs;
 	bool		in_progress;
+	bool		extending = e->built;
 
+	/* not valid until filled: an error midway leaves it to be rebuilt */
+	e->built = false;
+	if (!extending)
+		entry_reset(e);
 	bs.e = e;
-	bs.skip_before = e->built ? e->end_pos : 0;
+	bs.skip_before = extending ? e->end_pos : 0;
 	bs.parts_of = parts_of;
 	bs.parts_arg = parts_arg;
 	bs.budget = cache_budget();
