@@ -265,16 +265,8 @@ bcms_parts_of(const SSPendingHeader *hdr, const char *payload, uint32 *parts,
 		return 1;
 	}
 	for (uint32 row = 0; row < p->depth; row++)
-	{
-		uint32		part = (uint32) (bcms_plain_index(p, key.hash, row) /
-									 PLAIN_COUNTERS_PER_PAGE);
-		bool		seen = false;
-
-		for (int i = 0; i < n && !seen; i++)
-			seen = parts[i] == part;
-		if (!seen)
-			parts[n++] = part;
-	}
+		ss_parts_add(parts, &n,
+					 (uint32) (bcms_plain_index(p, key.hash, row) / PLAIN_COUNTERS_PER_PAGE));
 	return n;
 }
 

@@ -145,36 +145,33 @@ bcms_counter_bucket(uint64 counter)
 	return (uint32) (counter ^ (counter >> 32));
 }
 
+/* The counter buckets of a key: one per row (fewer if two rows share one). */
+static int
+bcms_key_counter_parts(const BcmsParams *p, SSHash h, uint32 *parts)
+{
+	uint32		page = p->mode == BCMS_MODE_PLAIN ? 0 : cms_page_of(&p->geom, h);
+	int			n = 0;
+
+	for (uint32 row = 0; row < p->depth; row++)
+		ss_parts_add(parts, &n, bcms_counter_bucket(p->mode == BCMS_MODE_PLAIN ?
+													bcms_plain_index(p, h, row) :
+													(uint64) page * CMS_COUNTERS_PER_PAGE +
+													cms_cell(&p->geom, h, row)));
+	return n;
+}
+
 static int
 bcms_log_counter_parts(const SSPendingHeader *hdr, const char *payload,
 					   uint32 *parts, void *arg)
 {
-	const BcmsParams *p = arg;
 	SSPendingKey key;
-	uint32		page = 0;
-	int			n = 0;
 
 	if (hdr->type == SS_PENDING_MERGE)
 		return -1;				/* every counter */
 	if (hdr->type != SS_PENDING_KEY || hdr->len != sizeof(key))
 		return 0;
 	memcpy(&key, payload, sizeof(key));
-	if (p->mode != BCMS_MODE_PLAIN)
-		page = cms_page_of(&p->geom, key.hash);
-	for (uint32 row = 0; row < p->depth; row++)
-	{
-		uint64		counter = p->mode == BCMS_MODE_PLAIN ?
-			bcms_plain_index(p, key.hash, row) :
-			(uint64) page * CMS_COUNTERS_PER_PAGE + cms_cell(&p->geom, key.hash, row);
-		uint32		part = bcms_counter_bucket(counter);
-		bool		seen = false;
-
-		for (int i = 0; i < n && !seen; i++)
-			seen = parts[i] == part;
-		if (!seen)
-			parts[n++] = part;
-	}
-	return n;
+	return bcms_key_counter_parts((const BcmsParams *) arg, key.hash, parts);
 }
 
 /*
@@ -285,22 +282,12 @@ bcms_scan_log(Relation rel, const SSLogSnapshot *snap, EstimateLog *el)
 	const BcmsParams *p = el->p;
 	BcmsConsolidation bc = {p, NULL};
 	uint32		parts[CMS_MAX_DEPTH];
-	int			nparts = 0;
+	int			nparts;
 
 	if (p->conservative)
 		return ss_log_scan_parts(rel, snap, 0, bcms_parts_of, &bc, &el->pg, 1,
 								 bcms_log_record, el);
-	for (uint32 row = 0; row < p->depth; row++)
-	{
-		uint32		part = bcms_counter_bucket((uint64) el->pg * CMS_COUNTERS_PER_PAGE +
-											   cms_cell(&p->geom, el->h, row));
-		bool		seen = false;
-
-		for (int i = 0; i < nparts && !seen; i++)
-			seen = parts[i] == part;
-		if (!seen)
-			parts[nparts++] = part;
-	}
+	nparts = bcms_key_counter_parts(p, el->h, parts);
 	return ss_log_scan_parts(rel, snap, 0, bcms_log_counter_parts, (void *) p,
 							 parts, nparts, bcms_log_record, el);
 }

@@ -184,6 +184,18 @@ ss_group_payload(const SSGroupEntry *e)
 typedef int (*SSPartsOfFn) (const SSPendingHeader *hdr, const char *payload,
 							uint32 *parts, void *arg);
 
+/* Add part to the n partitions in parts unless it is there already. */
+static inline void
+ss_parts_add(uint32 *parts, int *n, uint32 part)
+{
+	for (int i = 0; i < *n; i++)
+	{
+		if (parts[i] == part)
+			return;
+	}
+	parts[(*n)++] = part;
+}
+
 /* the committed records of some partitions, indexed once (ss_logcache.c) */
 extern bool ss_log_scan_parts(Relation rel, const SSLogSnapshot *snap,
 							  uint64 stamp, SSPartsOfFn parts_of,
