@@ -64,12 +64,7 @@ qfam_page_valid(Relation rel, BlockNumber blkno, Page page, const QfamLevel *lv)
 		return false;
 	qfam_level_geom(lv, &g);
 	if (!qf_area_check_header(&g, SSPageGetData(page), &msg))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("quotient filter page %u of relation \"%s\" is corrupted",
-						blkno, RelationGetRelationName(rel)),
-				 errdetail("%s", msg),
-				 errhint("Restore the relation from a backup.")));
+		ss_page_corrupted(rel, blkno, "%s", msg);
 	return true;
 }
 
@@ -96,7 +91,19 @@ qfam_lock_level_page(Relation rel, SSXLogState *state,
 
 	page = ss_lock_page_for_write(rel, state, blkno, SS_PAGE_QF_AREA,
 								  QFAM_LEVEL_DATA_SIZE, buf, &isnew);
-	if (isnew || !qfam_page_valid(rel, blkno, page, lv))
+	if (!isnew && qfam_page_valid(rel, blkno, page, lv))
+	{
+		const char *msg;
+
+		/*
+		 * The whole area is checked before a write changes it: the write
+		 * would make damage durable (WAL, standbys) and spread it through
+		 * shifts, and it costs about as much as the change's WAL delta.
+		 */
+		if (!qf_area_check(g, SSPageGetData(page), &msg))
+			ss_page_corrupted(rel, blkno, "%s", msg);
+	}
+	else
 	{
 		uint64		applied = isnew ? 0 : SSPageGetOpaque(page)->applied_pos;
 
@@ -155,8 +162,12 @@ qfam_level_read(Relation rel, const QfamLevel *lv, uint64 h1,
 		out->applied = SSPageGetOpaque(p)->applied_pos;
 		if (qfam_page_valid(rel, blkno, p, lv))
 		{
+			const char *msg;
+
 			qfam_level_geom(lv, &g);
-			out->count = qf_count(&g, SSPageGetData(p), quotient, remainder);
+			if (!qf_count_checked(&g, SSPageGetData(p), quotient, remainder,
+								  &out->count, &msg))
+				ss_page_corrupted(rel, blkno, "%s", msg);
 			out->last_removed = *qfam_page_last_removed(p);
 		}
 	}
@@ -198,8 +209,9 @@ qfam_record_key(Relation rel, const SSPendingHeader *hdr, const char *payload,
 {
 	if ((hdr->type != SS_PENDING_KEY && hdr->type != SS_PENDING_DELETE) ||
 		hdr->len != sizeof(*key))
-		elog(ERROR, "unexpected quotient filter change record type %u length %u in \"%s\"",
-			 hdr->type, hdr->len, RelationGetRelationName(rel));
+		ss_page_corrupted(rel, InvalidBlockNumber,
+						  "A quotient filter change record has type %u and length %u.",
+						  hdr->type, hdr->len);
 	memcpy(key, payload, sizeof(*key));
 }
 

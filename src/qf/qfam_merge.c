@@ -51,6 +51,11 @@ qfam_cursor_load(QfamCursor *c)
 		}
 		if (live)
 		{
+			const char *msg;
+
+			/* a merge reads the whole area anyway; O(nslots) like the copy */
+			if (!qf_area_check(&c->g, c->area, &msg))
+				ss_page_corrupted(c->rel, blkno, "%s", msg);
 			qf_iter_init(&c->iter, &c->g, c->area);
 			return true;
 		}
