@@ -104,6 +104,12 @@ log_meta_check(Relation rel, const SSLogMeta *log)
 		 (log->free_blk >= log->alloc_end || log->free_blk == SS_METAPAGE_BLKNO)))
 		log_corrupted(rel, SS_METAPAGE_BLKNO,
 					  "The metapage's change log pointers are inconsistent.");
+	/* a record takes at least its header and a 16-byte hash */
+	if (log->nrecords > (log->end_pos - log->head_pos) /
+		(sizeof(SSLogRecordHeader) + sizeof(SSHash)) ||
+		log->consolidations < 0)
+		log_corrupted(rel, SS_METAPAGE_BLKNO,
+					  "The metapage's change log counters are impossible.");
 }
 
 /* Read the metapage's log part (share lock, briefly). */
