@@ -738,6 +738,34 @@ ss_relation_copy_data(Relation rel, const RelFileNode *newrnode)
 }
 
 /*
+ * VACUUM FULL and CLUSTER of an unlogged structure: the transient table's
+ * init fork was written when the pg_class row did not exist yet, so with
+ * the settings' parameters; it must hold the metapage of an empty
+ * structure with OldTable's parameters, or the reset after a crash would
+ * bring the structure back with other parameters (its label then no longer
+ * matches: ss_check_meta_against_label reports the metapage as damaged).
+ */
+void
+ss_cluster_init_fork(Relation OldTable, Relation NewTable)
+{
+	const SSStateOps *ops = ss_routine_ops(OldTable);
+	SMgrRelation srel = RelationGetSmgr(NewTable);
+	PGAlignedBlock page;
+
+	if (NewTable->rd_rel->relpersistence != RELPERSISTENCE_UNLOGGED ||
+		!smgrexists(srel, INIT_FORKNUM))
+		return;
+	memset(page.data, 0, BLCKSZ);
+	ss_page_init((Page) page.data, SS_PAGE_META, ops->meta_size);
+	ops->init_meta(ss_get_state(OldTable, ops), SSPageGetData(page.data));
+	log_newpage(&srel->smgr_rnode.node, INIT_FORKNUM, SS_METAPAGE_BLKNO,
+				(Page) page.data, true);
+	PageSetChecksumInplace((Page) page.data, SS_METAPAGE_BLKNO);
+	smgrwrite(srel, INIT_FORKNUM, SS_METAPAGE_BLKNO, page.data, true);
+	smgrimmedsync(srel, INIT_FORKNUM);
+}
+
+/*
  * VACUUM FULL and CLUSTER: the structure's pages are copied as they are
  * (there is nothing to compact or sort), so no data is lost.
  */
@@ -764,6 +792,7 @@ ss_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 	RelationTruncate(NewTable, 0);
 	RelationCopyStorage(RelationGetSmgr(OldTable), RelationGetSmgr(NewTable),
 						MAIN_FORKNUM, NewTable->rd_rel->relpersistence);
+	ss_cluster_init_fork(OldTable, NewTable);
 	if (TransactionIdIsValid(oldest) &&
 		TransactionIdPrecedes(oldest, OldestXmin))
 		*xid_cutoff = oldest;
