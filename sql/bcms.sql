@@ -266,3 +266,17 @@ SELECT bcms_merge('m', cms_agg(x, 0.01, 0.01)) FROM (VALUES ('a')) v(x);
 SELECT bcms_merge('m', cms_agg(x, 0.001, 0.01)) FROM (VALUES (1)) v(x);
 SELECT bcms_create('mp', 'text', epsilon => 0.001, delta => 0.01, mode => 'plain');
 SELECT bcms_merge('mp', cms_agg(x, 0.001, 0.01)) FROM (VALUES ('a')) v(x);
+
+-- VACUUM gives back the tail of log pages a large transaction left free
+SELECT bcms_create('tail', 'int8', epsilon => 0.01, delta => 0.1);
+INSERT INTO tail VALUES (1);
+SELECT bcms_estimate('tail', 1::int8) AS one;
+SELECT pg_relation_size('tail') AS size_before \gset
+INSERT INTO tail SELECT 1 FROM generate_series(1, 100000);
+SELECT pg_relation_size('tail') > :size_before AS grew;
+VACUUM tail;
+SELECT pg_relation_size('tail') <= :size_before AS tail_given_back,
+	   bcms_estimate('tail', 1::int8) AS estimate, items
+FROM bcms_info('tail');
+INSERT INTO tail VALUES (1);
+SELECT bcms_estimate('tail', 1::int8) AS after_next_commit;

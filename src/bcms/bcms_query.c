@@ -63,6 +63,7 @@ typedef struct EstimateLog
 	uint64		row_idx[CMS_MAX_DEPTH];
 	int64		row_count[CMS_MAX_DEPTH];
 	uint64		row_applied[CMS_MAX_DEPTH];
+	uint32		log_row;		/* plain: the row the log is read for */
 } EstimateLog;
 
 /* A committed record still in the log, counted unless its page has it. */
@@ -103,54 +104,115 @@ bcms_log_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 						 p->conservative);
 		return;
 	}
-	for (uint32 row = 0; row < p->depth; row++)
+	if (pos >= el->row_applied[el->log_row] &&
+		bcms_plain_index(p, key.hash, el->log_row) == el->row_idx[el->log_row])
+		el->row_count[el->log_row] = cms_saturating_add(el->row_count[el->log_row],
+														key.weight);
+}
+
+/* plain mode: read a row's counter and its page's applied_pos */
+static void
+bcms_read_plain_row(Relation rel, const BcmsParams *p, EstimateLog *el,
+					uint32 row)
+{
+	uint64		idx = bcms_plain_index(p, el->h, row);
+	BlockNumber blk = (BlockNumber) (1 + idx / PLAIN_COUNTERS_PER_PAGE);
+	Buffer		buf;
+
+	el->row_idx[row] = idx;
+	el->row_count[row] = 0;
+	el->row_applied[row] = 0;
+	buf = ss_read_buffer_if_exists(rel, blk);
+	if (BufferIsValid(buf))
 	{
-		if (pos >= el->row_applied[row] &&
-			bcms_plain_index(p, key.hash, row) == el->row_idx[row])
-			el->row_count[row] = cms_saturating_add(el->row_count[row],
-													key.weight);
+		Page		page;
+
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		if (!PageIsNew(page))
+		{
+			ss_page_check(rel, blk, page, SS_PAGE_BCMS_SKETCH);
+			el->row_count[row] = ((int64 *) SSPageGetData(page))[idx % PLAIN_COUNTERS_PER_PAGE];
+			/* counters only grow from 0 */
+			if (el->row_count[row] < 0)
+				ss_page_corrupted(rel, blk, "A counter of the sketch page is negative.");
+			el->row_applied[row] = SSPageGetOpaque(page)->applied_pos;
+		}
+		UnlockReleaseBuffer(buf);
 	}
 }
 
 /*
- * plain mode: read each row's counter and its page's applied_pos.  With
- * an empty log nothing is added to the counters, so a zero counter is the
- * estimate and the other rows need not be read (an absent key then costs
- * about one page, not depth).
+ * A lookup needs the log records that share a counter with its key, and
+ * only those when updates add (plain mode, buffered without conservative
+ * update): the log index (ss_log_scan_parts) is then keyed by counter, a
+ * sketch-wide counter number folded to 32 bits.  Conservative updates
+ * depend on every counter of the page, so that mode keys it by page.
  */
-static void
-bcms_read_plain(Relation rel, const BcmsParams *p, EstimateLog *el,
-				bool log_empty)
+static inline uint32
+bcms_counter_bucket(uint64 counter)
 {
+	return (uint32) (counter ^ (counter >> 32));
+}
+
+static int
+bcms_log_counter_parts(const SSPendingHeader *hdr, const char *payload,
+					   uint32 *parts, void *arg)
+{
+	const BcmsParams *p = arg;
+	SSPendingKey key;
+	uint32		page = 0;
+	int			n = 0;
+
+	if (hdr->type == SS_PENDING_MERGE)
+		return -1;				/* every counter */
+	if (hdr->type != SS_PENDING_KEY || hdr->len != sizeof(key))
+		return 0;
+	memcpy(&key, payload, sizeof(key));
+	if (p->mode != BCMS_MODE_PLAIN)
+		page = cms_page_of(&p->geom, key.hash);
 	for (uint32 row = 0; row < p->depth; row++)
 	{
-		uint64		idx = bcms_plain_index(p, el->h, row);
-		BlockNumber blk = (BlockNumber) (1 + idx / PLAIN_COUNTERS_PER_PAGE);
-		Buffer		buf;
+		uint64		counter = p->mode == BCMS_MODE_PLAIN ?
+			bcms_plain_index(p, key.hash, row) :
+			(uint64) page * CMS_COUNTERS_PER_PAGE + cms_cell(&p->geom, key.hash, row);
+		uint32		part = bcms_counter_bucket(counter);
+		bool		seen = false;
 
-		el->row_idx[row] = idx;
-		el->row_count[row] = 0;
-		el->row_applied[row] = 0;
-		if (log_empty && row > 0 && el->row_count[row - 1] == 0)
-			continue;
-		buf = ss_read_buffer_if_exists(rel, blk);
-		if (BufferIsValid(buf))
-		{
-			Page		page;
-
-			LockBuffer(buf, BUFFER_LOCK_SHARE);
-			page = BufferGetPage(buf);
-			if (!PageIsNew(page))
-			{
-				ss_page_check(rel, blk, page, SS_PAGE_BCMS_SKETCH);
-				el->row_count[row] = ((int64 *) SSPageGetData(page))[idx % PLAIN_COUNTERS_PER_PAGE];
-				if (el->row_count[row] < 0)
-					ss_page_corrupted(rel, blk, "A counter of the sketch page is negative.");
-				el->row_applied[row] = SSPageGetOpaque(page)->applied_pos;
-			}
-			UnlockReleaseBuffer(buf);
-		}
+		for (int i = 0; i < n && !seen; i++)
+			seen = parts[i] == part;
+		if (!seen)
+			parts[n++] = part;
 	}
+	return n;
+}
+
+/*
+ * plain mode: the estimate is the least row count, each row's counter plus
+ * the committed log records of its page (ss_log_scan_parts) that the page
+ * has not applied.  A row that counts zero ends it, so an absent key costs
+ * about one page, not depth.  False if the log moved.
+ */
+static bool
+bcms_plain_estimate(Relation rel, const SSLogSnapshot *snap, EstimateLog *el,
+					int64 *est)
+{
+	const BcmsParams *p = el->p;
+
+	*est = PG_INT64_MAX;
+	for (uint32 row = 0; row < p->depth && *est > 0; row++)
+	{
+		uint32		part;
+
+		bcms_read_plain_row(rel, p, el, row);
+		part = bcms_counter_bucket(el->row_idx[row]);
+		el->log_row = row;
+		if (!ss_log_scan_parts(rel, snap, 0, bcms_log_counter_parts,
+							   (void *) p, &part, 1, bcms_log_record, el))
+			return false;
+		*est = Min(*est, el->row_count[row]);
+	}
+	return true;
 }
 
 /*
@@ -231,8 +293,9 @@ bcms_read_buffered(Relation rel, const BcmsParams *p, EstimateLog *el)
 }
 
 /*
- * The committed log records of the key's pages (ss_log_scan_parts: on a
- * standby, a long log is indexed by page once, not read per lookup).
+ * buffered mode: the committed log records of the key's sketch page
+ * (ss_log_scan_parts: on a standby, a long log is indexed by page once,
+ * not read per lookup).
  */
 static bool
 bcms_scan_log(Relation rel, const SSLogSnapshot *snap, EstimateLog *el)
@@ -242,23 +305,22 @@ bcms_scan_log(Relation rel, const SSLogSnapshot *snap, EstimateLog *el)
 	uint32		parts[CMS_MAX_DEPTH];
 	int			nparts = 0;
 
-	if (p->mode != BCMS_MODE_PLAIN)
-		parts[nparts++] = el->pg;
-	else
+	if (p->conservative)
+		return ss_log_scan_parts(rel, snap, 0, bcms_parts_of, &bc, &el->pg, 1,
+								 bcms_log_record, el);
+	for (uint32 row = 0; row < p->depth; row++)
 	{
-		for (uint32 row = 0; row < p->depth; row++)
-		{
-			uint32		part = (uint32) (el->row_idx[row] / PLAIN_COUNTERS_PER_PAGE);
-			bool		seen = false;
+		uint32		part = bcms_counter_bucket((uint64) el->pg * CMS_COUNTERS_PER_PAGE +
+											   cms_cell(&p->geom, el->h, row));
+		bool		seen = false;
 
-			for (int i = 0; i < nparts && !seen; i++)
-				seen = parts[i] == part;
-			if (!seen)
-				parts[nparts++] = part;
-		}
+		for (int i = 0; i < nparts && !seen; i++)
+			seen = parts[i] == part;
+		if (!seen)
+			parts[nparts++] = part;
 	}
-	return ss_log_scan_parts(rel, snap, 0, bcms_parts_of, &bc, parts, nparts,
-							 bcms_log_record, el);
+	return ss_log_scan_parts(rel, snap, 0, bcms_log_counter_parts, (void *) p,
+							 parts, nparts, bcms_log_record, el);
 }
 
 /*
@@ -273,7 +335,7 @@ bcms_estimate_committed(Relation rel, const BcmsParams *p, SSHash h)
 {
 	EstimateLog el;
 	int64		counters[CMS_COUNTERS_PER_PAGE];
-	int64		est = PG_INT64_MAX;
+	int64		est;
 
 	el.rel = rel;
 	el.p = p;
@@ -284,19 +346,17 @@ bcms_estimate_committed(Relation rel, const BcmsParams *p, SSHash h)
 	{
 		SSLogSnapshot snap;
 
-		ss_log_read_begin(rel, &snap, attempt);
+		ss_log_read_begin(rel, &snap, attempt, true);
 		if (p->mode == BCMS_MODE_PLAIN)
-			bcms_read_plain(rel, p, &el, snap.head_pos == snap.end_pos);
-		else
-			bcms_read_buffered(rel, p, &el);
+		{
+			if (bcms_plain_estimate(rel, &snap, &el, &est))
+				return est;
+			continue;
+		}
+		bcms_read_buffered(rel, p, &el);
 		if (bcms_scan_log(rel, &snap, &el))
-			break;
+			return cms_page_estimate(counters, &p->geom, h);
 	}
-	if (p->mode != BCMS_MODE_PLAIN)
-		return cms_page_estimate(counters, &p->geom, h);
-	for (uint32 row = 0; row < p->depth; row++)
-		est = Min(est, el.row_count[row]);
-	return est;
 }
 
 /*

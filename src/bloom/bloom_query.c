@@ -190,10 +190,10 @@ bloom_log_parts_of(const SSPendingHeader *hdr, const char *payload,
 }
 
 /*
- * Membership in the committed state: the filter's pages, then the
- * committed records still in the change log.  The log's head is taken
- * before the pages are read, so a batch consolidated in between is found
- * in the pages or in the log (ss_changelog.h).
+ * Membership in the committed state: the committed records still in the
+ * change log, then the filter's pages.  The log's head is taken before
+ * either is read, so a batch consolidated in between is found in the pages
+ * or in the log (ss_changelog.h).
  */
 static bool
 bloom_contains_committed(Relation rel, const BloomParams *p, SSHash h)
@@ -205,12 +205,18 @@ bloom_contains_committed(Relation rel, const BloomParams *p, SSHash h)
 		SSLogSnapshot snap;
 		LogLookup	ll = {h, false};
 
-		ss_log_read_begin(rel, &snap, attempt);
-		if (bloom_contains_pages(rel, p, h))
-			return true;
-		if (ss_log_scan_parts(rel, &snap, 0, bloom_log_parts_of, NULL,
-							  &bucket, 1, bloom_log_record, &ll))
-			return ll.found;
+		ss_log_read_begin(rel, &snap, attempt, true);
+
+		/*
+		 * The log first: a key inserted lately is found in the index
+		 * without reading k bit pages that may not be in shared buffers.
+		 * Any record committed before the snapshot is either in the log
+		 * range scanned or (consolidated before it) in the pages.
+		 */
+		if (!ss_log_scan_parts(rel, &snap, 0, bloom_log_parts_of, NULL,
+							   &bucket, 1, bloom_log_record, &ll))
+			continue;
+		return ll.found || bloom_contains_pages(rel, p, h);
 	}
 }
 

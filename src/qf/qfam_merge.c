@@ -124,6 +124,12 @@ qfam_write_page(Relation rel, BlockNumber blkno, const char *area, Size size,
 	Buffer		buf;
 	Page		page;
 
+	/*
+	 * Once per target page: the tail of a merge (and all of the resize of
+	 * a sparse level) writes pages without loading a source page, and
+	 * nothing is visible before the metapage install.
+	 */
+	CHECK_FOR_INTERRUPTS();
 	ss_extend_to(rel, blkno);
 	buf = ReadBuffer(rel, blkno);
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);

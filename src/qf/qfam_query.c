@@ -142,6 +142,56 @@ qfam_replay_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 }
 
 /*
+ * A lookup replays only the log records of its own fingerprint:
+ * ss_log_scan_parts indexes them by the fingerprint's top 16 bits.
+ */
+static inline uint32
+qfam_log_bucket(uint64 h1, uint64 fpmask)
+{
+	return (uint32) ((h1 & fpmask) >> 48);
+}
+
+static int
+qfam_log_parts_of(const SSPendingHeader *hdr, const char *payload,
+				  uint32 *parts, void *arg)
+{
+	SSPendingKey key;
+
+	if (hdr->len != sizeof(key))
+		return 0;				/* replayed by no lookup */
+	memcpy(&key, payload, sizeof(key));
+	parts[0] = qfam_log_bucket(key.hash.h1, *(const uint64 *) arg);
+	return 1;
+}
+
+/* What the log holds for one fingerprint (a membership test's shortcut). */
+typedef struct LogPeek
+{
+	uint64		fpmask;
+	uint64		fp;
+	bool		inserted;
+	bool		deleted;
+} LogPeek;
+
+static void
+qfam_peek_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
+				 void *arg)
+{
+	LogPeek    *lp = arg;
+	SSPendingKey key;
+
+	if (hdr->len != sizeof(key))
+		return;
+	memcpy(&key, payload, sizeof(key));
+	if ((key.hash.h1 & lp->fpmask) != lp->fp || key.weight <= 0)
+		return;
+	if (hdr->type == SS_PENDING_KEY)
+		lp->inserted = true;
+	else if (hdr->type == SS_PENDING_DELETE)
+		lp->deleted = true;
+}
+
+/*
  * The committed count of h's fingerprint: summed over the levels, with the
  * committed records still in the change log replayed on it.  With
  * any_copy, stop at the first level that has the fingerprint (a membership
@@ -171,8 +221,28 @@ qfam_committed_count(Relation rel, SSHash h, bool any_copy)
 		SSLogSnapshot snap;
 		int64		merges;
 		bool		stopped_early = false;
+		uint32		bucket;
 
-		ss_log_read_begin(rel, &snap, attempt);
+		ss_log_read_begin(rel, &snap, attempt, true);
+		if (any_copy && snap.head_pos != snap.end_pos)
+		{
+			/*
+			 * A committed insert of the fingerprint in the log, and no
+			 * delete of it there, means a copy whatever the levels hold
+			 * (an insert the levels applied is in them), so a key inserted
+			 * lately is found without reading every level.
+			 */
+			LogPeek		lp = {0};
+
+			lp.fpmask = ~UINT64CONST(0) << (64 - fp_bits);
+			lp.fp = h.h1 & lp.fpmask;
+			bucket = qfam_log_bucket(h.h1, lp.fpmask);
+			if (!ss_log_scan_parts(rel, &snap, 0, qfam_log_parts_of, &lp.fpmask,
+								   &bucket, 1, qfam_peek_record, &lp))
+				continue;
+			if (lp.inserted && !lp.deleted)
+				return 1;
+		}
 		if (!qfam_read_meta(rel, &meta))
 			return 0;
 		merges = meta.merges;
@@ -213,7 +283,9 @@ qfam_committed_count(Relation rel, SSHash h, bool any_copy)
 				ss_page_corrupted(rel, kr.lv[l].stale_blk,
 								  "The page is not of the generation (epoch %u) of level %u, which holds items, or is ahead of it.",
 								  meta.levels[l].epoch, l);
-		if (!ss_log_scan(rel, &snap, qfam_replay_record, &kr))
+		bucket = qfam_log_bucket(h.h1, kr.fpmask);
+		if (!ss_log_scan_parts(rel, &snap, 0, qfam_log_parts_of, &kr.fpmask,
+							   &bucket, 1, qfam_replay_record, &kr))
 			continue;
 		/* a delete in the log may need the levels not read */
 		if (stopped_early && kr.saw_delete)

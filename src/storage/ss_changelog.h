@@ -13,8 +13,9 @@
  *
  * Consolidation moves committed batches into the structure (the
  * structure's consolidate callback: sub-buffer appends, flushes, merges) in
- * log order, interruptibly, outside COMMIT: by any reader that finds the log
- * not empty and the consolidation lock free (like heap page pruning), by a
+ * log order, interruptibly, outside COMMIT: by a reader that finds the log
+ * not empty and the consolidation lock free (like heap page pruning; see
+ * ss_log_read_begin for the readers that index the log instead), by a
  * writing statement that finds it longer than streamsketch.change_log_limit, in
  * the flush functions and in VACUUM.  It stops at the first batch whose
  * transaction is still committing, so it never waits for one.
@@ -52,6 +53,9 @@
 /* lock tags only (LockPage), never real blocks */
 #define SS_LOG_APPEND_LOCK			((BlockNumber) 0xFFFFFFFD)
 #define SS_LOG_CONSOLIDATE_LOCK		((BlockNumber) 0xFFFFFFFC)
+
+/* a reader that indexes the log consolidates it only up to this length */
+#define SS_LOG_READER_CONSOLIDATE_BYTES	(8 * BLCKSZ)
 
 
 typedef struct SSLogPageHeader
@@ -110,7 +114,8 @@ struct SSStateOps;
 extern void ss_log_init(void);
 extern void ss_log_append(Relation rel);
 extern void ss_log_snapshot(Relation rel, SSLogSnapshot *snap);
-extern void ss_log_read_begin(Relation rel, SSLogSnapshot *snap, int attempt);
+extern void ss_log_read_begin(Relation rel, SSLogSnapshot *snap, int attempt,
+							  bool indexed);
 extern bool ss_log_scan(Relation rel, const SSLogSnapshot *snap,
 						SSLogRecordFn fn, void *arg);
 extern bool ss_log_scan_ext(Relation rel, const SSLogSnapshot *snap,

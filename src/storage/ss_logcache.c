@@ -24,8 +24,8 @@
  * is built on the second lookup that finds the same range, so a primary
  * whose log is consolidated under its readers pays nothing.
  *
- * Memory: a few entries, each bounded by streamsketch.pending_memory; a
- * range with more records is not cached and is scanned as before.
+ * Memory: a few entries, each bounded by cache_budget(); a range with more
+ * records is not cached and is scanned as before.
  *
  *-------------------------------------------------------------------------
  */
@@ -90,10 +90,17 @@ typedef struct BuildState
 	Size		budget;
 } BuildState;
 
+/*
+ * Room for a log of streamsketch.change_log_limit (about 2.5 bytes of
+ * index per byte of log), which is what a primary's readers leave
+ * unconsolidated, within reason.
+ */
 static Size
 cache_budget(void)
 {
-	return (Size) ss_pending_memory_kb * 1024;
+	Size		for_limit = Min((Size) ss_change_log_limit_kb, (Size) 64 * 1024) * 4 * 1024;
+
+	return Max((Size) ss_pending_memory_kb * 1024, for_limit);
 }
 
 static void
@@ -228,9 +235,14 @@ entry_fill(LogCacheEntry *e, Relation rel, const SSLogSnapshot *snap,
 {
 	BuildState bs;
 	bool		in_progress;
+	bool		extending = e->built;
 
+	/* not valid until filled: an error midway leaves it to be rebuilt */
+	e->built = false;
+	if (!extending)
+		entry_reset(e);
 	bs.e = e;
-	bs.skip_before = e->built ? e->end_pos : 0;
+	bs.skip_before = extending ? e->end_pos : 0;
 	bs.parts_of = parts_of;
 	bs.parts_arg = parts_arg;
 	bs.budget = cache_budget();

@@ -6,9 +6,9 @@
  * A structure is not a heap: it has no tuples, TIDs, visibility or
  * indexes.  The callbacks here give every structure the same guard rails:
  * row-level operations other than INSERT fail with a clear error, VACUUM
- * and ANALYZE have nothing to do, VACUUM FULL/CLUSTER and SET TABLESPACE
- * copy the pages as they are, and relfrozenxid stays invalid so that
- * anti-wraparound vacuum leaves the relation alone.
+ * consolidates the change log and advances relfrozenxid (the oldest xid a
+ * log batch may hold), ANALYZE has nothing to do, VACUUM FULL/CLUSTER and
+ * SET TABLESPACE copy the pages as they are.
  *
  * Every new relfilenode gets its metapage when it is created: a new table
  * from the constructor's arguments or the settings, TRUNCATE from the old
@@ -806,13 +806,20 @@ ss_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 
 /*
  * VACUUM consolidates the change log and advances relfrozenxid
- * (ss_log_vacuum); nothing else is ever dead.
+ * (ss_log_vacuum); nothing else is ever dead.  The vacuum is reported to
+ * the statistics as heap_vacuum_rel does: that resets the inserts counted
+ * since the last vacuum (pgstat_count_heap_insert), without which
+ * autovacuum would find the insert threshold passed forever and vacuum
+ * the structure again at every naptime, and it sets last_(auto)vacuum and
+ * the vacuum counts monitoring reads.  A structure has no tuples to count.
  */
 static void
 ss_relation_vacuum(Relation rel, struct VacuumParams *params,
 				   BufferAccessStrategy bstrategy)
 {
 	ss_log_vacuum(rel);
+	pgstat_report_vacuum(RelationGetRelid(rel), rel->rd_rel->relisshared,
+						 0, 0);
 }
 
 static bool

@@ -35,7 +35,12 @@ CREATE EXTENSION streamsketch;
 -- few pages, so that each page has many records in the log
 SELECT bcms_create('c_buf', 'int8', epsilon => 0.001, delta => 0.01);
 SELECT bcms_create('c_plain', 'int8', epsilon => 0.001, delta => 0.01, mode => 'plain');
+-- conservative updates: the index is by page, not by counter (one page,
+-- many keys per counter)
+SELECT bcms_create('c_cons', 'int8', epsilon => 0.02, delta => 0.01, conservative => true);
 SELECT bloom_create('c_bloom', 'int8', capacity => 100000, fp_rate => 0.01, mode => 'localized');
+SELECT qf_create('c_qf', 'int8', capacity => 100000, fp_rate => 0.001);
+SELECT qf_create('c_cf', 'int8', capacity => 100000, fp_rate => 0.001, access_method => 'cascade_filter');
 });
 $primary->backup('b');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
@@ -58,7 +63,12 @@ sub from_log
 my $answers_sql = qq{
 SELECT string_agg(bcms_estimate('c_buf', g)::text, ',' ORDER BY g) || ' / ' ||
        string_agg(bcms_estimate('c_plain', g)::text, ',' ORDER BY g) || ' / ' ||
-       string_agg(CASE WHEN bloom_contains('c_bloom', g) THEN '1' ELSE '0' END, '' ORDER BY g)
+       string_agg(bcms_estimate('c_cons', g)::text, ',' ORDER BY g) || ' / ' ||
+       string_agg(CASE WHEN bloom_contains('c_bloom', g) THEN '1' ELSE '0' END, '' ORDER BY g) || ' / ' ||
+       string_agg(qf_count('c_qf', g)::text, ',' ORDER BY g) || ' / ' ||
+       string_agg(qf_count('c_cf', g)::text, ',' ORDER BY g) || ' / ' ||
+       string_agg(CASE WHEN qf_contains('c_qf', g) THEN '1' ELSE '0' END, '' ORDER BY g) ||
+       string_agg(CASE WHEN qf_contains('c_cf', g) THEN '1' ELSE '0' END, '' ORDER BY g)
   FROM generate_series(-$nkeys, $nkeys) g};
 
 sub catch_up
@@ -75,14 +85,29 @@ sub write_rows
 BEGIN;
 INSERT INTO c_buf SELECT g FROM generate_series($from, $to) g, generate_series(1, $copies);
 INSERT INTO c_plain SELECT g FROM generate_series($from, $to) g, generate_series(1, $copies);
+INSERT INTO c_cons SELECT g FROM generate_series($from, $to) g, generate_series(1, $copies);
 INSERT INTO c_bloom SELECT g FROM generate_series($from, $to) g;
+INSERT INTO c_qf SELECT g FROM generate_series($from, $to) g, generate_series(1, $copies);
+INSERT INTO c_cf SELECT g FROM generate_series($from, $to) g, generate_series(1, $copies);
+COMMIT;});
+}
+
+# deletes of count 2 (the quotient filters' log replay has to apply them)
+sub delete_rows
+{
+	my ($from, $to) = @_;
+	$primary->safe_psql(
+		'postgres', qq{
+BEGIN;
+SELECT count(qf_delete('c_qf', g::int8, 2)) FROM generate_series($from, $to) g;
+SELECT count(qf_delete('c_cf', g::int8, 2)) FROM generate_series($from, $to) g;
 COMMIT;});
 }
 
 sub logged
 {
 	return $standby->safe_psql('postgres',
-		"SELECT (bcms_info('c_buf')).buffered_entries > 0 AND (bcms_info('c_plain')).buffered_entries > 0"
+		"SELECT (bcms_info('c_buf')).buffered_entries > 0 AND (bcms_info('c_plain')).buffered_entries > 0 AND (qf_info('c_qf')).items = 0 AND (qf_info('c_cf')).items = 0"
 	);
 }
 
@@ -92,10 +117,10 @@ sub check_against_consolidated
 {
 	my ($what, $from_log) = @_;
 	$primary->safe_psql('postgres',
-		"SELECT bcms_flush('c_buf'), bcms_flush('c_plain'), bloom_flush('c_bloom')");
+		"SELECT bcms_flush('c_buf'), bcms_flush('c_plain'), bcms_flush('c_cons'), bloom_flush('c_bloom'); VACUUM c_qf; VACUUM c_cf;");
 	catch_up();
 	is( $standby->safe_psql('postgres',
-			"SELECT (bcms_info('c_buf')).buffered_entries + (bcms_info('c_plain')).buffered_entries"
+			"SELECT (bcms_info('c_buf')).buffered_entries + (bcms_info('c_plain')).buffered_entries + (bcms_info('c_cons')).buffered_entries"
 		),
 		'0',
 		"$what: the primary's flush left nothing in the log or the buffers");
@@ -106,7 +131,8 @@ sub check_against_consolidated
 # 1. a range read twice: the index is built on the second lookup
 write_rows(1, 200, 3);
 catch_up();
-is(logged(), 't', 'the standby has committed records in the log');
+is(logged(), 't',
+	'the standby has committed records in the log, none consolidated in the quotient filters');
 my $a1 = from_log($answers_sql);
 is(from_log($answers_sql),
 	$a1, 'a second statement over the same range answers the same');
@@ -117,6 +143,7 @@ write_rows(100, 300, 2);
 catch_up();
 my $a2 = from_log($answers_sql);
 write_rows(250, 400, 1);
+delete_rows(1, 150);
 catch_up();
 my $a3 = from_log($answers_sql);
 isnt($a3, $a2, 'the later commit changes the answers');
@@ -130,6 +157,8 @@ BEGIN;
 INSERT INTO c_buf SELECT g FROM generate_series(-200, -100) g;
 INSERT INTO c_plain SELECT g FROM generate_series(-200, -100) g;
 INSERT INTO c_bloom SELECT g FROM generate_series(-200, -100) g;
+INSERT INTO c_qf SELECT g FROM generate_series(-200, -100) g;
+SELECT count(qf_delete('c_cf', g::int8, 1)) FROM generate_series(-50, -1) g;
 PREPARE TRANSACTION 'p1';});
 catch_up();
 my $before_commit = from_log($answers_sql);
@@ -175,6 +204,23 @@ catch_up();
 my $a6 = from_log($answers_sql);
 isnt($a6, $a5, 'commits after a partial consolidation change the answers');
 check_against_consolidated('head moved under the index', $a6);
+
+# 6. VACUUM gives the file's free tail of log pages back; the standby
+# replays the truncation and answers as before
+my $size_before = $primary->safe_psql('postgres',
+	"SELECT pg_relation_size('c_plain')");
+$primary->safe_psql('postgres',
+	'INSERT INTO c_plain SELECT g % 300 FROM generate_series(1, 100000) g');
+catch_up();
+my $a7 = from_log($answers_sql);
+$primary->safe_psql('postgres', 'VACUUM c_plain');
+cmp_ok($primary->safe_psql('postgres', "SELECT pg_relation_size('c_plain')"),
+	'<=', $size_before, 'VACUUM gave back the log pages of the large transaction');
+catch_up();
+is($standby->safe_psql('postgres', "SELECT pg_relation_size('c_plain')"),
+	$primary->safe_psql('postgres', "SELECT pg_relation_size('c_plain')"),
+	'the standby replayed the truncation');
+check_against_consolidated('after the truncation', $a7);
 
 $session->quit;
 $standby->stop;
