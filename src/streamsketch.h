@@ -108,6 +108,8 @@ extern Oid	ss_create_structure(const SSStateOps *ops, const void *st,
 								const char *second_column,
 								const char *amname, bool unlogged);
 extern const void *ss_creation_params(Relation rel, const SSStateOps *ops);
+extern bool ss_relabel_in_progress(Oid relid);
+extern void ss_cluster_init_fork(Relation OldTable, Relation NewTable);
 extern void ss_check_settings(const char *const *names);
 extern void ss_params_note_placeholders(const char *prefix);
 extern void ss_params_find_rejected(void);

@@ -181,6 +181,7 @@ typedef struct BcmsStats
 /* what bcms_parts_of needs; stats (or NULL) takes a round's counts */
 typedef struct BcmsConsolidation
 {
+	Relation	rel;
 	const BcmsParams *p;
 	BcmsStats  *stats;
 } BcmsConsolidation;
@@ -195,6 +196,9 @@ extern void bcms_add_stats(void *meta, const void *stats);
 extern bool bcms_read_meta(Relation rel, BcmsMetaData *meta);
 extern void bcms_check_meta(Relation rel, const void *meta);
 extern int64 bcms_flush_all(Relation rel, void *stats);
+extern void bcms_check_merge_record(Relation rel, const BcmsParams *p,
+									const struct SSPendingHeader *hdr,
+									const char *payload);
 
 /* bcms_query.c */
 extern int64 bcms_estimate_hash(Relation rel, const BcmsState *st, SSHash h);

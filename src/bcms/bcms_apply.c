@@ -58,16 +58,63 @@ bcms_sketch_data_size(const BcmsParams *p)
 		cms_page_counters(&p->geom) * sizeof(int64);
 }
 
+/*
+ * Counters only grow from zero (weights are not negative, additions
+ * saturate), so a negative one is damage.  Checked on every page a write
+ * is about to change (a thousand compares next to a WAL record), so that
+ * damage is not spread further; lookups check the key's own cells.
+ */
+static void
+bcms_check_counters(Relation rel, BlockNumber blkno, const int64 *counters,
+					uint32 n)
+{
+	int64		min = 0;
+
+	for (uint32 i = 0; i < n; i++)
+		min = Min(min, counters[i]);
+	if (min < 0)
+		ss_page_corrupted(rel, blkno, "A counter of the sketch page is negative.");
+}
+
+/*
+ * A merged cms value in the change log (bcms_merge appended it after
+ * checking it against the structure): its size and geometry must still
+ * be the structure's, and its total not negative, before its counters are
+ * read at the structure's page offsets.
+ */
+void
+bcms_check_merge_record(Relation rel, const BcmsParams *p,
+						const SSPendingHeader *hdr, const char *payload)
+{
+	const CmsData *cms = (const CmsData *) payload;
+
+	if (p->mode == BCMS_MODE_PLAIN ||
+		hdr->len < CMS_HEADER_SIZE ||
+		hdr->len != cms_value_size(&p->geom) ||
+		cms->depth != p->geom.depth ||
+		cms->cols_per_page != p->geom.cols_per_page ||
+		cms->npages != p->geom.npages ||
+		cms->total < 0)
+		ss_page_corrupted(rel, InvalidBlockNumber,
+						  "A merged count-min sketch record (%u bytes) does not fit the structure.",
+						  hdr->len);
+}
+
 /* Add a merged cms value's counters of sketch page pg. */
 static void
-bcms_add_cms_page(int64 *counters, const BcmsParams *p, const CmsData *cms,
-				  uint32 pg)
+bcms_add_cms_page(Relation rel, int64 *counters, const BcmsParams *p,
+				  const CmsData *cms, uint32 pg)
 {
 	uint32		per_page = cms_page_counters(&p->geom);
 	const int64 *src = cms->counters + (Size) pg * per_page;
 
 	for (uint32 i = 0; i < per_page; i++)
+	{
+		if (src[i] < 0)
+			ss_page_corrupted(rel, InvalidBlockNumber,
+							  "A merged count-min sketch has a negative counter.");
 		counters[i] = cms_saturating_add(counters[i], src[i]);
+	}
 }
 
 /*
@@ -105,11 +152,9 @@ bcms_apply_page(Relation rel, const BcmsParams *p, uint32 sketch_page,
 		applied = &bcms_buf_applied(bpage, p)[sketch_page % p->subbufs_per_page];
 		sub = bcms_buf_entries(bpage, p, sketch_page);
 		if (*count > p->subbuf_cap)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("sub-buffer of page %u of relation \"%s\" claims %u entries, capacity is %u",
-							sketch_page, RelationGetRelationName(rel),
-							*count, p->subbuf_cap)));
+			ss_page_corrupted(rel, bcms_buffer_blkno(p, sketch_page),
+							  "The sub-buffer of sketch page %u claims %u entries; its capacity is %u.",
+							  sketch_page, *count, p->subbuf_cap);
 	}
 	else
 	{
@@ -155,11 +200,19 @@ bcms_apply_page(Relation rel, const BcmsParams *p, uint32 sketch_page,
 									SS_PAGE_BCMS_SKETCH, bcms_sketch_data_size(p),
 									&sbuf);
 	counters = (int64 *) SSPageGetData(spage);
+	bcms_check_counters(rel, bcms_sketch_blkno(p, sketch_page), counters,
+						cms_page_counters(&p->geom));
 	if (count != NULL)
 	{
 		for (uint32 i = 0; i < *count; i++)
+		{
+			if (sub[i].weight < 0)
+				ss_page_corrupted(rel, bcms_buffer_blkno(p, sketch_page),
+								  "An entry of the sub-buffer of sketch page %u has a negative weight.",
+								  sketch_page);
 			cms_page_add(counters, &p->geom, bcms_entry_hash(&sub[i]),
 						 sub[i].weight, p->conservative);
+		}
 		flushed = *count;
 		*count = 0;
 	}
@@ -176,7 +229,7 @@ bcms_apply_page(Relation rel, const BcmsParams *p, uint32 sketch_page,
 						 p->conservative);
 		}
 		else if (entries[i].type == SS_PENDING_MERGE)
-			bcms_add_cms_page(counters, p, (const CmsData *) payload,
+			bcms_add_cms_page(rel, counters, p, (const CmsData *) payload,
 							  sketch_page);
 	}
 	*applied = Max(*applied, upto);
@@ -202,6 +255,8 @@ bcms_apply_plain_page(Relation rel, const BcmsParams *p, uint32 part,
 							   SS_PAGE_BCMS_SKETCH, bcms_sketch_data_size(p),
 							   &buf);
 	counters = (int64 *) SSPageGetData(page);
+	bcms_check_counters(rel, bcms_sketch_blkno(p, part), counters,
+						PLAIN_COUNTERS_PER_PAGE);
 	applied = &SSPageGetOpaque(page)->applied_pos;
 	for (int i = 0; i < n; i++)
 	{
@@ -244,14 +299,16 @@ bcms_parts_of(const SSPendingHeader *hdr, const char *payload, uint32 *parts,
 
 	if (hdr->type == SS_PENDING_MERGE)
 	{
+		bcms_check_merge_record(bc->rel, p, hdr, payload);
 		if (bc->stats != NULL)
 			bc->stats->total_weight = cms_saturating_add(bc->stats->total_weight,
 														 ((const CmsData *) payload)->total);
 		return -1;
 	}
 	if (hdr->type != SS_PENDING_KEY || hdr->len != sizeof(key))
-		elog(ERROR, "unexpected bcms change record type %u length %u",
-			 hdr->type, hdr->len);
+		ss_page_corrupted(bc->rel, InvalidBlockNumber,
+						  "A bcms change record has type %u and length %u.",
+						  hdr->type, hdr->len);
 	memcpy(&key, payload, sizeof(key));
 	if (bc->stats != NULL)
 	{
@@ -295,6 +352,7 @@ bcms_consolidate(SSConsolidation *c)
 
 	StaticAssertStmt(CMS_MAX_DEPTH <= SS_MAX_RECORD_PARTS,
 					 "a plain bcms record may change depth pages");
+	bc.rel = c->rel;
 	bc.p = &bcms_get_state(c->rel)->p;
 	bc.stats = (BcmsStats *) c->stats;
 	return ss_cons_by_partition(c, bc.p->mode == BCMS_MODE_PLAIN ?

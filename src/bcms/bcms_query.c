@@ -52,6 +52,7 @@ bcms_check_acl(Relation rel, AclMode mode)
 /* What a reader adds from the change log (bcms_log_record). */
 typedef struct EstimateLog
 {
+	Relation	rel;
 	const BcmsParams *p;
 	SSHash		h;
 	/* buffered: the key's sketch page, its counters, its applied_pos */
@@ -76,6 +77,7 @@ bcms_log_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 
 	if (hdr->type == SS_PENDING_MERGE)
 	{
+		bcms_check_merge_record(el->rel, p, hdr, payload);
 		if (p->mode != BCMS_MODE_PLAIN && pos >= el->applied)
 		{
 			const CmsData *cms = (const CmsData *) payload;
@@ -83,7 +85,12 @@ bcms_log_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 			const int64 *src = cms->counters + (Size) el->pg * per_page;
 
 			for (uint32 i = 0; i < per_page; i++)
+			{
+				if (src[i] < 0)
+					ss_page_corrupted(el->rel, InvalidBlockNumber,
+									  "A merged count-min sketch has a negative counter.");
 				el->counters[i] = cms_saturating_add(el->counters[i], src[i]);
+			}
 		}
 		return;
 	}
@@ -126,6 +133,9 @@ bcms_read_plain_row(Relation rel, const BcmsParams *p, EstimateLog *el,
 		{
 			ss_page_check(rel, blk, page, SS_PAGE_BCMS_SKETCH);
 			el->row_count[row] = ((int64 *) SSPageGetData(page))[idx % PLAIN_COUNTERS_PER_PAGE];
+			/* counters only grow from 0 */
+			if (el->row_count[row] < 0)
+				ss_page_corrupted(rel, blk, "A counter of the sketch page is negative.");
 			el->row_applied[row] = SSPageGetOpaque(page)->applied_pos;
 		}
 		UnlockReleaseBuffer(buf);
@@ -238,11 +248,9 @@ bcms_read_buffered(Relation rel, const BcmsParams *p, EstimateLog *el)
 			ss_page_check(rel, bblk, page, SS_PAGE_BCMS_BUFFER);
 			nsub = bcms_buf_counts(page)[slot];
 			if (nsub > p->subbuf_cap)
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_CORRUPTED),
-						 errmsg("sub-buffer of page %u of relation \"%s\" claims %u entries, capacity is %u",
-								el->pg, RelationGetRelationName(rel),
-								nsub, p->subbuf_cap)));
+				ss_page_corrupted(rel, bblk,
+								  "The sub-buffer of sketch page %u claims %u entries; its capacity is %u.",
+								  el->pg, nsub, p->subbuf_cap);
 			memcpy(sub, bcms_buf_entries(page, p, el->pg), nsub * sizeof(BcmsBufEntry));
 			el->applied = bcms_buf_applied(page, p)[slot];
 		}
@@ -257,6 +265,10 @@ bcms_read_buffered(Relation rel, const BcmsParams *p, EstimateLog *el)
 		{
 			ss_page_check(rel, sblk, page, SS_PAGE_BCMS_SKETCH);
 			memcpy(el->counters, SSPageGetData(page), size);
+			/* counters only grow from 0: the key's cells must not be negative */
+			if (cms_page_estimate(el->counters, &p->geom, el->h) < 0)
+				ss_page_corrupted(rel, sblk,
+								  "A counter of the sketch page is negative.");
 			if (p->subbuf_cap == 0)
 				el->applied = SSPageGetOpaque(page)->applied_pos;
 		}
@@ -267,8 +279,14 @@ bcms_read_buffered(Relation rel, const BcmsParams *p, EstimateLog *el)
 
 	/* what the page will hold once the sub-buffer is applied */
 	for (uint32 i = 0; i < nsub; i++)
+	{
+		if (sub[i].weight < 0)
+			ss_page_corrupted(rel, bcms_buffer_blkno(p, el->pg),
+							  "An entry of the sub-buffer of sketch page %u has a negative weight.",
+							  el->pg);
 		cms_page_add(el->counters, &p->geom, bcms_entry_hash(&sub[i]),
 					 sub[i].weight, p->conservative);
+	}
 }
 
 /*
@@ -280,7 +298,7 @@ static bool
 bcms_scan_log(Relation rel, const SSLogSnapshot *snap, EstimateLog *el)
 {
 	const BcmsParams *p = el->p;
-	BcmsConsolidation bc = {p, NULL};
+	BcmsConsolidation bc = {rel, p, NULL};
 	uint32		parts[CMS_MAX_DEPTH];
 	int			nparts;
 
@@ -306,6 +324,7 @@ bcms_estimate_committed(Relation rel, const BcmsParams *p, SSHash h)
 	int64		counters[CMS_COUNTERS_PER_PAGE];
 	int64		est;
 
+	el.rel = rel;
 	el.p = p;
 	el.h = h;
 	el.counters = counters;
@@ -495,8 +514,8 @@ bcms_info(PG_FUNCTION_ARGS)
 		if (!PageIsNew(BufferGetPage(buf)))
 		{
 			ss_page_check(rel, blk, BufferGetPage(buf), SS_PAGE_BCMS_BUFFER);
-			for (uint32 s = 0; s < p->subbufs_per_page; s++)
-				buffered += bcms_buf_counts(BufferGetPage(buf))[s];
+			buffered += ss_subbuf_total(rel, blk, BufferGetPage(buf),
+										p->subbufs_per_page, p->subbuf_cap);
 		}
 		UnlockReleaseBuffer(buf);
 	}

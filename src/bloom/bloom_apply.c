@@ -79,8 +79,9 @@ bloom_record_h2(Relation rel, const SSPendingHeader *hdr, const char *payload,
 	SSPendingKey key;
 
 	if (hdr->type != SS_PENDING_KEY || hdr->len != sizeof(key))
-		elog(ERROR, "unexpected bloom_filter change record type %u length %u in \"%s\"",
-			 hdr->type, hdr->len, RelationGetRelationName(rel));
+		ss_page_corrupted(rel, InvalidBlockNumber,
+						  "A bloom_filter change record has type %u and length %u.",
+						  hdr->type, hdr->len);
 	memcpy(&key, payload, sizeof(key));
 	if (hash)
 		*hash = key.hash;
@@ -162,11 +163,9 @@ buffer_feed_run(HashFeed *feed, BloomHashFn fn, void *arg)
 			ss_page_check(feed->rel, blk, page, SS_PAGE_BLOOM_BUFFER);
 			n = bloom_buf_counts(page)[sb % p->subbufs_per_page];
 			if (n > p->subbuf_cap)
-				ereport(ERROR,
-						(errcode(ERRCODE_DATA_CORRUPTED),
-						 errmsg("sub-buffer %u of relation \"%s\" claims %u entries, capacity is %u",
-								sb, RelationGetRelationName(feed->rel), n,
-								p->subbuf_cap)));
+				ss_page_corrupted(feed->rel, blk,
+								  "Sub-buffer %u claims %u entries; its capacity is %u.",
+								  sb, n, p->subbuf_cap);
 			memcpy(entries, bloom_buf_entries(page, p, sb), n * sizeof(uint64));
 		}
 		UnlockReleaseBuffer(buf);
@@ -374,10 +373,9 @@ elevator_apply_subbuf(Relation rel, const BloomParams *p, uint32 sb,
 								  &buf, NULL);
 	count = &bloom_buf_counts(page)[sb % p->subbufs_per_page];
 	if (*count > p->subbuf_cap)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("sub-buffer %u of relation \"%s\" claims %u entries, capacity is %u",
-						sb, RelationGetRelationName(rel), *count, p->subbuf_cap)));
+		ss_page_corrupted(rel, bloom_buffer_blkno(p, sb),
+						  "Sub-buffer %u claims %u entries; its capacity is %u.",
+						  sb, *count, p->subbuf_cap);
 	fit = (int) Min((uint32) n, p->subbuf_cap - *count);
 	memcpy(bloom_buf_entries(page, p, sb) + *count, h2s, fit * sizeof(uint64));
 	*count += fit;
@@ -445,11 +443,9 @@ bloom_apply_local_group(Relation rel, const BloomParams *p, uint32 bitpage,
 		count = &bloom_buf_counts(bpage)[bitpage % p->subbufs_per_page];
 		sub = bloom_buf_entries(bpage, p, bitpage);
 		if (*count > p->subbuf_cap)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("sub-buffer of page %u of relation \"%s\" claims %u entries, capacity is %u",
-							bitpage, RelationGetRelationName(rel), *count,
-							p->subbuf_cap)));
+			ss_page_corrupted(rel, bloom_buffer_blkno(p, bitpage),
+							  "The sub-buffer of bit page %u claims %u entries; its capacity is %u.",
+							  bitpage, *count, p->subbuf_cap);
 		if (*count + n <= p->subbuf_cap && !force)
 		{
 			memcpy(sub + *count, h2s, n * sizeof(uint64));

@@ -82,9 +82,13 @@ bloom_buffered(Relation rel, const BloomParams *p, SSHash h)
 	if (BufferIsValid(buf))
 	{
 		Page		page = BufferGetPage(buf);
-		uint32		n = Min(bloom_buf_counts(page)[sb % p->subbufs_per_page],
-							p->subbuf_cap);
+		uint32		n = bloom_buf_counts(page)[sb % p->subbufs_per_page];
 		const uint64 *e = bloom_buf_entries(page, p, sb);
+
+		if (n > p->subbuf_cap)
+			ss_page_corrupted(rel, bloom_buffer_blkno(p, sb),
+							  "Sub-buffer %u claims %u entries; its capacity is %u.",
+							  sb, n, p->subbuf_cap);
 
 		for (uint32 i = 0; i < n && !found; i++)
 			found = e[i] == h.h2;
@@ -346,8 +350,8 @@ bloom_info(PG_FUNCTION_ARGS)
 		buf = bloom_read_page(rel, 1 + p->npages + b, SS_PAGE_BLOOM_BUFFER);
 		if (!BufferIsValid(buf))
 			continue;
-		for (uint32 s = 0; s < p->subbufs_per_page; s++)
-			buffered += bloom_buf_counts(BufferGetPage(buf))[s];
+		buffered += ss_subbuf_total(rel, 1 + p->npages + b, BufferGetPage(buf),
+									p->subbufs_per_page, p->subbuf_cap);
 		UnlockReleaseBuffer(buf);
 	}
 

@@ -783,6 +783,85 @@ qf_count(const QfGeom *g, const char *area, uint32 quotient, uint64 remainder)
 	return found ? count_decode(&A, p, d) : 0;
 }
 
+/*
+ * qf_count for an area read from disk: it also checks the invariants of the
+ * slots the lookup relies on (the cluster start it decodes from, the run
+ * start it selects, every slot of the run shifted, remainders increasing,
+ * a canonical count), at the cost of a few more word operations on words
+ * already in cache; qf_area_check is O(nslots), too much for every
+ * lookup.  Returns false with *msg set if the area is found corrupted.
+ */
+#define LCHECK(cond, message) \
+	do { \
+		if (!(cond)) \
+		{ \
+			*msg = (message); \
+			return false; \
+		} \
+	} while (0)
+
+bool
+qf_count_checked(const QfGeom *g, const char *area, uint32 quotient,
+				 uint64 remainder, uint64 *count, const char **msg)
+{
+	QfArrays	A;
+	int64		b;
+	uint32		k;
+	uint32		s;
+	uint32		e;
+	uint32		p;
+	bool		have_last = false;
+	uint64		last = 0;
+
+	*count = 0;
+	*msg = NULL;
+	if (!args_ok(g, quotient, remainder))
+		return true;
+	qf_arrays(&A, g, area);
+	if (!bit_get(A.occ, quotient))
+		return true;
+
+	/* decoding starts at the cluster's start: a run start at its home */
+	b = prev_of(&A, W_NOT_SHF, quotient);
+	LCHECK(b >= 0, "quotient filter area has a shifted first slot");
+	LCHECK(bit_get(A.occ, (uint32) b) && !bit_get(A.cont, (uint32) b) &&
+		   !bit_get(A.cnt, (uint32) b),
+		   "quotient filter run is shifted past a slot that starts no cluster");
+	k = count_of(&A, W_OCC, (uint32) b, quotient);
+	s = b == quotient ? quotient :
+		select_of(&A, W_NOT_CONT, (uint32) b + 1, k, A.nslots);
+	LCHECK(s < A.nslots && s >= quotient,
+		   "quotient filter run starts outside the area or before its home slot");
+	LCHECK((bit_get(A.occ, s) || bit_get(A.shf, s)) && !bit_get(A.cnt, s) &&
+		   bit_get(A.shf, s) == (s != quotient),
+		   "quotient filter run start has wrong metadata bits");
+	e = run_end(&A, s);
+	LCHECK(count_of(&A, W_NOT_SHF, s + 1, e) == 0,
+		   "quotient filter run has a slot that is not shifted");
+
+	p = s;
+	while (p < e)
+	{
+		uint64		v = rem_get(&A, p);
+		uint32		d = digits_at(&A, p, e);
+
+		LCHECK(!have_last || v > last,
+			   "quotient filter remainders out of order in a run");
+		LCHECK(d == 0 || rem_get(&A, p + d) != 0,
+			   "quotient filter count has a leading zero digit");
+		if (v >= remainder)
+		{
+			if (v == remainder)
+				*count = count_decode(&A, p, d);
+			return true;
+		}
+		have_last = true;
+		last = v;
+		p += 1 + d;
+	}
+	return true;
+}
+
 uint64
 qf_remove(const QfGeom *g, char *area, uint32 quotient, uint64 remainder,
 		  uint64 count)

@@ -248,6 +248,14 @@ extern void qf_area_init(const QfGeom *g, char *area);
 extern QfStatus qf_insert(const QfGeom *g, char *area, uint32 quotient,
 						  uint64 remainder, uint64 count);
 
+/*
+ * qf_count checking the slots it reads (for areas read from disk); false
+ * with *msg set if they break the area's invariants.
+ */
+extern bool qf_count_checked(const QfGeom *g, const char *area,
+							 uint32 quotient, uint64 remainder,
+							 uint64 *count, const char **msg);
+
 /* Multiplicity of a fingerprint, 0 if absent (or arguments out of range). */
 extern uint64 qf_count(const QfGeom *g, const char *area, uint32 quotient,
 					   uint64 remainder);

@@ -132,6 +132,12 @@ typedef struct QfamPageRead
 	uint64		count;
 	uint64		applied;		/* the page's applied_pos */
 	uint64		last_removed;	/* copies its last delete removed */
+	/*
+	 * The page is not of its level's generation although the level was
+	 * written by a merge and holds items: damage, unless a merge moved
+	 * the level meanwhile (the reader checks the merge counter first).
+	 */
+	BlockNumber stale_blk;		/* or InvalidBlockNumber */
 } QfamPageRead;
 
 typedef struct QfamState
@@ -149,6 +155,7 @@ typedef struct QfamCursor
 {
 	Relation	rel;
 	QfamLevel	lv;
+	bool		merged;			/* a level other than 0 */
 	BlockNumber nblocks;
 	uint64		page;			/* page being iterated */
 	uint64		npages;
@@ -179,11 +186,11 @@ extern bool qfam_read_meta(Relation rel, QfamMeta *meta);
 extern void qfam_check_meta(Relation rel, const void *meta);
 extern void qfam_first_level(const QfamParams *p, QfamMeta *meta);
 extern void qfam_make_room(Relation rel, const QfamState *st, bool grow);
-extern void qfam_level_read(Relation rel, const QfamLevel *lv, uint64 h1,
-							QfamPageRead *out);
+extern void qfam_level_read(Relation rel, const QfamLevel *lv, uint32 level,
+							uint64 h1, QfamPageRead *out);
 extern uint64 qfam_page_applied(Relation rel, const QfamLevel *lv, uint64 page);
 extern bool qfam_page_valid(Relation rel, BlockNumber blkno, Page page,
-							const QfamLevel *lv);
+							const QfamLevel *lv, bool merged, bool locked);
 
 /* qfam_compact.c */
 extern void qfam_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
@@ -196,7 +203,8 @@ extern void qfam_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 										   double *tups_recently_dead);
 
 /* qfam_merge.c */
-extern void qfam_cursor_init(QfamCursor *c, Relation rel, const QfamLevel *lv);
+extern void qfam_cursor_init(QfamCursor *c, Relation rel, const QfamLevel *lv,
+							 bool merged);
 extern bool qfam_cursor_next(QfamCursor *c);
 extern void qfam_cursor_end(QfamCursor *c);
 extern bool qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc,

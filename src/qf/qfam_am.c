@@ -340,6 +340,18 @@ qfam_check_meta(Relation rel, const void *metap)
 		if (lv->items < 0 || lv->total < lv->items)
 			elog(ERROR, "level %u's counters are out of range (items " INT64_FORMAT ", total " INT64_FORMAT ")",
 				 l, lv->items, lv->total);
+
+		/*
+		 * A level starts at epoch 1 and each merge raises it by one at
+		 * most (as its target or as one of its sources), so until the
+		 * epochs can have wrapped, none exceeds merges + 1.  A damaged
+		 * epoch would make the level's pages read as emptied.
+		 */
+		if (lv->epoch == 0 ||
+			(meta->merges >= 0 && meta->merges < 65534 &&
+			 lv->epoch > meta->merges + 1))
+			elog(ERROR, "level %u has epoch %u after " INT64_FORMAT " merges",
+				 l, lv->epoch, meta->merges);
 	}
 }
 

@@ -48,28 +48,66 @@ qfam_first_level(const QfamParams *p, QfamMeta *meta)
 }
 
 /*
+ * Is page epoch e ahead of its level's epoch cur?  Epochs count 1..65535
+ * and wrap (0 is never used), and a page is stamped with its level's epoch
+ * whenever it is written, so it is never ahead: taken on the circle, ahead
+ * means within half of it.  A level-0 page left untouched for 32,767
+ * emptyings of level 0 (each one after level 0 filled) would be taken for
+ * one ahead; with fingerprints spread evenly over the pages, no page stays
+ * untouched for even a few fills.
+ */
+static inline bool
+qfam_epoch_ahead(uint16 e, uint16 cur)
+{
+	uint32		d = ((uint32) e + 65535 - cur) % 65535;
+
+	return e != 0 && d >= 1 && d <= 32767;
+}
+
+/*
  * Is this page of level lv live?  A zero page, or a page left from an
  * earlier generation of the level's blocks, holds nothing.
+ *
+ * locked: the caller holds what keeps merges out (the share or exclusive
+ * lock on block 0); merged: besides, lv is a level other than 0.  Such a level is
+ * written by merges only, which write every page of its run with its new
+ * epoch, so while it holds items a page of another epoch (or a zero page)
+ * is damage to the page or to the metapage's epoch; taking it for an
+ * emptied page would give false negatives, and the next write would
+ * re-initialize it, losing its fingerprints.  With merges kept out, a page
+ * of any level whose epoch is ahead of the level's is damage too (a
+ * damaged epoch in the metapage, typically).
  */
 bool
-qfam_page_valid(Relation rel, BlockNumber blkno, Page page, const QfamLevel *lv)
+qfam_page_valid(Relation rel, BlockNumber blkno, Page page, const QfamLevel *lv,
+				bool merged, bool locked)
 {
 	const char *msg;
 	QfGeom		g;
 
 	if (PageIsNew(page))
+	{
+		if (merged && lv->items > 0)
+			ss_page_corrupted(rel, blkno,
+							  "A page of a merged level holding items is all zeros.");
 		return false;
+	}
 	ss_page_check(rel, blkno, page, SS_PAGE_QF_AREA);
 	if (SSPageGetOpaque(page)->epoch != lv->epoch)
+	{
+		if (merged && lv->items > 0)
+			ss_page_corrupted(rel, blkno,
+							  "The page has epoch %u; its level, written by a merge and holding items, has epoch %u.",
+							  SSPageGetOpaque(page)->epoch, lv->epoch);
+		if (locked && qfam_epoch_ahead(SSPageGetOpaque(page)->epoch, lv->epoch))
+			ss_page_corrupted(rel, blkno,
+							  "The page has epoch %u, ahead of its level's epoch %u.",
+							  SSPageGetOpaque(page)->epoch, lv->epoch);
 		return false;
+	}
 	qfam_level_geom(lv, &g);
 	if (!qf_area_check_header(&g, SSPageGetData(page), &msg))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("quotient filter page %u of relation \"%s\" is corrupted",
-						blkno, RelationGetRelationName(rel)),
-				 errdetail("%s", msg),
-				 errhint("Restore the relation from a backup.")));
+		ss_page_corrupted(rel, blkno, "%s", msg);
 	return true;
 }
 
@@ -88,15 +126,30 @@ qfam_page_last_removed(Page page)
  */
 static Page
 qfam_lock_level_page(Relation rel, SSXLogState *state,
-					 const QfamLevel *lv, const QfGeom *g, BlockNumber blkno,
-					 Buffer *buf)
+					 const QfamLevel *lv, bool merged, const QfGeom *g,
+					 BlockNumber blkno, Buffer *buf)
 {
 	Page		page;
 	bool		isnew;
 
 	page = ss_lock_page_for_write(rel, state, blkno, SS_PAGE_QF_AREA,
 								  QFAM_LEVEL_DATA_SIZE, buf, &isnew);
-	if (isnew || !qfam_page_valid(rel, blkno, page, lv))
+	if (isnew && merged && lv->items > 0)
+		ss_page_corrupted(rel, blkno,
+						  "A page of a merged level holding items is missing.");
+	if (!isnew && qfam_page_valid(rel, blkno, page, lv, merged, true))
+	{
+		const char *msg;
+
+		/*
+		 * The whole area is checked before a write changes it: the write
+		 * would make damage durable (WAL, standbys) and spread it through
+		 * shifts, and it costs about as much as the change's WAL delta.
+		 */
+		if (!qf_area_check(g, SSPageGetData(page), &msg))
+			ss_page_corrupted(rel, blkno, "%s", msg);
+	}
+	else
 	{
 		uint64		applied = isnew ? 0 : SSPageGetOpaque(page)->applied_pos;
 
@@ -127,7 +180,7 @@ qfam_meta_add_level(QfamMeta *m, uint32 l, const QfStats *before,
  * what its last delete removed (ss_changelog.h, qfam.h).
  */
 void
-qfam_level_read(Relation rel, const QfamLevel *lv, uint64 h1,
+qfam_level_read(Relation rel, const QfamLevel *lv, uint32 level, uint64 h1,
 				QfamPageRead *out)
 {
 	QfGeom		g;
@@ -141,22 +194,36 @@ qfam_level_read(Relation rel, const QfamLevel *lv, uint64 h1,
 	out->count = 0;
 	out->applied = 0;
 	out->last_removed = 0;
+	out->stale_blk = InvalidBlockNumber;
 	qf_fingerprint_split(h1, lv->page_bits, lv->slot_bits, lv->rbits,
 						 &page, &quotient, &remainder);
 	blkno = lv->base + (BlockNumber) page;
 	buf = ss_read_buffer_if_exists(rel, blkno);
 	if (!BufferIsValid(buf))
+	{
+		if (level > 0 && lv->items > 0)
+			out->stale_blk = blkno;
 		return;
+	}
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	p = BufferGetPage(buf);
+	/* no lock keeps merges out: the caller judges a stale page */
+	if ((level > 0 && lv->items > 0 &&
+		 (PageIsNew(p) || SSPageGetOpaque(p)->epoch != lv->epoch)) ||
+		(!PageIsNew(p) && qfam_epoch_ahead(SSPageGetOpaque(p)->epoch, lv->epoch)))
+		out->stale_blk = blkno;
 	if (!PageIsNew(p))
 	{
 		ss_page_check(rel, blkno, p, SS_PAGE_QF_AREA);
 		out->applied = SSPageGetOpaque(p)->applied_pos;
-		if (qfam_page_valid(rel, blkno, p, lv))
+		if (qfam_page_valid(rel, blkno, p, lv, false, false))
 		{
+			const char *msg;
+
 			qfam_level_geom(lv, &g);
-			out->count = qf_count(&g, SSPageGetData(p), quotient, remainder);
+			if (!qf_count_checked(&g, SSPageGetData(p), quotient, remainder,
+								  &out->count, &msg))
+				ss_page_corrupted(rel, blkno, "%s", msg);
 			out->last_removed = *qfam_page_last_removed(p);
 		}
 	}
@@ -198,8 +265,9 @@ qfam_record_key(Relation rel, const SSPendingHeader *hdr, const char *payload,
 {
 	if ((hdr->type != SS_PENDING_KEY && hdr->type != SS_PENDING_DELETE) ||
 		hdr->len != sizeof(*key))
-		elog(ERROR, "unexpected quotient filter change record type %u length %u in \"%s\"",
-			 hdr->type, hdr->len, RelationGetRelationName(rel));
+		ss_page_corrupted(rel, InvalidBlockNumber,
+						  "A quotient filter change record has type %u and length %u.",
+						  hdr->type, hdr->len);
 	memcpy(key, payload, sizeof(*key));
 }
 
@@ -256,7 +324,7 @@ qfam_delete_older(QfCons *qc, uint64 h1, uint64 pos, uint64 owed)
 			continue;
 		CHECK_FOR_INTERRUPTS();
 		/* probe under a share lock first: most levels lack the key */
-		qfam_level_read(qc->rel, lv, h1, &pr);
+		qfam_level_read(qc->rel, lv, l, h1, &pr);
 		if (pr.applied > pos)
 		{
 			/* done before a crash: the page says what it removed */
@@ -269,7 +337,8 @@ qfam_delete_older(QfCons *qc, uint64 h1, uint64 pos, uint64 owed)
 							 &page, &q, &r);
 		qfam_level_geom(lv, &g);
 		state = ss_xlog_start(qc->rel);
-		p = qfam_lock_level_page(qc->rel, state, lv, &g, lv->base + (BlockNumber) page, &buf);
+		p = qfam_lock_level_page(qc->rel, state, lv, true, &g,
+								 lv->base + (BlockNumber) page, &buf);
 		m = ss_meta_register(qc->rel, SS_KIND_QF, state, &metabuf);
 		qf_area_stats(&g, SSPageGetData(p), &before);
 		removed = qf_remove(&g, SSPageGetData(p), q, r, owed);
@@ -362,7 +431,8 @@ qfam_apply_group(Relation rel, uint32 part, const SSGroupEntry *entries,
 		CHECK_FOR_INTERRUPTS();
 		qfam_level_geom(lv, &g);
 		state = ss_xlog_start(rel);
-		page = qfam_lock_level_page(rel, state, lv, &g, lv->base + part, &buf);
+		page = qfam_lock_level_page(rel, state, lv, false, &g, lv->base + part,
+									&buf);
 		m = ss_meta_register(rel, SS_KIND_QF, state, &metabuf);
 		area = SSPageGetData(page);
 		applied = SSPageGetOpaque(page)->applied_pos;
@@ -573,7 +643,7 @@ qfam_levels_have(Relation rel, const QfamMeta *meta, uint64 h1)
 	{
 		QfamPageRead pr;
 
-		qfam_level_read(rel, &meta->levels[l], h1, &pr);
+		qfam_level_read(rel, &meta->levels[l], l, h1, &pr);
 		if (pr.count > 0)
 			return true;
 	}

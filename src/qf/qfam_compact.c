@@ -133,4 +133,5 @@ qfam_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 	/* written around shared buffers: make it durable before the commit */
 	if (use_wal)
 		smgrimmedsync(dst, MAIN_FORKNUM);
+	ss_cluster_init_fork(OldTable, NewTable);
 }

@@ -42,7 +42,8 @@ qfam_cursor_load(QfamCursor *c)
 			Buffer		buf = ReadBuffer(c->rel, blkno);
 
 			LockBuffer(buf, BUFFER_LOCK_SHARE);
-			if (qfam_page_valid(c->rel, blkno, BufferGetPage(buf), &c->lv))
+			if (qfam_page_valid(c->rel, blkno, BufferGetPage(buf), &c->lv,
+								c->merged, true))
 			{
 				memcpy(c->area, SSPageGetData(BufferGetPage(buf)), c->g.area_bytes);
 				live = true;
@@ -51,6 +52,11 @@ qfam_cursor_load(QfamCursor *c)
 		}
 		if (live)
 		{
+			const char *msg;
+
+			/* a merge reads the whole area anyway; O(nslots) like the copy */
+			if (!qf_area_check(&c->g, c->area, &msg))
+				ss_page_corrupted(c->rel, blkno, "%s", msg);
 			qf_iter_init(&c->iter, &c->g, c->area);
 			return true;
 		}
@@ -60,10 +66,12 @@ qfam_cursor_load(QfamCursor *c)
 }
 
 void
-qfam_cursor_init(QfamCursor *c, Relation rel, const QfamLevel *lv)
+qfam_cursor_init(QfamCursor *c, Relation rel, const QfamLevel *lv,
+				 bool merged)
 {
 	c->rel = rel;
 	c->lv = *lv;
+	c->merged = merged;
 	c->nblocks = RelationGetNumberOfBlocks(rel);
 	c->page = 0;
 	c->npages = (uint64) 1 << lv->page_bits;
@@ -155,6 +163,32 @@ merged_page_applied(Relation rel, const QfamLevel *lv0, const QfamLevel *tl,
 }
 
 /*
+ * Check every live page of the source levels before a merge reserves a new
+ * run for its target: a damaged source found halfway would leave the run
+ * reserved (until VACUUM FULL), and every later attempt would reserve
+ * another, growing the file without bound.  Reads the sources twice; a
+ * merge is rare next to the inserts that lead to it.
+ */
+static void
+qfam_check_sources(Relation rel, const QfamMeta *meta, uint32 nsrc)
+{
+	QfamCursor	c;
+
+	for (uint32 i = 0; i < Min(nsrc, meta->nlevels); i++)
+	{
+		qfam_cursor_init(&c, rel, &meta->levels[i], i > 0);
+		/* qfam_cursor_load checks each live page it loads */
+		while (c.valid && c.page < c.npages)
+		{
+			c.page++;
+			if (!qfam_cursor_load(&c))
+				break;
+		}
+		qfam_cursor_end(&c);
+	}
+}
+
+/*
  * Merge levels 0..nsrc-1 into level `target` (< nsrc, or == nlevels for a
  * new level) with 2^target_t slots.  Returns false, changing nothing
  * visible, if a target page overflows (the caller retries with a larger
@@ -195,6 +229,8 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 	use_spare = target < meta->nlevels &&
 		meta->levels[target].alt_base != InvalidBlockNumber &&
 		meta->levels[target].t == target_t;
+	if (!use_spare)
+		qfam_check_sources(rel, meta, nsrc);
 	base = use_spare ? meta->levels[target].alt_base :
 		ss_log_alloc_run(rel, (BlockNumber) npages);
 	tl.epoch = (uint16) (target < meta->nlevels ? meta->levels[target].epoch + 1 : 1);
@@ -204,7 +240,7 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 	/* only existing levels are sources (a new target level has none) */
 	nsrc = Min(nsrc, meta->nlevels);
 	for (uint32 i = 0; i < nsrc; i++)
-		qfam_cursor_init(&cursors[i], rel, &meta->levels[i]);
+		qfam_cursor_init(&cursors[i], rel, &meta->levels[i], i > 0);
 
 	qf_builder_init(&builder, &g, area);
 	for (;;)

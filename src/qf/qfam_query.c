@@ -250,7 +250,7 @@ qfam_committed_count(Relation rel, SSHash h, bool any_copy)
 		kr.fpmask = ~UINT64CONST(0) << (64 - fp_bits);
 		kr.fp = h.h1 & kr.fpmask;
 		kr.nlevels = meta.nlevels;
-		qfam_level_read(rel, &meta.levels[0], h.h1, &kr.lv[0]);
+		qfam_level_read(rel, &meta.levels[0], 0, h.h1, &kr.lv[0]);
 		count = kr.lv[0].count;
 		for (uint32 l = meta.nlevels - 1; l > 0; l--)
 		{
@@ -271,11 +271,18 @@ qfam_committed_count(Relation rel, SSHash h, bool any_copy)
 				stopped_early = true;
 				continue;
 			}
-			qfam_level_read(rel, &meta.levels[l], h.h1, &kr.lv[l]);
+			qfam_level_read(rel, &meta.levels[l], l, h.h1, &kr.lv[l]);
 			count = add_saturating(count, kr.lv[l].count);
 		}
 		if (!qfam_read_meta(rel, &meta) || meta.merges != merges)
 			continue;
+		/* no merge moved the levels: a stale page of one is damage */
+		for (uint32 l = 0; l < kr.nlevels; l++)
+			if (kr.lv[l].stale_blk != InvalidBlockNumber &&
+				kr.lv[l].stale_blk != SS_METAPAGE_BLKNO)	/* not read */
+				ss_page_corrupted(rel, kr.lv[l].stale_blk,
+								  "The page is not of the generation (epoch %u) of level %u, which holds items, or is ahead of it.",
+								  meta.levels[l].epoch, l);
 		bucket = qfam_log_bucket(h.h1, kr.fpmask);
 		if (!ss_log_scan_parts(rel, &snap, 0, qfam_log_parts_of, &kr.fpmask,
 							   &bucket, 1, qfam_replay_record, &kr))
@@ -457,7 +464,7 @@ qf_merge_sql(PG_FUNCTION_ARGS)
 		{
 			QfamCursor	c;
 
-			qfam_cursor_init(&c, src, &meta.levels[l]);
+			qfam_cursor_init(&c, src, &meta.levels[l], l > 0);
 			while (c.valid)
 			{
 				SSPendingKey key;

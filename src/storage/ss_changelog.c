@@ -105,6 +105,12 @@ log_meta_check(Relation rel, const SSLogMeta *log)
 		 (log->free_blk >= log->alloc_end || log->free_blk == SS_METAPAGE_BLKNO)))
 		log_corrupted(rel, SS_METAPAGE_BLKNO,
 					  "The metapage's change log pointers are inconsistent.");
+	/* a record takes at least its header and a 16-byte hash */
+	if (log->nrecords > (log->end_pos - log->head_pos) /
+		(sizeof(SSLogRecordHeader) + sizeof(SSHash)) ||
+		log->consolidations < 0)
+		log_corrupted(rel, SS_METAPAGE_BLKNO,
+					  "The metapage's change log counters are impossible.");
 }
 
 /* Read the metapage's log part (share lock, briefly). */
@@ -261,8 +267,17 @@ reader_read(LogReader *r, void *dst, uint64 n)
 
 			if (r->ph.next == InvalidBlockNumber)
 				return false;
+			CHECK_FOR_INTERRUPTS();
 			if (!reader_load(r, r->ph.next) || r->ph.first_pos != expect)
 				return false;
+
+			/*
+			 * Pages are filled before the next one is started, so one in
+			 * the middle of the stream holds bytes; a chain of empty pages
+			 * (a cycle of them would never end) is damage.
+			 */
+			if (r->ph.used == 0)
+				log_corrupted(r->rel, r->blk, "An empty change log page lies within the log's records.");
 			continue;
 		}
 		take = Min(n, r->ph.used - off);
@@ -302,9 +317,13 @@ batch_status(TransactionId xid)
 static bool
 reader_batch(LogReader *r, uint64 end, SSLogBatchHeader *bh)
 {
+	if (end - r->pos < sizeof(*bh))
+		log_corrupted(r->rel, r->blk, "A change log batch header crosses the log's end.");
 	if (!reader_read(r, bh, sizeof(*bh)))
 		return false;
-	if (bh->length > end - r->pos || !TransactionIdIsNormal(bh->xid))
+	/* every record takes at least its header */
+	if (bh->length > end - r->pos || !TransactionIdIsNormal(bh->xid) ||
+		(uint64) bh->nrecords * sizeof(SSLogRecordHeader) > bh->length)
 		log_corrupted(r->rel, r->blk, "A change log batch header is invalid.");
 	return true;
 }
@@ -327,6 +346,10 @@ reader_records(LogReader *r, const SSLogBatchHeader *bh, SSLogRecordFn fn,
 		uint64		off = r->pos - r->ph.first_pos;
 		bool		in_page;
 
+		if (stop - r->pos < sizeof(rh))
+			log_corrupted(r->rel, r->blk, "A change log batch holds fewer records than its header says.");
+		if ((i & 1023) == 1023)
+			CHECK_FOR_INTERRUPTS();
 		/* most records lie within the page: read them without reader_read */
 		in_page = off + sizeof(rh) <= r->ph.used;
 		if (in_page)
@@ -339,7 +362,12 @@ reader_records(LogReader *r, const SSLogBatchHeader *bh, SSLogRecordFn fn,
 			return false;
 		if (rh.len > MaxAllocSize || MAXALIGN(rh.len) > stop - r->pos ||
 			((rh.flags & SS_LOG_REC_WEIGHT1) && rh.len != sizeof(SSHash)) ||
-			(rh.flags & ~SS_LOG_REC_WEIGHT1) != 0)
+			(rh.flags & ~SS_LOG_REC_WEIGHT1) != 0 ||
+			(rh.type != SS_PENDING_KEY && rh.type != SS_PENDING_DELETE &&
+			 rh.type != SS_PENDING_MERGE) ||
+			(rh.type != SS_PENDING_MERGE &&
+			 rh.len != ((rh.flags & SS_LOG_REC_WEIGHT1) ? sizeof(SSHash) :
+						sizeof(SSPendingKey))))
 			log_corrupted(r->rel, r->blk, "A change log record is invalid.");
 		if (r->payload_size < Max(rh.len, sizeof(SSPendingKey)))
 		{
@@ -369,6 +397,9 @@ reader_records(LogReader *r, const SSLogBatchHeader *bh, SSLogRecordFn fn,
 			memcpy(r->payload + sizeof(SSHash), &one, sizeof(one));
 			hdr.len = sizeof(SSPendingKey);
 		}
+		else if (rh.type != SS_PENDING_MERGE &&
+				 ((const SSPendingKey *) r->payload)->weight < 0)
+			log_corrupted(r->rel, r->blk, "A change log record has a negative weight.");
 		fn(pos, &hdr, r->payload, arg);
 	}
 	if (r->pos != stop)

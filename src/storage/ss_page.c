@@ -33,32 +33,70 @@ ss_page_init(Page page, uint16 page_type, Size data_size)
 	((PageHeader) page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + data_size;
 }
 
+/*
+ * Report damage found on block blkno of a structure: XX001 naming the
+ * relation and block, the check that failed as detail, and the same hint as
+ * a damaged metapage (ss_meta_validate).  Every check of data read from a
+ * page ends here, so that a damaged page never leads to a crash, a hang or
+ * an answer computed from garbage.  blkno InvalidBlockNumber: a change-log
+ * record found damaged by a structure's callback (ss_changelog.h).
+ */
+void
+ss_page_corrupted(Relation rel, BlockNumber blkno, const char *fmt,...)
+{
+	char		detail[256];
+	va_list		args;
+
+	va_start(args, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, args);
+	va_end(args);
+	/* a record of the change log, whose page the caller no longer knows */
+	if (blkno == InvalidBlockNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("change log of %s table \"%s\" is corrupted",
+						ss_structure_name(rel), RelationGetRelationName(rel)),
+				 errdetail_internal("%s", detail),
+				 errhint("Restore the table from a backup, or TRUNCATE it to start over with the parameters of its label.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("block %u of %s table \"%s\" is corrupted",
+					blkno, ss_structure_name(rel), RelationGetRelationName(rel)),
+			 errdetail_internal("%s", detail),
+			 errhint("Restore the table from a backup, or TRUNCATE it to start over with the parameters of its label.")));
+}
+
 void
 ss_page_check(Relation rel, BlockNumber blkno, Page page, uint16 page_type)
 {
 	SSPageOpaque opaque;
+	PageHeader	ph = (PageHeader) page;
 
 	if (PageIsNew(page))
 		return;
 	if (PageGetSpecialSize(page) != MAXALIGN(sizeof(SSPageOpaqueData)))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("block %u of relation \"%s\" is not a streamsketch page",
-						blkno, RelationGetRelationName(rel)),
-				 errdetail("The special space has %u bytes, expected %zu.",
-						   (unsigned) PageGetSpecialSize(page),
-						   (size_t) MAXALIGN(sizeof(SSPageOpaqueData))),
-				 errhint("The relation is corrupted; restore it from a backup.")));
+		ss_page_corrupted(rel, blkno,
+						  "The page's special space has %u bytes, expected %zu: it is not a streamsketch page.",
+						  (unsigned) PageGetSpecialSize(page),
+						  (size_t) MAXALIGN(sizeof(SSPageOpaqueData)));
 	opaque = SSPageGetOpaque(page);
 	if (opaque->page_id != SS_PAGE_ID || opaque->page_type != page_type)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("block %u of relation \"%s\" has an unexpected page type",
-						blkno, RelationGetRelationName(rel)),
-				 errdetail("Found page id 0x%04X type %u, expected 0x%04X type %u.",
-						   opaque->page_id, opaque->page_type,
-						   SS_PAGE_ID, page_type),
-				 errhint("The relation is corrupted; restore it from a backup.")));
+		ss_page_corrupted(rel, blkno,
+						  "Found page id 0x%04X type %u, expected 0x%04X type %u.",
+						  opaque->page_id, opaque->page_type,
+						  SS_PAGE_ID, page_type);
+
+	/*
+	 * Our pages keep their contents below pd_lower (ss_page_init), which
+	 * generic WAL keeps; pd_upper is the special space's start.  Anything
+	 * else means the header was damaged, and the contents may not be what
+	 * WAL replay would restore.
+	 */
+	if (ph->pd_lower < MAXALIGN(SizeOfPageHeaderData) ||
+		ph->pd_lower > ph->pd_special || ph->pd_upper != ph->pd_special)
+		ss_page_corrupted(rel, blkno,
+						  "The page header has pd_lower %u, pd_upper %u, pd_special %u.",
+						  ph->pd_lower, ph->pd_upper, ph->pd_special);
 }
 
 SSMetaHeader *
@@ -75,25 +113,30 @@ ss_meta_check(Relation rel, Page page, uint32 kind)
 	ss_page_check(rel, SS_METAPAGE_BLKNO, page, SS_PAGE_META);
 	meta = (SSMetaHeader *) SSPageGetData(page);
 	if (meta->magic != SS_META_MAGIC)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("relation \"%s\" has a bad metapage magic number",
-						RelationGetRelationName(rel)),
-				 errdetail("Found 0x%08X, expected 0x%08X.",
-						   meta->magic, SS_META_MAGIC)));
-	if (meta->version != SS_META_VERSION)
+		ss_page_corrupted(rel, SS_METAPAGE_BLKNO,
+						  "The metapage has magic number 0x%08X, expected 0x%08X.",
+						  meta->magic, SS_META_MAGIC);
+	/*
+	 * Formats 1 and 2 were written by earlier streamsketch versions: such a
+	 * relation is intact, just not readable by this build.  Any other
+	 * number is damage (a build cannot tell a format from the future from
+	 * a damaged one, and downgrades are not supported).
+	 */
+	if (meta->version >= 1 && meta->version < SS_META_VERSION)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("relation \"%s\" has streamsketch format version %u, this build reads version %u",
 						RelationGetRelationName(rel), meta->version,
 						SS_META_VERSION),
 				 errhint("Install the streamsketch version that created the relation.")));
+	if (meta->version != SS_META_VERSION)
+		ss_page_corrupted(rel, SS_METAPAGE_BLKNO,
+						  "The metapage has format version %u; this build reads version %u and knows versions 1 to %u.",
+						  meta->version, SS_META_VERSION, SS_META_VERSION);
 	if (meta->kind != (uint32) kind)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("relation \"%s\" holds a structure of kind %u, expected %u",
-						RelationGetRelationName(rel), meta->kind,
-						(unsigned) kind)));
+		ss_page_corrupted(rel, SS_METAPAGE_BLKNO,
+						  "The metapage holds a structure of kind %u, expected %u.",
+						  meta->kind, (unsigned) kind);
 	return meta;
 }
 
@@ -395,4 +438,27 @@ ss_subbuf_count(Relation rel, BlockNumber blkno, uint16 page_type, uint32 slot)
 	}
 	UnlockReleaseBuffer(buf);
 	return n;
+}
+
+/*
+ * The sum of the fill counts of a buffer page's nslots sub-buffers (as
+ * ss_subbuf_count), each checked against the capacity cap: the info
+ * functions report it.
+ */
+uint64
+ss_subbuf_total(Relation rel, BlockNumber blkno, Page page, uint32 nslots,
+				uint32 cap)
+{
+	const uint32 *counts = (const uint32 *) SSPageGetData(page);
+	uint64		total = 0;
+
+	for (uint32 s = 0; s < nslots; s++)
+	{
+		if (counts[s] > cap)
+			ss_page_corrupted(rel, blkno,
+							  "Sub-buffer %u claims %u entries; its capacity is %u.",
+							  s, counts[s], cap);
+		total += counts[s];
+	}
+	return total;
 }

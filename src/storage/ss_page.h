@@ -98,11 +98,18 @@ extern void ss_page_init(Page page, uint16 page_type, Size data_size);
 extern void ss_page_check(Relation rel, BlockNumber blkno, Page page,
 						  uint16 page_type);
 
+/* Report a damaged page: ereport(ERROR, ERRCODE_DATA_CORRUPTED). */
+extern void ss_page_corrupted(Relation rel, BlockNumber blkno,
+							  const char *fmt,...)
+			pg_attribute_printf(3, 4) pg_attribute_noreturn();
+
 /* Check a metapage's header; ereport(ERROR) on mismatch. */
 extern SSMetaHeader *ss_meta_check(Relation rel, Page page, uint32 kind);
 
 extern uint32 ss_subbuf_count(Relation rel, BlockNumber blkno,
 							  uint16 page_type, uint32 slot);
+extern uint64 ss_subbuf_total(Relation rel, BlockNumber blkno, Page page,
+							  uint32 nslots, uint32 cap);
 extern void ss_check_structure_pages(uint64 npages, const char *relname);
 extern void ss_meta_validate(Relation rel,
 							 void (*check) (Relation rel, const void *meta),

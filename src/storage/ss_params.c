@@ -282,6 +282,16 @@ ss_label_check(const ObjectAddress *object, const char *seclabel)
 	relation_close(rel, NoLock);
 }
 
+/*
+ * Is a SECURITY LABEL statement giving relid new parameters right now?
+ * Its new metapage is written before PostgreSQL stores the new label.
+ */
+bool
+ss_relabel_in_progress(Oid relid)
+{
+	return OidIsValid(relabel_relid) && relabel_relid == relid;
+}
+
 /* ---- creating a structure with given parameters ---- */
 
 static struct

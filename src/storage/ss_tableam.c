@@ -446,6 +446,49 @@ ss_read_structure_meta(Relation rel, const SSStateOps *ops, void *meta)
  * parameters come from the metapage, which every structure has from its
  * creation on.
  */
+/*
+ * The metapage's parameters must be those of the table's label (the copy
+ * pg_dump keeps, ss_params.c): the metapage checks can only tell whether
+ * parameters are consistent, and a damaged hash seed, epsilon or capacity
+ * that is still consistent would change every answer silently.  Checked
+ * once per relcache entry, when the state is built, so it costs lookups
+ * nothing.  Skipped for a table without a label (made before labels
+ * existed), in binary-upgrade mode, and while a SECURITY LABEL statement
+ * gives the table new parameters (the label is stored after the new
+ * metapage).
+ */
+static void
+ss_check_meta_against_label(Relation rel, const SSStateOps *ops,
+							const void *st)
+{
+	char	   *label;
+	void	   *lst;
+	char	   *want;
+	char	   *have;
+
+	if (IsBinaryUpgrade || ss_relabel_in_progress(RelationGetRelid(rel)))
+		return;
+	label = ss_get_label(RelationGetRelid(rel));
+	if (label == NULL)
+		return;
+	lst = palloc0(ops->state_size);
+	ops->check_columns(rel, lst);
+	ops->params_from_label(rel, label, lst);
+	want = ops->params_to_label(lst);
+	have = ops->params_to_label(st);
+	if (strcmp(want, have) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("metapage (block 0) of %s table \"%s\" is corrupted",
+						ss_structure_name(rel), RelationGetRelationName(rel)),
+				 errdetail("The metapage's parameters \"%s\" differ from the table's label \"%s\".",
+						   have, want),
+				 errhint("Restore the table from a backup, or TRUNCATE it to start over with the parameters of its label.")));
+	pfree(lst);
+	pfree(want);
+	pfree(have);
+}
+
 void *
 ss_get_state(Relation rel, const SSStateOps *ops)
 {
@@ -478,6 +521,7 @@ ss_get_state(Relation rel, const SSStateOps *ops)
 					 errdetail("Block 0 is missing or all zeros."),
 					 errhint("Restore the table from a backup, or TRUNCATE it to start over with the parameters of its label.")));
 		ops->params_from_meta(meta, st);
+		ss_check_meta_against_label(rel, ops, st);
 	}
 	PG_CATCH();
 	{
@@ -694,6 +738,34 @@ ss_relation_copy_data(Relation rel, const RelFileNode *newrnode)
 }
 
 /*
+ * VACUUM FULL and CLUSTER of an unlogged structure: the transient table's
+ * init fork was written when the pg_class row did not exist yet, so with
+ * the settings' parameters; it must hold the metapage of an empty
+ * structure with OldTable's parameters, or the reset after a crash would
+ * bring the structure back with other parameters (its label then no longer
+ * matches: ss_check_meta_against_label reports the metapage as damaged).
+ */
+void
+ss_cluster_init_fork(Relation OldTable, Relation NewTable)
+{
+	const SSStateOps *ops = ss_routine_ops(OldTable);
+	SMgrRelation srel = RelationGetSmgr(NewTable);
+	PGAlignedBlock page;
+
+	if (NewTable->rd_rel->relpersistence != RELPERSISTENCE_UNLOGGED ||
+		!smgrexists(srel, INIT_FORKNUM))
+		return;
+	memset(page.data, 0, BLCKSZ);
+	ss_page_init((Page) page.data, SS_PAGE_META, ops->meta_size);
+	ops->init_meta(ss_get_state(OldTable, ops), SSPageGetData(page.data));
+	log_newpage(&srel->smgr_rnode.node, INIT_FORKNUM, SS_METAPAGE_BLKNO,
+				(Page) page.data, true);
+	PageSetChecksumInplace((Page) page.data, SS_METAPAGE_BLKNO);
+	smgrwrite(srel, INIT_FORKNUM, SS_METAPAGE_BLKNO, page.data, true);
+	smgrimmedsync(srel, INIT_FORKNUM);
+}
+
+/*
  * VACUUM FULL and CLUSTER: the structure's pages are copied as they are
  * (there is nothing to compact or sort), so no data is lost.
  */
@@ -720,6 +792,7 @@ ss_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 	RelationTruncate(NewTable, 0);
 	RelationCopyStorage(RelationGetSmgr(OldTable), RelationGetSmgr(NewTable),
 						MAIN_FORKNUM, NewTable->rd_rel->relpersistence);
+	ss_cluster_init_fork(OldTable, NewTable);
 	if (TransactionIdIsValid(oldest) &&
 		TransactionIdPrecedes(oldest, OldestXmin))
 		*xid_cutoff = oldest;
