@@ -20,9 +20,9 @@
  * moves, and a committed or aborted batch stays so.  A batch still in
  * progress when the entry was built is the exception: such an entry is
  * used once and rebuilt.  When only end_pos grew, the new records are
- * added (the range's records before the old end are skipped).  An entry
- * is built on the second lookup that finds the same range, so a primary
- * whose log is consolidated under its readers pays nothing.
+ * added (the range's records before the old end are skipped).  A primary
+ * consolidates a short log before its lookups read it (ss_log_read_begin),
+ * so it indexes only what it leaves to the writers.
  *
  * Memory: a few entries, each bounded by cache_budget(); a range with more
  * records is not cached and is scanned as before.
@@ -206,6 +206,12 @@ partref_cmp(const void *a, const void *b)
 	return 0;
 }
 
+static uint32
+partref_part(const void *r)
+{
+	return ((const PartRef *) r)->part;
+}
+
 /* First index of refs whose part is >= part (refs sorted). */
 static int
 refs_lower_bound(const LogCacheEntry *e, uint32 part)
@@ -252,7 +258,8 @@ entry_fill(LogCacheEntry *e, Relation rel, const SSLogSnapshot *snap,
 		return false;
 	}
 	if (!e->too_big)
-		qsort(e->refs, e->nrefs, sizeof(PartRef), partref_cmp);
+		ss_sort_batch_by_page(e->refs, e->nrefs, sizeof(PartRef),
+							  partref_part, partref_cmp);
 	e->built = true;
 	e->saw_in_progress = in_progress;
 	e->end_pos = snap->end_pos;
@@ -283,7 +290,6 @@ entry_for(Relation rel, uint64 stamp)
 	victim->relid = RelationGetRelid(rel);
 	victim->node = rel->rd_node;
 	victim->stamp = stamp;
-	victim->head_pos = victim->end_pos = PG_UINT64_MAX;	/* never seen */
 	return victim;
 }
 
@@ -315,29 +321,12 @@ ss_log_scan_parts(Relation rel, const SSLogSnapshot *snap, uint64 stamp,
 
 	e = entry_for(rel, stamp);
 	e->last_use = ++use_clock;
-	if (!e->built)
-	{
-		/* build on the second lookup that finds the same range */
-		if (e->head_pos != snap->head_pos || e->end_pos != snap->end_pos)
-		{
-			e->head_pos = snap->head_pos;
-			e->end_pos = snap->end_pos;
-			return ss_log_scan(rel, snap, fn, arg);
-		}
-	}
-	else if (e->head_pos != snap->head_pos)
-	{
-		/* consolidated since: a new range, seen once */
-		entry_reset(e);
-		e->head_pos = snap->head_pos;
-		e->end_pos = snap->end_pos;
+	if (e->built && e->head_pos == snap->head_pos && e->too_big)
 		return ss_log_scan(rel, snap, fn, arg);
-	}
-	else if (e->too_big)
-		return ss_log_scan(rel, snap, fn, arg);
-	else if (e->saw_in_progress || snap->end_pos < e->end_pos)
+	if (!e->built || e->head_pos != snap->head_pos ||
+		e->saw_in_progress || snap->end_pos < e->end_pos)
 	{
-		/* a batch may have committed since: start over */
+		/* a new range, or a batch may have committed since: build it */
 		entry_reset(e);
 		e->head_pos = snap->head_pos;
 	}
