@@ -329,8 +329,8 @@ function: **VACUUM takes its place** (AFTER: it consolidates the change log
 into the levels; BEFORE: the updates were applied at commit and VACUUM only
 resolves deletes, so it is a near no-op). In AFTER a lookup that finds the
 log non-empty consolidates it first (when the consolidation lock is free),
-and a writing statement consolidates a log longer than 8 pages (this run
-predates `streamsketch.change_log_limit`).
+and a writing statement consolidates a log longer than
+`streamsketch.change_log_limit`.
 
 **Sizes** ({qf_cfg['QF_SIZES_MB']} MB, the live levels: the pages a lookup or
 an insert can touch; `qf_info(...).pages`, checked after the fill, table
@@ -403,8 +403,7 @@ BEFORE is commit 0f8eaff (a transaction's updates applied to the
 sub-buffers/pages/levels at pre-commit); AFTER is the change log (each
 commit appends one xid-stamped batch to the relation's log pages;
 consolidation moves committed batches into the structure when a statement
-finds the log longer than `streamsketch.change_log_limit` (1 MB; 8 pages in
-the quotient filter run, which predates it), when a lookup finds it
+finds the log longer than `streamsketch.change_log_limit` (1 MB), when a lookup finds it
 non-empty and under 64 kB or over the limit (in between, bcms and
 bloom_filter lookups read it through a per-session index), in
 `bcms_flush`/`bloom_flush` and in VACUUM).
