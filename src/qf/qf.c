@@ -791,7 +791,9 @@ qf_count(const QfGeom *g, const char *area, uint32 quotient, uint64 remainder)
  * already in cache; qf_area_check is O(nslots), too much for every
  * lookup.  Returns false with *msg set if the area is found corrupted.
  */
-#define LCHECK(cond, message) \
+
+/* in the checks below: fail with message unless cond holds */
+#define CHECK(cond, message) \
 	do { \
 		if (!(cond)) \
 		{ \
@@ -823,20 +825,20 @@ qf_count_checked(const QfGeom *g, const char *area, uint32 quotient,
 
 	/* decoding starts at the cluster's start: a run start at its home */
 	b = prev_of(&A, W_NOT_SHF, quotient);
-	LCHECK(b >= 0, "quotient filter area has a shifted first slot");
-	LCHECK(bit_get(A.occ, (uint32) b) && !bit_get(A.cont, (uint32) b) &&
+	CHECK(b >= 0, "quotient filter area has a shifted first slot");
+	CHECK(bit_get(A.occ, (uint32) b) && !bit_get(A.cont, (uint32) b) &&
 		   !bit_get(A.cnt, (uint32) b),
 		   "quotient filter run is shifted past a slot that starts no cluster");
 	k = count_of(&A, W_OCC, (uint32) b, quotient);
 	s = b == quotient ? quotient :
 		select_of(&A, W_NOT_CONT, (uint32) b + 1, k, A.nslots);
-	LCHECK(s < A.nslots && s >= quotient,
+	CHECK(s < A.nslots && s >= quotient,
 		   "quotient filter run starts outside the area or before its home slot");
-	LCHECK((bit_get(A.occ, s) || bit_get(A.shf, s)) && !bit_get(A.cnt, s) &&
+	CHECK((bit_get(A.occ, s) || bit_get(A.shf, s)) && !bit_get(A.cnt, s) &&
 		   bit_get(A.shf, s) == (s != quotient),
 		   "quotient filter run start has wrong metadata bits");
 	e = run_end(&A, s);
-	LCHECK(count_of(&A, W_NOT_SHF, s + 1, e) == 0,
+	CHECK(count_of(&A, W_NOT_SHF, s + 1, e) == 0,
 		   "quotient filter run has a slot that is not shifted");
 
 	p = s;
@@ -845,9 +847,9 @@ qf_count_checked(const QfGeom *g, const char *area, uint32 quotient,
 		uint64		v = rem_get(&A, p);
 		uint32		d = digits_at(&A, p, e);
 
-		LCHECK(!have_last || v > last,
+		CHECK(!have_last || v > last,
 			   "quotient filter remainders out of order in a run");
-		LCHECK(d == 0 || rem_get(&A, p + d) != 0,
+		CHECK(d == 0 || rem_get(&A, p + d) != 0,
 			   "quotient filter count has a leading zero digit");
 		if (v >= remainder)
 		{
@@ -973,15 +975,6 @@ qf_area_stats(const QfGeom *g, const char *area, QfStats *stats)
 	stats->total_count = h.total_count;
 	stats->load = (double) h.nused / g->nhome;
 }
-
-#define CHECK(cond, message) \
-	do { \
-		if (!(cond)) \
-		{ \
-			*msg = (message); \
-			return false; \
-		} \
-	} while (0)
 
 bool
 qf_area_check_header(const QfGeom *g, const char *area, const char **msg)
