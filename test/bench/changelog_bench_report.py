@@ -38,6 +38,10 @@ def run_meta(kind):
 QF = "qf"
 bb_meta, qf_meta = run_meta("bcms"), run_meta(QF)
 bb_cfg, qf_cfg = bb_meta["config"], qf_meta["config"]
+for r in runs:
+    rc = qf_cfg if r["kind"] == QF else bb_cfg
+    # lookups run over the last Q (or all U100) keys of the 100-row phase
+    B.add_mixed(r["m"], rc["U100"], min(rc["Q"], rc["U100"]))
 
 
 def med(kind, mode, size, ver, k):
@@ -124,7 +128,8 @@ for x in flagged:
 # summary: one row per structure, the 8 throughput ratios
 short = {"A_rows_s": "upd 10k", "A_rows_s_flush": "upd 10k +flush", "B_rows_s": "upd 100",
          "B_rows_s_flush": "upd 100 +flush", "L1p_ops_s": "look pres (log)", "L1a_ops_s": "look abs (log)",
-         "L2p_ops_s": "look pres (flushed)", "L2a_ops_s": "look abs (flushed)"}
+         "L2p_ops_s": "look pres (flushed)", "L2a_ops_s": "look abs (flushed)",
+         "B_mixed_ops_s": "upd 100 then look (log)"}
 gk = [k for k, _, _ in B.METRICS if k in B.GATED]
 summ = []
 for s in bb_structs:
@@ -141,7 +146,8 @@ qf_short = {"A_rows_s": "ins 10k", "A_rows_s_flush": "ins 10k +VAC", "B_rows_s":
             "B_rows_s_flush": "ins 100 +VAC", "L1p_ops_s": "contains pres (after ins)",
             "L1a_ops_s": "contains abs (after ins)", "L2p_ops_s": "contains pres (VAC)",
             "L2a_ops_s": "contains abs (VAC)", "L2c_ops_s": "count pres (VAC)", "D_rows_s": "del recent",
-            "D_rows_s_flush": "del recent +VAC", "E_rows_s": "del old", "E_rows_s_flush": "del old +VAC"}
+            "D_rows_s_flush": "del recent +VAC", "E_rows_s": "del old", "E_rows_s_flush": "del old +VAC",
+            "B_mixed_ops_s": "ins 100 then contains"}
 qgk = [k for k, _, _ in B.METRICS_QF if k in B.GATED_QF]
 qsumm = []
 for s in qf_structs:
@@ -462,9 +468,13 @@ per structure, BEFORE runs then AFTER (interleaved), each:
   lookups (`bcms_estimate` / `bloom_contains`, one SELECT over
   generate_series) of present keys (the last rows inserted) and {cfg['Q']}
   of absent keys **right after the inserts** (AFTER: the committed log is
-  not consolidated yet; the first lookup consolidates it); then the
-  flush (timed, counted in B "+flush"); then the same lookups **after the
-  flush**;
+  not consolidated yet: the lookups read it through the per-session
+  index, or consolidate it when it is under 64 kB); then the flush (timed,
+  counted in B "+flush"); then the same lookups **after the flush**;
+  "then look" is the 100-row transactions and these first lookups as one
+  workload ((U100 + 2Q) operations over the sum of their times): the
+  change log moves work from the writers to the first readers, this
+  column shows the sum;
 - **C** consolidation cost: one transaction of {cfg['NCONS']} rows (AFTER:
   one batch in the log), then the flush function; another such transaction,
   then VACUUM; time and WAL of each.
