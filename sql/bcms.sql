@@ -280,3 +280,38 @@ SELECT pg_relation_size('tail') <= :size_before AS tail_given_back,
 FROM bcms_info('tail');
 INSERT INTO tail VALUES (1);
 SELECT bcms_estimate('tail', 1::int8) AS after_next_commit;
+
+-- Consolidation in several passes (maintenance_work_mem, or
+-- streamsketch.pending_memory if larger, bounds one pass: 60,000 records
+-- are about 10 MB of entries for plain mode, one per row, and 3 MB for
+-- conservative buffered mode, one per page, so 1MB makes about ten and
+-- three): every estimate read through the log equals the estimate after
+-- the consolidation, and none is below the true count.
+CREATE TEMP TABLE passes_truth AS
+SELECT k, count(*) AS n
+FROM (SELECT g % 5000 FROM generate_series(1, 30000) g
+	  UNION ALL SELECT g % 7000 FROM generate_series(1, 30000) g) s(k)
+GROUP BY k;
+SELECT bcms_create('passes_plain', 'int8', width => 20000, depth => 5, mode => 'plain');
+SELECT bcms_create('passes_cons', 'int8', width => 20000, depth => 5, conservative => true);
+SET streamsketch.change_log_limit = '64MB';
+INSERT INTO passes_plain SELECT g % 5000 FROM generate_series(1, 30000) g;
+INSERT INTO passes_plain SELECT g % 7000 FROM generate_series(1, 30000) g;
+INSERT INTO passes_cons SELECT g % 5000 FROM generate_series(1, 30000) g;
+INSERT INTO passes_cons SELECT g % 7000 FROM generate_series(1, 30000) g;
+CREATE TEMP TABLE passes_log AS
+SELECT k, bcms_estimate('passes_plain', k) AS plain, bcms_estimate('passes_cons', k) AS cons
+FROM generate_series(0, 7999) k;
+SET maintenance_work_mem = '1MB';
+SET streamsketch.pending_memory = '64kB';
+SELECT bcms_flush('passes_plain') AS plain_subbuffer_entries,
+	   bcms_flush('passes_cons') > 0 AS cons_subbuffers_applied;
+RESET maintenance_work_mem;
+RESET streamsketch.pending_memory;
+RESET streamsketch.change_log_limit;
+SELECT count(*) FILTER (WHERE l.plain <> bcms_estimate('passes_plain', l.k)) AS plain_changed,
+	   count(*) FILTER (WHERE l.cons <> bcms_estimate('passes_cons', l.k)) AS cons_changed,
+	   count(*) FILTER (WHERE l.plain < coalesce(t.n, 0) OR l.cons < coalesce(t.n, 0)) AS undercounts
+FROM passes_log l LEFT JOIN passes_truth t USING (k);
+SELECT p.buffered_entries AS plain_left, c.buffered_entries AS cons_left
+FROM bcms_info('passes_plain') p, bcms_info('passes_cons') c;

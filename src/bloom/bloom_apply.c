@@ -46,11 +46,11 @@
 #include "streamsketch.h"
 #include "utils/memutils.h"
 
-/* Bytes of backend memory a set of page masks may use. */
+/* Bytes of backend memory a consolidation's set of page masks may use. */
 static inline Size
 bloom_work_mem(void)
 {
-	return Min((Size) ss_pending_memory_kb * 1024, MaxAllocSize / 2);
+	return Min(ss_consolidation_memory(), MaxAllocSize / 2);
 }
 
 bool

@@ -953,9 +953,12 @@ typedef struct GroupCollector
 	void	   *arg;
 	SSGroupEntry *entries;		/* by position; part PG_UINT32_MAX: all */
 	int			n;
-	int			cap;
-	List	   *copies;			/* out-of-line payloads */
-	Size		payload_bytes;	/* their bytes */
+	int			cap;			/* entries allocated */
+	List	   *blocks;			/* payload copies, one per record */
+	char	   *block;			/* the block being filled */
+	Size		block_used;
+	Size		block_size;
+	Size		payload_bytes;	/* bytes of the blocks */
 	Size		budget;
 	bool		any_all;
 	SSChunkRoomFn chunk_room;	/* or NULL */
@@ -982,11 +985,15 @@ group_entry_part(const void *e)
 	return ((const SSGroupEntry *) e)->part;
 }
 
+#define GROUP_BLOCK_SIZE	(256 * 1024)
+
 static void
 groups_reset(GroupCollector *g)
 {
-	list_free_deep(g->copies);
-	g->copies = NIL;
+	list_free_deep(g->blocks);
+	g->blocks = NIL;
+	g->block = NULL;
+	g->block_used = g->block_size = 0;
 	g->n = 0;
 	g->payload_bytes = 0;
 	g->any_all = false;
@@ -1039,7 +1046,8 @@ groups_apply(GroupCollector *g, uint64 upto)
 	else
 	{
 		/* records for every partition: each partition's group, in order */
-		SSGroupEntry *grp = palloc(sizeof(SSGroupEntry) * g->n);
+		SSGroupEntry *grp = MemoryContextAllocHuge(CurrentMemoryContext,
+												   sizeof(SSGroupEntry) * g->n);
 
 		for (uint32 part = 0; part < g->nparts; part++)
 		{
@@ -1076,25 +1084,35 @@ group_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	uint32		parts[SS_MAX_RECORD_PARTS];
 	int			np = g->parts_of(hdr, payload, parts, g->arg);
 	int			nentries = np < 0 ? 1 : np;
-	char	   *copy = NULL;
+	Size		need = MAXALIGN(hdr->len);
+	char	   *copy;
 
 	if (nentries == 0 || g->stopped)
 		return;
-	/* collected records are applied before they would not fit */
-	if (g->n + nentries > g->cap ||
-		(g->chunk_room != NULL && g->n > 0 && g->n + nentries > g->room) ||
-		(hdr->len > sizeof(((SSGroupEntry *) NULL)->data) &&
-		 g->payload_bytes + hdr->len > g->budget && g->n > 0))
+	/* collected records are applied before the budget would be exceeded */
+	if (g->n > 0 &&
+		((Size) (g->n + nentries) * sizeof(SSGroupEntry) +
+		 g->payload_bytes + need > g->budget ||
+		 (g->chunk_room != NULL && g->n + nentries > g->room)))
 		groups_apply(g, pos);
 	if (g->stopped)
 		return;
-	if (hdr->len > sizeof(((SSGroupEntry *) NULL)->data))
+	while (g->n + nentries > g->cap)
 	{
-		copy = MemoryContextAllocHuge(CurrentMemoryContext, hdr->len);
-		memcpy(copy, payload, hdr->len);
-		g->payload_bytes += hdr->len;
-		g->copies = lappend(g->copies, copy);
+		g->cap *= 2;
+		g->entries = repalloc_huge(g->entries, sizeof(SSGroupEntry) * g->cap);
 	}
+	if (g->block == NULL || g->block_used + need > g->block_size)
+	{
+		g->block_size = Max(need, GROUP_BLOCK_SIZE);
+		g->block = MemoryContextAllocHuge(CurrentMemoryContext, g->block_size);
+		g->block_used = 0;
+		g->blocks = lappend(g->blocks, g->block);
+		g->payload_bytes += g->block_size;
+	}
+	copy = g->block + g->block_used;
+	memcpy(copy, payload, hdr->len);
+	g->block_used += need;
 	for (int i = 0; i < nentries; i++)
 	{
 		SSGroupEntry *e = &g->entries[g->n++];
@@ -1106,10 +1124,7 @@ group_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 				 e->part, g->nparts);
 		e->type = hdr->type;
 		e->len = hdr->len;
-		e->inline_payload = copy == NULL;
 		e->payload = copy;
-		if (copy == NULL)
-			memcpy(e->data, payload, hdr->len);
 		g->any_all |= np < 0;
 	}
 }
@@ -1129,19 +1144,21 @@ ss_cons_by_partition(SSConsolidation *c, uint32 nparts, SSPartsOfFn parts_of,
 	g.parts_of = parts_of;
 	g.apply_group = apply_group;
 	g.arg = arg;
-	g.budget = (Size) ss_pending_memory_kb * 1024;
-	g.cap = (int) Max(g.budget / sizeof(SSGroupEntry), SS_MAX_RECORD_PARTS);
+	g.budget = Min(ss_consolidation_memory(), (Size) INT_MAX);
+	g.cap = 65536;
 	g.entries = MemoryContextAllocHuge(CurrentMemoryContext,
 									   sizeof(SSGroupEntry) * g.cap);
 	g.n = 0;
-	g.copies = NIL;
+	g.blocks = NIL;
+	g.block = NULL;
+	g.block_used = g.block_size = 0;
 	g.payload_bytes = 0;
 	g.any_all = false;
 	groups_next_chunk(&g);
 	if (!g.stopped)
 		ss_cons_foreach(c, group_record, &g);
 	groups_apply(&g, c->end_pos);
-	list_free_deep(g.copies);
+	list_free_deep(g.blocks);
 	pfree(g.entries);
 	return !g.stopped;
 }

@@ -157,28 +157,28 @@ extern void ss_cons_foreach(SSConsolidation *c, SSLogRecordFn fn, void *arg);
  * apply_group gets every committed record of one partition in the range,
  * in log order (partitions in increasing order), and must apply those at
  * or past the partition's applied_pos and set it to upto, in one WAL
- * record per page written.  Memory stays within streamsketch.pending_memory:
- * a range whose records do not fit is done in several passes over the log,
- * each for fewer partitions, and a single partition's records in several
- * groups (upto is then the position after the group's last record).
+ * record per page written.  Memory stays within ss_consolidation_memory()
+ * (maintenance_work_mem): records are collected until it is used, the
+ * collected ones applied, and collection goes on, so a partition's records
+ * may come in several groups (upto is then the position after the group's
+ * last record).
  */
 #define SS_MAX_RECORD_PARTS		64
 
+/* One (record, partition) pair; the payload is shared by a record's pairs. */
 typedef struct SSGroupEntry
 {
 	uint64		pos;
+	const char *payload;
 	uint32		part;			/* PG_UINT32_MAX: every partition */
-	uint16		type;			/* SSPendingType */
-	uint16		inline_payload; /* payload is in data[] */
 	uint32		len;
-	char	   *payload;
-	char		data[24];
+	uint16		type;			/* SSPendingType */
 } SSGroupEntry;
 
 static inline const char *
 ss_group_payload(const SSGroupEntry *e)
 {
-	return e->inline_payload ? e->data : e->payload;
+	return e->payload;
 }
 
 typedef int (*SSPartsOfFn) (const SSPendingHeader *hdr, const char *payload,
