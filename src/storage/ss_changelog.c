@@ -51,6 +51,9 @@ typedef enum
 
 static int	test_fail_after_append = FAIL_NONE;
 
+/* streamsketch.test_crash_before_log_truncate (tests only) */
+static bool test_crash_before_truncate = false;
+
 static const struct config_enum_entry fail_options[] = {
 	{"none", FAIL_NONE, false},
 	{"error", FAIL_ERROR, false},
@@ -65,6 +68,11 @@ ss_log_init(void)
 							 "Fails each commit right after it appended its change-log batch (for tests only).",
 							 "\"error\" raises an error, \"panic\" stops the server, between the batch's WAL and the commit record.",
 							 &test_fail_after_append, FAIL_NONE, fail_options,
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	DefineCustomBoolVariable("streamsketch.test_crash_before_log_truncate",
+							 "Stops the server when VACUUM has logged giving back a free tail of log pages, before it truncates the file (for tests only).",
+							 NULL,
+							 &test_crash_before_truncate, false,
 							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 	ss_log_cache_init();
 }
@@ -1490,6 +1498,12 @@ log_truncate_free_tail(Relation rel)
 		mlog->alloc_end = first;
 		ss_xlog_finish(state);
 		UnlockReleaseBuffer(metabuf);
+		if (test_crash_before_truncate)
+		{
+			XLogFlush(GetXLogInsertRecPtr());
+			elog(PANIC, "streamsketch.test_crash_before_log_truncate: stopping before truncating \"%s\"",
+				 RelationGetRelationName(rel));
+		}
 		RelationTruncate(rel, first);
 	}
 	pfree(seen);

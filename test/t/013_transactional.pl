@@ -19,7 +19,10 @@
 #  f. VACUUM (FREEZE) advances relfrozenxid, but never past the xid of a
 #     transaction that may still append or has a batch in the log;
 #  g. a fresh session sees every committed row; an ordinary role inserts,
-#     reads, and its failed commit leaves no trace either.
+#     reads, and its failed commit leaves no trace either;
+#  h. a crash between VACUUM's record giving back the free tail of log
+#     pages and the file's truncation: the blocks left past the log's end
+#     are reused as the log grows again, and the next VACUUM truncates.
 #
 # Every answer (lookups of a fixed set of keys, the info function's items
 # and, for bcms, total_weight) is compared with the exact answer computed from the rows
@@ -704,6 +707,58 @@ foreach my $s (@structures)
 	is($err, injected(error => $t), "$t: the role's COMMIT fails with the injected error");
 	is($out, 'before commit', "$t: the role's error is raised by COMMIT");
 	check_exact($s, $t, "after the role's failed commit");
+}
+
+# ---------------------------------------------------------------------
+# h. A crash between VACUUM's metapage record and the truncation, on a
+# fresh table of three of the structures (the log code is shared; what
+# consolidation does is not).
+# ---------------------------------------------------------------------
+my @trunc_tables;
+foreach my $s (grep { $_->{tag} =~ /^(buf|bloc|cf)$/ } @structures)
+{
+	my $t = "trunc_$s->{tag}";
+	my $size_sql = "SELECT pg_relation_size('$t')";
+	$node->safe_psql('postgres', sprintf($s->{create}{small}, $t));
+	$committed{$t} = [];
+	push @trunc_tables, [ $s, $t ];
+	my $size = $node->safe_psql('postgres', $size_sql);
+
+	# one transaction larger than the free log pages grows the file
+	$node->safe_psql('postgres', insert_sql($t, 0, 29, 2000));
+	push @{ $committed{$t} }, [ 0, 29, 2000 ];
+	my $grown = $node->safe_psql('postgres', $size_sql);
+	cmp_ok($grown, '>', $size, "$t: a large transaction grows the file");
+
+	my $offset = -s $node->logfile;
+	my ($err) = run_sql(
+		"SET streamsketch.test_crash_before_log_truncate = on;\nVACUUM $t;\n");
+	is($err,
+		"XX000: streamsketch.test_crash_before_log_truncate: stopping before truncating \"$t\"",
+		"$t: VACUUM stops between its record and the truncation");
+	$node->wait_for_log(qr/all server processes terminated; reinitializing/,
+		$offset);
+	$node->wait_for_log(qr/database system is ready to accept connections/,
+		$offset);
+	is($node->safe_psql('postgres', $size_sql), $grown,
+		"$t: after the crash the file keeps its blocks past the log's end");
+	check_exact($s, $t, 'after the crash before the truncation');
+
+	# the log grows into those blocks again, and the next VACUUM truncates
+	$node->safe_psql('postgres', insert_sql($t, 0, 29, 2000) . insert_sql($t, 7, 9, 4));
+	push @{ $committed{$t} }, [ 0, 29, 2000 ], [ 7, 9, 4 ];
+	check_exact($s, $t, 'the log reuses the blocks past its end');
+	$node->safe_psql('postgres', "VACUUM $t");
+	cmp_ok($node->safe_psql('postgres', $size_sql), '<', $grown,
+		"$t: the next VACUUM gives the tail back");
+	check_exact($s, $t, 'after the next VACUUM');
+}
+$node->wait_for_catchup($standby, 'replay', $node->lsn('insert'));
+foreach my $st (@trunc_tables)
+{
+	my ($s, $t) = @$st;
+	is(answer($standby, $s, $t), expected($s, $t),
+		"$t: the standby's answers are exact");
 }
 check_standby('at the end');
 
