@@ -13,23 +13,21 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use StreamsketchTest;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('main');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
-# every replayed generic WAL record (recovery, standby) is compared with
-# the page the primary wrote (src/storage/ss_xlog.c computes our deltas)
-wal_consistency_checking = 'generic'
+my $node = ss_node(
+	'main',
+	conf => q{
 shared_buffers = 16MB
 checkpoint_timeout = 1h
 max_wal_size = 1GB
 max_prepared_transactions = 5
 });
-$node->start;
 
 # key type of each bcms table, and whether it has a weight column
 my %keytype = (

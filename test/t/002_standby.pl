@@ -11,21 +11,20 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use StreamsketchTest;
 use Test::More;
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf(
-	'postgresql.conf', qq{
-# every replayed generic WAL record (recovery, standby) is compared with
-# the page the primary wrote (src/storage/ss_xlog.c computes our deltas)
-wal_consistency_checking = 'generic'
+my $primary = ss_node(
+	'primary',
+	streaming => 1,
+	conf => q{
 shared_buffers = 16MB
 max_wal_size = 1GB
 });
-$primary->start;
 
 my %keytype = (
 	r_buf => 'int8',
@@ -70,10 +69,7 @@ $sql .= "COMMIT;\n";
 $primary->safe_psql('postgres', $sql);
 
 # a standby from a base backup taken with data in the tables
-$primary->backup('b1');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'b1', has_streaming => 1);
-$standby->start;
+my $standby = ss_standby($primary, 'standby');
 
 # more changes once the standby streams: a big insert, many small
 # transactions, a flush, a rolled-back transaction, a table created after

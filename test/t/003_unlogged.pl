@@ -10,13 +10,14 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use StreamsketchTest;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('main');
-$node->init;
-$node->start;
+my $node = ss_node('main', consistency => 0);
 
 my %keytype = (u_sql => 'text', u_fn => 'int8', u_plain => 'int4', l_log => 'int8');
 

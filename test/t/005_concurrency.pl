@@ -20,22 +20,25 @@ use strict;
 use warnings;
 
 use IPC::Run;
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use StreamsketchTest;
 use Test::More;
 
 my $clients = 4;
 
-my $node = PostgreSQL::Test::Cluster->new('main');
-$node->init(allows_streaming => 1);    # wal_level = replica
-$node->append_conf(
-	'postgresql.conf', qq{
+my $node = ss_node(
+	'main',
+	streaming => 1,    # wal_level = replica
+	consistency => 0,
+	conf => q{
 shared_buffers = 32MB
 max_connections = 20
 max_wal_size = 1GB
 log_statement = none
 });
-$node->start;
 
 my %keytype = (s_buf => 'int8', s_plain => 'int4', s_text => 'text', s_w => 'int8');
 my @tables = sort keys %keytype;
@@ -100,24 +103,14 @@ SELECT bcms_estimate('s_buf', :k::int8), bcms_estimate('s_plain', :k),
 SELECT items, buffered_entries FROM bcms_info('s_buf');
 });
 
-my $dir = PostgreSQL::Test::Utils::tempdir;
-foreach my $f (keys %scripts)
-{
-	open my $fh, '>', "$dir/$f" or die $!;
-	print $fh $scripts{$f};
-	close $fh;
-}
+my $dir = ss_pgbench_scripts(%scripts);
 
 sub pgbench_cmd
 {
 	my ($run, @limit) = @_;
-	return [
-		'pgbench', '-n', '-h', $node->host, '-p', $node->port,
-		'-c', $clients, '-j', 2, '-D', "run=$run", @limit,
-		'-f', "$dir/ins.sql\@10", '-f', "$dir/rollback.sql\@2",
-		'-f', "$dir/spill.sql\@1", '-f', "$dir/flush.sql\@1",
-		'-f', "$dir/read.sql\@3", 'postgres'
-	];
+	return ss_pgbench_cmd($node, $dir, $clients, $run, \@limit,
+		"ins.sql\@10", "rollback.sql\@2", "spill.sql\@1", "flush.sql\@1",
+		"read.sql\@3");
 }
 
 # record the estimates of keys 0..42 / t0..t42 of every table

@@ -40,17 +40,17 @@ use strict;
 use warnings;
 
 use IPC::Run;
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use StreamsketchTest;
 use Test::More;
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf(
-	'postgresql.conf', qq{
-# every replayed generic WAL record (recovery, standby) is compared with
-# the page the primary wrote (src/storage/ss_xlog.c computes our deltas)
-wal_consistency_checking = 'generic'
+my $primary = ss_node(
+	'primary',
+	streaming => 1,
+	conf => q{
 shared_buffers = 16MB
 checkpoint_timeout = 1h
 max_wal_size = 1GB
@@ -58,7 +58,6 @@ max_wal_size = 1GB
 # checkpoint must not remove the WAL it still needs
 wal_keep_size = 1GB
 });
-$primary->start;
 
 # key type of each filter, and whether it is counted (key, count)
 my %keytype = (
@@ -135,10 +134,7 @@ SELECT qf_create('q_dur', 'int8', capacity => 1000, fp_rate => 1e-9);
 INSERT INTO q_dur SELECT generate_series(1, 500);
 });
 
-$primary->backup('b1');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'b1', has_streaming => 1);
-$standby->start;
+my $standby = ss_standby($primary, 'standby');
 
 # an UNLOGGED filter (not on the standby: unlogged relations cannot be read
 # during recovery); its parameters before anything was inserted
@@ -383,35 +379,13 @@ sub exact_on
 		my %only = map { $_ => 1 } @only;
 		@t = grep { $only{$_} } @t;
 	}
-	my $sql = '';
-	foreach my $t (@t)
-	{
-		my $kt = $keytype{$t};
-		$sql .= qq{
-WITH e AS (SELECT key, sum(n) AS n FROM exact WHERE tbl = '$t' GROUP BY key),
-     c AS (SELECT key, n, qf_count('$t', key::$kt) AS est,
-                  qf_contains('$t', key::$kt) AS contains
-             FROM (SELECT * FROM e
-                   UNION ALL
-                   SELECT key, 0 FROM $absent_sql key
-                    WHERE key NOT IN (SELECT key FROM e)) x)
-SELECT count(*) FILTER (WHERE n > 0) || ' present, ' ||
-       count(*) FILTER (WHERE n > 0 AND NOT contains) || ' false negatives, ' ||
-       count(*) FILTER (WHERE est <> n) || ' wrong counts' ||
-       coalesce(': ' || string_agg(key || '=' || est || '<>' || n, ' ')
-                          FILTER (WHERE est <> n), '') || '; ' ||
-       (SELECT items || '/' || total_count FROM qf_info('$t')) || ' items/total, ' ||
-       count(*) FILTER (WHERE n > 0) || '/' || sum(n) || ' committed'
-  FROM c;};
-	}
+	my $sql = join('', map { ss_qf_exact_sql($_, $keytype{$_}, $absent_sql) } @t);
 	my @lines = split /\n/, $node->safe_psql('postgres', $sql);
 	foreach my $t (@t)
 	{
-		my $res = shift @lines // '';
-		like($res, qr/^[1-9]\d* present, 0 false negatives, 0 wrong counts;/,
-			"$what: $t counts equal the committed counts");
-		my ($got, $want) = $res =~ /; (\d+\/\d+) items\/total, (\d+\/\d+) committed$/;
-		is($got, $want,
+		my ($items, $total, $keys, $sum) =
+		  ss_qf_exact_check(shift @lines // '', "$what: $t");
+		is(($items // '') . '/' . ($total // ''), ($keys // '-') . '/' . ($sum // '-'),
 			"$what: $t items/total_count equal the committed keys/counts");
 	}
 	return;

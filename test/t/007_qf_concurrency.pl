@@ -28,22 +28,25 @@ use strict;
 use warnings;
 
 use IPC::Run;
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use StreamsketchTest;
 use Test::More;
 
 my $clients = 4;
 
-my $node = PostgreSQL::Test::Cluster->new('main');
-$node->init(allows_streaming => 1);    # wal_level = replica
-$node->append_conf(
-	'postgresql.conf', qq{
+my $node = ss_node(
+	'main',
+	streaming => 1,    # wal_level = replica
+	consistency => 0,
+	conf => q{
 shared_buffers = 32MB
 max_connections = 20
 max_wal_size = 1GB
 log_statement = none
 });
-$node->start;
 
 my %keytype = (c_int => 'int8', c_cnt => 'int4', c_rs => 'int8');
 my @tables = sort keys %keytype;
@@ -130,24 +133,14 @@ COMMIT;
 SELECT qf_resize('c_rs') FROM qf_info('c_rs') WHERE pages < 64;
 });
 
-my $dir = PostgreSQL::Test::Utils::tempdir;
-foreach my $f (keys %scripts)
-{
-	open my $fh, '>', "$dir/$f" or die $!;
-	print $fh $scripts{$f};
-	close $fh;
-}
+my $dir = ss_pgbench_scripts(%scripts);
 
 sub pgbench_cmd
 {
 	my ($run, @limit) = @_;
-	return [
-		'pgbench', '-n', '-h', $node->host, '-p', $node->port,
-		'-c', $clients, '-j', 2, '-D', "run=$run", @limit,
-		'-f', "$dir/ins.sql\@10", '-f', "$dir/hot.sql\@3",
-		'-f', "$dir/rollback.sql\@2", '-f', "$dir/read.sql\@4",
-		'-f', "$dir/resize.sql\@1", '-f', "$dir/merge.sql\@1", 'postgres'
-	];
+	return ss_pgbench_cmd($node, $dir, $clients, $run, \@limit,
+		"ins.sql\@10", "hot.sql\@3", "rollback.sql\@2", "read.sql\@4",
+		"resize.sql\@1", "merge.sql\@1");
 }
 
 # record the counts of every logged key and of a few never committed keys

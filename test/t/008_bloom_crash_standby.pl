@@ -20,17 +20,17 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use StreamsketchTest;
 use Test::More;
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf(
-	'postgresql.conf', qq{
-# every replayed generic WAL record (recovery, standby) is compared with
-# the page the primary wrote (src/storage/ss_xlog.c computes our deltas)
-wal_consistency_checking = 'generic'
+my $primary = ss_node(
+	'primary',
+	streaming => 1,
+	conf => q{
 shared_buffers = 16MB
 # writers consolidate often: the inserts reach buffers and levels as they go
 streamsketch.change_log_limit = '64kB'
@@ -38,7 +38,6 @@ checkpoint_timeout = 1h
 max_wal_size = 1GB
 wal_keep_size = 1GB
 });
-$primary->start;
 
 my %mode = (b_plain => 'plain', b_elev => 'elevator', b_loc => 'localized');
 my %buffer = (b_plain => '0', b_elev => '32kB', b_loc => '64kB');
@@ -92,10 +91,7 @@ FROM bloom_info('$t')});
 fill(60, 250);
 
 # a standby from a base backup taken with data in the filters
-$primary->backup('b1');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'b1', has_streaming => 1);
-$standby->start;
+my $standby = ss_standby($primary, 'standby');
 
 fill(40, 250);
 $primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));

@@ -45,19 +45,19 @@ use strict;
 use warnings;
 
 use IPC::Run;
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use StreamsketchTest;
 use Test::More;
 
 my $clients = 3;
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf(
-	'postgresql.conf', qq{
-# every replayed generic WAL record (recovery, standby) is compared with
-# the page the primary wrote (src/storage/ss_xlog.c computes our deltas)
-wal_consistency_checking = 'generic'
+my $primary = ss_node(
+	'primary',
+	streaming => 1,
+	conf => q{
 shared_buffers = 32MB
 # writers consolidate often: the inserts reach buffers and levels as they go
 streamsketch.change_log_limit = '64kB'
@@ -67,7 +67,6 @@ max_wal_size = 1GB
 # the standby may lag behind when the primary crashes
 wal_keep_size = 1GB
 });
-$primary->start;
 
 # name => [access method, fanout, level 0 size, key type, counted]
 my %def = (
@@ -161,10 +160,7 @@ $sql .= ins(['cf_src'],
 $sql .= "COMMIT;\n";
 $primary->safe_psql('postgres', $sql);
 
-$primary->backup('b1');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'b1', has_streaming => 1);
-$standby->start;
+my $standby = ss_standby($primary, 'standby');
 
 # an UNLOGGED cascade filter (not on the standby: unlogged relations cannot
 # be read during recovery); its parameters as created
@@ -306,36 +302,12 @@ sub exact_on
 {
 	my ($node, $what, @only) = @_;
 	my @t = @only ? @only : @tables;
-	my $s = '';
-	foreach my $t (@t)
-	{
-		my $kt = $def{$t}[3];
-		$s .= qq{
-WITH e AS (SELECT key, sum(n) AS n FROM exact WHERE tbl = '$t' GROUP BY key),
-     c AS (SELECT key, n, qf_count('$t', key::$kt) AS est,
-                  qf_contains('$t', key::$kt) AS contains
-             FROM (SELECT * FROM e
-                   UNION ALL
-                   SELECT key, 0 FROM $absent_sql key
-                    WHERE key NOT IN (SELECT key FROM e)) x)
-SELECT count(*) FILTER (WHERE n > 0) || ' present, ' ||
-       count(*) FILTER (WHERE n > 0 AND NOT contains) || ' false negatives, ' ||
-       count(*) FILTER (WHERE est <> n) || ' wrong counts' ||
-       coalesce(': ' || string_agg(key || '=' || est || '<>' || n, ' ')
-                          FILTER (WHERE est <> n), '') || '; ' ||
-       (SELECT items || ' ' || total_count FROM qf_info('$t')) || ' info, ' ||
-       count(*) FILTER (WHERE n > 0) || ' ' || sum(n) || ' committed'
-  FROM c;};
-	}
+	my $s = join('', map { ss_qf_exact_sql($_, $def{$_}[3], $absent_sql) } @t);
 	my @lines = split /\n/, $node->safe_psql('postgres', $s);
 	foreach my $t (@t)
 	{
-		my $res = shift @lines // '';
-		like($res, qr/^[1-9]\d* present, 0 false negatives, 0 wrong counts;/,
-			"$what: $t counts equal the committed counts, no false negatives")
-		  or diag(substr($res, 0, 2000));
 		my ($items, $total, $keys, $sum) =
-		  $res =~ /; (\d+) (\d+) info, (\d+) (\d+) committed$/;
+		  ss_qf_exact_check(shift @lines // '', "$what: $t");
 		is($total, $sum, "$what: $t total_count is the sum of the committed counts");
 		ok(defined $items && $items >= $keys,
 			"$what: $t items ($items) >= the committed keys ($keys)");

@@ -33,11 +33,12 @@
 use strict;
 use warnings;
 
-use IPC::Run;
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use StreamsketchTest;
 use Test::More;
-use Time::HiRes qw(usleep);
 
 # ---------------------------------------------------------------------
 # The structures under test, one entry each:
@@ -154,13 +155,11 @@ my @structures = (
 # streaming standby.  Autovacuum is off so that relfrozenxid changes only
 # when the test vacuums (consolidation by readers and writers still runs).
 # ---------------------------------------------------------------------
-my $node = PostgreSQL::Test::Cluster->new('primary');
-$node->init(allows_streaming => 1);
-$node->append_conf(
-	'postgresql.conf', qq{
-# every replayed generic WAL record (crash recovery, standby) is compared
-# with the page the primary wrote
-wal_consistency_checking = 'generic'
+my $node = ss_node(
+	'primary',
+	streaming => 1,
+	extension => 1,
+	conf => q{
 restart_after_crash = on
 autovacuum = off
 shared_buffers = 128MB
@@ -169,37 +168,8 @@ max_prepared_transactions = 5
 max_wal_size = 2GB
 log_statement = none
 });
-$node->start;
-$node->safe_psql(
-	'postgres', q{
-CREATE EXTENSION streamsketch;
--- cancel or terminate backend p, then wait until it no longer runs a
--- statement; returns the seconds that took
-CREATE FUNCTION stop_and_wait(p int, how text) RETURNS float8
-LANGUAGE plpgsql AS $$
-DECLARE
-  t0 timestamptz;
-BEGIN
-  IF how = 'cancel' THEN
-    PERFORM pg_cancel_backend(p);
-  ELSE
-    PERFORM pg_terminate_backend(p);
-  END IF;
-  t0 := clock_timestamp();
-  LOOP
-    PERFORM pg_stat_clear_snapshot();  -- else the first read is kept
-    EXIT WHEN NOT EXISTS (SELECT FROM pg_stat_activity
-                           WHERE pid = p AND state = 'active');
-    EXIT WHEN clock_timestamp() - t0 > interval '60 s';
-    PERFORM pg_sleep(0.01);
-  END LOOP;
-  RETURN extract(epoch FROM clock_timestamp() - t0);
-END $$;
-});
-$node->backup('b1');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($node, 'b1', has_streaming => 1);
-$standby->start;
+ss_create_stop_and_wait($node);
+my $standby = ss_standby($node, 'standby');
 
 # ---------------------------------------------------------------------
 # The model: the rows each table received in committed transactions, as
@@ -287,17 +257,6 @@ sub check_standby
 my %size_of = (small => 'small', crash => 'small', big => 'big');
 sub tables { my ($s) = @_; return map { "${_}_$s->{tag}" } sort keys %size_of; }
 
-# run SQL in a new session; returns its psql stderr's first error as
-# "SQLSTATE: message" ('' if none), and its stdout
-sub run_sql
-{
-	my ($sql) = @_;
-	my ($ret, $out, $err) = $node->psql('postgres', $sql,
-		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-	my $e = $err =~ /(?:ERROR|FATAL|PANIC):  ([0-9A-Z]{5}: [^\n]*)/ ? $1 : '';
-	return ($e, $out);
-}
-
 # the "SQLSTATE: message" expected of the failure injected after the append
 sub injected
 {
@@ -331,7 +290,7 @@ foreach my $s (@structures)
 {
 	my $t = "small_$s->{tag}";
 	my $before = answer($node, $s, $t);
-	my ($err, $out) = run_sql(
+	my ($err, $out) = ss_run_sql($node, 
 		"SET streamsketch.test_fail_after_log_append = error;\n"
 		  . "BEGIN;\n"
 		  . insert_sql($t, 0, 29, 7)
@@ -370,16 +329,13 @@ foreach my $s (@structures)
 		$s->{pages}->($t));
 
 	my $offset = -s $node->logfile;
-	my ($err, $out) = run_sql(
+	my ($err, $out) = ss_run_sql($node, 
 		"SET streamsketch.test_fail_after_log_append = panic;\n"
 		  . "BEGIN;\n"
 		  . insert_sql($t, 0, 29, 70)
 		  . "COMMIT;\n");
 	is($err, injected(panic => $t), "$t: COMMIT PANICs after the append");
-	$node->wait_for_log(qr/all server processes terminated; reinitializing/,
-		$offset);
-	$node->wait_for_log(qr/database system is ready to accept connections/,
-		$offset);
+	ss_wait_restart($node, $offset);
 
 	is(answer($node, $s, $t), $before, "$t: answers unchanged after the crash");
 	cmp_ok(
@@ -396,55 +352,9 @@ foreach my $s (@structures)
 }
 
 # ---------------------------------------------------------------------
-# c. Cancel and terminate.  start_bg runs statements in a new session in
-# the background (the last one tagged so that it can be found in
-# pg_stat_activity), stop_bg cancels or terminates it ~0.3 s after the
-# tagged statement started and returns how long it took to stop running.
+# c. Cancel and terminate (ss_start_bg, ss_stop_bg), ~0.3 s after the
+# statement started.
 # ---------------------------------------------------------------------
-my $tagno = 0;
-
-sub start_bg
-{
-	my (@sql) = @_;
-	my $tag = 'bg' . ++$tagno;
-	my %h = (out => '', err => '', tag => $tag);
-	$sql[-1] = "/* $tag */ $sql[-1]";
-	$h{run} = IPC::Run::start(
-		[
-			'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-v', 'VERBOSITY=verbose',
-			'-d', $node->connstr('postgres'), map { ('-c', $_) } @sql
-		],
-		'>', \$h{out}, '2>', \$h{err});
-	# its pid once it runs; none if it ended before it could be seen
-	$h{pid} = '';
-	for (my $i = 0; $i < 1000 && $h{pid} eq ''; $i++)
-	{
-		$h{run}->pump_nb;
-		last unless $h{run}->pumpable;
-		$h{pid} = $node->safe_psql('postgres',
-			"SELECT pid FROM pg_stat_activity WHERE state = 'active' "
-			  . "AND query LIKE '/* $tag */%'");
-	}
-	return \%h;
-}
-
-sub stop_bg
-{
-	my ($h, $how) = @_;
-	my $secs = 0;
-	if ($h->{pid} ne '')
-	{
-		usleep(300_000);
-		$secs = $node->safe_psql('postgres',
-			"SELECT stop_and_wait($h->{pid}, '$how')");
-	}
-	$h->{run}->finish;
-	$h->{error} = $h->{err} =~ /(?:ERROR|FATAL):  ([0-9A-Z]{5}: [^\n]*)/ ? $1 : '';
-	return $secs;
-}
-
-my $canceled = '57014: canceling statement due to user request';
-my $terminated = '57P01: terminating connection due to administrator command';
 
 foreach my $s (@structures)
 {
@@ -454,9 +364,9 @@ foreach my $s (@structures)
 	# a long INSERT (5 million rows of the keys looked up), autocommit
 	foreach my $how ('cancel', 'terminate')
 	{
-		my $h = start_bg(insert_sql($t, 0, 29, 166_667));
-		stop_bg($h, $how);
-		is($h->{error}, $how eq 'cancel' ? $canceled : $terminated,
+		my $h = ss_start_bg($node, insert_sql($t, 0, 29, 166_667));
+		ss_stop_bg($h, $how);
+		is($h->{error}, $how eq 'cancel' ? $SS_CANCELED : $SS_TERMINATED,
 			"$t: the long INSERT was stopped by $how");
 		is(answer($node, $s, $t), $before,
 			"$t: answers unchanged after $how of a long INSERT");
@@ -464,9 +374,9 @@ foreach my $s (@structures)
 
 	# a COMMIT canceled while it appends a 5-million-row batch (cancels
 	# are allowed until the batch is complete)
-	my $h = start_bg('BEGIN', insert_sql($t, 0, 29, 166_667), 'COMMIT');
-	stop_bg($h, 'cancel');
-	is($h->{error}, $canceled, "$t: COMMIT canceled during its append");
+	my $h = ss_start_bg($node, 'BEGIN', insert_sql($t, 0, 29, 166_667), 'COMMIT');
+	ss_stop_bg($h, 'cancel');
+	is($h->{error}, $SS_CANCELED, "$t: COMMIT canceled during its append");
 	is(answer($node, $s, $t), $before,
 		"$t: answers unchanged after a canceled COMMIT");
 }
@@ -490,9 +400,9 @@ foreach my $s (grep { !$_->{no_long_flush} } @structures)
 
 	foreach my $how ('cancel', 'terminate')
 	{
-		my $h = start_bg($s->{flush}->($t));
-		my $secs = stop_bg($h, $how);
-		is($h->{error}, $how eq 'cancel' ? $canceled : $terminated,
+		my $h = ss_start_bg($node, $s->{flush}->($t));
+		my ($secs) = ss_stop_bg($h, $how);
+		is($h->{error}, $how eq 'cancel' ? $SS_CANCELED : $SS_TERMINATED,
 			"$t: the flush was stopped by $how (else it finished in 0.3 s: scale the batch up)");
 		cmp_ok($secs, '<', 1.0, "$t: the flush stopped $secs s after the $how");
 		$node->wait_for_catchup($standby, 'replay', $node->lsn('insert'));
@@ -553,7 +463,7 @@ foreach my $s (@structures)
 {
 	my $t = "small_$s->{tag}";
 	my $before = answer($node, $s, $t);
-	my ($err) = run_sql("BEGIN;\n" . insert_sql($t, 0, 29, 4) . "PREPARE TRANSACTION 'p_$t';\n");
+	my ($err) = ss_run_sql($node, "BEGIN;\n" . insert_sql($t, 0, 29, 4) . "PREPARE TRANSACTION 'p_$t';\n");
 	is($err, '', "$t: PREPARE TRANSACTION succeeds");
 	is($node->safe_psql('postgres', "SELECT gid FROM pg_prepared_xacts"),
 		"p_$t", "$t: the transaction is prepared");
@@ -563,7 +473,7 @@ foreach my $s (@structures)
 	check_exact($s, $t, 'after COMMIT PREPARED');
 
 	$before = answer($node, $s, $t);
-	($err) = run_sql("BEGIN;\n" . insert_sql($t, 0, 29, 5) . "PREPARE TRANSACTION 'q_$t';\n");
+	($err) = ss_run_sql($node, "BEGIN;\n" . insert_sql($t, 0, 29, 5) . "PREPARE TRANSACTION 'q_$t';\n");
 	is($err, '', "$t: a second PREPARE TRANSACTION succeeds");
 	$node->safe_psql('postgres', "ROLLBACK PREPARED 'q_$t'");
 	is(answer($node, $s, $t), $before, "$t: ROLLBACK PREPARED leaves no trace");
@@ -599,7 +509,7 @@ foreach my $s (@structures)
 	# a committed and an aborted batch in the log, then 200 xids more
 	$node->safe_psql('postgres', insert_sql($t, 0, 29, 2));
 	push @{ $committed{$t} }, [ 0, 29, 2 ];
-	my ($err) = run_sql("SET streamsketch.test_fail_after_log_append = error;\n"
+	my ($err) = ss_run_sql($node, "SET streamsketch.test_fail_after_log_append = error;\n"
 		  . insert_sql($t, 0, 29, 50));
 	is($err, injected(error => $t), "$t: an aborted batch for VACUUM");
 	$node->safe_psql('postgres', $consume_xids);
@@ -698,7 +608,7 @@ foreach my $s (@structures)
 
 	# its failed commit (set as superuser before SET ROLE, in a session
 	# that has not loaded the library yet) leaves no trace
-	my ($err, $out) = run_sql(
+	my ($err, $out) = ss_run_sql($node, 
 		"SET streamsketch.test_fail_after_log_append = error;\n"
 		  . "SET ROLE ss_user;\n"
 		  . "BEGIN;\n"
@@ -731,15 +641,12 @@ foreach my $s (grep { $_->{tag} =~ /^(buf|bloc|cf)$/ } @structures)
 	cmp_ok($grown, '>', $size, "$t: a large transaction grows the file");
 
 	my $offset = -s $node->logfile;
-	my ($err) = run_sql(
+	my ($err) = ss_run_sql($node, 
 		"SET streamsketch.test_crash_before_log_truncate = on;\nVACUUM $t;\n");
 	is($err,
 		"XX000: streamsketch.test_crash_before_log_truncate: stopping before truncating \"$t\"",
 		"$t: VACUUM stops between its record and the truncation");
-	$node->wait_for_log(qr/all server processes terminated; reinitializing/,
-		$offset);
-	$node->wait_for_log(qr/database system is ready to accept connections/,
-		$offset);
+	ss_wait_restart($node, $offset);
 	is($node->safe_psql('postgres', $size_sql), $grown,
 		"$t: after the crash the file keeps its blocks past the log's end");
 	check_exact($s, $t, 'after the crash before the truncation');

@@ -47,8 +47,11 @@ use strict;
 use warnings;
 
 use File::Copy;
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use StreamsketchTest;
 use Test::More;
 
 my $trials = $ENV{STREAMSKETCH_FUZZ_TRIALS} // 24;
@@ -114,10 +117,10 @@ my @structures = (
 		flush => "VACUUM %s",
 	});
 
-my $node = PostgreSQL::Test::Cluster->new('fuzz');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
+my $node = ss_node(
+	'fuzz',
+	consistency => 0,
+	conf => qq{
 autovacuum = off
 shared_buffers = 64MB
 statement_timeout = '${timeout}s'
@@ -125,7 +128,6 @@ log_statement = none
 log_min_messages = warning
 fsync = off
 });
-$node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION streamsketch');
 my $pgdata = $node->data_dir;
 

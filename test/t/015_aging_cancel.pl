@@ -41,16 +41,20 @@
 use strict;
 use warnings;
 
-use IPC::Run;
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use StreamsketchTest;
 use Test::More;
 use Time::HiRes qw(usleep time);
 
-my $node = PostgreSQL::Test::Cluster->new('primary');
-$node->init(allows_streaming => 1);
-$node->append_conf(
-	'postgresql.conf', qq{
+my $node = ss_node(
+	'primary',
+	streaming => 1,
+	consistency => 0,
+	extension => 1,
+	conf => q{
 autovacuum = off
 shared_buffers = 128MB
 max_connections = 30
@@ -61,32 +65,9 @@ vacuum_freeze_min_age = 0
 vacuum_freeze_table_age = 0
 log_autovacuum_min_duration = -1
 });
-$node->start;
+ss_create_stop_and_wait($node);
 $node->safe_psql(
 	'postgres', q{
-CREATE EXTENSION streamsketch;
--- cancel or terminate backend p, then wait until it no longer runs a
--- statement; returns the seconds that took (as in 013)
-CREATE FUNCTION stop_and_wait(p int, how text) RETURNS float8
-LANGUAGE plpgsql AS $$
-DECLARE
-  t0 timestamptz;
-BEGIN
-  IF how = 'cancel' THEN
-    PERFORM pg_cancel_backend(p);
-  ELSE
-    PERFORM pg_terminate_backend(p);
-  END IF;
-  t0 := clock_timestamp();
-  LOOP
-    PERFORM pg_stat_clear_snapshot();
-    EXIT WHEN NOT EXISTS (SELECT FROM pg_stat_activity
-                           WHERE pid = p AND state = 'active');
-    EXIT WHEN clock_timestamp() - t0 > interval '60 s';
-    PERFORM pg_sleep(0.01);
-  END LOOP;
-  RETURN extract(epoch FROM clock_timestamp() - t0);
-END $$;
 -- consume n xids, one transaction each
 CREATE PROCEDURE burn_xids(n int) LANGUAGE plpgsql AS $$
 BEGIN
@@ -96,20 +77,6 @@ BEGIN
   END LOOP;
 END $$;
 });
-
-my $canceled = '57014: canceling statement due to user request';
-my $terminated = '57P01: terminating connection due to administrator command';
-
-# run SQL in a new session; returns its psql stderr's first error as
-# "SQLSTATE: message" ('' if none), and its stdout
-sub run_sql
-{
-	my ($sql) = @_;
-	my ($ret, $out, $err) = $node->psql('postgres', $sql,
-		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-	my $e = $err =~ /(?:ERROR|FATAL|PANIC):  ([0-9A-Z]{5}: [^\n]*)/ ? $1 : '';
-	return ($e, $out);
-}
 
 # the bytes of disk a relation's files (path, path.1, ...) take on node n
 sub allocated
@@ -125,62 +92,6 @@ sub allocated
 	return $bytes;
 }
 
-# ---------------------------------------------------------------------
-# Background statements.  start_bg runs statements in a new session (the
-# last one tagged so that pg_stat_activity finds it) and returns once it
-# runs; stop_bg cancels or terminates it $delay s later and returns the
-# seconds until the backend stopped running it (server side, stop_and_wait)
-# and until the client got the error (client side, Time::HiRes).
-# ---------------------------------------------------------------------
-my $tagno = 0;
-
-sub start_bg
-{
-	my (@sql) = @_;
-	my $tag = 'bg' . ++$tagno;
-	my %h = (out => '', err => '', tag => $tag);
-	$sql[-1] = "/* $tag */ $sql[-1]";
-	$h{run} = IPC::Run::start(
-		[
-			'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-v', 'VERBOSITY=verbose',
-			'-d', $node->connstr('postgres'), map { ('-c', $_) } @sql
-		],
-		'>', \$h{out}, '2>', \$h{err});
-	$h{pid} = '';
-	for (my $i = 0; $i < 1000 && $h{pid} eq ''; $i++)
-	{
-		$h{run}->pump_nb;
-		last unless $h{run}->pumpable;
-		$h{pid} = $node->safe_psql('postgres',
-			"SELECT pid FROM pg_stat_activity WHERE state = 'active' "
-			  . "AND query LIKE '/* $tag */%'");
-	}
-	$h{started} = time;
-	return \%h;
-}
-
-sub stop_bg
-{
-	my ($h, $how, $delay) = @_;
-	my ($secs, $client) = (0, 0);
-	if ($h->{pid} ne '')
-	{
-		usleep(int(($delay // 0.3) * 1e6));
-		my $t0 = time;
-		$secs = $node->safe_psql('postgres',
-			"SELECT stop_and_wait($h->{pid}, '$how')");
-		$h->{run}->finish;
-		$client = time - $t0;
-	}
-	else
-	{
-		$h->{run}->finish;
-	}
-	$h->{error} = $h->{err} =~ /(?:ERROR|FATAL):  ([0-9A-Z]{5}: [^\n]*)/ ? $1 : '';
-	$h->{ran} = time - $h->{started};
-	return ($secs, sprintf('%.3f', $client));
-}
-
 # stop a long operation both ways, each time checking that it stopped
 # mid-way, within a second, with the right SQLSTATE; $after runs after
 # each stop (answers unchanged)
@@ -193,9 +104,9 @@ sub stop_both_ways
 	foreach my $how ('cancel', 'terminate')
 	{
 		$before->($how) if $before;
-		my $h = start_bg(@$sql);
-		my ($secs, $client) = stop_bg($h, $how, $delay);
-		is($h->{error}, $how eq 'cancel' ? $canceled : $terminated,
+		my $h = ss_start_bg($node, @$sql);
+		my ($secs, $client) = ss_stop_bg($h, $how, $delay);
+		is($h->{error}, $how eq 'cancel' ? $SS_CANCELED : $SS_TERMINATED,
 			"$what: stopped by $how (else it ended within $delay s: make it longer)");
 		cmp_ok($secs, '<', 1.0,
 			"$what: stopped $secs s after the $how (client saw it after $client s)");
@@ -240,7 +151,7 @@ foreach my $c (@huge)
 
 	# the issue's "one-row INSERT into a fresh 1 GB bcms committed after
 	# 1.3 s": bounded now, with a consolidating read
-	my ($err, $out) = run_sql("SET statement_timeout = '1s';\n"
+	my ($err, $out) = ss_run_sql($node, "SET statement_timeout = '1s';\n"
 		  . "INSERT INTO $t VALUES (7);\n"
 		  . sprintf($lookup, $t) . ";\n"
 		  . "VACUUM $t;\n"
@@ -260,7 +171,7 @@ foreach my $c (
 	[ 'over_qf', "SELECT qf_create('over_qf', 'int8', capacity => 20000000000, fp_rate => 1e-6)" ])
 {
 	my ($t, $create) = @$c;
-	my ($err) = run_sql($create);
+	my ($err) = ss_run_sql($node, $create);
 	like($err, qr/^54000: the structure would exceed streamsketch.max_structure_size$/,
 		"$t: refused over streamsketch.max_structure_size");
 	is($node->safe_psql('postgres', "SELECT to_regclass('$t') IS NULL"),
@@ -272,12 +183,12 @@ foreach my $c (
 foreach my $how ('cancel', 'terminate')
 {
 	my $t = "created_$how";
-	my $h = start_bg('BEGIN',
+	my $h = ss_start_bg($node, 'BEGIN',
 		"SELECT bcms_create('$t', 'int8', epsilon => 5e-9, delta => 0.01)",
 		"SELECT pg_relation_filepath('$t')",
 		"INSERT INTO $t SELECT k FROM generate_series(1, 20000000) k");
-	my ($secs, $client) = stop_bg($h, $how, 0.5);
-	is($h->{error}, $how eq 'cancel' ? $canceled : $terminated,
+	my ($secs, $client) = ss_stop_bg($h, $how, 0.5);
+	is($h->{error}, $how eq 'cancel' ? $SS_CANCELED : $SS_TERMINATED,
 		"$t: the transaction was stopped by $how during its INSERT");
 	cmp_ok($secs, '<', 1.0, "$t: stopped $secs s after the $how (client $client s)");
 	push @latencies, "INSERT into a just-created 20 GB bcms, $how: $secs s (client $client s)";
@@ -295,10 +206,7 @@ foreach my $how ('cancel', 'terminate')
 # The huge structures are dropped before the standby is made: replaying the
 # write of a far page zero-fills the file up to it (below).
 $node->safe_psql('postgres', 'DROP TABLE ' . join(', ', map { $_->[0] } @huge));
-$node->backup('b1');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($node, 'b1', has_streaming => 1);
-$standby->start;
+my $standby = ss_standby($node, 'standby');
 
 # A structure's pages are sparse on the primary (ss_extend_to writes the
 # far page alone), but WAL replay extends a relation block by block up to
@@ -379,7 +287,7 @@ foreach my $c (
 	my $before = qf_layout($t);
 	stop_both_ways("$t: $what", [ "VACUUM $t" ], undef, 0.3,
 		sub { $node->safe_psql('postgres', "INSERT INTO $t $fill_batch{$_[0]}"); });
-	my ($err) = run_sql("VACUUM $t");
+	my ($err) = ss_run_sql($node, "VACUUM $t");
 	is($err, '', "$t: a VACUUM after the stopped ones completes");
 	isnt(qf_layout($t), $before, "$t: the structure changed shape ($before -> " . qf_layout($t) . ")");
 	is(qf_exact($t), $exact, "$t: counts exact after the stopped consolidations (sample)");
@@ -406,7 +314,7 @@ foreach my $t ('grow_qf', 'merge_cf')
 			is(qf_layout($t), $before, "$t: the $how resize installed nothing");
 		}, 0.3);
 	is(qf_exact($t), $exact, "$t: counts exact after the stopped resizes (sample)");
-	my ($err) = run_sql("SELECT qf_resize('$t')");
+	my ($err) = ss_run_sql($node, "SELECT qf_resize('$t')");
 	is($err, '', "$t: a resize after the stopped ones completes");
 	my ($levels, $pages, $resizes) = (split ' ', $before)[ 1, 3, 5 ];
 	like(qf_layout($t), qr/^levels $levels pages \d+ resizes @{[ $resizes + 1 ]}$/,
@@ -428,7 +336,7 @@ stop_both_ways('empty_qf: qf_resize', [ "SELECT qf_resize('empty_qf')" ],
 		is(qf_pages('empty_qf'), 16384, "empty_qf: the $how resize installed nothing");
 	}, 0.3);
 $node->safe_psql('postgres', "INSERT INTO empty_qf VALUES (1), (2), (2)");
-my ($rerr) = run_sql("SELECT qf_resize('empty_qf')");
+my ($rerr) = ss_run_sql($node, "SELECT qf_resize('empty_qf')");
 is($rerr, '', 'empty_qf: a resize after the stopped ones completes');
 is( $node->safe_psql('postgres',
 		"SELECT pages || ' ' || qf_count('empty_qf', 1::int8) || qf_count('empty_qf', 2::int8) "
@@ -556,7 +464,7 @@ sub commit_batch
 sub aborted_batch
 {
 	my ($t, @range) = @_;
-	my ($err, $xid) = run_sql("SET streamsketch.test_fail_after_log_append = error;\n"
+	my ($err, $xid) = ss_run_sql($node, "SET streamsketch.test_fail_after_log_append = error;\n"
 		  . "BEGIN;\nINSERT INTO $t " . rows(@range) . ";\nSELECT txid_current();\nCOMMIT;\n");
 	is($err,
 		"XX000: streamsketch.test_fail_after_log_append: failing after the change log append of \"$t\"",

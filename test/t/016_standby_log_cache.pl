@@ -14,21 +14,22 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use StreamsketchTest;
 use Test::More;
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf(
-	'postgresql.conf', qq{
-wal_consistency_checking = 'generic'
+my $primary = ss_node(
+	'primary',
+	streaming => 1,
+	conf => q{
 shared_buffers = 32MB
 max_prepared_transactions = 2
 # writers never consolidate: the log grows until VACUUM
 streamsketch.change_log_limit = '1GB'
 });
-$primary->start;
 $primary->safe_psql(
 	'postgres', q{
 CREATE EXTENSION streamsketch;
@@ -42,10 +43,7 @@ SELECT bloom_create('c_bloom', 'int8', capacity => 100000, fp_rate => 0.01, mode
 SELECT qf_create('c_qf', 'int8', capacity => 100000, fp_rate => 0.001);
 SELECT qf_create('c_cf', 'int8', capacity => 100000, fp_rate => 0.001, access_method => 'cascade_filter');
 });
-$primary->backup('b');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'b', has_streaming => 1);
-$standby->start;
+my $standby = ss_standby($primary, 'standby');
 
 my $nkeys = 400;
 
