@@ -5,6 +5,7 @@ from test/bench/bcms_bench_results.json without re-running anything).
 """
 import os
 
+import bench_compare
 from benchlib import fmt, table, text_table
 
 TARGET_UPD = 4.7
@@ -173,6 +174,65 @@ def plot(D, path, cfg):
                  "(delta = 0.01, max overestimate 8, n = C*O/(D*e))")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+
+
+def changelog_section(before, after):
+    """Issue 8: the same benchmark before the change log (updates applied
+    at pre-commit) and now, ratio by ratio."""
+    def by_ratio(res):
+        return {R["geometry"]["ratio"]: R for R in res["ratios"]}
+
+    B, A = by_ratio(before), by_ratio(after)
+    rows, cal = [], []
+
+    def get(R, *path):
+        for k in path:
+            if R is None or k not in R:
+                return None
+            R = R[k]
+        return R
+
+    def path(*keys):
+        return lambda R: get(R, *keys)
+
+    measured = [
+        ("BCMS updates/s, 10k-row txns", path("bcms", "updates", "ops_per_s"), True, 0),
+        ("BCMS updates/s incl. flush (window)", lambda R: derived(R)["bcms_upd_win"], True, 0),
+        ("BCMS flush s", path("bcms", "flush", "seconds"), False, 2),
+        ("plain updates/s, 10k-row txns", path("plain", "updates", "ops_per_s"), True, 0),
+        ("BCMS updates/s, 100-row txns", path("bcms", "small", "ops_per_s"), True, 0),
+        ("plain updates/s, 100-row txns", path("plain", "small", "ops_per_s"), True, 0),
+        ("BCMS estimates/s", path("bcms", "estimates", "ops_per_s"), True, 0),
+        ("plain estimates/s", path("plain", "estimates", "ops_per_s"), True, 0),
+        ("BCMS WAL B/update, 10k-row txns", path("bcms", "updates", "wal_bytes_per_op"), False, 0),
+        ("plain WAL B/update, 10k-row txns", path("plain", "updates", "wal_bytes_per_op"), False, 0),
+        ("BCMS WAL B/update, 100-row txns", path("bcms", "small", "wal_bytes_per_op"), False, 0),
+        ("plain WAL B/update, 100-row txns", path("plain", "small", "wal_bytes_per_op"), False, 0)]
+    untouched = [
+        ("upsert rows/s", path("upsert", "updates", "ops_per_s")),
+        ("heap+btree rows/s", path("heap", "updates", "ops_per_s")),
+        ("upsert queries/s", path("upsert", "estimates", "ops_per_s")),
+        ("heap count(*) queries/s", path("heap", "estimates", "ops_per_s"))]
+    for r in sorted(set(B) & set(A)):
+        conf = f"1:{r}"
+        for what, value, hb, dig in measured:
+            b, a = value(B[r]), value(A[r])
+            if b is not None or a is not None:
+                rows.append((conf, what, b, a, hb, dig))
+        for what, value in untouched:
+            b, a = value(B[r]), value(A[r])
+            if b is not None and a is not None:
+                cal.append((conf, what, b, a, True, 0))
+    intro = (f"BEFORE: the run of `{before['ext']['head']}` ({before['started'][:10]}, "
+             f"`streamsketch.so` md5 {before['ext']['so_md5']}), updates applied to the sketch "
+             f"at pre-commit; AFTER: this run (`{after['ext']['head']}`), updates appended to "
+             "the change log at commit and consolidated by writing statements over "
+             "`streamsketch.change_log_limit`, `bcms_flush` and VACUUM.  Same script and "
+             "configuration; the runs were not interleaved, so the calibration rows below "
+             "(PostgreSQL's own tables, which the change does not touch) show how much the "
+             "machine moved between them.  The BEFORE results are kept in "
+             "`test/bench/bcms_bench_results.before-changelog.json`.")
+    return bench_compare.section("Before and after the change log (issue 8)", intro, rows, cal)
 
 
 def report(res, cfg):
@@ -367,6 +427,9 @@ def report(res, cfg):
     for name, ok, txt in T:
         L.append(f"- **{'MET' if ok else 'MISSED'}** — {name}: {txt}.")
     L.append("")
+    before = bench_compare.load_before(cfg["OUT_JSON"], "changelog")
+    if before:
+        L.append(changelog_section(before, res))
     notes = None
     nf = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bcms_bench_notes.md")
     if os.path.exists(nf):

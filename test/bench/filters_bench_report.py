@@ -6,6 +6,7 @@ test/bench/filters_bench_results.json without re-running anything).
 """
 import os
 
+import bench_compare
 from benchlib import fmt, table, text_table
 
 TARGET_INSERT_X = 8.6       # CF and BQF inserts vs the best Bloom variant on disk
@@ -232,6 +233,50 @@ def plot_inserts(res, path):
 
 
 # ---------------------------------------------------------------- report
+
+def changelog_section(before, after):
+    """Issue 8: the same benchmark before the change log (inserts applied
+    at pre-commit) and now: every structure's insert and lookup rates at
+    every RAM:filter ratio, and the in-RAM table."""
+    rows, cal = [], []
+    B = {R["geometry"]["ratio"]: R for R in before["ratios"]}
+    A = {R["geometry"]["ratio"]: R for R in after["ratios"]}
+    for r in sorted(set(B) & set(A)):
+        conf = f"1:{r}"
+        for k in ORDER:
+            sb, sa = B[r]["structures"].get(k), A[r]["structures"].get(k)
+            if sb is None or sa is None:
+                continue
+            out = cal if k in ("btree", "hash") else rows
+            name = f"{conf} {LABEL[k]}"
+            out.append((name, f"inserts/s ({sa['insert']['mode']})", ins_rate(sb), ins_rate(sa), True, 0))
+            if sb["insert"]["mode"] == "full" and sa["insert"]["mode"] == "full":
+                out.append((name, "inserts/s, last tenth", end_rate(sb), end_rate(sa), True, 0))
+            for what in ("uniform", "successful"):
+                out.append((name, f"lookups/s, {what}", lk(sb, what), lk(sa, what), True, 0))
+            wb, wa = sb["insert"].get("wal_bytes_per_op"), sa["insert"].get("wal_bytes_per_op")
+            if wb is not None and wa is not None:
+                out.append((name, "WAL B/insert", wb, wa, False, 0))
+    IB = {(e["kind"], e["fp_inv"]): e for e in before.get("inram", [])}
+    IA = {(e["kind"], e["fp_inv"]): e for e in after.get("inram", [])}
+    for key in sorted(set(IB) & set(IA)):
+        eb, ea = IB[key], IA[key]
+        # the qfilter type is in backend memory: the change log does not touch it
+        out = cal if key[0] == "qfilter" else rows
+        name = f"in RAM {key[0]} fp 1/{key[1]}"
+        out.append((name, "inserts/s", eb["insert_per_s"], ea["insert_per_s"], True, 0))
+        for what in ("uniform", "successful"):
+            out.append((name, f"lookups/s, {what}", eb[what]["per_s"], ea[what]["per_s"], True, 0))
+    intro = (f"BEFORE: the run of `{before['ext']['head']}` ({before['started'][:10]}, "
+             f"`streamsketch.so` md5 {before['ext']['so_md5']}), inserts applied at pre-commit; "
+             f"AFTER: this run (`{after['ext']['head']}`), inserts appended to the change log at "
+             "commit and consolidated by writing statements, the flush functions and VACUUM.  "
+             "Same script and configuration; the runs were not interleaved, so the calibration "
+             "rows (btree and hash indexes, the in-memory `qfilter` type) show how much the "
+             "machine moved between them.  The BEFORE results are kept in "
+             "`test/bench/filters_bench_results.before-changelog.json`.")
+    return bench_compare.section("Before and after the change log (issue 8)", intro, rows, cal)
+
 
 def report(res, cfg):
     c = res["config"]
@@ -572,6 +617,9 @@ def report(res, cfg):
     for name, ok, txt in T:
         L.append(f"- **{'MET' if ok else 'MISSED' if ok is not None else 'NOT EVALUATED'}** — {name}: {txt}.")
     L.append("")
+    before = bench_compare.load_before(cfg["OUT_JSON"], "changelog")
+    if before:
+        L.append(changelog_section(before, res))
     nf = os.path.join(os.path.dirname(os.path.abspath(__file__)), "filters_bench_notes.md")
     if os.path.exists(nf):
         notes = open(nf).read().strip()
