@@ -333,10 +333,12 @@ folio sizes the file's earlier I/O left (see the notes). Access methods
 `buffer_size => '{qf_cfg['QF_BUF_MB']}MB'` (level 0, the GUC's default). There is no flush
 function: **VACUUM takes its place** (AFTER: it consolidates the change log
 into the levels; BEFORE: the updates were applied at commit and VACUUM only
-resolves deletes, so it is a near no-op). In AFTER a lookup that finds the
-log non-empty consolidates it first (when the consolidation lock is free),
-and a writing statement consolidates a log longer than
-`streamsketch.change_log_limit`.
+resolves deletes, so it is a near no-op). In AFTER a writing statement
+consolidates a log longer than `streamsketch.change_log_limit`; a lookup
+consolidates a log under 64 kB (when the consolidation lock is free) and
+otherwise reads the committed records of its key's fingerprint bucket
+through the per-session index of the log (a logged insert of the
+fingerprint with no logged delete answers `qf_contains` at once).
 
 **Sizes** ({qf_cfg['QF_SIZES_MB']} MB, the live levels: the pages a lookup or
 an insert can touch; `qf_info(...).pages`, checked after the fill, table
@@ -432,8 +434,8 @@ The report alone: `/usr/bin/python3 test/bench/changelog_bench_report.py`.
 ## Machine
 
 {cpu}, {os.cpu_count()} cores, {mem} MB RAM, {platform.release()}, PostgreSQL 15.
-Shared with another engineer's test suites during the run (noise; the
-interleaving spreads it over both versions).
+The machine is shared (other engineers' builds and tests may run during a
+benchmark: noise); the interleaving spreads it over both versions.
 
 ![ratios](bench-changelog.png)
 
