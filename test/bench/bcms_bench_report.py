@@ -93,12 +93,13 @@ def targets(D):
         out.append(("BCMS estimate throughput >= %.1fx plain CMS at 1:8 and 1:16" % TARGET_EST, ok,
                     "; ".join(f"1:{d['ratio']}: {d['est_x']:.1f}x ({d['bcms_est']:,.0f} vs {d['plain_est']:,.0f} estimates/s)"
                               for d in at)))
-    # an estimate accesses exactly one sub-buffer page and one sketch page
-    # (accesses/est = 2), so it reads at most one sketch page; total reads
-    # above 1 are re-reads of sub-buffer pages that were evicted
-    ok = all(d["bcms_est_acc"] <= 2.01 for d in D)
+    # an estimate accesses the metapage (the change log's snapshot: hot),
+    # exactly one sub-buffer page and one sketch page (accesses/est = 3),
+    # so it reads at most one sketch page; total reads above 1 are re-reads
+    # of sub-buffer pages that were evicted
+    ok = all(d["bcms_est_acc"] <= 3.01 for d in D)
     over = [d for d in D if d["bcms_est_reads"] > 1.0]
-    txt = "; ".join(f"1:{d['ratio']}: {d['bcms_est_acc']:.2f} page accesses (sub-buffer page + sketch page) and "
+    txt = "; ".join(f"1:{d['ratio']}: {d['bcms_est_acc']:.2f} page accesses (metapage + sub-buffer page + sketch page) and "
                     f"{d['bcms_est_reads']:.3f} page reads per estimate"
                     + (f", sub-buffer pages resident {d['res_start']} -> {d['res_end']} of {d['res_pages']}"
                        if d.get("res_pages") else "")
