@@ -225,8 +225,8 @@ partref_part(const void *r)
  * Index the sorted refs by the high bits of their partition: a lookup
  * then searches a slot of a few refs, not all of them (a binary search
  * over 100,000 refs cost each bcms estimate about ten cache misses per
- * row and halved the lookup rate).  About two refs per slot; no
- * directory when the budget has no room for it.
+ * row).  About two refs per slot; no directory when the budget has no
+ * room for it.
  */
 static void
 entry_build_dir(LogCacheEntry *e, Size budget)
