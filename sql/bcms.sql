@@ -281,7 +281,7 @@ FROM bcms_info('tail');
 INSERT INTO tail VALUES (1);
 SELECT bcms_estimate('tail', 1::int8) AS after_next_commit;
 
--- Consolidation in several passes (maintenance_work_mem, or
+-- Consolidation in several passes (maintenance_work_mem in the flush, or
 -- streamsketch.pending_memory if larger, bounds one pass: 60,000 records
 -- are about 10 MB of entries for plain mode, one per row, and 3 MB for
 -- conservative buffered mode, one per page, so 1MB makes about ten and

@@ -19,6 +19,7 @@
 extern int	ss_pending_memory_kb;
 extern int	ss_change_log_limit_kb;
 extern int	ss_max_structure_size_mb;
+extern bool ss_maintenance_consolidation;
 extern Size ss_consolidation_memory(void);
 
 /* ss_tableam.c: fill the callbacks every structure shares */

@@ -1120,6 +1120,29 @@ ss_log_consolidate(Relation rel, bool wait)
 }
 
 /*
+ * The consolidation of a flush function (ops: the caller holds the
+ * consolidation lock) or of VACUUM (ops NULL: waits for the lock), with
+ * maintenance_work_mem to collect the log into (ss_consolidation_memory).
+ */
+static void
+log_consolidate_maintenance(Relation rel, const SSStateOps *ops)
+{
+	ss_maintenance_consolidation = true;
+	PG_TRY();
+	{
+		if (ops != NULL)
+			(void) log_consolidate_locked(rel, ops);
+		else
+			(void) ss_log_consolidate(rel, true);
+	}
+	PG_FINALLY();
+	{
+		ss_maintenance_consolidation = false;
+	}
+	PG_END_TRY();
+}
+
+/*
  * The flush functions (bcms_flush, bloom_flush): consolidate every
  * committed batch (waiting for a concurrent round), then, still under the
  * consolidation lock so that no round appends to the structure's buffers
@@ -1139,7 +1162,7 @@ ss_log_flush(Relation rel, SSFlushFn flush)
 			 RelationGetRelationName(rel));
 	stats = palloc0(Max(ops->stats_size, 1));
 	LockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
-	(void) log_consolidate_locked(rel, ops);
+	log_consolidate_maintenance(rel, ops);
 	result = flush(rel, stats);
 	if (ops->add_stats)
 	{
@@ -1299,7 +1322,7 @@ ss_log_vacuum(Relation rel)
 	bool		frozenxid_updated;
 	bool		minmulti_updated;
 
-	(void) ss_log_consolidate(rel, true);
+	log_consolidate_maintenance(rel, NULL);
 	log_truncate_free_tail(rel);
 	frozen = GetOldestNonRemovableTransactionId(rel);
 	oldest = ss_log_oldest_xid(rel);

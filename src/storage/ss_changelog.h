@@ -158,7 +158,7 @@ extern void ss_cons_foreach(SSConsolidation *c, SSLogRecordFn fn, void *arg);
  * in log order (partitions in increasing order), and must apply those at
  * or past the partition's applied_pos and set it to upto, in one WAL
  * record per page written.  Memory stays within ss_consolidation_memory()
- * (maintenance_work_mem): records are collected until it is used, the
+ * (work_mem, maintenance_work_mem in a flush or VACUUM): records are collected until it is used, the
  * collected ones applied, and collection goes on, so a partition's records
  * may come in several groups (upto is then the position after the group's
  * last record).

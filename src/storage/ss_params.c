@@ -499,23 +499,28 @@ int			ss_pending_memory_kb = 4096;
 int			ss_change_log_limit_kb = 1024;
 int			ss_max_structure_size_mb = 64 * 1024;
 
+/* Set while a flush function or VACUUM consolidates (ss_changelog.c). */
+bool		ss_maintenance_consolidation = false;
+
 /*
- * Memory one consolidation pass may collect the log into.  Consolidation
- * is maintenance work done in bulk (by a writing statement that found the
- * log over streamsketch.change_log_limit, by the flush functions and by
- * VACUUM), so it gets maintenance_work_mem (autovacuum_work_mem in
- * autovacuum), as GIN's pending-list cleanup in VACUUM does; each pass
- * over the structure's pages costs a read and a WAL record per page, so
- * fewer, larger passes are cheaper (a 1 MB bcms log took three passes in
- * 4 MB).  Never less than streamsketch.pending_memory.
+ * Memory one consolidation pass may collect the log into, as GIN's
+ * pending-list cleanup: work_mem when a writing statement (or a reader)
+ * consolidates, maintenance_work_mem (autovacuum_work_mem in autovacuum)
+ * in the flush functions and VACUUM, never less than
+ * streamsketch.pending_memory.  Each pass costs a read and a WAL record
+ * per page it touches, so fewer, larger passes are cheaper.
  */
 Size
 ss_consolidation_memory(void)
 {
-	int			kb = maintenance_work_mem;
+	int			kb = work_mem;
 
-	if (IsAutoVacuumWorkerProcess() && autovacuum_work_mem != -1)
-		kb = autovacuum_work_mem;
+	if (ss_maintenance_consolidation)
+	{
+		kb = maintenance_work_mem;
+		if (IsAutoVacuumWorkerProcess() && autovacuum_work_mem != -1)
+			kb = autovacuum_work_mem;
+	}
 	return (Size) Max(kb, ss_pending_memory_kb) * 1024;
 }
 
