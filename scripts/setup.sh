@@ -68,8 +68,8 @@ ss_private_tree() {
 	if [ ! -x "$tree$PG_BINDIR/postgres" ]; then
 		ss_log "Copying the PostgreSQL binaries to $tree"
 		for d in "$PG_BINDIR" "$("$PG_CONFIG" --pkglibdir)" "$("$PG_CONFIG" --sharedir)"; do
-			mkdir -p "$tree$(dirname "$d")"
-			cp -a "$d" "$tree$d"
+			mkdir -p "$tree$d"
+			cp -a "$d/." "$tree$d/"
 		done
 	fi
 	SS_PG_BINDIR="$tree$PG_BINDIR"

@@ -113,6 +113,49 @@ SELECT count(*) FILTER (WHERE NOT bloom_contains('tx_elevator', i)) AS fn_elevat
 	   count(*) FILTER (WHERE NOT bloom_contains('tx_localized', i)) AS fn_localized
 FROM generate_series(1, 100000) i;
 
+-- More bit positions than the consolidation memory holds (10^5 keys with
+-- 10 hashes are 8 MB of positions): they are distributed over temporary
+-- files by range of pages and each range is sorted in memory (bloom_flush
+-- in maintenance_work_mem = 1MB), or set in parts when a range alone does
+-- not fit (a lookup consolidating in work_mem = 64kB); the same bits as
+-- the bulk insert with default memory, and the spill used temporary files.
+SELECT bloom_create('sp_plain', 'int8', capacity => 100000, fp_rate => 0.001,
+					mode => 'plain');
+SELECT bloom_create('sp_elevator', 'int8', capacity => 100000, fp_rate => 0.001,
+					mode => 'elevator', buffer_size => '1MB');
+SET streamsketch.change_log_limit = '64MB';
+INSERT INTO sp_plain SELECT i FROM generate_series(1, 100000) i;
+INSERT INTO sp_elevator SELECT i FROM generate_series(1, 100000) i;
+SELECT pg_catalog.pg_stat_force_next_flush();
+CREATE TEMP TABLE temp_files AS
+SELECT 1 AS n, 'before' AS step, temp_files FROM pg_stat_database WHERE datname = current_database();
+SET work_mem = '64kB';
+SET streamsketch.pending_memory = '64kB';
+SELECT items, buffered_entries,
+	   bits_set = (SELECT bits_set FROM bloom_info('bf_plain')) AS same_bits_as_bulk
+FROM bloom_info('sp_plain');
+RESET work_mem;
+SELECT pg_catalog.pg_stat_force_next_flush();
+INSERT INTO temp_files
+SELECT 2, 'plain', temp_files FROM pg_stat_database WHERE datname = current_database();
+SELECT items, buffered_entries FROM bloom_info('sp_elevator');
+SET maintenance_work_mem = '1MB';
+SELECT bloom_flush('sp_elevator') AS applied;
+RESET maintenance_work_mem;
+RESET streamsketch.pending_memory;
+RESET streamsketch.change_log_limit;
+SELECT items, buffered_entries,
+	   bits_set = (SELECT bits_set FROM bloom_info('bf_elevator')) AS same_bits_as_bulk
+FROM bloom_info('sp_elevator');
+SELECT pg_catalog.pg_stat_force_next_flush();
+INSERT INTO temp_files
+SELECT 3, 'elevator', temp_files FROM pg_stat_database WHERE datname = current_database();
+SELECT step, temp_files - lag(temp_files) OVER (ORDER BY n) >= 2 AS spilled
+FROM temp_files ORDER BY n OFFSET 1;
+SELECT count(*) FILTER (WHERE NOT bloom_contains('sp_plain', i)) AS fn_plain,
+	   count(*) FILTER (WHERE NOT bloom_contains('sp_elevator', i)) AS fn_elevator
+FROM generate_series(1, 100000) i;
+
 -- false-positive rate on 10^6 absent keys, every insert applied to the
 -- bits: within 1.5x of (1-e^{-kn/m})^k (buffered inserts are only found by
 -- their own key, so before a flush the rate is lower)

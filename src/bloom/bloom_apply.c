@@ -18,13 +18,11 @@
  * races with.  (bits_set counts the bits a round newly set; bits set by a
  * round cut short by a crash are not counted again when it is redone.)
  *
- * Bits of the plain and elevator layouts are applied through page masks:
- * one pass over the entries ORs their bits into an in-memory image of each
- * touched page (at most streamsketch.pending_memory bytes of images), then
- * each touched page is written once, in page order.  A filter with more
- * pages than fit takes several passes over the entries, each covering the
- * next range of touched pages, so every page is still written once per
- * flush: the elevator.
+ * Bits of the plain and elevator layouts are applied sorted: the k bit
+ * positions of every entry are collected and sorted (in memory, or by a
+ * distribution over temporary files, one per range of pages, when they do
+ * not fit in the consolidation memory), then each touched page is written
+ * once, in page order: the elevator.
  *
  * Locking: consolidation and bloom_flush() both run under the change
  * log's consolidation lock (ss_changelog.h), so sub-buffers have a single
@@ -42,11 +40,12 @@
 #include "port/pg_bitutils.h"
 #include "ss_changelog.h"
 #include "ss_pending.h"
+#include "storage/buffile.h"
 #include "storage/bufmgr.h"
 #include "streamsketch.h"
 #include "utils/memutils.h"
 
-/* Bytes of backend memory a consolidation's set of page masks may use. */
+/* Bytes of backend memory a consolidation's bit positions may use. */
 static inline Size
 bloom_work_mem(void)
 {
@@ -88,15 +87,14 @@ bloom_record_h2(Relation rel, const SSPendingHeader *hdr, const char *payload,
 	return key.hash.h2;
 }
 
-/* ---- plain and elevator layout: page masks ---- */
+/* ---- plain and elevator layout: sorted bit positions ---- */
 
 typedef void (*BloomHashFn) (uint64 h2, void *arg);
 
 /*
- * Where the hashes of a mask pass come from: a consolidation round's
+ * Where the hashes to set come from: a consolidation round's
  * committed records, or the elevator's sub-buffers followed by entries
- * that did not fit in them.  run() calls fn for every hash, each time it
- * is called.
+ * that did not fit in them.  run() calls fn for every hash.
  */
 typedef struct HashFeed
 {
@@ -106,6 +104,7 @@ typedef struct HashFeed
 	SSConsolidation *cons;		/* consolidation round */
 	const uint64 *extra;		/* elevator flush */
 	int			nextra;
+	uint64		max_hashes;		/* at least as many as run() gives */
 	int64		count;			/* hashes of the last run */
 } HashFeed;
 
@@ -178,51 +177,107 @@ buffer_feed_run(HashFeed *feed, BloomHashFn fn, void *arg)
 		fn(feed->extra[i], arg);
 }
 
-/* One pass of page masks over the pages [lo, hi). */
-typedef struct MaskPass
+/*
+ * The bit positions of a feed, collected for sorting.  They are kept in
+ * memory (8 bytes each) as long as they fit in bloom_work_mem(); past that
+ * they are spread over temporary files, one per range of range_pages bit
+ * pages, as 32-bit offsets from the range's first bit (a range has fewer
+ * than 2^16 pages of fewer than 2^16 bits).
+ */
+typedef struct BitCollector
 {
+	Relation	rel;
 	const BloomParams *p;
-	uint32		lo;
-	uint32		hi;
-	uint32		next;			/* first touched page >= hi */
-	uint64	  **masks;
-	uint64	  **freelist;
-	uint32		nfree;
+	uint64		max_hashes;		/* the feed's upper bound */
+	uint64	   *bits;
+	Size		nbits;
+	Size		allocated;
+	Size		maxbits;		/* what bloom_work_mem() holds */
+	BufFile   **files;			/* NULL until the positions spill */
+	uint32		nfiles;
+	uint32		range_pages;
 	uint64		seen;
-} MaskPass;
+} BitCollector;
+
+#define BLOOM_MAX_RANGE_PAGES	65536
 
 static void
-mask_add_hash(uint64 h2, void *arg)
+collector_spill_bit(BitCollector *bc, uint64 b)
 {
-	MaskPass   *mp = arg;
-	const BloomParams *p = mp->p;
+	uint32		range = (uint32) (b / BLOOM_PAGE_BITS) / bc->range_pages;
+	uint32		offset = (uint32) (b - (uint64) range * bc->range_pages * BLOOM_PAGE_BITS);
 
-	if ((++mp->seen & 1023) == 0)
+	if (bc->files[range] == NULL)
+		bc->files[range] = BufFileCreateTemp(false);
+	BufFileWrite(bc->files[range], &offset, sizeof(offset));
+}
+
+/*
+ * The positions no longer fit in memory: choose ranges of pages whose
+ * positions are expected to fill about three quarters of the memory (the
+ * bits are uniform over the filter), within one 8 kB file buffer per 16 kB
+ * of memory, and move the collected positions to their files.
+ */
+static void
+collector_start_spill(BitCollector *bc)
+{
+	uint64		expected = bc->max_hashes * bc->p->nhashes;
+	uint64		nfiles;
+
+	nfiles = expected / Max(bc->maxbits * 3 / 4, 1) + 1;
+	nfiles = Min(nfiles, Max(bc->maxbits * sizeof(uint64) / (2 * BLCKSZ), 2));
+	nfiles = Max(nfiles, (bc->p->npages + BLOOM_MAX_RANGE_PAGES - 1) /
+				 BLOOM_MAX_RANGE_PAGES);
+	bc->range_pages = (uint32) ((bc->p->npages + nfiles - 1) / nfiles);
+	bc->nfiles = (bc->p->npages + bc->range_pages - 1) / bc->range_pages;
+	bc->files = palloc0(sizeof(BufFile *) * bc->nfiles);
+	for (Size i = 0; i < bc->nbits; i++)
+		collector_spill_bit(bc, bc->bits[i]);
+	bc->nbits = 0;
+}
+
+static void
+collect_hash_bits(uint64 h2, void *arg)
+{
+	BitCollector *bc = arg;
+	const BloomParams *p = bc->p;
+
+	if ((++bc->seen & 1023) == 0)
 		CHECK_FOR_INTERRUPTS();
 	for (uint32 i = 0; i < p->nhashes; i++)
 	{
 		uint64		b = bloom_global_bit(p, h2, i);
-		uint32		pg = (uint32) (b / BLOOM_PAGE_BITS);
-		uint64	   *m;
 
-		if (pg < mp->lo)
-			continue;
-		if (pg >= mp->hi)
+		if (bc->files != NULL)
 		{
-			mp->next = Min(mp->next, pg);
+			collector_spill_bit(bc, b);
 			continue;
 		}
-		m = mp->masks[pg - mp->lo];
-		if (m == NULL)
-			m = mp->masks[pg - mp->lo] = mp->nfree > 0 ?
-				mp->freelist[--mp->nfree] : palloc0(SS_PAGE_DATA_SIZE);
-		bloom_set_bit(m, (uint32) (b % BLOOM_PAGE_BITS));
+		if (bc->nbits == bc->allocated)
+		{
+			if (bc->allocated == bc->maxbits)
+			{
+				collector_start_spill(bc);
+				collector_spill_bit(bc, b);
+				continue;
+			}
+			bc->allocated = Min(bc->allocated * 2, bc->maxbits);
+			bc->bits = repalloc(bc->bits, sizeof(uint64) * bc->allocated);
+		}
+		bc->bits[bc->nbits++] = b;
 	}
 }
 
-/* OR a page mask into bit page `page`; returns the number of new bits. */
+#define ST_SORT sort_bit_positions
+#define ST_ELEMENT_TYPE uint64
+#define ST_COMPARE(a, b) (*(a) < *(b) ? -1 : *(a) > *(b) ? 1 : 0)
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
+
+/* Set the bits bits[0..n) (all in bit page `page`); returns the new ones. */
 static int64
-bloom_or_page(Relation rel, uint32 page, const uint64 *mask)
+bloom_set_page_bits(Relation rel, uint32 page, const uint64 *bits, Size n)
 {
 	SSXLogState *state = ss_xlog_start(rel);
 	Buffer		buf;
@@ -233,14 +288,14 @@ bloom_or_page(Relation rel, uint32 page, const uint64 *mask)
 															SS_PAGE_BLOOM_BITS,
 															SS_PAGE_DATA_SIZE,
 															&buf, NULL));
-	for (uint32 w = 0; w < BLOOM_PAGE_WORDS; w++)
+	for (Size i = 0; i < n; i++)
 	{
-		uint64		add = mask[w] & ~words[w];
+		uint32		bit = (uint32) (bits[i] % BLOOM_PAGE_BITS);
 
-		if (add)
+		if (!bloom_test_bit(words, bit))
 		{
-			nnew += pg_popcount64(add);
-			words[w] |= add;
+			bloom_set_bit(words, bit);
+			nnew++;
 		}
 	}
 	if (nnew > 0)
@@ -251,44 +306,104 @@ bloom_or_page(Relation rel, uint32 page, const uint64 *mask)
 	return nnew;
 }
 
+/* Sort bit positions and set them, each touched page written once. */
+static int64
+bloom_set_sorted_bits(Relation rel, uint64 *bits, Size n)
+{
+	int64		nnew = 0;
+	Size		i = 0;
+
+	sort_bit_positions(bits, n);
+	while (i < n)
+	{
+		uint32		page = (uint32) (bits[i] / BLOOM_PAGE_BITS);
+		Size		j = i + 1;
+
+		while (j < n && bits[j] / BLOOM_PAGE_BITS == page)
+			j++;
+		CHECK_FOR_INTERRUPTS();
+		nnew += bloom_set_page_bits(rel, page, bits + i, j - i);
+		i = j;
+	}
+	return nnew;
+}
+
+/* Set the positions spilled to the file of range `range`, then drop it. */
+static int64
+bloom_set_spilled_range(BitCollector *bc, uint32 range)
+{
+	BufFile    *file = bc->files[range];
+	uint64		first = (uint64) range * bc->range_pages * BLOOM_PAGE_BITS;
+	uint32		chunk[1024];
+	int64		nnew = 0;
+	size_t		nread;
+
+	if (BufFileSeek(file, 0, 0, SEEK_SET) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not rewind temporary file of bloom filter bit positions")));
+	bc->nbits = 0;
+	do
+	{
+		nread = BufFileRead(file, chunk, sizeof(chunk)) / sizeof(uint32);
+		for (size_t i = 0; i < nread; i++)
+		{
+			/*
+			 * A range holding more positions than memory (improbable with
+			 * uniform hashes) is set in parts; its pages are then written
+			 * once per part.
+			 */
+			if (bc->nbits == bc->maxbits)
+			{
+				nnew += bloom_set_sorted_bits(bc->rel, bc->bits, bc->nbits);
+				bc->nbits = 0;
+			}
+			bc->bits[bc->nbits++] = first + chunk[i];
+		}
+		CHECK_FOR_INTERRUPTS();
+	} while (nread > 0);
+	nnew += bloom_set_sorted_bits(bc->rel, bc->bits, bc->nbits);
+	bc->nbits = 0;
+	BufFileClose(file);
+	bc->files[range] = NULL;
+	return nnew;
+}
+
 /*
- * Set the k bits of every hash of the feed (plain/elevator layout),
- * writing each touched page once per range of pages that fits in memory.
+ * Set the k bits of every hash of the feed (plain/elevator layout), each
+ * touched page written once (the elevator).  The feed is read once: its
+ * bit positions are sorted in memory, or, when they do not fit in
+ * bloom_work_mem(), distributed over one temporary file per range of
+ * pages and each range sorted in memory in turn, so the work is
+ * O(k * hashes) reads and writes of positions whatever the filter's size.
  * Returns the number of bits that were newly set.
  */
 static int64
 bloom_apply_global(Relation rel, const BloomParams *p, HashFeed *feed)
 {
-	uint32		maxmasks = (uint32) Max(bloom_work_mem() / SS_PAGE_DATA_SIZE, 1);
-	uint32		span = Min(maxmasks, p->npages);
-	MaskPass	mp;
+	BitCollector bc;
 	int64		nnew = 0;
 
-	memset(&mp, 0, sizeof(mp));
-	mp.p = p;
-	mp.masks = palloc0(sizeof(uint64 *) * span);
-	mp.freelist = palloc(sizeof(uint64 *) * span);
-	while (mp.lo < p->npages)
+	memset(&bc, 0, sizeof(bc));
+	bc.rel = rel;
+	bc.p = p;
+	bc.max_hashes = feed->max_hashes;
+	bc.maxbits = Max(bloom_work_mem() / sizeof(uint64), BLOOM_MAX_HASHES);
+	bc.allocated = Min(bc.maxbits, 1024);
+	bc.bits = palloc(sizeof(uint64) * bc.allocated);
+	feed->run(feed, collect_hash_bits, &bc);
+	if (bc.files == NULL)
+		nnew = bloom_set_sorted_bits(rel, bc.bits, bc.nbits);
+	else
 	{
-		mp.hi = (uint32) Min((uint64) mp.lo + span, (uint64) p->npages);
-		mp.next = PG_UINT32_MAX;
-		feed->run(feed, mask_add_hash, &mp);
-		for (uint32 j = 0; j < mp.hi - mp.lo; j++)
+		for (uint32 r = 0; r < bc.nfiles; r++)
 		{
-			if (mp.masks[j] == NULL)
-				continue;
-			CHECK_FOR_INTERRUPTS();
-			nnew += bloom_or_page(rel, mp.lo + j, mp.masks[j]);
-			memset(mp.masks[j], 0, SS_PAGE_DATA_SIZE);
-			mp.freelist[mp.nfree++] = mp.masks[j];
-			mp.masks[j] = NULL;
+			if (bc.files[r] != NULL)
+				nnew += bloom_set_spilled_range(&bc, r);
 		}
-		mp.lo = mp.next;
+		pfree(bc.files);
 	}
-	for (uint32 j = 0; j < mp.nfree; j++)
-		pfree(mp.freelist[j]);
-	pfree(mp.freelist);
-	pfree(mp.masks);
+	pfree(bc.bits);
 	return nnew;
 }
 
@@ -349,6 +464,7 @@ elevator_flush(Relation rel, const BloomParams *p, const uint64 *extra,
 	feed.p = p;
 	feed.extra = extra;
 	feed.nextra = nextra;
+	feed.max_hashes = (uint64) p->nsubbufs * p->subbuf_cap + nextra;
 	stats->bits_set += bloom_apply_global(rel, p, &feed);
 	elevator_clear(rel, p);
 	return feed.count;
@@ -535,8 +651,8 @@ bloom_apply_group(Relation rel, uint32 part, const SSGroupEntry *entries,
  * Consolidate a round of committed inserts (ss_changelog.c).  Buffered
  * modes go through ss_cons_by_partition, which groups the records by bit
  * page or sub-buffer within streamsketch.pending_memory; plain (and an
- * unbuffered elevator) sets the bits of the whole round through page
- * masks, each touched page written once.
+ * unbuffered elevator) sets the bits of the whole round sorted by page,
+ * each touched page written once.
  */
 bool
 bloom_consolidate(SSConsolidation *c)
@@ -553,6 +669,7 @@ bloom_consolidate(SSConsolidation *c)
 		feed.rel = c->rel;
 		feed.p = p;
 		feed.cons = c;
+		feed.max_hashes = c->nrecords;
 		stats->bits_set += bloom_apply_global(c->rel, p, &feed);
 		stats->items += feed.count;
 	}

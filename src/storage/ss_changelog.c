@@ -1076,6 +1076,7 @@ log_consolidate_locked(Relation rel, const SSStateOps *ops)
 			c.start_pos = snap.head_pos;
 			c.end_pos = stop;
 			c.start_blk = snap.head_blk;
+			c.nrecords = nrecords;
 			c.stats = stats;
 
 			/*
@@ -1120,18 +1121,25 @@ ss_log_consolidate(Relation rel, bool wait)
 }
 
 /*
- * The consolidation of a flush function (ops: the caller holds the
- * consolidation lock) or of VACUUM (ops NULL: waits for the lock), with
- * maintenance_work_mem to collect the log into (ss_consolidation_memory).
+ * The consolidation of a flush function followed by the flush itself (ops:
+ * the caller holds the consolidation lock), or of VACUUM (ops NULL: waits
+ * for the lock), with maintenance_work_mem to work in
+ * (ss_consolidation_memory).  Returns what flush returns.
  */
-static void
-log_consolidate_maintenance(Relation rel, const SSStateOps *ops)
+static int64
+log_consolidate_maintenance(Relation rel, const SSStateOps *ops,
+							SSFlushFn flush, void *stats)
 {
+	volatile int64 result = 0;
+
 	ss_maintenance_consolidation = true;
 	PG_TRY();
 	{
 		if (ops != NULL)
+		{
 			(void) log_consolidate_locked(rel, ops);
+			result = flush(rel, stats);
+		}
 		else
 			(void) ss_log_consolidate(rel, true);
 	}
@@ -1140,6 +1148,7 @@ log_consolidate_maintenance(Relation rel, const SSStateOps *ops)
 		ss_maintenance_consolidation = false;
 	}
 	PG_END_TRY();
+	return result;
 }
 
 /*
@@ -1162,8 +1171,7 @@ ss_log_flush(Relation rel, SSFlushFn flush)
 			 RelationGetRelationName(rel));
 	stats = palloc0(Max(ops->stats_size, 1));
 	LockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
-	log_consolidate_maintenance(rel, ops);
-	result = flush(rel, stats);
+	result = log_consolidate_maintenance(rel, ops, flush, stats);
 	if (ops->add_stats)
 	{
 		SSXLogState *state = ss_xlog_start(rel);
@@ -1322,7 +1330,7 @@ ss_log_vacuum(Relation rel)
 	bool		frozenxid_updated;
 	bool		minmulti_updated;
 
-	log_consolidate_maintenance(rel, NULL);
+	(void) log_consolidate_maintenance(rel, NULL, NULL, NULL);
 	log_truncate_free_tail(rel);
 	frozen = GetOldestNonRemovableTransactionId(rel);
 	oldest = ss_log_oldest_xid(rel);

@@ -146,6 +146,7 @@ typedef struct SSConsolidation
 	uint64		start_pos;
 	uint64		end_pos;
 	BlockNumber start_blk;
+	uint64		nrecords;		/* records in the range, aborted ones too */
 	void	   *stats;
 } SSConsolidation;
 
