@@ -53,14 +53,20 @@ sub ss_node
 	return $node;
 }
 
-# A started streaming standby of $primary, from a new base backup.
+# A started streaming standby of $primary, from a new base backup.  It
+# streams through a physical replication slot: a primary that crashes and
+# writes a lot of WAL while the standby reconnects must not remove the
+# segments the standby still needs.
 sub ss_standby
 {
 	my ($primary, $name) = @_;
 	my $backup = "${name}_base";
+	$primary->safe_psql('postgres',
+		"SELECT pg_catalog.pg_create_physical_replication_slot('$name', true)");
 	$primary->backup($backup);
 	my $standby = PostgreSQL::Test::Cluster->new($name);
 	$standby->init_from_backup($primary, $backup, has_streaming => 1);
+	$standby->append_conf('postgresql.conf', "primary_slot_name = '$name'");
 	$standby->start;
 	return $standby;
 }

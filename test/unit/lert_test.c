@@ -1,0 +1,739 @@
+/*-------------------------------------------------------------------------
+ *
+ * lert_test.c
+ *	  Standalone test of the LERT rules (src/lert/lert_core.c) against an
+ *	  offline exact count.
+ *
+ * A LERT is simulated with the levels in memory (level 0 a hash table of
+ * at most its capacity of keys, each on-disk level a sorted array) and
+ * the core's rules deciding everything else: when level 0 flushes, which
+ * levels a flush merges, when a key is reported, where a merge puts its
+ * count.  Every variant runs over the paper's five streams (a Firehose-like
+ * active set with power-law lifetimes, and the four robustness streams of
+ * its section 1.1), and the test checks, against the stream itself:
+ *	- precision and recall are 1 (after a final full merge): a key is
+ *	  reported iff its count reaches T, and exactly once;
+ *	- a report's position is at or after the key's T-th occurrence, its
+ *	  count is the key's exact count at that position, its first position
+ *	  the key's first occurrence;
+ *	- every report is within its variant's bound: count_stretch count <=
+ *	  T + sum(tau), immediate at the T-th occurrence, time_stretch
+ *	  (I_R - I_0) / (I_T - I_0) <= 1 + 1 / (2^a - 1).
+ * It prints the stretch distribution of each run (informational) and
+ * checks the invertible fingerprint of keys of at most 8 bytes.
+ *
+ * Deterministic (fixed seeds); exits 1 at the first failure.  Built and
+ * run by `make -C test/unit`; `lert_test N` sets the observations per
+ * stream (default 1,000,000).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <math.h>
+
+#include "lert_core.h"
+
+/*
+ * port.h maps these (and qsort) to libpgport's pg_* versions; this program
+ * does not link libpgport, so use the C library's.
+ */
+#undef printf
+#undef fprintf
+#undef snprintf
+#undef qsort
+
+static int	failures = 0;
+
+#define CHECK(cond, ...) \
+	do { \
+		if (!(cond)) \
+		{ \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+			fprintf(stderr, __VA_ARGS__); \
+			fprintf(stderr, "\n"); \
+			exit(1); \
+		} \
+	} while (0)
+
+/* ---- deterministic random numbers (splitmix64) ---- */
+
+static uint64 rng_state;
+
+static uint64
+rng_next(void)
+{
+	uint64		z = (rng_state += UINT64CONST(0x9e3779b97f4a7c15));
+
+	z = (z ^ (z >> 30)) * UINT64CONST(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64CONST(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+static uint64
+rng_below(uint64 n)
+{
+	return rng_next() % n;
+}
+
+static double
+rng_unit(void)
+{
+	return ((rng_next() >> 11) + 1) * (1.0 / 9007199254740993.0);
+}
+
+static void *
+xmalloc(size_t n)
+{
+	void	   *p = malloc(n ? n : 1);
+
+	CHECK(p != NULL, "out of memory (%zu bytes)", n);
+	return p;
+}
+
+/* ---- streams: arrays of key ids ---- */
+
+typedef struct Stream
+{
+	const char *name;
+	uint32	   *ids;
+	int64		n;
+	uint32		nkeys;
+} Stream;
+
+static void
+shuffle(uint32 *a, int64 n)
+{
+	for (int64 i = n - 1; i > 0; i--)
+	{
+		int64		j = (int64) rng_below((uint64) i + 1);
+		uint32		t = a[i];
+
+		a[i] = a[j];
+		a[j] = t;
+	}
+}
+
+/* each key id `count` times, then shuffled */
+static void
+stream_add(Stream *s, uint32 id, int64 count, int64 cap)
+{
+	for (int64 c = 0; c < count && s->n < cap; c++)
+		s->ids[s->n++] = id;
+}
+
+/*
+ * Firehose's active-set generator: `active` slots each hold a key and its
+ * remaining lifetime count (power law, exponent -1.5, capped at 65,536);
+ * each observation picks a slot at random, so a key's arrivals spread over
+ * its lifetime; a key that is done is replaced by a new one.
+ */
+static void
+gen_firehose(Stream *s, int64 n, uint32 active)
+{
+	uint32	   *slot_id = xmalloc(sizeof(uint32) * active);
+	int64	   *slot_left = xmalloc(sizeof(int64) * active);
+
+	s->name = "firehose";
+	s->n = 0;
+	s->nkeys = 0;
+	for (uint32 i = 0; i < active; i++)
+	{
+		double		u = rng_unit();
+
+		slot_id[i] = s->nkeys++;
+		slot_left[i] = (int64) Min(floor(1.0 / (u * u)), 65536.0);
+	}
+	while (s->n < n)
+	{
+		uint32		i = (uint32) rng_below(active);
+
+		s->ids[s->n++] = slot_id[i];
+		if (--slot_left[i] == 0)
+		{
+			double		u = rng_unit();
+
+			slot_id[i] = s->nkeys++;
+			slot_left[i] = (int64) Min(floor(1.0 / (u * u)), 65536.0);
+		}
+	}
+	free(slot_id);
+	free(slot_left);
+}
+
+/* M keys with counts 24-50 among keys seen once, shuffled */
+static void
+gen_heavy_in_noise(Stream *s, int64 n, uint32 m)
+{
+	s->name = "24-50 in noise";
+	s->n = 0;
+	s->nkeys = 0;
+	for (uint32 i = 0; i < m; i++)
+		stream_add(s, s->nkeys++, 24 + (int64) rng_below(27), n);
+	while (s->n < n)
+		stream_add(s, s->nkeys++, 1, n);
+	shuffle(s->ids, s->n);
+}
+
+/* M keys 24 times, every other key 23 times, shuffled */
+static void
+gen_24_vs_23(Stream *s, int64 n, uint32 m)
+{
+	s->name = "24 vs 23";
+	s->n = 0;
+	s->nkeys = 0;
+	for (uint32 i = 0; i < m; i++)
+		stream_add(s, s->nkeys++, 24, n);
+	while (s->n < n)
+		stream_add(s, s->nkeys++, 23, n);
+	shuffle(s->ids, s->n);
+}
+
+/* M keys round robin, each more than 24 times */
+static void
+gen_round_robin(Stream *s, int64 n, uint32 m)
+{
+	s->name = "round robin";
+	s->n = 0;
+	s->nkeys = m;
+	while (s->n < n)
+		s->ids[s->n] = (uint32) (s->n % m), s->n++;
+}
+
+/* every key a count uniform in 1-25, shuffled */
+static void
+gen_uniform_1_25(Stream *s, int64 n)
+{
+	s->name = "uniform 1-25";
+	s->n = 0;
+	s->nkeys = 0;
+	while (s->n < n)
+		stream_add(s, s->nkeys++, 1 + (int64) rng_below(25), n);
+	shuffle(s->ids, s->n);
+}
+
+/* ---- the simulated LERT ---- */
+
+typedef struct SimEntry
+{
+	uint64		key;
+	LertCount	c;
+} SimEntry;
+
+typedef struct SimLevel
+{
+	SimEntry   *e;
+	int64		n;
+} SimLevel;
+
+typedef struct Sim
+{
+	LertGeom	g;
+	/* level 0: open addressing, power-of-two size, key 0 never used */
+	SimEntry   *l0;
+	uint64		l0_size;
+	int64		l0_n;
+	int64		l0_limit;		/* flush when l0_n reaches it */
+	int64		max_l0;
+	SimLevel	level[LERT_MAX_LEVELS + 1];
+	uint64		flushes;
+	int64		last_flush;
+	/* reports, by key id */
+	LertReport *rep;
+	bool	   *reported;
+	int64		nreports;
+	uint64		seed;
+	uint32		nkeys;
+} Sim;
+
+static inline uint64
+id_key(const Sim *sim, uint32 id)
+{
+	return lert_fixed_fingerprint((uint64) id + 1, sim->seed);
+}
+
+static inline uint32
+key_id(const Sim *sim, uint64 key)
+{
+	return (uint32) (lert_fixed_key(key, sim->seed) - 1);
+}
+
+static SimEntry *
+l0_find(Sim *sim, uint64 key, bool create)
+{
+	uint64		mask = sim->l0_size - 1;
+	uint64		i = key & mask;
+
+	while (sim->l0[i].key != 0)
+	{
+		if (sim->l0[i].key == key)
+			return &sim->l0[i];
+		i = (i + 1) & mask;
+	}
+	if (!create)
+		return NULL;
+	sim->l0[i].key = key;
+	sim->l0[i].c.count = 0;
+	sim->l0[i].c.first_pos = -1;
+	sim->l0[i].c.disk_sum = 0;
+	sim->l0[i].c.flags = 0;
+	sim->l0_n++;
+	sim->max_l0 = Max(sim->max_l0, sim->l0_n);
+	return &sim->l0[i];
+}
+
+static void
+l0_reset(Sim *sim, int64 capacity)
+{
+	uint64		size = 16;
+
+	while (size < (uint64) capacity * 2)
+		size <<= 1;
+	free(sim->l0);
+	sim->l0 = xmalloc(sizeof(SimEntry) * size);
+	memset(sim->l0, 0, sizeof(SimEntry) * size);
+	sim->l0_size = size;
+	sim->l0_n = 0;
+}
+
+typedef struct QueryArg
+{
+	Sim		   *sim;
+	uint64		key;
+	uint32		from;			/* first level asked */
+} QueryArg;
+
+static void
+query_levels(void *arg, int64 *count, int64 *first_pos, bool *reported)
+{
+	QueryArg   *q = arg;
+
+	*count = 0;
+	*first_pos = -1;
+	*reported = false;
+	for (uint32 j = q->from; j <= q->sim->g.nlevels; j++)
+	{
+		SimLevel   *lv = &q->sim->level[j];
+		int64		lo = 0,
+					hi = lv->n;
+
+		while (lo < hi)
+		{
+			int64		mid = (lo + hi) / 2;
+
+			if (lv->e[mid].key < q->key)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < lv->n && lv->e[lo].key == q->key)
+		{
+			*count += lv->e[lo].c.count;
+			if (*first_pos < 0 || (lv->e[lo].c.first_pos >= 0 &&
+								   lv->e[lo].c.first_pos < *first_pos))
+				*first_pos = lv->e[lo].c.first_pos;
+			*reported |= (lv->e[lo].c.flags & LERT_REPORTED) != 0;
+		}
+	}
+}
+
+static void
+record_report(Sim *sim, uint64 key, const LertReport *r)
+{
+	uint32		id = key_id(sim, key);
+
+	CHECK(id < sim->nkeys, "report of a key that was never inserted");
+	CHECK(!sim->reported[id], "key %u reported twice", id);
+	sim->reported[id] = true;
+	sim->rep[id] = *r;
+	sim->nreports++;
+}
+
+static int
+cmp_entry(const void *a, const void *b)
+{
+	const SimEntry *x = a,
+			   *y = b;
+
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* A flush: shuffle-merge levels 0..depth at position pos. */
+static void
+sim_flush(Sim *sim, int64 pos, bool final)
+{
+	LertGeom   *g = &sim->g;
+	uint32		depth;
+	int64		total = sim->l0_n;
+	SimEntry   *all;
+	int64		n = 0;
+	bool		deeper = false;
+	SimLevel	out[LERT_MAX_LEVELS + 1];
+	SimEntry   *rests;
+	int64		nrests = 0;
+
+	sim->flushes++;
+	depth = final ? g->nlevels : lert_merge_depth(g, sim->flushes);
+	for (uint32 j = 1; j <= depth; j++)
+		total += sim->level[j].n;
+	for (uint32 j = depth + 1; j <= g->nlevels; j++)
+		deeper |= sim->level[j].n > 0;
+	all = xmalloc(sizeof(SimEntry) * total);
+	for (uint64 i = 0; i < sim->l0_size; i++)
+		if (sim->l0[i].key != 0)
+			all[n++] = sim->l0[i];
+	for (uint32 j = 1; j <= depth; j++)
+	{
+		memcpy(all + n, sim->level[j].e, sizeof(SimEntry) * sim->level[j].n);
+		n += sim->level[j].n;
+	}
+	qsort(all, n, sizeof(SimEntry), cmp_entry);
+
+	for (uint32 j = 1; j <= depth; j++)
+	{
+		out[j].e = xmalloc(sizeof(SimEntry) * Max(n, 1));
+		out[j].n = 0;
+	}
+	rests = xmalloc(sizeof(SimEntry) * Max(n, 1));
+	for (int64 i = 0; i < n;)
+	{
+		int64		k = i;
+		LertCount	m = {0, -1, 0, 0};
+		LertReport	r;
+		QueryArg	q = {sim, all[i].key, depth + 1};
+		int64		counts[LERT_MAX_LEVELS + 1];
+
+		for (; k < n && all[k].key == all[i].key; k++)
+		{
+			m.count += all[k].c.count;
+			if (m.first_pos < 0 || (all[k].c.first_pos >= 0 &&
+									all[k].c.first_pos < m.first_pos))
+				m.first_pos = all[k].c.first_pos;
+			m.flags |= all[k].c.flags & LERT_REPORTED;
+		}
+		if (lert_merge_report(g, &m, pos, deeper, query_levels, &q, &r))
+			record_report(sim, all[i].key, &r);
+		lert_place(g, depth, pos, &m, counts);
+		for (uint32 j = 0; j <= depth; j++)
+		{
+			SimEntry	e;
+
+			if (counts[j] == 0)
+				continue;
+			e.key = all[i].key;
+			e.c.count = counts[j];
+			e.c.first_pos = m.first_pos;
+			e.c.disk_sum = 0;
+			e.c.flags = m.flags & LERT_REPORTED;
+			CHECK(j > 0 || (counts[j] < g->threshold && !(e.c.flags & LERT_REPORTED)),
+				  "a count of %lld placed at level 0", (long long) counts[j]);
+			if (j == 0)
+				rests[nrests++] = e;
+			else
+				out[j].e[out[j].n++] = e;
+		}
+		i = k;
+	}
+	free(all);
+	for (uint32 j = 1; j <= depth; j++)
+	{
+		free(sim->level[j].e);
+		sim->level[j] = out[j];
+	}
+
+	/* level 0 keeps what the merge put back */
+	sim->l0_limit = lert_level0_limit(g, nrests);
+	l0_reset(sim, sim->l0_limit);
+	for (int64 i = 0; i < nrests; i++)
+		*l0_find(sim, rests[i].key, true) = rests[i];
+	free(rests);
+	sim->last_flush = pos;
+}
+
+static void
+sim_observe(Sim *sim, uint64 key, int64 pos)
+{
+	SimEntry   *e;
+	LertReport	r;
+	QueryArg	q = {sim, key, 1};
+
+	if (sim->g.variant == LERT_TIME_STRETCH &&
+		pos - sim->last_flush >= lert_level0_period(&sim->g))
+		sim_flush(sim, pos, false);
+	e = l0_find(sim, key, false);
+	if (e == NULL && sim->l0_n >= sim->l0_limit)
+	{
+		sim_flush(sim, pos, false);
+		e = l0_find(sim, key, false);
+	}
+	if (e == NULL)
+		e = l0_find(sim, key, true);
+	if (lert_observe(&sim->g, &e->c, 1, pos, query_levels, &q, &r))
+		record_report(sim, key, &r);
+}
+
+/* ---- offline truth and checks ---- */
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void
+run_one(const Stream *s, const LertGeom *geom, const char *label)
+{
+	Sim			sim;
+	int64	   *count = xmalloc(sizeof(int64) * s->nkeys);
+	int64	   *first = xmalloc(sizeof(int64) * s->nkeys);
+	int64	   *tth = xmalloc(sizeof(int64) * s->nkeys);
+	int64	   *start = xmalloc(sizeof(int64) * ((size_t) s->nkeys + 1));
+	int64	   *occ = xmalloc(sizeof(int64) * s->n);
+	int64	   *fill = xmalloc(sizeof(int64) * s->nkeys);
+	int64		expected = 0;
+	double	   *cs,
+			   *ts;
+	int64		nr = 0;
+	double		cs_bound,
+				ts_bound;
+	int64		T = geom->threshold;
+
+	memset(&sim, 0, sizeof(sim));
+	sim.g = *geom;
+	sim.seed = UINT64CONST(0x5eed5eed12345678);
+	sim.nkeys = s->nkeys;
+	sim.rep = xmalloc(sizeof(LertReport) * s->nkeys);
+	sim.reported = xmalloc(sizeof(bool) * s->nkeys);
+	memset(sim.reported, 0, sizeof(bool) * s->nkeys);
+	sim.l0_limit = geom->level0_capacity;
+	l0_reset(&sim, sim.l0_limit);
+
+	for (int64 p = 0; p < s->n; p++)
+		sim_observe(&sim, id_key(&sim, s->ids[p]), p);
+	sim_flush(&sim, s->n, true);
+
+	/* offline: every key's occurrences in order */
+	memset(count, 0, sizeof(int64) * s->nkeys);
+	for (int64 p = 0; p < s->n; p++)
+		count[s->ids[p]]++;
+	start[0] = 0;
+	for (uint32 k = 0; k < s->nkeys; k++)
+		start[k + 1] = start[k] + count[k];
+	memcpy(fill, start, sizeof(int64) * s->nkeys);
+	for (int64 p = 0; p < s->n; p++)
+		occ[fill[s->ids[p]]++] = p;
+	for (uint32 k = 0; k < s->nkeys; k++)
+	{
+		first[k] = count[k] > 0 ? occ[start[k]] : -1;
+		tth[k] = count[k] >= T ? occ[start[k] + T - 1] : -1;
+		expected += count[k] >= T;
+	}
+
+	cs = xmalloc(sizeof(double) * Max(sim.nreports, 1));
+	ts = xmalloc(sizeof(double) * Max(sim.nreports, 1));
+	cs_bound = (double) lert_count_stretch_bound(geom) / T;
+	ts_bound = lert_time_stretch_bound(geom);
+	for (uint32 k = 0; k < s->nkeys; k++)
+	{
+		const LertReport *r = &sim.rep[k];
+		int64		lo = start[k],
+					hi = start[k + 1];
+
+		CHECK(sim.reported[k] == (count[k] >= T),
+			  "%s %s: key %u with count %lld %s", s->name, label, k,
+			  (long long) count[k], sim.reported[k] ? "reported" : "not reported");
+		if (!sim.reported[k])
+			continue;
+		CHECK(r->position >= tth[k] && r->position < s->n,
+			  "%s %s: key %u reported at %lld, its T-th occurrence is at %lld",
+			  s->name, label, k, (long long) r->position, (long long) tth[k]);
+		/* the exact count at the report's position */
+		while (lo < hi && occ[lo] <= r->position)
+			lo++;
+		CHECK(r->count == lo - start[k],
+			  "%s %s: key %u reported with count %lld, its count there is %lld",
+			  s->name, label, k, (long long) r->count, (long long) (lo - start[k]));
+		CHECK(r->first_pos == first[k],
+			  "%s %s: key %u first position %lld, truly %lld", s->name, label,
+			  k, (long long) r->first_pos, (long long) first[k]);
+		cs[nr] = (double) r->count / T;
+		ts[nr] = tth[k] > first[k] ?
+			(double) (r->position - first[k]) / (double) (tth[k] - first[k]) : 1.0;
+		CHECK((geom->variant != LERT_COUNT_STRETCH && geom->variant != LERT_IMMEDIATE) ||
+			  cs[nr] <= cs_bound + 1e-12,
+			  "%s %s: key %u count stretch %.4f above the bound %.4f", s->name,
+			  label, k, cs[nr], cs_bound);
+		CHECK(ts_bound == 0.0 || ts[nr] <= ts_bound + 1e-12,
+			  "%s %s: key %u time stretch %.4f above the bound %.4f (first %lld, T-th %lld, reported %lld)",
+			  s->name, label, k, ts[nr], ts_bound, (long long) first[k],
+			  (long long) tth[k], (long long) r->position);
+		nr++;
+	}
+	CHECK(nr == expected && sim.nreports == expected, "report count");
+	qsort(cs, nr, sizeof(double), cmp_double);
+	qsort(ts, nr, sizeof(double), cmp_double);
+	{
+		double		csum = 0,
+					tsum = 0;
+
+		for (int64 i = 0; i < nr; i++)
+			csum += cs[i], tsum += ts[i];
+		printf("  %-14s %-16s %8lld reports  count stretch max %.3f p99 %.3f mean %.3f"
+			   "  time stretch max %.3f p99 %.3f mean %.3f  flushes %llu  level 0 max %lld\n",
+			   s->name, label, (long long) nr,
+			   nr ? cs[nr - 1] : 0, nr ? cs[(nr * 99) / 100] : 0, nr ? csum / nr : 0,
+			   nr ? ts[nr - 1] : 0, nr ? ts[(nr * 99) / 100] : 0, nr ? tsum / nr : 0,
+			   (unsigned long long) sim.flushes, (long long) sim.max_l0);
+	}
+
+	for (uint32 j = 1; j <= geom->nlevels; j++)
+		free(sim.level[j].e);
+	free(sim.l0);
+	free(sim.rep);
+	free(sim.reported);
+	free(cs);
+	free(ts);
+	free(count);
+	free(first);
+	free(tth);
+	free(start);
+	free(occ);
+	free(fill);
+}
+
+static void
+test_fingerprints(void)
+{
+	uint64		seed = UINT64CONST(0x0123456789abcdef);
+
+	rng_state = 7;
+	for (int i = 0; i < 1000000; i++)
+	{
+		uint64		k = i < 1000 ? (uint64) i : rng_next();
+		uint64		fp = lert_fixed_fingerprint(k, seed);
+
+		CHECK(lert_fixed_key(fp, seed) == k, "fingerprint of %llu is not invertible",
+			  (unsigned long long) k);
+	}
+	CHECK(lert_fixed_fingerprint(0, seed) != lert_fixed_fingerprint(1, seed),
+		  "fingerprints collide");
+}
+
+static void
+test_rules(void)
+{
+	LertGeom	g;
+	int64		tau[LERT_MAX_LEVELS + 1];
+
+	lert_default_taus(4, 3, tau);
+	CHECK(tau[1] == 8 && tau[2] == 4 && tau[3] == 2, "default thresholds for g = 4");
+	lert_default_taus(2, 3, tau);
+	CHECK(tau[1] == 1 && tau[3] == 1, "default thresholds for g = 2");
+	lert_default_taus(8, 2, tau);
+	CHECK(tau[1] == 16 && tau[2] == 4, "default thresholds for g = 8");
+
+	memset(&g, 0, sizeof(g));
+	g.variant = LERT_COUNT_STRETCH;
+	g.threshold = 24;
+	g.growth = 4;
+	g.nlevels = 3;
+	g.level0_capacity = 1024;
+	lert_default_taus(4, 3, g.tau);
+	CHECK(lert_geom_check(&g) == NULL, "default geometry");
+	CHECK(lert_count_stretch_bound(&g) == 38, "count-stretch bound");
+	CHECK(lert_merge_depth(&g, 1) == 1 && lert_merge_depth(&g, 4) == 2 &&
+		  lert_merge_depth(&g, 16) == 3 && lert_merge_depth(&g, 64) == 3 &&
+		  lert_merge_depth(&g, 6) == 1, "merge schedule");
+	g.nlevels = 4;
+	lert_default_taus(4, 4, g.tau);
+	CHECK(lert_geom_check(&g) != NULL, "thresholds adding up to more than T accepted");
+	g.nlevels = 3;
+	g.variant = LERT_TIME_STRETCH;
+	g.age_bits = 2;
+	CHECK(lert_level0_period(&g) == 256 && lert_merge_period(&g, 3) == 4096,
+		  "time-stretch periods");
+	CHECK(lert_time_stretch_bound(&g) > 1.333 && lert_time_stretch_bound(&g) < 1.334,
+		  "time-stretch bound");
+	CHECK(lert_variant_from_name("immediate") == LERT_IMMEDIATE &&
+		  lert_variant_from_name("nope") == -1, "variant names");
+}
+
+int
+main(int argc, char **argv)
+{
+	int64		n = argc > 1 ? atoll(argv[1]) : 1000000;
+	int64		c0 = argc > 2 ? atoll(argv[2]) : 4096;
+	Stream		s;
+	LertGeom	geoms[8];
+	const char *labels[8];
+	int			ngeoms = 0;
+
+	test_fingerprints();
+	test_rules();
+
+	for (int v = 0; v < 7; v++)
+	{
+		LertGeom   *g = &geoms[ngeoms];
+		static char names[7][32];
+
+		memset(g, 0, sizeof(*g));
+		g->threshold = 24;
+		g->growth = 4;
+		g->nlevels = 3;
+		g->level0_capacity = c0;
+		lert_default_taus(4, 3, g->tau);
+		if (v == 0)
+			g->variant = LERT_COUNT_STRETCH;
+		else if (v == 1)
+			g->variant = LERT_IMMEDIATE;
+		else if (v == 2)
+			g->variant = LERT_CASCADE;
+		else
+		{
+			g->variant = LERT_TIME_STRETCH;
+			g->age_bits = v - 2;
+		}
+		CHECK(lert_geom_check(g) == NULL, "geometry %d", v);
+		if (g->variant == LERT_TIME_STRETCH)
+			snprintf(names[v], sizeof(names[v]), "time_stretch a=%u", g->age_bits);
+		else
+			snprintf(names[v], sizeof(names[v]), "%s", lert_variant_name(g->variant));
+		labels[ngeoms++] = names[v];
+	}
+
+	s.ids = xmalloc(sizeof(uint32) * n);
+	printf("lert_test: %lld observations per stream, T = 24, level 0 of %lld keys, g = 4, 3 on-disk levels (tau 8, 4, 2)\n",
+		   (long long) n, (long long) c0);
+	for (int d = 0; d < 5; d++)
+	{
+		rng_state = 1000 + d;
+		switch (d)
+		{
+			case 0:
+				gen_firehose(&s, n, (uint32) Max(c0 * 4, 1));
+				break;
+			case 1:
+				gen_heavy_in_noise(&s, n, (uint32) c0);
+				break;
+			case 2:
+				gen_24_vs_23(&s, n, (uint32) c0);
+				break;
+			case 3:
+				gen_round_robin(&s, n, (uint32) Max(Min(c0, n / 30), 1));
+				break;
+			case 4:
+				gen_uniform_1_25(&s, n);
+				break;
+		}
+		for (int v = 0; v < ngeoms; v++)
+			run_one(&s, &geoms[v], labels[v]);
+	}
+	free(s.ids);
+	printf("lert_test: all checks passed\n");
+	return failures != 0;
+}
