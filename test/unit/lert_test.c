@@ -35,6 +35,7 @@
 #include <math.h>
 
 #include "lert_core.h"
+#include "lert_page.h"
 
 /*
  * port.h maps these (and qsort) to libpgport's pg_* versions; this program
@@ -663,6 +664,116 @@ test_rules(void)
 		  lert_variant_from_name("nope") == -1, "variant names");
 }
 
+/*
+ * Level-0 and run pages: random keys (fingerprint-only and with bytes,
+ * some with equal fingerprints) inserted into a level-0 page until it is
+ * full must be found again, in order, pass the check, and come out of a
+ * run page written from them in the same order; damaged headers and
+ * orders must fail the checks.
+ */
+static void
+test_pages(void)
+{
+	char		area[8152] __attribute__((aligned(8)));
+	char		run[8152] __attribute__((aligned(8)));
+	char		key[64];
+	int			inserted = 0;
+
+	rng_state = 99;
+	for (int round = 0; round < 200; round++)
+	{
+		int			n;
+
+		lert_l0_init(area, sizeof(area), 42);
+		CHECK(lert_l0_check(area, sizeof(area)), "empty level-0 page");
+		inserted = 0;
+		for (;;)
+		{
+			uint64		fp = rng_below(round % 2 ? 16 : UINT64CONST(1) << 62);
+			/* fingerprint-only keys only from the large range: 16 would never fill a page */
+			uint32		len = round % 6 == 0 ? 0 : 1 + (uint32) rng_below(sizeof(key) - 1);
+			bool		found;
+			int			at;
+			LertEntry  *e;
+
+			for (uint32 i = 0; i < len; i++)
+				key[i] = (char) rng_below(4);
+			at = lert_l0_search(area, fp, key, len, &found);
+			if (found)
+			{
+				e = lert_l0_entry(area, at);
+				CHECK(e->fp == fp && e->keylen == len &&
+					  memcmp(lert_entry_key(e), key, len) == 0, "search found another key");
+				e->count++;
+				continue;
+			}
+			e = lert_l0_insert(area, at, fp, key, len);
+			if (e == NULL)
+			{
+				CHECK(lert_l0_free(area) < lert_entry_size(len) + sizeof(uint16),
+					  "insert refused with room left");
+				break;
+			}
+			e->count = 1;
+			inserted++;
+			CHECK(lert_l0_search(area, fp, key, len, &found) == at && found,
+				  "inserted key not found where it was put");
+		}
+		CHECK(lert_l0_count(area) == inserted, "entry count");
+		CHECK(lert_l0_check(area, sizeof(area)), "full level-0 page fails its check");
+
+		/* the same entries into a run page, then read back */
+		lert_run_page_init(run);
+		n = 0;
+		for (int i = 0; i < lert_l0_count(area); i++)
+		{
+			LertEntry  *e = lert_l0_entry(area, i);
+
+			if (!lert_run_page_add(run, sizeof(run), e, lert_entry_key(e)))
+				break;
+			n++;
+		}
+		CHECK(n > 0 && lert_run_page_check(run, sizeof(run)), "run page check");
+		{
+			uint32		off = 0;
+			const LertEntry *r;
+			int			i = 0;
+
+			while ((r = lert_run_page_next(run, &off)) != NULL)
+			{
+				LertEntry  *e = lert_l0_entry(area, i++);
+
+				CHECK(r->fp == e->fp && r->count == e->count && r->keylen == e->keylen &&
+					  memcmp(lert_entry_key(r), lert_entry_key(e), e->keylen) == 0,
+					  "run page entry %d differs", i - 1);
+			}
+			CHECK(i == n, "run page lists %d of %d entries", i, n);
+		}
+
+		/* damage: swapped order, bad offsets, impossible sizes */
+		if (lert_l0_count(area) >= 2)
+		{
+			uint16	   *off = (uint16 *) (area + MAXALIGN(sizeof(LertL0Header)));
+			uint16		t = off[0];
+
+			off[0] = off[1];
+			off[1] = t;
+			CHECK(!lert_l0_check(area, sizeof(area)), "swapped entries pass the check");
+			off[1] = off[0];
+			off[0] = t;
+			off[0] = 3;
+			CHECK(!lert_l0_check(area, sizeof(area)), "misaligned offset passes the check");
+			off[0] = t;
+			lert_l0_entry(area, 0)->keylen = 100000;
+			CHECK(!lert_l0_check(area, sizeof(area)), "huge key length passes the check");
+		}
+		((LertRunHeader *) run)->nentries++;
+		CHECK(!lert_run_page_check(run, sizeof(run)), "wrong run entry count passes");
+		((LertRunHeader *) run)->used = sizeof(run);
+		CHECK(!lert_run_page_check(run, sizeof(run)), "run size past the page passes");
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -675,6 +786,7 @@ main(int argc, char **argv)
 
 	test_fingerprints();
 	test_rules();
+	test_pages();
 
 	for (int v = 0; v < 7; v++)
 	{

@@ -1,0 +1,117 @@
+/*-------------------------------------------------------------------------
+ *
+ * lert_page.h
+ *	  The page formats of a LERT's levels, on raw page data areas.
+ *
+ * Entries.  A key's count at one level is an entry: a fixed header
+ * (LertEntry: fingerprint, count, first position, disk count, flags, key
+ * length) followed by the key's bytes (none for keys of at most 8 bytes,
+ * whose fingerprint is the key), padded to 8 bytes.  Entries are ordered
+ * by (fingerprint, key length, key bytes), so equal fingerprints of
+ * different keys stay apart and every level lists keys in one order.  An
+ * entry never spans pages.
+ *
+ * Level-0 pages.  A header, then a sorted array of 16-bit offsets growing
+ * up and the entries they point to growing down from the end (as a heap
+ * page's line pointers): a new key is one offset moved and one entry
+ * appended, a count changes in place.  The header keeps the change-log
+ * position up to which committed records were applied to the page.
+ *
+ * Run pages (on-disk levels).  A header and entries packed in order; a run
+ * is a sequence of such pages written once, front to back.
+ *
+ * Nothing here calls the backend: no palloc, no elog; a damaged page is
+ * reported by the caller when lert_*_check returns false.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef LERT_PAGE_H
+#define LERT_PAGE_H
+
+#include "postgres.h"
+
+#include "lert_core.h"
+
+typedef struct LertEntry
+{
+	uint64		fp;
+	int64		count;
+	int64		first_pos;
+	int64		disk_sum;		/* LERT_DISK_KNOWN (level 0) */
+	uint32		keylen;			/* key bytes after the header */
+	uint16		flags;			/* LERT_REPORTED, LERT_DISK_KNOWN */
+	uint16		age;			/* unused, zero */
+} LertEntry;
+
+#define LERT_ENTRY_HEADER	((Size) sizeof(LertEntry))	/* 40 */
+
+static inline Size
+lert_entry_size(uint32 keylen)
+{
+	return LERT_ENTRY_HEADER + TYPEALIGN(8, (Size) keylen);
+}
+
+static inline const char *
+lert_entry_key(const LertEntry *e)
+{
+	return (const char *) e + LERT_ENTRY_HEADER;
+}
+
+/* Order of two keys: fingerprint, then length, then bytes. */
+static inline int
+lert_key_cmp(uint64 fp1, const char *key1, uint32 len1,
+			 uint64 fp2, const char *key2, uint32 len2)
+{
+	int			c;
+
+	if (fp1 != fp2)
+		return fp1 < fp2 ? -1 : 1;
+	if (len1 != len2)
+		return len1 < len2 ? -1 : 1;
+	if (len1 == 0)
+		return 0;
+	c = memcmp(key1, key2, len1);
+	return c < 0 ? -1 : c > 0;
+}
+
+/* ---- level-0 pages ---- */
+
+typedef struct LertL0Header
+{
+	uint64		applied_pos;	/* change-log records before it are in */
+	uint16		nentries;
+	uint16		lower;			/* end of the offsets (from the area start) */
+	uint16		upper;			/* start of the entries */
+	uint16		unused;
+} LertL0Header;
+
+extern void lert_l0_init(char *area, Size area_size, uint64 applied_pos);
+extern bool lert_l0_check(const char *area, Size area_size);
+extern LertEntry *lert_l0_entry(char *area, int i);
+extern int	lert_l0_search(const char *area, uint64 fp, const char *key,
+						   uint32 keylen, bool *found);
+extern Size lert_l0_free(const char *area);
+extern LertEntry *lert_l0_insert(char *area, int at, uint64 fp,
+								 const char *key, uint32 keylen);
+
+static inline int
+lert_l0_count(const char *area)
+{
+	return ((const LertL0Header *) area)->nentries;
+}
+
+/* ---- run pages ---- */
+
+typedef struct LertRunHeader
+{
+	uint32		nentries;
+	uint32		used;			/* bytes of entries after the header */
+} LertRunHeader;
+
+extern void lert_run_page_init(char *area);
+extern bool lert_run_page_check(const char *area, Size area_size);
+extern bool lert_run_page_add(char *area, Size area_size, const LertEntry *e,
+							  const char *key);
+extern const LertEntry *lert_run_page_next(const char *area, uint32 *offset);
+
+#endif							/* LERT_PAGE_H */
