@@ -11,6 +11,7 @@
 #include "bcms.h"
 #include "bloom.h"
 #include "fmgr.h"
+#include "lert.h"
 #include "qfam.h"
 #include "ss_changelog.h"
 #include "ss_pending.h"
@@ -31,6 +32,7 @@ _PG_init(void)
 	bcms_init();
 	qfam_init();
 	bloom_init();
+	lert_init();
 	ss_params_find_rejected();
 	MarkGUCPrefixReserved("streamsketch");
 

@@ -36,13 +36,14 @@ l0_offsets_const(const char *area)
 
 /* An empty level-0 page of area_size (< 64 kB) bytes. */
 void
-lert_l0_init(char *area, Size area_size, uint64 applied_pos)
+lert_l0_init(char *area, Size area_size, uint64 applied_pos, uint64 gen)
 {
 	LertL0Header *h = (LertL0Header *) area;
 
 	Assert(area_size <= PG_UINT16_MAX);
 	memset(area, 0, area_size);
 	h->applied_pos = applied_pos;
+	h->gen = gen;
 	h->nentries = 0;
 	h->lower = (uint16) L0_OFFSETS;
 	h->upper = (uint16) TYPEALIGN_DOWN(8, area_size);
@@ -162,10 +163,11 @@ lert_l0_insert(char *area, int at, uint64 fp, const char *key, uint32 keylen)
 /* ---- run pages ---- */
 
 void
-lert_run_page_init(char *area)
+lert_run_page_init(char *area, uint64 gen)
 {
 	LertRunHeader *h = (LertRunHeader *) area;
 
+	h->gen = gen;
 	h->nentries = 0;
 	h->used = 0;
 }

@@ -78,6 +78,8 @@ lert_key_cmp(uint64 fp1, const char *key1, uint32 len1,
 
 typedef struct LertL0Header
 {
+	uint64		gen;			/* the level 0 it belongs to (first: see
+								 * lert_read_page) */
 	uint64		applied_pos;	/* change-log records before it are in */
 	uint16		nentries;
 	uint16		lower;			/* end of the offsets (from the area start) */
@@ -85,7 +87,8 @@ typedef struct LertL0Header
 	uint16		unused;
 } LertL0Header;
 
-extern void lert_l0_init(char *area, Size area_size, uint64 applied_pos);
+extern void lert_l0_init(char *area, Size area_size, uint64 applied_pos,
+						 uint64 gen);
 extern bool lert_l0_check(const char *area, Size area_size);
 extern LertEntry *lert_l0_entry(char *area, int i);
 extern int	lert_l0_search(const char *area, uint64 fp, const char *key,
@@ -104,11 +107,12 @@ lert_l0_count(const char *area)
 
 typedef struct LertRunHeader
 {
+	uint64		gen;			/* the run it belongs to (first) */
 	uint32		nentries;
 	uint32		used;			/* bytes of entries after the header */
 } LertRunHeader;
 
-extern void lert_run_page_init(char *area);
+extern void lert_run_page_init(char *area, uint64 gen);
 extern bool lert_run_page_check(const char *area, Size area_size);
 extern bool lert_run_page_add(char *area, Size area_size, const LertEntry *e,
 							  const char *key);

@@ -372,8 +372,8 @@ reader_records(LogReader *r, const SSLogBatchHeader *bh, SSLogRecordFn fn,
 			((rh.flags & SS_LOG_REC_WEIGHT1) && rh.len != sizeof(SSHash)) ||
 			(rh.flags & ~SS_LOG_REC_WEIGHT1) != 0 ||
 			(rh.type != SS_PENDING_KEY && rh.type != SS_PENDING_DELETE &&
-			 rh.type != SS_PENDING_MERGE) ||
-			(rh.type != SS_PENDING_MERGE &&
+			 rh.type != SS_PENDING_MERGE && rh.type != SS_PENDING_ITEM) ||
+			(rh.type != SS_PENDING_MERGE && rh.type != SS_PENDING_ITEM &&
 			 rh.len != ((rh.flags & SS_LOG_REC_WEIGHT1) ? sizeof(SSHash) :
 						sizeof(SSPendingKey))))
 			log_corrupted(r->rel, r->blk, "A change log record is invalid.");
@@ -405,7 +405,7 @@ reader_records(LogReader *r, const SSLogBatchHeader *bh, SSLogRecordFn fn,
 			memcpy(r->payload + sizeof(SSHash), &one, sizeof(one));
 			hdr.len = sizeof(SSPendingKey);
 		}
-		else if (rh.type != SS_PENDING_MERGE &&
+		else if ((rh.type == SS_PENDING_KEY || rh.type == SS_PENDING_DELETE) &&
 				 ((const SSPendingKey *) r->payload)->weight < 0)
 			log_corrupted(r->rel, r->blk, "A change log record has a negative weight.");
 		fn(pos, &hdr, r->payload, arg);

@@ -28,7 +28,9 @@ typedef enum SSPendingType
 	SS_PENDING_KEY = 1,			/* payload: SSPendingKey */
 	SS_PENDING_MERGE,			/* payload: a structure-specific value */
 	SS_PENDING_TRUNCATE,		/* no payload: forget earlier records */
-	SS_PENDING_DELETE			/* payload: SSPendingKey (count to remove) */
+	SS_PENDING_DELETE,			/* payload: SSPendingKey (count to remove) */
+	SS_PENDING_ITEM				/* payload: the structure's own, opaque here
+								 * (a LERT observation with its key bytes) */
 } SSPendingType;
 
 typedef struct SSPendingHeader

@@ -684,7 +684,7 @@ test_pages(void)
 	{
 		int			n;
 
-		lert_l0_init(area, sizeof(area), 42);
+		lert_l0_init(area, sizeof(area), 42, 7);
 		CHECK(lert_l0_check(area, sizeof(area)), "empty level-0 page");
 		inserted = 0;
 		for (;;)
@@ -723,7 +723,7 @@ test_pages(void)
 		CHECK(lert_l0_check(area, sizeof(area)), "full level-0 page fails its check");
 
 		/* the same entries into a run page, then read back */
-		lert_run_page_init(run);
+		lert_run_page_init(run, 7);
 		n = 0;
 		for (int i = 0; i < lert_l0_count(area); i++)
 		{

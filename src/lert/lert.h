@@ -1,0 +1,318 @@
+/*-------------------------------------------------------------------------
+ *
+ * lert.h
+ *	  The `lert` table access method: leveled external-memory reporting
+ *	  tables (Pandey et al., SIGMOD 2020) on the storage layer's change log.
+ *	  The rules are in lert_core.h, the page formats in lert_page.h, the
+ *	  design in docs/lert.md.
+ *
+ * Relation layout: block 0 is the metapage (LertMeta: parameters, every
+ * cone's descriptor, the report directory, the free extents); every other
+ * block belongs to an extent (level 0 of a cone, a run, a report extent)
+ * or to the change log.  Extents are reserved with ss_log_alloc_run and
+ * recycled through the metapage's free list.
+ *
+ * Two kinds of positions: log positions (bytes of the change log, the
+ * storage layer's) say which records a page has applied; stream positions
+ * (observations, LertMeta.stream_pos) are what reports and bounds speak of.
+ *
+ * Crash safety of a consolidation round (lert_consolidate.c): level-0
+ * pages are changed in backend memory and written back at the end of the
+ * round, each with the log position it has applied up to; before that, one
+ * metapage record "settles" the round (settled_pos): the reports it made
+ * become valid and every cone's level-0 entry count is stored.  A round
+ * redone after a crash skips, per page, the records the page has applied,
+ * makes no report for a record before settled_pos (it is already valid)
+ * and counts no new entry for one either.  A merge writes its runs and the
+ * cone's new level 0 out of place and installs them, with its reports and
+ * a settle, in one metapage record.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef LERT_H
+#define LERT_H
+
+#include "postgres.h"
+
+#include "lert_core.h"
+#include "lert_page.h"
+#include "ss_page.h"
+#include "access/tableam.h"
+#include "port/pg_bitutils.h"
+#include "utils/rel.h"
+
+/* kind and page types (ss_page.h) */
+#define SS_KIND_LERT			4
+#define SS_PAGE_LERT_LEVEL0		9
+#define SS_PAGE_LERT_RUN		10
+#define SS_PAGE_LERT_INDEX		11
+#define SS_PAGE_LERT_REPORT		12
+
+#define LERT_MAX_CONES			16
+#define LERT_MAX_FREE_EXTENTS	128
+#define LERT_MAX_REPORT_EXTENTS 40
+#define LERT_REPORT_EXTENT_MAX	(1U << 17)	/* pages: 1 GB */
+#define LERT_CHANNEL_LEN		64	/* NAMEDATALEN */
+
+/*
+ * An entry's key can take at most this many bytes: entries never span
+ * pages, and a page must take a few of them (a level-0 page that holds
+ * only kept keys must still take a new one after a flush; a run page
+ * wastes at most one entry's size at its end).
+ */
+#define LERT_MAX_KEY_BYTES	2000
+
+/* Parameters: frozen into the metapage (and the table's label). */
+typedef struct LertParams
+{
+	uint32		seed;
+	uint32		buffer_kb;		/* level 0's size, all cones */
+	uint32		ncones;			/* a power of two, 1..LERT_MAX_CONES */
+	uint32		hash_bits;		/* fingerprint bits (test only: < 64) */
+	LertGeom	geom;			/* level0_capacity: per cone */
+	char		channel[LERT_CHANNEL_LEN];	/* NOTIFY channel, "" = none */
+} LertParams;
+
+/* A run of consecutive blocks. */
+typedef struct LertExtent
+{
+	BlockNumber start;
+	BlockNumber npages;
+} LertExtent;
+
+/*
+ * An on-disk level of a cone: its data pages (entries in key order) and
+ * its index pages (the first fingerprint of every data page), each in one
+ * extent.
+ */
+typedef struct LertRun
+{
+	LertExtent	data;
+	LertExtent	index;
+	int64		nentries;
+	uint64		gen;			/* stamped on its pages */
+} LertRun;
+
+typedef struct LertCone
+{
+	uint64		flushes;		/* merges so far */
+	int64		last_flush;		/* stream position of the last one */
+	int64		level0_limit;	/* entries that make level 0 full */
+	int64		level0_entries; /* as of the metapage's settled_pos */
+	LertExtent	level0;			/* its pages, by fingerprint range */
+	uint64		level0_gen;
+	int64		max_level0;		/* largest level 0 so far (entries) */
+	LertRun		runs[LERT_MAX_LEVELS + 1];	/* [1..nlevels] */
+} LertCone;
+
+typedef struct LertMeta
+{
+	SSMetaHeader hdr;
+	LertParams	params;
+	int64		stream_pos;		/* observations consolidated (at the log
+								 * head); added with the head's move */
+	uint64		settled_pos;	/* log position: see above */
+	int64		nreports;		/* valid reports */
+	int64		notified_upto;	/* reports whose NOTIFY committed */
+	TransactionId notify_xid;	/* the transaction that notified the rest */
+	uint32		nreport_ext;
+	LertExtent	report_ext[LERT_MAX_REPORT_EXTENTS];
+	uint32		report_tail;	/* page index (over the extents) of the last
+								 * report, or 0 */
+	uint32		nfree;
+	LertExtent	free_ext[LERT_MAX_FREE_EXTENTS];
+	int64		merges;
+	int64		point_queries;
+	uint32		max_keylen;		/* longest key consolidated so far */
+	uint32		unused;
+	uint64		next_gen;
+	LertCone	cones[LERT_MAX_CONES];
+} LertMeta;
+
+StaticAssertDecl(sizeof(LertMeta) <= SS_PAGE_DATA_SIZE,
+				 "a LERT's metapage fits a page");
+
+/* What a round adds to the metapage with the log head's move. */
+typedef struct LertStats
+{
+	int64		observations;
+} LertStats;
+
+/* The change log record of one insert (SS_PENDING_ITEM). */
+typedef struct LertItem
+{
+	uint64		fp;
+	int64		count;
+	uint32		keylen;			/* key bytes after the struct */
+	uint32		unused;
+} LertItem;
+
+/* Per-relation state cached in rd_amcache. */
+typedef struct LertState
+{
+	LertParams	p;
+	Oid			keytype;
+	int16		keylen;
+	bool		keybyval;
+	bool		fixed_key;		/* the fingerprint is the key */
+	Oid			inttype;		/* count column, or InvalidOid */
+} LertState;
+
+/* ---- lert_am.c ---- */
+extern const struct SSStateOps lert_state_ops;
+extern int	ss_lert_threshold;
+extern int	ss_lert_variant;
+extern int	ss_lert_age_bits;
+extern int	ss_lert_growth;
+extern int	ss_lert_levels;
+extern int	ss_lert_buffer_size_kb;
+extern int	ss_lert_cones;
+extern char *ss_lert_taus;
+extern char *ss_lert_notify;
+extern int	ss_test_lert_hash_bits;
+extern void lert_init(void);
+extern LertState *lert_get_state(Relation rel);
+extern Relation lert_open(Oid relid, LOCKMODE lockmode);
+extern void lert_derive(LertParams *p);
+extern void lert_params_from_gucs(LertParams *p);
+extern void lert_scan_init(TableAmRoutine *routine);
+extern void lert_check_meta(Relation rel, const void *meta);
+extern uint64 lert_key_fingerprint(const LertState *st, Datum key,
+								   char **bytes, uint32 *len, bool *free_bytes);
+extern Datum lert_key_datum(const LertState *st, uint64 fp, const char *bytes,
+							uint32 len);
+
+/* ---- geometry of a cone's level 0 ---- */
+static inline uint32
+lert_cone_of(const LertParams *p, uint64 fp)
+{
+	return p->ncones == 1 ? 0 :
+		(uint32) (fp >> (64 - pg_leftmost_one_pos32(p->ncones)));
+}
+
+/* the level-0 page (0 .. npages-1) of a fingerprint, in fingerprint order */
+static inline uint32
+lert_level0_page(const LertParams *p, uint64 fp, uint32 npages)
+{
+	uint64		below = p->ncones == 1 ? fp :
+		fp << pg_leftmost_one_pos32(p->ncones);
+
+	return (uint32) (((unsigned __int128) below * npages) >> 64);
+}
+
+/* pages of a new level 0 for limit entries of about keylen key bytes */
+extern uint32 lert_level0_pages(int64 limit, double avg_keylen);
+
+/* ---- lert_store.c: extents, pages, runs, reports ---- */
+extern LertExtent lert_extent_alloc(Relation rel, LertMeta *meta,
+									BlockNumber npages);
+extern void lert_extent_free(LertMeta *meta, LertExtent ext);
+extern void lert_write_page(Relation rel, BlockNumber blkno, uint16 page_type,
+							const char *area, uint64 applied_pos, bool full);
+
+typedef enum LertPageStatus
+{
+	LERT_OK,
+	LERT_STALE					/* freed and reused, or not written yet */
+} LertPageStatus;
+
+#define LERT_ANY_GEN	PG_UINT64_MAX	/* report pages: never reused */
+
+extern LertPageStatus lert_read_page(Relation rel, BlockNumber blkno,
+									 uint16 page_type, uint64 gen, char *area,
+									 uint64 *applied_pos);
+extern void lert_read_page_owned(Relation rel, BlockNumber blkno,
+								 uint16 page_type, uint64 gen, char *area,
+								 uint64 *applied_pos);
+extern bool lert_read_meta(Relation rel, LertMeta *meta);
+extern void lert_run_free(LertMeta *meta, LertRun *run);
+
+/* A key's counts in the on-disk levels of its cone from level `from` on. */
+typedef struct LertDiskCount
+{
+	int64		count;
+	int64		first_pos;
+	bool		reported;
+	bool		stale;			/* a run page changed under the reader */
+} LertDiskCount;
+
+extern void lert_run_lookup(Relation rel, const LertRun *run, uint64 fp,
+							const char *key, uint32 keylen,
+							LertDiskCount *out);
+
+/* Writing a run: data pages filled in order, then the index. */
+typedef struct LertRunWriter
+{
+	Relation	rel;
+	LertRun		run;
+	BlockNumber reserved;		/* data pages reserved at run.data.start */
+	char	   *page;			/* the data page being filled */
+	uint64	   *first_fps;		/* of every data page written */
+} LertRunWriter;
+
+extern void lert_run_writer_begin(LertRunWriter *w, Relation rel,
+								  LertMeta *meta, int64 max_bytes);
+extern void lert_run_writer_add(LertRunWriter *w, const LertEntry *e,
+								const char *key);
+extern void lert_run_writer_end(LertRunWriter *w, LertMeta *meta);
+
+/* Reading a run in order. */
+typedef struct LertRunReader
+{
+	Relation	rel;
+	LertRun		run;
+	BlockNumber page;			/* next data page to load */
+	uint32		off;
+	char	   *area;
+	bool		loaded;
+} LertRunReader;
+
+extern void lert_run_reader_begin(LertRunReader *r, Relation rel,
+								  const LertRun *run);
+extern const LertEntry *lert_run_reader_next(LertRunReader *r);
+extern void lert_run_reader_end(LertRunReader *r);
+
+/* Reports. */
+typedef struct LertReportRec
+{
+	int64		reported_pos;
+	int64		count;
+	int64		first_pos;
+	TimestampTz at;
+	uint64		fp;
+	uint32		keylen;
+	uint32		unused;
+} LertReportRec;
+
+extern void lert_reports_append(Relation rel, LertMeta *meta,
+								const char *recs, Size len, int64 n);
+
+typedef struct LertReportIter
+{
+	Relation	rel;
+	int64		nreports;		/* valid when the metapage was read */
+	uint32		nreport_ext;
+	LertExtent	report_ext[LERT_MAX_REPORT_EXTENTS];
+	uint32		tail;
+	int64		after;
+	uint32		page;			/* next page to load */
+	char	   *area;
+	bool		loaded;
+	int64		valid;			/* valid reports on the loaded page */
+	int64		idx;
+	uint32		off;
+} LertReportIter;
+
+extern void lert_report_iter_begin(LertReportIter *it, Relation rel,
+								   const LertMeta *meta, int64 after);
+extern const LertReportRec *lert_report_iter_next(LertReportIter *it,
+												  int64 *id, const char **key);
+extern void lert_report_iter_end(LertReportIter *it);
+
+/* ---- lert_consolidate.c ---- */
+struct SSConsolidation;
+extern bool lert_consolidate(struct SSConsolidation *c);
+extern void lert_add_stats(void *meta, const void *stats);
+extern int64 lert_flush_all(Relation rel, void *stats);
+
+#endif							/* LERT_H */

@@ -1,0 +1,701 @@
+/*-------------------------------------------------------------------------
+ *
+ * lert_am.c
+ *	  The `lert` table access method: handler, parameters and their label,
+ *	  settings, keys and INSERT.
+ *
+ * INSERT computes the key's fingerprint and appends one record (LertItem
+ * and the key's bytes) to the transaction's pending log; at pre-commit
+ * the log becomes a batch of the relation's change log, and
+ * lert_consolidate() later counts committed observations and reports.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/relation.h"
+#include "access/tableam.h"
+#include "catalog/pg_type.h"
+#include "executor/tuptable.h"
+#include "lert.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "ss_changelog.h"
+#include "ss_hash.h"
+#include "ss_pending.h"
+#include "streamsketch.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/varlena.h"
+
+PG_FUNCTION_INFO_V1(lert_handler);
+
+static TableAmRoutine lert_routine;
+static bool lert_routine_ready = false;
+
+/* bytes of level 0 per key a level-0 capacity is computed with */
+#define LERT_LEVEL0_BYTES_PER_KEY	64
+
+Relation
+lert_open(Oid relid, LOCKMODE lockmode)
+{
+	Relation	rel = relation_open(relid, lockmode);
+
+	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_tableam != &lert_routine)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("relation \"%s\" is not a lert table",
+						RelationGetRelationName(rel)),
+				 errhint("Create one with CREATE TABLE ... USING lert or lert_create().")));
+	return rel;
+}
+
+/*
+ * Pages of a new level 0 for limit entries with keys of about avg_keylen
+ * bytes: twice what they take, so that hash ranges rarely overflow a page.
+ */
+uint32
+lert_level0_pages(int64 limit, double avg_keylen)
+{
+	double		per_entry = LERT_ENTRY_HEADER + sizeof(uint16) +
+		TYPEALIGN(8, (Size) ceil(Max(avg_keylen, 0)));
+	double		area = SS_PAGE_DATA_SIZE - MAXALIGN(sizeof(LertL0Header));
+	double		pages = ceil(2.0 * (double) Max(limit, 1) * per_entry / area);
+
+	return (uint32) Min(Max(pages, 1), (double) (MaxBlockNumber / 4));
+}
+
+/* ---- parameters ---- */
+
+static void
+lert_parse_taus(const char *s, LertGeom *g)
+{
+	const char *p = s;
+	uint32		n = 0;
+
+	while (*p)
+	{
+		char	   *end;
+		long long	v;
+
+		while (*p == ' ' || *p == ',')
+			p++;
+		if (*p == '\0')
+			break;
+		errno = 0;
+		v = strtoll(p, &end, 10);
+		if (end == p || errno != 0 || v < 0 || n >= LERT_MAX_LEVELS)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid LERT level thresholds \"%s\"", s),
+					 errhint("Give one non-negative integer per on-disk level, such as '8,4,2', or '' for the defaults.")));
+		g->tau[++n] = v;
+		p = end;
+	}
+	if (n != 0 && n != g->nlevels)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%u LERT level thresholds given for %u on-disk levels", n,
+						g->nlevels),
+				 errhint("Give one threshold per level, or '' for the defaults.")));
+}
+
+/*
+ * Validate the parameters and derive level 0's capacity per cone and, if
+ * not given (tau[1] < 0), the level thresholds.
+ */
+void
+lert_derive(LertParams *p)
+{
+	const char *msg;
+	LertGeom   *g = &p->geom;
+
+	if (p->ncones < 1 || p->ncones > LERT_MAX_CONES || (p->ncones & (p->ncones - 1)) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a LERT cannot have %u cones", p->ncones),
+				 errhint("Use a power of two from 1 to %d.", LERT_MAX_CONES)));
+	if (p->buffer_kb < 64 || p->buffer_kb > 16 * 1024 * 1024)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("LERT level-0 size %u kB is out of range", p->buffer_kb),
+				 errhint("Use a size from 64kB to 16GB.")));
+	if (p->hash_bits < 1 || p->hash_bits > 64)
+		elog(ERROR, "invalid LERT fingerprint width %u", p->hash_bits);
+	g->level0_capacity = Max((int64) p->buffer_kb * 1024 / p->ncones /
+							 LERT_LEVEL0_BYTES_PER_KEY, 16);
+	if (g->nlevels >= 1 && g->nlevels <= LERT_MAX_LEVELS && g->tau[1] < 0)
+	{
+		/* the design notes' thresholds, halved until they fit below T */
+		lert_default_taus(g->growth, g->nlevels, g->tau);
+		while (lert_tau_sum(g) >= g->threshold && g->tau[1] > 1)
+			for (uint32 j = 1; j <= g->nlevels; j++)
+				g->tau[j] = Max(g->tau[j] / 2, 1);
+	}
+	if ((msg = lert_geom_check(g)) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid LERT parameters: %s", msg),
+				 errhint("The threshold must be at least 2; count_stretch and immediate need level thresholds of at least 1 each that add up to less than it (fewer levels, or a larger threshold).")));
+	p->channel[LERT_CHANNEL_LEN - 1] = '\0';
+}
+
+static const char *const lert_settings[] = {
+	"streamsketch.lert_threshold", "streamsketch.lert_variant",
+	"streamsketch.lert_age_bits", "streamsketch.lert_growth",
+	"streamsketch.lert_levels", "streamsketch.lert_buffer_size",
+	"streamsketch.lert_cones", "streamsketch.lert_taus",
+	"streamsketch.lert_notify", NULL
+};
+
+void
+lert_params_from_gucs(LertParams *p)
+{
+	ss_check_settings(lert_settings);
+	memset(p, 0, sizeof(*p));
+	p->seed = SS_DEFAULT_SEED;
+	p->buffer_kb = (uint32) ss_lert_buffer_size_kb;
+	p->ncones = (uint32) ss_lert_cones;
+	p->hash_bits = (uint32) ss_test_lert_hash_bits;
+	p->geom.variant = (uint32) ss_lert_variant;
+	p->geom.age_bits = (uint32) ss_lert_age_bits;
+	p->geom.growth = (uint32) ss_lert_growth;
+	p->geom.nlevels = (uint32) ss_lert_levels;
+	p->geom.threshold = ss_lert_threshold;
+	p->geom.tau[1] = -1;
+	if (ss_lert_taus && ss_lert_taus[0])
+		lert_parse_taus(ss_lert_taus, &p->geom);
+	if (ss_lert_notify)
+		strlcpy(p->channel, ss_lert_notify, LERT_CHANNEL_LEN);
+	lert_derive(p);
+}
+
+static const char *const lert_label_keys[] = {
+	"variant", "threshold", "age_bits", "growth", "levels", "taus",
+	"buffer_size_kb", "cones", "notify", "hash_bits", "seed"
+};
+#define LERT_LABEL_NKEYS lengthof(lert_label_keys)
+
+static char *
+lert_params_to_label(const void *st)
+{
+	const LertParams *p = &((const LertState *) st)->p;
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "variant=%s threshold=" INT64_FORMAT " age_bits=%u growth=%u levels=%u taus=",
+					 lert_variant_name(p->geom.variant), p->geom.threshold,
+					 p->geom.age_bits, p->geom.growth, p->geom.nlevels);
+	for (uint32 j = 1; j <= p->geom.nlevels; j++)
+		appendStringInfo(&buf, "%s" INT64_FORMAT, j > 1 ? "," : "", p->geom.tau[j]);
+	appendStringInfo(&buf, " buffer_size_kb=%u cones=%u notify=%s hash_bits=%u seed=%u",
+					 p->buffer_kb, p->ncones,
+					 p->channel[0] ? quote_identifier(p->channel) : "\"\"",
+					 p->hash_bits, p->seed);
+	return buf.data;
+}
+
+static uint32
+lert_variant_or_error(const char *name)
+{
+	int			v = lert_variant_from_name(name);
+
+	if (v < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid LERT variant \"%s\"", name),
+				 errhint("Use 'count_stretch', 'time_stretch', 'immediate' or 'cascade'.")));
+	return (uint32) v;
+}
+
+static void
+lert_params_from_label(Relation rel, const char *label, void *st)
+{
+	LertParams *p = &((LertState *) st)->p;
+	char	   *v[LERT_LABEL_NKEYS];
+	char	   *channel;
+
+	ss_label_split(label, LERT_LABEL_NKEYS, lert_label_keys, v);
+	memset(p, 0, sizeof(*p));
+	p->geom.variant = lert_variant_or_error(v[0]);
+	p->geom.threshold = ss_label_int("threshold", v[1], 1, PG_INT64_MAX / 4);
+	p->geom.age_bits = (uint32) ss_label_int("age_bits", v[2], 1, LERT_MAX_AGE_BITS);
+	p->geom.growth = (uint32) ss_label_int("growth", v[3], 2, LERT_MAX_GROWTH);
+	p->geom.nlevels = (uint32) ss_label_int("levels", v[4], 1, LERT_MAX_LEVELS);
+	p->geom.tau[1] = -1;
+	lert_parse_taus(v[5], &p->geom);
+	p->buffer_kb = (uint32) ss_label_int("buffer_size_kb", v[6], 64, 16 * 1024 * 1024);
+	p->ncones = (uint32) ss_label_int("cones", v[7], 1, LERT_MAX_CONES);
+	channel = v[8];
+	if (strcmp(channel, "\"\"") == 0)
+		channel = "";
+	else if (channel[0] == '"')
+	{
+		List	   *names;
+
+		if (!SplitIdentifierString(pstrdup(channel), '.', &names) ||
+			list_length(names) != 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid LERT notify channel %s", channel)));
+		channel = linitial(names);
+	}
+	strlcpy(p->channel, channel, LERT_CHANNEL_LEN);
+	p->hash_bits = (uint32) ss_label_int("hash_bits", v[9], 1, 64);
+	p->seed = (uint32) ss_label_int("seed", v[10], 0, PG_UINT32_MAX);
+	lert_derive(p);
+}
+
+/* (key anytype [, count smallint|integer|bigint]) */
+static void
+lert_state_columns(Relation rel, void *stp)
+{
+	SSKeyColumns cols;
+	LertState  *st = (LertState *) stp;
+
+	ss_check_key_columns(RelationGetDescr(rel), RelationGetRelationName(rel),
+						 "lert", "count", &cols);
+	if (st)
+	{
+		st->keytype = cols.keytype;
+		st->keylen = cols.keylen;
+		st->keybyval = cols.keybyval;
+		st->inttype = cols.inttype;
+	}
+}
+
+/*
+ * The invariants of a LERT metapage the code relies on: parameters in
+ * range and derived as lert_derive does, every extent inside the blocks
+ * reserved so far, counters in range.
+ */
+void
+lert_check_meta(Relation rel, const void *metap)
+{
+	const LertMeta *meta = (const LertMeta *) metap;
+	LertParams	d = meta->params;
+	BlockNumber end = meta->hdr.log.alloc_end;
+	uint32		report_pages = 0;
+
+#define EXTENT_OK(e) ((e).npages == 0 || \
+	((e).start >= 1 && (e).start < end && (e).npages <= end - (e).start))
+
+	if (meta->params.seed != meta->hdr.seed)
+		elog(ERROR, "the parameters' seed %u differs from the header's %u",
+			 meta->params.seed, meta->hdr.seed);
+	lert_derive(&d);
+	if (memcmp(&d, &meta->params, sizeof(d)) != 0)
+		elog(ERROR, "the parameters differ from what they derive");
+	if (meta->stream_pos < 0 || meta->nreports < 0 ||
+		meta->notified_upto < 0 || meta->notified_upto > meta->nreports ||
+		meta->nreport_ext > LERT_MAX_REPORT_EXTENTS ||
+		meta->nfree > LERT_MAX_FREE_EXTENTS || meta->merges < 0)
+		elog(ERROR, "a counter is out of range");
+	for (uint32 i = 0; i < meta->nreport_ext; i++)
+	{
+		if (!EXTENT_OK(meta->report_ext[i]) || meta->report_ext[i].npages == 0)
+			elog(ERROR, "report extent %u is out of range", i);
+		report_pages += meta->report_ext[i].npages;
+	}
+	if ((meta->nreports > 0 || meta->report_tail > 0) &&
+		meta->report_tail >= report_pages)
+		elog(ERROR, "the report tail page %u is beyond the %u report pages",
+			 meta->report_tail, report_pages);
+	for (uint32 i = 0; i < meta->nfree; i++)
+		if (!EXTENT_OK(meta->free_ext[i]) ||
+			(i > 0 && meta->free_ext[i].start <
+			 meta->free_ext[i - 1].start + meta->free_ext[i - 1].npages))
+			elog(ERROR, "free extent %u is out of range or order", i);
+	for (uint32 c = 0; c < meta->params.ncones; c++)
+	{
+		const LertCone *cone = &meta->cones[c];
+
+		if (!EXTENT_OK(cone->level0) || cone->level0_entries < 0 ||
+			cone->level0_limit < 1 || cone->last_flush < 0 ||
+			cone->last_flush > meta->stream_pos + PG_INT64_MAX / 4)
+			elog(ERROR, "cone %u's level 0 is out of range", c);
+		for (uint32 j = 1; j <= meta->params.geom.nlevels; j++)
+		{
+			const LertRun *run = &cone->runs[j];
+
+			if (!EXTENT_OK(run->data) || !EXTENT_OK(run->index) ||
+				run->nentries < 0 ||
+				(run->data.npages > 0) != (run->index.npages > 0) ||
+				(uint64) run->index.npages * 1000 < run->data.npages)
+				elog(ERROR, "cone %u's level %u is out of range", c, j);
+		}
+	}
+#undef EXTENT_OK
+}
+
+static void
+lert_params_from_meta(const void *meta, void *st)
+{
+	((LertState *) st)->p = ((const LertMeta *) meta)->params;
+}
+
+static void
+lert_init_meta(const void *st, void *metap)
+{
+	LertMeta   *m = (LertMeta *) metap;
+	const LertParams *p = &((const LertState *) st)->p;
+
+	memset(m, 0, sizeof(*m));
+	ss_meta_header_init(&m->hdr, SS_KIND_LERT, p->seed, 1);
+	m->params = *p;
+	m->next_gen = 1;
+	for (uint32 c = 0; c < LERT_MAX_CONES; c++)
+	{
+		m->cones[c].level0.start = InvalidBlockNumber;
+		m->cones[c].level0_limit = p->geom.level0_capacity;
+		for (uint32 j = 0; j <= LERT_MAX_LEVELS; j++)
+			m->cones[c].runs[j].data.start = m->cones[c].runs[j].index.start =
+				InvalidBlockNumber;
+	}
+}
+
+static void
+lert_state_defaults(Relation rel, void *st)
+{
+	lert_params_from_gucs(&((LertState *) st)->p);
+}
+
+const SSStateOps lert_state_ops = {
+	.kind = SS_KIND_LERT,
+	.state_size = sizeof(LertState),
+	.meta_size = sizeof(LertMeta),
+	.consolidate = lert_consolidate,
+	.stats_size = sizeof(LertStats),
+	.add_stats = lert_add_stats,
+	.check_columns = lert_state_columns,
+	.check_meta = lert_check_meta,
+	.params_from_meta = lert_params_from_meta,
+	.init_meta = lert_init_meta,
+	.default_params = lert_state_defaults,
+	.params_to_label = lert_params_to_label,
+	.params_from_label = lert_params_from_label,
+};
+
+LertState *
+lert_get_state(Relation rel)
+{
+	LertState  *st = (LertState *) ss_get_state(rel, &lert_state_ops);
+
+	/* the fingerprint is the key for fixed-size keys of at most 8 bytes */
+	st->fixed_key = st->keylen > 0 && st->keylen <= 8 && st->p.hash_bits == 64;
+	return st;
+}
+
+/* ---- keys ---- */
+
+/*
+ * The key's fingerprint, and the bytes stored with its entry (*bytes,
+ * *len; none for a fixed key).  *free_bytes: *bytes was palloc'd.
+ */
+uint64
+lert_key_fingerprint(const LertState *st, Datum key, char **bytes,
+					 uint32 *len, bool *free_bytes)
+{
+	uint64		fp;
+	Size		n;
+	char	   *b;
+
+	*free_bytes = false;
+	if (st->fixed_key)
+	{
+		uint64		packed = 0;
+
+		if (st->keybyval)
+			store_att_byval(&packed, key, st->keylen);
+		else
+			memcpy(&packed, DatumGetPointer(key), st->keylen);
+		*bytes = NULL;
+		*len = 0;
+		return lert_fixed_fingerprint(packed, st->p.seed);
+	}
+	if (st->keybyval)
+	{
+		b = palloc(sizeof(Datum));
+		store_att_byval(b, key, st->keylen);
+		n = st->keylen;
+		*free_bytes = true;
+	}
+	else if (st->keylen > 0)
+	{
+		b = DatumGetPointer(key);
+		n = st->keylen;
+	}
+	else if (st->keylen == -1)
+	{
+		struct varlena *v = pg_detoast_datum_packed((struct varlena *) DatumGetPointer(key));
+
+		b = VARDATA_ANY(v);
+		n = VARSIZE_ANY_EXHDR(v);
+		*free_bytes = (Pointer) v != DatumGetPointer(key);
+		if (*free_bytes)
+		{
+			/* keep a pointer that pfree accepts */
+			char	   *copy = palloc(Max(n, 1));
+
+			memcpy(copy, b, n);
+			pfree(v);
+			b = copy;
+		}
+	}
+	else
+	{
+		b = DatumGetCString(key);
+		n = strlen(b);
+	}
+	if (n > LERT_MAX_KEY_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a LERT key can take at most %u bytes, this one takes %zu",
+						LERT_MAX_KEY_BYTES, n),
+				 errdetail("Keys are stored whole with their counts so that two keys never share one."),
+				 errhint("Insert a digest of the key, such as md5(key), instead.")));
+	fp = ss_hash_bytes(b, n, st->p.seed).h1;
+	if (st->p.hash_bits < 64)
+		fp &= ~(PG_UINT64_MAX >> st->p.hash_bits);
+	*bytes = b;
+	*len = (uint32) n;
+	return fp;
+}
+
+/* A pass-by-value Datum from its typlen bytes (as store_att_byval wrote). */
+static Datum
+byval_datum(const char *b, int16 typlen)
+{
+	switch (typlen)
+	{
+		case 1:
+			return CharGetDatum(*b);
+		case 2:
+			{
+				int16		v;
+
+				memcpy(&v, b, sizeof(v));
+				return Int16GetDatum(v);
+			}
+		case 4:
+			{
+				int32		v;
+
+				memcpy(&v, b, sizeof(v));
+				return Int32GetDatum(v);
+			}
+		case 8:
+			{
+				int64		v;
+
+				memcpy(&v, b, sizeof(v));
+				return Int64GetDatum(v);
+			}
+	}
+	elog(ERROR, "unsupported pass-by-value length %d", typlen);
+	return (Datum) 0;
+}
+
+/* The key of an entry or report, as a Datum of the key type (palloc'd). */
+Datum
+lert_key_datum(const LertState *st, uint64 fp, const char *bytes, uint32 len)
+{
+	if (st->fixed_key)
+	{
+		uint64		packed = lert_fixed_key(fp, st->p.seed);
+
+		if (st->keybyval)
+			return byval_datum((const char *) &packed, st->keylen);
+		else
+		{
+			char	   *b = palloc(st->keylen);
+
+			memcpy(b, &packed, st->keylen);
+			return PointerGetDatum(b);
+		}
+	}
+	if (st->keybyval)
+	{
+		char		buf[sizeof(Datum)] = {0};
+
+		memcpy(buf, bytes, Min(len, sizeof(buf)));
+		return byval_datum(buf, st->keylen);
+	}
+	if (st->keylen > 0)
+	{
+		char	   *b = palloc(st->keylen);
+
+		memcpy(b, bytes, Min(len, (uint32) st->keylen));
+		return PointerGetDatum(b);
+	}
+	if (st->keylen == -1)
+	{
+		struct varlena *v = palloc(VARHDRSZ + len);
+
+		SET_VARSIZE(v, VARHDRSZ + len);
+		memcpy(VARDATA(v), bytes, len);
+		return PointerGetDatum(v);
+	}
+	{
+		char	   *s = palloc(len + 1);
+
+		memcpy(s, bytes, len);
+		s[len] = '\0';
+		return CStringGetDatum(s);
+	}
+}
+
+/* ---- INSERT ---- */
+
+/*
+ * One row is one observation of its key, or `count` of them; rows with a
+ * NULL key or count, or a count of 0, are skipped.
+ */
+static void
+lert_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
+				  int options, struct BulkInsertStateData *bistate)
+{
+	LertState  *st = lert_get_state(rel);
+	int64		count = 1;
+	char	   *bytes;
+	uint32		len;
+	bool		free_bytes;
+	uint64		fp;
+	char	   *rec;
+	LertItem	item;
+
+	pgstat_count_heap_insert(rel, 1);
+	slot_getallattrs(slot);
+	slot->tts_tableOid = RelationGetRelid(rel);
+	ItemPointerSetInvalid(&slot->tts_tid);
+	if (slot->tts_isnull[0])
+		return;
+	if (OidIsValid(st->inttype))
+	{
+		if (slot->tts_isnull[1])
+			return;
+		count = ss_int_datum(st->inttype, slot->tts_values[1]);
+		if (count < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("a LERT cannot take a negative count (" INT64_FORMAT ")", count),
+					 errdetail("Observations cannot be taken back: a report may already be made.")));
+		if (count == 0)
+			return;
+	}
+	fp = lert_key_fingerprint(st, slot->tts_values[0], &bytes, &len, &free_bytes);
+	memset(&item, 0, sizeof(item));
+	item.fp = fp;
+	item.count = count;
+	item.keylen = len;
+	rec = palloc(sizeof(item) + len);
+	memcpy(rec, &item, sizeof(item));
+	if (len > 0)
+		memcpy(rec + sizeof(item), bytes, len);
+	ss_pending_add(rel, SS_PENDING_ITEM, rec, (uint32) (sizeof(item) + len));
+	pfree(rec);
+	if (free_bytes)
+		pfree(bytes);
+}
+
+Datum
+lert_handler(PG_FUNCTION_ARGS)
+{
+	if (!lert_routine_ready)
+	{
+		MemSet(&lert_routine, 0, sizeof(lert_routine));
+		ss_tableam_init_common(&lert_routine, &lert_state_ops);
+		lert_routine.tuple_insert = lert_tuple_insert;
+		lert_scan_init(&lert_routine);
+		lert_routine_ready = true;
+	}
+	PG_RETURN_POINTER(&lert_routine);
+}
+
+/* ---- settings (streamsketch.*): the defaults of new lert tables ---- */
+
+int			ss_lert_threshold = 24;
+int			ss_lert_variant = LERT_COUNT_STRETCH;
+int			ss_lert_age_bits = 1;
+int			ss_lert_growth = 4;
+int			ss_lert_levels = 3;
+int			ss_lert_buffer_size_kb = 4096;
+int			ss_lert_cones = 1;
+char	   *ss_lert_taus = NULL;
+char	   *ss_lert_notify = NULL;
+int			ss_test_lert_hash_bits = 64;
+
+static const struct config_enum_entry lert_variant_options[] = {
+	{"count_stretch", LERT_COUNT_STRETCH, false},
+	{"time_stretch", LERT_TIME_STRETCH, false},
+	{"immediate", LERT_IMMEDIATE, false},
+	{"cascade", LERT_CASCADE, false},
+	{NULL, 0, false}
+};
+
+SS_ASSIGN_HOOK(lert_threshold, int)
+SS_ASSIGN_HOOK(lert_variant, int)
+SS_ASSIGN_HOOK(lert_age_bits, int)
+SS_ASSIGN_HOOK(lert_growth, int)
+SS_ASSIGN_HOOK(lert_levels, int)
+SS_ASSIGN_HOOK(lert_buffer_size, int)
+SS_ASSIGN_HOOK(lert_cones, int)
+SS_ASSIGN_HOOK(lert_taus, const char *)
+SS_ASSIGN_HOOK(lert_notify, const char *)
+
+void
+lert_init(void)
+{
+	DefineCustomIntVariable("streamsketch.lert_threshold",
+							"Default reporting threshold T of new lert tables.",
+							"A key is reported once its committed observations reach T.",
+							&ss_lert_threshold, 24, 1, INT_MAX,
+							PGC_USERSET, 0, NULL, assign_lert_threshold, NULL);
+	DefineCustomEnumVariable("streamsketch.lert_variant",
+							 "Default variant of new lert tables.",
+							 "count_stretch: count at report below T + sum of the level thresholds; time_stretch: delay bounded by 1/(2^age_bits - 1) of the key's lifetime; immediate: reported at the T-th observation; cascade: no timeliness (the paper's baseline).",
+							 &ss_lert_variant, LERT_COUNT_STRETCH, lert_variant_options,
+							 PGC_USERSET, 0, NULL, assign_lert_variant, NULL);
+	DefineCustomIntVariable("streamsketch.lert_age_bits",
+							"Default age bits a of new time_stretch lert tables.",
+							"Level 0 is flushed every 1/2^a of its capacity in observations; the time stretch is at most 1 + 1/(2^a - 1).",
+							&ss_lert_age_bits, 1, 1, LERT_MAX_AGE_BITS,
+							PGC_USERSET, 0, NULL, assign_lert_age_bits, NULL);
+	DefineCustomIntVariable("streamsketch.lert_growth",
+							"Default growth factor g of new lert tables.",
+							"On-disk level i holds g^i times level 0's capacity.",
+							&ss_lert_growth, 4, 2, LERT_MAX_GROWTH,
+							PGC_USERSET, 0, NULL, assign_lert_growth, NULL);
+	DefineCustomIntVariable("streamsketch.lert_levels",
+							"Default number of on-disk levels of new lert tables.",
+							"The last level takes any number of keys.",
+							&ss_lert_levels, 3, 1, LERT_MAX_LEVELS,
+							PGC_USERSET, 0, NULL, assign_lert_levels, NULL);
+	DefineCustomIntVariable("streamsketch.lert_buffer_size",
+							"Default size of level 0 of new lert tables.",
+							"Level 0 takes the observations in hot pages; its capacity is this size over 64 bytes per key.",
+							&ss_lert_buffer_size_kb, 4096, 64, 16 * 1024 * 1024,
+							PGC_USERSET, GUC_UNIT_KB, NULL, assign_lert_buffer_size, NULL);
+	DefineCustomIntVariable("streamsketch.lert_cones",
+							"Default number of cones (hash partitions) of new lert tables.",
+							"Each cone has its own levels and merges, so a flush merges a fraction of the structure.",
+							&ss_lert_cones, 1, 1, LERT_MAX_CONES,
+							PGC_USERSET, 0, NULL, assign_lert_cones, NULL);
+	DefineCustomStringVariable("streamsketch.lert_taus",
+							   "Default level thresholds of new count_stretch and immediate lert tables.",
+							   "One count per on-disk level, such as '8,4,2'; empty: derived from the growth factor as in the design notes.",
+							   &ss_lert_taus, "",
+							   PGC_USERSET, 0, NULL, assign_lert_taus, NULL);
+	DefineCustomStringVariable("streamsketch.lert_notify",
+							   "Default NOTIFY channel of new lert tables.",
+							   "Empty: no notifications.  Otherwise every report also sends pg_notify(channel, key).",
+							   &ss_lert_notify, "",
+							   PGC_USERSET, 0, NULL, assign_lert_notify, NULL);
+	DefineCustomIntVariable("streamsketch.test_lert_hash_bits",
+							"Test only: fingerprint bits of keys of new lert tables.",
+							"Below 64, fingerprints are truncated to force collisions; every key is then stored with its bytes.",
+							&ss_test_lert_hash_bits, 64, 1, 64,
+							PGC_USERSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+}

@@ -1,0 +1,489 @@
+/*-------------------------------------------------------------------------
+ *
+ * lert_consolidate.c
+ *	  Consolidation of a LERT: committed observations, in log order, go
+ *	  through level 0 and the shuffle-merges exactly as the sequential
+ *	  algorithm of lert_core.h runs over the committed stream.
+ *
+ * A round (lert_consolidate, under the change log's consolidation lock)
+ * reads the records of its range in log order.  Level-0 pages are copied
+ * into backend memory when first touched and changed there; a flush of a
+ * cone (lert_merge.c) reads its level 0 from that copy.  Every install of
+ * the metapage (a merge, the creation of a cone's level 0, a checkpoint)
+ * first writes the reports made so far beyond the valid ones, then in one
+ * record makes them valid and "settles" the log position: the metapage
+ * then holds every cone's level-0 entry count as of that position.  A
+ * checkpoint (the end of the round, or when the copies exceed the
+ * consolidation memory) settles, then writes the changed level-0 pages
+ * back, each marked with the log position it has applied up to.
+ *
+ * A round redone after a crash or an error therefore finds each level-0
+ * page as of some position at or after the round's start: it skips the
+ * records a page has applied, and for records before the settled position
+ * it neither counts a new entry nor makes a report (both are already in
+ * the metapage).  A page that was not written back sees the same records
+ * in the same order as the first time, so every decision the redo makes
+ * (a page too full, a report) is the one made the first time; flushes the
+ * first attempt installed have moved their cone past those records.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "commands/async.h"
+#include "lert.h"
+#include "lert_round.h"
+#include "miscadmin.h"
+#include "ss_changelog.h"
+#include "ss_xlog.h"
+#include "storage/bufmgr.h"
+#include "streamsketch.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+/* ---- level-0 pages in backend memory ---- */
+
+static void
+round_pages_reset(LertRound *r)
+{
+	HASHCTL		ctl;
+
+	if (r->pages)
+		hash_destroy(r->pages);
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(BlockNumber);
+	ctl.entrysize = sizeof(LertL0Page);
+	ctl.hcxt = r->cxt;
+	r->pages = hash_create("lert level-0 pages", 256, &ctl,
+						   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	r->npages_cached = 0;
+}
+
+/* The copy of level-0 page `page` of a cone, read in when first needed. */
+LertL0Page *
+lert_round_page(LertRound *r, uint32 cone, uint32 page)
+{
+	const LertCone *cn = &r->meta.cones[cone];
+	BlockNumber blkno = cn->level0.start + page;
+	LertL0Page *pg;
+	bool		found;
+
+	Assert(page < cn->level0.npages);
+	pg = hash_search(r->pages, &blkno, HASH_ENTER, &found);
+	if (!found)
+	{
+		pg->cone = cone;
+		pg->dirty = false;
+		pg->area = MemoryContextAlloc(r->cxt, SS_PAGE_DATA_SIZE);
+		r->npages_cached++;
+		lert_read_page_owned(r->rel, blkno, SS_PAGE_LERT_LEVEL0,
+							 cn->level0_gen, pg->area, NULL);
+		if (!lert_l0_check(pg->area, SS_PAGE_DATA_SIZE))
+			ss_page_corrupted(r->rel, blkno, "The LERT level-0 page's entries are out of order or out of bounds.");
+	}
+	return pg;
+}
+
+/* Forget the copies of a cone's level 0 (its extent was just replaced). */
+void
+lert_round_forget_cone(LertRound *r, uint32 cone)
+{
+	HASH_SEQ_STATUS seq;
+	LertL0Page *pg;
+
+	hash_seq_init(&seq, r->pages);
+	while ((pg = hash_seq_search(&seq)) != NULL)
+	{
+		if (pg->cone != cone)
+			continue;
+		pfree(pg->area);
+		(void) hash_search(r->pages, &pg->blkno, HASH_REMOVE, NULL);
+		r->npages_cached--;
+	}
+}
+
+/* ---- reports ---- */
+
+void
+lert_round_add_report(LertRound *r, const LertReport *rep, uint64 fp,
+					  const char *key, uint32 keylen)
+{
+	LertReportRec rec;
+	static const char zeros[8] = {0};
+
+	memset(&rec, 0, sizeof(rec));
+	rec.reported_pos = rep->position;
+	rec.count = rep->count;
+	rec.first_pos = rep->first_pos;
+	rec.at = GetCurrentTimestamp();
+	rec.fp = fp;
+	rec.keylen = keylen;
+	appendBinaryStringInfo(&r->reports, (const char *) &rec, sizeof(rec));
+	if (keylen > 0)
+		appendBinaryStringInfo(&r->reports, key, keylen);
+	appendBinaryStringInfo(&r->reports, zeros, TYPEALIGN(8, keylen) - keylen);
+	r->npending++;
+}
+
+/* ---- installs ---- */
+
+/*
+ * NOTIFY the table's channel of every report just made valid, with the
+ * key as text; delivered when the consolidating transaction commits.
+ */
+static void
+round_notify(LertRound *r)
+{
+	Oid			outfunc;
+	bool		isvarlena;
+	int			off = 0;
+
+	getTypeOutputInfo(r->st->keytype, &outfunc, &isvarlena);
+	while (off < r->reports.len)
+	{
+		const LertReportRec *rec = (const LertReportRec *) (r->reports.data + off);
+		Datum		k = lert_key_datum(r->st, rec->fp, (const char *) (rec + 1),
+									   rec->keylen);
+
+		Async_Notify(r->meta.params.channel, OidOutputFunctionCall(outfunc, k));
+		off += (int) (sizeof(LertReportRec) + TYPEALIGN(8, rec->keylen));
+	}
+}
+
+/*
+ * Write the pending reports, then install the consolidator's part of the
+ * metapage in one record, settled at log position `settle` (every record
+ * before it has its reports and entry counts in this record).  The log
+ * part, the parameters and stream_pos are not the consolidator's to
+ * write here (stream_pos moves with the log head, lert_add_stats).
+ */
+void
+lert_round_install(LertRound *r, uint64 settle)
+{
+	SSXLogState *state;
+	Buffer		buf;
+	LertMeta   *m;
+
+	lert_reports_append(r->rel, &r->meta, r->reports.data, r->reports.len,
+						r->npending);
+	r->meta.nreports += r->npending;
+	r->meta.settled_pos = Max(r->meta.settled_pos, settle);
+	for (uint32 c = 0; c < r->meta.params.ncones; c++)
+		r->meta.cones[c].level0_entries = r->entries[c];
+
+	state = ss_xlog_start(r->rel);
+	m = ss_meta_register(r->rel, SS_KIND_LERT, state, &buf);
+	m->settled_pos = r->meta.settled_pos;
+	m->nreports = r->meta.nreports;
+	m->notified_upto = r->meta.notified_upto;
+	m->notify_xid = r->meta.notify_xid;
+	m->nreport_ext = r->meta.nreport_ext;
+	memcpy(m->report_ext, r->meta.report_ext, sizeof(m->report_ext));
+	m->report_tail = r->meta.report_tail;
+	m->nfree = r->meta.nfree;
+	memcpy(m->free_ext, r->meta.free_ext, sizeof(m->free_ext));
+	m->merges = r->meta.merges;
+	m->point_queries = r->meta.point_queries;
+	m->max_keylen = r->meta.max_keylen;
+	m->next_gen = r->meta.next_gen;
+	memcpy(m->cones, r->meta.cones, sizeof(m->cones));
+	ss_xlog_finish(state);
+	UnlockReleaseBuffer(buf);
+
+	if (r->meta.params.channel[0] != '\0')
+		round_notify(r);
+	resetStringInfo(&r->reports);
+	r->npending = 0;
+	r->changed = false;
+}
+
+/*
+ * Settle at `pos`, then write every changed level-0 page back as having
+ * applied the records before pos, and forget the copies.
+ */
+static void
+round_checkpoint(LertRound *r, uint64 pos)
+{
+	HASH_SEQ_STATUS seq;
+	LertL0Page *pg;
+
+	if (r->changed || r->npending > 0)
+		lert_round_install(r, pos);
+	hash_seq_init(&seq, r->pages);
+	while ((pg = hash_seq_search(&seq)) != NULL)
+	{
+		if (!pg->dirty)
+			continue;
+		((LertL0Header *) pg->area)->applied_pos = pos;
+		lert_write_page(r->rel, pg->blkno, SS_PAGE_LERT_LEVEL0, pg->area, pos,
+						false);
+	}
+	round_pages_reset(r);
+}
+
+/*
+ * Give a cone its first level 0: empty pages that have applied every
+ * record before pos (the cone has had none).
+ */
+static void
+round_create_level0(LertRound *r, uint32 cone, uint64 pos)
+{
+	LertCone   *cn = &r->meta.cones[cone];
+	const LertState *st = r->st;
+	uint32		npages = lert_level0_pages(cn->level0_limit, st->fixed_key ? 0 : 16);
+	char	   *area = palloc(SS_PAGE_DATA_SIZE);
+
+	cn->level0 = lert_extent_alloc(r->rel, &r->meta, npages);
+	cn->level0_gen = r->meta.next_gen++;
+	for (uint32 i = 0; i < npages; i++)
+	{
+		lert_l0_init(area, SS_PAGE_DATA_SIZE, pos, cn->level0_gen);
+		lert_write_page(r->rel, cn->level0.start + i, SS_PAGE_LERT_LEVEL0,
+						area, pos, true);
+	}
+	pfree(area);
+	r->entries[cone] = 0;
+	lert_round_install(r, pos);
+}
+
+/* ---- the on-disk levels, asked by lert_observe ---- */
+
+static void
+query_runs(void *arg, int64 *count, int64 *first_pos, bool *reported)
+{
+	LertQuery  *q = (LertQuery *) arg;
+	LertDiskCount d = {0, -1, false, false};
+	const LertCone *cn = &q->r->meta.cones[q->cone];
+
+	for (uint32 j = q->from; j <= q->r->meta.params.geom.nlevels; j++)
+	{
+		lert_run_lookup(q->r->rel, &cn->runs[j], q->fp, q->key, q->keylen, &d);
+		if (d.stale)
+			ss_page_corrupted(q->r->rel, cn->runs[j].data.start,
+							  "A page of level %u of cone %u does not belong to it.",
+							  j, q->cone);
+	}
+	q->r->meta.point_queries++;
+	*count = d.count;
+	*first_pos = d.first_pos;
+	*reported = d.reported;
+}
+
+void
+lert_round_query_init(LertQuery *q, LertRound *r, uint32 cone, uint32 from,
+					  uint64 fp, const char *key, uint32 keylen)
+{
+	q->r = r;
+	q->cone = cone;
+	q->from = from;
+	q->fp = fp;
+	q->key = key;
+	q->keylen = keylen;
+}
+
+LertQueryFn lert_round_query_fn = query_runs;
+
+/* ---- one record ---- */
+
+static LertL0Page *
+page_for(LertRound *r, uint32 cone, uint64 fp, uint64 logpos)
+{
+	LertCone   *cn = &r->meta.cones[cone];
+
+	if (cn->level0.npages == 0)
+		round_create_level0(r, cone, logpos);
+	return lert_round_page(r, cone,
+						   lert_level0_page(&r->meta.params, fp, cn->level0.npages));
+}
+
+static bool
+page_has_room(const LertL0Page *pg, uint32 keylen)
+{
+	return lert_l0_free(pg->area) >= lert_entry_size(keylen) + sizeof(uint16);
+}
+
+static void
+round_record(uint64 logpos, const SSPendingHeader *hdr, const char *payload,
+			 void *arg)
+{
+	LertRound  *r = (LertRound *) arg;
+	const LertGeom *g = &r->meta.params.geom;
+	LertItem	item;
+	const char *key;
+	uint32		cone;
+	LertL0Page *pg;
+	bool		found;
+	int			at;
+	LertEntry  *e;
+	LertCount	slot;
+	LertReport	rep;
+	LertQuery	q;
+	bool		counted = logpos >= r->meta.settled_pos;
+
+	if (hdr->type != SS_PENDING_ITEM || hdr->len < sizeof(LertItem))
+		ss_page_corrupted(r->rel, InvalidBlockNumber, "A LERT change log record has type %u and %u bytes.",
+						  hdr->type, hdr->len);
+	memcpy(&item, payload, sizeof(item));
+	if (item.count <= 0 || item.keylen != hdr->len - sizeof(item) ||
+		item.keylen > LERT_MAX_KEY_BYTES || (r->st->fixed_key && item.keylen != 0))
+		ss_page_corrupted(r->rel, InvalidBlockNumber, "A LERT change log record has count " INT64_FORMAT " and %u key bytes.",
+						  item.count, item.keylen);
+	key = payload + sizeof(item);
+	cone = lert_cone_of(&r->meta.params, item.fp);
+	r->meta.max_keylen = Max(r->meta.max_keylen, item.keylen);
+
+	/* time stretch: level 0 is flushed every period, whatever its fill */
+	if (g->variant == LERT_TIME_STRETCH)
+	{
+		int64		period = lert_level0_period(g);
+
+		for (uint32 c = 0; c < r->meta.params.ncones; c++)
+			if (r->meta.cones[c].level0.npages > 0 &&
+				r->pos - r->meta.cones[c].last_flush >= period)
+				lert_flush_cone(r, c, logpos, false, false);
+	}
+
+	pg = page_for(r, cone, item.fp, logpos);
+	if (logpos < ((LertL0Header *) pg->area)->applied_pos)
+	{
+		/* applied by an earlier attempt of this round */
+		r->pos += item.count;
+		return;
+	}
+	at = lert_l0_search(pg->area, item.fp, key, item.keylen, &found);
+	if (!found)
+	{
+		if ((counted && r->entries[cone] >= r->meta.cones[cone].level0_limit) ||
+			!page_has_room(pg, item.keylen))
+		{
+			lert_flush_cone(r, cone, logpos, false, false);
+			pg = page_for(r, cone, item.fp, logpos);
+			if (!page_has_room(pg, item.keylen))
+			{
+				/* its page is full of keys kept at level 0: empty level 0 */
+				lert_flush_cone(r, cone, logpos, false, true);
+				pg = page_for(r, cone, item.fp, logpos);
+			}
+			at = lert_l0_search(pg->area, item.fp, key, item.keylen, &found);
+			Assert(!found);
+		}
+		e = lert_l0_insert(pg->area, at, item.fp, key, item.keylen);
+		if (e == NULL)
+			elog(ERROR, "LERT level-0 page has no room after a flush");
+		e->count = 0;
+		e->first_pos = -1;
+		e->disk_sum = 0;
+		e->flags = 0;
+		if (counted)
+		{
+			r->entries[cone]++;
+			r->changed = true;
+		}
+	}
+	else
+		e = lert_l0_entry(pg->area, at);
+
+	slot.count = e->count;
+	slot.first_pos = e->first_pos;
+	slot.disk_sum = e->disk_sum;
+	slot.flags = e->flags;
+	lert_round_query_init(&q, r, cone, 1, item.fp, key, item.keylen);
+	if (lert_observe(g, &slot, item.count, r->pos, query_runs, &q, &rep) &&
+		counted)
+		lert_round_add_report(r, &rep, item.fp, key, item.keylen);
+	e->count = slot.count;
+	e->first_pos = slot.first_pos;
+	e->disk_sum = slot.disk_sum;
+	e->flags = (uint16) slot.flags;
+	pg->dirty = true;
+	r->pos += item.count;
+	if (r->entries[cone] > r->meta.cones[cone].max_level0)
+		r->meta.cones[cone].max_level0 = r->entries[cone];
+
+	/* keep the copies within the consolidation memory */
+	if ((Size) r->npages_cached * SS_PAGE_DATA_SIZE > ss_consolidation_memory())
+		round_checkpoint(r, logpos + 1);
+}
+
+/* ---- rounds ---- */
+
+static void
+round_begin(LertRound *r, Relation rel)
+{
+	memset(r, 0, sizeof(*r));
+	r->rel = rel;
+	r->st = lert_get_state(rel);
+	r->cxt = AllocSetContextCreate(CurrentMemoryContext, "lert round",
+								   ALLOCSET_DEFAULT_SIZES);
+	if (!lert_read_meta(rel, &r->meta))
+		elog(ERROR, "LERT \"%s\" has no metapage", RelationGetRelationName(rel));
+	r->start_stream_pos = r->meta.stream_pos;
+	r->pos = r->meta.stream_pos;
+	for (uint32 c = 0; c < r->meta.params.ncones; c++)
+		r->entries[c] = r->meta.cones[c].level0_entries;
+	initStringInfo(&r->reports);
+	round_pages_reset(r);
+}
+
+static void
+round_end(LertRound *r)
+{
+	MemoryContextDelete(r->cxt);
+	pfree(r->reports.data);
+}
+
+/*
+ * The consolidate callback: count the round's committed observations,
+ * reporting and flushing as they come.
+ */
+bool
+lert_consolidate(SSConsolidation *c)
+{
+	LertRound	r;
+	LertStats  *stats = (LertStats *) c->stats;
+
+	round_begin(&r, c->rel);
+	ss_cons_foreach(c, round_record, &r);
+	round_checkpoint(&r, c->end_pos);
+	stats->observations += r.pos - r.start_stream_pos;
+	round_end(&r);
+	return true;
+}
+
+void
+lert_add_stats(void *metap, const void *statsp)
+{
+	LertMeta   *meta = (LertMeta *) metap;
+	const LertStats *stats = (const LertStats *) statsp;
+
+	meta->stream_pos += stats->observations;
+}
+
+/*
+ * lert_flush's flush callback: with every committed batch consolidated,
+ * shuffle-merge every level of every cone, so that every key whose count
+ * has reached T is reported.  Returns the reports made.
+ */
+int64
+lert_flush_all(Relation rel, void *stats)
+{
+	LertRound	r;
+	int64		before;
+	uint64		head;
+
+	round_begin(&r, rel);
+	before = r.meta.nreports;
+	head = r.meta.hdr.log.head_pos;
+	for (uint32 c = 0; c < r.meta.params.ncones; c++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (r.meta.cones[c].level0.npages > 0)
+			lert_flush_cone(&r, c, head, true, false);
+	}
+	round_checkpoint(&r, head);
+	before = r.meta.nreports - before;
+	round_end(&r);
+	return before;
+}

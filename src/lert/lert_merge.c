@@ -1,0 +1,334 @@
+/*-------------------------------------------------------------------------
+ *
+ * lert_merge.c
+ *	  The flush of a cone: shuffle-merge level 0 (from the round's copies)
+ *	  and on-disk levels 1..k into new runs and a new level 0, out of place.
+ *
+ * Every level lists its keys in one order (fingerprint, length, bytes), so
+ * a k-way merge of cursors gathers each key's counts in one pass over the
+ * sources, and each new run is written front to back.  The new runs and
+ * level 0 go to extents no live level uses; one metapage install then
+ * switches the cone to them, frees the old extents and makes the merge's
+ * reports valid, so a crash before the install leaves the cone as it was
+ * and the redone round makes the same merge.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "lert.h"
+#include "lert_round.h"
+#include "miscadmin.h"
+#include "utils/hsearch.h"
+
+typedef struct MergeSrc
+{
+	bool		is_level0;
+	/* level 0 */
+	uint32		page;
+	uint32		npages;
+	int			idx;
+	const char *area;			/* the page being read */
+	char	   *buf;			/* a page not in the round's copies */
+	/* runs */
+	LertRunReader reader;
+	const LertEntry *e;			/* current entry, NULL at the end */
+} MergeSrc;
+
+/* Level-0 page `page` of the cone: the round's copy or a read-only one. */
+static const char *
+level0_page_area(LertRound *r, uint32 cone, uint32 page, char *buf)
+{
+	const LertCone *cn = &r->meta.cones[cone];
+	BlockNumber blkno = cn->level0.start + page;
+	LertL0Page *pg = hash_search(r->pages, &blkno, HASH_FIND, NULL);
+
+	if (pg != NULL)
+		return pg->area;
+	lert_read_page_owned(r->rel, blkno, SS_PAGE_LERT_LEVEL0, cn->level0_gen,
+						 buf, NULL);
+	if (!lert_l0_check(buf, SS_PAGE_DATA_SIZE))
+		ss_page_corrupted(r->rel, blkno, "The LERT level-0 page's entries are out of order or out of bounds.");
+	return buf;
+}
+
+static void
+src_next(LertRound *r, uint32 cone, MergeSrc *s)
+{
+	if (!s->is_level0)
+	{
+		s->e = lert_run_reader_next(&s->reader);
+		return;
+	}
+	for (;;)
+	{
+		if (s->area != NULL && s->idx < lert_l0_count(s->area))
+		{
+			s->e = lert_l0_entry((char *) s->area, s->idx++);
+			return;
+		}
+		if (s->page >= s->npages)
+		{
+			s->e = NULL;
+			return;
+		}
+		CHECK_FOR_INTERRUPTS();
+		s->area = level0_page_area(r, cone, s->page++, s->buf);
+		s->idx = 0;
+	}
+}
+
+static inline int
+entry_cmp(const LertEntry *a, uint64 fp, const char *key, uint32 keylen)
+{
+	return lert_key_cmp(a->fp, lert_entry_key(a), a->keylen, fp, key, keylen);
+}
+
+/*
+ * Can the kept entries (packed LertEntry + key, in key order) be laid out
+ * on npages level-0 pages by their fingerprints?
+ */
+static bool
+level0_fits(const LertRound *r, const StringInfo kept, uint32 npages)
+{
+	Size		avail = SS_PAGE_DATA_SIZE - MAXALIGN(sizeof(LertL0Header));
+	Size		used = 0;
+	int64		cur = -1;
+	int			off = 0;
+
+	while (off < kept->len)
+	{
+		const LertEntry *e = (const LertEntry *) (kept->data + off);
+		uint32		p = lert_level0_page(&r->meta.params, e->fp, npages);
+		Size		need = lert_entry_size(e->keylen) + sizeof(uint16);
+
+		if ((int64) p != cur)
+		{
+			cur = p;
+			used = 0;
+		}
+		used += need;
+		if (used > avail)
+			return false;
+		off += (int) lert_entry_size(e->keylen);
+	}
+	return true;
+}
+
+/*
+ * Flush the cone: merge level 0 and levels 1..k (k by the COLA schedule,
+ * every level if final) at the current stream position, before the record
+ * at log position logpos.  spill: put nothing back in level 0 (its counts
+ * go to level 1), for a level-0 page too full of kept keys to take a new
+ * one, which costs that flush the count-stretch bound, never exactness.
+ */
+void
+lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
+				bool spill)
+{
+	LertCone   *cn = &r->meta.cones[cone];
+	const LertGeom *g = &r->meta.params.geom;
+	uint32		depth = final ? g->nlevels : lert_merge_depth(g, cn->flushes + 1);
+	bool		deeper = false;
+	MergeSrc	src[LERT_MAX_LEVELS + 1];
+	int			nsrc = 0;
+	LertRunWriter w[LERT_MAX_LEVELS + 1];
+	int64		src_bytes = 0;
+	char	   *src_buf = palloc(SS_PAGE_DATA_SIZE);
+	StringInfoData kept;
+	int64		nkept = 0;
+	int64		kept_key_bytes = 0;
+	char	   *keybuf = palloc(LERT_MAX_KEY_BYTES + 1);
+	int			reports_len = r->reports.len;
+	int64		reports_n = r->npending;
+	int64		limit;
+	uint32		npages;
+	LertExtent	level0;
+	uint64		gen;
+	char	   *area;
+	int64		nkeys = 0;
+
+	for (uint32 j = depth + 1; j <= g->nlevels; j++)
+		deeper |= cn->runs[j].nentries > 0;
+	/* bytes of the sources' entries: no output level can have more */
+	for (uint32 p = 0; p < cn->level0.npages; p++)
+	{
+		const char *a = level0_page_area(r, cone, p, src_buf);
+		const LertL0Header *h = (const LertL0Header *) a;
+
+		CHECK_FOR_INTERRUPTS();
+		src_bytes += SS_PAGE_DATA_SIZE - h->upper;
+	}
+	for (uint32 j = 1; j <= depth; j++)
+		src_bytes += (int64) cn->runs[j].data.npages * SS_PAGE_DATA_SIZE;
+
+	/* sources: level 0, then the runs taking part */
+	memset(src, 0, sizeof(src));
+	src[0].is_level0 = true;
+	src[0].npages = cn->level0.npages;
+	src[0].buf = palloc(SS_PAGE_DATA_SIZE);
+	src_next(r, cone, &src[0]);
+	nsrc = 1;
+	for (uint32 j = 1; j <= depth; j++)
+	{
+		if (cn->runs[j].data.npages == 0)
+			continue;
+		lert_run_reader_begin(&src[nsrc].reader, r->rel, &cn->runs[j]);
+		src_next(r, cone, &src[nsrc]);
+		nsrc++;
+	}
+	for (uint32 j = 1; j <= depth; j++)
+		lert_run_writer_begin(&w[j], r->rel, &r->meta, src_bytes);
+	initStringInfo(&kept);
+
+	for (;;)
+	{
+		const LertEntry *min = NULL;
+		uint64		fp;
+		uint32		keylen;
+		LertCount	m = {0, -1, 0, 0};
+		LertReport	rep;
+		LertQuery	q;
+		int64		counts[LERT_MAX_LEVELS + 1];
+
+		for (int i = 0; i < nsrc; i++)
+			if (src[i].e != NULL &&
+				(min == NULL || entry_cmp(src[i].e, min->fp, lert_entry_key(min),
+										  min->keylen) < 0))
+				min = src[i].e;
+		if (min == NULL)
+			break;
+		if ((++nkeys & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+		fp = min->fp;
+		keylen = min->keylen;
+		memcpy(keybuf, lert_entry_key(min), keylen);
+		for (int i = 0; i < nsrc; i++)
+			while (src[i].e != NULL && entry_cmp(src[i].e, fp, keybuf, keylen) == 0)
+			{
+				const LertEntry *e = src[i].e;
+
+				m.count += e->count;
+				if (m.first_pos < 0 || (e->first_pos >= 0 && e->first_pos < m.first_pos))
+					m.first_pos = e->first_pos;
+				m.flags |= e->flags & LERT_REPORTED;
+				src_next(r, cone, &src[i]);
+			}
+
+		lert_round_query_init(&q, r, cone, depth + 1, fp, keybuf, keylen);
+		if (lert_merge_report(g, &m, r->pos, deeper, lert_round_query_fn, &q, &rep))
+			lert_round_add_report(r, &rep, fp, keybuf, keylen);
+		lert_place(g, depth, r->pos, &m, counts);
+		if (spill && counts[0] > 0)
+		{
+			counts[1] += counts[0];
+			counts[0] = 0;
+		}
+		for (uint32 j = 0; j <= depth; j++)
+		{
+			LertEntry	e;
+
+			if (counts[j] == 0)
+				continue;
+			memset(&e, 0, sizeof(e));
+			e.fp = fp;
+			e.count = counts[j];
+			e.first_pos = m.first_pos;
+			e.keylen = keylen;
+			e.flags = (uint16) (m.flags & LERT_REPORTED);
+			if (j > 0)
+			{
+				lert_run_writer_add(&w[j], &e, keybuf);
+				continue;
+			}
+			appendBinaryStringInfo(&kept, (const char *) &e, sizeof(e));
+			appendBinaryStringInfo(&kept, keybuf, keylen);
+			{
+				static const char zeros[8] = {0};
+
+				appendBinaryStringInfo(&kept, zeros, TYPEALIGN(8, keylen) - keylen);
+			}
+			nkept++;
+			kept_key_bytes += keylen;
+		}
+	}
+	for (int i = 1; i < nsrc; i++)
+		lert_run_reader_end(&src[i].reader);
+	pfree(src[0].buf);
+	pfree(src_buf);
+	for (uint32 j = 1; j <= depth; j++)
+		lert_run_writer_end(&w[j], &r->meta);
+
+	/* the new level 0: room for what was kept and for new keys */
+	limit = spill ? g->level0_capacity : lert_level0_limit(g, nkept);
+	npages = lert_level0_pages(limit, nkept > 0 ? (double) kept_key_bytes / nkept :
+							   (r->st->fixed_key ? 0 : 16));
+	for (int tries = 0; !level0_fits(r, &kept, npages); tries++)
+	{
+		if (tries == 3 || npages > MaxBlockNumber / 8)
+		{
+			/* keys too alike to spread: do the flush again, spilling */
+			for (uint32 j = 1; j <= depth; j++)
+				lert_run_free(&r->meta, &w[j].run);
+			r->reports.len = reports_len;
+			r->reports.data[reports_len] = '\0';
+			r->npending = reports_n;
+			pfree(kept.data);
+			pfree(keybuf);
+			elog(DEBUG1, "LERT \"%s\": kept keys do not fit level 0, flushing cone %u again with spilling",
+				 RelationGetRelationName(r->rel), cone);
+			lert_flush_cone(r, cone, logpos, final, true);
+			return;
+		}
+		npages *= 2;
+	}
+	level0 = lert_extent_alloc(r->rel, &r->meta, npages);
+	gen = r->meta.next_gen++;
+	area = palloc(SS_PAGE_DATA_SIZE);
+	{
+		int			off = 0;
+
+		for (uint32 p = 0; p < npages; p++)
+		{
+			lert_l0_init(area, SS_PAGE_DATA_SIZE, logpos, gen);
+			while (off < kept.len)
+			{
+				const LertEntry *e = (const LertEntry *) (kept.data + off);
+				LertEntry  *ne;
+
+				if (lert_level0_page(&r->meta.params, e->fp, npages) != p)
+					break;
+				ne = lert_l0_insert(area, lert_l0_count(area), e->fp,
+									lert_entry_key(e), e->keylen);
+				if (ne == NULL)
+					elog(ERROR, "LERT level-0 page overflows after its layout was checked");
+				ne->count = e->count;
+				ne->first_pos = e->first_pos;
+				ne->flags = e->flags;
+				off += (int) lert_entry_size(e->keylen);
+			}
+			lert_write_page(r->rel, level0.start + p, SS_PAGE_LERT_LEVEL0, area,
+							logpos, true);
+		}
+	}
+	pfree(area);
+	pfree(kept.data);
+	pfree(keybuf);
+
+	/* switch: the old extents are free once the install is durable */
+	lert_round_forget_cone(r, cone);
+	lert_extent_free(&r->meta, cn->level0);
+	cn->level0 = level0;
+	cn->level0_gen = gen;
+	cn->level0_limit = limit;
+	for (uint32 j = 1; j <= depth; j++)
+	{
+		lert_run_free(&r->meta, &cn->runs[j]);
+		cn->runs[j] = w[j].run;
+	}
+	cn->flushes++;
+	cn->last_flush = r->pos;
+	r->entries[cone] = nkept;
+	r->meta.merges++;
+	lert_round_install(r, logpos);
+}

@@ -1,0 +1,625 @@
+/*-------------------------------------------------------------------------
+ *
+ * lert_query.c
+ *	  Reading a LERT: SELECT * (the reports, in report order),
+ *	  lert_reports, lert_count, lert_reported, lert_info, and the writers
+ *	  lert_flush and lert_create.
+ *
+ * Every reader first consolidates the change log when it can (as every
+ * structure's readers do), so committed observations are counted and
+ * their reports made before it reads.  What a query sees is what was
+ * committed and consolidated when it read the metapage ("read committed"
+ * per call, not the query's snapshot); lert_count adds the committed
+ * records still in the log and the caller's own uncommitted inserts.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "access/tableam.h"
+#include "catalog/pg_type.h"
+#include "executor/tuptable.h"
+#include "funcapi.h"
+#include "lert.h"
+#include "miscadmin.h"
+#include "ss_changelog.h"
+#include "ss_hash.h"
+#include "ss_pending.h"
+#include "ss_sqlfunc.h"
+#include "storage/bufmgr.h"
+#include "streamsketch.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+PG_FUNCTION_INFO_V1(lert_count);
+PG_FUNCTION_INFO_V1(lert_reported);
+PG_FUNCTION_INFO_V1(lert_reports);
+PG_FUNCTION_INFO_V1(lert_flush);
+PG_FUNCTION_INFO_V1(lert_info);
+PG_FUNCTION_INFO_V1(lert_create);
+
+static void
+lert_check_acl(Relation rel, AclMode mode)
+{
+	AclResult	aclresult = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), mode);
+
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
+					   RelationGetRelationName(rel));
+}
+
+/* Open a LERT for a reading function: locked, checked, readable. */
+static Relation
+lert_open_reader(Oid relid)
+{
+	Relation	rel = lert_open(ss_sql_lock_relid(relid, AccessShareLock, NULL),
+								AccessShareLock);
+
+	ss_sql_check_access(rel, NULL);
+	lert_check_acl(rel, ACL_SELECT);
+	return rel;
+}
+
+/*
+ * Consolidate what is committed, when this backend can (not on a standby,
+ * not in a parallel worker), then read the metapage.  False if the
+ * structure has none yet (nothing was ever inserted).
+ */
+static bool
+lert_read_current(Relation rel, LertMeta *meta)
+{
+	SSLogSnapshot snap;
+
+	ss_log_read_begin(rel, &snap, 0, false);
+	return lert_read_meta(rel, meta);
+}
+
+/* ---- SELECT * FROM a lert table: its reports ---- */
+
+typedef struct LertScanDesc
+{
+	TableScanDescData base;
+	LertState  *st;
+	bool		started;
+	bool		claimed;
+	bool		has_meta;
+	LertMeta   *meta;
+	LertReportIter it;
+} LertScanDesc;
+
+static TableScanDesc
+lert_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
+				struct ScanKeyData *key, ParallelTableScanDesc pscan,
+				uint32 flags)
+{
+	LertScanDesc *scan = palloc0(sizeof(LertScanDesc));
+
+	scan->base.rs_rd = rel;
+	scan->base.rs_snapshot = snapshot;
+	scan->base.rs_nkeys = nkeys;
+	scan->base.rs_key = key;
+	scan->base.rs_flags = flags;
+	scan->base.rs_parallel = pscan;
+	scan->st = lert_get_state(rel);
+	return &scan->base;
+}
+
+static void
+lert_scan_stop(LertScanDesc *scan)
+{
+	if (scan->started && scan->has_meta)
+		lert_report_iter_end(&scan->it);
+	if (scan->meta)
+		pfree(scan->meta);
+	scan->meta = NULL;
+	scan->started = false;
+	scan->has_meta = false;
+}
+
+static void
+lert_scan_end(TableScanDesc sscan)
+{
+	LertScanDesc *scan = (LertScanDesc *) sscan;
+
+	lert_scan_stop(scan);
+	if (sscan->rs_flags & SO_TEMP_SNAPSHOT)
+		UnregisterSnapshot(sscan->rs_snapshot);
+	pfree(scan);
+}
+
+static void
+lert_scan_rescan(TableScanDesc sscan, struct ScanKeyData *key, bool set_params,
+				 bool allow_strat, bool allow_sync, bool allow_pagemode)
+{
+	lert_scan_stop((LertScanDesc *) sscan);
+}
+
+/* A count in the table's count column type, or an error if it overflows. */
+static Datum
+count_datum(Oid inttype, int64 count)
+{
+	if ((inttype == INT2OID && count > PG_INT16_MAX) ||
+		(inttype == INT4OID && count > PG_INT32_MAX))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("count " INT64_FORMAT " is out of range for type %s",
+						count, format_type_be(inttype)),
+				 errhint("Use lert_reports(), whose count is bigint.")));
+	if (inttype == INT2OID)
+		return Int16GetDatum((int16) count);
+	if (inttype == INT4OID)
+		return Int32GetDatum((int32) count);
+	return Int64GetDatum(count);
+}
+
+static bool
+lert_scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
+					  TupleTableSlot *slot)
+{
+	LertScanDesc *scan = (LertScanDesc *) sscan;
+	const LertReportRec *r;
+	const char *key;
+	int64		id;
+
+	ExecClearTuple(slot);
+	if (!scan->started)
+	{
+		scan->started = true;
+		scan->claimed = ss_scan_claim(sscan);
+		if (!scan->claimed)
+			return false;
+		scan->meta = palloc(sizeof(LertMeta));
+		scan->has_meta = lert_read_current(sscan->rs_rd, scan->meta);
+		if (scan->has_meta)
+			lert_report_iter_begin(&scan->it, sscan->rs_rd, scan->meta, 0);
+	}
+	if (!scan->claimed || !scan->has_meta)
+		return false;
+	r = lert_report_iter_next(&scan->it, &id, &key);
+	if (r == NULL)
+		return false;
+	slot->tts_values[0] = lert_key_datum(scan->st, r->fp, key, r->keylen);
+	slot->tts_isnull[0] = false;
+	if (OidIsValid(scan->st->inttype))
+	{
+		slot->tts_values[1] = count_datum(scan->st->inttype, r->count);
+		slot->tts_isnull[1] = false;
+	}
+	ExecStoreVirtualTuple(slot);
+	return true;
+}
+
+void
+lert_scan_init(TableAmRoutine *routine)
+{
+	routine->scan_begin = lert_scan_begin;
+	routine->scan_end = lert_scan_end;
+	routine->scan_rescan = lert_scan_rescan;
+	routine->scan_getnextslot = lert_scan_getnextslot;
+}
+
+/* ---- lert_reports(regclass, after bigint) ---- */
+
+Datum
+lert_reports(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	rel = lert_open_reader(PG_GETARG_OID(0));
+	int64		after = PG_GETARG_INT64(1);
+	LertState  *st = lert_get_state(rel);
+	LertMeta   *meta = palloc(sizeof(LertMeta));
+	Oid			outfunc;
+	bool		isvarlena;
+
+	InitMaterializedSRF(fcinfo, 0);
+	getTypeOutputInfo(st->keytype, &outfunc, &isvarlena);
+	if (lert_read_current(rel, meta))
+	{
+		LertReportIter it;
+		const LertReportRec *r;
+		const char *key;
+		int64		id;
+
+		lert_report_iter_begin(&it, rel, meta, after);
+		while ((r = lert_report_iter_next(&it, &id, &key)) != NULL)
+		{
+			Datum		values[6];
+			bool		nulls[6] = {0};
+			Datum		k = lert_key_datum(st, r->fp, key, r->keylen);
+
+			values[0] = Int64GetDatum(id);
+			values[1] = CStringGetTextDatum(OidOutputFunctionCall(outfunc, k));
+			values[2] = Int64GetDatum(r->count);
+			values[3] = Int64GetDatum(r->first_pos);
+			values[4] = Int64GetDatum(r->reported_pos);
+			values[5] = TimestampTzGetDatum(r->at);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+		lert_report_iter_end(&it);
+	}
+	pfree(meta);
+	relation_close(rel, AccessShareLock);
+	return (Datum) 0;
+}
+
+/* ---- point queries ---- */
+
+typedef struct KeyLookup
+{
+	uint64		fp;
+	const char *key;
+	uint32		keylen;
+	uint64		applied;		/* log records before it are in level 0 */
+	int64		count;
+} KeyLookup;
+
+static void
+count_log_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
+				 void *arg)
+{
+	KeyLookup  *k = (KeyLookup *) arg;
+	LertItem	item;
+
+	if (hdr->type != SS_PENDING_ITEM || hdr->len < sizeof(item) || pos < k->applied)
+		return;
+	memcpy(&item, payload, sizeof(item));
+	if (item.fp == k->fp && item.keylen == k->keylen &&
+		hdr->len - sizeof(item) == item.keylen &&
+		(item.keylen == 0 || memcmp(payload + sizeof(item), k->key, item.keylen) == 0))
+		k->count += item.count;
+}
+
+/*
+ * The key's count (committed, and the caller's own pending inserts) and
+ * whether it was reported.  Levels are read without locks: a page that a
+ * concurrent flush freed and reused, or a flush between the first and the
+ * last read, sends the reader back to the metapage.
+ */
+static void
+lert_lookup(Relation rel, const LertState *st, Datum keyd, int64 *count,
+			bool *reported)
+{
+	char	   *bytes;
+	uint32		len;
+	bool		free_bytes;
+	KeyLookup	k;
+	LertMeta   *meta = palloc(sizeof(LertMeta));
+	LertMeta   *again = palloc(sizeof(LertMeta));
+	char	   *area = palloc(SS_PAGE_DATA_SIZE);
+
+	memset(&k, 0, sizeof(k));
+	k.fp = lert_key_fingerprint(st, keyd, &bytes, &len, &free_bytes);
+	k.key = bytes;
+	k.keylen = len;
+	*count = 0;
+	*reported = false;
+
+	for (int attempt = 0;; attempt++)
+	{
+		SSLogSnapshot snap;
+		uint32		cone;
+		const LertCone *cn;
+		LertDiskCount d = {0, -1, false, false};
+		bool		stale = false;
+
+		CHECK_FOR_INTERRUPTS();
+		ss_log_read_begin(rel, &snap, attempt, false);
+		if (!lert_read_meta(rel, meta))
+			break;
+		cone = lert_cone_of(&meta->params, k.fp);
+		cn = &meta->cones[cone];
+		k.count = 0;
+		k.applied = 0;
+		if (cn->level0.npages > 0)
+		{
+			uint32		p = lert_level0_page(&meta->params, k.fp, cn->level0.npages);
+			BlockNumber blkno = cn->level0.start + p;
+
+			if (lert_read_page(rel, blkno, SS_PAGE_LERT_LEVEL0, cn->level0_gen,
+							   area, NULL) != LERT_OK)
+				continue;
+			if (!lert_l0_check(area, SS_PAGE_DATA_SIZE))
+				ss_page_corrupted(rel, blkno, "The LERT level-0 page's entries are out of order or out of bounds.");
+			{
+				bool		found;
+				int			at = lert_l0_search(area, k.fp, k.key, k.keylen, &found);
+
+				if (found)
+				{
+					LertEntry  *e = lert_l0_entry(area, at);
+
+					d.count += e->count;
+					d.reported |= (e->flags & LERT_REPORTED) != 0;
+				}
+			}
+			k.applied = ((LertL0Header *) area)->applied_pos;
+		}
+		for (uint32 j = 1; j <= meta->params.geom.nlevels && !stale; j++)
+		{
+			lert_run_lookup(rel, &cn->runs[j], k.fp, k.key, k.keylen, &d);
+			stale = d.stale;
+		}
+		if (stale)
+			continue;
+		if (!ss_log_scan(rel, &snap, count_log_record, &k))
+			continue;
+		/* a flush of the cone since the metapage was read: read again */
+		if (!lert_read_meta(rel, again) ||
+			again->cones[cone].flushes != cn->flushes ||
+			again->cones[cone].level0_gen != cn->level0_gen)
+			continue;
+		*count = d.count + k.count;
+		*reported = d.reported;
+		break;
+	}
+
+	/* the caller's own inserts, not committed yet */
+	{
+		SSPendingIter it;
+		SSPendingHeader hdr;
+		char	   *payload;
+
+		k.applied = 0;
+		k.count = 0;
+		ss_pending_iter_begin(&it, RelationGetRelid(rel));
+		while (ss_pending_iter_next(&it, &hdr, &payload))
+			count_log_record(0, &hdr, payload, &k);
+		ss_pending_iter_end(&it);
+		*count += k.count;
+	}
+	if (free_bytes)
+		pfree(bytes);
+	pfree(area);
+	pfree(meta);
+	pfree(again);
+}
+
+/* The key argument coerced to the table's key type. */
+static Datum
+key_arg(FunctionCallInfo fcinfo, const LertState *st)
+{
+	return ss_coerce_key(PG_GETARG_DATUM(1), get_fn_expr_argtype(fcinfo->flinfo, 1),
+						 st->keytype);
+}
+
+Datum
+lert_count(PG_FUNCTION_ARGS)
+{
+	Relation	rel = lert_open_reader(PG_GETARG_OID(0));
+	LertState  *st = lert_get_state(rel);
+	int64		count;
+	bool		reported;
+
+	lert_lookup(rel, st, key_arg(fcinfo, st), &count, &reported);
+	relation_close(rel, AccessShareLock);
+	PG_RETURN_INT64(count);
+}
+
+Datum
+lert_reported(PG_FUNCTION_ARGS)
+{
+	Relation	rel = lert_open_reader(PG_GETARG_OID(0));
+	LertState  *st = lert_get_state(rel);
+	int64		count;
+	bool		reported;
+
+	lert_lookup(rel, st, key_arg(fcinfo, st), &count, &reported);
+	relation_close(rel, AccessShareLock);
+	PG_RETURN_BOOL(reported);
+}
+
+/* ---- lert_flush ---- */
+
+Datum
+lert_flush(PG_FUNCTION_ARGS)
+{
+	Relation	rel = lert_open(ss_sql_lock_relid(PG_GETARG_OID(0), RowExclusiveLock,
+												  "lert_flush()"),
+								RowExclusiveLock);
+	int64		reports;
+
+	ss_sql_check_access(rel, "lert_flush()");
+	lert_check_acl(rel, ACL_INSERT);
+	reports = ss_log_flush(rel, lert_flush_all);
+	relation_close(rel, RowExclusiveLock);
+	PG_RETURN_INT64(reports);
+}
+
+/* ---- lert_info ---- */
+
+static void
+count_log_observations(uint64 pos, const SSPendingHeader *hdr,
+					   const char *payload, void *arg)
+{
+	LertItem	item;
+
+	if (hdr->type != SS_PENDING_ITEM || hdr->len < sizeof(item))
+		return;
+	memcpy(&item, payload, sizeof(item));
+	*(int64 *) arg += item.count;
+}
+
+static Datum
+int8_array(const int64 *v, int n)
+{
+	Datum	   *d = palloc(sizeof(Datum) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		d[i] = Int64GetDatum(v[i]);
+	return PointerGetDatum(construct_array(d, n, INT8OID, 8, FLOAT8PASSBYVAL,
+										   TYPALIGN_DOUBLE));
+}
+
+Datum
+lert_info(PG_FUNCTION_ARGS)
+{
+	Relation	rel = lert_open_reader(PG_GETARG_OID(0));
+	LertState  *st = lert_get_state(rel);
+	LertParams *p = &st->p;
+	LertMeta   *meta = palloc0(sizeof(LertMeta));
+	TupleDesc	tupdesc;
+	Datum		values[20];
+	bool		nulls[20] = {0};
+	int64		logged = 0;
+	int64		level0 = 0;
+	int64		max_level0 = 0;
+	int64		flushes = 0;
+	int64		levels[LERT_MAX_LEVELS];
+	double		tsb;
+	int64		csb;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	/* a table never written has no metapage yet: all counters are zero */
+	if (!ss_log_scan_all(rel, count_log_observations, &logged, sizeof(logged), meta))
+		memset(meta, 0, sizeof(LertMeta));
+	memset(levels, 0, sizeof(levels));
+	for (uint32 c = 0; c < p->ncones; c++)
+	{
+		const LertCone *cn = &meta->cones[c];
+
+		level0 += cn->level0_entries;
+		max_level0 = Max(max_level0, cn->max_level0);
+		flushes += (int64) cn->flushes;
+		for (uint32 j = 1; j <= p->geom.nlevels; j++)
+			levels[j - 1] += cn->runs[j].nentries;
+	}
+	csb = lert_count_stretch_bound(&p->geom);
+	tsb = lert_time_stretch_bound(&p->geom);
+
+	values[0] = CStringGetTextDatum(lert_variant_name(p->geom.variant));
+	values[1] = Int64GetDatum(p->geom.threshold);
+	values[2] = Int32GetDatum((int32) p->geom.age_bits);
+	values[3] = Int32GetDatum((int32) p->geom.growth);
+	values[4] = Int32GetDatum((int32) p->geom.nlevels);
+	values[5] = int8_array(&p->geom.tau[1], (int) p->geom.nlevels);
+	values[6] = Int32GetDatum((int32) p->ncones);
+	values[7] = Int64GetDatum(p->geom.level0_capacity);
+	values[8] = Int64GetDatum(csb);
+	nulls[8] = csb == PG_INT64_MAX;
+	values[9] = Float8GetDatum(tsb);
+	nulls[9] = tsb == 0.0;
+	values[10] = Int64GetDatum(meta->stream_pos + logged);
+	values[11] = Int64GetDatum(logged);
+	values[12] = Int64GetDatum(meta->nreports);
+	values[13] = Int64GetDatum(flushes);
+	values[14] = Int64GetDatum(level0);
+	values[15] = Int64GetDatum(max_level0);
+	values[16] = int8_array(levels, (int) p->geom.nlevels);
+	values[17] = Int64GetDatum((int64) RelationGetNumberOfBlocks(rel));
+	values[18] = CStringGetTextDatum(p->channel);
+	nulls[18] = p->channel[0] == '\0';
+	values[19] = Int64GetDatum((int64) p->seed);
+	pfree(meta);
+	relation_close(rel, AccessShareLock);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/* ---- lert_create ---- */
+
+/*
+ * lert_create(name, key_type, threshold, variant, age_bits, growth,
+ *			   buffer_size, cones, notify, unlogged) returns regclass
+ *
+ * NULL arguments take the settings' defaults.
+ */
+Datum
+lert_create(PG_FUNCTION_ARGS)
+{
+	LertState	st;
+	LertParams *p = &st.p;
+	bool		unlogged = PG_ARGISNULL(9) ? false : PG_GETARG_BOOL(9);
+	Oid			relid;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("lert_create needs a table name and a key type")));
+	memset(&st, 0, sizeof(st));
+	lert_params_from_gucs(p);
+	if (!PG_ARGISNULL(2))
+	{
+		int64		t = PG_GETARG_INT64(2);
+
+		if (t < 1 || t > PG_INT64_MAX / 4)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("LERT threshold " INT64_FORMAT " is out of range", t),
+					 errhint("Use a threshold of at least 1.")));
+		p->geom.threshold = t;
+	}
+	if (!PG_ARGISNULL(3))
+	{
+		char	   *v = text_to_cstring(PG_GETARG_TEXT_PP(3));
+		int			variant = lert_variant_from_name(v);
+
+		if (variant < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid LERT variant \"%s\"", v),
+					 errhint("Use 'count_stretch', 'time_stretch', 'immediate' or 'cascade'.")));
+		p->geom.variant = (uint32) variant;
+	}
+	if (!PG_ARGISNULL(4))
+	{
+		int32		a = PG_GETARG_INT32(4);
+
+		if (a < 1 || a > LERT_MAX_AGE_BITS)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("LERT age bits %d are out of range", a),
+					 errhint("Use 1 to %d.", LERT_MAX_AGE_BITS)));
+		p->geom.age_bits = (uint32) a;
+	}
+	if (!PG_ARGISNULL(5))
+	{
+		int32		g = PG_GETARG_INT32(5);
+
+		if (g < 2 || g > LERT_MAX_GROWTH)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("LERT growth factor %d is out of range", g),
+					 errhint("Use 2 to %d.", LERT_MAX_GROWTH)));
+		p->geom.growth = (uint32) g;
+	}
+	if (!PG_ARGISNULL(6))
+	{
+		char	   *s = text_to_cstring(PG_GETARG_TEXT_PP(6));
+		int			kb;
+		const char *hint = NULL;
+
+		if (!parse_int(s, &kb, GUC_UNIT_KB, &hint) || kb < 64 ||
+			kb > 16 * 1024 * 1024)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid LERT level-0 size \"%s\"", s),
+					 hint ? errhint("%s", hint) :
+					 errhint("Use a size from 64kB to 16GB, such as '4MB'.")));
+		p->buffer_kb = (uint32) kb;
+	}
+	if (!PG_ARGISNULL(7))
+		p->ncones = (uint32) Max(PG_GETARG_INT32(7), 0);
+	if (!PG_ARGISNULL(8))
+	{
+		char	   *ch = text_to_cstring(PG_GETARG_TEXT_PP(8));
+
+		if (strlen(ch) >= LERT_CHANNEL_LEN)
+			ereport(ERROR,
+					(errcode(ERRCODE_NAME_TOO_LONG),
+					 errmsg("LERT notify channel \"%s\" is too long", ch),
+					 errhint("A channel name has at most %d bytes.", LERT_CHANNEL_LEN - 1)));
+		strlcpy(p->channel, ch, LERT_CHANNEL_LEN);
+	}
+	/* level thresholds not set explicitly follow the threshold and growth */
+	if (!(ss_lert_taus && ss_lert_taus[0]))
+		p->geom.tau[1] = -1;
+	lert_derive(p);
+	relid = ss_create_structure(&lert_state_ops, &st, PG_GETARG_TEXT_PP(0),
+								PG_GETARG_OID(1), NULL, "lert", unlogged);
+	PG_RETURN_OID(relid);
+}

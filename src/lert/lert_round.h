@@ -1,0 +1,68 @@
+/*-------------------------------------------------------------------------
+ *
+ * lert_round.h
+ *	  A LERT consolidation round's state, shared by lert_consolidate.c
+ *	  (records, level 0, installs) and lert_merge.c (flushes).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef LERT_ROUND_H
+#define LERT_ROUND_H
+
+#include "postgres.h"
+
+#include "lert.h"
+#include "lib/stringinfo.h"
+#include "utils/hsearch.h"
+
+/* A level-0 page copied into backend memory. */
+typedef struct LertL0Page
+{
+	BlockNumber blkno;			/* hash key */
+	uint32		cone;
+	bool		dirty;
+	char	   *area;			/* SS_PAGE_DATA_SIZE bytes */
+} LertL0Page;
+
+typedef struct LertRound
+{
+	Relation	rel;
+	LertState  *st;
+	LertMeta	meta;			/* the consolidator's copy */
+	int64		start_stream_pos;
+	int64		pos;			/* stream position of the next observation */
+	int64		entries[LERT_MAX_CONES];	/* level-0 entries now */
+	HTAB	   *pages;			/* LertL0Page by block */
+	int			npages_cached;
+	StringInfoData reports;		/* made, not yet valid: LertReportRec + key */
+	int64		npending;
+	bool		changed;		/* entry counts moved since the last install */
+	MemoryContext cxt;
+} LertRound;
+
+/* What lert_observe and lert_merge_report ask the on-disk levels. */
+typedef struct LertQuery
+{
+	LertRound  *r;
+	uint32		cone;
+	uint32		from;			/* first level asked */
+	uint64		fp;
+	const char *key;
+	uint32		keylen;
+} LertQuery;
+
+extern LertQueryFn lert_round_query_fn;
+extern void lert_round_query_init(LertQuery *q, LertRound *r, uint32 cone,
+								  uint32 from, uint64 fp, const char *key,
+								  uint32 keylen);
+extern LertL0Page *lert_round_page(LertRound *r, uint32 cone, uint32 page);
+extern void lert_round_forget_cone(LertRound *r, uint32 cone);
+extern void lert_round_add_report(LertRound *r, const LertReport *rep,
+								  uint64 fp, const char *key, uint32 keylen);
+extern void lert_round_install(LertRound *r, uint64 settle);
+
+/* lert_merge.c */
+extern void lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos,
+							bool final, bool spill);
+
+#endif							/* LERT_ROUND_H */
