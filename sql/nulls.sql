@@ -13,11 +13,13 @@ CREATE TABLE nt_qf2 (k int) USING quotient_filter;
 CREATE TABLE nt_qft (k text) USING quotient_filter;
 CREATE TABLE nt_qfts (k timestamptz) USING cascade_filter;
 CREATE TABLE nt_bloom (k int) USING bloom_filter;
+CREATE TABLE nt_lert (k int) USING lert;
 INSERT INTO nt_bcms VALUES (0), (1);
 INSERT INTO nt_qf VALUES (0), (1);
 INSERT INTO nt_qft VALUES (''), ('a');
 INSERT INTO nt_qfts VALUES ('2000-01-01 00:00:00+00');
 INSERT INTO nt_bloom VALUES (0);
+INSERT INTO nt_lert SELECT 0 FROM generate_series(1, 30);
 CREATE TABLE nt_values AS
 SELECT cms_agg(k, 0.0001::float8, 0.01::float8) AS c,
        qfilter_agg(k, 1000000::bigint, 0.001::float8) AS q
@@ -71,7 +73,15 @@ INSERT INTO null_calls VALUES
 ('bloom_info(regclass)', ARRAY['''nt_bloom''::regclass']),
 ('bloom_create(text,regtype,bigint,float8,text,text,bool)',
  ARRAY['''nt_new''::text', '''int''::regtype', '1000::bigint', '0.01::float8',
-       '''elevator''::text', '''64kB''::text', 'false']);
+       '''elevator''::text', '''64kB''::text', 'false']),
+('lert_count(regclass,anycompatible)', ARRAY['''nt_lert''::regclass', '0::int']),
+('lert_reported(regclass,anycompatible)', ARRAY['''nt_lert''::regclass', '0::int']),
+('lert_reports(regclass,bigint)', ARRAY['''nt_lert''::regclass', '0::bigint']),
+('lert_flush(regclass)', ARRAY['''nt_lert''::regclass']),
+('lert_info(regclass)', ARRAY['''nt_lert''::regclass']),
+('lert_create(text,regtype,bigint,text,int,int,text,int,text,bool)',
+ ARRAY['''nt_new''::text', '''int''::regtype', '24::bigint', '''count_stretch''::text',
+       '1', '4', '''64kB''::text', '1', '''alerts''::text', 'false']);
 
 -- The extension's functions.  Those with an argument of type internal
 -- (access method handlers, aggregate support, binary input) cannot be
@@ -212,6 +222,10 @@ SELECT bcms_estimate(sketch => 'nt_bcms', key => 1) AS bcms_1,
        qf_count(filter => 'nt_qf', key => 1) AS qf_1,
        bloom_contains(filter => 'nt_bloom', key => 0) AS bloom_0;
 
+-- a lert skips rows with a NULL key: 30 observations of 0 and none of NULL
+INSERT INTO nt_lert VALUES (NULL), (NULL);
+SELECT lert_count(lert => 'nt_lert', key => 0) AS lert_0, k AS reported FROM nt_lert;
+
 DROP TABLE null_outcomes, null_calls, nt_values, nt_bcms, nt_qf, nt_qf2, nt_qft,
-	nt_qfts, nt_bloom;
+	nt_qfts, nt_bloom, nt_lert;
 DROP VIEW ext_functions;

@@ -1,0 +1,223 @@
+-- lert: every key is reported exactly once after its T-th committed
+-- observation, with the exact count and first position at the report and
+-- within its variant's bound; counts are exact per key (colliding
+-- fingerprints never merge two keys); nothing uncommitted counts.
+SET client_min_messages = warning;
+LOAD 'streamsketch';
+
+-- A stream of 2,000 keys whose lifetime counts run from 1 to 60 (so that
+-- keys end below, at and above T = 24 and T + sum(tau)), interleaved by a
+-- hash; positions are the order of insertion.
+CREATE TABLE lt_stream AS
+SELECT row_number() OVER (ORDER BY md5(k::text || ':' || j::text)) - 1 AS pos,
+       k::int8 AS k
+FROM generate_series(1, 2000) k,
+     generate_series(1, 1 + (k * 7919) % 60) j;
+SELECT sum(c) AS observations, count(*) AS keys,
+       count(*) FILTER (WHERE c >= 24) AS heavy,
+       count(*) FILTER (WHERE c >= 38) AS above_count_stretch_bound
+FROM (SELECT k, count(*) AS c FROM lt_stream GROUP BY k) s;
+
+CREATE INDEX ON lt_stream (k, pos);
+ANALYZE lt_stream;
+
+-- the offline truth: each key's count, first position and T-th position
+CREATE TABLE lt_truth AS
+SELECT k, count(*) AS total, min(pos) AS first_pos,
+       (array_agg(pos ORDER BY pos))[24] AS t_pos
+FROM lt_stream GROUP BY k;
+
+-- Feed a lert in five transactions (five consolidation rounds at least).
+CREATE FUNCTION pg_temp.feed(t regclass) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 0 .. 4 LOOP
+		EXECUTE format('INSERT INTO %s SELECT k FROM lt_stream WHERE pos >= $1 AND pos < $2 ORDER BY pos', t)
+		USING (SELECT count(*) FROM lt_stream) * i / 5,
+			  (SELECT count(*) FROM lt_stream) * (i + 1) / 5;
+	END LOOP;
+END;
+$$;
+
+CREATE FUNCTION pg_temp.star(t regclass) RETURNS TABLE (key int8)
+LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN QUERY EXECUTE format('SELECT key FROM %s', t);
+END;
+$$;
+
+-- Every property of the reports against the truth; every column must be 0
+-- or true.  before_flush: keys the variant must already have reported.
+CREATE FUNCTION pg_temp.check_reports(t regclass, flushed bool,
+	OUT reports bigint, OUT false_positives bigint, OUT missed bigint,
+	OUT duplicates bigint, OUT wrong_count bigint, OUT wrong_first bigint,
+	OUT before_t bigint, OUT over_count_bound bigint,
+	OUT over_time_bound bigint, OUT out_of_order bigint,
+	OUT select_star_differs bigint)
+LANGUAGE sql AS $$
+WITH r AS (SELECT report_id, key::int8 AS k, count, first_position,
+                  reported_position FROM lert_reports(t)),
+     i AS (SELECT * FROM lert_info(t)),
+     must AS (
+       SELECT k FROM lt_truth, i
+       WHERE flushed AND total >= 24
+          OR i.variant = 'immediate' AND total >= 24
+          OR i.variant = 'count_stretch' AND total >= i.count_stretch_bound)
+SELECT (SELECT count(*) FROM r),
+       (SELECT count(*) FROM r LEFT JOIN lt_truth USING (k)
+        WHERE lt_truth.total IS NULL OR lt_truth.total < 24),
+       (SELECT count(*) FROM must WHERE k NOT IN (SELECT k FROM r)),
+       (SELECT count(*) - count(DISTINCT k) FROM r),
+       -- the count at the report is the key's count at the reported position
+       (SELECT count(*) FROM r
+        WHERE r.count <> (SELECT count(*) FROM lt_stream s
+                          WHERE s.k = r.k AND s.pos <= r.reported_position)),
+       (SELECT count(*) FROM r JOIN lt_truth USING (k)
+        WHERE r.first_position <> lt_truth.first_pos),
+       (SELECT count(*) FROM r JOIN lt_truth USING (k)
+        WHERE r.reported_position < lt_truth.t_pos
+           OR (i.variant = 'immediate' AND r.reported_position <> lt_truth.t_pos)),
+       (SELECT count(*) FROM r WHERE i.count_stretch_bound IS NOT NULL
+        AND r.count > i.count_stretch_bound),
+       (SELECT count(*) FROM r JOIN lt_truth USING (k)
+        WHERE i.time_stretch_bound IS NOT NULL
+          AND (r.reported_position - lt_truth.first_pos)::float8 /
+              (lt_truth.t_pos - lt_truth.first_pos) > i.time_stretch_bound),
+       (SELECT count(*) FROM r a JOIN r b ON b.report_id = a.report_id + 1
+        WHERE b.reported_position < a.reported_position),
+       (SELECT count(*) FROM ((SELECT k FROM r EXCEPT ALL SELECT key FROM pg_temp.star(t))
+                              UNION ALL
+                              (SELECT key FROM pg_temp.star(t) EXCEPT ALL SELECT k FROM r)) d)
+FROM i
+$$;
+
+-- exact counts of every key (must be 0)
+CREATE FUNCTION pg_temp.wrong_counts(t regclass) RETURNS bigint
+LANGUAGE sql AS $$
+SELECT count(*) FROM lt_truth WHERE lert_count(t, k) <> total
+$$;
+
+SELECT lert_create('lt_cs', 'int8', buffer_size => '64kB');
+SELECT lert_create('lt_cs4', 'int8', buffer_size => '64kB', cones => 4);
+SELECT lert_create('lt_ir', 'int8', variant => 'immediate', buffer_size => '64kB');
+SELECT lert_create('lt_ts1', 'int8', variant => 'time_stretch', age_bits => 1,
+                   buffer_size => '64kB');
+SELECT lert_create('lt_ts3', 'int8', variant => 'time_stretch', age_bits => 3,
+                   buffer_size => '64kB');
+SELECT lert_create('lt_cf', 'int8', variant => 'cascade', buffer_size => '64kB');
+SELECT variant, threshold, age_bits, growth, levels, level_thresholds, cones,
+       level0_capacity, count_stretch_bound, time_stretch_bound
+FROM unnest(ARRAY['lt_cs', 'lt_cs4', 'lt_ir', 'lt_ts1', 'lt_ts3', 'lt_cf']::regclass[]) t,
+     lert_info(t);
+
+SELECT count(pg_temp.feed(t)) AS fed
+FROM unnest(ARRAY['lt_cs', 'lt_cs4', 'lt_ir', 'lt_ts1', 'lt_ts3', 'lt_cf']::regclass[]) t;
+
+-- every level took part: flushes and entries on disk
+SELECT t AS lert, flushes > 5 AS flushed, observations, log_observations,
+       level_entries[1] > 0 AS level1
+FROM unnest(ARRAY['lt_cs', 'lt_cs4', 'lt_ir', 'lt_ts1', 'lt_ts3', 'lt_cf']::regclass[]) t,
+     lert_info(t);
+
+SELECT t AS lert, c.*
+FROM unnest(ARRAY['lt_cs', 'lt_cs4', 'lt_ir', 'lt_ts1', 'lt_ts3', 'lt_cf']::regclass[]) t,
+     pg_temp.check_reports(t, false) c;
+SELECT t AS lert, pg_temp.wrong_counts(t) AS wrong_counts
+FROM unnest(ARRAY['lt_cs', 'lt_ir', 'lt_cf']::regclass[]) t;
+
+-- lert_flush reports every key that reached T, and nothing else
+SELECT t AS lert, lert_flush(t) >= 0 AS flushed
+FROM unnest(ARRAY['lt_cs', 'lt_cs4', 'lt_ir', 'lt_ts1', 'lt_ts3', 'lt_cf']::regclass[]) t;
+SELECT t AS lert, c.*
+FROM unnest(ARRAY['lt_cs', 'lt_cs4', 'lt_ir', 'lt_ts1', 'lt_ts3', 'lt_cf']::regclass[]) t,
+     pg_temp.check_reports(t, true) c;
+SELECT (SELECT count(*) FROM lt_truth WHERE total >= 24) AS heavy_keys;
+SELECT t AS lert, pg_temp.wrong_counts(t) AS wrong_counts
+FROM unnest(ARRAY['lt_cs4', 'lt_ts1']::regclass[]) t;
+
+-- lert_reports(after) continues where a consumer stopped
+SELECT count(*) AS after_100, min(report_id) AS first_id
+FROM lert_reports('lt_cs', 100);
+SELECT count(*) AS after_all FROM lert_reports('lt_cs', 1000000);
+
+-- ---- transactions: nothing uncommitted counts or reports ----
+SELECT lert_create('lt_tx', 'int8', threshold => 4, buffer_size => '64kB');
+BEGIN;
+INSERT INTO lt_tx VALUES (1), (1), (1), (1), (2);
+-- the transaction sees its own observations
+SELECT lert_count('lt_tx', 1) AS own_1, lert_reported('lt_tx', 1) AS reported;
+ROLLBACK;
+SELECT lert_count('lt_tx', 1) AS after_rollback, count(*) AS reports FROM lt_tx;
+BEGIN;
+INSERT INTO lt_tx VALUES (5);
+SAVEPOINT s;
+INSERT INTO lt_tx VALUES (5), (5), (5), (5);
+ROLLBACK TO SAVEPOINT s;
+INSERT INTO lt_tx VALUES (6);
+COMMIT;
+SELECT lert_count('lt_tx', 5) AS k5, lert_count('lt_tx', 6) AS k6,
+       count(*) AS reports FROM lt_tx;
+-- a failed statement leaves nothing either
+INSERT INTO lt_tx VALUES (7), (7), (NULL), (7), (7), ((SELECT 1 / 0));
+SELECT lert_count('lt_tx', 7) AS k7, count(*) AS reports FROM lt_tx;
+INSERT INTO lt_tx VALUES (7), (7), (7), (7);
+SELECT key, lert_count('lt_tx', key) AS count FROM lt_tx;
+
+-- ---- keys: text (long), composite, a count column ----
+CREATE TABLE lt_text (key text) USING lert;
+INSERT INTO lt_text SELECT repeat(chr(65 + g % 5), 500 + g % 5) FROM generate_series(1, 120) g;
+INSERT INTO lt_text SELECT 'short ' || g % 3 FROM generate_series(1, 75) g;
+SELECT left(key, 3) AS key, length(key) AS len, lert_count('lt_text', key) AS count
+FROM lt_text ORDER BY key;
+
+CREATE TYPE lt_pair AS (a int, b text);
+CREATE TABLE lt_comp (key lt_pair) USING lert;
+INSERT INTO lt_comp SELECT ROW(g % 2, 'x' || g % 3)::lt_pair FROM generate_series(1, 150) g;
+SELECT key, lert_count('lt_comp', key) AS count FROM lt_comp ORDER BY key;
+
+CREATE TABLE lt_weighted (key text, count int) USING lert;
+INSERT INTO lt_weighted VALUES ('a', 10), ('b', 23), ('a', 20), ('b', 0), ('c', NULL), ('b', 1);
+SELECT * FROM lt_weighted;
+SELECT key, count, first_position, reported_position FROM lert_reports('lt_weighted');
+
+-- ---- colliding fingerprints never merge keys ----
+SET streamsketch.test_lert_hash_bits = 3;
+SELECT lert_create('lt_coll', 'int8', buffer_size => '64kB');
+RESET streamsketch.test_lert_hash_bits;
+INSERT INTO lt_coll SELECT k FROM lt_stream ORDER BY pos;
+SELECT c.* FROM pg_temp.check_reports('lt_coll', false) c;
+SELECT pg_temp.wrong_counts('lt_coll') AS wrong_counts;
+SELECT lert_flush('lt_coll') >= 0 AS flushed;
+SELECT c.* FROM pg_temp.check_reports('lt_coll', true) c;
+
+-- ---- errors ----
+CREATE FUNCTION pg_temp.lert_error(stmt text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	st text;
+	msg text;
+BEGIN
+	EXECUTE stmt;
+	RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT;
+	RETURN st || ': ' || msg;
+END;
+$$;
+SELECT pg_temp.lert_error($$SELECT lert_create('bad', 'int', variant => 'nope')$$);
+SELECT pg_temp.lert_error($$SELECT lert_create('bad', 'int', threshold => 0)$$);
+SELECT pg_temp.lert_error($$SELECT lert_create('bad', 'int', threshold => 3)$$);
+SELECT pg_temp.lert_error($$SELECT lert_create('bad', 'int', cones => 3)$$);
+SELECT pg_temp.lert_error($$SELECT lert_create('bad', 'int', age_bits => 5)$$);
+SELECT pg_temp.lert_error($$SELECT lert_create('bad', 'int', growth => 1)$$);
+SELECT pg_temp.lert_error($$SELECT lert_create('bad', 'int', buffer_size => '8kB')$$);
+SELECT pg_temp.lert_error($$SELECT lert_create(NULL, 'int')$$);
+SELECT pg_temp.lert_error($$CREATE TABLE bad (k int, c text) USING lert$$);
+SELECT pg_temp.lert_error($$CREATE TABLE bad (k int, c int, d int) USING lert$$);
+SELECT pg_temp.lert_error($$INSERT INTO lt_text VALUES (repeat('x', 3000))$$);
+SELECT pg_temp.lert_error($$INSERT INTO lt_weighted VALUES ('a', -1)$$);
+SELECT pg_temp.lert_error($$SELECT lert_count('lt_stream', 1)$$);
+SELECT pg_temp.lert_error($$SELECT lert_count('lt_cs', 'x'::text)$$);
+SELECT pg_temp.lert_error($$DELETE FROM lt_cs$$);
+
+DROP TABLE lt_stream, lt_truth, lt_cs, lt_cs4, lt_ir, lt_ts1, lt_ts3, lt_cf,
+	lt_tx, lt_text, lt_comp, lt_weighted, lt_coll;
+DROP TYPE lt_pair;
