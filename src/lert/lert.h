@@ -309,6 +309,19 @@ extern const LertReportRec *lert_report_iter_next(LertReportIter *it,
 												  int64 *id, const char **key);
 extern void lert_report_iter_end(LertReportIter *it);
 
+/* streamsketch.test_lert_crash: where a consolidation stops the server */
+typedef enum LertCrashPoint
+{
+	LERT_CRASH_NONE,
+	LERT_CRASH_MERGED,			/* a merge wrote its runs and level 0 */
+	LERT_CRASH_REPORTS_WRITTEN, /* an install wrote its report pages */
+	LERT_CRASH_INSTALLED,		/* a checkpoint installed, no page written */
+	LERT_CRASH_WRITEBACK		/* a checkpoint wrote one level-0 page */
+} LertCrashPoint;
+
+extern int	ss_test_lert_crash;
+extern void lert_test_crash(Relation rel, LertCrashPoint point);
+
 /* ---- lert_consolidate.c ---- */
 struct SSConsolidation;
 extern bool lert_consolidate(struct SSConsolidation *c);

@@ -17,6 +17,7 @@
 
 #include "access/relation.h"
 #include "access/tableam.h"
+#include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "executor/tuptable.h"
 #include "lert.h"
@@ -626,6 +627,38 @@ int			ss_lert_cones = 1;
 char	   *ss_lert_taus = NULL;
 char	   *ss_lert_notify = NULL;
 int			ss_test_lert_hash_bits = 64;
+int			ss_test_lert_crash = LERT_CRASH_NONE;
+
+static const struct config_enum_entry lert_crash_options[] = {
+	{"none", LERT_CRASH_NONE, false},
+	{"merged", LERT_CRASH_MERGED, false},
+	{"reports_written", LERT_CRASH_REPORTS_WRITTEN, false},
+	{"installed", LERT_CRASH_INSTALLED, false},
+	{"writeback", LERT_CRASH_WRITEBACK, false},
+	{NULL, 0, false}
+};
+
+static const char *
+crash_point_name(LertCrashPoint point)
+{
+	for (int i = 0; lert_crash_options[i].name; i++)
+		if (lert_crash_options[i].val == (int) point)
+			return lert_crash_options[i].name;
+	return "?";
+}
+
+/* Stop the server here if streamsketch.test_lert_crash says so (tests). */
+void
+lert_test_crash(Relation rel, LertCrashPoint point)
+{
+	if (ss_test_lert_crash != (int) point)
+		return;
+	/* the worst case: everything logged so far is durable */
+	if (RelationNeedsWAL(rel))
+		XLogFlush(GetXLogInsertRecPtr());
+	elog(PANIC, "streamsketch.test_lert_crash: stopping at \"%s\" in the consolidation of \"%s\"",
+		 crash_point_name(point), RelationGetRelationName(rel));
+}
 
 static const struct config_enum_entry lert_variant_options[] = {
 	{"count_stretch", LERT_COUNT_STRETCH, false},
@@ -697,5 +730,10 @@ lert_init(void)
 							"Test only: fingerprint bits of keys of new lert tables.",
 							"Below 64, fingerprints are truncated to force collisions; every key is then stored with its bytes.",
 							&ss_test_lert_hash_bits, 64, 1, 64,
-							PGC_USERSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	DefineCustomEnumVariable("streamsketch.test_lert_crash",
+							 "Stops the server at a point of each LERT consolidation (for tests only).",
+							 "merged: a merge wrote its new levels; reports_written: an install wrote its report pages; installed: a checkpoint installed its metapage record; writeback: a checkpoint wrote one level-0 page back.",
+							 &ss_test_lert_crash, LERT_CRASH_NONE, lert_crash_options,
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 }

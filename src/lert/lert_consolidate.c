@@ -168,6 +168,8 @@ lert_round_install(LertRound *r, uint64 settle)
 
 	lert_reports_append(r->rel, &r->meta, r->reports.data, r->reports.len,
 						r->npending);
+	if (r->npending > 0)
+		lert_test_crash(r->rel, LERT_CRASH_REPORTS_WRITTEN);
 	r->meta.nreports += r->npending;
 	r->meta.settled_pos = Max(r->meta.settled_pos, settle);
 	for (uint32 c = 0; c < r->meta.params.ncones; c++)
@@ -208,6 +210,7 @@ round_checkpoint(LertRound *r, uint64 pos)
 {
 	HASH_SEQ_STATUS seq;
 	LertL0Page *pg;
+	bool		wrote = false;
 
 	if (r->changed || r->npending > 0)
 		lert_round_install(r, pos);
@@ -216,9 +219,14 @@ round_checkpoint(LertRound *r, uint64 pos)
 	{
 		if (!pg->dirty)
 			continue;
+		if (!wrote)
+			lert_test_crash(r->rel, LERT_CRASH_INSTALLED);
+		else
+			lert_test_crash(r->rel, LERT_CRASH_WRITEBACK);
 		((LertL0Header *) pg->area)->applied_pos = pos;
 		lert_write_page(r->rel, pg->blkno, SS_PAGE_LERT_LEVEL0, pg->area, pos,
 						false);
+		wrote = true;
 	}
 	round_pages_reset(r);
 }

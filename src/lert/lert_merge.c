@@ -315,6 +315,8 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 	pfree(kept.data);
 	pfree(keybuf);
 
+	lert_test_crash(r->rel, LERT_CRASH_MERGED);
+
 	/* switch: the old extents are free once the install is durable */
 	lert_round_forget_cone(r, cone);
 	lert_extent_free(&r->meta, cn->level0);

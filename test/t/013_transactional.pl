@@ -28,7 +28,8 @@
 # and, for bcms, total_weight) is compared with the exact answer computed from the rows
 # the test committed, so a change that leaks or a change that is lost both
 # fail.  The structures are table-driven: bcms (buffered, plain),
-# bloom_filter (localized, elevator), quotient_filter and cascade_filter.
+# bloom_filter (localized, elevator), quotient_filter, cascade_filter and
+# lert (immediate).
 
 use strict;
 use warnings;
@@ -142,13 +143,43 @@ sub qf_structure
 	};
 }
 
+# counts are exact per key; the summary counts observations (committed,
+# consolidated or still in the log)
+sub lert_structure
+{
+	my ($tag, $opts) = @_;
+	my $keys = join(',', @keys);
+	return {
+		tag => $tag,
+		create => {
+			small => "SELECT lert_create('%s', 'int8', buffer_size => '64kB'$opts)",
+			big => "SELECT lert_create('%s', 'int8'$opts)",
+		},
+		lookups => sub {
+			"SELECT string_agg(k || ':' || lert_count('$_[0]', k::int8), ' ' "
+			  . "ORDER BY k) FROM unnest('{$keys}'::int[]) k";
+		},
+		summary => sub {
+			"SELECT 'observations ' || observations FROM lert_info('$_[0]')";
+		},
+		expect_lookups => sub {
+			my ($count) = @_;
+			join(' ', map { "$_:" . $count->($_) } @keys);
+		},
+		expect_summary => sub { "observations $_[0]" },
+		flush => sub { "SELECT lert_flush('$_[0]')" },
+		pages => sub { "SELECT relation_pages FROM lert_info('$_[0]')" },
+	};
+}
+
 my @structures = (
 	bcms_structure('buf', ''),
 	bcms_structure('plain', ", mode => 'plain'"),
 	bloom_structure('bloc', 'localized'),
 	bloom_structure('belev', 'elevator'),
 	qf_structure('qf', ''),
-	qf_structure('cf', ", access_method => 'cascade_filter', buffer_size => '16kB'"));
+	qf_structure('cf', ", access_method => 'cascade_filter', buffer_size => '16kB'"),
+	lert_structure('lert', ", variant => 'immediate'"));
 
 # ---------------------------------------------------------------------
 # The nodes: a primary that restarts by itself after a PANIC, and a
