@@ -81,17 +81,30 @@ typedef struct LertExtent
 } LertExtent;
 
 /*
- * An on-disk level of a cone: its data pages (entries in key order) and
- * its index pages (the first fingerprint of every data page), each in one
- * extent.
+ * An on-disk level of a cone: ndata data pages (entries in key order),
+ * allocated in chunks wherever there is room, and its index pages, one
+ * extent listing each data page's block and first fingerprint.
  */
 typedef struct LertRun
 {
-	LertExtent	data;
 	LertExtent	index;
+	uint32		ndata;
+	uint32		unused;
 	int64		nentries;
 	uint64		gen;			/* stamped on its pages */
 } LertRun;
+
+/* An index entry: a data page of a run. */
+typedef struct LertIndexEntry
+{
+	uint64		first_fp;
+	BlockNumber blkno;
+	uint32		unused;
+} LertIndexEntry;
+
+#define LERT_INDEX_HEADER	16	/* gen, count */
+#define LERT_INDEX_PER_PAGE \
+	((uint32) ((SS_PAGE_DATA_SIZE - LERT_INDEX_HEADER) / sizeof(LertIndexEntry)))
 
 typedef struct LertCone
 {
@@ -225,7 +238,7 @@ extern void lert_read_page_owned(Relation rel, BlockNumber blkno,
 								 uint16 page_type, uint64 gen, char *area,
 								 uint64 *applied_pos);
 extern bool lert_read_meta(Relation rel, LertMeta *meta);
-extern void lert_run_free(LertMeta *meta, LertRun *run);
+extern void lert_run_free(Relation rel, LertMeta *meta, LertRun *run);
 
 /* A key's counts in the on-disk levels of its cone from level `from` on. */
 typedef struct LertDiskCount
@@ -244,26 +257,31 @@ extern void lert_run_lookup(Relation rel, const LertRun *run, uint64 fp,
 typedef struct LertRunWriter
 {
 	Relation	rel;
+	LertMeta   *meta;			/* the consolidator's copy: allocations */
 	LertRun		run;
-	BlockNumber reserved;		/* data pages reserved at run.data.start */
+	LertExtent	chunk;			/* pages taken for data, not yet used */
+	BlockNumber next_chunk;		/* size of the next chunk to take */
 	char	   *page;			/* the data page being filled */
-	uint64	   *first_fps;		/* of every data page written */
+	LertIndexEntry *index;		/* of every data page written */
+	uint32		index_cap;
 } LertRunWriter;
 
 extern void lert_run_writer_begin(LertRunWriter *w, Relation rel,
-								  LertMeta *meta, int64 max_bytes);
+								  LertMeta *meta);
 extern void lert_run_writer_add(LertRunWriter *w, const LertEntry *e,
 								const char *key);
-extern void lert_run_writer_end(LertRunWriter *w, LertMeta *meta);
+extern void lert_run_writer_end(LertRunWriter *w);
 
 /* Reading a run in order. */
 typedef struct LertRunReader
 {
 	Relation	rel;
 	LertRun		run;
-	BlockNumber page;			/* next data page to load */
+	uint32		page;			/* next data page to load */
 	uint32		off;
 	char	   *area;
+	char	   *index_area;		/* the index page of the next data page */
+	int64		index_loaded;	/* which one, or -1 */
 	bool		loaded;
 } LertRunReader;
 

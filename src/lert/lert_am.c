@@ -321,10 +321,10 @@ lert_check_meta(Relation rel, const void *metap)
 		{
 			const LertRun *run = &cone->runs[j];
 
-			if (!EXTENT_OK(run->data) || !EXTENT_OK(run->index) ||
-				run->nentries < 0 ||
-				(run->data.npages > 0) != (run->index.npages > 0) ||
-				(uint64) run->index.npages * 1000 < run->data.npages)
+			if (!EXTENT_OK(run->index) || run->nentries < 0 ||
+				run->index.npages !=
+				(run->ndata + LERT_INDEX_PER_PAGE - 1) / LERT_INDEX_PER_PAGE ||
+				(run->ndata == 0) != (run->nentries == 0))
 				elog(ERROR, "cone %u's level %u is out of range", c, j);
 		}
 	}
@@ -352,8 +352,7 @@ lert_init_meta(const void *st, void *metap)
 		m->cones[c].level0.start = InvalidBlockNumber;
 		m->cones[c].level0_limit = p->geom.level0_capacity;
 		for (uint32 j = 0; j <= LERT_MAX_LEVELS; j++)
-			m->cones[c].runs[j].data.start = m->cones[c].runs[j].index.start =
-				InvalidBlockNumber;
+			m->cones[c].runs[j].index.start = InvalidBlockNumber;
 	}
 }
 

@@ -269,7 +269,7 @@ query_runs(void *arg, int64 *count, int64 *first_pos, bool *reported)
 	{
 		lert_run_lookup(q->r->rel, &cn->runs[j], q->fp, q->key, q->keylen, &d);
 		if (d.stale)
-			ss_page_corrupted(q->r->rel, cn->runs[j].data.start,
+			ss_page_corrupted(q->r->rel, cn->runs[j].index.start,
 							  "A page of level %u of cone %u does not belong to it.",
 							  j, q->cone);
 	}
@@ -410,8 +410,13 @@ round_record(uint64 logpos, const SSPendingHeader *hdr, const char *payload,
 	if (r->entries[cone] > r->meta.cones[cone].max_level0)
 		r->meta.cones[cone].max_level0 = r->entries[cone];
 
-	/* keep the copies within the consolidation memory */
-	if ((Size) r->npages_cached * SS_PAGE_DATA_SIZE > ss_consolidation_memory())
+	/*
+	 * Keep the copies within the consolidation memory, or four times level
+	 * 0's nominal size if that is larger: level 0 is meant to stay in
+	 * memory, and a checkpoint writes every changed page back.
+	 */
+	if ((Size) r->npages_cached * SS_PAGE_DATA_SIZE >
+		Max(ss_consolidation_memory(), (Size) r->meta.params.buffer_kb * 4096))
 		round_checkpoint(r, logpos + 1);
 }
 

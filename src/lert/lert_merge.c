@@ -133,8 +133,6 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 	MergeSrc	src[LERT_MAX_LEVELS + 1];
 	int			nsrc = 0;
 	LertRunWriter w[LERT_MAX_LEVELS + 1];
-	int64		src_bytes = 0;
-	char	   *src_buf = palloc(SS_PAGE_DATA_SIZE);
 	StringInfoData kept;
 	int64		nkept = 0;
 	int64		kept_key_bytes = 0;
@@ -150,17 +148,6 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 
 	for (uint32 j = depth + 1; j <= g->nlevels; j++)
 		deeper |= cn->runs[j].nentries > 0;
-	/* bytes of the sources' entries: no output level can have more */
-	for (uint32 p = 0; p < cn->level0.npages; p++)
-	{
-		const char *a = level0_page_area(r, cone, p, src_buf);
-		const LertL0Header *h = (const LertL0Header *) a;
-
-		CHECK_FOR_INTERRUPTS();
-		src_bytes += SS_PAGE_DATA_SIZE - h->upper;
-	}
-	for (uint32 j = 1; j <= depth; j++)
-		src_bytes += (int64) cn->runs[j].data.npages * SS_PAGE_DATA_SIZE;
 
 	/* sources: level 0, then the runs taking part */
 	memset(src, 0, sizeof(src));
@@ -171,14 +158,14 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 	nsrc = 1;
 	for (uint32 j = 1; j <= depth; j++)
 	{
-		if (cn->runs[j].data.npages == 0)
+		if (cn->runs[j].ndata == 0)
 			continue;
 		lert_run_reader_begin(&src[nsrc].reader, r->rel, &cn->runs[j]);
 		src_next(r, cone, &src[nsrc]);
 		nsrc++;
 	}
 	for (uint32 j = 1; j <= depth; j++)
-		lert_run_writer_begin(&w[j], r->rel, &r->meta, src_bytes);
+		lert_run_writer_begin(&w[j], r->rel, &r->meta);
 	initStringInfo(&kept);
 
 	for (;;)
@@ -255,9 +242,8 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 	for (int i = 1; i < nsrc; i++)
 		lert_run_reader_end(&src[i].reader);
 	pfree(src[0].buf);
-	pfree(src_buf);
 	for (uint32 j = 1; j <= depth; j++)
-		lert_run_writer_end(&w[j], &r->meta);
+		lert_run_writer_end(&w[j]);
 
 	/* the new level 0: room for what was kept and for new keys */
 	limit = spill ? g->level0_capacity : lert_level0_limit(g, nkept);
@@ -269,7 +255,7 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 		{
 			/* keys too alike to spread: do the flush again, spilling */
 			for (uint32 j = 1; j <= depth; j++)
-				lert_run_free(&r->meta, &w[j].run);
+				lert_run_free(r->rel, &r->meta, &w[j].run);
 			r->reports.len = reports_len;
 			r->reports.data[reports_len] = '\0';
 			r->npending = reports_n;
@@ -325,7 +311,7 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 	cn->level0_limit = limit;
 	for (uint32 j = 1; j <= depth; j++)
 	{
-		lert_run_free(&r->meta, &cn->runs[j]);
+		lert_run_free(r->rel, &r->meta, &cn->runs[j]);
 		cn->runs[j] = w[j].run;
 	}
 	cn->flushes++;

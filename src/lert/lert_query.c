@@ -463,8 +463,8 @@ lert_info(PG_FUNCTION_ARGS)
 	LertParams *p = &st->p;
 	LertMeta   *meta = palloc0(sizeof(LertMeta));
 	TupleDesc	tupdesc;
-	Datum		values[20];
-	bool		nulls[20] = {0};
+	Datum		values[21];
+	bool		nulls[21] = {0};
 	int64		logged = 0;
 	int64		level0 = 0;
 	int64		max_level0 = 0;
@@ -512,9 +512,16 @@ lert_info(PG_FUNCTION_ARGS)
 	values[15] = Int64GetDatum(max_level0);
 	values[16] = int8_array(levels, (int) p->geom.nlevels);
 	values[17] = Int64GetDatum((int64) RelationGetNumberOfBlocks(rel));
-	values[18] = CStringGetTextDatum(p->channel);
-	nulls[18] = p->channel[0] == '\0';
-	values[19] = Int64GetDatum((int64) p->seed);
+	{
+		int64		free_pages = 0;
+
+		for (uint32 i = 0; i < meta->nfree; i++)
+			free_pages += meta->free_ext[i].npages;
+		values[18] = Int64GetDatum(free_pages);
+	}
+	values[19] = CStringGetTextDatum(p->channel);
+	nulls[19] = p->channel[0] == '\0';
+	values[20] = Int64GetDatum((int64) p->seed);
 	pfree(meta);
 	relation_close(rel, AccessShareLock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

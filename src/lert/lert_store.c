@@ -31,16 +31,6 @@
 #include "streamsketch.h"
 #include "utils/memutils.h"
 
-#define INDEX_HEADER	MAXALIGN(sizeof(LertIndexHeader))
-#define INDEX_PER_PAGE	((uint32) ((SS_PAGE_DATA_SIZE - INDEX_HEADER) / sizeof(uint64)))
-
-typedef struct LertIndexHeader
-{
-	uint64		gen;
-	uint32		n;				/* first fingerprints on the page */
-	uint32		unused;
-} LertIndexHeader;
-
 typedef struct LertReportPageHeader
 {
 	int64		first_id;		/* id of the page's first report */
@@ -234,47 +224,84 @@ lert_read_page_owned(Relation rel, BlockNumber blkno, uint16 page_type,
 /* ---- runs ---- */
 
 /*
- * Reserve room for a run of at most max_bytes bytes of entries: every
- * page may lose up to one entry of the longest key so far at its end (an
- * entry never spans pages).  The unused tail is given back by
- * lert_run_writer_end.
+ * Runs are written page by page into chunks of free blocks (first fit
+ * from the free list, else new blocks), chunks doubling from 8 to 1,024
+ * pages so that a run is read and written in long sequential stretches
+ * without reserving room for its worst case; the index records every data
+ * page's block.
  */
-void
-lert_run_writer_begin(LertRunWriter *w, Relation rel, LertMeta *meta,
-					  int64 max_bytes)
-{
-	double		per_page = (double) (SS_PAGE_DATA_SIZE - MAXALIGN(sizeof(LertRunHeader)) -
-									 lert_entry_size(meta->max_keylen));
-	double		pages = ceil((double) max_bytes / per_page) + 1;
+#define RUN_CHUNK_MIN	8
+#define RUN_CHUNK_MAX	1024
 
+void
+lert_run_writer_begin(LertRunWriter *w, Relation rel, LertMeta *meta)
+{
 	memset(w, 0, sizeof(*w));
 	w->rel = rel;
-	if (pages > (double) MaxBlockNumber / 2)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("a level of LERT \"%s\" would need %.0f pages",
-						RelationGetRelationName(rel), pages)));
-	ss_check_structure_pages((uint64) pages, RelationGetRelationName(rel));
-	w->reserved = (BlockNumber) pages;
-	w->run.data = lert_extent_alloc(rel, meta, w->reserved);
-	w->run.data.npages = 0;
+	w->meta = meta;
+	w->run.index.start = InvalidBlockNumber;
 	w->run.gen = meta->next_gen++;
+	w->chunk.start = InvalidBlockNumber;
+	w->next_chunk = RUN_CHUNK_MIN;
 	w->page = palloc(SS_PAGE_DATA_SIZE);
 	lert_run_page_init(w->page, w->run.gen);
-	w->first_fps = MemoryContextAllocHuge(CurrentMemoryContext,
-										  sizeof(uint64) * w->reserved);
+	w->index_cap = 64;
+	w->index = palloc(sizeof(LertIndexEntry) * w->index_cap);
+}
+
+/* The next free block for a data page. */
+static BlockNumber
+run_writer_block(LertRunWriter *w)
+{
+	if (w->chunk.npages == 0)
+	{
+		LertMeta   *meta = w->meta;
+		BlockNumber want = w->next_chunk;
+
+		/* the lowest free extent first, whatever its size (up to want) */
+		if (meta->nfree > 0)
+		{
+			LertExtent *f = &meta->free_ext[0];
+
+			w->chunk.start = f->start;
+			w->chunk.npages = Min(f->npages, want);
+			f->start += w->chunk.npages;
+			f->npages -= w->chunk.npages;
+			if (f->npages == 0)
+			{
+				memmove(f, f + 1, sizeof(LertExtent) * (meta->nfree - 1));
+				meta->nfree--;
+			}
+		}
+		else
+		{
+			w->chunk.start = ss_log_alloc_run(w->rel, want);
+			w->chunk.npages = want;
+		}
+		w->next_chunk = Min(w->next_chunk * 2, RUN_CHUNK_MAX);
+	}
+	w->chunk.npages--;
+	return w->chunk.start++;
 }
 
 static void
 run_writer_flush_page(LertRunWriter *w)
 {
+	BlockNumber blkno;
+
 	if (((LertRunHeader *) w->page)->nentries == 0)
 		return;
-	if (w->run.data.npages >= w->reserved)
-		elog(ERROR, "LERT run overflows its %u reserved pages", w->reserved);
-	lert_write_page(w->rel, w->run.data.start + w->run.data.npages,
-					SS_PAGE_LERT_RUN, w->page, 0, true);
-	w->run.data.npages++;
+	blkno = run_writer_block(w);
+	if (w->run.ndata == w->index_cap)
+	{
+		if (w->index_cap >= MaxBlockNumber / 2)
+			elog(ERROR, "LERT run has too many pages");
+		w->index_cap *= 2;
+		w->index = repalloc_huge(w->index, sizeof(LertIndexEntry) * w->index_cap);
+	}
+	w->index[w->run.ndata].blkno = blkno;
+	lert_write_page(w->rel, blkno, SS_PAGE_LERT_RUN, w->page, 0, true);
+	w->run.ndata++;
 	lert_run_page_init(w->page, w->run.gen);
 }
 
@@ -289,60 +316,109 @@ lert_run_writer_add(LertRunWriter *w, const LertEntry *e, const char *key)
 				 e->keylen);
 	}
 	if (((LertRunHeader *) w->page)->nentries == 1)
-		w->first_fps[w->run.data.npages] = e->fp;
+	{
+		if (w->run.ndata == w->index_cap)
+		{
+			w->index_cap *= 2;
+			w->index = repalloc_huge(w->index, sizeof(LertIndexEntry) * w->index_cap);
+		}
+		w->index[w->run.ndata].first_fp = e->fp;
+	}
 	w->run.nentries++;
 }
 
-/* Write the last data page and the index; give back what was not used. */
+/* Write the last data page and the index; give back the unused chunk. */
 void
-lert_run_writer_end(LertRunWriter *w, LertMeta *meta)
+lert_run_writer_end(LertRunWriter *w)
 {
 	char	   *area;
 	uint32		nindex;
-	LertExtent	tail;
 
 	run_writer_flush_page(w);
-	tail.start = w->run.data.start + w->run.data.npages;
-	tail.npages = w->reserved - w->run.data.npages;
-	lert_extent_free(meta, tail);
-	if (w->run.data.npages == 0)
+	lert_extent_free(w->meta, w->chunk);
+	if (w->run.ndata > 0)
 	{
-		w->run.data.start = InvalidBlockNumber;
-		w->run.index.start = InvalidBlockNumber;
-		w->run.index.npages = 0;
-		pfree(w->page);
-		pfree(w->first_fps);
-		return;
-	}
-	nindex = (w->run.data.npages + INDEX_PER_PAGE - 1) / INDEX_PER_PAGE;
-	w->run.index = lert_extent_alloc(w->rel, meta, nindex);
-	area = palloc0(SS_PAGE_DATA_SIZE);
-	for (uint32 i = 0; i < nindex; i++)
-	{
-		LertIndexHeader *h = (LertIndexHeader *) area;
-		uint32		first = i * INDEX_PER_PAGE;
-		uint32		n = Min(INDEX_PER_PAGE, w->run.data.npages - first);
+		nindex = (w->run.ndata + LERT_INDEX_PER_PAGE - 1) / LERT_INDEX_PER_PAGE;
+		w->run.index = lert_extent_alloc(w->rel, w->meta, nindex);
+		area = palloc0(SS_PAGE_DATA_SIZE);
+		for (uint32 i = 0; i < nindex; i++)
+		{
+			uint32		first = i * LERT_INDEX_PER_PAGE;
+			uint32		n = Min(LERT_INDEX_PER_PAGE, w->run.ndata - first);
 
-		memset(area, 0, SS_PAGE_DATA_SIZE);
-		h->gen = w->run.gen;
-		h->n = n;
-		memcpy(area + INDEX_HEADER, w->first_fps + first, sizeof(uint64) * n);
-		lert_write_page(w->rel, w->run.index.start + i, SS_PAGE_LERT_INDEX,
-						area, 0, true);
+			memset(area, 0, SS_PAGE_DATA_SIZE);
+			memcpy(area, &w->run.gen, sizeof(uint64));
+			memcpy(area + sizeof(uint64), &n, sizeof(uint32));
+			memcpy(area + LERT_INDEX_HEADER, w->index + first,
+				   sizeof(LertIndexEntry) * n);
+			lert_write_page(w->rel, w->run.index.start + i, SS_PAGE_LERT_INDEX,
+							area, 0, true);
+		}
+		pfree(area);
 	}
-	pfree(area);
 	pfree(w->page);
-	pfree(w->first_fps);
+	pfree(w->index);
 }
 
-/* Give a run's extents back. */
-void
-lert_run_free(LertMeta *meta, LertRun *run)
+/*
+ * Read index page i of a run into area and return its entries (*n of
+ * them), checked; NULL if it is stale (readers only: owned reports it).
+ */
+static const LertIndexEntry *
+run_index_page(Relation rel, const LertRun *run, uint32 i, char *area,
+			   uint32 *n, bool owned)
 {
-	lert_extent_free(meta, run->data);
+	BlockNumber blkno = run->index.start + i;
+	uint32		count;
+	uint32		expect = Min(LERT_INDEX_PER_PAGE, run->ndata - i * LERT_INDEX_PER_PAGE);
+
+	if (owned)
+		lert_read_page_owned(rel, blkno, SS_PAGE_LERT_INDEX, run->gen, area, NULL);
+	else if (lert_read_page(rel, blkno, SS_PAGE_LERT_INDEX, run->gen, area,
+							NULL) != LERT_OK)
+		return NULL;
+	memcpy(&count, area + sizeof(uint64), sizeof(uint32));
+	if (count != expect)
+		ss_page_corrupted(rel, blkno, "The LERT index page lists %u data pages, expected %u.",
+						  count, expect);
+	*n = count;
+	return (const LertIndexEntry *) (area + LERT_INDEX_HEADER);
+}
+
+/* Give a run's pages back (its data pages as listed by its index). */
+void
+lert_run_free(Relation rel, LertMeta *meta, LertRun *run)
+{
+	if (run->ndata > 0)
+	{
+		char	   *area = palloc(SS_PAGE_DATA_SIZE);
+		LertExtent	pending = {InvalidBlockNumber, 0};
+
+		for (uint32 i = 0; i < run->index.npages; i++)
+		{
+			uint32		n;
+			const LertIndexEntry *ix = run_index_page(rel, run, i, area, &n, true);
+
+			CHECK_FOR_INTERRUPTS();
+			for (uint32 k = 0; k < n; k++)
+			{
+				if (pending.npages > 0 &&
+					ix[k].blkno == pending.start + pending.npages)
+				{
+					pending.npages++;
+					continue;
+				}
+				lert_extent_free(meta, pending);
+				pending.start = ix[k].blkno;
+				pending.npages = 1;
+			}
+		}
+		lert_extent_free(meta, pending);
+		pfree(area);
+	}
 	lert_extent_free(meta, run->index);
 	memset(run, 0, sizeof(*run));
-	run->data.start = run->index.start = InvalidBlockNumber;
+	run->index.start = InvalidBlockNumber;
 }
 
 void
@@ -354,6 +430,8 @@ lert_run_reader_begin(LertRunReader *r, Relation rel, const LertRun *run)
 	r->off = 0;
 	r->loaded = false;
 	r->area = palloc(SS_PAGE_DATA_SIZE);
+	r->index_area = palloc(SS_PAGE_DATA_SIZE);
+	r->index_loaded = -1;
 }
 
 /* The next entry of the run in key order, or NULL; valid until the next call. */
@@ -363,13 +441,23 @@ lert_run_reader_next(LertRunReader *r)
 	for (;;)
 	{
 		const LertEntry *e;
+		const LertIndexEntry *ix;
+		uint32		n;
+		uint32		i;
 		BlockNumber blkno;
 
 		if (r->loaded && (e = lert_run_page_next(r->area, &r->off)) != NULL)
 			return e;
-		if (r->page >= r->run.data.npages)
+		if (r->page >= r->run.ndata)
 			return NULL;
-		blkno = r->run.data.start + r->page;
+		i = r->page / LERT_INDEX_PER_PAGE;
+		if ((int64) i != r->index_loaded)
+		{
+			(void) run_index_page(r->rel, &r->run, i, r->index_area, &n, true);
+			r->index_loaded = i;
+		}
+		ix = (const LertIndexEntry *) (r->index_area + LERT_INDEX_HEADER);
+		blkno = ix[r->page % LERT_INDEX_PER_PAGE].blkno;
 		lert_read_page_owned(r->rel, blkno, SS_PAGE_LERT_RUN, r->run.gen,
 							 r->area, NULL);
 		if (!lert_run_page_check(r->area, SS_PAGE_DATA_SIZE))
@@ -384,11 +472,12 @@ void
 lert_run_reader_end(LertRunReader *r)
 {
 	pfree(r->area);
+	pfree(r->index_area);
 }
 
 /*
- * Add the key's entry in a run to *out: binary search of the index pages
- * for the last data page starting below fp, then the data pages from there
+ * Add the key's entry in a run to *out: binary search of the index for
+ * the last data page starting below fp, then the data pages from there
  * while they can hold fp (equal fingerprints of different keys may span
  * pages).  Sets out->stale and stops if a page changed under the reader.
  */
@@ -397,55 +486,59 @@ lert_run_lookup(Relation rel, const LertRun *run, uint64 fp, const char *key,
 				uint32 keylen, LertDiskCount *out)
 {
 	char	   *area;
-	uint32		nindex = run->index.npages;
+	char	   *iarea;
 	uint32		lo = 0,
 				hi;
 	uint32		page;
-	uint32		lo_page = 0;
+	uint32		n;
+	const LertIndexEntry *ix;
 
-	if (run->data.npages == 0)
+	if (run->ndata == 0)
 		return;
 	area = palloc(SS_PAGE_DATA_SIZE);
+	iarea = palloc(SS_PAGE_DATA_SIZE);
 
 	/* the last index page whose first fingerprint is below fp */
-	hi = nindex;
+	hi = run->index.npages;
 	while (hi - lo > 1)
 	{
 		uint32		mid = (lo + hi) / 2;
-		uint64		first;
 
-		if (lert_read_page(rel, run->index.start + mid, SS_PAGE_LERT_INDEX,
-						   run->gen, area, NULL) != LERT_OK)
+		ix = run_index_page(rel, run, mid, iarea, &n, false);
+		if (ix == NULL)
 			goto stale;
-		memcpy(&first, area + INDEX_HEADER, sizeof(first));
-		if (first < fp)
+		if (ix[0].first_fp < fp)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	if (lert_read_page(rel, run->index.start + lo, SS_PAGE_LERT_INDEX,
-					   run->gen, area, NULL) != LERT_OK)
+	ix = run_index_page(rel, run, lo, iarea, &n, false);
+	if (ix == NULL)
 		goto stale;
 	{
-		const LertIndexHeader *h = (const LertIndexHeader *) area;
-		const uint64 *fps = (const uint64 *) (area + INDEX_HEADER);
-		uint32		n = Min(h->n, INDEX_PER_PAGE);
 		uint32		a = 0;
 
-		/* pages of this index page starting below fp */
-		while (a < n && fps[a] < fp)
+		while (a < n && ix[a].first_fp < fp)
 			a++;
-		lo_page = lo * INDEX_PER_PAGE + (a > 0 ? a - 1 : 0);
+		page = lo * LERT_INDEX_PER_PAGE + (a > 0 ? a - 1 : 0);
 	}
 
-	for (page = lo_page; page < run->data.npages; page++)
+	for (; page < run->ndata; page++)
 	{
 		uint32		off = 0;
 		const LertEntry *e;
 		bool		past = false;
-		BlockNumber blkno = run->data.start + page;
+		BlockNumber blkno;
 
 		CHECK_FOR_INTERRUPTS();
+		if (page / LERT_INDEX_PER_PAGE != lo)
+		{
+			lo = page / LERT_INDEX_PER_PAGE;
+			ix = run_index_page(rel, run, lo, iarea, &n, false);
+			if (ix == NULL)
+				goto stale;
+		}
+		blkno = ix[page % LERT_INDEX_PER_PAGE].blkno;
 		if (lert_read_page(rel, blkno, SS_PAGE_LERT_RUN, run->gen, area,
 						   NULL) != LERT_OK)
 			goto stale;
@@ -473,11 +566,13 @@ lert_run_lookup(Relation rel, const LertRun *run, uint64 fp, const char *key,
 			break;
 	}
 	pfree(area);
+	pfree(iarea);
 	return;
 
 stale:
 	out->stale = true;
 	pfree(area);
+	pfree(iarea);
 }
 
 /* ---- reports ---- */

@@ -40,7 +40,7 @@
 # pd_lsn would break WAL flushes of the page, not our code).
 #
 # Trials per access method and region (metapage, data pages):
-# STREAMSKETCH_FUZZ_TRIALS (default 24; 7 x 2 x 24 = 336 trials).  Seeds
+# STREAMSKETCH_FUZZ_TRIALS (default 24; 8 x 2 x 24 = 384 trials).  Seeds
 # are fixed, so a run is reproducible.
 
 use strict;
@@ -64,7 +64,8 @@ my $nkeys = 20000;      # keys 1..nkeys inserted
 # the counters after them (items, totals, flushes) are reported by the
 # info functions only and cannot be checked (docs/fuzz-outcomes.md)
 my $DATA = 24;
-my %meta_end = (bcms => $DATA + 144, bloom => $DATA + 136, qf => $DATA + 136);
+my %meta_end = (bcms => $DATA + 144, bloom => $DATA + 136, qf => $DATA + 136,
+	lert => $DATA + 256);
 
 my @structures = (
 	{
@@ -115,6 +116,14 @@ my @structures = (
 		lookup => "qf_count('%s', k::int8)::text",
 		info => "SELECT (i.levels, i.pages, i.items, i.total_count)::text FROM qf_info('%s') i",
 		flush => "VACUUM %s",
+	},
+	{
+		# level 0 of 1,024 keys: the 20,000 keys fill runs and report pages
+		tag => 'lert', kind => 'lert',
+		create => "SELECT lert_create('%s', 'int8', threshold => 2, buffer_size => '64kB', variant => 'cascade')",
+		lookup => "lert_count('%s', k::int8)::text",
+		info => "SELECT (i.observations, i.reports, i.level0_entries)::text FROM lert_info('%s') i",
+		flush => "SELECT lert_flush('%s')",
 	});
 
 my $node = ss_node(
@@ -239,8 +248,10 @@ for my $si (0 .. $#structures)
 		join(";\n", map { sprintf($s->{create}, $_) }
 			  ("src_$tag", "ctl_$tag", map { "t${_}_$tag" } 1 .. $ntables)));
 	my $half = $nkeys / 2;
+	# lert: every key twice, so that its reports fill report pages
+	my $reps = $s->{kind} eq 'lert' ? ', generate_series(1, 2) r' : '';
 	$node->safe_psql('postgres',
-		"INSERT INTO src_$tag SELECT g FROM generate_series(1, $half) g");
+		"INSERT INTO src_$tag SELECT g FROM generate_series(1, $half) g$reps");
 	$node->safe_psql('postgres', sprintf($s->{flush}, "src_$tag"));
 	# four more commits; the last stays in the change log (nothing reads)
 	my $step = ($nkeys - $half) / 4;
@@ -249,7 +260,7 @@ for my $si (0 .. $#structures)
 		my $from = $half + $i * $step + 1;
 		my $to = $half + ($i + 1) * $step;
 		$node->safe_psql('postgres',
-			"INSERT INTO src_$tag SELECT g FROM generate_series($from, $to) g"
+			"INSERT INTO src_$tag SELECT g FROM generate_series($from, $to) g$reps"
 		);
 		$node->safe_psql('postgres', lookups_sql($s, "src_$tag"))
 		  if $i < 3;    # consolidates the log, filling the sub-buffers
