@@ -53,6 +53,11 @@
 #define LERT_MAX_REPORT_EXTENTS 40
 #define LERT_REPORT_EXTENT_MAX	(1U << 17)	/* pages: 1 GB */
 #define LERT_CHANNEL_LEN		64	/* NAMEDATALEN */
+/*
+ * Level 0 is meant to stay in memory: a round keeps its changed pages in
+ * backend memory, and a flush collects what it keeps in one buffer.
+ */
+#define LERT_MAX_BUFFER_KB		(1024 * 1024)
 
 /*
  * An entry's key can take at most this many bytes: entries never span

@@ -118,11 +118,11 @@ lert_derive(LertParams *p)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("a LERT cannot have %u cones", p->ncones),
 				 errhint("Use a power of two from 1 to %d.", LERT_MAX_CONES)));
-	if (p->buffer_kb < 64 || p->buffer_kb > 16 * 1024 * 1024)
+	if (p->buffer_kb < 64 || p->buffer_kb > LERT_MAX_BUFFER_KB)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("LERT level-0 size %u kB is out of range", p->buffer_kb),
-				 errhint("Use a size from 64kB to 16GB.")));
+				 errhint("Use a size from 64kB to 1GB.")));
 	if (p->hash_bits < 1 || p->hash_bits > 64)
 		elog(ERROR, "invalid LERT fingerprint width %u", p->hash_bits);
 	g->level0_capacity = Max((int64) p->buffer_kb * 1024 / p->ncones /
@@ -227,7 +227,7 @@ lert_params_from_label(Relation rel, const char *label, void *st)
 	p->geom.nlevels = (uint32) ss_label_int("levels", v[4], 1, LERT_MAX_LEVELS);
 	p->geom.tau[1] = -1;
 	lert_parse_taus(v[5], &p->geom);
-	p->buffer_kb = (uint32) ss_label_int("buffer_size_kb", v[6], 64, 16 * 1024 * 1024);
+	p->buffer_kb = (uint32) ss_label_int("buffer_size_kb", v[6], 64, LERT_MAX_BUFFER_KB);
 	p->ncones = (uint32) ss_label_int("cones", v[7], 1, LERT_MAX_CONES);
 	channel = v[8];
 	if (strcmp(channel, "\"\"") == 0)
@@ -708,7 +708,7 @@ lert_init(void)
 	DefineCustomIntVariable("streamsketch.lert_buffer_size",
 							"Default size of level 0 of new lert tables.",
 							"Level 0 takes the observations in hot pages; its capacity is this size over 64 bytes per key.",
-							&ss_lert_buffer_size_kb, 4096, 64, 16 * 1024 * 1024,
+							&ss_lert_buffer_size_kb, 4096, 64, LERT_MAX_BUFFER_KB,
 							PGC_USERSET, GUC_UNIT_KB, NULL, assign_lert_buffer_size, NULL);
 	DefineCustomIntVariable("streamsketch.lert_cones",
 							"Default number of cones (hash partitions) of new lert tables.",

@@ -601,12 +601,12 @@ lert_create(PG_FUNCTION_ARGS)
 		const char *hint = NULL;
 
 		if (!parse_int(s, &kb, GUC_UNIT_KB, &hint) || kb < 64 ||
-			kb > 16 * 1024 * 1024)
+			kb > LERT_MAX_BUFFER_KB)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("invalid LERT level-0 size \"%s\"", s),
 					 hint ? errhint("%s", hint) :
-					 errhint("Use a size from 64kB to 16GB, such as '4MB'.")));
+					 errhint("Use a size from 64kB to 1GB, such as '4MB'.")));
 		p->buffer_kb = (uint32) kb;
 	}
 	if (!PG_ARGISNULL(7))
