@@ -27,6 +27,12 @@
  * cone's new level 0 out of place and installs them, with its reports and
  * a settle, in one metapage record.
  *
+ * Locking: consolidators (rounds, lert_flush, VACUUM) serialize on the
+ * change log's consolidation lock and are the only writers of every page
+ * but the log's.  Buffer locks are taken one page at a time everywhere: a
+ * page is copied in or written out under its own lock, never while
+ * another is held, and the metapage is locked alone (installs, readers).
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef LERT_H
@@ -131,8 +137,6 @@ typedef struct LertMeta
 								 * head); added with the head's move */
 	uint64		settled_pos;	/* log position: see above */
 	int64		nreports;		/* valid reports */
-	int64		notified_upto;	/* reports whose NOTIFY committed */
-	TransactionId notify_xid;	/* the transaction that notified the rest */
 	uint32		nreport_ext;
 	LertExtent	report_ext[LERT_MAX_REPORT_EXTENTS];
 	uint32		report_tail;	/* page index (over the extents) of the last

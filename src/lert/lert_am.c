@@ -290,7 +290,6 @@ lert_check_meta(Relation rel, const void *metap)
 	if (memcmp(&d, &meta->params, sizeof(d)) != 0)
 		elog(ERROR, "the parameters differ from what they derive");
 	if (meta->stream_pos < 0 || meta->nreports < 0 ||
-		meta->notified_upto < 0 || meta->notified_upto > meta->nreports ||
 		meta->nreport_ext > LERT_MAX_REPORT_EXTENTS ||
 		meta->nfree > LERT_MAX_FREE_EXTENTS || meta->merges < 0)
 		elog(ERROR, "a counter is out of range");

@@ -179,8 +179,6 @@ lert_round_install(LertRound *r, uint64 settle)
 	m = ss_meta_register(r->rel, SS_KIND_LERT, state, &buf);
 	m->settled_pos = r->meta.settled_pos;
 	m->nreports = r->meta.nreports;
-	m->notified_upto = r->meta.notified_upto;
-	m->notify_xid = r->meta.notify_xid;
 	m->nreport_ext = r->meta.nreport_ext;
 	memcpy(m->report_ext, r->meta.report_ext, sizeof(m->report_ext));
 	m->report_tail = r->meta.report_tail;

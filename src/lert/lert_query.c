@@ -17,6 +17,8 @@
 #include "postgres.h"
 
 #include "access/relation.h"
+#include "access/xact.h"
+#include "access/xlog.h"
 #include "access/tableam.h"
 #include "catalog/pg_type.h"
 #include "executor/tuptable.h"
@@ -400,6 +402,14 @@ lert_count(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(count);
 }
 
+/*
+ * The reported flag lives with the key's entries, and a round writes the
+ * level-0 pages back after it made its reports valid: wait for a round in
+ * progress (and consolidate what is committed), so that a key whose
+ * report lert_reports already shows is seen reported.  A standby cannot
+ * wait for the primary's rounds: there a report can show in lert_reports
+ * while the round that made it is still being replayed.
+ */
 Datum
 lert_reported(PG_FUNCTION_ARGS)
 {
@@ -408,6 +418,8 @@ lert_reported(PG_FUNCTION_ARGS)
 	int64		count;
 	bool		reported;
 
+	if (!RecoveryInProgress() && !IsInParallelMode())
+		(void) ss_log_consolidate(rel, true);
 	lert_lookup(rel, st, key_arg(fcinfo, st), &count, &reported);
 	relation_close(rel, AccessShareLock);
 	PG_RETURN_BOOL(reported);

@@ -17,6 +17,8 @@
 #  2. An immediate stop changes nothing either.
 #  3. A streaming standby answers exactly like the primary.
 #  4. An UNLOGGED lert is empty after the crash and usable.
+#  5. NOTIFY reaches a listener once per report, at the commit of the
+#     transaction that made it.
 
 use strict;
 use warnings;
@@ -159,5 +161,25 @@ $node->safe_psql('postgres',
 	"INSERT INTO l_unl SELECT 7 FROM generate_series(1, 30)");
 is($node->safe_psql('postgres', "SELECT key FROM l_unl"), '7',
 	'the unlogged lert reports again');
+
+# 5. NOTIFY: the session that consolidates sends one notification per
+# report at its commit; a LISTENing session gets it, and nothing for a
+# key whose observations rolled back
+$node->safe_psql('postgres',
+	"SELECT lert_create('l_notify', 'text', threshold => 5, variant => 'immediate', notify => 'heavy')");
+my ($nret, $nout, $nerr) = $node->psql(
+	'postgres', q{
+LISTEN heavy;
+BEGIN;
+INSERT INTO l_notify SELECT 'rolled back' FROM generate_series(1, 5);
+ROLLBACK;
+INSERT INTO l_notify SELECT 'k' || g % 3 FROM generate_series(1, 14) g;
+SELECT count(*) FROM l_notify;
+});
+my @got = sort ($nout =~ /Asynchronous notification "heavy" with payload "([^"]*)" received/g);
+is(join(',', @got), 'k1,k2',
+	'the consolidating session notifies each report once, at its commit, nothing rolled back');
+is($node->safe_psql('postgres', 'SELECT string_agg(key, \',\' ORDER BY key) FROM l_notify'),
+	'k1,k2', 'the notified keys are the reports');
 
 done_testing();

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <math.h>
+#include <time.h>
 
 #include "lert_core.h"
 #include "lert_page.h"
@@ -774,15 +775,67 @@ test_pages(void)
 	}
 }
 
+/*
+ * --bench N ACTIVE C0: the in-RAM reference of the lert benchmark
+ * (test/bench/lert_bench.py): a count_stretch LERT with every level in
+ * memory over N observations of the Firehose-like generator with ACTIVE
+ * slots; prints one JSON line with its throughput (generation not timed).
+ */
+static int
+bench_inram(int64 n, uint32 active, int64 c0)
+{
+	Stream		s;
+	Sim			sim;
+	LertGeom	g;
+	struct timespec t0,
+				t1;
+	double		secs;
+
+	memset(&g, 0, sizeof(g));
+	g.variant = LERT_COUNT_STRETCH;
+	g.threshold = 24;
+	g.growth = 4;
+	g.nlevels = 3;
+	g.level0_capacity = c0;
+	lert_default_taus(4, 3, g.tau);
+	rng_state = 1;
+	s.ids = xmalloc(sizeof(uint32) * n);
+	gen_firehose(&s, n, active);
+
+	memset(&sim, 0, sizeof(sim));
+	sim.g = g;
+	sim.seed = UINT64CONST(0x5eed5eed12345678);
+	sim.nkeys = s.nkeys;
+	sim.rep = xmalloc(sizeof(LertReport) * s.nkeys);
+	sim.reported = xmalloc(sizeof(bool) * s.nkeys);
+	memset(sim.reported, 0, sizeof(bool) * s.nkeys);
+	sim.l0_limit = g.level0_capacity;
+	l0_reset(&sim, sim.l0_limit);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int64 p = 0; p < s.n; p++)
+		sim_observe(&sim, id_key(&sim, s.ids[p]), p);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	secs = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	printf("{\"n\": %lld, \"active\": %u, \"level0_capacity\": %lld, \"keys\": %u, "
+		   "\"reports\": %lld, \"flushes\": %llu, \"seconds\": %.3f, \"obs_per_s\": %.0f}\n",
+		   (long long) n, active, (long long) c0, s.nkeys, (long long) sim.nreports,
+		   (unsigned long long) sim.flushes, secs, n / secs);
+	return failures ? 1 : 0;
+}
+
 int
 main(int argc, char **argv)
 {
-	int64		n = argc > 1 ? atoll(argv[1]) : 1000000;
+	int64		n;
 	int64		c0 = argc > 2 ? atoll(argv[2]) : 4096;
 	Stream		s;
 	LertGeom	geoms[8];
 	const char *labels[8];
 	int			ngeoms = 0;
+
+	if (argc == 5 && strcmp(argv[1], "--bench") == 0)
+		return bench_inram(atoll(argv[2]), (uint32) atol(argv[3]), atoll(argv[4]));
+	n = argc > 1 ? atoll(argv[1]) : 1000000;
 
 	test_fingerprints();
 	test_rules();
