@@ -122,7 +122,7 @@ FROM generate_series(1, 100000) i;
 SELECT bloom_create('sp_plain', 'int8', capacity => 100000, fp_rate => 0.001,
 					mode => 'plain');
 SELECT bloom_create('sp_elevator', 'int8', capacity => 100000, fp_rate => 0.001,
-					mode => 'elevator', buffer_size => '1MB');
+					mode => 'elevator', buffer_size => '4MB');
 SET streamsketch.change_log_limit = '64MB';
 INSERT INTO sp_plain SELECT i FROM generate_series(1, 100000) i;
 INSERT INTO sp_elevator SELECT i FROM generate_series(1, 100000) i;
@@ -154,6 +154,37 @@ SELECT step, temp_files - lag(temp_files) OVER (ORDER BY n) >= 2 AS spilled
 FROM temp_files ORDER BY n OFFSET 1;
 SELECT count(*) FILTER (WHERE NOT bloom_contains('sp_plain', i)) AS fn_plain,
 	   count(*) FILTER (WHERE NOT bloom_contains('sp_elevator', i)) AS fn_elevator
+FROM generate_series(1, 100000) i;
+
+-- A round of at least half an elevator buffer's capacity (one large
+-- transaction here) is set with the buffered entries in one elevator pass
+-- (one flush), not in one pass per sub-buffer that fills.
+SELECT bloom_create('sp_big', 'int8', capacity => 100000, fp_rate => 0.001,
+					mode => 'elevator', buffer_size => '64kB');
+INSERT INTO sp_big SELECT i FROM generate_series(1, 100000) i;
+SELECT items, buffered_entries, flushes,
+	   bits_set = (SELECT bits_set FROM bloom_info('bf_elevator')) AS same_bits_as_bulk
+FROM bloom_info('sp_big');
+
+-- A larger filter whose ranges of pages do not fit in 64kB as bitmaps:
+-- each range is sorted and set in parts; the bits equal those of the same
+-- keys consolidated in the default memory (each range set as a bitmap).
+SELECT bloom_create('sp_parts', 'int8', capacity => 1000000, fp_rate => 0.001,
+					mode => 'plain');
+SELECT bloom_create('sp_parts_ref', 'int8', capacity => 1000000, fp_rate => 0.001,
+					mode => 'plain');
+SET streamsketch.change_log_limit = '64MB';
+INSERT INTO sp_parts SELECT i FROM generate_series(1, 100000) i;
+INSERT INTO sp_parts_ref SELECT i FROM generate_series(1, 100000) i;
+RESET streamsketch.change_log_limit;
+SET work_mem = '64kB';
+SET streamsketch.pending_memory = '64kB';
+SELECT items, pages FROM bloom_info('sp_parts');
+RESET work_mem;
+RESET streamsketch.pending_memory;
+SELECT r.items = p.items AND r.bits_set = p.bits_set AS same_bits
+FROM bloom_info('sp_parts') p, bloom_info('sp_parts_ref') r;
+SELECT count(*) FILTER (WHERE NOT bloom_contains('sp_parts', i)) AS fn_parts
 FROM generate_series(1, 100000) i;
 
 -- false-positive rate on 10^6 absent keys, every insert applied to the

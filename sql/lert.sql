@@ -169,6 +169,27 @@ INSERT INTO lt_text SELECT 'short ' || g % 3 FROM generate_series(1, 75) g;
 SELECT left(key, 3) AS key, length(key) AS len, lert_count('lt_text', key) AS count
 FROM lt_text ORDER BY key;
 
+-- long keys, toasted in their source table: stored compressed, compared
+-- whole (the fourth key differs from the first in its last byte only)
+CREATE TABLE lt_long_src (key text);
+INSERT INTO lt_long_src
+SELECT repeat('heavy hitter ' || g % 3 || ' ', 2000) || g % 3 FROM generate_series(1, 30) g
+UNION ALL
+SELECT repeat('heavy hitter 0 ', 2000) || '1' FROM generate_series(1, 5);
+SELECT count(*) AS rows, count(*) FILTER (WHERE pg_column_size(key) < length(key)) AS compressed
+FROM lt_long_src;
+SELECT lert_create('lt_long', 'text', threshold => 10, variant => 'immediate');
+INSERT INTO lt_long SELECT key FROM lt_long_src;
+SELECT length(key) AS len, right(key, 3) AS ending, lert_count('lt_long', key) AS count,
+       key IN (SELECT key FROM lt_long_src) AS same_key
+FROM lt_long ORDER BY key;
+SELECT lert_count('lt_long', repeat('heavy hitter 0 ', 2000) || '1') AS fourth,
+       lert_reported('lt_long', repeat('heavy hitter 0 ', 2000) || '1') AS reported,
+       lert_count('lt_long', repeat('heavy hitter 0 ', 2000) || '2') AS never_seen;
+SELECT lert_flush('lt_long') AS flush_reports;
+SELECT length(key) AS len, right(key, 3) AS ending, count, first_position, reported_position
+FROM lert_reports('lt_long') ORDER BY report_id;
+
 CREATE TYPE lt_pair AS (a int, b text);
 CREATE TABLE lt_comp (key lt_pair) USING lert;
 INSERT INTO lt_comp SELECT ROW(g % 2, 'x' || g % 3)::lt_pair FROM generate_series(1, 150) g;
@@ -212,7 +233,7 @@ SELECT pg_temp.lert_error($$SELECT lert_create('bad', 'int', buffer_size => '8kB
 SELECT pg_temp.lert_error($$SELECT lert_create(NULL, 'int')$$);
 SELECT pg_temp.lert_error($$CREATE TABLE bad (k int, c text) USING lert$$);
 SELECT pg_temp.lert_error($$CREATE TABLE bad (k int, c int, d int) USING lert$$);
-SELECT pg_temp.lert_error($$INSERT INTO lt_text VALUES (repeat('x', 3000))$$);
+SELECT pg_temp.lert_error($$INSERT INTO lt_text SELECT string_agg(md5(g::text), '') FROM generate_series(1, 100) g$$);
 SELECT pg_temp.lert_error($$INSERT INTO lt_weighted VALUES ('a', -1)$$);
 SELECT pg_temp.lert_error($$SELECT lert_count('lt_stream', 1)$$);
 SELECT pg_temp.lert_error($$SELECT lert_count('lt_cs', 'x'::text)$$);

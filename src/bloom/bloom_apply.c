@@ -125,6 +125,8 @@ log_feed_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	la->fn(bloom_record_h2(la->feed->rel, hdr, payload, NULL), la->arg);
 }
 
+static void buffer_feed_run(HashFeed *feed, BloomHashFn fn, void *arg);
+
 static void
 log_feed_run(HashFeed *feed, BloomHashFn fn, void *arg)
 {
@@ -132,6 +134,17 @@ log_feed_run(HashFeed *feed, BloomHashFn fn, void *arg)
 
 	feed->count = 0;
 	ss_cons_foreach(feed->cons, log_feed_record, &la);
+}
+
+/*
+ * The elevator's sub-buffers, then a consolidation round's records (a
+ * round too large for the buffer, bloom_consolidate); count: the records.
+ */
+static void
+buffer_and_log_feed_run(HashFeed *feed, BloomHashFn fn, void *arg)
+{
+	buffer_feed_run(feed, fn, arg);
+	log_feed_run(feed, fn, arg);
 }
 
 /* Every entry of the elevator's sub-buffers, then the extra entries. */
@@ -328,12 +341,53 @@ bloom_set_sorted_bits(Relation rel, uint64 *bits, Size n)
 	return nnew;
 }
 
-/* Set the positions spilled to the file of range `range`, then drop it. */
+/* OR the words add[] into bit page `page`; returns the new bits. */
+static int64
+bloom_or_page_words(Relation rel, uint32 page, const uint64 *add)
+{
+	SSXLogState *state = ss_xlog_start(rel);
+	Buffer		buf;
+	uint64	   *words;
+	int64		nnew = 0;
+
+	words = (uint64 *) SSPageGetData(ss_lock_page_for_write(rel, state, 1 + page,
+															SS_PAGE_BLOOM_BITS,
+															SS_PAGE_DATA_SIZE,
+															&buf, NULL));
+	for (uint32 w = 0; w < BLOOM_PAGE_WORDS; w++)
+	{
+		uint64		fresh = add[w] & ~words[w];
+
+		if (fresh != 0)
+		{
+			nnew += pg_popcount64(fresh);
+			words[w] |= fresh;
+		}
+	}
+	if (nnew > 0)
+		ss_xlog_finish(state);
+	else
+		ss_xlog_abort(state);
+	UnlockReleaseBuffer(buf);
+	return nnew;
+}
+
+/*
+ * Set the positions spilled to the file of range `range`, then drop it.
+ * If a bitmap of the range's pages fits in the collector's memory, the
+ * positions are ORed into it and each page is written once, however many
+ * positions the range holds (a round many times larger than memory);
+ * otherwise they are sorted and set in parts of memory's size, each part
+ * writing the pages it touches.
+ */
 static int64
 bloom_set_spilled_range(BitCollector *bc, uint32 range)
 {
 	BufFile    *file = bc->files[range];
-	uint64		first = (uint64) range * bc->range_pages * BLOOM_PAGE_BITS;
+	uint32		first_page = range * bc->range_pages;
+	uint32		npages = Min(bc->range_pages, bc->p->npages - first_page);
+	uint64		first = (uint64) first_page * BLOOM_PAGE_BITS;
+	bool		bitmap = (Size) npages * BLOOM_PAGE_WORDS <= bc->maxbits;
 	uint32		chunk[1024];
 	int64		nnew = 0;
 	size_t		nread;
@@ -342,17 +396,29 @@ bloom_set_spilled_range(BitCollector *bc, uint32 range)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not rewind temporary file of bloom filter bit positions")));
+	if (bitmap)
+	{
+		if (bc->allocated < (Size) npages * BLOOM_PAGE_WORDS)
+		{
+			bc->allocated = (Size) npages * BLOOM_PAGE_WORDS;
+			bc->bits = repalloc(bc->bits, sizeof(uint64) * bc->allocated);
+		}
+		memset(bc->bits, 0, sizeof(uint64) * npages * BLOOM_PAGE_WORDS);
+	}
 	bc->nbits = 0;
 	do
 	{
 		nread = BufFileRead(file, chunk, sizeof(chunk)) / sizeof(uint32);
 		for (size_t i = 0; i < nread; i++)
 		{
-			/*
-			 * A range holding more positions than memory (improbable with
-			 * uniform hashes) is set in parts; its pages are then written
-			 * once per part.
-			 */
+			if (bitmap)
+			{
+				if (chunk[i] >= npages * BLOOM_PAGE_BITS)
+					elog(ERROR, "bloom filter bit offset %u beyond its range of %u pages",
+						 chunk[i], npages);
+				bloom_set_bit(bc->bits, chunk[i]);
+				continue;
+			}
 			if (bc->nbits == bc->maxbits)
 			{
 				nnew += bloom_set_sorted_bits(bc->rel, bc->bits, bc->nbits);
@@ -362,7 +428,22 @@ bloom_set_spilled_range(BitCollector *bc, uint32 range)
 		}
 		CHECK_FOR_INTERRUPTS();
 	} while (nread > 0);
-	nnew += bloom_set_sorted_bits(bc->rel, bc->bits, bc->nbits);
+	if (bitmap)
+	{
+		for (uint32 pg = 0; pg < npages; pg++)
+		{
+			const uint64 *add = bc->bits + (Size) pg * BLOOM_PAGE_WORDS;
+			bool		any = false;
+
+			CHECK_FOR_INTERRUPTS();
+			for (uint32 w = 0; w < BLOOM_PAGE_WORDS && !any; w++)
+				any = add[w] != 0;
+			if (any)
+				nnew += bloom_or_page_words(bc->rel, first_page + pg, add);
+		}
+	}
+	else
+		nnew += bloom_set_sorted_bits(bc->rel, bc->bits, bc->nbits);
 	bc->nbits = 0;
 	BufFileClose(file);
 	bc->files[range] = NULL;
@@ -672,6 +753,28 @@ bloom_consolidate(SSConsolidation *c)
 		feed.max_hashes = c->nrecords;
 		stats->bits_set += bloom_apply_global(c->rel, p, &feed);
 		stats->items += feed.count;
+	}
+	else if (p->mode == BLOOM_MODE_ELEVATOR &&
+			 c->nrecords >= (uint64) p->nsubbufs * p->subbuf_cap / 2)
+	{
+		/*
+		 * A round of at least half the buffer's capacity (a large
+		 * transaction) would fill sub-buffers many times over, each fill an
+		 * elevator pass over every bit page: set it with the buffered
+		 * entries in one pass instead, as an elevator flush does.
+		 */
+		HashFeed	feed;
+
+		memset(&feed, 0, sizeof(feed));
+		feed.run = buffer_and_log_feed_run;
+		feed.rel = c->rel;
+		feed.p = p;
+		feed.cons = c;
+		feed.max_hashes = (uint64) p->nsubbufs * p->subbuf_cap + c->nrecords;
+		stats->bits_set += bloom_apply_global(c->rel, p, &feed);
+		elevator_clear(c->rel, p);
+		stats->items += feed.count;
+		stats->flushes++;
 	}
 	else
 	{

@@ -66,12 +66,26 @@
 #define LERT_MAX_BUFFER_KB		(1024 * 1024)
 
 /*
- * An entry's key can take at most this many bytes: entries never span
- * pages, and a page must take a few of them (a level-0 page that holds
- * only kept keys must still take a new one after a flush; a run page
- * wastes at most one entry's size at its end).
+ * Keys of up to LERT_INLINE_KEY_BYTES are stored as they are.  A longer
+ * varlena key (a toasted text, say) is stored compressed (pglz) as a
+ * LertLongKey header and the compressed bytes, zero-padded to more than
+ * LERT_INLINE_KEY_BYTES: the stored length tells the two forms apart, and
+ * two keys are equal iff their stored forms are, as compression is
+ * deterministic.  This is btree's rule for index rows: the key must fit a
+ * page after compression.  A stored key takes at most LERT_MAX_KEY_BYTES:
+ * entries never span pages, and an empty level-0 page must take any entry
+ * (a page full of keys kept at level 0 is emptied by a flush); a run page
+ * wastes at most one entry's size at its end.
  */
-#define LERT_MAX_KEY_BYTES	2000
+#define LERT_INLINE_KEY_BYTES	2000
+#define LERT_MAX_KEY_BYTES		2400
+#define LERT_MAX_LONG_KEY_BYTES (1024 * 1024)	/* before compression */
+
+typedef struct LertLongKey
+{
+	uint32		rawlen;			/* the key's length */
+	uint32		complen;		/* compressed bytes after the header */
+} LertLongKey;
 
 /* Parameters: frozen into the metapage (and the table's label). */
 typedef struct LertParams

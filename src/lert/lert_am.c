@@ -19,6 +19,7 @@
 #include "access/tableam.h"
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
+#include "common/pg_lzcompress.h"
 #include "executor/tuptable.h"
 #include "lert.h"
 #include "miscadmin.h"
@@ -389,6 +390,78 @@ lert_get_state(Relation rel)
 
 /* ---- keys ---- */
 
+/* The fingerprint of a key's bytes (all of them, before any compression). */
+static uint64
+lert_bytes_fingerprint(const LertState *st, const char *b, Size n)
+{
+	uint64		fp = ss_hash_bytes(b, n, st->p.seed).h1;
+
+	if (st->p.hash_bits < 64)
+		fp &= ~(PG_UINT64_MAX >> st->p.hash_bits);
+	return fp;
+}
+
+/*
+ * The stored form of a long key (see LERT_INLINE_KEY_BYTES), palloc'd, or
+ * NULL if it does not compress enough.
+ */
+static char *
+lert_compress_key(const char *raw, Size n, uint32 *stored_len)
+{
+	/* compress whatever repeats; deterministic for given bytes */
+	static const PGLZ_Strategy strategy = {
+		0, LERT_MAX_LONG_KEY_BYTES, 0, INT_MAX, 128, 6
+	};
+	LertLongKey hdr;
+	char	   *out;
+	int32		clen;
+
+	Assert(n > LERT_INLINE_KEY_BYTES);
+	if (n > LERT_MAX_LONG_KEY_BYTES)
+		return NULL;
+	/* zeroed: the padding is part of the stored form */
+	out = palloc0(sizeof(LertLongKey) + PGLZ_MAX_OUTPUT(n));
+	clen = pglz_compress(raw, (int32) n, out + sizeof(LertLongKey), &strategy);
+	if (clen < 0 || sizeof(LertLongKey) + clen > LERT_MAX_KEY_BYTES)
+	{
+		pfree(out);
+		return NULL;
+	}
+	hdr.rawlen = (uint32) n;
+	hdr.complen = (uint32) clen;
+	memcpy(out, &hdr, sizeof(hdr));
+	*stored_len = Max((uint32) (sizeof(LertLongKey) + clen), LERT_INLINE_KEY_BYTES + 1);
+	return out;
+}
+
+/* A long key's varlena from its stored form; XX001 if that is damaged. */
+static struct varlena *
+lert_decompress_key(const char *stored, uint32 len)
+{
+	LertLongKey hdr;
+	struct varlena *v;
+
+	memcpy(&hdr, stored, sizeof(hdr));
+	if (len <= LERT_INLINE_KEY_BYTES || len > LERT_MAX_KEY_BYTES ||
+		hdr.complen > len - sizeof(hdr) ||
+		hdr.rawlen <= LERT_INLINE_KEY_BYTES || hdr.rawlen > LERT_MAX_LONG_KEY_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("a compressed LERT key is damaged"),
+				 errdetail("It claims %u bytes compressed to %u in %u stored bytes.",
+						   hdr.rawlen, hdr.complen, len)));
+	v = palloc(VARHDRSZ + hdr.rawlen);
+	SET_VARSIZE(v, VARHDRSZ + hdr.rawlen);
+	if (pglz_decompress(stored + sizeof(hdr), (int32) hdr.complen, VARDATA(v),
+						(int32) hdr.rawlen, true) != (int32) hdr.rawlen)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("a compressed LERT key is damaged"),
+				 errdetail("Its %u compressed bytes do not give %u bytes.",
+						   hdr.complen, hdr.rawlen)));
+	return v;
+}
+
 /*
  * The key's fingerprint, and the bytes stored with its entry (*bytes,
  * *len; none for a fixed key).  *free_bytes: *bytes was palloc'd.
@@ -448,19 +521,30 @@ lert_key_fingerprint(const LertState *st, Datum key, char **bytes,
 		b = DatumGetCString(key);
 		n = strlen(b);
 	}
-	if (n > LERT_MAX_KEY_BYTES)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("a LERT key can take at most %u bytes, this one takes %zu",
-						LERT_MAX_KEY_BYTES, n),
-				 errdetail("Keys are stored whole with their counts so that two keys never share one."),
-				 errhint("Insert a digest of the key, such as md5(key), instead.")));
-	fp = ss_hash_bytes(b, n, st->p.seed).h1;
-	if (st->p.hash_bits < 64)
-		fp &= ~(PG_UINT64_MAX >> st->p.hash_bits);
+	if (n > LERT_INLINE_KEY_BYTES)
+	{
+		uint32		stored_len;
+		char	   *stored = st->keylen == -1 ? lert_compress_key(b, n, &stored_len) : NULL;
+
+		if (stored == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("a LERT key of %zu bytes is too long", n),
+					 errdetail("Keys are stored whole with their counts so that two keys never share one: up to %u bytes as they are, longer ones compressed to at most %u bytes.",
+							   LERT_INLINE_KEY_BYTES,
+							   LERT_MAX_KEY_BYTES - (uint32) sizeof(LertLongKey)),
+					 errhint("Insert a digest of the key, such as md5(key), instead.")));
+		fp = lert_bytes_fingerprint(st, b, n);
+		if (*free_bytes)
+			pfree(b);
+		*bytes = stored;
+		*len = stored_len;
+		*free_bytes = true;
+		return fp;
+	}
 	*bytes = b;
 	*len = (uint32) n;
-	return fp;
+	return lert_bytes_fingerprint(st, b, n);
 }
 
 /* A pass-by-value Datum from its typlen bytes (as store_att_byval wrote). */
@@ -531,7 +615,11 @@ lert_key_datum(const LertState *st, uint64 fp, const char *bytes, uint32 len)
 	}
 	if (st->keylen == -1)
 	{
-		struct varlena *v = palloc(VARHDRSZ + len);
+		struct varlena *v;
+
+		if (len > LERT_INLINE_KEY_BYTES)
+			return PointerGetDatum(lert_decompress_key(bytes, len));
+		v = palloc(VARHDRSZ + len);
 
 		SET_VARSIZE(v, VARHDRSZ + len);
 		memcpy(VARDATA(v), bytes, len);
