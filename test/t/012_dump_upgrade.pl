@@ -23,6 +23,11 @@
 # pg_restore --no-security-labels creates the structures with the restoring
 # session's settings (documented).
 #
+# A lert's rows are its reports, so a dump carries them (README): restored,
+# each reported key comes back as one observation (no count column) or as
+# its count at the report (a count column, which reports it again with
+# that count); the parameters are the source's.
+#
 # pg_upgrade (copy mode) keeps the shape, parameters, counters, contents
 # and label of every structure, and they stay usable.
 #
@@ -417,6 +422,20 @@ SET streamsketch.qf_buffer_size = '8kB';
 CREATE TABLE h_child2 (k int8, c int4) INHERITS (hparent2) USING cascade_filter;
 RESET ALL;
 ALTER TABLE h_child2 OWNER TO ss_owner;
+
+-- lert: a constructor, and settings + CREATE TABLE (with a count column)
+SELECT lert_create('lert_fn', 'int8', threshold => 5, variant => 'time_stretch',
+                   age_bits => 2, growth => 8, buffer_size => '64kB', notify => 'hot');
+SET ROLE ss_owner;
+SET streamsketch.lert_threshold = 7;
+SET streamsketch.lert_variant = 'immediate';
+SET streamsketch.lert_growth = 2;
+SET streamsketch.lert_levels = 2;
+SET streamsketch.lert_buffer_size = '128kB';
+SET streamsketch.lert_cones = 2;
+CREATE TABLE app.lert_guc (k text, c int4) USING lert;
+RESET ALL;
+RESET ROLE;
 });
 
 my @all = map { $_->{t} } @S;
@@ -483,6 +502,86 @@ like($src->{cf_fn}{info}, qr/^\(cascade_filter,30000,0\.005,\d+,\d+,\d+,[2-9],/,
 foreach my $t (@all)
 {
 	isnt($src->{$t}{answers}, empty_answers($t), "source: $t answers are not empty");
+}
+
+# lert: filled so that some keys are reported (lert_fn: keys 0..9 reach 5;
+# app.lert_guc: k1, k2 and k4 reach 7, k2 inside a row of count 2, and an
+# immediate lert reports the count at the T-th observation), then
+# flushed, so that reading the source (the dumps) changes nothing
+my %LERT = (lert_fn => 'g::int8', 'app.lert_guc' => "'k' || g");
+my @lerts = sort keys %LERT;
+$old->safe_psql(
+	'src', q{
+INSERT INTO lert_fn SELECT i % 50 FROM generate_series(1, 200) i;
+INSERT INTO lert_fn SELECT i % 10 FROM generate_series(1, 20) i;
+INSERT INTO app.lert_guc SELECT 'k' || (i % 30), i % 3 FROM generate_series(1, 90) i;
+INSERT INTO app.lert_guc SELECT 'k' || (i % 5), 2 FROM generate_series(1, 10) i;
+SELECT lert_flush('lert_fn'), lert_flush('app.lert_guc');
+});
+
+# { lert => { kind => value } }
+sub lert_collect
+{
+	my ($node, $db) = @_;
+	my %v;
+	foreach my $t (@lerts)
+	{
+		my $key = $LERT{$t};
+		my %q = (
+			params => "SELECT row(variant, threshold, age_bits, growth, levels, "
+			  . "level_thresholds, cones, level0_capacity, notify, seed)::text "
+			  . "FROM lert_info('$t')",
+			label => "SELECT coalesce(label, '(none)') FROM pg_seclabels "
+			  . "WHERE provider = 'streamsketch' AND objoid = '$t'::regclass",
+			rows => "SELECT coalesce(string_agg(r::text, ';' ORDER BY r::text), '(none)') "
+			  . "FROM $t r",
+			counts => "SELECT string_agg(lert_count('$t', $key)::text, ',' ORDER BY g) "
+			  . 'FROM generate_series(-20, 30) g',
+			# what a restore of the reports gives: one observation per
+			# reported key without a count column, its count at the report
+			# with one
+			restored_counts => "SELECT string_agg(coalesce((SELECT CASE WHEN "
+			  . "'$t' = 'lert_fn' THEN 1 ELSE r.count END FROM lert_reports('$t') r "
+			  . "WHERE r.key = ($key)::text), 0)::text, ',' ORDER BY g) "
+			  . 'FROM generate_series(-20, 30) g',
+			info => "SELECT i::text FROM lert_info('$t') i",
+			reports => "SELECT string_agg(r::text, ';' ORDER BY report_id) "
+			  . "FROM lert_reports('$t') r");
+		$v{$t}{$_} = query($node, $db, $q{$_}) foreach keys %q;
+	}
+	return \%v;
+}
+my $lsrc = lert_collect($old, 'src');
+is($lsrc->{lert_fn}{rows}, join(';', map { "($_)" } sort { "($a)" cmp "($b)" } 0 .. 9),
+	'source: lert_fn reported keys 0..9');
+is($lsrc->{'app.lert_guc'}{rows}, '(k1,7);(k2,7);(k4,7)',
+	'source: app.lert_guc reported k1, k2 and k4 with their counts');
+is($lsrc->{lert_fn}{params}, '(time_stretch,5,2,8,3,"{2,1,1}",1,1024,hot,1592598101)',
+	'source: lert_fn has the constructor\'s parameters');
+is($lsrc->{'app.lert_guc'}{params},
+	'(immediate,7,1,2,2,"{1,1}",2,1024,,1592598101)',
+	'source: app.lert_guc has the settings\' parameters');
+
+# the checks of a restored database's lerts: the source's parameters and
+# label; the rows restored as observations (none with -s)
+sub check_lert_restored
+{
+	my ($db, $how, $schema_only) = @_;
+	my $v = lert_collect($old, $db);
+	foreach my $t (@lerts)
+	{
+		is($v->{$t}{params}, $lsrc->{$t}{params}, "$how: $t has the source's parameters");
+		is($v->{$t}{label}, $lsrc->{$t}{label}, "$how: $t has the source's label");
+		my $counts = $schema_only ? join(',', (0) x 51) : $lsrc->{$t}{restored_counts};
+		is($v->{$t}{counts}, $counts,
+			"$how: $t counts " . ($schema_only ? 'nothing' : 'the dumped reports as observations'));
+	}
+	is($v->{lert_fn}{rows}, '(none)',
+		"$how: lert_fn reports nothing (one observation per reported key)");
+	is($v->{'app.lert_guc'}{rows}, $schema_only ? '(none)' : $lsrc->{'app.lert_guc'}{rows},
+		"$how: app.lert_guc " . ($schema_only ? 'reports nothing'
+			: 'reports the same keys with the same counts'));
+	return;
 }
 
 # ---------------------------------------------------------------------------
@@ -554,6 +653,7 @@ foreach my $case ([ 'dst_custom', 0, 'pg_restore' ],
 	restore($how, [ 'pg_restore', '-d', $old->connstr($db), "$tempdir/src.dump" ],
 		$settings, 1);
 	check_restored($db, $how, \@all);
+	check_lert_restored($db, $how, 0);
 }
 
 # plain + psql, with other settings
@@ -564,6 +664,7 @@ restore('plain',
 	[ 'psql', '-X', '-q', '-d', $old->connstr('dst_plain'), '-f', "$tempdir/src.sql" ],
 	1, 1);
 check_restored('dst_plain', 'plain', \@all);
+check_lert_restored('dst_plain', 'plain', 0);
 
 # schema only, with other settings
 command_ok([ 'pg_dump', '-s', '-f', "$tempdir/src_s.sql", '-d', $srcconn ],
@@ -573,6 +674,7 @@ restore('pg_dump -s',
 	[ 'psql', '-X', '-q', '-d', $old->connstr('dst_schema'), '-f', "$tempdir/src_s.sql" ],
 	1, 1);
 check_restored('dst_schema', 'pg_dump -s', \@all, schema_only => 1);
+check_lert_restored('dst_schema', 'pg_dump -s', 1);
 
 # -t: one structure of each access method, into a database that has the
 # extension, with other settings
@@ -647,6 +749,12 @@ foreach my $t (@all)
 {
 	is($src_again->{$t}{info}, $src->{$t}{info}, "source: $t unchanged by the dumps");
 }
+my $lsrc_again = lert_collect($old, 'src');
+foreach my $t (@lerts)
+{
+	is($lsrc_again->{$t}{info} . '|' . $lsrc_again->{$t}{reports},
+		$lsrc->{$t}{info} . '|' . $lsrc->{$t}{reports}, "source: $t unchanged by the dumps");
+}
 note sprintf('dumps done after %d s', time - $t0);
 
 # ---------------------------------------------------------------------------
@@ -713,6 +821,24 @@ foreach my $t (@all)
 is(all_labels($new, 'src'), $all_labels, 'pg_upgrade: every label survived');
 
 check_usable($new, 'src', 'pg_upgrade', \@all);
+my $lup = lert_collect($new, 'src');
+foreach my $t (@lerts)
+{
+	foreach my $k (qw(params label info reports counts rows))
+	{
+		is($lup->{$t}{$k}, $lsrc->{$t}{$k}, "pg_upgrade: $t has the source's $k");
+	}
+	# usable: one more observation of key 3 (lert_fn: reported before, so
+	# only counted; app.lert_guc: k3 had 4, a count of 3 reaches T)
+	my $w = $t eq 'lert_fn' ? '' : ', 3';
+	my $key = $LERT{$t};
+	my $r = query($new, 'src', "INSERT INTO $t SELECT $key$w FROM (VALUES (3)) v(g)");
+	is($r . '|' . query($new, 'src', "SELECT lert_count('$t', $key) FROM (VALUES (3)) v(g)"),
+		'|7', "pg_upgrade: $t is usable (insert + lert_count)");
+}
+is(query($new, 'src', "SELECT string_agg(key || ':' || count, ',' ORDER BY key) FROM "
+		  . "lert_reports('app.lert_guc', 3)"), 'k3:7',
+	'pg_upgrade: app.lert_guc reports after the upgrade, with ids after the source\'s');
 check_identity($new, 'src', 'pg_upgrade', 42);
 
 $new->stop;
