@@ -1,10 +1,15 @@
 -- scripts/demo.sql -- streamsketch demo: a buffered count-min sketch (bcms)
 -- fed with a Zipf-distributed stream, compared with exact counts.
 --
+-- Then the same stream into a heavy-hitter table (lert): each key whose
+-- count reaches the threshold is reported once, compared with the exact
+-- answer.
+--
 -- Run by scripts/demo.sh.  psql variables (override with -v name=value):
 --   n    number of events                  (default 3000000)
 --   s    Zipf exponent, > 1                (default 1.5)
 --   eps  the sketch's epsilon              (default 0.001)
+--   T    the heavy-hitter threshold        (default 1000)
 \set ON_ERROR_STOP on
 \if :{?n}
 \else
@@ -17,6 +22,10 @@
 \if :{?eps}
 \else
 \set eps 0.001
+\endif
+\if :{?T}
+\else
+\set T 1000
 \endif
 \set QUIET on
 \pset null '-'
@@ -105,3 +114,48 @@ SELECT count(*) FILTER (WHERE bcms_estimate('clicks', key) <> estimate)
 SELECT pg_size_pretty(pg_relation_size('clicks')) AS sketch,
        pg_size_pretty(pg_relation_size('events')) AS raw_events,
        pg_size_pretty(pg_relation_size('exact')) AS exact_counts;
+
+\echo
+\echo '== 10. Heavy hitters: a lert table reports every key once, soon after its'
+\echo '       T-th event (T = ' :T '), exactly: no false positive, no false negative'
+DROP TABLE IF EXISTS hot;
+-- a small level 0 (64kB: 1,024 keys), so that most keys spill to the
+-- on-disk levels and are counted there
+SELECT lert_create('hot', 'int8', threshold => :T, buffer_size => '64kB') \g /dev/null
+-- the same events, in the same order (a sequential scan of the temp table)
+CREATE TEMP TABLE stream AS
+SELECT row_number() OVER () - 1 AS pos, key FROM events;
+\timing on
+INSERT INTO hot SELECT key FROM stream ORDER BY pos;
+\timing off
+CREATE INDEX ON stream (key, pos);
+SELECT variant, threshold, count_stretch_bound, levels, reports, flushes
+  FROM lert_info('hot');
+\echo '   The first reports (SELECT * FROM hot gives the keys; lert_reports the details):'
+SELECT report_id, key, count AS "count at report", first_position,
+       reported_position,
+       (SELECT pos FROM stream s WHERE s.key = r.key::bigint
+         ORDER BY pos OFFSET :T - 1 LIMIT 1) AS "position of the T-th event"
+  FROM lert_reports('hot') r
+ ORDER BY report_id
+ LIMIT 10;
+\echo '   Against the exact counts: every key at or over the count-stretch bound is'
+\echo '   reported, none under T; keys between T and the bound may wait for a flush'
+SELECT count(*) FILTER (WHERE e.n >= :T) AS "keys with >= T events",
+       count(r.key) AS reported,
+       count(r.key) FILTER (WHERE e.n < :T) AS false_positives,
+       count(*) FILTER (WHERE r.key IS NULL AND e.n >= i.count_stretch_bound)
+         AS missed,
+       max(r.count) AS "largest count at report"
+  FROM exact e
+  LEFT JOIN lert_reports('hot') r ON r.key::bigint = e.key,
+       lert_info('hot') i;
+SELECT lert_flush('hot') AS "reports made by lert_flush";
+SELECT count(*) FILTER (WHERE e.n >= :T) AS "keys with >= T events",
+       count(r.key) AS "reported after the flush",
+       count(r.key) FILTER (WHERE e.n < :T) AS false_positives,
+       count(*) FILTER (WHERE r.key IS NULL AND e.n >= :T) AS missed
+  FROM exact e
+  LEFT JOIN lert_reports('hot') r ON r.key::bigint = e.key;
+SELECT lert_count('hot', 1::bigint) AS "lert_count of key 1",
+       (SELECT n FROM exact WHERE key = 1) AS "exact count of key 1";
