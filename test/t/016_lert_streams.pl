@@ -1,0 +1,170 @@
+
+# Copyright (c) streamsketch authors
+#
+# LERT exactness and timeliness on the evaluation's streams, 10^6
+# observations each, inside PostgreSQL: a Firehose-like active-set stream
+# (lifetime counts power law, exponent -1.5, capped at 65,536; arrivals
+# spread over each key's lifetime), and the paper's four robustness
+# streams (24-50 in noise, 24 vs 23, round robin, uniform 1-25), each fed
+# in ten transactions to count_stretch, immediate, time_stretch (a = 1 and
+# a = 4) and cascade lerts with a level 0 of 4,096 keys.  Against an
+# offline count of the same rows: no false positive, no key missed that
+# the variant must have reported (and none at all after lert_flush), each
+# key at most once, the count and first position at the report exact,
+# never before the T-th occurrence, and every variant's bound.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use StreamsketchTest;
+use Test::More;
+
+my $n = $ENV{STREAMSKETCH_LERT_STREAM} // 1_000_000;
+
+my $node = ss_node(
+	'streams',
+	consistency => 0,
+	extension => 1,
+	conf => q{
+autovacuum = off
+shared_buffers = 128MB
+fsync = off
+max_wal_size = 4GB
+log_statement = none
+});
+
+# the generators: rows (pos, k) in stream order
+$node->safe_psql(
+	'postgres', q{
+CREATE FUNCTION firehose(n bigint, active int) RETURNS TABLE (pos bigint, k bigint)
+LANGUAGE plpgsql SET search_path = pg_catalog AS $$
+DECLARE
+	ids bigint[] := array_fill(0::bigint, ARRAY[active]);
+	left_ int[] := array_fill(0, ARRAY[active]);
+	next_id bigint := 0;
+	i int;
+	u float8;
+BEGIN
+	PERFORM setseed(0.42);
+	FOR j IN 1 .. active LOOP
+		u := random();
+		ids[j] := next_id;
+		next_id := next_id + 1;
+		left_[j] := least(floor(1.0 / (u * u)), 65536)::int;
+	END LOOP;
+	FOR p IN 0 .. n - 1 LOOP
+		i := 1 + floor(random() * active)::int;
+		pos := p;
+		k := ids[i];
+		RETURN NEXT;
+		left_[i] := left_[i] - 1;
+		IF left_[i] = 0 THEN
+			u := random();
+			ids[i] := next_id;
+			next_id := next_id + 1;
+			left_[i] := least(floor(1.0 / (u * u)), 65536)::int;
+		END IF;
+	END LOOP;
+END;
+$$;
+
+-- keys with the given counts, shuffled by a hash, cut at n observations
+CREATE FUNCTION counted(n bigint, counts bigint[]) RETURNS TABLE (pos bigint, k bigint)
+LANGUAGE sql SET search_path = pg_catalog AS $$
+SELECT row_number() OVER (ORDER BY md5(key::text || ':' || j::text)) - 1, key
+FROM (SELECT key, j FROM unnest(counts) WITH ORDINALITY c(cnt, key),
+                         generate_series(1, cnt) j) s
+ORDER BY 1 LIMIT n
+$$;
+});
+
+my %streams = (
+	firehose => "SELECT * FROM firehose($n, 65536)",
+	noise => "SELECT * FROM counted($n, ARRAY(SELECT CASE WHEN g <= 10000 "
+	  . "THEN 24 + (hashint8(g) & 32767) % 27 ELSE 1 END FROM generate_series(1, $n) g))",
+	t24v23 => "SELECT * FROM counted($n, ARRAY(SELECT CASE WHEN g <= 10000 "
+	  . "THEN 24 ELSE 23 END FROM generate_series(1, $n / 23) g))",
+	roundrobin => "SELECT g - 1 AS pos, (g - 1) % 20000 AS k FROM generate_series(1, $n) g",
+	uniform => "SELECT * FROM counted($n, ARRAY(SELECT 1 + (hashint8(g) & 32767) % 25 "
+	  . "FROM generate_series(1, $n / 13) g))");
+
+my %variants = (
+	cs => "variant => 'count_stretch'",
+	ir => "variant => 'immediate'",
+	ts1 => "variant => 'time_stretch', age_bits => 1",
+	ts4 => "variant => 'time_stretch', age_bits => 4",
+	cf => "variant => 'cascade'");
+
+# every property; all zero
+my $check = q{
+WITH r AS (SELECT report_id, key::int8 AS k, count, first_position,
+                  reported_position FROM lert_reports('%1$s')),
+     i AS (SELECT * FROM lert_info('%1$s')),
+     must AS (SELECT k FROM truth, i
+              WHERE %3$s AND total >= 24
+                 OR i.variant = 'immediate' AND total >= 24
+                 OR i.variant = 'count_stretch' AND total >= i.count_stretch_bound)
+SELECT format('fp %%s missed %%s dup %%s count %%s first %%s early %%s cbound %%s tbound %%s order %%s',
+  (SELECT count(*) FROM r LEFT JOIN truth USING (k) WHERE truth.total IS NULL OR truth.total < 24),
+  (SELECT count(*) FROM must WHERE k NOT IN (SELECT k FROM r)),
+  (SELECT count(*) - count(DISTINCT k) FROM r),
+  (SELECT count(*) FROM r WHERE r.count <> (SELECT count(*) FROM %2$s s
+                                            WHERE s.k = r.k AND s.pos <= r.reported_position)),
+  (SELECT count(*) FROM r JOIN truth USING (k) WHERE r.first_position <> truth.first_pos),
+  (SELECT count(*) FROM r JOIN truth USING (k) WHERE r.reported_position < truth.t_pos
+      OR (i.variant = 'immediate' AND r.reported_position <> truth.t_pos)),
+  (SELECT count(*) FROM r WHERE i.count_stretch_bound IS NOT NULL AND r.count > i.count_stretch_bound),
+  (SELECT count(*) FROM r JOIN truth USING (k) WHERE i.time_stretch_bound IS NOT NULL
+      AND (r.reported_position - truth.first_pos)::float8 / (truth.t_pos - truth.first_pos)
+          > i.time_stretch_bound),
+  (SELECT count(*) FROM r a JOIN r b ON b.report_id = a.report_id + 1
+   WHERE b.reported_position < a.reported_position))
+FROM i
+};
+my $clean = 'fp 0 missed 0 dup 0 count 0 first 0 early 0 cbound 0 tbound 0 order 0';
+
+foreach my $sname (sort keys %streams)
+{
+	my $st = "s_$sname";
+	$node->safe_psql('postgres',
+		"CREATE TABLE $st AS $streams{$sname};\n"
+		  . "CREATE INDEX ON $st (k, pos);\n"
+		  . "DROP TABLE IF EXISTS truth;\n"
+		  . "CREATE TABLE truth AS SELECT k, count(*) AS total, min(pos) AS first_pos, "
+		  . "(array_agg(pos ORDER BY pos))[24] AS t_pos FROM $st GROUP BY k;\n"
+		  . "CREATE INDEX ON truth (k); ANALYZE $st, truth;");
+	my ($rows, $heavy) = split /\|/, $node->safe_psql('postgres',
+		"SELECT (SELECT count(*) FROM $st), count(*) FILTER (WHERE total >= 24) FROM truth");
+	cmp_ok($heavy, '>', 100, "$sname: $rows observations, $heavy keys reach T");
+
+	foreach my $v (sort keys %variants)
+	{
+		my $t = "l_${sname}_$v";
+		$node->safe_psql('postgres',
+			"SELECT lert_create('$t', 'int8', buffer_size => '256kB', $variants{$v})");
+		# ten transactions, in stream order
+		for my $part (0 .. 9)
+		{
+			my $lo = int($rows * $part / 10);
+			my $hi = int($rows * ($part + 1) / 10);
+			$node->safe_psql('postgres',
+				"INSERT INTO $t SELECT k FROM $st WHERE pos >= $lo AND pos < $hi ORDER BY pos");
+		}
+		my $info = $node->safe_psql('postgres',
+			"SELECT flushes || ' flushes, ' || reports || ' reports, level 0 max ' || "
+			  . "max_level0_entries FROM lert_info('$t')");
+		is($node->safe_psql('postgres', sprintf($check, $t, $st, 'false')),
+			$clean, "$sname $v: reports exact and within the bounds ($info)");
+		$node->safe_psql('postgres', "SELECT lert_flush('$t')");
+		is($node->safe_psql('postgres', sprintf($check, $t, $st, 'true')),
+			$clean, "$sname $v: after lert_flush, every key that reached T is reported once");
+		$node->safe_psql('postgres', "DROP TABLE $t");
+	}
+	$node->safe_psql('postgres', "DROP TABLE $st");
+}
+
+done_testing();
