@@ -166,6 +166,12 @@ SELECT items, buffered_entries, flushes,
 	   bits_set = (SELECT bits_set FROM bloom_info('bf_elevator')) AS same_bits_as_bulk
 FROM bloom_info('sp_big');
 
+-- So is a localized round of at least half the sub-buffers' capacity
+-- (bf_localized's one INSERT): its bits are set directly, nothing waits in
+-- a sub-buffer, and the bits equal those of small transactions flushed
+-- (tx_localized, above).
+SELECT items, buffered_entries, flushes FROM bloom_info('bf_localized');
+
 -- A larger filter whose ranges of pages do not fit in 64kB as bitmaps:
 -- each range is sorted and set in parts; the bits equal those of the same
 -- keys consolidated in the default memory (each range set as a bitmap).

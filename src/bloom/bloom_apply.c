@@ -249,6 +249,30 @@ collector_start_spill(BitCollector *bc)
 	bc->nbits = 0;
 }
 
+/* Collect one bit position (in memory, or spilled once memory is full). */
+static inline void
+collector_add(BitCollector *bc, uint64 b)
+{
+	if (bc->files != NULL)
+	{
+		collector_spill_bit(bc, b);
+		return;
+	}
+	if (bc->nbits == bc->allocated)
+	{
+		if (bc->allocated == bc->maxbits)
+		{
+			collector_start_spill(bc);
+			collector_spill_bit(bc, b);
+			return;
+		}
+		bc->allocated = Min(bc->allocated * 2, bc->maxbits);
+		bc->bits = repalloc(bc->bits, sizeof(uint64) * bc->allocated);
+	}
+	bc->bits[bc->nbits++] = b;
+}
+
+/* The k positions of a hash (plain/elevator layout). */
 static void
 collect_hash_bits(uint64 h2, void *arg)
 {
@@ -258,27 +282,7 @@ collect_hash_bits(uint64 h2, void *arg)
 	if ((++bc->seen & 1023) == 0)
 		CHECK_FOR_INTERRUPTS();
 	for (uint32 i = 0; i < p->nhashes; i++)
-	{
-		uint64		b = bloom_global_bit(p, h2, i);
-
-		if (bc->files != NULL)
-		{
-			collector_spill_bit(bc, b);
-			continue;
-		}
-		if (bc->nbits == bc->allocated)
-		{
-			if (bc->allocated == bc->maxbits)
-			{
-				collector_start_spill(bc);
-				collector_spill_bit(bc, b);
-				continue;
-			}
-			bc->allocated = Min(bc->allocated * 2, bc->maxbits);
-			bc->bits = repalloc(bc->bits, sizeof(uint64) * bc->allocated);
-		}
-		bc->bits[bc->nbits++] = b;
-	}
+		collector_add(bc, bloom_global_bit(p, h2, i));
 }
 
 #define ST_SORT sort_bit_positions
@@ -459,33 +463,65 @@ bloom_set_spilled_range(BitCollector *bc, uint32 range)
  * O(k * hashes) reads and writes of positions whatever the filter's size.
  * Returns the number of bits that were newly set.
  */
+static void
+collector_init(BitCollector *bc, Relation rel, const BloomParams *p,
+			   uint64 max_hashes)
+{
+	memset(bc, 0, sizeof(*bc));
+	bc->rel = rel;
+	bc->p = p;
+	bc->max_hashes = max_hashes;
+	bc->maxbits = Max(bloom_work_mem() / sizeof(uint64), BLOOM_MAX_HASHES);
+	bc->allocated = Min(bc->maxbits, 1024);
+	bc->bits = palloc(sizeof(uint64) * bc->allocated);
+}
+
+/* Set every collected position, each touched page written once. */
+static int64
+collector_apply(BitCollector *bc)
+{
+	int64		nnew = 0;
+
+	if (bc->files == NULL)
+		nnew = bloom_set_sorted_bits(bc->rel, bc->bits, bc->nbits);
+	else
+	{
+		for (uint32 r = 0; r < bc->nfiles; r++)
+		{
+			if (bc->files[r] != NULL)
+				nnew += bloom_set_spilled_range(bc, r);
+		}
+		pfree(bc->files);
+	}
+	pfree(bc->bits);
+	return nnew;
+}
+
 static int64
 bloom_apply_global(Relation rel, const BloomParams *p, HashFeed *feed)
 {
 	BitCollector bc;
-	int64		nnew = 0;
 
-	memset(&bc, 0, sizeof(bc));
-	bc.rel = rel;
-	bc.p = p;
-	bc.max_hashes = feed->max_hashes;
-	bc.maxbits = Max(bloom_work_mem() / sizeof(uint64), BLOOM_MAX_HASHES);
-	bc.allocated = Min(bc.maxbits, 1024);
-	bc.bits = palloc(sizeof(uint64) * bc.allocated);
+	collector_init(&bc, rel, p, feed->max_hashes);
 	feed->run(feed, collect_hash_bits, &bc);
-	if (bc.files == NULL)
-		nnew = bloom_set_sorted_bits(rel, bc.bits, bc.nbits);
-	else
-	{
-		for (uint32 r = 0; r < bc.nfiles; r++)
-		{
-			if (bc.files[r] != NULL)
-				nnew += bloom_set_spilled_range(&bc, r);
-		}
-		pfree(bc.files);
-	}
-	pfree(bc.bits);
-	return nnew;
+	return collector_apply(&bc);
+}
+
+/* The k positions of a round's record in its page (localized layout). */
+static void
+collect_local_record(uint64 pos, const SSPendingHeader *hdr,
+					 const char *payload, void *arg)
+{
+	BitCollector *bc = arg;
+	const BloomParams *p = bc->p;
+	SSHash		h;
+	uint64		h2 = bloom_record_h2(bc->rel, hdr, payload, &h);
+	uint64		first = (uint64) bloom_subbuf_of(p, h) * BLOOM_PAGE_BITS;
+
+	if ((++bc->seen & 1023) == 0)
+		CHECK_FOR_INTERRUPTS();
+	for (uint32 i = 0; i < p->nhashes; i++)
+		collector_add(bc, first + bloom_local_bit(p, h2, i));
 }
 
 /* ---- elevator buffer ---- */
@@ -775,6 +811,22 @@ bloom_consolidate(SSConsolidation *c)
 		elevator_clear(c->rel, p);
 		stats->items += feed.count;
 		stats->flushes++;
+	}
+	else if (p->mode == BLOOM_MODE_LOCALIZED &&
+			 c->nrecords >= (uint64) p->npages * p->subbuf_cap / 2)
+	{
+		/*
+		 * Likewise a round of at least half the sub-buffers' capacity: in
+		 * chunks of consolidation memory it would visit every bit page
+		 * once per chunk.  Its bits are set in one pass over the pages;
+		 * the sub-buffers keep their entries (a lookup reads both).
+		 */
+		BitCollector col;
+
+		collector_init(&col, c->rel, p, c->nrecords);
+		ss_cons_foreach(c, collect_local_record, &col);
+		stats->items += (int64) col.seen;
+		stats->bits_set += collector_apply(&col);
 	}
 	else
 	{
