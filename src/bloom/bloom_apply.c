@@ -323,14 +323,64 @@ bloom_set_page_bits(Relation rel, uint32 page, const uint64 *bits, Size n)
 	return nnew;
 }
 
-/* Sort bit positions and set them, each touched page written once. */
+/*
+ * Order bit positions by page (not within a page, where order does not
+ * matter).  When the pages are few for the positions, as in a round,
+ * an in-place bucket permutation by page (American flag sort: two passes,
+ * no comparisons, counters for half as many pages as positions at most);
+ * else a comparison sort.
+ */
+static void
+group_bits_by_page(uint64 *bits, Size n)
+{
+	uint64		maxpage = 0;
+	uint32	   *next;
+	uint32	   *end;
+
+	for (Size i = 0; i < n; i++)
+		maxpage = Max(maxpage, bits[i] / BLOOM_PAGE_BITS);
+	if (n < 64 || maxpage >= (uint64) n / 2 || n > PG_UINT32_MAX)
+	{
+		sort_bit_positions(bits, n);
+		return;
+	}
+	next = palloc0(sizeof(uint32) * (maxpage + 2));
+	end = palloc(sizeof(uint32) * (maxpage + 1));
+	for (Size i = 0; i < n; i++)
+		next[bits[i] / BLOOM_PAGE_BITS + 1]++;
+	for (uint64 pg = 1; pg <= maxpage + 1; pg++)
+		next[pg] += next[pg - 1];
+	for (uint64 pg = 0; pg <= maxpage; pg++)
+		end[pg] = next[pg + 1];
+	/* move every position to its page's bucket, one swap at a time */
+	for (uint64 pg = 0; pg <= maxpage; pg++)
+	{
+		while (next[pg] < end[pg])
+		{
+			uint64		b = bits[next[pg]];
+			uint64		q = b / BLOOM_PAGE_BITS;
+
+			if (q == pg)
+				next[pg]++;
+			else
+			{
+				bits[next[pg]] = bits[next[q]];
+				bits[next[q]++] = b;
+			}
+		}
+	}
+	pfree(next);
+	pfree(end);
+}
+
+/* Group bit positions by page and set them, each touched page written once. */
 static int64
 bloom_set_sorted_bits(Relation rel, uint64 *bits, Size n)
 {
 	int64		nnew = 0;
 	Size		i = 0;
 
-	sort_bit_positions(bits, n);
+	group_bits_by_page(bits, n);
 	while (i < n)
 	{
 		uint32		page = (uint32) (bits[i] / BLOOM_PAGE_BITS);

@@ -594,13 +594,23 @@ qf_area_size(int rbits, uint32 nslots)
 	return QF_HEADER_SIZE + 4 * 8 * nwords + 8 * rwords;
 }
 
-/* Most slots whose area fits in area_bytes. */
+/*
+ * Most slots whose area fits in area_bytes.  Remembered per remainder
+ * width for the last area size asked: the access methods derive a level's
+ * geometry at every lookup, and the search was a fifth of an in-memory
+ * lookup's time.
+ */
 static uint32
 max_slots(int rbits, Size area_bytes)
 {
+	static Size known_area[QF_MAX_RBITS + 1];
+	static uint32 known_fit[QF_MAX_RBITS + 1];
 	uint64		lo = 0;
 	uint64		hi = QF_MAX_SLOTS;
+	bool		cacheable = rbits >= 0 && rbits <= QF_MAX_RBITS;
 
+	if (cacheable && known_area[rbits] == area_bytes && area_bytes != 0)
+		return known_fit[rbits];
 	if (qf_area_size(rbits, 0) > area_bytes)
 		return 0;
 	/* invariant: lo fits, hi + 1 does not (or hi is the cap) */
@@ -612,6 +622,11 @@ max_slots(int rbits, Size area_bytes)
 			lo = mid;
 		else
 			hi = mid - 1;
+	}
+	if (cacheable)
+	{
+		known_area[rbits] = area_bytes;
+		known_fit[rbits] = (uint32) lo;
 	}
 	return (uint32) lo;
 }
