@@ -52,7 +52,7 @@ def report(results, C):
            f"Command: `bash test/bench/lert_bench.sh` (as root; parameters in "
            f"`test/bench/lert_bench.py`). Run {results['started']} on "
            f"{results['machine'].get('cpu', '?')}, {results['machine'].get('cores', '?')} cores; "
-           f"build {results['ext'].get('commit', '?')}.\n",
+           f"build `{results['ext'].get('head', '?')}`.\n",
            f"Stream: {C['N']:,} observations of the Firehose-like active-set generator "
            f"(`test/bench/firehose.c`: {C['ACTIVE']:,} active keys, lifetime counts power law "
            f"with exponent -1.5 capped at 65,536), {s['keys']:,} distinct keys, "
