@@ -167,7 +167,7 @@ SELECT items, buffered_entries, flushes,
 FROM bloom_info('sp_big');
 
 -- So is a localized round of at least half the sub-buffers' capacity
--- (bf_localized's one INSERT): its bits are set directly, nothing waits in
+-- (bf_localized's one INSERT): its bits are set directly (one flush), nothing waits in
 -- a sub-buffer, and the bits equal those of small transactions flushed
 -- (tx_localized, above).
 SELECT items, buffered_entries, flushes FROM bloom_info('bf_localized');

@@ -877,6 +877,8 @@ bloom_consolidate(SSConsolidation *c)
 		ss_cons_foreach(c, collect_local_record, &col);
 		stats->items += (int64) col.seen;
 		stats->bits_set += collector_apply(&col);
+		if (p->nsubbufs > 0)
+			stats->flushes++;	/* it did a flush's work */
 	}
 	else
 	{
