@@ -292,9 +292,14 @@ collect_hash_bits(uint64 h2, void *arg)
 #define ST_DEFINE
 #include "lib/sort_template.h"
 
-/* Set the bits bits[0..n) (all in bit page `page`); returns the new ones. */
+/*
+ * Write bit page `page` once: set the positions bits[0..n) (all in this
+ * page), or, if add is given, OR its BLOOM_PAGE_WORDS words in.  Returns
+ * the new bits; logs nothing if there are none.
+ */
 static int64
-bloom_set_page_bits(Relation rel, uint32 page, const uint64 *bits, Size n)
+bloom_write_bit_page(Relation rel, uint32 page, const uint64 *bits, Size n,
+					 const uint64 *add)
 {
 	SSXLogState *state = ss_xlog_start(rel);
 	Buffer		buf;
@@ -305,14 +310,30 @@ bloom_set_page_bits(Relation rel, uint32 page, const uint64 *bits, Size n)
 															SS_PAGE_BLOOM_BITS,
 															SS_PAGE_DATA_SIZE,
 															&buf, NULL));
-	for (Size i = 0; i < n; i++)
+	if (add != NULL)
 	{
-		uint32		bit = (uint32) (bits[i] % BLOOM_PAGE_BITS);
-
-		if (!bloom_test_bit(words, bit))
+		for (uint32 w = 0; w < BLOOM_PAGE_WORDS; w++)
 		{
-			bloom_set_bit(words, bit);
-			nnew++;
+			uint64		fresh = add[w] & ~words[w];
+
+			if (fresh != 0)
+			{
+				nnew += pg_popcount64(fresh);
+				words[w] |= fresh;
+			}
+		}
+	}
+	else
+	{
+		for (Size i = 0; i < n; i++)
+		{
+			uint32		bit = (uint32) (bits[i] % BLOOM_PAGE_BITS);
+
+			if (!bloom_test_bit(words, bit))
+			{
+				bloom_set_bit(words, bit);
+				nnew++;
+			}
 		}
 	}
 	if (nnew > 0)
@@ -389,40 +410,9 @@ bloom_set_sorted_bits(Relation rel, uint64 *bits, Size n)
 		while (j < n && bits[j] / BLOOM_PAGE_BITS == page)
 			j++;
 		CHECK_FOR_INTERRUPTS();
-		nnew += bloom_set_page_bits(rel, page, bits + i, j - i);
+		nnew += bloom_write_bit_page(rel, page, bits + i, j - i, NULL);
 		i = j;
 	}
-	return nnew;
-}
-
-/* OR the words add[] into bit page `page`; returns the new bits. */
-static int64
-bloom_or_page_words(Relation rel, uint32 page, const uint64 *add)
-{
-	SSXLogState *state = ss_xlog_start(rel);
-	Buffer		buf;
-	uint64	   *words;
-	int64		nnew = 0;
-
-	words = (uint64 *) SSPageGetData(ss_lock_page_for_write(rel, state, 1 + page,
-															SS_PAGE_BLOOM_BITS,
-															SS_PAGE_DATA_SIZE,
-															&buf, NULL));
-	for (uint32 w = 0; w < BLOOM_PAGE_WORDS; w++)
-	{
-		uint64		fresh = add[w] & ~words[w];
-
-		if (fresh != 0)
-		{
-			nnew += pg_popcount64(fresh);
-			words[w] |= fresh;
-		}
-	}
-	if (nnew > 0)
-		ss_xlog_finish(state);
-	else
-		ss_xlog_abort(state);
-	UnlockReleaseBuffer(buf);
 	return nnew;
 }
 
@@ -493,7 +483,7 @@ bloom_set_spilled_range(BitCollector *bc, uint32 range)
 			for (uint32 w = 0; w < BLOOM_PAGE_WORDS && !any; w++)
 				any = add[w] != 0;
 			if (any)
-				nnew += bloom_or_page_words(bc->rel, first_page + pg, add);
+				nnew += bloom_write_bit_page(bc->rel, first_page + pg, NULL, 0, add);
 		}
 	}
 	else
