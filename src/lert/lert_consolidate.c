@@ -45,17 +45,26 @@
 
 /* ---- level-0 pages in backend memory ---- */
 
+/*
+ * Forget every copy.  The copies live in a context of their own, reset
+ * here: a round spanning many checkpoints would otherwise keep each
+ * checkpoint's copies until its end (a 20-million observation load grew a
+ * backend past 2 GB).
+ */
 static void
 round_pages_reset(LertRound *r)
 {
 	HASHCTL		ctl;
 
-	if (r->pages)
-		hash_destroy(r->pages);
+	if (r->pages_cxt == NULL)
+		r->pages_cxt = AllocSetContextCreate(r->cxt, "lert level-0 copies",
+											 ALLOCSET_DEFAULT_SIZES);
+	else
+		MemoryContextReset(r->pages_cxt);	/* the hash table too */
 	memset(&ctl, 0, sizeof(ctl));
 	ctl.keysize = sizeof(BlockNumber);
 	ctl.entrysize = sizeof(LertL0Page);
-	ctl.hcxt = r->cxt;
+	ctl.hcxt = r->pages_cxt;
 	r->pages = hash_create("lert level-0 pages", 256, &ctl,
 						   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	r->npages_cached = 0;
@@ -76,7 +85,7 @@ lert_round_page(LertRound *r, uint32 cone, uint32 page)
 	{
 		pg->cone = cone;
 		pg->dirty = false;
-		pg->area = MemoryContextAlloc(r->cxt, SS_PAGE_DATA_SIZE);
+		pg->area = MemoryContextAlloc(r->pages_cxt, SS_PAGE_DATA_SIZE);
 		r->npages_cached++;
 		lert_read_page_owned(r->rel, blkno, SS_PAGE_LERT_LEVEL0,
 							 cn->level0_gen, pg->area, NULL);

@@ -33,6 +33,7 @@ typedef struct LertRound
 	int64		pos;			/* stream position of the next observation */
 	int64		entries[LERT_MAX_CONES];	/* level-0 entries now */
 	HTAB	   *pages;			/* LertL0Page by block */
+	MemoryContext pages_cxt;	/* the copies and their hash */
 	int			npages_cached;
 	StringInfoData reports;		/* made, not yet valid: LertReportRec + key */
 	int64		npending;

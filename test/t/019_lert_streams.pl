@@ -18,6 +18,7 @@ use warnings;
 
 use FindBin;
 use lib $FindBin::RealBin;
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use StreamsketchTest;
@@ -166,5 +167,57 @@ foreach my $sname (sort keys %streams)
 	}
 	$node->safe_psql('postgres', "DROP TABLE $st");
 }
+
+# Memory of a consolidation round: level-0 pages are copied into backend
+# memory and written back at checkpoints once the copies exceed the
+# consolidation memory.  100,000 keys seen 20 times each (above the on-disk
+# thresholds' sum of 14, below T) stay at level 0, which grows to about a
+# thousand pages, far more than the copies may hold, so each round
+# checkpoints every few hundred records.  The loading backend's private
+# memory, polled from /proc while it loads and consolidates, must stay
+# near that bound
+# (before a fix every checkpoint's copies stayed until the end of the
+# round: 8 GB on twice this load).
+$node->safe_psql('postgres',
+	"SELECT lert_create('l_mem', 'int8', buffer_size => '64kB')");
+my ($mem_out, $mem_err) = ('', '');
+my $loader = IPC::Run::start(
+	[
+		'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1',
+		'-d', $node->connstr('postgres') . " application_name=lert_mem_load",
+		'-c', 'INSERT INTO l_mem SELECT g % 100000 FROM generate_series(0, 999999) g',
+		'-c', 'INSERT INTO l_mem SELECT g % 100000 FROM generate_series(1000000, 1999999) g',
+		# the writers or this reader consolidate the log (work_mem)
+		'-c', "SELECT log_observations FROM lert_info('l_mem')"
+	],
+	'>', \$mem_out, '2>', \$mem_err);
+my ($loader_pid, $peak_kb, $polls) = (undef, 0, 0);
+while ($loader->pumpable)
+{
+	$loader->pump_nb;
+	$loader_pid //= $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE application_name = 'lert_mem_load'")
+	  || undef;
+	if (defined $loader_pid
+		&& open(my $fh, '<', "/proc/$loader_pid/status"))
+	{
+		while (<$fh>)
+		{
+			$peak_kb = $1 if /^RssAnon:\s+(\d+)/ && $1 > $peak_kb;
+		}
+		close $fh;
+		$polls++;
+	}
+	select(undef, undef, undef, 0.01);
+}
+ok($loader->finish, 'memory: the load succeeds') or diag($mem_err);
+is($mem_out, "0\n", 'memory: the log was consolidated while the backend was polled');
+my ($l0, $reports) = split /\|/, $node->safe_psql('postgres',
+	"SELECT max_level0_entries, reports FROM lert_info('l_mem')");
+cmp_ok($l0, '>', 90000, "memory: level 0 holds the kept keys ($l0 entries)");
+is($reports, 0, 'memory: no key reached T');
+cmp_ok($polls, '>', 10, "memory: the loading backend was polled ($polls times)");
+cmp_ok($peak_kb, '<', 200 * 1024,
+	"memory: peak private memory of the loading backend ${peak_kb} kB, under 200 MB");
 
 done_testing();
