@@ -19,6 +19,8 @@
 #include "lert.h"
 #include "lert_round.h"
 #include "miscadmin.h"
+#include "storage/buffile.h"
+#include "streamsketch.h"
 #include "utils/hsearch.h"
 
 typedef struct MergeSrc
@@ -34,6 +36,100 @@ typedef struct MergeSrc
 	LertRunReader reader;
 	const LertEntry *e;			/* current entry, NULL at the end */
 } MergeSrc;
+
+/*
+ * The entries a flush puts back in level 0, in key order.  Count stretch
+ * keeps there each key's count above the on-disk thresholds until the key
+ * is reported, so level 0 can hold far more keys than its nominal size (a
+ * Firehose stream keeps hundreds of thousands): past a quarter of the
+ * consolidation memory they go to a temporary file, read back in order.
+ * Each entry is a LertEntry followed by its key bytes.
+ */
+typedef struct KeptSpool
+{
+	StringInfoData mem;
+	BufFile    *file;			/* NULL while everything fits in mem */
+	Size		budget;
+	int			off;			/* reading mem */
+} KeptSpool;
+
+static void
+kept_init(KeptSpool *k)
+{
+	initStringInfo(&k->mem);
+	k->file = NULL;
+	k->budget = Max(ss_consolidation_memory() / 4, (Size) BLCKSZ);
+	k->off = 0;
+}
+
+static void
+kept_add(KeptSpool *k, const LertEntry *e, const char *key)
+{
+	if (k->file == NULL &&
+		(Size) k->mem.len + sizeof(LertEntry) + e->keylen > k->budget)
+	{
+		k->file = BufFileCreateTemp(false);
+		BufFileWrite(k->file, k->mem.data, k->mem.len);
+		resetStringInfo(&k->mem);
+	}
+	if (k->file != NULL)
+	{
+		BufFileWrite(k->file, (void *) e, sizeof(LertEntry));
+		if (e->keylen > 0)
+			BufFileWrite(k->file, (void *) key, e->keylen);
+		return;
+	}
+	appendBinaryStringInfo(&k->mem, (const char *) e, sizeof(LertEntry));
+	appendBinaryStringInfo(&k->mem, key, e->keylen);
+}
+
+static void
+kept_rewind(KeptSpool *k)
+{
+	k->off = 0;
+	if (k->file != NULL && BufFileSeek(k->file, 0, 0, SEEK_SET) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not rewind temporary file of kept LERT entries: %m")));
+}
+
+static void
+kept_read(KeptSpool *k, void *dst, Size n)
+{
+	if (n > 0 && BufFileRead(k->file, dst, n) != n)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read temporary file of kept LERT entries: %m")));
+}
+
+/* The next kept entry and its key (into key, LERT_MAX_KEY_BYTES); false at the end. */
+static bool
+kept_next(KeptSpool *k, LertEntry *e, char *key)
+{
+	if (k->file == NULL)
+	{
+		if (k->off >= k->mem.len)
+			return false;
+		memcpy(e, k->mem.data + k->off, sizeof(LertEntry));
+		memcpy(key, k->mem.data + k->off + sizeof(LertEntry), e->keylen);
+		k->off += sizeof(LertEntry) + e->keylen;
+		return true;
+	}
+	if (BufFileRead(k->file, e, sizeof(LertEntry)) == 0)
+		return false;
+	if (e->keylen > LERT_MAX_KEY_BYTES)
+		elog(ERROR, "kept LERT entry has %u key bytes", e->keylen);
+	kept_read(k, key, e->keylen);
+	return true;
+}
+
+static void
+kept_free(KeptSpool *k)
+{
+	if (k->file != NULL)
+		BufFileClose(k->file);
+	pfree(k->mem.data);
+}
 
 /* Level-0 page `page` of the cone: the round's copy or a read-only one. */
 static const char *
@@ -85,32 +181,30 @@ entry_cmp(const LertEntry *a, uint64 fp, const char *key, uint32 keylen)
 }
 
 /*
- * Can the kept entries (packed LertEntry + key, in key order) be laid out
- * on npages level-0 pages by their fingerprints?
+ * Can the kept entries be laid out on npages level-0 pages by their
+ * fingerprints?
  */
 static bool
-level0_fits(const LertRound *r, const StringInfo kept, uint32 npages)
+level0_fits(const LertRound *r, KeptSpool *kept, uint32 npages, char *key)
 {
 	Size		avail = SS_PAGE_DATA_SIZE - MAXALIGN(sizeof(LertL0Header));
 	Size		used = 0;
 	int64		cur = -1;
-	int			off = 0;
+	LertEntry	e;
 
-	while (off < kept->len)
+	kept_rewind(kept);
+	while (kept_next(kept, &e, key))
 	{
-		const LertEntry *e = (const LertEntry *) (kept->data + off);
-		uint32		p = lert_level0_page(&r->meta.params, e->fp, npages);
-		Size		need = lert_entry_size(e->keylen) + sizeof(uint16);
+		uint32		p = lert_level0_page(&r->meta.params, e.fp, npages);
 
 		if ((int64) p != cur)
 		{
 			cur = p;
 			used = 0;
 		}
-		used += need;
+		used += lert_entry_size(e.keylen) + sizeof(uint16);
 		if (used > avail)
 			return false;
-		off += (int) lert_entry_size(e->keylen);
 	}
 	return true;
 }
@@ -133,7 +227,8 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 	MergeSrc	src[LERT_MAX_LEVELS + 1];
 	int			nsrc = 0;
 	LertRunWriter w[LERT_MAX_LEVELS + 1];
-	StringInfoData kept;
+	KeptSpool	kept;
+	char	   *kept_key = palloc(LERT_MAX_KEY_BYTES + 1);
 	int64		nkept = 0;
 	int64		kept_key_bytes = 0;
 	char	   *keybuf = palloc(LERT_MAX_KEY_BYTES + 1);
@@ -166,7 +261,7 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 	}
 	for (uint32 j = 1; j <= depth; j++)
 		lert_run_writer_begin(&w[j], r->rel, &r->meta);
-	initStringInfo(&kept);
+	kept_init(&kept);
 
 	for (;;)
 	{
@@ -228,13 +323,7 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 				lert_run_writer_add(&w[j], &e, keybuf);
 				continue;
 			}
-			appendBinaryStringInfo(&kept, (const char *) &e, sizeof(e));
-			appendBinaryStringInfo(&kept, keybuf, keylen);
-			{
-				static const char zeros[8] = {0};
-
-				appendBinaryStringInfo(&kept, zeros, TYPEALIGN(8, keylen) - keylen);
-			}
+			kept_add(&kept, &e, keybuf);
 			nkept++;
 			kept_key_bytes += keylen;
 		}
@@ -249,7 +338,7 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 	limit = spill ? g->level0_capacity : lert_level0_limit(g, nkept);
 	npages = lert_level0_pages(limit, nkept > 0 ? (double) kept_key_bytes / nkept :
 							   (r->st->fixed_key ? 0 : 16));
-	for (int tries = 0; !level0_fits(r, &kept, npages); tries++)
+	for (int tries = 0; !level0_fits(r, &kept, npages, kept_key); tries++)
 	{
 		if (tries == 3 || npages > MaxBlockNumber / 8)
 		{
@@ -259,7 +348,8 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 			r->reports.len = reports_len;
 			r->reports.data[reports_len] = '\0';
 			r->npending = reports_n;
-			pfree(kept.data);
+			kept_free(&kept);
+			pfree(kept_key);
 			pfree(keybuf);
 			elog(DEBUG1, "LERT \"%s\": kept keys do not fit level 0, flushing cone %u again with spilling",
 				 RelationGetRelationName(r->rel), cone);
@@ -272,33 +362,36 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 	gen = r->meta.next_gen++;
 	area = palloc(SS_PAGE_DATA_SIZE);
 	{
-		int			off = 0;
+		LertEntry	e;
+		bool		have;
 
+		kept_rewind(&kept);
+		have = kept_next(&kept, &e, kept_key);
 		for (uint32 p = 0; p < npages; p++)
 		{
 			lert_l0_init(area, SS_PAGE_DATA_SIZE, logpos, gen);
-			while (off < kept.len)
+			while (have && lert_level0_page(&r->meta.params, e.fp, npages) == p)
 			{
-				const LertEntry *e = (const LertEntry *) (kept.data + off);
 				LertEntry  *ne;
 
-				if (lert_level0_page(&r->meta.params, e->fp, npages) != p)
-					break;
-				ne = lert_l0_insert(area, lert_l0_count(area), e->fp,
-									lert_entry_key(e), e->keylen);
+				ne = lert_l0_insert(area, lert_l0_count(area), e.fp,
+									kept_key, e.keylen);
 				if (ne == NULL)
 					elog(ERROR, "LERT level-0 page overflows after its layout was checked");
-				ne->count = e->count;
-				ne->first_pos = e->first_pos;
-				ne->flags = e->flags;
-				off += (int) lert_entry_size(e->keylen);
+				ne->count = e.count;
+				ne->first_pos = e.first_pos;
+				ne->flags = e.flags;
+				have = kept_next(&kept, &e, kept_key);
 			}
 			lert_write_page(r->rel, level0.start + p, SS_PAGE_LERT_LEVEL0, area,
 							logpos, true);
 		}
+		if (have)
+			elog(ERROR, "LERT kept entries are out of page order");
 	}
 	pfree(area);
-	pfree(kept.data);
+	kept_free(&kept);
+	pfree(kept_key);
 	pfree(keybuf);
 
 	lert_test_crash(r->rel, LERT_CRASH_MERGED);

@@ -220,4 +220,18 @@ cmp_ok($polls, '>', 10, "memory: the loading backend was polled ($polls times)")
 cmp_ok($peak_kb, '<', 200 * 1024,
 	"memory: peak private memory of the loading backend ${peak_kb} kB, under 200 MB");
 
+# The kept keys went through the flushes' temporary files (their entries
+# exceed a quarter of work_mem): four more observations each bring every
+# key to T, and every one is reported once, with its exact count.
+$node->safe_psql('postgres',
+	"INSERT INTO l_mem SELECT g % 100000 FROM generate_series(0, 399999) g");
+$node->safe_psql('postgres', "SELECT lert_flush('l_mem')");
+is( $node->safe_psql(
+		'postgres',
+		"SELECT count(*), count(DISTINCT key), min(count), max(count), "
+		  . "count(*) FILTER (WHERE key::int8 NOT BETWEEN 0 AND 99999) "
+		  . "FROM lert_reports('l_mem')"),
+	'100000|100000|24|24|0',
+	'memory: after four more observations each, all 100,000 kept keys are reported once at count 24');
+
 done_testing();
