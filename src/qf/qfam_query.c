@@ -223,7 +223,16 @@ qfam_committed_count(Relation rel, SSHash h, bool any_copy)
 		bool		stopped_early = false;
 		uint32		bucket;
 
-		ss_log_read_begin(rel, &snap, attempt, true);
+		/* the levels and the log snapshot from one read of the metapage */
+		if (!qfam_read_meta(rel, &meta))
+			return 0;
+		if (ss_log_read_begin_meta(rel, &meta.hdr, &snap, attempt, true))
+		{
+			/* consolidated: the levels moved */
+			if (!qfam_read_meta(rel, &meta))
+				return 0;
+			ss_log_snapshot_of(rel, &meta.hdr, &snap);
+		}
 		if (any_copy && snap.head_pos != snap.end_pos)
 		{
 			/*
@@ -243,8 +252,6 @@ qfam_committed_count(Relation rel, SSHash h, bool any_copy)
 			if (lp.inserted && !lp.deleted)
 				return 1;
 		}
-		if (!qfam_read_meta(rel, &meta))
-			return 0;
 		merges = meta.merges;
 		memset(&kr, 0, sizeof(kr));
 		kr.fpmask = ~UINT64CONST(0) << (64 - fp_bits);

@@ -162,34 +162,71 @@ ss_log_snapshot(Relation rel, SSLogSnapshot *snap)
 	snap->head_blk = log.head_blk;
 }
 
+/* The snapshot of a metapage header the caller has just read. */
+void
+ss_log_snapshot_of(Relation rel, const SSMetaHeader *hdr, SSLogSnapshot *snap)
+{
+	log_meta_check(rel, &hdr->log);
+	snap->head_pos = hdr->log.head_pos;
+	snap->end_pos = hdr->log.end_pos;
+	snap->head_blk = hdr->log.head_blk;
+}
+
+/*
+ * Should a reader consolidate the log of snap before reading, and did it?
+ * A log that is not empty is consolidated first when this backend can (not
+ * in recovery nor in a parallel worker) without waiting: like heap
+ * pruning, it changes how committed changes are stored, not what any query
+ * sees, and it saves every later lookup the scan of those records.  A
+ * reader that finds its records through ss_log_scan_parts (indexed)
+ * consolidates only a short log, or one longer than
+ * streamsketch.change_log_limit (which the index may not hold): in between,
+ * the log is left to the writers, the flush functions and VACUUM, which
+ * consolidate it in large rounds, instead of making one lookup pay for a
+ * whole round (a 20,000 lookup statement ran 2-4x slower paying for 1 MB
+ * of log).
+ */
+static bool
+log_reader_consolidated(Relation rel, const SSLogSnapshot *snap, int attempt,
+						bool indexed)
+{
+	if (attempt >= MAX_SCAN_RESTARTS)
+		log_corrupted(rel, SS_METAPAGE_BLKNO, "The change log kept moving under a scan.");
+	return snap->end_pos != snap->head_pos && !RecoveryInProgress() &&
+		!IsInParallelMode() &&
+		(!indexed ||
+		 snap->end_pos - snap->head_pos <= SS_LOG_READER_CONSOLIDATE_BYTES ||
+		 snap->end_pos - snap->head_pos > (uint64) ss_change_log_limit_kb * 1024) &&
+		ss_log_consolidate(rel, false);
+}
+
 /*
  * A reader's snapshot before it reads the structure; attempt counts the
- * restarts after ss_log_scan found the log moved.  A log that is not
- * empty is consolidated first when this backend can (not in recovery nor
- * in a parallel worker) without waiting: like heap pruning, it changes how
- * committed changes are stored, not what any query sees, and it saves
- * every later lookup the scan of those records.  A reader that finds its
- * records through ss_log_scan_parts (indexed) consolidates only a short
- * log, or one longer than streamsketch.change_log_limit (which the index
- * may not hold): in between, the log is left to the writers, the flush
- * functions and VACUUM, which consolidate it in large rounds, instead of
- * making one lookup pay for a whole round (a 20,000 lookup statement ran
- * 2-4x slower paying for 1 MB of log).
+ * restarts after ss_log_scan found the log moved.
  */
 void
 ss_log_read_begin(Relation rel, SSLogSnapshot *snap, int attempt,
 				  bool indexed)
 {
-	if (attempt >= MAX_SCAN_RESTARTS)
-		log_corrupted(rel, SS_METAPAGE_BLKNO, "The change log kept moving under a scan.");
 	ss_log_snapshot(rel, snap);
-	if (snap->end_pos != snap->head_pos && !RecoveryInProgress() &&
-		!IsInParallelMode() &&
-		(!indexed ||
-		 snap->end_pos - snap->head_pos <= SS_LOG_READER_CONSOLIDATE_BYTES ||
-		 snap->end_pos - snap->head_pos > (uint64) ss_change_log_limit_kb * 1024) &&
-		ss_log_consolidate(rel, false))
+	if (log_reader_consolidated(rel, snap, attempt, indexed))
 		ss_log_snapshot(rel, snap);
+}
+
+/*
+ * ss_log_read_begin for a reader that reads the structure's own metapage
+ * fields anyway: the snapshot comes from the header it has just read with
+ * them (the same share lock, so the two agree), which saves a second read
+ * of the metapage on every lookup.  Returns true if the log was
+ * consolidated: the caller then reads its metapage again and takes the
+ * snapshot with ss_log_snapshot_of.
+ */
+bool
+ss_log_read_begin_meta(Relation rel, const SSMetaHeader *hdr,
+					   SSLogSnapshot *snap, int attempt, bool indexed)
+{
+	ss_log_snapshot_of(rel, hdr, snap);
+	return log_reader_consolidated(rel, snap, attempt, indexed);
 }
 
 /* ---------------------------------------------------------------------

@@ -114,8 +114,13 @@ struct SSStateOps;
 extern void ss_log_init(void);
 extern void ss_log_append(Relation rel);
 extern void ss_log_snapshot(Relation rel, SSLogSnapshot *snap);
+extern void ss_log_snapshot_of(Relation rel, const SSMetaHeader *hdr,
+							   SSLogSnapshot *snap);
 extern void ss_log_read_begin(Relation rel, SSLogSnapshot *snap, int attempt,
 							  bool indexed);
+extern bool ss_log_read_begin_meta(Relation rel, const SSMetaHeader *hdr,
+								   SSLogSnapshot *snap, int attempt,
+								   bool indexed);
 extern bool ss_log_scan(Relation rel, const SSLogSnapshot *snap,
 						SSLogRecordFn fn, void *arg);
 extern bool ss_log_scan_ext(Relation rel, const SSLogSnapshot *snap,
