@@ -19,7 +19,10 @@ the extension into a private tree first (see benchlib.sh).  The Bloom filter
 rows run when the built extension has bloom_create(); otherwise they are
 reported as "not available in this build".
 
-Configuration: environment variables (see CONFIG below).
+Configuration: environment variables (see CONFIG below).  A partial run
+(STRUCTURES=bqf,cf4 to measure only those, INRAM=0 to skip the in-RAM
+phase), e.g. to profile one window of two builds side by side, should
+write its results elsewhere (OUT_JSON, OUT_MD, OUT_PNG).
 """
 import datetime
 import json
@@ -42,6 +45,8 @@ CONFIG = dict(
     CG_EXTRA_MB=env_int("CG_EXTRA_MB", 40),     # cgroup limit = SB + this
     BUF_MB=env_int("BUF_MB", 0),                # level 0 / Bloom buffer (0: SB/2)
     RATIOS=env_list("RATIOS", "4,24"),          # filter size / RAM
+    STRUCTURES=[x for x in os.environ.get("STRUCTURES", "").split(",") if x],  # only these (bqf,cf4,...)
+    INRAM=env_int("INRAM", 1),                  # 0: skip the in-RAM phase
     LOAD=env_float("LOAD", 0.75),               # QF load at the end of the stream
     FP_INV=env_int("FP_INV", 4096),             # on-disk fp rate = 1/FP_INV
     FULL_RATIOS=env_list("FULL_RATIOS", "4"),   # QF family inserted from empty, timed
@@ -337,6 +342,8 @@ def structures(r):
         out += [("ebf", "ebf", None), ("bbf", "bbf", None)]
     if r in C["BASE_RATIOS"]:
         out += [("btree", "btree", None), ("hash", "hash", None)]
+    if C["STRUCTURES"]:
+        out = [s for s in out if s[0] in C["STRUCTURES"]]
     return out
 
 
@@ -553,8 +560,9 @@ def main():
     psql(f"DROP TABLE {probe}")
     results["slots_per_page"] = spp
 
-    log("in RAM: QF vs BF")
-    inram(results)
+    if C["INRAM"]:
+        log("in RAM: QF vs BF")
+        inram(results)
     with open(C["OUT_JSON"], "w") as f:
         json.dump(results, f, indent=1)
 
