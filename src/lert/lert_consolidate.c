@@ -418,12 +418,13 @@ round_record(uint64 logpos, const SSPendingHeader *hdr, const char *payload,
 		r->meta.cones[cone].max_level0 = r->entries[cone];
 
 	/*
-	 * Keep the copies within the consolidation memory, or four times level
-	 * 0's nominal size if that is larger: level 0 is meant to stay in
-	 * memory, and a checkpoint writes every changed page back.
+	 * Keep the copies within the consolidation memory (work_mem in a
+	 * writing statement), which the DBA sizes, not level 0, which grows
+	 * with the kept keys: four times level 0's size let a 32MB level 0
+	 * take 128MB of private memory.  A larger work_mem saves checkpoints,
+	 * each of which writes every changed page back.
 	 */
-	if ((Size) r->npages_cached * SS_PAGE_DATA_SIZE >
-		Max(ss_consolidation_memory(), (Size) r->meta.params.buffer_kb * 4096))
+	if ((Size) r->npages_cached * SS_PAGE_DATA_SIZE > ss_consolidation_memory())
 		round_checkpoint(r, logpos + 1);
 }
 
