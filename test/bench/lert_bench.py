@@ -56,6 +56,7 @@ CONFIG = dict(
     SB_MB=env_int("SB_MB", 16),              # shared_buffers
     CG_EXTRA_MB=env_int("CG_EXTRA_MB", 64),  # cgroup limit = SB + this
     BUF_MB=env_int("BUF_MB", 4),             # level 0 (buffer_size)
+    WORK_MEM_MB=env_int("WORK_MEM_MB", 4),   # work_mem: a round's level-0 copies
     LEVELS=env_int("LEVELS", 3),
     GROWTH=env_int("GROWTH", 4),
     BATCH=env_int("BATCH", 100_000),         # rows per INSERT transaction
@@ -70,7 +71,8 @@ CONFIG = dict(
     OUT_JSON=os.environ.get("OUT_JSON", os.path.join(HERE, "lert_bench_results.json")),
 )
 C = CONFIG
-L.configure(C["WORK"], C["PORT"], C["SB_MB"], C["LOADER_SB_MB"])
+L.configure(C["WORK"], C["PORT"], C["SB_MB"], C["LOADER_SB_MB"],
+            measure_extra={"work_mem": f"{C['WORK_MEM_MB']}MB"})
 
 VARIANT_ARGS = {
     "csl": "variant => 'count_stretch'",
