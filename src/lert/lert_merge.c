@@ -102,7 +102,7 @@ kept_read(KeptSpool *k, void *dst, Size n)
 				 errmsg("could not read temporary file of kept LERT entries: %m")));
 }
 
-/* The next kept entry and its key (into key, LERT_MAX_KEY_BYTES); false at the end. */
+/* The next kept entry, its key copied to key; false at the end. */
 static bool
 kept_next(KeptSpool *k, LertEntry *e, char *key)
 {
@@ -115,8 +115,17 @@ kept_next(KeptSpool *k, LertEntry *e, char *key)
 		k->off += sizeof(LertEntry) + e->keylen;
 		return true;
 	}
-	if (BufFileRead(k->file, e, sizeof(LertEntry)) == 0)
-		return false;
+	{
+		size_t		got = BufFileRead(k->file, e, sizeof(LertEntry));
+
+		if (got == 0)
+			return false;
+		if (got != sizeof(LertEntry))
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not read temporary file of kept LERT entries: read only %zu of %zu bytes",
+							got, sizeof(LertEntry))));
+	}
 	if (e->keylen > LERT_MAX_KEY_BYTES)
 		elog(ERROR, "kept LERT entry has %u key bytes", e->keylen);
 	kept_read(k, key, e->keylen);
