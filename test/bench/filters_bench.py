@@ -583,6 +583,9 @@ def main():
     L.finish_run(results)
     with open(C["OUT_JSON"], "w") as f:
         json.dump(results, f, indent=1)
+    if C["STRUCTURES"] or not C["INRAM"]:
+        log(f"partial run: results in {C['OUT_JSON']}, no report")
+        return
     import filters_bench_report
     filters_bench_report.report(results, C)
 
