@@ -28,7 +28,6 @@ import datetime
 import json
 import math
 import os
-import signal
 import sys
 import time
 
@@ -355,12 +354,4 @@ def main():
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--report":
-        import bcms_bench_report
-        bcms_bench_report.report(json.load(open(C["OUT_JSON"])), C)
-        sys.exit(0)
-    signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))
-    try:
-        main()
-    finally:
-        L.cleanup()
+    L.run(main, "bcms_bench_report", C)

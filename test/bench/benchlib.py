@@ -11,13 +11,16 @@ in main() and cleanup() at exit.  Module state (CG, DEVSTAT, server_mode)
 lives here; access it as benchlib.CG etc.
 """
 import datetime
+import importlib
 import json
 import os
 import platform
 import random
 import re
 import shutil
+import signal
 import subprocess
+import sys
 import time
 
 T0 = time.time()
@@ -511,3 +514,17 @@ def text_table(header, rows):
     w = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
     line = lambda r: "  ".join(str(x).rjust(w[i]) for i, x in enumerate(r))
     return "\n".join([line(header), line(["-" * x for x in w])] + [line(r) for r in rows])
+
+
+def run(main, report_module, config):
+    """A benchmark script's entry point: with --report, re-render the report
+    from the results file (config["OUT_JSON"]) with report_module; else run
+    main, stopping the servers however it ends (SIGTERM included)."""
+    if len(sys.argv) > 1 and sys.argv[1] == "--report":
+        importlib.import_module(report_module).report(json.load(open(config["OUT_JSON"])), config)
+        return
+    signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))
+    try:
+        main()
+    finally:
+        cleanup()

@@ -36,7 +36,6 @@ Configuration: environment variables (see CONFIG below).
 import datetime
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -314,12 +313,4 @@ def main():
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--report":
-        import lert_bench_report
-        lert_bench_report.report(json.load(open(C["OUT_JSON"])), C)
-        sys.exit(0)
-    signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))
-    try:
-        main()
-    finally:
-        L.cleanup()
+    L.run(main, "lert_bench_report", C)
