@@ -81,6 +81,235 @@ sat_add(uint64 a, uint64 b)
 	return a > PG_UINT64_MAX - b ? PG_UINT64_MAX : a + b;
 }
 
+/* ------------------------------------------- reference of qf_area_check */
+
+/*
+ * The area checks of qf_area_check, slot by slot and bit by bit in the
+ * plainest form: qf.c checks words of slots at a time, and must give the
+ * same verdict and the same first message as this on every area
+ * (test_check_reference).
+ */
+static bool
+ref_bit(const char *area, Size off, uint32 i)
+{
+	uint64		w;
+
+	memcpy(&w, area + off + (Size) (i / 64) * 8, 8);
+	return (w >> (i % 64)) & 1;
+}
+
+static uint64
+ref_rem(const QfGeom *g, const char *area, uint32 i)
+{
+	uint64		v = 0;
+
+	for (int k = 0; k < g->rbits; k++)
+	{
+		uint64		bit = (uint64) i * g->rbits + k;
+		uint64		w;
+
+		memcpy(&w, area + g->rem_off + (Size) (bit / 64) * 8, 8);
+		v |= ((w >> (bit % 64)) & 1) << k;
+	}
+	return v;
+}
+
+static uint32
+ref_next_occ(const QfGeom *g, const char *area, uint32 from, uint32 limit)
+{
+	while (from < limit && !ref_bit(area, g->occ_off, from))
+		from++;
+	return Min(from, limit);
+}
+
+#define REF_CHECK(cond, message) \
+	do { \
+		if (!(cond)) \
+		{ \
+			*msg = (message); \
+			return false; \
+		} \
+	} while (0)
+
+static bool
+ref_area_check(const QfGeom *g, const char *area, const char **msg)
+{
+	QfAreaHeader h;
+	uint32		nitems = 0;
+	uint32		nused = 0;
+	uint64		total = 0;
+	int64		bucket = -1;
+	bool		have_rem = false;
+	uint64		lastrem = 0;
+	uint32		ndig = 0;
+	uint64		cval = 0;
+
+	if (!qf_area_check_header(g, area, msg))
+		return false;
+	memcpy(&h, area, sizeof(h));
+	for (uint32 i = g->nslots; i < g->nwords * 64; i++)
+		REF_CHECK(!ref_bit(area, g->occ_off, i) && !ref_bit(area, g->cont_off, i) &&
+				  !ref_bit(area, g->shf_off, i) && !ref_bit(area, g->cnt_off, i),
+				  "quotient filter area has bits set past its last slot");
+	for (uint64 b = (uint64) g->nslots * g->rbits; b < (uint64) g->rwords * 64; b++)
+	{
+		uint64		w;
+
+		memcpy(&w, area + g->rem_off + (Size) (b / 64) * 8, 8);
+		REF_CHECK(((w >> (b % 64)) & 1) == 0,
+				  "quotient filter area has payload bits set past its last slot");
+	}
+	REF_CHECK(ref_next_occ(g, area, g->nhome, g->nslots) == g->nslots,
+			  "quotient filter area has an occupied slack slot");
+	for (uint32 i = 0; i < g->nslots; i++)
+	{
+		bool		occ = ref_bit(area, g->occ_off, i);
+		bool		cont = ref_bit(area, g->cont_off, i);
+		bool		shf = ref_bit(area, g->shf_off, i);
+		bool		cnt = ref_bit(area, g->cnt_off, i);
+		uint64		v = ref_rem(g, area, i);
+		bool		prev_used = i > 0 && (ref_bit(area, g->occ_off, i - 1) ||
+										  ref_bit(area, g->cont_off, i - 1) ||
+										  ref_bit(area, g->shf_off, i - 1));
+
+		if (have_rem && !cnt)
+		{
+			total = sat_add(total, cval == PG_UINT64_MAX ? cval : cval + 1);
+			ndig = 0;
+			cval = 0;
+		}
+		if (!occ && !cont && !shf)
+		{
+			REF_CHECK(!cnt && v == 0,
+					  "quotient filter area has an empty slot with contents");
+			have_rem = false;
+			continue;
+		}
+		nused++;
+		if (!cont)
+		{
+			uint32		b = ref_next_occ(g, area, (uint32) (bucket + 1), g->nhome);
+
+			REF_CHECK(!cnt, "quotient filter run starts with a counter slot");
+			REF_CHECK(b < g->nhome && b <= i,
+					  "quotient filter run has no occupied home slot");
+			REF_CHECK(shf == (b != i),
+					  "quotient filter run start has a wrong shifted bit");
+			REF_CHECK(b == i || prev_used,
+					  "quotient filter run is shifted past an empty slot");
+			bucket = b;
+			have_rem = true;
+			lastrem = v;
+			nitems++;
+		}
+		else if (!cnt)
+		{
+			REF_CHECK(shf, "quotient filter continuation slot is not shifted");
+			REF_CHECK(have_rem,
+					  "quotient filter continuation slot follows an empty slot");
+			REF_CHECK(v > lastrem,
+					  "quotient filter remainders out of order in a run");
+			lastrem = v;
+			nitems++;
+		}
+		else
+		{
+			uint32		shift = ndig * g->rbits;
+
+			REF_CHECK(shf, "quotient filter counter slot is not shifted");
+			REF_CHECK(have_rem,
+					  "quotient filter counter slot follows an empty slot");
+			REF_CHECK(shift < 64 &&
+					  (shift + g->rbits <= 64 || (v >> (64 - shift)) == 0),
+					  "quotient filter count overflows 64 bits");
+			cval |= v << shift;
+			ndig++;
+			if (i + 1 >= g->nslots || !ref_bit(area, g->cnt_off, i + 1))
+			{
+				REF_CHECK(v != 0,
+						  "quotient filter count has a leading zero digit");
+				REF_CHECK(cval != PG_UINT64_MAX,
+						  "quotient filter count overflows 64 bits");
+			}
+		}
+	}
+	if (have_rem)
+		total = sat_add(total, cval == PG_UINT64_MAX ? cval : cval + 1);
+	REF_CHECK(ref_next_occ(g, area, (uint32) (bucket + 1), g->nhome) == g->nhome,
+			  "quotient filter occupied home slot has no run");
+	REF_CHECK(h.nitems == nitems,
+			  "quotient filter area header has a wrong item count");
+	REF_CHECK(h.nused == nused,
+			  "quotient filter area header has a wrong used slot count");
+	REF_CHECK(h.total_count == total || h.total_count == PG_UINT64_MAX,
+			  "quotient filter area header has a wrong total count");
+	return true;
+}
+
+/*
+ * qf_area_check against the reference on valid and damaged areas of every
+ * kind of word it takes whole: empty, without counters, with counters;
+ * sparse and full; flips in the metadata and in the payloads.
+ */
+static void
+test_check_reference(void)
+{
+	char	   *area = malloc(PAGE_AREA);
+	char	   *damaged = malloc(PAGE_AREA);
+	int			cases = 0;
+	int			valid = 0;
+	int			rbits[] = {3, 6, 12, 19, 31};
+
+	for (int round = 0; round < 400; round++)
+	{
+		QfGeom		g;
+		int			rb = rbits[round % 5];
+		double		load = (round % 4 == 0) ? 0.1 : (round % 4 == 1) ? 0.5 : 0.93;
+		uint32		n;
+
+		if (!qf_geom_init(&g, rb, PAGE_AREA))
+			FAIL("no geometry for %d bits", rb);
+		qf_area_init(&g, area);
+		n = (uint32) (g.nhome * load);
+		for (uint32 i = 0; i < n; i++)
+			(void) qf_insert(&g, area, (uint32) rng_below(g.nhome),
+							 rng() & qf_mask(rb),
+							 round % 3 == 0 ? 1 + rng_below(70000) : 1);
+		for (int k = 0; k < 40; k++)
+		{
+			const char *m1 = NULL;
+			const char *m2 = NULL;
+			bool		r1;
+			bool		r2;
+			int			flips = k == 0 ? 0 : 1 + (int) rng_below(3);
+
+			memcpy(damaged, area, g.area_bytes);
+			for (int f = 0; f < flips; f++)
+			{
+				/* half of the flips in the metadata, which is smaller */
+				uint32		lo = k % 2 ? QF_HEADER_SIZE : g.occ_off;
+				uint32		hi = k % 2 ? g.area_bytes : g.rem_off;
+				uint32		off = lo + (uint32) rng_below(hi - lo);
+
+				damaged[off] ^= (char) (1 << rng_below(8));
+			}
+			r1 = ref_area_check(&g, damaged, &m1);
+			r2 = qf_area_check(&g, damaged, &m2);
+			if (r1 != r2 || (!r1 && strcmp(m1, m2) != 0))
+				FAIL("qf_area_check and the reference differ (rbits %d, load %.2f, %d flips): reference %s \"%s\", qf_area_check %s \"%s\"",
+					 rb, load, flips, r1 ? "valid" : "invalid", m1 ? m1 : "",
+					 r2 ? "valid" : "invalid", m2 ? m2 : "");
+			if (k == 0 && !r1)
+				FAIL("undamaged area is invalid: %s", m1);
+			cases++;
+			valid += r1;
+		}
+	}
+	printf("  qf_area_check = reference on %d areas (%d valid)\n", cases, valid);
+	free(area);
+	free(damaged);
+}
+
 /* ---------------------------------------------------- reference multiset */
 
 #define REF_CAP		(1 << 16)
@@ -1319,6 +1548,7 @@ main(int argc, char **argv)
 	}
 	test_hash_helpers();
 	test_edges();
+	test_check_reference();
 
 	printf("page geometries (%d-byte areas): rbits:home+slack\n ", PAGE_AREA);
 	for (int r = 1; r <= 32; r++)
