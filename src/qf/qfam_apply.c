@@ -651,7 +651,7 @@ qfam_levels_have(Relation rel, const QfamMeta *meta, uint64 h1)
 /*
  * Can the filter take this transaction's inserts (SSStateOps.admit)?
  * Fast bound: its fingerprints, the records waiting in the log and the
- * batch's inserts within qfam_max_items.  Otherwise, with final, count the
+ * batch's records (then its inserts) within qfam_max_items.  Otherwise, with final, count the
  * batch's distinct fingerprints not yet in the levels, in memory bounded
  * by the room left (and streamsketch.pending_memory), and refuse with
  * 54000 if they do not fit: the transaction then aborts, leaving no trace.
@@ -672,12 +672,16 @@ qfam_admit(Relation rel, uint64 log_records, bool final)
 	uint64		fpmask = ~UINT64CONST(0) << (64 - st->p.fp_bits);
 	HTAB	   *seen = NULL;
 	long		max_seen;
+	uint64		log_bytes;
 
 	if (!qfam_read_meta(rel, &meta))
 		return true;
 	for (uint32 l = 0; l < meta.nlevels; l++)
 		items += (double) meta.levels[l].items;
 	room = max_items - items - (double) log_records;
+	/* the batch's records bound its inserts, without reading them */
+	if ((double) ss_pending_count(RelationGetRelid(rel), &log_bytes) <= room)
+		return true;
 	ss_pending_iter_begin(&it, RelationGetRelid(rel));
 	while (ss_pending_iter_next(&it, &hdr, &payload))
 		inserts += hdr.type == SS_PENDING_KEY;

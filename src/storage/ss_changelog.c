@@ -912,7 +912,19 @@ ss_log_append(Relation rel)
 		size = sizeof(rh) + MAXALIGN(rh.len);
 		written += size;
 		nwritten++;
-		if (size <= sizeof(record.data))
+		if (size <= SS_LOG_PAGE_CAPACITY - page_log_header(a.page)->used)
+		{
+			/* it fits in the tail page: written in place */
+			uint32		used = page_log_header(a.page)->used;
+			char	   *dst = SSPageGetData(a.page) + LOG_DATA_OFFSET + used;
+
+			memcpy(dst, &rh, sizeof(rh));
+			memcpy(dst + sizeof(rh), payload, rh.len);
+			memset(dst + sizeof(rh) + rh.len, 0, MAXALIGN(rh.len) - rh.len);
+			appender_set_used(a.page, used + (uint32) size);
+			a.pos += size;
+		}
+		else if (size <= sizeof(record.data))
 		{
 			/* a small record is one copy (the padding is zeroed) */
 			memset(record.data + size - MAXIMUM_ALIGNOF, 0, MAXIMUM_ALIGNOF);

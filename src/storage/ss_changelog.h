@@ -171,20 +171,33 @@ extern void ss_cons_foreach(SSConsolidation *c, SSLogRecordFn fn, void *arg);
  */
 #define SS_MAX_RECORD_PARTS		64
 
-/* One (record, partition) pair; the payload is shared by a record's pairs. */
+/*
+ * One (record, partition) pair.  A payload of up to SS_GROUP_INLINE bytes
+ * (a key record) is copied into the entry: the entries are sorted by
+ * partition, and a pointer into payloads kept in log order made every
+ * record of a group a cache miss (a fifth of applying an in-memory quotient
+ * filter round).  A longer payload is shared by the record's pairs.
+ */
+#define SS_GROUP_INLINE		24
+
 typedef struct SSGroupEntry
 {
 	uint64		pos;
-	const char *payload;
 	uint32		part;			/* PG_UINT32_MAX: every partition */
 	uint32		len;
 	uint16		type;			/* SSPendingType */
+	union
+	{
+		const char *ptr;		/* len > SS_GROUP_INLINE */
+		uint64		data[SS_GROUP_INLINE / sizeof(uint64)];
+	}			payload;
 } SSGroupEntry;
 
 static inline const char *
 ss_group_payload(const SSGroupEntry *e)
 {
-	return e->payload;
+	return e->len <= SS_GROUP_INLINE ? (const char *) e->payload.data :
+		e->payload.ptr;
 }
 
 typedef int (*SSPartsOfFn) (const SSPendingHeader *hdr, const char *payload,
@@ -231,5 +244,7 @@ extern bool ss_cons_by_partition(SSConsolidation *c, uint32 nparts,
 								 SSPartsOfFn parts_of,
 								 SSApplyGroupFn apply_group,
 								 SSChunkRoomFn chunk_room, void *arg);
+/* (sub)transaction abort: rounds begun at nest_level or deeper are over */
+extern void ss_cons_at_abort(int nest_level);
 
 #endif							/* SS_CHANGELOG_H */

@@ -6,17 +6,25 @@
  *	  and handed to the structure one partition at a time.
  *
  * The records are collected in log order into a memory budget
- * (ss_consolidation_memory()): one 32-byte entry per record and
- * partition, the record's payload copied once.  When the budget is used,
+ * (ss_consolidation_memory()): one entry per record and partition, which
+ * holds a key record's payload; a longer payload is copied once, for all
+ * its entries.  When the budget is used,
  * what was collected is sorted by partition (stably, so each partition's
  * records stay in log order) and applied with upto = the current position,
  * and collection goes on; a partition's applied_pos makes a group applied
  * twice (after a stopped round) harmless.
  *
+ * The entry arrays (and the sort's second array) outlive the round, up to
+ * KEEP_BYTES each: a writer consolidates at the start of most statements,
+ * and arrays allocated afresh each round were faulted in from the kernel
+ * every time (glibc hands large freed blocks back; ~4% of an in-memory
+ * quotient filter insert).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "ss_changelog.h"
 #include "ss_pending.h"
@@ -31,6 +39,8 @@ typedef struct GroupCollector
 	SSApplyGroupFn apply_group;
 	void	   *arg;
 	SSGroupEntry *entries;		/* by position; part PG_UINT32_MAX: all */
+	SSGroupEntry *scratch;		/* as large: the sort's output */
+	bool		kept;			/* the arrays are the kept ones */
 	int			n;
 	int			cap;			/* entries allocated */
 	int			max_cap;		/* entries the budget holds */
@@ -46,6 +56,139 @@ typedef struct GroupCollector
 	bool		stopped;		/* apply_group or chunk_room asked to stop */
 } GroupCollector;
 
+/*
+ * The arrays kept between rounds, in TopMemoryContext.  A round that finds
+ * them lent (a round started within a round) allocates its own.  The
+ * statics always point at the live arrays, so a round that fails only
+ * leaves them lent; (sub)transaction abort takes them back
+ * (ss_cons_at_abort).
+ */
+#define KEEP_BYTES	(8 * 1024 * 1024)
+
+static int	group_entry_cmp(const void *a, const void *b);
+
+static SSGroupEntry *kept_entries = NULL;
+static SSGroupEntry *kept_scratch = NULL;
+static int	kept_cap = 0;
+static int	kept_lent_level = 0;	/* nesting level of the borrower, or 0 */
+
+void
+ss_cons_at_abort(int nest_level)
+{
+	if (kept_lent_level >= nest_level)
+		kept_lent_level = 0;
+}
+
+/*
+ * Arrays for at least cap entries: the kept ones (g->kept) unless a round
+ * holds them.
+ */
+static void
+groups_arrays_alloc(GroupCollector *g, int cap)
+{
+	Size		bytes = sizeof(SSGroupEntry) * (Size) cap;
+
+	g->kept = kept_lent_level == 0;
+	if (!g->kept)
+	{
+		g->entries = MemoryContextAllocHuge(CurrentMemoryContext, bytes);
+		g->scratch = MemoryContextAllocHuge(CurrentMemoryContext, bytes);
+		g->cap = cap;
+		return;
+	}
+	kept_lent_level = Max(GetCurrentTransactionNestLevel(), 1);
+	if (kept_cap < cap)
+	{
+		if (kept_entries)
+		{
+			pfree(kept_entries);
+			pfree(kept_scratch);
+			kept_entries = kept_scratch = NULL;
+			kept_cap = 0;
+		}
+		kept_entries = MemoryContextAllocHuge(TopMemoryContext, bytes);
+		kept_scratch = MemoryContextAllocHuge(TopMemoryContext, bytes);
+		kept_cap = cap;
+	}
+	g->entries = kept_entries;
+	g->scratch = kept_scratch;
+	g->cap = kept_cap;
+}
+
+/* Grow the arrays to cap entries, keeping the n collected entries. */
+static void
+groups_arrays_grow(GroupCollector *g, int cap)
+{
+	Size		bytes = sizeof(SSGroupEntry) * (Size) cap;
+
+	g->entries = repalloc_huge(g->entries, bytes);
+	g->scratch = repalloc_huge(g->scratch, bytes);
+	g->cap = cap;
+	if (g->kept)
+	{
+		kept_entries = g->entries;
+		kept_scratch = g->scratch;
+		kept_cap = cap;
+	}
+}
+
+/* The arrays are returned (kept if small enough) or freed. */
+static void
+groups_arrays_release(GroupCollector *g)
+{
+	if (!g->kept)
+	{
+		pfree(g->entries);
+		pfree(g->scratch);
+		return;
+	}
+	if (sizeof(SSGroupEntry) * (Size) kept_cap > KEEP_BYTES)
+	{
+		pfree(kept_entries);
+		pfree(kept_scratch);
+		kept_entries = kept_scratch = NULL;
+		kept_cap = 0;
+	}
+	kept_lent_level = 0;
+}
+
+/*
+ * Sort the entries by partition, keeping log order within a partition: a
+ * counting sort into the second array when the partitions are few, else a
+ * stable comparison sort.
+ */
+static void
+groups_sort(GroupCollector *g)
+{
+	uint32		maxpart = 0;
+	uint32	   *start;
+	SSGroupEntry *tmp;
+
+	for (int i = 0; i < g->n; i++)
+		maxpart = Max(maxpart, g->entries[i].part);
+	if (g->n < 64 || (uint64) maxpart + 1 > Max((uint64) 4 * g->n, 4096))
+	{
+		qsort(g->entries, g->n, sizeof(SSGroupEntry), group_entry_cmp);
+		return;
+	}
+	start = palloc0(((Size) maxpart + 2) * sizeof(uint32));
+	for (int i = 0; i < g->n; i++)
+		start[g->entries[i].part + 1]++;
+	for (uint32 p = 1; p <= maxpart + 1; p++)
+		start[p] += start[p - 1];
+	for (int i = 0; i < g->n; i++)
+		g->scratch[start[g->entries[i].part]++] = g->entries[i];
+	pfree(start);
+	tmp = g->entries;
+	g->entries = g->scratch;
+	g->scratch = tmp;
+	if (g->kept)
+	{
+		kept_entries = g->entries;
+		kept_scratch = g->scratch;
+	}
+}
+
 static int
 group_entry_cmp(const void *a, const void *b)
 {
@@ -57,12 +200,6 @@ group_entry_cmp(const void *a, const void *b)
 	if (x->pos != y->pos)
 		return x->pos < y->pos ? -1 : 1;
 	return 0;
-}
-
-static uint32
-group_entry_part(const void *e)
-{
-	return ((const SSGroupEntry *) e)->part;
 }
 
 #define GROUP_BLOCK_SIZE	(256 * 1024)
@@ -105,8 +242,7 @@ groups_apply(GroupCollector *g, uint64 upto)
 		return;
 	if (!g->any_all)
 	{
-		ss_sort_batch_by_page(g->entries, g->n, sizeof(SSGroupEntry),
-							  group_entry_part, group_entry_cmp);
+		groups_sort(g);
 		while (start < g->n)
 		{
 			int			end = start + 1;
@@ -164,8 +300,9 @@ group_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	uint32		parts[SS_MAX_RECORD_PARTS];
 	int			np = g->parts_of(hdr, payload, parts, g->arg);
 	int			nentries = np < 0 ? 1 : np;
-	Size		need = MAXALIGN(hdr->len);
-	char	   *copy;
+	bool		inline_payload = hdr->len <= SS_GROUP_INLINE;
+	Size		need = inline_payload ? 0 : MAXALIGN(hdr->len);
+	char	   *copy = NULL;
 
 	if (nentries == 0 || g->stopped)
 		return;
@@ -177,24 +314,32 @@ group_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 		groups_apply(g, pos);
 	if (g->stopped)
 		return;
-	while (g->n + nentries > g->cap)
+	if (g->n + nentries > g->cap)
 	{
-		if (g->cap >= g->max_cap)
-			elog(ERROR, "consolidation entries exceed their memory budget");
-		g->cap = Min(g->cap * 2, g->max_cap);
-		g->entries = repalloc_huge(g->entries, sizeof(SSGroupEntry) * g->cap);
+		int			cap = g->cap;
+
+		while (g->n + nentries > cap)
+		{
+			if (cap >= g->max_cap)
+				elog(ERROR, "consolidation entries exceed their memory budget");
+			cap = Min(cap * 2, g->max_cap);
+		}
+		groups_arrays_grow(g, cap);
 	}
-	if (g->block == NULL || g->block_used + need > g->block_size)
+	if (!inline_payload)
 	{
-		g->block_size = Max(need, GROUP_BLOCK_SIZE);
-		g->block = MemoryContextAllocHuge(CurrentMemoryContext, g->block_size);
-		g->block_used = 0;
-		g->blocks = lappend(g->blocks, g->block);
-		g->payload_bytes += g->block_size;
+		if (g->block == NULL || g->block_used + need > g->block_size)
+		{
+			g->block_size = Max(need, GROUP_BLOCK_SIZE);
+			g->block = MemoryContextAllocHuge(CurrentMemoryContext, g->block_size);
+			g->block_used = 0;
+			g->blocks = lappend(g->blocks, g->block);
+			g->payload_bytes += g->block_size;
+		}
+		copy = g->block + g->block_used;
+		memcpy(copy, payload, hdr->len);
+		g->block_used += need;
 	}
-	copy = g->block + g->block_used;
-	memcpy(copy, payload, hdr->len);
-	g->block_used += need;
 	for (int i = 0; i < nentries; i++)
 	{
 		SSGroupEntry *e = &g->entries[g->n++];
@@ -206,7 +351,10 @@ group_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 				 e->part, g->nparts);
 		e->type = hdr->type;
 		e->len = hdr->len;
-		e->payload = copy;
+		if (inline_payload)
+			memcpy(e->payload.data, payload, hdr->len);
+		else
+			e->payload.ptr = copy;
 		g->any_all |= np < 0;
 	}
 }
@@ -229,9 +377,8 @@ ss_cons_by_partition(SSConsolidation *c, uint32 nparts, SSPartsOfFn parts_of,
 	g.budget = Min(ss_consolidation_memory(), (Size) INT_MAX);
 	/* applied before the budget is exceeded, so n never passes max_cap */
 	g.max_cap = (int) Max(g.budget / sizeof(SSGroupEntry), SS_MAX_RECORD_PARTS);
-	g.cap = Min(g.max_cap, 65536);
-	g.entries = MemoryContextAllocHuge(CurrentMemoryContext,
-									   sizeof(SSGroupEntry) * g.cap);
+	groups_arrays_alloc(&g, (int) Min((uint64) g.max_cap,
+									  Max(c->nrecords, 1024)));
 	g.n = 0;
 	g.blocks = NIL;
 	g.block = NULL;
@@ -243,6 +390,6 @@ ss_cons_by_partition(SSConsolidation *c, uint32 nparts, SSPartsOfFn parts_of,
 		ss_cons_foreach(c, group_record, &g);
 	groups_apply(&g, c->end_pos);
 	list_free_deep(g.blocks);
-	pfree(g.entries);
+	groups_arrays_release(&g);
 	return !g.stopped;
 }

@@ -450,6 +450,7 @@ pending_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			ss_xlog_at_abort();
+			ss_cons_at_abort(1);
 			pending_reset();
 			break;
 		case XACT_EVENT_COMMIT:
@@ -482,7 +483,10 @@ pending_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		case SUBXACT_EVENT_ABORT_SUB:
 		case SUBXACT_EVENT_COMMIT_SUB:
 			if (event == SUBXACT_EVENT_ABORT_SUB)
+			{
 				ss_xlog_at_abort();
+				ss_cons_at_abort(GetCurrentTransactionNestLevel());
+			}
 			while (subxact_marks != NIL)
 			{
 				SubxactMark *mark = (SubxactMark *) linitial(subxact_marks);
