@@ -114,26 +114,31 @@ SELECT count(*) FILTER (WHERE NOT bloom_contains('tx_elevator', i)) AS fn_elevat
 FROM generate_series(1, 100000) i;
 
 -- More bit positions than the consolidation memory holds (10^5 keys with
--- 10 hashes are 8 MB of positions): they are distributed over temporary
--- files by range of pages and each range is sorted in memory (bloom_flush
--- in maintenance_work_mem = 1MB), or set in parts when a range alone does
--- not fit (a lookup consolidating in work_mem = 64kB); the same bits as
--- the bulk insert with default memory, and the spill used temporary files.
-SELECT bloom_create('sp_plain', 'int8', capacity => 100000, fp_rate => 0.001,
+-- 10 hashes are 8 MB of positions) in a filter more than four times that
+-- memory: they are distributed over temporary files by range of pages and
+-- each range is set in memory (a lookup consolidating in work_mem = 64kB;
+-- bloom_flush in maintenance_work_mem = 1MB); the same bits as the same
+-- keys set with default memory (one bitmap of the whole filter), and the
+-- spill used temporary files.
+SELECT bloom_create('sp_plain', 'int8', capacity => 300000, fp_rate => 0.001,
 					mode => 'plain');
-SELECT bloom_create('sp_elevator', 'int8', capacity => 100000, fp_rate => 0.001,
+SELECT bloom_create('sp_plain_ref', 'int8', capacity => 300000, fp_rate => 0.001,
+					mode => 'plain');
+SELECT bloom_create('sp_elevator', 'int8', capacity => 2500000, fp_rate => 0.001,
+					mode => 'elevator', buffer_size => '4MB');
+SELECT bloom_create('sp_elevator_ref', 'int8', capacity => 2500000, fp_rate => 0.001,
 					mode => 'elevator', buffer_size => '4MB');
 SET streamsketch.change_log_limit = '64MB';
 INSERT INTO sp_plain SELECT i FROM generate_series(1, 100000) i;
+INSERT INTO sp_plain_ref SELECT i FROM generate_series(1, 100000) i;
 INSERT INTO sp_elevator SELECT i FROM generate_series(1, 100000) i;
+INSERT INTO sp_elevator_ref SELECT i FROM generate_series(1, 100000) i;
 SELECT pg_catalog.pg_stat_force_next_flush();
 CREATE TEMP TABLE temp_files AS
 SELECT 1 AS n, 'before' AS step, temp_files FROM pg_stat_database WHERE datname = current_database();
 SET work_mem = '64kB';
 SET streamsketch.pending_memory = '64kB';
-SELECT items, buffered_entries,
-	   bits_set = (SELECT bits_set FROM bloom_info('bf_plain')) AS same_bits_as_bulk
-FROM bloom_info('sp_plain');
+SELECT items, buffered_entries FROM bloom_info('sp_plain');
 RESET work_mem;
 SELECT pg_catalog.pg_stat_force_next_flush();
 INSERT INTO temp_files
@@ -144,17 +149,39 @@ SELECT bloom_flush('sp_elevator') AS applied;
 RESET maintenance_work_mem;
 RESET streamsketch.pending_memory;
 RESET streamsketch.change_log_limit;
-SELECT items, buffered_entries,
-	   bits_set = (SELECT bits_set FROM bloom_info('bf_elevator')) AS same_bits_as_bulk
-FROM bloom_info('sp_elevator');
 SELECT pg_catalog.pg_stat_force_next_flush();
 INSERT INTO temp_files
 SELECT 3, 'elevator', temp_files FROM pg_stat_database WHERE datname = current_database();
+SELECT bloom_flush('sp_elevator_ref') AS applied;
+SELECT t, i.items, i.buffered_entries,
+	   i.bits_set = (SELECT bits_set FROM bloom_info((t || '_ref')::regclass)) AS same_bits
+FROM unnest(ARRAY['sp_plain', 'sp_elevator']) t, LATERAL bloom_info(t::regclass) i;
 SELECT step, temp_files - lag(temp_files) OVER (ORDER BY n) >= 2 AS spilled
 FROM temp_files ORDER BY n OFFSET 1;
 SELECT count(*) FILTER (WHERE NOT bloom_contains('sp_plain', i)) AS fn_plain,
 	   count(*) FILTER (WHERE NOT bloom_contains('sp_elevator', i)) AS fn_elevator
 FROM generate_series(1, 100000) i;
+
+-- A filter of at most four times the consolidation memory (bf_plain's
+-- 23 pages, work_mem = 64kB) is set with a bitmap per memory-sized range
+-- of pages, the round's records read once per range: the same bits as
+-- bf_plain, and no temporary file.
+SELECT bloom_create('sp_passes', 'int8', capacity => 100000, fp_rate => 0.001,
+					mode => 'plain');
+SET streamsketch.change_log_limit = '64MB';
+INSERT INTO sp_passes SELECT i FROM generate_series(1, 100000) i;
+RESET streamsketch.change_log_limit;
+SELECT pg_catalog.pg_stat_force_next_flush();
+CREATE TEMP TABLE temp_files_passes AS
+SELECT temp_files FROM pg_stat_database WHERE datname = current_database();
+SET work_mem = '64kB';
+SELECT items, buffered_entries, pages,
+	   bits_set = (SELECT bits_set FROM bloom_info('bf_plain')) AS same_bits_as_bulk
+FROM bloom_info('sp_passes');
+RESET work_mem;
+SELECT pg_catalog.pg_stat_force_next_flush();
+SELECT d.temp_files - t.temp_files AS temp_files
+FROM pg_stat_database d, temp_files_passes t WHERE d.datname = current_database();
 
 -- A round of at least half an elevator buffer's capacity (one large
 -- transaction here) is set with the buffered entries in one elevator pass
