@@ -154,8 +154,8 @@ groups_arrays_release(GroupCollector *g)
 
 /*
  * Sort the entries by partition, keeping log order within a partition: a
- * counting sort into the second array when the partitions are few, else a
- * stable comparison sort.
+ * counting sort into the second array when the partitions are few, else
+ * qsort by (partition, position), which no two entries share.
  */
 static void
 groups_sort(GroupCollector *g)
