@@ -172,23 +172,25 @@ extern void ss_cons_foreach(SSConsolidation *c, SSLogRecordFn fn, void *arg);
 #define SS_MAX_RECORD_PARTS		64
 
 /*
- * One (record, partition) pair.  A payload of up to SS_GROUP_INLINE bytes
- * (a key record) is copied into the entry: the entries are sorted by
- * partition, and a pointer into payloads kept in log order made every
- * record of a group a cache miss (a fifth of applying an in-memory quotient
- * filter round).  A longer payload is shared by the record's pairs.
+ * One (record, partition) pair, 40 bytes.  A payload of up to
+ * SS_GROUP_INLINE bytes (a key record) is copied into the entry: the
+ * entries are sorted by partition, and a pointer into payloads kept in log
+ * order made every record of a group a cache miss (a fifth of applying an
+ * in-memory quotient filter round).  A longer payload is shared by the
+ * record's pairs.
  */
 #define SS_GROUP_INLINE		24
+#define SS_GROUP_SHARED		PG_UINT16_MAX	/* inline_len: payload.ptr */
 
 typedef struct SSGroupEntry
 {
 	uint64		pos;
 	uint32		part;			/* PG_UINT32_MAX: every partition */
-	uint32		len;
 	uint16		type;			/* SSPendingType */
+	uint16		inline_len;		/* bytes in payload.data, or SS_GROUP_SHARED */
 	union
 	{
-		const char *ptr;		/* len > SS_GROUP_INLINE */
+		const char *ptr;
 		uint64		data[SS_GROUP_INLINE / sizeof(uint64)];
 	}			payload;
 } SSGroupEntry;
@@ -196,7 +198,7 @@ typedef struct SSGroupEntry
 static inline const char *
 ss_group_payload(const SSGroupEntry *e)
 {
-	return e->len <= SS_GROUP_INLINE ? (const char *) e->payload.data :
+	return e->inline_len != SS_GROUP_SHARED ? (const char *) e->payload.data :
 		e->payload.ptr;
 }
 

@@ -65,6 +65,9 @@ typedef struct GroupCollector
  */
 #define KEEP_BYTES	(8 * 1024 * 1024)
 
+/* a 100,000-row round of key records fits in 4 MB of work_mem: one chunk */
+StaticAssertDecl(sizeof(SSGroupEntry) == 40, "group entries are 40 bytes");
+
 static int	group_entry_cmp(const void *a, const void *b);
 
 static SSGroupEntry *kept_entries = NULL;
@@ -350,11 +353,16 @@ group_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 			elog(ERROR, "record partition %u is out of range (%u partitions)",
 				 e->part, g->nparts);
 		e->type = hdr->type;
-		e->len = hdr->len;
 		if (inline_payload)
+		{
+			e->inline_len = (uint16) hdr->len;
 			memcpy(e->payload.data, payload, hdr->len);
+		}
 		else
+		{
+			e->inline_len = SS_GROUP_SHARED;
 			e->payload.ptr = copy;
+		}
 		g->any_all |= np < 0;
 	}
 }
