@@ -250,12 +250,88 @@ qfam_page_applied(Relation rel, const QfamLevel *lv, uint64 page)
 
 /* ---- consolidation ---- */
 
+/*
+ * A round writes up to QFAM_RECORD_PAGES level-0 pages per WAL record, with
+ * the metapage's counters registered once when the record is finished:
+ * registering the metapage with every page (one 8 kB copy in, one out, a
+ * delta and a lock of the block every lookup reads) took a third of the
+ * page copying of an in-memory round.  Pages of the open record stay
+ * locked; the next page joins it only if it is in shared buffers already
+ * (pinned without I/O, ss_pin_if_cached), else the record is finished
+ * first, so no lock is held across another page's read.  Lock order:
+ * level-0 pages in ascending block order (groups come sorted by
+ * partition), then the metapage; the change log's consolidation lock
+ * keeps every other writer of level 0 out, and readers hold one page at a
+ * time.
+ */
+#define QFAM_RECORD_PAGES	(SS_XLOG_MAX_PAGES - 1)
+
 typedef struct QfCons
 {
 	Relation	rel;
 	const QfamState *st;
 	QfamMeta	meta;			/* as installed, kept in step with our writes */
+	/* the open WAL record: changed level-0 pages, locked */
+	SSXLogState *state;
+	int			npages;
+	Buffer		bufs[QFAM_RECORD_PAGES];
+	QfStats		before[QFAM_RECORD_PAGES];
+	QfStats		after[QFAM_RECORD_PAGES];
 } QfCons;
+
+/*
+ * Log the open record: its pages and the metapage's level-0 counters,
+ * changed page by page as before.  Then unlock its pages.
+ */
+static void
+qfam_cons_finish(QfCons *qc)
+{
+	Buffer		metabuf;
+	QfamMeta   *m;
+
+	if (qc->state == NULL)
+		return;
+	if (qc->npages == 0)
+	{
+		ss_xlog_abort(qc->state);
+		qc->state = NULL;
+		return;
+	}
+	m = ss_meta_register(qc->rel, SS_KIND_QF, qc->state, &metabuf);
+	for (int i = 0; i < qc->npages; i++)
+		qfam_meta_add_level(m, 0, &qc->before[i], &qc->after[i]);
+	qc->meta.levels[0].items = m->levels[0].items;
+	qc->meta.levels[0].total = m->levels[0].total;
+	ss_xlog_finish(qc->state);
+	UnlockReleaseBuffer(metabuf);
+	for (int i = 0; i < qc->npages; i++)
+		UnlockReleaseBuffer(qc->bufs[i]);
+	qc->state = NULL;
+	qc->npages = 0;
+}
+
+/*
+ * Lock level-0 page blkno into the open record (finishing it first if it
+ * is full or the page is not in shared buffers).
+ */
+static Page
+qfam_cons_lock_page(QfCons *qc, const QfamLevel *lv, const QfGeom *g,
+					BlockNumber blkno, Buffer *buf)
+{
+	Buffer		pin = InvalidBuffer;
+	Page		page;
+
+	if (qc->npages > 0 &&
+		(qc->npages == QFAM_RECORD_PAGES ||
+		 !BufferIsValid(pin = ss_pin_if_cached(qc->rel, blkno))))
+		qfam_cons_finish(qc);
+	if (qc->state == NULL)
+		qc->state = ss_xlog_start(qc->rel);
+	page = qfam_lock_level_page(qc->rel, qc->state, lv, false, g, blkno, buf);
+	if (BufferIsValid(pin))
+		ReleaseBuffer(pin);
+	return page;
+}
 
 static void
 qfam_record_key(Relation rel, const SSPendingHeader *hdr, const char *payload,
@@ -376,6 +452,9 @@ qfam_chunk_room(Relation rel, void *arg)
 {
 	QfCons	   *qc = arg;
 
+	/* a chunk's pages are logged before the next chunk (or the round's end) */
+	qfam_cons_finish(qc);
+
 	for (int tries = 0; tries < 2; tries++)
 	{
 		const QfamLevel *lv = &qc->meta.levels[0];
@@ -394,10 +473,11 @@ qfam_chunk_room(Relation rel, void *arg)
 /*
  * Apply the records of one level-0 page in log order (those before its
  * applied_pos were applied already).  Inserts and the part of a delete
- * that level 0 holds are applied in one WAL record per pass with the
- * metapage's counters; a delete that owes copies to older levels ends the
- * pass before it (qfam_delete_older), and a full page ends it to make
- * room.  Returns false if the round must be run again.
+ * that level 0 holds are applied in one pass, the page joining the open
+ * WAL record (qfam_cons_lock_page); a delete that owes copies to older
+ * levels ends the pass before it (qfam_delete_older), and a full page
+ * ends it to make room, each after logging the open record.  Returns
+ * false if the round must be run again.
  */
 static bool
 qfam_apply_group(Relation rel, uint32 part, const SSGroupEntry *entries,
@@ -412,11 +492,8 @@ qfam_apply_group(Relation rel, uint32 part, const SSGroupEntry *entries,
 	{
 		const QfamLevel *lv = &qc->meta.levels[0];
 		QfGeom		g;
-		SSXLogState *state;
 		Buffer		buf;
-		Buffer		metabuf;
 		Page		page;
-		QfamMeta   *m;
 		char	   *area;
 		uint64		applied;
 		QfStats		before;
@@ -428,10 +505,7 @@ qfam_apply_group(Relation rel, uint32 part, const SSGroupEntry *entries,
 
 		CHECK_FOR_INTERRUPTS();
 		qfam_level_geom(lv, &g);
-		state = ss_xlog_start(rel);
-		page = qfam_lock_level_page(rel, state, lv, false, &g, lv->base + part,
-									&buf);
-		m = ss_meta_register(rel, SS_KIND_QF, state, &metabuf);
+		page = qfam_cons_lock_page(qc, lv, &g, lv->base + part, &buf);
 		area = SSPageGetData(page);
 		applied = SSPageGetOpaque(page)->applied_pos;
 		qf_area_stats(&g, area, &before);
@@ -475,17 +549,27 @@ qfam_apply_group(Relation rel, uint32 part, const SSGroupEntry *entries,
 		if (changed || new_applied != applied)
 		{
 			SSPageGetOpaque(page)->applied_pos = new_applied;
-			qfam_meta_add_level(m, 0, &before, &after);
-			qc->meta.levels[0].items = m->levels[0].items;
-			qc->meta.levels[0].total = m->levels[0].total;
-			ss_xlog_finish(state);
+			qc->before[qc->npages] = before;
+			qc->after[qc->npages] = after;
+			qc->bufs[qc->npages++] = buf;
+			/* the chunk's room is judged on counters kept in step */
+			qc->meta.levels[0].items =
+				qfam_counter_add(qc->meta.levels[0].items,
+								 (int64) after.nitems - (int64) before.nitems);
+			qc->meta.levels[0].total =
+				qfam_counter_add(qc->meta.levels[0].total,
+								 qfam_total_delta(before.total_count,
+												  after.total_count));
 		}
 		else
-			ss_xlog_abort(state);
-		UnlockReleaseBuffer(metabuf);
-		UnlockReleaseBuffer(buf);
+		{
+			ss_xlog_unregister(qc->state, buf);
+			UnlockReleaseBuffer(buf);
+		}
 		if (i >= n)
 			break;
+		/* what follows locks other pages and the metapage */
+		qfam_cons_finish(qc);
 		if (deep_owed > 0)
 		{
 			SSPendingKey key;
@@ -517,21 +601,26 @@ qfam_apply_group(Relation rel, uint32 part, const SSGroupEntry *entries,
  * grouped by level-0 page in chunks no larger than the room left in level
  * 0, so that a large round fills level 0 and makes room once per fill,
  * not once per page.  Counters change with the pages (the metapage is in
- * every group's WAL record), so there are no round stats.
+ * every WAL record of level-0 pages), so there are no round stats.
  */
 bool
 qfam_consolidate(SSConsolidation *c)
 {
 	QfCons		qc;
+	bool		done;
 
 	qc.rel = c->rel;
 	qc.st = qfam_get_state(c->rel);
+	qc.state = NULL;
+	qc.npages = 0;
 	if (!qfam_read_meta(c->rel, &qc.meta))
 		elog(ERROR, "quotient filter metapage of \"%s\" disappeared",
 			 RelationGetRelationName(c->rel));
-	return ss_cons_by_partition(c, (uint32) 1 << qc.meta.levels[0].page_bits,
+	done = ss_cons_by_partition(c, (uint32) 1 << qc.meta.levels[0].page_bits,
 								qfam_parts_of, qfam_apply_group,
 								qfam_chunk_room, &qc);
+	qfam_cons_finish(&qc);
+	return done;
 }
 
 /*

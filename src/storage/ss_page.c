@@ -229,6 +229,27 @@ ss_block_known_to_exist(Relation rel, BlockNumber blkno)
 	return known != InvalidBlockNumber && blkno < known;
 }
 
+/*
+ * Pin block blkno if it is in shared buffers, without any I/O; else
+ * InvalidBuffer.  A writer that holds content locks on other pages and
+ * must not wait for a read under them takes the next page this way (and
+ * otherwise releases its locks first).
+ */
+Buffer
+ss_pin_if_cached(Relation rel, BlockNumber blkno)
+{
+	PrefetchBufferResult pr;
+
+	/* prefetching a block past the end of the file is an error */
+	if (!ss_block_known_to_exist(rel, blkno))
+		return InvalidBuffer;
+	pr = PrefetchBuffer(rel, MAIN_FORKNUM, blkno);
+	if (!BufferIsValid(pr.recent_buffer) ||
+		!ReadRecentBuffer(rel->rd_node, MAIN_FORKNUM, blkno, pr.recent_buffer))
+		return InvalidBuffer;
+	return pr.recent_buffer;
+}
+
 Buffer
 ss_read_buffer_if_exists(Relation rel, BlockNumber blkno)
 {

@@ -116,6 +116,7 @@ extern void ss_meta_validate(Relation rel,
 							 const void *meta);
 extern bool ss_block_known_to_exist(Relation rel, BlockNumber blkno);
 extern Buffer ss_read_buffer_if_exists(Relation rel, BlockNumber blkno);
+extern Buffer ss_pin_if_cached(Relation rel, BlockNumber blkno);
 struct SSXLogState;
 extern void ss_meta_header_init(SSMetaHeader *hdr, uint32 kind, uint32 seed,
 								BlockNumber layout_end);

@@ -225,6 +225,25 @@ ss_xlog_register(SSXLogState *state, Buffer buffer, int flags)
 	return NULL;				/* keep compiler quiet */
 }
 
+/*
+ * Forget the copy of a registered buffer (left unchanged; the caller
+ * unlocks it): a page that turned out to need no change leaves a record
+ * that goes on with other pages.
+ */
+void
+ss_xlog_unregister(SSXLogState *state, Buffer buffer)
+{
+	for (int i = 0; i < SS_XLOG_MAX_PAGES; i++)
+	{
+		if (state->pages[i].buffer == buffer)
+		{
+			state->pages[i].buffer = InvalidBuffer;
+			return;
+		}
+	}
+	elog(ERROR, "buffer %d is not registered in the WAL record", buffer);
+}
+
 /* Apply the modified copies to the buffers and log them as one record. */
 XLogRecPtr
 ss_xlog_finish(SSXLogState *state)

@@ -31,6 +31,7 @@ typedef struct SSXLogState SSXLogState;
 
 extern SSXLogState *ss_xlog_start(Relation rel);
 extern Page ss_xlog_register(SSXLogState *state, Buffer buffer, int flags);
+extern void ss_xlog_unregister(SSXLogState *state, Buffer buffer);
 extern XLogRecPtr ss_xlog_finish(SSXLogState *state);
 extern void ss_xlog_abort(SSXLogState *state);
 extern void ss_xlog_at_abort(void);
