@@ -163,7 +163,7 @@ SELECT count(*) FILTER (WHERE NOT bloom_contains('sp_plain', i)) AS fn_plain,
 FROM generate_series(1, 100000) i;
 
 -- A filter of at most four times the consolidation memory (bf_plain's
--- 23 pages, work_mem = 64kB) is set with a bitmap per memory-sized range
+-- 23 pages; work_mem and pending_memory 64kB) is set with a bitmap per memory-sized range
 -- of pages, the round's records read once per range: the same bits as
 -- bf_plain, and no temporary file.
 SELECT bloom_create('sp_passes', 'int8', capacity => 100000, fp_rate => 0.001,
@@ -175,10 +175,12 @@ SELECT pg_catalog.pg_stat_force_next_flush();
 CREATE TEMP TABLE temp_files_passes AS
 SELECT temp_files FROM pg_stat_database WHERE datname = current_database();
 SET work_mem = '64kB';
+SET streamsketch.pending_memory = '64kB';
 SELECT items, buffered_entries, pages,
 	   bits_set = (SELECT bits_set FROM bloom_info('bf_plain')) AS same_bits_as_bulk
 FROM bloom_info('sp_passes');
 RESET work_mem;
+RESET streamsketch.pending_memory;
 SELECT pg_catalog.pg_stat_force_next_flush();
 SELECT d.temp_files - t.temp_files AS temp_files
 FROM pg_stat_database d, temp_files_passes t WHERE d.datname = current_database();
