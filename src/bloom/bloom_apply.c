@@ -345,6 +345,30 @@ bloom_write_bit_page(Relation rel, uint32 page, const uint64 *bits, Size n,
 }
 
 /*
+ * OR a bitmap of npages bit pages into pages first.. of the filter, each
+ * page with a bit written once.  Returns the new bits.
+ */
+static int64
+bloom_write_bitmap(Relation rel, uint32 first, uint32 npages,
+				   const uint64 *words)
+{
+	int64		nnew = 0;
+
+	for (uint32 pg = 0; pg < npages; pg++)
+	{
+		const uint64 *add = words + (Size) pg * BLOOM_PAGE_WORDS;
+		bool		any = false;
+
+		CHECK_FOR_INTERRUPTS();
+		for (uint32 w = 0; w < BLOOM_PAGE_WORDS && !any; w++)
+			any = add[w] != 0;
+		if (any)
+			nnew += bloom_write_bit_page(rel, first + pg, NULL, 0, add);
+	}
+	return nnew;
+}
+
+/*
  * Order bit positions by page (not within a page, where order does not
  * matter).  When the pages are few for the positions, as in a round,
  * an in-place bucket permutation by page (American flag sort: two passes,
@@ -473,19 +497,7 @@ bloom_set_spilled_range(BitCollector *bc, uint32 range)
 		CHECK_FOR_INTERRUPTS();
 	} while (nread > 0);
 	if (bitmap)
-	{
-		for (uint32 pg = 0; pg < npages; pg++)
-		{
-			const uint64 *add = bc->bits + (Size) pg * BLOOM_PAGE_WORDS;
-			bool		any = false;
-
-			CHECK_FOR_INTERRUPTS();
-			for (uint32 w = 0; w < BLOOM_PAGE_WORDS && !any; w++)
-				any = add[w] != 0;
-			if (any)
-				nnew += bloom_write_bit_page(bc->rel, first_page + pg, NULL, 0, add);
-		}
-	}
+		nnew += bloom_write_bitmap(bc->rel, first_page, npages, bc->bits);
 	else
 		nnew += bloom_set_sorted_bits(bc->rel, bc->bits, bc->nbits);
 	bc->nbits = 0;
@@ -581,17 +593,7 @@ bloom_apply_bitmaps(Relation rel, const BloomParams *p, HashFeed *feed,
 		bp.end = (uint64) (first + n) * BLOOM_PAGE_BITS;
 		bp.seen = 0;
 		feed->run(feed, collect_bitmap_bits, &bp);
-		for (uint32 pg = 0; pg < n; pg++)
-		{
-			const uint64 *add = bp.words + (Size) pg * BLOOM_PAGE_WORDS;
-			bool		any = false;
-
-			CHECK_FOR_INTERRUPTS();
-			for (uint32 w = 0; w < BLOOM_PAGE_WORDS && !any; w++)
-				any = add[w] != 0;
-			if (any)
-				nnew += bloom_write_bit_page(rel, first + pg, NULL, 0, add);
-		}
+		nnew += bloom_write_bitmap(rel, first, n, bp.words);
 	}
 	pfree(bp.words);
 	return nnew;
