@@ -191,6 +191,53 @@ buffer_feed_run(HashFeed *feed, BloomHashFn fn, void *arg)
 }
 
 /*
+ * Setting bits of a bitmap of megabytes at random positions, each one a
+ * cache miss: a position is set BLOOM_SET_DELAY positions after its word
+ * was prefetched, so the misses overlap.
+ */
+#define BLOOM_SET_DELAY		16
+
+#if defined(__GNUC__) || defined(__clang__)
+#define bloom_prefetch_for_write(addr) __builtin_prefetch((addr), 1)
+#else
+#define bloom_prefetch_for_write(addr) ((void) 0)
+#endif
+
+typedef struct DelayedBits
+{
+	uint64	   *words;
+	uint64		count;			/* positions given since the last drain */
+	uint32		delayed[BLOOM_SET_DELAY];	/* prefetched, not yet set */
+} DelayedBits;
+
+static inline void
+delayed_bits_init(DelayedBits *db, uint64 *words)
+{
+	db->words = words;
+	db->count = 0;
+}
+
+static inline void
+delayed_bits_set(DelayedBits *db, uint32 bit)
+{
+	uint32	   *slot = &db->delayed[db->count++ % BLOOM_SET_DELAY];
+
+	bloom_prefetch_for_write(&db->words[bit >> 6]);
+	if (db->count > BLOOM_SET_DELAY)
+		bloom_set_bit(db->words, *slot);
+	*slot = bit;
+}
+
+/* Set the positions still delayed; the bitmap is then complete. */
+static void
+delayed_bits_drain(DelayedBits *db)
+{
+	for (uint64 i = 0; i < Min(db->count, BLOOM_SET_DELAY); i++)
+		bloom_set_bit(db->words, db->delayed[i]);
+	db->count = 0;
+}
+
+/*
  * The bit positions of a feed, collected for sorting.  They are kept in
  * memory (8 bytes each) as long as they fit in bloom_work_mem(); past that
  * they are spread over temporary files, one per range of range_pages bit
@@ -457,6 +504,7 @@ bloom_set_spilled_range(BitCollector *bc, uint32 range)
 	uint64		first = (uint64) first_page * BLOOM_PAGE_BITS;
 	bool		bitmap = (Size) npages * BLOOM_PAGE_WORDS <= bc->maxbits;
 	uint32		chunk[1024];
+	DelayedBits bitmap_bits;
 	int64		nnew = 0;
 	size_t		nread;
 
@@ -472,6 +520,7 @@ bloom_set_spilled_range(BitCollector *bc, uint32 range)
 			bc->bits = repalloc(bc->bits, sizeof(uint64) * bc->allocated);
 		}
 		memset(bc->bits, 0, sizeof(uint64) * npages * BLOOM_PAGE_WORDS);
+		delayed_bits_init(&bitmap_bits, bc->bits);
 	}
 	bc->nbits = 0;
 	do
@@ -484,7 +533,7 @@ bloom_set_spilled_range(BitCollector *bc, uint32 range)
 				if (chunk[i] >= npages * BLOOM_PAGE_BITS)
 					elog(ERROR, "bloom filter bit offset %u beyond its range of %u pages",
 						 chunk[i], npages);
-				bloom_set_bit(bc->bits, chunk[i]);
+				delayed_bits_set(&bitmap_bits, chunk[i]);
 				continue;
 			}
 			if (bc->nbits == bc->maxbits)
@@ -497,7 +546,10 @@ bloom_set_spilled_range(BitCollector *bc, uint32 range)
 		CHECK_FOR_INTERRUPTS();
 	} while (nread > 0);
 	if (bitmap)
+	{
+		delayed_bits_drain(&bitmap_bits);
 		nnew += bloom_write_bitmap(bc->rel, first_page, npages, bc->bits);
+	}
 	else
 		nnew += bloom_set_sorted_bits(bc->rel, bc->bits, bc->nbits);
 	bc->nbits = 0;
@@ -547,7 +599,7 @@ typedef struct BitmapPass
 	const BloomParams *p;
 	uint64		first;
 	uint64		end;
-	uint64	   *words;
+	DelayedBits bits;
 	uint64		seen;
 } BitmapPass;
 
@@ -565,7 +617,7 @@ collect_bitmap_bits(uint64 h2, void *arg)
 		uint64		b = bloom_global_bit(bp->p, h2, i);
 
 		if (b >= bp->first && b < bp->end)
-			bloom_set_bit(bp->words, (uint32) (b - bp->first));
+			delayed_bits_set(&bp->bits, (uint32) (b - bp->first));
 	}
 }
 
@@ -580,22 +632,25 @@ bloom_apply_bitmaps(Relation rel, const BloomParams *p, HashFeed *feed,
 {
 	uint32		cap = Min(pages_per_pass, p->npages);
 	BitmapPass	bp;
+	uint64	   *words;
 	int64		nnew = 0;
 
 	bp.p = p;
-	bp.words = palloc((Size) cap * BLOOM_PAGE_WORDS * sizeof(uint64));
+	words = palloc((Size) cap * BLOOM_PAGE_WORDS * sizeof(uint64));
 	for (uint32 first = 0; first < p->npages; first += cap)
 	{
 		uint32		n = Min(cap, p->npages - first);
 
-		memset(bp.words, 0, (Size) n * BLOOM_PAGE_WORDS * sizeof(uint64));
+		memset(words, 0, (Size) n * BLOOM_PAGE_WORDS * sizeof(uint64));
+		delayed_bits_init(&bp.bits, words);
 		bp.first = (uint64) first * BLOOM_PAGE_BITS;
 		bp.end = (uint64) (first + n) * BLOOM_PAGE_BITS;
 		bp.seen = 0;
 		feed->run(feed, collect_bitmap_bits, &bp);
-		nnew += bloom_write_bitmap(rel, first, n, bp.words);
+		delayed_bits_drain(&bp.bits);
+		nnew += bloom_write_bitmap(rel, first, n, words);
 	}
-	pfree(bp.words);
+	pfree(words);
 	return nnew;
 }
 
