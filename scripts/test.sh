@@ -25,6 +25,7 @@
 #   STREAMSKETCH_TEST_PORT      port of the throwaway cluster (default 5544)
 #   STREAMSKETCH_PG_TREE=DIR    test a private installation in DIR instead of
 #                               the system's (scripts/setup.sh)
+#   STREAMSKETCH_TAP_TESTS      only these TAP files (e.g. 'test/t/013_*.pl')
 set -uo pipefail
 
 SS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -217,7 +218,8 @@ run_tap() {
 	ss_log "tap: prove (make installcheck, PostgreSQL::Test::Cluster)"
 	# Debian's PGXS may be configured without TAP: force it on.
 	run_make tap 30m installcheck REGRESS= ISOLATION= \
-		enable_tap_tests=yes PROVE=/usr/bin/prove PROVE_FLAGS=--timer
+		enable_tap_tests=yes PROVE=/usr/bin/prove PROVE_FLAGS=--timer \
+		${STREAMSKETCH_TAP_TESTS:+PROVE_TESTS="$STREAMSKETCH_TAP_TESTS"}
 	rc=$?
 	out="$WORK/tap.out"
 	files=$(grep -oE '^Files=[0-9]+' "$out" | tail -n 1 | cut -d= -f2)

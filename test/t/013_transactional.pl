@@ -51,6 +51,9 @@ use Test::More;
 #   summary         SQL for table $_[0]: one line of totals
 #   expect_lookups  that line given count(key) ($_[0]->(key))
 #   expect_summary  that line given the number of rows inserted ($_[0])
+#   long_batch      rows per key of the long consolidation (default 400:
+#                   4 million rows; more where a flush of those is too
+#                   quick to be stopped 0.3 s into it)
 # ---------------------------------------------------------------------
 my @keys = (0 .. 29);    # the keys every answer looks up
 
@@ -89,7 +92,7 @@ sub bloom_structure
 		tag => $tag,
 		create => {
 			small => "SELECT bloom_create('%s', 'int8', capacity => 100000, fp_rate => 0.000001, mode => '$mode', buffer_size => '64kB')",
-			big => "SELECT bloom_create('%s', 'int8', capacity => 10000000, fp_rate => 0.001, mode => '$mode')",
+			big => "SELECT bloom_create('%s', 'int8', capacity => 10000000, fp_rate => 0.000001, mode => '$mode')",
 		},
 		lookups => sub {
 			"SELECT string_agg(k || ':' || bloom_contains('$_[0]', k::int8), ' ' "
@@ -104,6 +107,7 @@ sub bloom_structure
 			join(' ', map { "$_:" . ($count->($_) > 0 ? 'true' : 'false') } @keys);
 		},
 		expect_summary => sub { "items $_[0]" },
+		long_batch => 600,
 		flush => sub { "SELECT bloom_flush('$_[0]')" },
 		pages => sub { "SELECT relation_pages FROM bloom_info('$_[0]')" },
 	};
@@ -412,16 +416,16 @@ foreach my $s (@structures)
 		"$t: answers unchanged after a canceled COMMIT");
 }
 
-# A long consolidation: a 4-million-row batch in the log of a large
-# structure (10,000 keys), which the flush function moves into it.  The
+# A long consolidation: a batch of 4 million rows or more in the log of a
+# large structure (10,000 keys), which the flush function moves into it.  The
 # standby reads the log without consolidating it (on the primary, the info
 # functions and lookups consolidate a long log), so the totals are checked
 # there while the batch must stay in the primary's log.
 foreach my $s (grep { !$_->{no_long_flush} } @structures)
 {
 	my $t = "big_$s->{tag}";
-	my @batch = (0, 9999, 400);
-	my $summary = $s->{expect_summary}->(4_000_000);
+	my @batch = (0, 9999, $s->{long_batch} // 400);
+	my $summary = $s->{expect_summary}->(10_000 * $batch[2]);
 	$node->safe_psql('postgres',
 		"BEGIN;\n" . insert_sql($t, @batch) . "COMMIT;\n");
 	push @{ $committed{$t} }, [@batch];
