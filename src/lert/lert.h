@@ -194,6 +194,18 @@ typedef struct LertState
 	Oid			inttype;		/* count column, or InvalidOid */
 } LertState;
 
+/*
+ * The form of a new level-0 page (lert_page.h): fixed when the fingerprint
+ * is the key and the variant keeps no disk count at level 0 (immediate
+ * does, LERT_DISK_KNOWN).
+ */
+static inline uint16
+lert_level0_form(const LertState *st)
+{
+	return st->fixed_key && st->p.geom.variant != LERT_IMMEDIATE ?
+		LERT_L0_FIXED : LERT_L0_KEYED;
+}
+
 /* ---- lert_am.c ---- */
 extern const struct SSStateOps lert_state_ops;
 extern int	ss_lert_threshold;
@@ -237,7 +249,7 @@ lert_level0_page(const LertParams *p, uint64 fp, uint32 npages)
 }
 
 /* pages of a new level 0 for limit entries of about keylen key bytes */
-extern uint32 lert_level0_pages(int64 limit, double avg_keylen);
+extern uint32 lert_level0_pages(int64 limit, uint16 form, double avg_keylen);
 
 /* ---- lert_store.c: extents, pages, runs, reports ---- */
 extern LertExtent lert_extent_alloc(Relation rel, LertMeta *meta,

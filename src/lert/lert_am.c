@@ -55,16 +55,21 @@ lert_open(Oid relid, LOCKMODE lockmode)
 }
 
 /*
- * Pages of a new level 0 for limit entries with keys of about avg_keylen
- * bytes: twice what they take, so that hash ranges rarely overflow a page.
+ * Pages of a new level 0 of the form for limit entries with keys of about
+ * avg_keylen bytes.  Keys spread over the pages by hash, so pages fill
+ * unevenly: at LERT_LEVEL0_ROOM times what the entries take, the fullest
+ * of thousands of pages is about four standard deviations above the mean
+ * and still fits when level 0 reaches its limit; a page that fills first
+ * only brings that flush forward.
  */
+#define LERT_LEVEL0_ROOM	1.3
+
 uint32
-lert_level0_pages(int64 limit, double avg_keylen)
+lert_level0_pages(int64 limit, uint16 form, double avg_keylen)
 {
-	double		per_entry = LERT_ENTRY_HEADER + sizeof(uint16) +
-		TYPEALIGN(8, (Size) ceil(Max(avg_keylen, 0)));
+	double		per_entry = lert_l0_entry_space(form, (uint32) ceil(Max(avg_keylen, 0)));
 	double		area = SS_PAGE_DATA_SIZE - MAXALIGN(sizeof(LertL0Header));
-	double		pages = ceil(2.0 * (double) Max(limit, 1) * per_entry / area);
+	double		pages = ceil(LERT_LEVEL0_ROOM * (double) Max(limit, 1) * per_entry / area);
 
 	return (uint32) Min(Max(pages, 1), (double) (MaxBlockNumber / 4));
 }

@@ -247,14 +247,16 @@ round_create_level0(LertRound *r, uint32 cone, uint64 pos)
 {
 	LertCone   *cn = &r->meta.cones[cone];
 	const LertState *st = r->st;
-	uint32		npages = lert_level0_pages(cn->level0_limit, st->fixed_key ? 0 : 16);
+	uint16		form = lert_level0_form(st);
+	uint32		npages = lert_level0_pages(cn->level0_limit, form,
+										   st->fixed_key ? 0 : 16);
 	char	   *area = palloc(SS_PAGE_DATA_SIZE);
 
 	cn->level0 = lert_extent_alloc(r->rel, &r->meta, npages);
 	cn->level0_gen = r->meta.next_gen++;
 	for (uint32 i = 0; i < npages; i++)
 	{
-		lert_l0_init(area, SS_PAGE_DATA_SIZE, pos, cn->level0_gen);
+		lert_l0_init(area, SS_PAGE_DATA_SIZE, pos, cn->level0_gen, form);
 		lert_write_page(r->rel, cn->level0.start + i, SS_PAGE_LERT_LEVEL0,
 						area, pos, true);
 	}
@@ -316,7 +318,7 @@ page_for(LertRound *r, uint32 cone, uint64 fp, uint64 logpos)
 static bool
 page_has_room(const LertL0Page *pg, uint32 keylen)
 {
-	return lert_l0_free(pg->area) >= lert_entry_size(keylen) + sizeof(uint16);
+	return lert_l0_has_room(pg->area, keylen);
 }
 
 static void
@@ -331,7 +333,7 @@ round_record(uint64 logpos, const SSPendingHeader *hdr, const char *payload,
 	LertL0Page *pg;
 	bool		found;
 	int			at;
-	LertEntry  *e;
+	LertEntry	e;
 	LertCount	slot;
 	LertReport	rep;
 	LertQuery	q;
@@ -384,34 +386,27 @@ round_record(uint64 logpos, const SSPendingHeader *hdr, const char *payload,
 			at = lert_l0_search(pg->area, item.fp, key, item.keylen, &found);
 			Assert(!found);
 		}
-		e = lert_l0_insert(pg->area, at, item.fp, key, item.keylen);
-		if (e == NULL)
+		if (!lert_l0_insert(pg->area, at, item.fp, key, item.keylen))
 			elog(ERROR, "LERT level-0 page has no room after a flush");
-		e->count = 0;
-		e->first_pos = -1;
-		e->disk_sum = 0;
-		e->flags = 0;
 		if (counted)
 		{
 			r->entries[cone]++;
 			r->changed = true;
 		}
 	}
-	else
-		e = lert_l0_entry(pg->area, at);
-
-	slot.count = e->count;
-	slot.first_pos = e->first_pos;
-	slot.disk_sum = e->disk_sum;
-	slot.flags = e->flags;
+	(void) lert_l0_get(pg->area, at, &e);
+	slot.count = e.count;
+	slot.first_pos = e.first_pos;
+	slot.disk_sum = e.disk_sum;
+	slot.flags = e.flags;
 	lert_round_query_init(&q, r, cone, 1, item.fp, key, item.keylen);
 	if (lert_observe(g, &slot, item.count, r->pos, query_runs, &q, &rep) &&
 		counted)
 		lert_round_add_report(r, &rep, item.fp, key, item.keylen);
-	e->count = slot.count;
-	e->first_pos = slot.first_pos;
-	e->disk_sum = slot.disk_sum;
-	e->flags = (uint16) slot.flags;
+	if (!lert_l0_put(pg->area, at, slot.count, slot.first_pos, slot.disk_sum,
+					 slot.flags))
+		elog(ERROR, "LERT level-0 page of form %u cannot hold flags %u",
+			 ((LertL0Header *) pg->area)->form, slot.flags);
 	pg->dirty = true;
 	r->pos += item.count;
 	if (r->entries[cone] > r->meta.cones[cone].max_level0)

@@ -32,9 +32,11 @@ typedef struct MergeSrc
 	int			idx;
 	const char *area;			/* the page being read */
 	char	   *buf;			/* a page not in the round's copies */
+	LertEntry	copy;			/* its current entry (lert_l0_get) */
 	/* runs */
 	LertRunReader reader;
 	const LertEntry *e;			/* current entry, NULL at the end */
+	const char *key;			/* its key bytes */
 } MergeSrc;
 
 /*
@@ -163,13 +165,15 @@ src_next(LertRound *r, uint32 cone, MergeSrc *s)
 	if (!s->is_level0)
 	{
 		s->e = lert_run_reader_next(&s->reader);
+		s->key = s->e != NULL ? lert_entry_key(s->e) : NULL;
 		return;
 	}
 	for (;;)
 	{
 		if (s->area != NULL && s->idx < lert_l0_count(s->area))
 		{
-			s->e = lert_l0_entry((char *) s->area, s->idx++);
+			s->key = lert_l0_get(s->area, s->idx++, &s->copy);
+			s->e = &s->copy;
 			return;
 		}
 		if (s->page >= s->npages)
@@ -183,10 +187,11 @@ src_next(LertRound *r, uint32 cone, MergeSrc *s)
 	}
 }
 
+/* Order of a source's current entry and a key. */
 static inline int
-entry_cmp(const LertEntry *a, uint64 fp, const char *key, uint32 keylen)
+src_cmp(const MergeSrc *s, uint64 fp, const char *key, uint32 keylen)
 {
-	return lert_key_cmp(a->fp, lert_entry_key(a), a->keylen, fp, key, keylen);
+	return lert_key_cmp(s->e->fp, s->key, s->e->keylen, fp, key, keylen);
 }
 
 /*
@@ -194,7 +199,8 @@ entry_cmp(const LertEntry *a, uint64 fp, const char *key, uint32 keylen)
  * fingerprints?
  */
 static bool
-level0_fits(const LertRound *r, KeptSpool *kept, uint32 npages, char *key)
+level0_fits(const LertRound *r, KeptSpool *kept, uint16 form, uint32 npages,
+			char *key)
 {
 	Size		avail = SS_PAGE_DATA_SIZE - MAXALIGN(sizeof(LertL0Header));
 	Size		used = 0;
@@ -211,7 +217,7 @@ level0_fits(const LertRound *r, KeptSpool *kept, uint32 npages, char *key)
 			cur = p;
 			used = 0;
 		}
-		used += lert_entry_size(e.keylen) + sizeof(uint16);
+		used += lert_l0_entry_space(form, e.keylen);
 		if (used > avail)
 			return false;
 	}
@@ -232,6 +238,7 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 	LertCone   *cn = &r->meta.cones[cone];
 	const LertGeom *g = &r->meta.params.geom;
 	uint32		depth = final ? g->nlevels : lert_merge_depth(g, cn->flushes + 1);
+	uint16		form = lert_level0_form(r->st);
 	bool		deeper = false;
 	MergeSrc	src[LERT_MAX_LEVELS + 1];
 	int			nsrc = 0;
@@ -274,7 +281,7 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 
 	for (;;)
 	{
-		const LertEntry *min = NULL;
+		const MergeSrc *min = NULL;
 		uint64		fp;
 		uint32		keylen;
 		LertCount	m = {0, -1, 0, 0};
@@ -284,18 +291,18 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 
 		for (int i = 0; i < nsrc; i++)
 			if (src[i].e != NULL &&
-				(min == NULL || entry_cmp(src[i].e, min->fp, lert_entry_key(min),
-										  min->keylen) < 0))
-				min = src[i].e;
+				(min == NULL || src_cmp(&src[i], min->e->fp, min->key,
+										min->e->keylen) < 0))
+				min = &src[i];
 		if (min == NULL)
 			break;
 		if ((++nkeys & 1023) == 0)
 			CHECK_FOR_INTERRUPTS();
-		fp = min->fp;
-		keylen = min->keylen;
-		memcpy(keybuf, lert_entry_key(min), keylen);
+		fp = min->e->fp;
+		keylen = min->e->keylen;
+		memcpy(keybuf, min->key, keylen);
 		for (int i = 0; i < nsrc; i++)
-			while (src[i].e != NULL && entry_cmp(src[i].e, fp, keybuf, keylen) == 0)
+			while (src[i].e != NULL && src_cmp(&src[i], fp, keybuf, keylen) == 0)
 			{
 				const LertEntry *e = src[i].e;
 
@@ -345,9 +352,10 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 
 	/* the new level 0: room for what was kept and for new keys */
 	limit = spill ? g->level0_capacity : lert_level0_limit(g, nkept);
-	npages = lert_level0_pages(limit, nkept > 0 ? (double) kept_key_bytes / nkept :
+	npages = lert_level0_pages(limit, form,
+							   nkept > 0 ? (double) kept_key_bytes / nkept :
 							   (r->st->fixed_key ? 0 : 16));
-	for (int tries = 0; !level0_fits(r, &kept, npages, kept_key); tries++)
+	for (int tries = 0; !level0_fits(r, &kept, form, npages, kept_key); tries++)
 	{
 		if (tries == 3 || npages > MaxBlockNumber / 8)
 		{
@@ -378,18 +386,14 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 		have = kept_next(&kept, &e, kept_key);
 		for (uint32 p = 0; p < npages; p++)
 		{
-			lert_l0_init(area, SS_PAGE_DATA_SIZE, logpos, gen);
+			lert_l0_init(area, SS_PAGE_DATA_SIZE, logpos, gen, form);
 			while (have && lert_level0_page(&r->meta.params, e.fp, npages) == p)
 			{
-				LertEntry  *ne;
+				int			at = lert_l0_count(area);
 
-				ne = lert_l0_insert(area, lert_l0_count(area), e.fp,
-									kept_key, e.keylen);
-				if (ne == NULL)
+				if (!lert_l0_insert(area, at, e.fp, kept_key, e.keylen) ||
+					!lert_l0_put(area, at, e.count, e.first_pos, 0, e.flags))
 					elog(ERROR, "LERT level-0 page overflows after its layout was checked");
-				ne->count = e.count;
-				ne->first_pos = e.first_pos;
-				ne->flags = e.flags;
 				have = kept_next(&kept, &e, kept_key);
 			}
 			lert_write_page(r->rel, level0.start + p, SS_PAGE_LERT_LEVEL0, area,

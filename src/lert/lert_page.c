@@ -21,6 +21,7 @@
 #define RUN_ENTRIES		MAXALIGN(sizeof(LertRunHeader))
 
 StaticAssertDecl(sizeof(LertEntry) == 40, "LertEntry is 40 bytes");
+StaticAssertDecl(sizeof(LertFixedEntry) == 24, "LertFixedEntry is 24 bytes");
 
 static inline uint16 *
 l0_offsets(char *area)
@@ -36,17 +37,27 @@ l0_offsets_const(const char *area)
 
 /* An empty level-0 page of area_size (< 64 kB) bytes. */
 void
-lert_l0_init(char *area, Size area_size, uint64 applied_pos, uint64 gen)
+lert_l0_init(char *area, Size area_size, uint64 applied_pos, uint64 gen,
+			 uint16 form)
 {
 	LertL0Header *h = (LertL0Header *) area;
 
 	Assert(area_size <= PG_UINT16_MAX);
+	Assert(form == LERT_L0_KEYED || form == LERT_L0_FIXED);
 	memset(area, 0, area_size);
 	h->applied_pos = applied_pos;
 	h->gen = gen;
 	h->nentries = 0;
 	h->lower = (uint16) L0_OFFSETS;
 	h->upper = (uint16) TYPEALIGN_DOWN(8, area_size);
+	h->form = form;
+}
+
+/* Where entry i of a level-0 page starts (a fixed page's flags masked). */
+static inline Size
+l0_entry_offset(const LertL0Header *h, uint16 off)
+{
+	return h->form == LERT_L0_FIXED ? (off & ~LERT_L0_OFFSET_FLAGS) : off;
 }
 
 /* Is the level-0 page's layout sound? */
@@ -55,22 +66,38 @@ lert_l0_check(const char *area, Size area_size)
 {
 	const LertL0Header *h = (const LertL0Header *) area;
 	const uint16 *off = l0_offsets_const(area);
+	uint64		prev_fp = 0;
 	const LertEntry *prev = NULL;
 
 	if (area_size > PG_UINT16_MAX ||
+		(h->form != LERT_L0_KEYED && h->form != LERT_L0_FIXED) ||
 		h->lower != L0_OFFSETS + (Size) h->nentries * sizeof(uint16) ||
 		h->upper < h->lower || h->upper > area_size || h->upper % 8 != 0)
 		return false;
 	for (int i = 0; i < h->nentries; i++)
 	{
+		Size		at = l0_entry_offset(h, off[i]);
 		const LertEntry *e;
 
-		if (off[i] < h->upper || off[i] % 8 != 0 ||
-			(Size) off[i] + LERT_ENTRY_HEADER > area_size)
+		if (at < h->upper || at % 8 != 0)
 			return false;
-		e = (const LertEntry *) (area + off[i]);
+		if (h->form == LERT_L0_FIXED)
+		{
+			const LertFixedEntry *f = (const LertFixedEntry *) (area + at);
+
+			/* a fixed page keeps no disk count: only LERT_REPORTED */
+			if (at + sizeof(LertFixedEntry) > area_size ||
+				(off[i] & LERT_L0_OFFSET_FLAGS & ~LERT_REPORTED) != 0 ||
+				(i > 0 && f->fp <= prev_fp))
+				return false;
+			prev_fp = f->fp;
+			continue;
+		}
+		if (at + LERT_ENTRY_HEADER > area_size)
+			return false;
+		e = (const LertEntry *) (area + at);
 		if (e->keylen > area_size ||
-			(Size) off[i] + lert_entry_size(e->keylen) > area_size)
+			at + lert_entry_size(e->keylen) > area_size)
 			return false;
 		if (prev != NULL &&
 			lert_key_cmp(prev->fp, lert_entry_key(prev), prev->keylen,
@@ -81,10 +108,64 @@ lert_l0_check(const char *area, Size area_size)
 	return true;
 }
 
-LertEntry *
-lert_l0_entry(char *area, int i)
+/*
+ * Entry i of a checked level-0 page, copied to *e (keylen 0 and disk_sum
+ * 0 on a fixed page); returns its key bytes, in the page.
+ */
+const char *
+lert_l0_get(const char *area, int i, LertEntry *e)
 {
-	return (LertEntry *) (area + l0_offsets(area)[i]);
+	const LertL0Header *h = (const LertL0Header *) area;
+	uint16		off = l0_offsets_const(area)[i];
+	const char *at = area + l0_entry_offset(h, off);
+
+	if (h->form == LERT_L0_FIXED)
+	{
+		const LertFixedEntry *f = (const LertFixedEntry *) at;
+
+		memset(e, 0, sizeof(*e));
+		e->fp = f->fp;
+		e->count = f->count;
+		e->first_pos = f->first_pos;
+		e->flags = off & LERT_L0_OFFSET_FLAGS;
+		return at + sizeof(LertFixedEntry);
+	}
+	memcpy(e, at, LERT_ENTRY_HEADER);
+	return at + LERT_ENTRY_HEADER;
+}
+
+/*
+ * Store the counts of entry i of a level-0 page.  False if its form
+ * cannot hold them: a fixed page keeps no disk count.
+ */
+bool
+lert_l0_put(char *area, int i, int64 count, int64 first_pos, int64 disk_sum,
+			uint32 flags)
+{
+	LertL0Header *h = (LertL0Header *) area;
+	uint16	   *off = &l0_offsets(area)[i];
+	char	   *at = area + l0_entry_offset(h, *off);
+
+	if (h->form == LERT_L0_FIXED)
+	{
+		LertFixedEntry *f = (LertFixedEntry *) at;
+
+		if (disk_sum != 0 || (flags & ~LERT_REPORTED) != 0)
+			return false;
+		f->count = count;
+		f->first_pos = first_pos;
+		*off = (uint16) ((*off & ~LERT_L0_OFFSET_FLAGS) | flags);
+	}
+	else
+	{
+		LertEntry  *e = (LertEntry *) at;
+
+		e->count = count;
+		e->first_pos = first_pos;
+		e->disk_sum = disk_sum;
+		e->flags = (uint16) flags;
+	}
+	return true;
 }
 
 /*
@@ -103,10 +184,22 @@ lert_l0_search(const char *area, uint64 fp, const char *key, uint32 keylen,
 	while (lo < hi)
 	{
 		int			mid = (lo + hi) / 2;
-		const LertEntry *e = (const LertEntry *) (area + off[mid]);
-		int			c = lert_key_cmp(e->fp, lert_entry_key(e), e->keylen,
-									 fp, key, keylen);
+		const char *at = area + l0_entry_offset(h, off[mid]);
+		int			c;
 
+		if (h->form == LERT_L0_FIXED)
+		{
+			uint64		mid_fp = ((const LertFixedEntry *) at)->fp;
+
+			c = mid_fp < fp ? -1 : mid_fp > fp ? 1 : (keylen > 0 ? -1 : 0);
+		}
+		else
+		{
+			const LertEntry *e = (const LertEntry *) at;
+
+			c = lert_key_cmp(e->fp, lert_entry_key(e), e->keylen,
+							 fp, key, keylen);
+		}
 		if (c == 0)
 		{
 			*found = true;
@@ -121,43 +214,56 @@ lert_l0_search(const char *area, uint64 fp, const char *key, uint32 keylen,
 	return lo;
 }
 
-/* Bytes free for new entries and their offsets. */
-Size
-lert_l0_free(const char *area)
+/* Can the page take a new entry with keylen key bytes? */
+bool
+lert_l0_has_room(const char *area, uint32 keylen)
 {
 	const LertL0Header *h = (const LertL0Header *) area;
 
-	return h->upper - h->lower;
+	if (h->form == LERT_L0_FIXED && keylen > 0)
+		return false;
+	return (Size) (h->upper - h->lower) >= lert_l0_entry_space(h->form, keylen);
 }
 
 /*
- * Insert an empty entry for the key at index `at` (from lert_l0_search);
- * NULL if it does not fit.
+ * Insert an entry for the key at index `at` (from lert_l0_search): count
+ * 0, no first position, no flags.  False if it does not fit (or has key
+ * bytes, on a fixed page).
  */
-LertEntry *
+bool
 lert_l0_insert(char *area, int at, uint64 fp, const char *key, uint32 keylen)
 {
 	LertL0Header *h = (LertL0Header *) area;
 	uint16	   *off = l0_offsets(area);
-	Size		size = lert_entry_size(keylen);
-	LertEntry  *e;
+	Size		size = lert_l0_entry_space(h->form, keylen) - sizeof(uint16);
 
-	if (at < 0 || at > h->nentries ||
-		lert_l0_free(area) < size + sizeof(uint16))
-		return NULL;
+	if (at < 0 || at > h->nentries || !lert_l0_has_room(area, keylen))
+		return false;
 	h->upper -= (uint16) size;
-	e = (LertEntry *) (area + h->upper);
-	memset(e, 0, size);
-	e->fp = fp;
-	e->first_pos = -1;
-	e->keylen = keylen;
-	if (keylen > 0)
-		memcpy((char *) e + LERT_ENTRY_HEADER, key, keylen);
+	if (h->form == LERT_L0_FIXED)
+	{
+		LertFixedEntry *f = (LertFixedEntry *) (area + h->upper);
+
+		f->fp = fp;
+		f->count = 0;
+		f->first_pos = -1;
+	}
+	else
+	{
+		LertEntry  *e = (LertEntry *) (area + h->upper);
+
+		memset(e, 0, size);
+		e->fp = fp;
+		e->first_pos = -1;
+		e->keylen = keylen;
+		if (keylen > 0)
+			memcpy((char *) e + LERT_ENTRY_HEADER, key, keylen);
+	}
 	memmove(off + at + 1, off + at, (h->nentries - at) * sizeof(uint16));
 	off[at] = h->upper;
 	h->nentries++;
 	h->lower += sizeof(uint16);
-	return e;
+	return true;
 }
 
 /* ---- run pages ---- */

@@ -15,7 +15,14 @@
  * up and the entries they point to growing down from the end (as a heap
  * page's line pointers): a new key is one offset moved and one entry
  * appended, a count changes in place.  The header keeps the change-log
- * position up to which committed records were applied to the page.
+ * position up to which committed records were applied to the page, and
+ * the page's form: keyed (LertEntry and key bytes, any key) or fixed
+ * (LertFixedEntry, 24 bytes, for keys of at most 8 bytes, whose
+ * fingerprint is the key, in variants that keep no disk count at level 0;
+ * its flags live in the low bits of its offset, as a heap line pointer's
+ * lp_flags share a word with lp_off).  Level 0 stays in RAM, and count
+ * stretch keeps every key above the on-disk thresholds' sum there until it
+ * is reported: the fixed form holds 1.6 times as many keys per page.
  *
  * Run pages (on-disk levels).  A header and entries packed in order; a run
  * is a sequence of such pages written once, front to back.
@@ -84,18 +91,41 @@ typedef struct LertL0Header
 	uint16		nentries;
 	uint16		lower;			/* end of the offsets (from the area start) */
 	uint16		upper;			/* start of the entries */
-	uint16		unused;
+	uint16		form;			/* LERT_L0_KEYED or LERT_L0_FIXED */
 } LertL0Header;
 
+#define LERT_L0_KEYED		0
+#define LERT_L0_FIXED		1
+
+/* An entry of a fixed-form level-0 page; its flags are in its offset. */
+typedef struct LertFixedEntry
+{
+	uint64		fp;
+	int64		count;
+	int64		first_pos;
+} LertFixedEntry;
+
+#define LERT_L0_OFFSET_FLAGS	((uint16) 7)	/* entries are 8-byte aligned */
+
+/* Bytes a new entry takes on a level-0 page of the form, with its offset. */
+static inline Size
+lert_l0_entry_space(uint16 form, uint32 keylen)
+{
+	return (form == LERT_L0_FIXED ? sizeof(LertFixedEntry) :
+			lert_entry_size(keylen)) + sizeof(uint16);
+}
+
 extern void lert_l0_init(char *area, Size area_size, uint64 applied_pos,
-						 uint64 gen);
+						 uint64 gen, uint16 form);
 extern bool lert_l0_check(const char *area, Size area_size);
-extern LertEntry *lert_l0_entry(char *area, int i);
 extern int	lert_l0_search(const char *area, uint64 fp, const char *key,
 						   uint32 keylen, bool *found);
-extern Size lert_l0_free(const char *area);
-extern LertEntry *lert_l0_insert(char *area, int at, uint64 fp,
-								 const char *key, uint32 keylen);
+extern bool lert_l0_has_room(const char *area, uint32 keylen);
+extern bool lert_l0_insert(char *area, int at, uint64 fp, const char *key,
+						   uint32 keylen);
+extern const char *lert_l0_get(const char *area, int i, LertEntry *e);
+extern bool lert_l0_put(char *area, int i, int64 count, int64 first_pos,
+						int64 disk_sum, uint32 flags);
 
 static inline int
 lert_l0_count(const char *area)

@@ -333,10 +333,11 @@ lert_lookup(Relation rel, const LertState *st, Datum keyd, int64 *count,
 
 				if (found)
 				{
-					LertEntry  *e = lert_l0_entry(area, at);
+					LertEntry	e;
 
-					d.count += e->count;
-					d.reported |= (e->flags & LERT_REPORTED) != 0;
+					(void) lert_l0_get(area, at, &e);
+					d.count += e.count;
+					d.reported |= (e.flags & LERT_REPORTED) != 0;
 				}
 			}
 			k.applied = ((LertL0Header *) area)->applied_pos;

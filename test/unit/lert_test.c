@@ -667,10 +667,11 @@ test_rules(void)
 
 /*
  * Level-0 and run pages: random keys (fingerprint-only and with bytes,
- * some with equal fingerprints) inserted into a level-0 page until it is
- * full must be found again, in order, pass the check, and come out of a
- * run page written from them in the same order; damaged headers and
- * orders must fail the checks.
+ * some with equal fingerprints; fingerprint-only on fixed-form pages)
+ * inserted into a level-0 page until it is full must be found again, in
+ * order, keep the counts and flags put on them, pass the check, and come
+ * out of a run page written from them in the same order; damaged headers,
+ * offsets, flags and orders must fail the checks.
  */
 static void
 test_pages(void)
@@ -681,56 +682,84 @@ test_pages(void)
 	int			inserted = 0;
 
 	rng_state = 99;
-	for (int round = 0; round < 200; round++)
+	for (int round = 0; round < 300; round++)
 	{
+		uint16		form = round % 3 == 2 ? LERT_L0_FIXED : LERT_L0_KEYED;
 		int			n;
+		LertEntry	e;
+		const char *ekey;
 
-		lert_l0_init(area, sizeof(area), 42, 7);
+		lert_l0_init(area, sizeof(area), 42, 7, form);
 		CHECK(lert_l0_check(area, sizeof(area)), "empty level-0 page");
 		inserted = 0;
 		for (;;)
 		{
 			uint64		fp = rng_below(round % 2 ? 16 : UINT64CONST(1) << 62);
 			/* fingerprint-only keys only from the large range: 16 would never fill a page */
-			uint32		len = round % 6 == 0 ? 0 : 1 + (uint32) rng_below(sizeof(key) - 1);
+			uint32		len = form == LERT_L0_FIXED || round % 6 == 0 ? 0 :
+				1 + (uint32) rng_below(sizeof(key) - 1);
+			uint32		flags = rng_below(4) == 0 ? LERT_REPORTED : 0;
 			bool		found;
 			int			at;
-			LertEntry  *e;
 
+			if (form == LERT_L0_FIXED)
+				fp = rng_below(UINT64CONST(1) << 62);
 			for (uint32 i = 0; i < len; i++)
 				key[i] = (char) rng_below(4);
 			at = lert_l0_search(area, fp, key, len, &found);
 			if (found)
 			{
-				e = lert_l0_entry(area, at);
-				CHECK(e->fp == fp && e->keylen == len &&
-					  memcmp(lert_entry_key(e), key, len) == 0, "search found another key");
-				e->count++;
+				ekey = lert_l0_get(area, at, &e);
+				CHECK(e.fp == fp && e.keylen == len &&
+					  memcmp(ekey, key, len) == 0, "search found another key");
+				CHECK(lert_l0_put(area, at, e.count + 1, e.first_pos, e.disk_sum,
+								  e.flags), "put refused");
 				continue;
 			}
-			e = lert_l0_insert(area, at, fp, key, len);
-			if (e == NULL)
+			if (!lert_l0_insert(area, at, fp, key, len))
 			{
-				CHECK(lert_l0_free(area) < lert_entry_size(len) + sizeof(uint16),
+				CHECK(!lert_l0_has_room(area, len) &&
+					  ((LertL0Header *) area)->upper - ((LertL0Header *) area)->lower <
+					  lert_l0_entry_space(form, len),
 					  "insert refused with room left");
 				break;
 			}
-			e->count = 1;
+			ekey = lert_l0_get(area, at, &e);
+			CHECK(e.fp == fp && e.count == 0 && e.first_pos == -1 && e.flags == 0 &&
+				  e.disk_sum == 0 && e.keylen == len, "new entry not empty");
+			/* counts and flags round-trip, the neighbours untouched */
+			CHECK(lert_l0_put(area, at, 1, (int64) fp >> 3, 0, flags), "put refused");
+			(void) lert_l0_get(area, at, &e);
+			CHECK(e.count == 1 && e.first_pos == (int64) fp >> 3 && e.flags == flags,
+				  "entry does not keep what was put");
 			inserted++;
 			CHECK(lert_l0_search(area, fp, key, len, &found) == at && found,
 				  "inserted key not found where it was put");
 		}
 		CHECK(lert_l0_count(area) == inserted, "entry count");
 		CHECK(lert_l0_check(area, sizeof(area)), "full level-0 page fails its check");
+		if (form == LERT_L0_FIXED)
+		{
+			CHECK(inserted >= (8152 - 32) / 26, "fixed page took only %d keys", inserted);
+			CHECK(!lert_l0_put(area, 0, 1, 0, 5, LERT_DISK_KNOWN),
+				  "fixed page took a disk count");
+			CHECK(!lert_l0_has_room(area, 1) && !lert_l0_insert(area, 0, 1, "k", 1),
+				  "fixed page took key bytes");
+		}
+		for (int i = 0; i < lert_l0_count(area); i++)
+		{
+			(void) lert_l0_get(area, i, &e);
+			CHECK(e.first_pos == (int64) e.fp >> 3 && e.count >= 1,
+				  "entry %d lost its counts", i);
+		}
 
 		/* the same entries into a run page, then read back */
 		lert_run_page_init(run, 7);
 		n = 0;
 		for (int i = 0; i < lert_l0_count(area); i++)
 		{
-			LertEntry  *e = lert_l0_entry(area, i);
-
-			if (!lert_run_page_add(run, sizeof(run), e, lert_entry_key(e)))
+			ekey = lert_l0_get(area, i, &e);
+			if (!lert_run_page_add(run, sizeof(run), &e, ekey))
 				break;
 			n++;
 		}
@@ -742,16 +771,15 @@ test_pages(void)
 
 			while ((r = lert_run_page_next(run, &off)) != NULL)
 			{
-				LertEntry  *e = lert_l0_entry(area, i++);
-
-				CHECK(r->fp == e->fp && r->count == e->count && r->keylen == e->keylen &&
-					  memcmp(lert_entry_key(r), lert_entry_key(e), e->keylen) == 0,
+				ekey = lert_l0_get(area, i++, &e);
+				CHECK(r->fp == e.fp && r->count == e.count && r->keylen == e.keylen &&
+					  r->flags == e.flags && memcmp(lert_entry_key(r), ekey, e.keylen) == 0,
 					  "run page entry %d differs", i - 1);
 			}
 			CHECK(i == n, "run page lists %d of %d entries", i, n);
 		}
 
-		/* damage: swapped order, bad offsets, impossible sizes */
+		/* damage: swapped order, bad offsets, impossible sizes and forms */
 		if (lert_l0_count(area) >= 2)
 		{
 			uint16	   *off = (uint16 *) (area + MAXALIGN(sizeof(LertL0Header)));
@@ -765,8 +793,21 @@ test_pages(void)
 			off[0] = 3;
 			CHECK(!lert_l0_check(area, sizeof(area)), "misaligned offset passes the check");
 			off[0] = t;
-			lert_l0_entry(area, 0)->keylen = 100000;
-			CHECK(!lert_l0_check(area, sizeof(area)), "huge key length passes the check");
+			if (form == LERT_L0_FIXED)
+			{
+				off[0] = (uint16) ((t & ~LERT_L0_OFFSET_FLAGS) | LERT_DISK_KNOWN);
+				CHECK(!lert_l0_check(area, sizeof(area)), "disk count flag passes the check");
+				off[0] = (uint16) (sizeof(area) - 8);
+				CHECK(!lert_l0_check(area, sizeof(area)), "entry past the page passes the check");
+				off[0] = t;
+			}
+			else
+			{
+				((LertEntry *) (area + off[0]))->keylen = 100000;
+				CHECK(!lert_l0_check(area, sizeof(area)), "huge key length passes the check");
+			}
+			((LertL0Header *) area)->form = 2;
+			CHECK(!lert_l0_check(area, sizeof(area)), "unknown form passes the check");
 		}
 		((LertRunHeader *) run)->nentries++;
 		CHECK(!lert_run_page_check(run, sizeof(run)), "wrong run entry count passes");
