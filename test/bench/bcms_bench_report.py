@@ -6,7 +6,7 @@ from test/bench/bcms_bench_results.json without re-running anything).
 import os
 
 import bench_compare
-from benchlib import fmt, table, text_table
+from benchlib import fmt, notes_section, table, text_table
 
 TARGET_UPD = 4.7
 TARGET_EST = 4.3
@@ -431,13 +431,6 @@ def report(res, cfg):
     before = bench_compare.load_before(cfg["OUT_JSON"], "changelog")
     if before:
         L.append(changelog_section(before, res))
-    notes = None
-    nf = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bcms_bench_notes.md")
-    if os.path.exists(nf):
-        notes = open(nf).read().strip()
-    if notes:
-        L.append("## Analysis\n")
-        L.append(notes)
-        L.append("")
+    L.extend(notes_section("bcms_bench_notes.md"))
     with open(cfg["OUT_MD"], "w") as f:
         f.write("\n".join(L))

@@ -502,6 +502,14 @@ def fmt(x, d=0):
     return f"{x:,.{d}f}"
 
 
+def notes_section(name):
+    """The hand-written analysis test/bench/NAME (pasted into a report
+    under "## Analysis"), as lines; none if the file is missing or empty."""
+    nf = os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
+    notes = open(nf).read().strip() if os.path.exists(nf) else ""
+    return ["## Analysis\n", notes, ""] if notes else []
+
+
 def table(header, rows):
     out = ["| " + " | ".join(header) + " |",
            "|" + "|".join("---:" if i else "---" for i in range(len(header))) + "|"]

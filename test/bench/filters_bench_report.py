@@ -7,7 +7,7 @@ test/bench/filters_bench_results.json without re-running anything).
 import os
 
 import bench_compare
-from benchlib import fmt, table, text_table
+from benchlib import fmt, notes_section, table, text_table
 
 TARGET_INSERT_X = 8.6       # CF and BQF inserts vs the best Bloom variant on disk
 TARGET_LOOKUP_X = 0.94      # lookups at least on par (paper: 0.94-2.56x)
@@ -630,12 +630,6 @@ def report(res, cfg):
     before = bench_compare.load_before(cfg["OUT_JSON"], "changelog")
     if before:
         L.append(changelog_section(before, res))
-    nf = os.path.join(os.path.dirname(os.path.abspath(__file__)), "filters_bench_notes.md")
-    if os.path.exists(nf):
-        notes = open(nf).read().strip()
-        if notes:
-            L.append("## Analysis\n")
-            L.append(notes)
-            L.append("")
+    L.extend(notes_section("filters_bench_notes.md"))
     with open(cfg["OUT_MD"], "w") as f:
         f.write("\n".join(L))

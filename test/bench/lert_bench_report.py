@@ -5,7 +5,7 @@ Figure 1) and of the throughput against the baselines.
 """
 import os
 
-from benchlib import fmt, table
+from benchlib import fmt, notes_section, table
 
 NAMES = {"csl": "count_stretch (CSL)", "tsl1": "time_stretch a=1 (TSL1)",
          "tsl2": "time_stretch a=2 (TSL2)", "tsl3": "time_stretch a=3 (TSL3)",
@@ -46,6 +46,9 @@ def plot(results, C):
 
 
 def report(results, C):
+    # the run's parameters (a re-render may run with other settings), this
+    # invocation's output paths
+    C = dict(results.get("config", {}), **{k: v for k, v in C.items() if k.startswith("OUT_")})
     s = results["stream"]
     ram = C["SB_MB"] + C["CG_EXTRA_MB"]
     out = [f"# LERT benchmark\n",
@@ -113,6 +116,7 @@ def report(results, C):
         out.append(f"\nTargets: count_stretch {csl['insert']['ops_per_s'] / up:.1f}x the upsert-and-report "
                    f"table (target >= 10x) at {csl['ratio']:.1f}x RAM (target >= 12.5); the in-RAM "
                    f"reference {ram_ref / csl['insert']['ops_per_s']:.1f}x count_stretch (target <= 4x).\n")
+    out.extend(notes_section("lert_bench_notes.md"))
     with open(C["OUT_MD"], "w") as f:
         f.write("\n".join(out) + "\n")
     plot(results, C)
