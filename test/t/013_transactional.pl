@@ -171,13 +171,14 @@ sub lert_structure
 			join(' ', map { "$_:" . $count->($_) } @keys);
 		},
 		expect_summary => sub { "observations $_[0]" },
+		long_batch => 1000,
 		flush => sub { "SELECT lert_flush('$_[0]')" },
 		pages => sub { "SELECT relation_pages FROM lert_info('$_[0]')" },
 	};
 }
 
 my @structures = (
-	bcms_structure('buf', ''),
+	{ %{ bcms_structure('buf', '') }, long_batch => 1000 },
 	bcms_structure('plain', ", mode => 'plain'"),
 	bloom_structure('bloc', 'localized'),
 	bloom_structure('belev', 'elevator'),
