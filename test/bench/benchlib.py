@@ -319,13 +319,14 @@ def snapshot(rels):
          f" (SELECT buffers_clean FROM pg_stat_bgwriter),"
          f" (SELECT buffers_backend FROM pg_stat_bgwriter),"
          f" pg_current_wal_lsn() - '0/0'::pg_lsn,"
-         f" (SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter)"
+         f" (SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter),"
+         f" (SELECT wal_fpi FROM pg_stat_wal)"
          f" FROM pg_statio_all_tables WHERE relid IN ({rl})")
     out = psql(q).splitlines()[-1].split("|")
     v = [float(x) for x in out]
     d = devstat()
     return dict(heap_read=v[0], heap_hit=v[1], idx_read=v[2], idx_hit=v[3],
-                bw=v[4] + v[5] + v[6], wal=v[7], ckpts=v[8],
+                bw=v[4] + v[5] + v[6], wal=v[7], ckpts=v[8], wal_fpi=v[9],
                 dev_rd=d[0], dev_rd_sect=d[1], dev_wr=d[2], dev_wr_sect=d[3])
 
 
@@ -353,6 +354,7 @@ def measure(rels, fn, nops, checkpoint=False):
                reads_per_op=per("heap_read") + per("idx_read"),
                accesses_per_op=per("heap_read") + per("heap_hit") + per("idx_read") + per("idx_hit"),
                buf_writes_per_op=per("bw"), wal_bytes_per_op=per("wal"),
+               wal_fpi_per_op=per("wal_fpi"),
                dev_reads_per_op=per("dev_rd"), dev_read_kb_per_op=per("dev_rd_sect") / 2,
                dev_writes_per_op=per("dev_wr"), dev_write_kb_per_op=per("dev_wr_sect") / 2,
                checkpoints=d["ckpts"], mem_peak_mb=mem["peak"] / 2**20,
