@@ -315,12 +315,6 @@ page_for(LertRound *r, uint32 cone, uint64 fp, uint64 logpos)
 						   lert_level0_page(&r->meta.params, fp, cn->level0.npages));
 }
 
-static bool
-page_has_room(const LertL0Page *pg, uint32 keylen)
-{
-	return lert_l0_has_room(pg->area, keylen);
-}
-
 static void
 round_record(uint64 logpos, const SSPendingHeader *hdr, const char *payload,
 			 void *arg)
@@ -373,11 +367,11 @@ round_record(uint64 logpos, const SSPendingHeader *hdr, const char *payload,
 	if (!found)
 	{
 		if ((counted && r->entries[cone] >= r->meta.cones[cone].level0_limit) ||
-			!page_has_room(pg, item.keylen))
+			!lert_l0_has_room(pg->area, item.keylen))
 		{
 			lert_flush_cone(r, cone, logpos, false, false);
 			pg = page_for(r, cone, item.fp, logpos);
-			if (!page_has_room(pg, item.keylen))
+			if (!lert_l0_has_room(pg->area, item.keylen))
 			{
 				/* its page is full of keys kept at level 0: empty level 0 */
 				lert_flush_cone(r, cone, logpos, false, true);
