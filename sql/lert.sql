@@ -112,9 +112,13 @@ FROM unnest(ARRAY['lt_cs', 'lt_cs4', 'lt_ir', 'lt_ts1', 'lt_ts3', 'lt_cf']::regc
 SELECT count(pg_temp.feed(t)) AS fed
 FROM unnest(ARRAY['lt_cs', 'lt_cs4', 'lt_ir', 'lt_ts1', 'lt_ts3', 'lt_cf']::regclass[]) t;
 
--- every level took part: flushes and entries on disk
+-- every level took part: flushes and entries on disk; count stretch and
+-- immediate keep the counts above the on-disk thresholds in the runs
+-- (level_kept), so level 0 never outgrows its capacity
 SELECT t AS lert, flushes > 5 AS flushed, observations, log_observations,
-       level_entries[1] > 0 AS level1
+       level_entries[1] > 0 AS level1,
+       (SELECT sum(k) FROM unnest(level_kept) k) > 0 AS kept_in_runs,
+       max_level0_entries <= level0_capacity AS level0_within_capacity
 FROM unnest(ARRAY['lt_cs', 'lt_cs4', 'lt_ir', 'lt_ts1', 'lt_ts3', 'lt_cf']::regclass[]) t,
      lert_info(t);
 

@@ -38,7 +38,8 @@ CREATE FUNCTION lert_info(lert regclass,
 	OUT time_stretch_bound float8, OUT observations bigint,
 	OUT log_observations bigint, OUT reports bigint, OUT flushes bigint,
 	OUT level0_entries bigint, OUT max_level0_entries bigint,
-	OUT level_entries bigint[], OUT relation_pages bigint,
+	OUT level_entries bigint[], OUT level_kept bigint[],
+	OUT relation_pages bigint,
 	OUT free_pages bigint, OUT notify text,
 	OUT seed bigint)
 AS 'MODULE_PATHNAME', 'lert_info' LANGUAGE C STRICT STABLE PARALLEL SAFE;

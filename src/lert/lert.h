@@ -53,6 +53,7 @@
 #define SS_PAGE_LERT_RUN		10
 #define SS_PAGE_LERT_INDEX		11
 #define SS_PAGE_LERT_REPORT		12
+#define SS_PAGE_LERT_FILTER		13
 
 #define LERT_MAX_CONES			16
 #define LERT_MAX_FREE_EXTENTS	128
@@ -105,20 +106,6 @@ typedef struct LertExtent
 	BlockNumber npages;
 } LertExtent;
 
-/*
- * An on-disk level of a cone: ndata data pages (entries in key order),
- * allocated in chunks wherever there is room, and its index pages, one
- * extent listing each data page's block and first fingerprint.
- */
-typedef struct LertRun
-{
-	LertExtent	index;
-	uint32		ndata;
-	uint32		unused;
-	int64		nentries;
-	uint64		gen;			/* stamped on its pages */
-} LertRun;
-
 /* An index entry: a data page of a run. */
 typedef struct LertIndexEntry
 {
@@ -130,6 +117,36 @@ typedef struct LertIndexEntry
 #define LERT_INDEX_HEADER	16	/* gen, count */
 #define LERT_INDEX_PER_PAGE \
 	((uint32) ((SS_PAGE_DATA_SIZE - LERT_INDEX_HEADER) / sizeof(LertIndexEntry)))
+
+/*
+ * An on-disk level of a cone: ndata data pages (entries in key order),
+ * allocated in chunks wherever there is room, and its index pages, one
+ * extent listing each data page's block and first fingerprint.  A run
+ * with entries flagged LERT_RUN_KEPT (lert_page.h) has a Bloom filter of
+ * their fingerprints on the pages after its index pages, in the same
+ * extent (lert_run_filter_pages).
+ */
+typedef struct LertRun
+{
+	LertExtent	index;			/* index pages, then filter pages */
+	uint32		ndata;
+	uint32		nkept;			/* entries flagged LERT_RUN_KEPT */
+	int64		nentries;
+	uint64		gen;			/* stamped on its pages */
+} LertRun;
+
+static inline uint32
+lert_run_index_pages(const LertRun *run)
+{
+	return (uint32) (((uint64) run->ndata + LERT_INDEX_PER_PAGE - 1) /
+					 LERT_INDEX_PER_PAGE);
+}
+
+static inline uint32
+lert_run_filter_pages(const LertRun *run)
+{
+	return run->nkept > 0 ? run->index.npages - lert_run_index_pages(run) : 0;
+}
 
 typedef struct LertCone
 {
@@ -282,11 +299,16 @@ typedef struct LertDiskCount
 	int64		first_pos;
 	bool		reported;
 	bool		stale;			/* a run page changed under the reader */
+	bool		kept_found;		/* an entry flagged LERT_RUN_KEPT was met */
+	int64		kept;			/* the first such entry's level-0 count */
 } LertDiskCount;
+
+#define LERT_DISK_COUNT_INIT {0, -1, false, false, false, 0}
 
 extern void lert_run_lookup(Relation rel, const LertRun *run, uint64 fp,
 							const char *key, uint32 keylen,
 							LertDiskCount *out);
+extern bool lert_run_may_keep(Relation rel, const LertRun *run, uint64 fp);
 
 /* Writing a run: data pages filled in order, then the index. */
 typedef struct LertRunWriter
@@ -299,10 +321,13 @@ typedef struct LertRunWriter
 	char	   *page;			/* the data page being filled */
 	LertIndexEntry *index;		/* of every data page written */
 	uint32		index_cap;
+	char	   *filter;			/* filter pages being built, or NULL */
+	uint32		nfilter;
 } LertRunWriter;
 
 extern void lert_run_writer_begin(LertRunWriter *w, Relation rel,
 								  LertMeta *meta);
+extern void lert_run_writer_keep(LertRunWriter *w, int64 max_kept);
 extern void lert_run_writer_add(LertRunWriter *w, const LertEntry *e,
 								const char *key);
 extern void lert_run_writer_end(LertRunWriter *w);

@@ -327,8 +327,10 @@ lert_check_meta(Relation rel, const void *metap)
 			const LertRun *run = &cone->runs[j];
 
 			if (!EXTENT_OK(run->index) || run->nentries < 0 ||
-				run->index.npages !=
-				(run->ndata + LERT_INDEX_PER_PAGE - 1) / LERT_INDEX_PER_PAGE ||
+				run->index.npages < lert_run_index_pages(run) ||
+				(run->nkept == 0) !=
+				(run->index.npages == lert_run_index_pages(run)) ||
+				run->nkept > run->nentries ||
 				(run->ndata == 0) != (run->nentries == 0))
 				elog(ERROR, "cone %u's level %u is out of range", c, j);
 		}

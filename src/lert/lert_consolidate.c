@@ -271,7 +271,7 @@ static void
 query_runs(void *arg, int64 *count, int64 *first_pos, bool *reported)
 {
 	LertQuery  *q = (LertQuery *) arg;
-	LertDiskCount d = {0, -1, false, false};
+	LertDiskCount d = LERT_DISK_COUNT_INIT;
 	const LertCone *cn = &q->r->meta.cones[q->cone];
 
 	for (uint32 j = q->from; j <= q->r->meta.params.geom.nlevels; j++)
@@ -286,6 +286,40 @@ query_runs(void *arg, int64 *count, int64 *first_pos, bool *reported)
 	*count = d.count;
 	*first_pos = d.first_pos;
 	*reported = d.reported;
+}
+
+/*
+ * A key new to level 0 (count stretch, immediate) takes over its kept
+ * count from the shallowest run that holds one (LERT_RUN_KEPT), so that
+ * its level-0 entry holds its whole level-0 count as the rules see it;
+ * the next flush of the cone writes that count out again.  The runs'
+ * filters spare the point query for keys no run keeps.
+ */
+static void
+take_kept_count(LertRound *r, uint32 cone, uint64 fp, const char *key,
+				uint32 keylen, LertEntry *e)
+{
+	const LertCone *cn = &r->meta.cones[cone];
+
+	for (uint32 j = 1; j <= r->meta.params.geom.nlevels; j++)
+	{
+		LertDiskCount d = LERT_DISK_COUNT_INIT;
+
+		if (!lert_run_may_keep(r->rel, &cn->runs[j], fp))
+			continue;
+		lert_run_lookup(r->rel, &cn->runs[j], fp, key, keylen, &d);
+		if (d.stale)
+			ss_page_corrupted(r->rel, cn->runs[j].index.start,
+							  "A page of level %u of cone %u does not belong to it.",
+							  j, cone);
+		r->meta.point_queries++;
+		if (d.kept_found)
+		{
+			e->count = d.kept;
+			e->first_pos = d.kept > 0 ? d.first_pos : -1;
+			return;
+		}
+	}
 }
 
 void
@@ -389,6 +423,9 @@ round_record(uint64 logpos, const SSPendingHeader *hdr, const char *payload,
 		}
 	}
 	(void) lert_l0_get(pg->area, at, &e);
+	if (!found && (g->variant == LERT_COUNT_STRETCH ||
+				   g->variant == LERT_IMMEDIATE))
+		take_kept_count(r, cone, item.fp, key, item.keylen, &e);
 	slot.count = e.count;
 	slot.first_pos = e.first_pos;
 	slot.disk_sum = e.disk_sum;

@@ -40,10 +40,10 @@ typedef struct MergeSrc
 } MergeSrc;
 
 /*
- * The entries a flush puts back in level 0, in key order.  Count stretch
- * keeps there each key's count above the on-disk thresholds until the key
- * is reported, so level 0 can hold far more keys than its nominal size (a
- * Firehose stream keeps hundreds of thousands): past a quarter of the
+ * The entries a flush puts back in level 0, in key order: time stretch's
+ * keys too young for level 1 (count stretch and immediate put back
+ * nothing: their level-0 counts go to the runs).  At most a level 0's
+ * worth, which the DBA sizes apart from work_mem: past a quarter of the
  * consolidation memory they go to a temporary file, read back in order.
  * Each entry is a LertEntry followed by its key bytes.
  */
@@ -70,6 +70,8 @@ kept_add(KeptSpool *k, const LertEntry *e, const char *key)
 	if (k->file == NULL &&
 		(Size) k->mem.len + sizeof(LertEntry) + e->keylen > k->budget)
 	{
+		elog(DEBUG1, "LERT flush puts back more level-0 entries than %zu bytes: spooling them to a temporary file",
+			 k->budget);
 		k->file = BufFileCreateTemp(false);
 		BufFileWrite(k->file, k->mem.data, k->mem.len);
 		resetStringInfo(&k->mem);
@@ -224,6 +226,18 @@ level0_fits(const LertRound *r, KeptSpool *kept, uint16 form, uint32 npages,
 	return true;
 }
 
+/* May a level below depth hold a kept count of the fingerprint? */
+static bool
+deeper_may_keep(LertRound *r, uint32 cone, uint32 depth, uint64 fp)
+{
+	const LertCone *cn = &r->meta.cones[cone];
+
+	for (uint32 j = depth + 1; j <= r->meta.params.geom.nlevels; j++)
+		if (lert_run_may_keep(r->rel, &cn->runs[j], fp))
+			return true;
+	return false;
+}
+
 /*
  * Flush the cone: merge level 0 and levels 1..k (k by the COLA schedule,
  * every level if final) at the current stream position, before the record
@@ -256,6 +270,10 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 	uint64		gen;
 	char	   *area;
 	int64		nkeys = 0;
+	bool		keep_in_runs = g->variant == LERT_COUNT_STRETCH ||
+		g->variant == LERT_IMMEDIATE;
+	int64		l0_keys = 0;
+	int64		l0_key_bytes = 0;
 
 	for (uint32 j = depth + 1; j <= g->nlevels; j++)
 		deeper |= cn->runs[j].nentries > 0;
@@ -277,6 +295,15 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 	}
 	for (uint32 j = 1; j <= depth; j++)
 		lert_run_writer_begin(&w[j], r->rel, &r->meta);
+	if (keep_in_runs)
+	{
+		/* level-0 counts go to the deepest level rewritten, flagged */
+		int64		max_kept = r->entries[cone];
+
+		for (uint32 j = 1; j <= depth; j++)
+			max_kept += cn->runs[j].nkept;
+		lert_run_writer_keep(&w[depth], max_kept);
+	}
 	kept_init(&kept);
 
 	for (;;)
@@ -288,6 +315,10 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 		LertReport	rep;
 		LertQuery	q;
 		int64		counts[LERT_MAX_LEVELS + 1];
+		bool		in_level0 = false;
+		bool		kept_met = false;
+		int64		kept_count = 0;
+		bool		write_kept = false;
 
 		for (int i = 0; i < nsrc; i++)
 			if (src[i].e != NULL &&
@@ -310,6 +341,20 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 				if (m.first_pos < 0 || (e->first_pos >= 0 && e->first_pos < m.first_pos))
 					m.first_pos = e->first_pos;
 				m.flags |= e->flags & LERT_REPORTED;
+				if (src[i].is_level0)
+				{
+					/* it took over the key's kept count (sources: level 0 first) */
+					in_level0 = true;
+					l0_keys++;
+					l0_key_bytes += keylen;
+				}
+				else if (e->flags & LERT_RUN_KEPT)
+				{
+					/* the shallowest kept count is the current one */
+					if (!in_level0 && !kept_met)
+						m.count += e->disk_sum;
+					kept_met = true;
+				}
 				src_next(r, cone, &src[i]);
 			}
 
@@ -317,7 +362,28 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 		if (lert_merge_report(g, &m, r->pos, deeper, lert_round_query_fn, &q, &rep))
 			lert_round_add_report(r, &rep, fp, keybuf, keylen);
 		lert_place(g, depth, r->pos, &m, counts);
-		if (spill && counts[0] > 0)
+		if (keep_in_runs)
+		{
+			/*
+			 * The level-0 count goes with the key's entry at the deepest
+			 * level rewritten.  A merge that did not gather the key's
+			 * level-0 count (it lives deeper) has nothing above the
+			 * thresholds unless a spilled flush put it there: that goes
+			 * to the deepest level, as spilling does.  A key whose
+			 * level-0 count this merge gathered and leaves at zero gets a
+			 * zero kept count if a deeper level may hold an older one.
+			 */
+			if (!in_level0 && !kept_met)
+			{
+				counts[depth] += counts[0];
+				counts[0] = 0;
+			}
+			kept_count = counts[0];
+			counts[0] = 0;
+			write_kept = kept_count > 0 ||
+				((in_level0 || kept_met) && deeper_may_keep(r, cone, depth, fp));
+		}
+		else if (spill && counts[0] > 0)
 		{
 			counts[1] += counts[0];
 			counts[0] = 0;
@@ -325,8 +391,9 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 		for (uint32 j = 0; j <= depth; j++)
 		{
 			LertEntry	e;
+			bool		kept_here = write_kept && j == depth;
 
-			if (counts[j] == 0)
+			if (counts[j] == 0 && !kept_here)
 				continue;
 			memset(&e, 0, sizeof(e));
 			e.fp = fp;
@@ -334,6 +401,11 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 			e.first_pos = m.first_pos;
 			e.keylen = keylen;
 			e.flags = (uint16) (m.flags & LERT_REPORTED);
+			if (kept_here)
+			{
+				e.flags |= LERT_RUN_KEPT;
+				e.disk_sum = kept_count;
+			}
 			if (j > 0)
 			{
 				lert_run_writer_add(&w[j], &e, keybuf);
@@ -354,6 +426,7 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 	limit = spill ? g->level0_capacity : lert_level0_limit(g, nkept);
 	npages = lert_level0_pages(limit, form,
 							   nkept > 0 ? (double) kept_key_bytes / nkept :
+							   l0_keys > 0 ? (double) l0_key_bytes / l0_keys :
 							   (r->st->fixed_key ? 0 : 16));
 	for (int tries = 0; !level0_fits(r, &kept, form, npages, kept_key); tries++)
 	{

@@ -44,11 +44,27 @@ typedef struct LertEntry
 	uint64		fp;
 	int64		count;
 	int64		first_pos;
-	int64		disk_sum;		/* LERT_DISK_KNOWN (level 0) */
+	int64		disk_sum;		/* level 0: LERT_DISK_KNOWN; runs:
+								 * LERT_RUN_KEPT */
 	uint32		keylen;			/* key bytes after the header */
-	uint16		flags;			/* LERT_REPORTED, LERT_DISK_KNOWN */
+	uint16		flags;			/* LERT_REPORTED, LERT_DISK_KNOWN,
+								 * LERT_RUN_KEPT */
 	uint16		age;			/* unused, zero */
 } LertEntry;
+
+/*
+ * A run entry flagged LERT_RUN_KEPT also carries, in disk_sum, the key's
+ * level-0 count as the merge that wrote it left it (count stretch and
+ * immediate keep a key's count above the on-disk thresholds at level 0
+ * until the key is reported): level 0 holds only keys observed since the
+ * cone's last flush, and the rest of what the rules call level 0 lives
+ * in the runs.  The flagged entry of the shallowest level holding one is
+ * the current value (a merge writes it at the deepest level it rewrites,
+ * and rewrites every shallower level), a flagged entry with disk_sum 0
+ * hides deeper ones, and a key present in level 0 took it over there when
+ * it was first observed since the flush (docs/lert.md, "Level 0").
+ */
+#define LERT_RUN_KEPT		0x0004
 
 #define LERT_ENTRY_HEADER	((Size) sizeof(LertEntry))	/* 40 */
 

@@ -306,8 +306,9 @@ lert_lookup(Relation rel, const LertState *st, Datum keyd, int64 *count,
 		SSLogSnapshot snap;
 		uint32		cone;
 		const LertCone *cn;
-		LertDiskCount d = {0, -1, false, false};
+		LertDiskCount d = LERT_DISK_COUNT_INIT;
 		bool		stale = false;
+		bool		in_level0 = false;
 
 		CHECK_FOR_INTERRUPTS();
 		ss_log_read_begin(rel, &snap, attempt, false);
@@ -338,6 +339,7 @@ lert_lookup(Relation rel, const LertState *st, Datum keyd, int64 *count,
 					(void) lert_l0_get(area, at, &e);
 					d.count += e.count;
 					d.reported |= (e.flags & LERT_REPORTED) != 0;
+					in_level0 = true;
 				}
 			}
 			k.applied = ((LertL0Header *) area)->applied_pos;
@@ -356,7 +358,8 @@ lert_lookup(Relation rel, const LertState *st, Datum keyd, int64 *count,
 			again->cones[cone].flushes != cn->flushes ||
 			again->cones[cone].level0_gen != cn->level0_gen)
 			continue;
-		*count = d.count + k.count;
+		/* level 0 took the kept count over if the key is there */
+		*count = d.count + k.count + (in_level0 ? 0 : d.kept);
 		*reported = d.reported;
 		break;
 	}
@@ -476,13 +479,14 @@ lert_info(PG_FUNCTION_ARGS)
 	LertParams *p = &st->p;
 	LertMeta   *meta = palloc0(sizeof(LertMeta));
 	TupleDesc	tupdesc;
-	Datum		values[21];
-	bool		nulls[21] = {0};
+	Datum		values[22];
+	bool		nulls[22] = {0};
 	int64		logged = 0;
 	int64		level0 = 0;
 	int64		max_level0 = 0;
 	int64		flushes = 0;
 	int64		levels[LERT_MAX_LEVELS];
+	int64		kept[LERT_MAX_LEVELS];
 	double		tsb;
 	int64		csb;
 
@@ -492,6 +496,7 @@ lert_info(PG_FUNCTION_ARGS)
 	if (!ss_log_scan_all(rel, count_log_observations, &logged, sizeof(logged), meta))
 		memset(meta, 0, sizeof(LertMeta));
 	memset(levels, 0, sizeof(levels));
+	memset(kept, 0, sizeof(kept));
 	for (uint32 c = 0; c < p->ncones; c++)
 	{
 		const LertCone *cn = &meta->cones[c];
@@ -500,7 +505,10 @@ lert_info(PG_FUNCTION_ARGS)
 		max_level0 = Max(max_level0, cn->max_level0);
 		flushes += (int64) cn->flushes;
 		for (uint32 j = 1; j <= p->geom.nlevels; j++)
+		{
 			levels[j - 1] += cn->runs[j].nentries;
+			kept[j - 1] += cn->runs[j].nkept;
+		}
 	}
 	csb = lert_count_stretch_bound(&p->geom);
 	tsb = lert_time_stretch_bound(&p->geom);
@@ -524,17 +532,18 @@ lert_info(PG_FUNCTION_ARGS)
 	values[14] = Int64GetDatum(level0);
 	values[15] = Int64GetDatum(max_level0);
 	values[16] = int8_array(levels, (int) p->geom.nlevels);
-	values[17] = Int64GetDatum((int64) RelationGetNumberOfBlocks(rel));
+	values[17] = int8_array(kept, (int) p->geom.nlevels);
+	values[18] = Int64GetDatum((int64) RelationGetNumberOfBlocks(rel));
 	{
 		int64		free_pages = 0;
 
 		for (uint32 i = 0; i < meta->nfree; i++)
 			free_pages += meta->free_ext[i].npages;
-		values[18] = Int64GetDatum(free_pages);
+		values[19] = Int64GetDatum(free_pages);
 	}
-	values[19] = CStringGetTextDatum(p->channel);
-	nulls[19] = p->channel[0] == '\0';
-	values[20] = Int64GetDatum((int64) p->seed);
+	values[20] = CStringGetTextDatum(p->channel);
+	nulls[20] = p->channel[0] == '\0';
+	values[21] = Int64GetDatum((int64) p->seed);
 	pfree(meta);
 	relation_close(rel, AccessShareLock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

@@ -233,6 +233,69 @@ lert_read_page_owned(Relation rel, BlockNumber blkno, uint16 page_type,
 #define RUN_CHUNK_MIN	8
 #define RUN_CHUNK_MAX	1024
 
+/*
+ * The filter of a run's kept entries (LERT_RUN_KEPT): a blocked Bloom
+ * filter, one page chosen by the fingerprint and LERT_FILTER_PROBES bits
+ * in it, so that a probe reads one page.  At 10 bits a key about 1% of
+ * the keys a run does not keep pass it.  A filter page is the run's
+ * generation, 8 bytes of zeros, and the bits.
+ */
+#define LERT_FILTER_HEADER		16
+#define LERT_FILTER_BITS		((uint32) ((SS_PAGE_DATA_SIZE - LERT_FILTER_HEADER) * 8))
+#define LERT_FILTER_BITS_PER_KEY 10
+#define LERT_FILTER_PROBES		7
+
+/* The filter page (of npages) of fp; *h1, *h2: where its bits are. */
+static uint32
+filter_position(uint64 fp, uint32 npages, uint32 *h1, uint32 *h2)
+{
+	/* fingerprints share their top bits within a cone: mix them again */
+	uint64		h = lert_fmix64(fp ^ UINT64CONST(0x9e3779b97f4a7c15));
+	uint64		bits = lert_fmix64(h);
+
+	*h1 = (uint32) bits;
+	*h2 = (uint32) (bits >> 32) | 1;
+	return (uint32) (((h >> 32) * npages) >> 32);
+}
+
+static inline bool
+filter_test_or_set(unsigned char *bits, uint32 h1, uint32 h2, bool set)
+{
+	for (uint32 i = 0; i < LERT_FILTER_PROBES; i++)
+	{
+		uint32		b = (h1 + i * h2) % LERT_FILTER_BITS;
+
+		if (set)
+			bits[b >> 3] |= (unsigned char) (1 << (b & 7));
+		else if (!(bits[b >> 3] & (1 << (b & 7))))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The run being written will take up to max_kept entries flagged
+ * LERT_RUN_KEPT: build their filter.  Its pages come from the
+ * consolidation memory (a quarter of it at most; past that, fewer bits a
+ * key, more false positives).
+ */
+void
+lert_run_writer_keep(LertRunWriter *w, int64 max_kept)
+{
+	uint64		want = ((uint64) Max(max_kept, 1) * LERT_FILTER_BITS_PER_KEY +
+						LERT_FILTER_BITS - 1) / LERT_FILTER_BITS;
+	uint64		cap = Max(ss_consolidation_memory() / 4, (Size) BLCKSZ) /
+		SS_PAGE_DATA_SIZE;
+
+	Assert(w->filter == NULL);
+	w->nfilter = (uint32) Max(Min(want, Min(cap, (uint64) MaxBlockNumber / 4)), 1);
+	w->filter = palloc_extended((Size) w->nfilter * SS_PAGE_DATA_SIZE,
+								MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	for (uint32 i = 0; i < w->nfilter; i++)
+		memcpy(w->filter + (Size) i * SS_PAGE_DATA_SIZE, &w->run.gen,
+			   sizeof(uint64));
+}
+
 void
 lert_run_writer_begin(LertRunWriter *w, Relation rel, LertMeta *meta)
 {
@@ -325,6 +388,20 @@ lert_run_writer_add(LertRunWriter *w, const LertEntry *e, const char *key)
 		w->index[w->run.ndata].first_fp = e->fp;
 	}
 	w->run.nentries++;
+	if (e->flags & LERT_RUN_KEPT)
+	{
+		uint32		h1,
+					h2;
+		uint32		page;
+
+		if (w->filter == NULL)
+			elog(ERROR, "LERT run writer has no filter for a kept entry");
+		page = filter_position(e->fp, w->nfilter, &h1, &h2);
+		filter_test_or_set((unsigned char *) w->filter +
+						   (Size) page * SS_PAGE_DATA_SIZE + LERT_FILTER_HEADER,
+						   h1, h2, true);
+		w->run.nkept++;
+	}
 }
 
 /* Write the last data page and the index; give back the unused chunk. */
@@ -338,8 +415,17 @@ lert_run_writer_end(LertRunWriter *w)
 	lert_extent_free(w->meta, w->chunk);
 	if (w->run.ndata > 0)
 	{
-		nindex = (w->run.ndata + LERT_INDEX_PER_PAGE - 1) / LERT_INDEX_PER_PAGE;
-		w->run.index = lert_extent_alloc(w->rel, w->meta, nindex);
+		uint32		nfilter = w->run.nkept > 0 ? w->nfilter : 0;
+
+		nindex = lert_run_index_pages(&w->run);
+		w->run.index = lert_extent_alloc(w->rel, w->meta, nindex + nfilter);
+		for (uint32 i = 0; i < nfilter; i++)
+		{
+			CHECK_FOR_INTERRUPTS();
+			lert_write_page(w->rel, w->run.index.start + nindex + i,
+							SS_PAGE_LERT_FILTER,
+							w->filter + (Size) i * SS_PAGE_DATA_SIZE, 0, true);
+		}
 		area = palloc0(SS_PAGE_DATA_SIZE);
 		for (uint32 i = 0; i < nindex; i++)
 		{
@@ -358,6 +444,54 @@ lert_run_writer_end(LertRunWriter *w)
 	}
 	pfree(w->page);
 	pfree(w->index);
+	if (w->filter != NULL)
+		pfree(w->filter);
+}
+
+/*
+ * May the run hold an entry of fp flagged LERT_RUN_KEPT?  For the
+ * consolidator, which owns the run: a filter page that is not the run's is
+ * damage.  Tests the bits on the shared buffer (a probe per key new to
+ * level 0 would otherwise copy a page).
+ */
+bool
+lert_run_may_keep(Relation rel, const LertRun *run, uint64 fp)
+{
+	uint32		h1,
+				h2;
+	uint32		page;
+	BlockNumber blkno;
+	Buffer		buf;
+	Page		pg;
+	uint64		gen;
+	bool		hit;
+
+	if (run->nkept == 0)
+		return false;
+	page = filter_position(fp, lert_run_filter_pages(run), &h1, &h2);
+	blkno = run->index.start + lert_run_index_pages(run) + page;
+	buf = ss_read_buffer_if_exists(rel, blkno);
+	if (!BufferIsValid(buf))
+		ss_page_corrupted(rel, blkno, "A LERT filter page is missing.");
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	pg = BufferGetPage(buf);
+	if (PageIsNew(pg))
+	{
+		UnlockReleaseBuffer(buf);
+		ss_page_corrupted(rel, blkno, "A LERT filter page is uninitialized.");
+	}
+	ss_page_check(rel, blkno, pg, SS_PAGE_LERT_FILTER);
+	memcpy(&gen, SSPageGetData(pg), sizeof(gen));
+	if (gen != run->gen)
+	{
+		UnlockReleaseBuffer(buf);
+		ss_page_corrupted(rel, blkno, "The LERT filter page belongs to generation " UINT64_FORMAT ", expected " UINT64_FORMAT ".",
+						  gen, run->gen);
+	}
+	hit = filter_test_or_set((unsigned char *) SSPageGetData(pg) +
+							 LERT_FILTER_HEADER, h1, h2, false);
+	UnlockReleaseBuffer(buf);
+	return hit;
 }
 
 /*
@@ -394,7 +528,7 @@ lert_run_free(Relation rel, LertMeta *meta, LertRun *run)
 		char	   *area = palloc(SS_PAGE_DATA_SIZE);
 		LertExtent	pending = {InvalidBlockNumber, 0};
 
-		for (uint32 i = 0; i < run->index.npages; i++)
+		for (uint32 i = 0; i < lert_run_index_pages(run); i++)
 		{
 			uint32		n;
 			const LertIndexEntry *ix = run_index_page(rel, run, i, area, &n, true);
@@ -499,7 +633,7 @@ lert_run_lookup(Relation rel, const LertRun *run, uint64 fp, const char *key,
 	iarea = palloc(SS_PAGE_DATA_SIZE);
 
 	/* the last index page whose first fingerprint is below fp */
-	hi = run->index.npages;
+	hi = lert_run_index_pages(run);
 	while (hi - lo > 1)
 	{
 		uint32		mid = (lo + hi) / 2;
@@ -555,6 +689,11 @@ lert_run_lookup(Relation rel, const LertRun *run, uint64 fp, const char *key,
 				if (out->first_pos < 0 || e->first_pos < out->first_pos)
 					out->first_pos = e->first_pos;
 				out->reported |= (e->flags & LERT_REPORTED) != 0;
+				if ((e->flags & LERT_RUN_KEPT) && !out->kept_found)
+				{
+					out->kept_found = true;
+					out->kept = e->disk_sum;
+				}
 			}
 			if (e->fp > fp)
 			{
