@@ -227,6 +227,31 @@ EXCEPTION WHEN OTHERS THEN
 	RETURN st || ': ' || msg;
 END;
 $$;
+-- Kept counts: after lert_flush key 1 (20 observations) keeps 6 with its
+-- run entries (8 + 4 + 2 on the levels); count stretch takes the 6 back
+-- only when the key's own level-0 count passes tau_1 = 8, and then reports
+-- it by the observation that brings its level-0 count to T, with no flush
+-- in between: 17 more give 37 observations, unreported; the 18th reports
+-- it at count 38 = T + sum(tau), at position 37.  Immediate takes the kept
+-- count back at the key's first observation and reports at its T-th.
+SELECT lert_create('lt_lazy', 'int8', buffer_size => '64kB');
+SELECT lert_create('lt_lazy_ir', 'int8', variant => 'immediate', buffer_size => '64kB');
+INSERT INTO lt_lazy SELECT 1 FROM generate_series(1, 20);
+INSERT INTO lt_lazy_ir SELECT 1 FROM generate_series(1, 20);
+SELECT t, lert_flush(t) AS reports
+FROM unnest(ARRAY['lt_lazy', 'lt_lazy_ir']::regclass[]) t;
+SELECT t, level_kept, level_entries
+FROM unnest(ARRAY['lt_lazy', 'lt_lazy_ir']::regclass[]) t, lert_info(t);
+INSERT INTO lt_lazy SELECT 1 FROM generate_series(1, 17);
+INSERT INTO lt_lazy_ir SELECT 1 FROM generate_series(1, 3);
+SELECT t, lert_reported(t, 1::int8), lert_count(t, 1::int8)
+FROM unnest(ARRAY['lt_lazy', 'lt_lazy_ir']::regclass[]) t;
+INSERT INTO lt_lazy VALUES (1);
+INSERT INTO lt_lazy_ir VALUES (1);
+SELECT t, r.count, r.first_position, r.reported_position, i.flushes
+FROM unnest(ARRAY['lt_lazy', 'lt_lazy_ir']::regclass[]) t, lert_reports(t) r, lert_info(t) i;
+DROP TABLE lt_lazy, lt_lazy_ir;
+
 SELECT pg_temp.lert_error($$SELECT lert_create('bad', 'int', variant => 'nope')$$);
 SELECT pg_temp.lert_error($$SELECT lert_create('bad', 'int', threshold => 0)$$);
 SELECT pg_temp.lert_error($$SELECT lert_create('bad', 'int', threshold => 3)$$);

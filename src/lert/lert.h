@@ -75,7 +75,7 @@
  * deterministic.  This is btree's rule for index rows: the key must fit a
  * page after compression.  A stored key takes at most LERT_MAX_KEY_BYTES:
  * entries never span pages, and an empty level-0 page must take any entry
- * (a page full of keys kept at level 0 is emptied by a flush); a run page
+ * (a page full of keys put back at level 0 is emptied by a flush); a run page
  * wastes at most one entry's size at its end.
  */
 #define LERT_INLINE_KEY_BYTES	2000
@@ -331,6 +331,27 @@ extern void lert_run_writer_keep(LertRunWriter *w, int64 max_kept);
 extern void lert_run_writer_add(LertRunWriter *w, const LertEntry *e,
 								const char *key);
 extern void lert_run_writer_end(LertRunWriter *w);
+
+/*
+ * Looking up many keys of a run in key order (a flush's batch of kept
+ * counts): the whole index in memory, the data pages of the next keys
+ * prefetched, each data page read once for all the keys on it.
+ */
+typedef struct LertRunSeeker
+{
+	Relation	rel;
+	LertRun		run;
+	LertIndexEntry *index;		/* every data page */
+	int64		loaded;			/* data page in area, or -1 */
+	char	   *area;
+} LertRunSeeker;
+
+extern void lert_run_seeker_begin(LertRunSeeker *s, Relation rel,
+								  const LertRun *run);
+extern void lert_run_seeker_prefetch(LertRunSeeker *s, uint64 fp);
+extern bool lert_run_seeker_find(LertRunSeeker *s, uint64 fp, const char *key,
+								 uint32 keylen, LertEntry *e);
+extern void lert_run_seeker_end(LertRunSeeker *s);
 
 /* Reading a run in order. */
 typedef struct LertRunReader

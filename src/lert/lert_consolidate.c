@@ -289,11 +289,14 @@ query_runs(void *arg, int64 *count, int64 *first_pos, bool *reported)
 }
 
 /*
- * A key new to level 0 (count stretch, immediate) takes over its kept
- * count from the shallowest run that holds one (LERT_RUN_KEPT), so that
- * its level-0 entry holds its whole level-0 count as the rules see it;
- * the next flush of the cone writes that count out again.  The runs'
- * filters spare the point query for keys no run keeps.
+ * A key's level-0 entry takes over its kept count from the shallowest run
+ * that holds one (LERT_RUN_KEPT), so that the entry holds the key's whole
+ * level-0 count as the rules see it; the next flush of the cone writes
+ * that count out again.  The runs' filters spare the point query for keys
+ * no run keeps.  Immediate does this when the key is new to level 0 (its
+ * rule needs the count at every observation); count stretch only when the
+ * level-0 rule could report the key (lazy_kept_needed), and otherwise
+ * leaves it to the next flush, which looks kept counts up in key order.
  */
 static void
 take_kept_count(LertRound *r, uint32 cone, uint64 fp, const char *key,
@@ -315,11 +318,37 @@ take_kept_count(LertRound *r, uint32 cone, uint64 fp, const char *key,
 		r->meta.point_queries++;
 		if (d.kept_found)
 		{
-			e->count = d.kept;
-			e->first_pos = d.kept > 0 ? d.first_pos : -1;
-			return;
+			e->count += d.kept;
+			if (d.kept > 0 && (e->first_pos < 0 || d.first_pos < e->first_pos))
+				e->first_pos = d.first_pos;
+			break;
 		}
 	}
+	e->flags &= ~LERT_L0_KEPT_PENDING;
+}
+
+/*
+ * Count stretch: may weight more observations let a level-0 entry whose
+ * kept count is pending reach T?  A kept count is what a merge of levels
+ * 0..d leaves above the thresholds tau_1..tau_d of an unreported key's
+ * count below T, so it is below T - tau_1; the entry's own count must
+ * pass tau_1 before its level-0 count can reach T.
+ */
+static inline bool
+lazy_kept_needed(const LertGeom *g, const LertEntry *e, int64 weight)
+{
+	return (e->flags & LERT_L0_KEPT_PENDING) &&
+		e->count + weight > g->tau[1];
+}
+
+/* Does a run of the cone keep any level-0 count? */
+static bool
+cone_keeps(const LertRound *r, uint32 cone)
+{
+	for (uint32 j = 1; j <= r->meta.params.geom.nlevels; j++)
+		if (r->meta.cones[cone].runs[j].nkept > 0)
+			return true;
+	return false;
 }
 
 void
@@ -407,7 +436,10 @@ round_record(uint64 logpos, const SSPendingHeader *hdr, const char *payload,
 			pg = page_for(r, cone, item.fp, logpos);
 			if (!lert_l0_has_room(pg->area, item.keylen))
 			{
-				/* its page is full of keys kept at level 0: empty level 0 */
+				/*
+				 * its page is full of keys the flush put back (time
+				 * stretch's young keys): empty level 0
+				 */
 				lert_flush_cone(r, cone, logpos, false, true);
 				pg = page_for(r, cone, item.fp, logpos);
 			}
@@ -423,8 +455,11 @@ round_record(uint64 logpos, const SSPendingHeader *hdr, const char *payload,
 		}
 	}
 	(void) lert_l0_get(pg->area, at, &e);
-	if (!found && (g->variant == LERT_COUNT_STRETCH ||
-				   g->variant == LERT_IMMEDIATE))
+	if (!found && g->variant == LERT_IMMEDIATE)
+		take_kept_count(r, cone, item.fp, key, item.keylen, &e);
+	else if (!found && g->variant == LERT_COUNT_STRETCH && cone_keeps(r, cone))
+		e.flags |= LERT_L0_KEPT_PENDING;
+	if (lazy_kept_needed(g, &e, item.count))
 		take_kept_count(r, cone, item.fp, key, item.keylen, &e);
 	slot.count = e.count;
 	slot.first_pos = e.first_pos;
@@ -445,10 +480,10 @@ round_record(uint64 logpos, const SSPendingHeader *hdr, const char *payload,
 
 	/*
 	 * Keep the copies within the consolidation memory (work_mem in a
-	 * writing statement), which the DBA sizes, not level 0, which grows
-	 * with the kept keys: four times level 0's size let a 32MB level 0
-	 * take 128MB of private memory.  A larger work_mem saves checkpoints,
-	 * each of which writes every changed page back.
+	 * writing statement), not level 0's size, which buffer_size sets
+	 * apart: four times level 0's size let a 32MB level 0 take 128MB of
+	 * private memory.  A larger work_mem saves checkpoints, each of which
+	 * writes every changed page back.
 	 */
 	if ((Size) r->npages_cached * SS_PAGE_DATA_SIZE > ss_consolidation_memory())
 		round_checkpoint(r, logpos + 1);

@@ -123,6 +123,9 @@ lert_level0_period(const LertGeom *g)
  * half of that, level 0 grows so that every flush still admits half a
  * capacity of new keys (a stream of many keys that stop just short of T
  * makes level 0 larger than its capacity rather than break the bound).
+ * The access method stores count stretch's and immediate's kept counts in
+ * the runs (lert_page.h, LERT_RUN_KEPT) and puts none back, so only time
+ * stretch's level 0 grows this way there.
  */
 int64
 lert_level0_limit(const LertGeom *g, int64 kept)

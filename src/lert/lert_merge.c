@@ -3,6 +3,8 @@
  * lert_merge.c
  *	  The flush of a cone: shuffle-merge level 0 (from the round's copies)
  *	  and on-disk levels 1..k into new runs and a new level 0, out of place.
+ *	  Count stretch's and immediate's level-0 counts go with the keys'
+ *	  entries at level k (kept counts, lert_page.h), with a filter.
  *
  * Every level lists its keys in one order (fingerprint, length, bytes), so
  * a k-way merge of cursors gathers each key's counts in one pass over the
@@ -226,6 +228,143 @@ level0_fits(const LertRound *r, KeptSpool *kept, uint16 form, uint32 npages,
 	return true;
 }
 
+/*
+ * The kept counts a flush needs from below the levels it rewrites: count
+ * stretch's level-0 keys that have not taken theirs over
+ * (LERT_L0_KEPT_PENDING) and that a deeper run's filter admits.  They are
+ * looked up before the merge, level by level in key order, with the data
+ * pages of the next keys prefetched, so that a flush reads them as a
+ * sorted batch instead of one random page per key.
+ */
+#define DEEP_PREFETCH_DISTANCE	32
+
+typedef struct DeepKept
+{
+	uint64		fp;
+	Size		keyoff;			/* its bytes in DeepKeptSet.keys */
+	uint32		keylen;
+	uint16		levels;			/* bit j: level j's filter admits it */
+	bool		found;
+	int64		kept;
+	int64		first_pos;
+} DeepKept;
+
+typedef struct DeepKeptSet
+{
+	DeepKept   *items;			/* in key order */
+	int64		n;
+	int64		cap;
+	int64		next;			/* the merge's cursor */
+	StringInfoData keys;
+} DeepKeptSet;
+
+static void
+deep_collect(LertRound *r, uint32 cone, uint32 depth, DeepKeptSet *set)
+{
+	const LertCone *cn = &r->meta.cones[cone];
+	uint32		nlevels = r->meta.params.geom.nlevels;
+	char	   *buf = palloc(SS_PAGE_DATA_SIZE);
+
+	for (uint32 p = 0; p < cn->level0.npages; p++)
+	{
+		const char *area = level0_page_area(r, cone, p, buf);
+
+		CHECK_FOR_INTERRUPTS();
+		for (int i = 0; i < lert_l0_count(area); i++)
+		{
+			LertEntry	e;
+			const char *key = lert_l0_get(area, i, &e);
+			uint16		levels = 0;
+			DeepKept   *d;
+
+			if (!(e.flags & LERT_L0_KEPT_PENDING))
+				continue;
+			for (uint32 j = depth + 1; j <= nlevels; j++)
+				if (lert_run_may_keep(r->rel, &cn->runs[j], e.fp))
+					levels |= (uint16) (1 << j);
+			if (levels == 0)
+				continue;
+			if (set->n == set->cap)
+			{
+				set->cap *= 2;
+				set->items = repalloc_huge(set->items, sizeof(DeepKept) * set->cap);
+			}
+			d = &set->items[set->n++];
+			memset(d, 0, sizeof(*d));
+			d->fp = e.fp;
+			d->keyoff = set->keys.len;
+			d->keylen = e.keylen;
+			d->levels = levels;
+			appendBinaryStringInfo(&set->keys, key, e.keylen);
+		}
+	}
+	pfree(buf);
+}
+
+/* Look the collected keys up, shallowest level first. */
+static void
+deep_resolve(LertRound *r, uint32 cone, uint32 depth, DeepKeptSet *set)
+{
+	const LertCone *cn = &r->meta.cones[cone];
+
+	for (uint32 j = depth + 1; j <= r->meta.params.geom.nlevels; j++)
+	{
+		LertRunSeeker s;
+		int64		ahead = 0;
+
+		if (cn->runs[j].nkept == 0)
+			continue;
+		lert_run_seeker_begin(&s, r->rel, &cn->runs[j]);
+		for (int64 i = 0; i < set->n; i++)
+		{
+			DeepKept   *d = &set->items[i];
+			LertEntry	e;
+
+			if (d->found || !(d->levels & (1 << j)))
+				continue;
+			for (ahead = Max(ahead, i + 1);
+				 ahead < set->n && ahead <= i + DEEP_PREFETCH_DISTANCE; ahead++)
+			{
+				const DeepKept *a = &set->items[ahead];
+
+				if (!a->found && (a->levels & (1 << j)))
+					lert_run_seeker_prefetch(&s, a->fp);
+			}
+			if ((i & 255) == 0)
+				CHECK_FOR_INTERRUPTS();
+			if (lert_run_seeker_find(&s, d->fp, set->keys.data + d->keyoff,
+									 d->keylen, &e) &&
+				(e.flags & LERT_RUN_KEPT))
+			{
+				d->found = true;
+				d->kept = e.disk_sum;
+				d->first_pos = e.first_pos;
+				r->meta.point_queries++;
+			}
+		}
+		lert_run_seeker_end(&s);
+	}
+}
+
+/* The collected kept count of the merge's current key, if any. */
+static const DeepKept *
+deep_next(DeepKeptSet *set, uint64 fp, const char *key, uint32 keylen)
+{
+	while (set->next < set->n)
+	{
+		const DeepKept *d = &set->items[set->next];
+		int			c = lert_key_cmp(d->fp, set->keys.data + d->keyoff,
+									 d->keylen, fp, key, keylen);
+
+		if (c > 0)
+			return NULL;
+		set->next++;
+		if (c == 0)
+			return d;
+	}
+	return NULL;
+}
+
 /* May a level below depth hold a kept count of the fingerprint? */
 static bool
 deeper_may_keep(LertRound *r, uint32 cone, uint32 depth, uint64 fp)
@@ -241,9 +380,12 @@ deeper_may_keep(LertRound *r, uint32 cone, uint32 depth, uint64 fp)
 /*
  * Flush the cone: merge level 0 and levels 1..k (k by the COLA schedule,
  * every level if final) at the current stream position, before the record
- * at log position logpos.  spill: put nothing back in level 0 (its counts
- * go to level 1), for a level-0 page too full of kept keys to take a new
- * one, which costs that flush the count-stretch bound, never exactness.
+ * at log position logpos.  Count stretch and immediate write each key's
+ * level-0 count with its entry at level k (LERT_RUN_KEPT) and leave level
+ * 0 empty; time stretch puts its young keys back.  spill: put nothing back
+ * in level 0 (its counts go to level 1), for a level-0 page too full of
+ * put-back keys to take a new one, which costs that flush the time-stretch
+ * bound, never exactness.
  */
 void
 lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
@@ -274,6 +416,7 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 		g->variant == LERT_IMMEDIATE;
 	int64		l0_keys = 0;
 	int64		l0_key_bytes = 0;
+	DeepKeptSet deep;
 
 	for (uint32 j = depth + 1; j <= g->nlevels; j++)
 		deeper |= cn->runs[j].nentries > 0;
@@ -304,6 +447,22 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 			max_kept += cn->runs[j].nkept;
 		lert_run_writer_keep(&w[depth], max_kept);
 	}
+	memset(&deep, 0, sizeof(deep));
+	deep.cap = 64;
+	deep.items = palloc(sizeof(DeepKept) * deep.cap);
+	initStringInfo(&deep.keys);
+	if (g->variant == LERT_COUNT_STRETCH)
+	{
+		bool		deeper_kept = false;
+
+		for (uint32 j = depth + 1; j <= g->nlevels; j++)
+			deeper_kept |= cn->runs[j].nkept > 0;
+		if (deeper_kept)
+		{
+			deep_collect(r, cone, depth, &deep);
+			deep_resolve(r, cone, depth, &deep);
+		}
+	}
 	kept_init(&kept);
 
 	for (;;)
@@ -316,6 +475,7 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 		LertQuery	q;
 		int64		counts[LERT_MAX_LEVELS + 1];
 		bool		in_level0 = false;
+		bool		l0_pending = false;
 		bool		kept_met = false;
 		int64		kept_count = 0;
 		bool		write_kept = false;
@@ -343,20 +503,37 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 				m.flags |= e->flags & LERT_REPORTED;
 				if (src[i].is_level0)
 				{
-					/* it took over the key's kept count (sources: level 0 first) */
+					/* sources: level 0 first */
 					in_level0 = true;
+					l0_pending = (e->flags & LERT_L0_KEPT_PENDING) != 0;
 					l0_keys++;
 					l0_key_bytes += keylen;
 				}
 				else if (e->flags & LERT_RUN_KEPT)
 				{
-					/* the shallowest kept count is the current one */
-					if (!in_level0 && !kept_met)
+					/*
+					 * The shallowest kept count is the current one, unless
+					 * level 0's entry took it over.
+					 */
+					if ((!in_level0 || l0_pending) && !kept_met)
 						m.count += e->disk_sum;
 					kept_met = true;
 				}
 				src_next(r, cone, &src[i]);
 			}
+		if (l0_pending && !kept_met)
+		{
+			/* its kept count is deeper, if anywhere: looked up above */
+			const DeepKept *d = deep_next(&deep, fp, keybuf, keylen);
+
+			if (d != NULL && d->found)
+			{
+				m.count += d->kept;
+				if (m.first_pos < 0 || (d->first_pos >= 0 && d->first_pos < m.first_pos))
+					m.first_pos = d->first_pos;
+				kept_met = true;
+			}
+		}
 
 		lert_round_query_init(&q, r, cone, depth + 1, fp, keybuf, keylen);
 		if (lert_merge_report(g, &m, r->pos, deeper, lert_round_query_fn, &q, &rep))
@@ -419,10 +596,12 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 	for (int i = 1; i < nsrc; i++)
 		lert_run_reader_end(&src[i].reader);
 	pfree(src[0].buf);
+	pfree(deep.items);
+	pfree(deep.keys.data);
 	for (uint32 j = 1; j <= depth; j++)
 		lert_run_writer_end(&w[j]);
 
-	/* the new level 0: room for what was kept and for new keys */
+	/* the new level 0: room for what was put back and for new keys */
 	limit = spill ? g->level0_capacity : lert_level0_limit(g, nkept);
 	npages = lert_level0_pages(limit, form,
 							   nkept > 0 ? (double) kept_key_bytes / nkept :

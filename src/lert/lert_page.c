@@ -85,9 +85,9 @@ lert_l0_check(const char *area, Size area_size)
 		{
 			const LertFixedEntry *f = (const LertFixedEntry *) (area + at);
 
-			/* a fixed page keeps no disk count: only LERT_REPORTED */
+			/* a fixed page keeps no disk count: no LERT_DISK_KNOWN */
 			if (at + sizeof(LertFixedEntry) > area_size ||
-				(off[i] & LERT_L0_OFFSET_FLAGS & ~LERT_REPORTED) != 0 ||
+				(off[i] & LERT_DISK_KNOWN) != 0 ||
 				(i > 0 && f->fp <= prev_fp))
 				return false;
 			prev_fp = f->fp;
@@ -150,7 +150,8 @@ lert_l0_put(char *area, int i, int64 count, int64 first_pos, int64 disk_sum,
 	{
 		LertFixedEntry *f = (LertFixedEntry *) at;
 
-		if (disk_sum != 0 || (flags & ~LERT_REPORTED) != 0)
+		if (disk_sum != 0 ||
+			(flags & ~(LERT_REPORTED | LERT_L0_KEPT_PENDING)) != 0)
 			return false;
 		f->count = count;
 		f->first_pos = first_pos;

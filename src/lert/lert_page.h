@@ -20,9 +20,8 @@
  * (LertFixedEntry, 24 bytes, for keys of at most 8 bytes, whose
  * fingerprint is the key, in variants that keep no disk count at level 0;
  * its flags live in the low bits of its offset, as a heap line pointer's
- * lp_flags share a word with lp_off).  Level 0 stays in RAM, and count
- * stretch keeps every key above the on-disk thresholds' sum there until it
- * is reported: the fixed form holds 1.6 times as many keys per page.
+ * lp_flags share a word with lp_off).  Level 0 is meant to stay in RAM:
+ * the fixed form holds 1.6 times as many keys per page.
  *
  * Run pages (on-disk levels).  A header and entries packed in order; a run
  * is a sequence of such pages written once, front to back.
@@ -62,9 +61,17 @@ typedef struct LertEntry
  * the current value (a merge writes it at the deepest level it rewrites,
  * and rewrites every shallower level), a flagged entry with disk_sum 0
  * hides deeper ones, and a key present in level 0 took it over there when
- * it was first observed since the flush (docs/lert.md, "Level 0").
+ * it was first observed since the flush, at once (immediate) or when its
+ * level-0 count could reach T or at the next flush (count stretch,
+ * LERT_L0_KEPT_PENDING until then; docs/lert.md, "Level 0").
  */
-#define LERT_RUN_KEPT		0x0004
+#define LERT_RUN_KEPT		0x0008
+
+/*
+ * A level-0 entry whose count does not include the key's kept count yet
+ * (count stretch; a flag bit of a fixed-form entry's offset).
+ */
+#define LERT_L0_KEPT_PENDING	0x0004
 
 #define LERT_ENTRY_HEADER	((Size) sizeof(LertEntry))	/* 40 */
 

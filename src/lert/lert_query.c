@@ -308,7 +308,7 @@ lert_lookup(Relation rel, const LertState *st, Datum keyd, int64 *count,
 		const LertCone *cn;
 		LertDiskCount d = LERT_DISK_COUNT_INIT;
 		bool		stale = false;
-		bool		in_level0 = false;
+		bool		l0_has_kept = false;
 
 		CHECK_FOR_INTERRUPTS();
 		ss_log_read_begin(rel, &snap, attempt, false);
@@ -339,7 +339,7 @@ lert_lookup(Relation rel, const LertState *st, Datum keyd, int64 *count,
 					(void) lert_l0_get(area, at, &e);
 					d.count += e.count;
 					d.reported |= (e.flags & LERT_REPORTED) != 0;
-					in_level0 = true;
+					l0_has_kept = !(e.flags & LERT_L0_KEPT_PENDING);
 				}
 			}
 			k.applied = ((LertL0Header *) area)->applied_pos;
@@ -358,8 +358,8 @@ lert_lookup(Relation rel, const LertState *st, Datum keyd, int64 *count,
 			again->cones[cone].flushes != cn->flushes ||
 			again->cones[cone].level0_gen != cn->level0_gen)
 			continue;
-		/* level 0 took the kept count over if the key is there */
-		*count = d.count + k.count + (in_level0 ? 0 : d.kept);
+		/* level 0's entry may have taken the kept count over */
+		*count = d.count + k.count + (l0_has_kept ? 0 : d.kept);
 		*reported = d.reported;
 		break;
 	}

@@ -568,6 +568,110 @@ lert_run_reader_begin(LertRunReader *r, Relation rel, const LertRun *run)
 	r->index_loaded = -1;
 }
 
+/* ---- looking up keys of a run in order ---- */
+
+void
+lert_run_seeker_begin(LertRunSeeker *s, Relation rel, const LertRun *run)
+{
+	char	   *iarea = palloc(SS_PAGE_DATA_SIZE);
+	uint32		nindex = lert_run_index_pages(run);
+
+	s->rel = rel;
+	s->run = *run;
+	s->index = palloc_extended(sizeof(LertIndexEntry) * Max(run->ndata, 1),
+							   MCXT_ALLOC_HUGE);
+	s->loaded = -1;
+	s->area = palloc(SS_PAGE_DATA_SIZE);
+	for (uint32 i = 0; i < nindex; i++)
+	{
+		uint32		n;
+		const LertIndexEntry *ix = run_index_page(rel, run, i, iarea, &n, true);
+
+		CHECK_FOR_INTERRUPTS();
+		memcpy(s->index + (Size) i * LERT_INDEX_PER_PAGE, ix,
+			   sizeof(LertIndexEntry) * n);
+	}
+	pfree(iarea);
+}
+
+/* The data page where an entry of fp may start. */
+static uint32
+seeker_page(const LertRunSeeker *s, uint64 fp)
+{
+	uint32		lo = 0,
+				hi = s->run.ndata;
+
+	/* the number of pages whose first fingerprint is below fp */
+	while (lo < hi)
+	{
+		uint32		mid = lo + (hi - lo) / 2;
+
+		if (s->index[mid].first_fp < fp)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 ? lo - 1 : 0;
+}
+
+void
+lert_run_seeker_prefetch(LertRunSeeker *s, uint64 fp)
+{
+	if (s->run.ndata > 0)
+		(void) PrefetchBuffer(s->rel, MAIN_FORKNUM,
+							  s->index[seeker_page(s, fp)].blkno);
+}
+
+/*
+ * The run's entry of the key, copied to *e (its key bytes are not); false
+ * if it has none.  Keys are best looked up in increasing order: a data
+ * page stays loaded until a key needs another.
+ */
+bool
+lert_run_seeker_find(LertRunSeeker *s, uint64 fp, const char *key,
+					 uint32 keylen, LertEntry *e)
+{
+	if (s->run.ndata == 0)
+		return false;
+	for (uint32 page = seeker_page(s, fp); page < s->run.ndata; page++)
+	{
+		uint32		off = 0;
+		const LertEntry *x;
+
+		if (s->loaded != (int64) page)
+		{
+			BlockNumber blkno = s->index[page].blkno;
+
+			lert_read_page_owned(s->rel, blkno, SS_PAGE_LERT_RUN, s->run.gen,
+								 s->area, NULL);
+			if (!lert_run_page_check(s->area, SS_PAGE_DATA_SIZE))
+				ss_page_corrupted(s->rel, blkno, "The LERT run page's entries are out of order or out of bounds.");
+			s->loaded = page;
+		}
+		while ((x = lert_run_page_next(s->area, &off)) != NULL)
+		{
+			int			c = lert_key_cmp(x->fp, lert_entry_key(x), x->keylen,
+										 fp, key, keylen);
+
+			if (c == 0)
+			{
+				*e = *x;
+				return true;
+			}
+			if (c > 0)
+				return false;
+		}
+	}
+	return false;
+}
+
+void
+lert_run_seeker_end(LertRunSeeker *s)
+{
+	pfree(s->index);
+	pfree(s->area);
+}
+
 /* The next entry of the run in key order, or NULL; valid until the next call. */
 const LertEntry *
 lert_run_reader_next(LertRunReader *r)

@@ -257,9 +257,16 @@ def write_conf(gucs):
 
 def server_start(mode):
     """mode "loader": unconstrained, big shared_buffers; "measure": small
-    shared_buffers, inside the memory cgroup."""
+    shared_buffers, inside the memory cgroup; "inram": the measuring
+    settings with the loader's shared_buffers, outside the cgroup (a
+    reference with everything in RAM)."""
     global server_mode
-    write_conf(LOADER_GUCS if mode == "loader" else MEASURE_GUCS)
+    if mode == "loader":
+        write_conf(LOADER_GUCS)
+    elif mode == "inram":
+        write_conf(dict(MEASURE_GUCS, shared_buffers=LOADER_GUCS["shared_buffers"]))
+    else:
+        write_conf(MEASURE_GUCS)
     cmd = f"{PGBIN}/pg_ctl -D {PGDATA} -l {LOG} -w -t 600 start"
     if mode == "measure":
         CG.reset_peak()

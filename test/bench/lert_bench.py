@@ -28,8 +28,10 @@ stretch (count at report / T) and time stretch ((reported - first) /
 and 4 inserting sessions; the upsert-and-report heap table a PostgreSQL
 user would write (logged and unlogged), preloaded with the counts of all
 but the last WINDOW observations, on those last ones; and the in-RAM
-reference (the unit test's simulated LERT, all levels in memory, on the
-same generator).
+references: the same count_stretch LERT on a server with shared_buffers
+LOADER_SB_MB and no cgroup (everything in RAM), and the unit test's
+simulated LERT (all levels in memory, no PostgreSQL) on the same
+generator.
 
 Configuration: environment variables (see CONFIG below).
 """
@@ -181,22 +183,25 @@ SELECT (SELECT count(*) FROM r),
 def info(table):
     cols = ["variant", "level_thresholds", "count_stretch_bound", "time_stretch_bound",
             "observations", "reports", "flushes", "level0_entries", "max_level0_entries",
-            "level_entries", "relation_pages", "free_pages"]
+            "level_entries", "level_kept", "relation_pages", "free_pages"]
     v = psql(f"SELECT {', '.join(cols)} FROM lert_info('{table}')").split("|")
     return dict(zip(cols, v))
 
 
 # ---------------------------------------------------------------- phases
 
-def run_variant(name, sessions=1):
-    t = f"l_{name}_{sessions}"
+def run_variant(name, sessions=1, in_ram=False):
+    """name's variant fed the stream by sessions sessions, measured in the
+    memory cgroup, or with everything in RAM (in_ram: the same server
+    settings but shared_buffers LOADER_SB_MB and no cgroup)."""
+    t = f"l_{name}_{sessions}" + ("_ram" if in_ram else "")
     L.ensure("loader")
     psql(f"SELECT lert_create('{t}', 'int8', threshold => {C['T']}, growth => {C['GROWTH']}, "
          f"buffer_size => '{C['BUF_MB']}MB', {VARIANT_ARGS[name]})")
     files = []
     for part in range(sessions):
         files.append(L.write_sql(f"feed_{t}_{part}.sql", batches_sql(t, sessions, part)))
-    L.restart("measure")
+    L.restart("inram" if in_ram else "measure")
 
     def feed():
         procs = [(psql_bg(f), f) for f in files]
@@ -210,10 +215,10 @@ def run_variant(name, sessions=1):
     pages = int(res["info"]["relation_pages"])
     res["relation_mb"] = pages * 8192 / 2**20
     res["ratio"] = res["relation_mb"] / ram_mb()
-    log(f"  {name} x{sessions}: {m['ops_per_s']:,.0f} obs/s, reads/obs {m['reads_per_op']:.3f}, "
+    log(f"  {name} x{sessions}{' in RAM' if in_ram else ''}: {m['ops_per_s']:,.0f} obs/s, reads/obs {m['reads_per_op']:.3f}, "
         f"writes/obs {m['buf_writes_per_op']:.3f}, WAL B/obs {m['wal_bytes_per_op']:.0f}, "
         f"{res['relation_mb']:.0f} MB = {res['ratio']:.1f} x RAM, mem peak {m['mem_peak_mb']:.0f} MB")
-    if sessions == 1:
+    if sessions == 1 and not in_ram:
         res["check"] = check(t, False)
         c = res["check"]
         log(f"    {c['reports']:,} reports: fp {c['false_positives']} missed {c['missed']} dup {c['duplicates']}"
@@ -305,6 +310,9 @@ def main():
     results["upsert_logged"] = run_upsert(True)
     results["upsert_unlogged"] = run_upsert(False)
     results["inram"] = run_inram()
+    if "csl" in C["VARIANTS"]:
+        log("count_stretch with everything in RAM")
+        results["inram_pg"] = run_variant("csl", 1, in_ram=True)
     L.finish_run(results)
     with open(C["OUT_JSON"], "w") as f:
         json.dump(results, f, indent=1)

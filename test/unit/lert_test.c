@@ -698,7 +698,8 @@ test_pages(void)
 			/* fingerprint-only keys only from the large range: 16 would never fill a page */
 			uint32		len = form == LERT_L0_FIXED || round % 6 == 0 ? 0 :
 				1 + (uint32) rng_below(sizeof(key) - 1);
-			uint32		flags = rng_below(4) == 0 ? LERT_REPORTED : 0;
+			uint32		flags = (rng_below(4) == 0 ? LERT_REPORTED : 0) |
+				(rng_below(3) == 0 ? LERT_L0_KEPT_PENDING : 0);
 			bool		found;
 			int			at;
 
