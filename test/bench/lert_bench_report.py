@@ -31,11 +31,15 @@ def plot(results, C):
         ax[i].set_title(title)
         ax[i].set_yscale("log")
         ax[i].legend()
-    names = [v.upper() for v in V] + ["upsert", "upsert unl.", "in-RAM"]
+    names = [v.upper() for v in V] + ["upsert", "upsert unl."]
     thr = [results["variants"][v]["insert"]["ops_per_s"] for v in V] + [
         results["upsert_logged"]["insert"]["ops_per_s"],
-        results["upsert_unlogged"]["insert"]["ops_per_s"],
-        results["inram"]["obs_per_s"]]
+        results["upsert_unlogged"]["insert"]["ops_per_s"]]
+    if "inram_pg" in results:
+        names.append("CSL in RAM")
+        thr.append(results["inram_pg"]["insert"]["ops_per_s"])
+    names.append("simulated")
+    thr.append(results["inram"]["obs_per_s"])
     ax[2].bar(range(len(names)), thr)
     ax[2].set_xticks(range(len(names)))
     ax[2].set_xticklabels(names, rotation=45, ha="right")

@@ -222,6 +222,7 @@ typedef struct SimEntry
 {
 	uint64		key;
 	LertCount	c;
+	bool		fresh;			/* observed since the last flush */
 } SimEntry;
 
 typedef struct SimLevel
@@ -239,6 +240,8 @@ typedef struct Sim
 	int64		l0_n;
 	int64		l0_limit;		/* flush when l0_n reaches it */
 	int64		max_l0;
+	int64		l0_fresh;		/* entries observed since the last flush */
+	int64		max_fresh;
 	SimLevel	level[LERT_MAX_LEVELS + 1];
 	uint64		flushes;
 	int64		last_flush;
@@ -281,6 +284,7 @@ l0_find(Sim *sim, uint64 key, bool create)
 	sim->l0[i].c.first_pos = -1;
 	sim->l0[i].c.disk_sum = 0;
 	sim->l0[i].c.flags = 0;
+	sim->l0[i].fresh = false;
 	sim->l0_n++;
 	sim->max_l0 = Max(sim->max_l0, sim->l0_n);
 	return &sim->l0[i];
@@ -298,6 +302,21 @@ l0_reset(Sim *sim, int64 capacity)
 	memset(sim->l0, 0, sizeof(SimEntry) * size);
 	sim->l0_size = size;
 	sim->l0_n = 0;
+	sim->l0_fresh = 0;
+}
+
+/*
+ * Count stretch and immediate keep a level-0 count that a flush puts back
+ * in the runs (the access method's kept counts, lert_page.h), so its
+ * level 0 holds only keys observed since the flush and fills when C0 of
+ * them are there.  The simulation keeps those counts in its level 0 and
+ * flushes when the server would.
+ */
+static inline bool
+sim_runs_keep(const Sim *sim)
+{
+	return sim->g.variant == LERT_COUNT_STRETCH ||
+		sim->g.variant == LERT_IMMEDIATE;
 }
 
 typedef struct QueryArg
@@ -425,6 +444,7 @@ sim_flush(Sim *sim, int64 pos, bool final)
 			if (counts[j] == 0)
 				continue;
 			e.key = all[i].key;
+			e.fresh = false;
 			e.c.count = counts[j];
 			e.c.first_pos = m.first_pos;
 			e.c.disk_sum = 0;
@@ -447,7 +467,7 @@ sim_flush(Sim *sim, int64 pos, bool final)
 
 	/* level 0 keeps what the merge put back */
 	sim->l0_limit = lert_level0_limit(g, nrests);
-	l0_reset(sim, sim->l0_limit);
+	l0_reset(sim, sim_runs_keep(sim) ? nrests + g->level0_capacity : sim->l0_limit);
 	for (int64 i = 0; i < nrests; i++)
 		*l0_find(sim, rests[i].key, true) = rests[i];
 	free(rests);
@@ -465,13 +485,21 @@ sim_observe(Sim *sim, uint64 key, int64 pos)
 		pos - sim->last_flush >= lert_level0_period(&sim->g))
 		sim_flush(sim, pos, false);
 	e = l0_find(sim, key, false);
-	if (e == NULL && sim->l0_n >= sim->l0_limit)
+	if (sim_runs_keep(sim) ?
+		(e == NULL || !e->fresh) && sim->l0_fresh >= sim->g.level0_capacity :
+		e == NULL && sim->l0_n >= sim->l0_limit)
 	{
 		sim_flush(sim, pos, false);
 		e = l0_find(sim, key, false);
 	}
 	if (e == NULL)
 		e = l0_find(sim, key, true);
+	if (!e->fresh)
+	{
+		e->fresh = true;
+		sim->l0_fresh++;
+		sim->max_fresh = Max(sim->max_fresh, sim->l0_fresh);
+	}
 	if (lert_observe(&sim->g, &e->c, 1, pos, query_levels, &q, &r))
 		record_report(sim, key, &r);
 }
@@ -586,11 +614,16 @@ run_one(const Stream *s, const LertGeom *geom, const char *label)
 		for (int64 i = 0; i < nr; i++)
 			csum += cs[i], tsum += ts[i];
 		printf("  %-14s %-16s %8lld reports  count stretch max %.3f p99 %.3f mean %.3f"
-			   "  time stretch max %.3f p99 %.3f mean %.3f  flushes %llu  level 0 max %lld\n",
+			   "  time stretch max %.3f p99 %.3f mean %.3f  flushes %llu  level 0 max %lld"
+			   " (%lld observed since a flush)\n",
 			   s->name, label, (long long) nr,
 			   nr ? cs[nr - 1] : 0, nr ? cs[(nr * 99) / 100] : 0, nr ? csum / nr : 0,
 			   nr ? ts[nr - 1] : 0, nr ? ts[(nr * 99) / 100] : 0, nr ? tsum / nr : 0,
-			   (unsigned long long) sim.flushes, (long long) sim.max_l0);
+			   (unsigned long long) sim.flushes, (long long) sim.max_l0,
+			   (long long) sim.max_fresh);
+		CHECK(!sim_runs_keep(&sim) || sim.max_fresh <= geom->level0_capacity,
+			  "%lld keys observed since a flush, level 0 holds %lld",
+			  (long long) sim.max_fresh, (long long) geom->level0_capacity);
 	}
 
 	for (uint32 j = 1; j <= geom->nlevels; j++)
