@@ -268,6 +268,23 @@ SELECT pg_temp.lert_error($$SELECT lert_count('lt_stream', 1)$$);
 SELECT pg_temp.lert_error($$SELECT lert_count('lt_cs', 'x'::text)$$);
 SELECT pg_temp.lert_error($$DELETE FROM lt_cs$$);
 
+-- streamsketch_log_info shows the change log as it is, without
+-- consolidating it: the batches of two committed transactions (a rolled
+-- back one appends none), then none after a flush
+SELECT lert_create('lt_log', 'int8', threshold => 5);
+INSERT INTO lt_log SELECT g FROM generate_series(1, 100) g;
+INSERT INTO lt_log SELECT g FROM generate_series(1, 50) g;
+BEGIN;
+INSERT INTO lt_log SELECT g FROM generate_series(1, 10) g;
+ROLLBACK;
+SELECT log_records, log_bytes, log_pages, free_log_pages, consolidations
+FROM streamsketch_log_info('lt_log');
+SELECT lert_flush('lt_log');
+SELECT log_records, log_bytes, log_pages, free_log_pages, consolidations
+FROM streamsketch_log_info('lt_log');
+SELECT observations, reports FROM lert_info('lt_log');
+SELECT pg_temp.lert_error($$SELECT streamsketch_log_info('lt_truth')$$);
+
 DROP TABLE lt_stream, lt_truth, lt_cs, lt_cs4, lt_ir, lt_ts1, lt_ts3, lt_cf,
-	lt_tx, lt_text, lt_comp, lt_weighted, lt_coll;
+	lt_tx, lt_text, lt_comp, lt_weighted, lt_coll, lt_log;
 DROP TYPE lt_pair;

@@ -79,6 +79,7 @@ INSERT INTO null_calls VALUES
 ('lert_reports(regclass,bigint)', ARRAY['''nt_lert''::regclass', '0::bigint']),
 ('lert_flush(regclass)', ARRAY['''nt_lert''::regclass']),
 ('lert_info(regclass)', ARRAY['''nt_lert''::regclass']),
+('streamsketch_log_info(regclass)', ARRAY['''nt_lert''::regclass']),
 ('lert_create(text,regtype,bigint,text,int,int,text,int,text,bool)',
  ARRAY['''nt_new''::text', '''int''::regtype', '24::bigint', '''count_stretch''::text',
        '1', '4', '''64kB''::text', '1', '''alerts''::text', 'false']);

@@ -68,6 +68,9 @@ SELECT qf_contains('r_cf', 9);
 \echo :LAST_ERROR_SQLSTATE
 SELECT bcms_estimate('r_bcms2', 1);
 \echo :LAST_ERROR_SQLSTATE
+SELECT log_records FROM streamsketch_log_info('r_bcms2');
+\echo :LAST_ERROR_SQLSTATE
+SELECT log_records FROM streamsketch_log_info('r_bcms');
 SELECT qf_merge('r_qf2', 'r_qf');
 \echo :LAST_ERROR_SQLSTATE
 TRUNCATE r_bcms;

@@ -41,6 +41,13 @@
 #define MAX_SCAN_RESTARTS	1000
 #define MAX_ROUND_ATTEMPTS	64
 
+/*
+ * Log length, in streamsketch.change_log_limit units, beyond which a
+ * writing statement waits for the round in progress and runs the next
+ * (ss_log_consolidate_if_long).
+ */
+#define SS_LOG_BACKLOG_LIMITS	4
+
 /* streamsketch.test_fail_after_log_append (tests only) */
 typedef enum
 {
@@ -140,6 +147,13 @@ log_meta_read(Relation rel, SSLogMeta *log)
 	}
 	UnlockReleaseBuffer(buf);
 	log_meta_check(rel, log);
+}
+
+/* The metapage's log part, for streamsketch_log_info. */
+void
+ss_log_meta(Relation rel, SSLogMeta *log)
+{
+	log_meta_read(rel, log);
 }
 
 /* Lock the metapage exclusively and register it; returns its log part. */
@@ -1071,10 +1085,12 @@ log_advance_head(Relation rel, const SSStateOps *ops, uint64 new_head,
  * One consolidation round, under the consolidation lock: every batch from
  * the head up to the first one whose transaction is still committing (or
  * the end) is applied if it committed and dropped if it aborted.  Returns
- * true if the head moved.
+ * true if the head moved; stopped_at (if not NULL) gets the xid of the
+ * batch the round stopped at, or InvalidTransactionId.
  */
 static bool
-log_consolidate_locked(Relation rel, const SSStateOps *ops)
+log_consolidate_locked(Relation rel, const SSStateOps *ops,
+					   TransactionId *stopped_at)
 {
 	SSLogSnapshot snap;
 	LogReader	r;
@@ -1084,6 +1100,8 @@ log_consolidate_locked(Relation rel, const SSStateOps *ops)
 	void	   *stats = NULL;
 	uint64		nrecords = 0;
 
+	if (stopped_at)
+		*stopped_at = InvalidTransactionId;
 	ss_log_snapshot(rel, &snap);
 	if (snap.head_pos == snap.end_pos)
 		return false;
@@ -1104,7 +1122,11 @@ log_consolidate_locked(Relation rel, const SSStateOps *ops)
 			log_corrupted(rel, r.blk, "The change log moved under its consolidation.");
 		status = batch_status(bh.xid);
 		if (status == BATCH_IN_PROGRESS)
+		{
+			if (stopped_at)
+				*stopped_at = bh.xid;
 			break;
+		}
 		any_committed |= status == BATCH_COMMITTED;
 		nrecords += bh.nrecords;
 		if (!reader_read(&r, NULL, bh.length))
@@ -1164,7 +1186,7 @@ ss_log_consolidate(Relation rel, bool wait)
 		LockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
 	else if (!ConditionalLockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock))
 		return false;
-	moved = log_consolidate_locked(rel, ops);
+	moved = log_consolidate_locked(rel, ops, NULL);
 	UnlockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
 	return moved;
 }
@@ -1186,7 +1208,7 @@ log_consolidate_maintenance(Relation rel, const SSStateOps *ops,
 	{
 		if (ops != NULL)
 		{
-			(void) log_consolidate_locked(rel, ops);
+			(void) log_consolidate_locked(rel, ops, NULL);
 			result = flush(rel, stats);
 		}
 		else
@@ -1246,14 +1268,52 @@ ss_log_flush(Relation rel, SSFlushFn flush)
  * touches each page of a 24 MB sketch about three times, 1 MB of log
  * (~43,000 records) fourteen times, and 30 such commits and a flush ran
  * 1.4x faster with the 1 MB default than with 8 pages.
+ *
+ * A writer does not wait for another backend's round while the log is
+ * shorter than SS_LOG_BACKLOG_LIMITS limits.  Beyond that it waits and
+ * runs the next round itself: appending is far cheaper than consolidating,
+ * so writers that never waited outran the rounds without bound (four
+ * sessions of 20,000-row inserts into a lert left 5.6 GB of log after a
+ * minute, three rounds each larger than the last, and every page of it
+ * stayed in the relation).  A round stops at a batch whose transaction is
+ * still committing, and a writer that went on would append behind it (one
+ * backend appended ten batches while another was between its append and
+ * its commit): it waits for that transaction, as the heap waits for a
+ * tuple's inserter, but not for a prepared one, which waits for COMMIT
+ * PREPARED.  So the log stays about that many limits plus a transaction or
+ * two per writer long.  None of this can deadlock: a round waits for no
+ * transaction and takes no lock a writer holds at the start of a
+ * statement, and a committing transaction waits for no writer.
  */
 void
 ss_log_consolidate_if_long(Relation rel, const SSLogSnapshot *snap)
 {
-	if (snap->end_pos - snap->head_pos <= (uint64) ss_change_log_limit_kb * 1024 ||
+	const SSStateOps *ops;
+	uint64		limit = (uint64) ss_change_log_limit_kb * 1024;
+	SSLogSnapshot now;
+	TransactionId stopped_at = InvalidTransactionId;
+
+	if (snap->end_pos - snap->head_pos <= limit ||
 		RecoveryInProgress() || IsInParallelMode())
 		return;
-	(void) ss_log_consolidate(rel, false);
+	if (snap->end_pos - snap->head_pos <= SS_LOG_BACKLOG_LIMITS * limit)
+	{
+		(void) ss_log_consolidate(rel, false);
+		return;
+	}
+	ops = ss_structure_ops(rel);
+	if (ops == NULL || ops->consolidate == NULL)
+		return;
+	LockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
+	/* the round we waited for may have left little to do */
+	ss_log_snapshot(rel, &now);
+	if (now.end_pos - now.head_pos > limit)
+		(void) log_consolidate_locked(rel, ops, &stopped_at);
+	UnlockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
+	if (TransactionIdIsValid(stopped_at) &&
+		!TransactionIdIsCurrentTransactionId(stopped_at) &&
+		BackendXidGetPid(stopped_at) != 0)
+		XactLockTableWait(stopped_at, rel, NULL, XLTW_None);
 }
 
 /*

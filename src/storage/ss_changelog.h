@@ -113,6 +113,7 @@ struct SSStateOps;
 
 extern void ss_log_init(void);
 extern void ss_log_append(Relation rel);
+extern void ss_log_meta(Relation rel, SSLogMeta *log);
 extern void ss_log_snapshot(Relation rel, SSLogSnapshot *snap);
 extern void ss_log_snapshot_of(Relation rel, const SSMetaHeader *hdr,
 							   SSLogSnapshot *snap);

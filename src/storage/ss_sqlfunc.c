@@ -2,19 +2,30 @@
  *
  * ss_sqlfunc.c
  *	  Checks shared by the SQL functions of every structure (see
- *	  ss_sqlfunc.h).
+ *	  ss_sqlfunc.h), and streamsketch_log_info, which every structure
+ *	  with a change log answers.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "access/relation.h"
 #include "access/xlog.h"
+#include "catalog/pg_class.h"
+#include "funcapi.h"
 #include "miscadmin.h"
+#include "ss_changelog.h"
 #include "ss_sqlfunc.h"
+#include "storage/bufmgr.h"
 #include "storage/lmgr.h"
+#include "streamsketch.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
+
+PG_FUNCTION_INFO_V1(streamsketch_log_info);
 
 Oid
 ss_sql_lock_relid(Oid relid, LOCKMODE lockmode, const char *writer)
@@ -74,4 +85,46 @@ ss_check_key_type(Oid typid, const char *typname)
 				 errmsg("the key type of this %s value does not exist", typname),
 				 errdetail("The value's key type has OID %u: the type was dropped after the value was built, or the value comes from another database.",
 						   typid)));
+}
+
+/*
+ * streamsketch_log_info(structure regclass) returns the state of a
+ * structure's change log as its metapage has it, without consolidating:
+ * what a DBA watches to see whether rounds keep up with the writers.
+ */
+Datum
+streamsketch_log_info(PG_FUNCTION_ARGS)
+{
+	Relation	rel;
+	SSLogMeta	log;
+	TupleDesc	tupdesc;
+	AclResult	aclresult;
+	Datum		values[6];
+	bool		nulls[6] = {0};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	rel = relation_open(ss_sql_lock_relid(PG_GETARG_OID(0), AccessShareLock, NULL),
+						AccessShareLock);
+	if (rel->rd_rel->relkind != RELKIND_RELATION || ss_structure_ops(rel) == NULL ||
+		ss_structure_ops(rel)->consolidate == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a streamsketch structure with a change log",
+						RelationGetRelationName(rel))));
+	aclresult = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_SELECT);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
+					   RelationGetRelationName(rel));
+	ss_sql_check_access(rel, NULL);
+	ss_log_meta(rel, &log);
+
+	values[0] = Int64GetDatum((int64) (log.end_pos - log.head_pos));
+	values[1] = Int64GetDatum((int64) log.nrecords);
+	values[2] = Int64GetDatum((int64) log.npages);
+	values[3] = Int64GetDatum((int64) log.nfree);
+	values[4] = Int64GetDatum(log.consolidations);
+	values[5] = Int64GetDatum((int64) RelationGetNumberOfBlocks(rel));
+	relation_close(rel, AccessShareLock);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -16,7 +16,12 @@
 #     nothing: after recovery the counts equal the logged counts (the
 #     change log commits with the transaction), the reports are still
 #     exactly the keys that reached T, none twice;
-#  3. after recovery a new concurrent run keeps all of it exact.
+#  3. after recovery a new concurrent run keeps all of it exact;
+#  4. writers wait for the consolidation rounds once the change log is
+#     four times streamsketch.change_log_limit long, so the log stays that
+#     long plus one transaction per writer, and so do the pages it ever
+#     took (appending is much cheaper than consolidating: writers that
+#     never waited left gigabytes of log).
 
 use strict;
 use warnings;
@@ -28,6 +33,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use StreamsketchTest;
 use Test::More;
+use Time::HiRes qw(usleep);
 
 my $clients = 4;
 my $T = 10;
@@ -132,5 +138,49 @@ cmp_ok($node->safe_psql('postgres', 'SELECT count(*) FROM log WHERE run = 2'),
 $ok = IPC::Run::run(pgbench_cmd(3, '-T', 5), '>', \$out, '2>', \$err);
 ok($ok, 'concurrent run 3 completed') or diag($err);
 check_exact('after run 3');
+
+# 4. the change log's length under writers only.  A writer that finds the
+# log longer than four limits waits for the round in progress and runs the
+# next; a round stops at a batch whose transaction is still committing, so
+# the log may briefly hold a little more than four limits plus one
+# transaction per writer: twice that is the bound tested (writers that
+# never waited left over 50 times more).
+my $rows = 2000;
+$node->safe_psql('postgres', qq{
+SELECT lert_create('b_lert', 'int8', buffer_size => '128kB', cones => 1);
+SET streamsketch.change_log_limit = '1GB';
+INSERT INTO b_lert SELECT g FROM generate_series(1, $rows) g;
+});
+my $batch = $node->safe_psql('postgres',
+	"SELECT log_bytes FROM streamsketch_log_info('b_lert')");
+cmp_ok($batch, '>', 16 * $rows, "a $rows-row transaction appends $batch bytes");
+my $bound = 2 * (4 * 64 * 1024 + $clients * $batch);
+my $bdir = ss_pgbench_scripts('bins.sql' => qq{
+\\set k random(1, 50000)
+INSERT INTO b_lert SELECT 1 + (:k + g * 7919) % 50000 FROM generate_series(1, $rows) g;
+});
+$h = IPC::Run::start(ss_pgbench_cmd($node, $bdir, $clients, 4, [ '-T', 8 ], 'bins.sql'),
+	'>', \$out, '2>', \$err);
+my ($max_bytes, $samples) = (0, 0);
+my $until = time + 8;
+while (time < $until)
+{
+	my $b = $node->safe_psql('postgres',
+		"SELECT log_bytes FROM streamsketch_log_info('b_lert')");
+	$max_bytes = $b if $b > $max_bytes;
+	$samples++;
+	usleep(50_000);
+}
+ok($h->finish, 'writers-only run completed') or diag($err);
+my ($log_pages, $rounds) = split /\|/, $node->safe_psql('postgres', q{
+SELECT log_pages + free_log_pages, consolidations FROM streamsketch_log_info('b_lert')});
+my ($txns) = $out =~ /number of transactions actually processed: (\d+)/;
+cmp_ok($txns, '>', 40, "run 4 committed $txns transactions of $rows rows in $rounds rounds");
+cmp_ok($max_bytes, '<=', $bound,
+	"the change log never held more than $bound bytes ($max_bytes at most in $samples samples)");
+cmp_ok($log_pages, '<=', int($bound / 8000) + 2,
+	"the change log took $log_pages pages at most");
+is($node->safe_psql('postgres', 'SELECT observations FROM lert_info(\'b_lert\')'),
+	($txns + 1) * $rows, 'every committed observation was counted');
 
 done_testing();
