@@ -4,7 +4,7 @@ EXTVERSION = 0.1
 
 MODULE_big = streamsketch
 # src/ has one folder per layer or structure family (docs/design.md)
-SRC_DIRS = src src/storage src/bcms src/qf src/bloom src/lert
+SRC_DIRS = src src/storage src/bcms src/qf src/bloom src/lert src/cbt
 OBJS = $(patsubst %.c,%.o,$(sort $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.c))))
 
 # The extension script is assembled from one part per structure.
@@ -12,7 +12,7 @@ SQL_PARTS = $(sort $(wildcard sql/parts/*.sql))
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 
 PG_CPPFLAGS = $(foreach d,$(SRC_DIRS),-I$(srcdir)/$(d))
-SHLIB_LINK = -lmurmurhash
+SHLIB_LINK = -lmurmurhash -llz4
 
 REGRESS = $(sort $(filter-out $(EXTENSION)--%,$(basename $(notdir $(wildcard sql/*.sql)))))
 REGRESS_OPTS = --load-extension=$(EXTENSION)
