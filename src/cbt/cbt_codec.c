@@ -75,13 +75,20 @@ cbt_block_encode(const CbtPaoRef *paos, uint32 n, bool compress,
 
 	if (n == 0 || n > CBT_BLOCK_MAX_PAOS)
 		return 0;
-	for (uint32 i = 0; i < n; i++)
+	if (n == 1 && paos[0].size > CBT_BLOCK_MAX_RAW)
 	{
-		if (paos[i].size > CBT_BLOCK_MAX_RAW - data_raw ||
-			(i > 0 && paos[i].hash < paos[i - 1].hash))
+		if (paos[0].size > CBT_PAO_MAX_BYTES)
 			return 0;
-		data_raw += paos[i].size;
+		data_raw = paos[0].size;
 	}
+	else
+		for (uint32 i = 0; i < n; i++)
+		{
+			if (paos[i].size > CBT_BLOCK_MAX_RAW - data_raw ||
+				(i > 0 && paos[i].hash < paos[i - 1].hash))
+				return 0;
+			data_raw += paos[i].size;
+		}
 	if (outcap < cbt_block_bound(n, data_raw))
 		return 0;
 
@@ -152,7 +159,7 @@ cbt_block_peek(const char *in, Size inlen, CbtBlockHeader *hdr)
 		return false;
 	memcpy(hdr, in, sizeof(CbtBlockHeader));
 	if (hdr->npaos == 0 || hdr->npaos > CBT_BLOCK_MAX_PAOS ||
-		hdr->data_raw > CBT_BLOCK_MAX_RAW ||
+		hdr->data_raw > (hdr->npaos == 1 ? CBT_PAO_MAX_BYTES : CBT_BLOCK_MAX_RAW) ||
 		(hdr->flags & ~CBT_BLOCK_LZ4) != 0 || hdr->unused != 0)
 		return false;
 	if ((hdr->flags & CBT_BLOCK_LZ4) ?

@@ -33,10 +33,14 @@
 /*
  * Largest block: PAO bytes before compression and PAOs per block.  A
  * block's raw bytes are allocated whole when it is read, so these bound
- * the memory of every fragment cursor.
+ * the memory of every fragment cursor.  One PAO larger than a block (a
+ * group whose array_agg state has grown large) is a block of its own, of
+ * up to CBT_PAO_MAX_BYTES: reading that group needs its whole state in
+ * memory anyway.
  */
 #define CBT_BLOCK_MAX_RAW		(256 * 1024)
 #define CBT_BLOCK_MAX_PAOS		(64 * 1024)
+#define CBT_PAO_MAX_BYTES		(512 * 1024 * 1024)
 
 /* CbtBlockHeader.flags */
 #define CBT_BLOCK_LZ4			0x0001	/* PAO bytes are LZ4-compressed */
@@ -65,7 +69,8 @@ extern Size cbt_block_bound(uint32 n, Size data_raw);
 
 /*
  * Encode paos[0..n-1] (sorted by hash; 1 <= n <= CBT_BLOCK_MAX_PAOS, at
- * most CBT_BLOCK_MAX_RAW bytes in all) into out, which has room for
+ * most CBT_BLOCK_MAX_RAW bytes in all, or one PAO of at most
+ * CBT_PAO_MAX_BYTES) into out, which has room for
  * cbt_block_bound bytes; lz4_scratch has LZ4_compressBound(data_raw)
  * bytes if compress.  Returns the block's length, or 0 if the PAOs break
  * those limits or are not sorted.

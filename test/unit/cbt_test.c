@@ -262,6 +262,48 @@ test_refusals(void)
 		free(out);
 	}
 	free_block(&b);
+
+	/* one PAO larger than a block is a block of its own */
+	{
+		Block		big = make_block(1, false, false, true);
+		Size		biglen;
+		char	   *bigenc;
+		CbtBlockHeader hdr;
+		uint64	   *hashes;
+		uint32	   *sizes;
+		char	   *data;
+		char	   *bytes = malloc(3 * CBT_BLOCK_MAX_RAW);
+
+		for (Size i = 0; i < 3 * CBT_BLOCK_MAX_RAW; i++)
+			bytes[i] = "state of a large group "[i % 23];
+		free(big.bytes);
+		big.bytes = bytes;
+		big.paos[0].data = bytes;
+		big.paos[0].size = 3 * CBT_BLOCK_MAX_RAW;
+		big.raw = big.paos[0].size;
+		bigenc = encode(&big, true, &biglen);
+		CHECK(biglen > 0, "a single large PAO was not encoded");
+		CHECK(decode(bigenc, biglen, &hdr, &hashes, &sizes, &data) &&
+			  sizes[0] == big.raw && memcmp(data, bytes, big.raw) == 0,
+			  "a single large PAO does not round trip");
+		free(hashes);
+		free(sizes);
+		free(data);
+		free(bigenc);
+
+		/* two PAOs over the block limit are two blocks */
+		{
+			CbtPaoRef	two[2] = {{1, CBT_BLOCK_MAX_RAW, bytes},
+			{2, CBT_BLOCK_MAX_RAW, bytes}};
+			Size		cap = cbt_block_bound(2, 2 * CBT_BLOCK_MAX_RAW);
+			char	   *out = malloc(cap);
+
+			CHECK(cbt_block_encode(two, 2, false, out, cap, NULL) == 0,
+				  "two PAOs over the block limit were encoded as one block");
+			free(out);
+		}
+		free_block(&big);
+	}
 	printf("refusals: ok\n");
 }
 
