@@ -20,6 +20,8 @@ INSERT INTO nt_qft VALUES (''), ('a');
 INSERT INTO nt_qfts VALUES ('2000-01-01 00:00:00+00');
 INSERT INTO nt_bloom VALUES (0);
 INSERT INTO nt_lert SELECT 0 FROM generate_series(1, 30);
+SELECT cbt_create('nt_cbt', 'k int', 'count(*) AS n, sum(v::int) AS s') IS NOT NULL AS created;
+INSERT INTO nt_cbt (k, v) VALUES (0, 1), (0, 2), (1, 3);
 CREATE TABLE nt_values AS
 SELECT cms_agg(k, 0.0001::float8, 0.01::float8) AS c,
        qfilter_agg(k, 1000000::bigint, 0.001::float8) AS q
@@ -80,6 +82,11 @@ INSERT INTO null_calls VALUES
 ('lert_flush(regclass)', ARRAY['''nt_lert''::regclass']),
 ('lert_info(regclass)', ARRAY['''nt_lert''::regclass']),
 ('streamsketch_log_info(regclass)', ARRAY['''nt_lert''::regclass']),
+('cbt_info(regclass)', ARRAY['''nt_cbt''::regclass']),
+('cbt_finalize(regclass)', ARRAY['''nt_cbt''::regclass']),
+('cbt_create(text,text,text,text,text,int,bool,bool)',
+ ARRAY['''nt_cbt_new''::text', '''k int''::text', '''count(*) AS n''::text',
+       '''64kB''::text', '''16kB''::text', '4', 'true', 'false']),
 ('lert_create(text,regtype,bigint,text,int,int,text,int,text,bool)',
  ARRAY['''nt_new''::text', '''int''::regtype', '24::bigint', '''count_stretch''::text',
        '1', '4', '''64kB''::text', '1', '''alerts''::text', 'false']);
@@ -228,5 +235,5 @@ INSERT INTO nt_lert VALUES (NULL), (NULL);
 SELECT lert_count(lert => 'nt_lert', key => 0) AS lert_0, k AS reported FROM nt_lert;
 
 DROP TABLE null_outcomes, null_calls, nt_values, nt_bcms, nt_qf, nt_qf2, nt_qft,
-	nt_qfts, nt_bloom, nt_lert;
+	nt_qfts, nt_bloom, nt_lert, nt_cbt;
 DROP VIEW ext_functions;

@@ -10,6 +10,7 @@
 
 #include "bcms.h"
 #include "bloom.h"
+#include "cbt_am.h"
 #include "fmgr.h"
 #include "lert.h"
 #include "qfam.h"
@@ -33,6 +34,7 @@ _PG_init(void)
 	qfam_init();
 	bloom_init();
 	lert_init();
+	cbt_init();
 	ss_params_find_rejected();
 	MarkGUCPrefixReserved("streamsketch");
 

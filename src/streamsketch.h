@@ -109,6 +109,9 @@ extern Oid	ss_create_structure(const SSStateOps *ops, const void *st,
 								text *name, Oid keytype,
 								const char *second_column,
 								const char *amname, bool unlogged);
+extern Oid	ss_create_structure_columns(const SSStateOps *ops, const void *st,
+										text *name, const char *columns,
+										const char *amname, bool unlogged);
 extern const void *ss_creation_params(Relation rel, const SSStateOps *ops);
 extern bool ss_relabel_in_progress(Oid relid);
 extern void ss_cluster_init_fork(Relation OldTable, Relation NewTable);

@@ -314,6 +314,27 @@ ss_create_structure(const SSStateOps *ops, const void *st, text *name,
 					Oid keytype, const char *second_column,
 					const char *amname, bool unlogged)
 {
+	StringInfoData cols;
+
+	initStringInfo(&cols);
+	appendStringInfo(&cols, "key %s", format_type_be_qualified(keytype));
+	if (second_column)
+		appendStringInfo(&cols, ", %s pg_catalog.int8",
+						 quote_identifier(second_column));
+	return ss_create_structure_columns(ops, st, name, cols.data, amname,
+									   unlogged);
+}
+
+/*
+ * As ss_create_structure, with the column list given as SQL (every type
+ * qualified, every name quoted as needed: the caller builds it from
+ * catalog lookups, never from user text).
+ */
+Oid
+ss_create_structure_columns(const SSStateOps *ops, const void *st, text *name,
+							const char *columns, const char *amname,
+							bool unlogged)
+{
 	RangeVar   *rv = makeRangeVarFromNameList(textToQualifiedNameList(name));
 	StringInfoData sql;
 	Oid			relid;
@@ -326,14 +347,10 @@ ss_create_structure(const SSStateOps *ops, const void *st, text *name,
 						text_to_cstring(name))));
 
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "CREATE %sTABLE %s (key %s",
+	appendStringInfo(&sql, "CREATE %sTABLE %s (%s) USING %s",
 					 unlogged ? "UNLOGGED " : "",
 					 quote_qualified_identifier(rv->schemaname, rv->relname),
-					 format_type_be_qualified(keytype));
-	if (second_column)
-		appendStringInfo(&sql, ", %s pg_catalog.int8",
-						 quote_identifier(second_column));
-	appendStringInfo(&sql, ") USING %s", quote_identifier(amname));
+					 columns, quote_identifier(amname));
 
 	if (creation.ops != NULL)
 		elog(ERROR, "nested streamsketch structure creation");

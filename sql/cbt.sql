@@ -1,0 +1,158 @@
+-- cbt: a GROUP BY maintained lazily in a compressed buffer tree
+SET client_min_messages = warning;
+
+-- the example of docs/cbt.md
+SELECT cbt_create('ct_pages',
+    group_by   => 'url text',
+    aggregates => 'count(*) AS hits, sum(bytes::bigint) AS total_bytes,
+                   avg(latency::float8) AS latency, max(ts::timestamptz) AS last_seen,
+                   min(bytes) AS smallest');
+SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
+WHERE attrelid = 'ct_pages'::regclass AND attnum > 0 ORDER BY attnum;
+INSERT INTO ct_pages (url, bytes, latency, ts) VALUES
+	('/a', 100, 0.5, '2026-01-01 10:00+00'),
+	('/a', 300, 1.5, '2026-01-02 10:00+00'),
+	('/b', 50, NULL, '2026-01-01 09:00+00'),
+	(NULL, 7, 2.0, NULL);
+SELECT * FROM ct_pages ORDER BY url NULLS LAST;
+
+-- the same rows through a heap table and GROUP BY, many groups, with
+-- small buffers so that the tree spills and splits
+CREATE TABLE ct_rows (k int, v bigint, f float8, s text);
+INSERT INTO ct_rows
+SELECT g % 5003, g, (g % 97) / 7.0, 'x' || (g % 13)
+FROM generate_series(1, 200000) g;
+SELECT cbt_create('ct_big', group_by => 'k int',
+                  aggregates => 'count(*) AS n, sum(v::bigint) AS sv,
+                                 avg(f::float8) AS af, max(s::text) AS ms,
+                                 bool_and(v > 3) AS b',
+                  root_buffer => '64kB', node_buffer => '16kB', fanout => 4);
+SET streamsketch.change_log_limit = '64kB';
+INSERT INTO ct_big (k, v, f, s) SELECT k, v, f, s FROM ct_rows WHERE v <= 100000;
+INSERT INTO ct_big (k, v, f, s) SELECT k, v, f, s FROM ct_rows WHERE v > 100000;
+SELECT height > 1 AS tree_grew, splits > 0 AS split, spills > 0 AS spilled,
+       rows = 200000 AS all_rows
+FROM cbt_info('ct_big');
+-- every group equal to GROUP BY's (floats within rounding)
+CREATE TEMP VIEW ct_check AS
+WITH t AS (SELECT k, count(*) AS n, sum(v) AS sv, avg(f) AS af, max(s) AS ms,
+                  bool_and(v > 3) AS b
+           FROM ct_rows GROUP BY k)
+SELECT count(*) AS groups,
+       count(*) FILTER (WHERE c.k IS NULL OR t.k IS NULL) AS missing,
+       count(*) FILTER (WHERE c.n IS DISTINCT FROM t.n OR
+                               c.sv IS DISTINCT FROM t.sv OR
+                               c.ms IS DISTINCT FROM t.ms OR
+                               c.b IS DISTINCT FROM t.b OR
+                               NOT abs(c.af - t.af) <= 1e-9) AS wrong
+FROM t FULL JOIN ct_big c USING (k);
+SELECT * FROM ct_check;
+
+-- finalize pushes every buffer down: one PAO per group at the leaves,
+-- and the same answers
+SELECT cbt_finalize('ct_big') AS groups;
+SELECT cbt_finalize('ct_big') AS groups_again;
+SELECT * FROM ct_check;
+
+-- groups as GROUP BY makes them: keys equal under the type's equality
+-- (numeric 1.0 = 1.00), NULL keys in one group, several key columns,
+-- long (toasted) text keys; internal states (numeric avg), array states
+-- (stddev), the extension's own aggregates; and 3-bit hashes, so that
+-- most keys collide and only key comparison keeps groups apart
+SET streamsketch.test_cbt_hash_bits = 3;
+CREATE TABLE ct_rows2 (a numeric, b text, x numeric, y float8, u bigint);
+INSERT INTO ct_rows2
+SELECT CASE WHEN g % 11 = 0 THEN NULL ELSE (g % 7)::numeric END
+		   + CASE WHEN g % 2 = 0 THEN 0.0 ELSE 0.00 END,
+	   CASE WHEN g % 5 = 0 THEN NULL WHEN g % 5 = 1 THEN repeat('long', 1000 + g % 3)
+			ELSE 'k' || (g % 3) END,
+	   g / 3.0, g % 17, g % 101
+FROM generate_series(1, 30000) g;
+SELECT cbt_create('ct_multi', group_by => 'a numeric, b text',
+                  aggregates => 'count(x::numeric) AS n, avg(x) AS ax,
+                                 stddev(y::float8) AS sy,
+                                 qfilter_agg(u::bigint, 1000, 0.01) AS users',
+                  node_buffer => '16kB', fanout => 4);
+RESET streamsketch.test_cbt_hash_bits;
+INSERT INTO ct_multi (a, b, x, y, u) SELECT * FROM ct_rows2 WHERE x < 3000;
+INSERT INTO ct_multi (a, b, x, y, u) SELECT * FROM ct_rows2 WHERE x >= 3000;
+-- the same groups and values both ways (EXCEPT compares NULL keys as
+-- equal, as GROUP BY does; floats to six decimals)
+WITH t AS (SELECT a, b, count(x) AS n, avg(x) AS ax,
+                  round(stddev(y)::numeric, 6) AS sy
+           FROM ct_rows2 GROUP BY a, b),
+     c AS (SELECT a, b, n, ax, round(sy::numeric, 6) AS sy FROM ct_multi)
+SELECT (SELECT count(*) FROM t) AS groups, (SELECT count(*) FROM c) AS cbt_groups,
+       (SELECT count(*) FROM (TABLE t EXCEPT TABLE c) d) AS only_group_by,
+       (SELECT count(*) FROM (TABLE c EXCEPT TABLE t) d) AS only_cbt,
+       (SELECT count(*) FROM ct_multi WHERE users IS NULL) AS no_filter;
+-- a group's distinct users, from its qfilter
+SELECT qfilter_contains(users, 5::bigint) AS has_5
+FROM ct_multi WHERE a = 1 AND b = 'k1';
+SELECT count(*) FILTER (WHERE length(b) > 3000) AS long_keys,
+       count(*) FILTER (WHERE a IS NULL) AS null_a
+FROM ct_multi;
+
+-- TRUNCATE keeps the definition
+TRUNCATE ct_multi;
+INSERT INTO ct_multi (a, b, x, y, u) VALUES (1, 'z', 2, 3, 4);
+SELECT a, b, n, ax FROM ct_multi;
+
+-- rolled back rows leave nothing
+BEGIN;
+INSERT INTO ct_pages (url, bytes) VALUES ('/rolled', 1);
+ROLLBACK;
+SELECT count(*) FROM ct_pages WHERE url = '/rolled';
+
+-- refused definitions
+DO $$
+DECLARE
+	defs text[] := ARRAY[
+		'percentile_cont(0.5) WITHIN GROUP (ORDER BY x::float8) AS p',
+		'count(DISTINCT x::int) AS d',
+		'count(*) FILTER (WHERE x::int > 0) AS c',
+		'count(*) + 1 AS c',
+		'xmlagg(x::xml) AS x',
+		'count(*)',
+		'sum(x) AS s',
+		'sum(x::int) AS s, max(x::bigint) AS m',
+		'sum(x::bigint) AS x',
+		'count(*) FROM pg_class',
+		'count(*) AS k'];
+	d text;
+BEGIN
+	FOREACH d IN ARRAY defs LOOP
+		BEGIN
+			PERFORM cbt_create('ct_bad', group_by => 'k int', aggregates => d);
+			RAISE NOTICE 'accepted: %', d;
+		EXCEPTION WHEN OTHERS THEN
+			RAISE WARNING '% -> %: %', d, SQLSTATE, SQLERRM;
+		END;
+	END LOOP;
+END
+$$;
+-- a result column that carries no input takes none
+INSERT INTO ct_pages (url, hits) VALUES ('/c', 5);
+
+-- CREATE TABLE ... USING cbt has no definition: refused at the first use
+CREATE TABLE ct_nodef (k int, n bigint) USING cbt;
+INSERT INTO ct_nodef VALUES (1, NULL);
+SELECT cbt_finalize('ct_nodef');
+CREATE TABLE ct_heap (k int);
+SELECT cbt_info('ct_heap');
+
+-- an ordinary role creates, fills and reads its own cbt
+CREATE ROLE ct_user;
+CREATE SCHEMA ct_schema AUTHORIZATION ct_user;
+SET ROLE ct_user;
+SELECT cbt_create('ct_schema.mine', group_by => 'k int',
+                  aggregates => 'sum(v::int) AS total');
+INSERT INTO ct_schema.mine (k, v) SELECT g % 3, g FROM generate_series(1, 10) g;
+SELECT k, total FROM ct_schema.mine ORDER BY k;
+SELECT cbt_finalize('ct_schema.mine');
+RESET ROLE;
+
+DROP VIEW ct_check;
+DROP TABLE ct_pages, ct_big, ct_rows, ct_multi, ct_rows2, ct_nodef, ct_heap;
+DROP SCHEMA ct_schema CASCADE;
+DROP ROLE ct_user;

@@ -1,0 +1,33 @@
+
+/* ---------------------------------------------------------------------
+ * cbt: the compressed buffer tree, a lazily maintained GROUP BY with any
+ * combinable aggregate
+ * ------------------------------------------------------------------- */
+
+CREATE FUNCTION cbt_handler(unused internal) RETURNS table_am_handler
+AS 'MODULE_PATHNAME', 'cbt_handler' LANGUAGE C;
+CREATE ACCESS METHOD cbt TYPE TABLE HANDLER cbt_handler;
+COMMENT ON ACCESS METHOD cbt IS 'compressed buffer tree: a GROUP BY with combinable aggregates, maintained lazily as rows are inserted and finalized on read';
+
+-- Not STRICT on purpose: a NULL optional argument means its default (the
+-- setting's); a NULL name, group_by or aggregates is an error (22004).
+CREATE FUNCTION cbt_create(name text, group_by text, aggregates text,
+	root_buffer text DEFAULT NULL, node_buffer text DEFAULT NULL,
+	fanout int DEFAULT NULL, compression bool DEFAULT NULL,
+	unlogged bool DEFAULT false)
+RETURNS regclass
+AS 'MODULE_PATHNAME', 'cbt_create' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION cbt_create(text, text, text, text, text, int, bool, bool) IS 'create a cbt table: group keys, and aggregates over inputs declared as name::type';
+
+CREATE FUNCTION cbt_info(cbt regclass,
+	OUT definition text, OUT root_buffer bigint, OUT node_buffer bigint,
+	OUT fanout int, OUT compression bool, OUT height int, OUT nodes bigint,
+	OUT fragments bigint, OUT rows bigint, OUT raw_bytes bigint,
+	OUT stored_bytes bigint, OUT rounds bigint, OUT spills bigint,
+	OUT splits bigint, OUT relation_pages bigint, OUT leaked_pages bigint)
+AS 'MODULE_PATHNAME', 'cbt_info' LANGUAGE C STRICT STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION cbt_info(regclass) IS 'definition, parameters, tree shape and counters of a cbt table';
+
+CREATE FUNCTION cbt_finalize(cbt regclass) RETURNS bigint
+AS 'MODULE_PATHNAME', 'cbt_finalize' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION cbt_finalize(regclass) IS 'push every buffer of a cbt down to its leaves, one fragment per leaf; returns the groups';

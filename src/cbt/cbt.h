@@ -1,0 +1,222 @@
+/*-------------------------------------------------------------------------
+ *
+ * cbt.h
+ *	  The `cbt` table access method: a compressed buffer tree (Amur et
+ *	  al., SoCC 2013) kept in the relation's pages, on the storage layer's
+ *	  change log (docs/cbt.md).  The definition is in cbt_def.h, the
+ *	  aggregates' runtime in cbt_agg.h, the block format in cbt_codec.h.
+ *
+ * Relation layout: block 0 is the metapage (CbtMeta, with the
+ * definition's stored text); every other block belongs to an extent (a
+ * node page, a fragment) or to the change log.  Extents are
+ * reserved with ss_log_alloc_run and recycled through the metapage's
+ * free list, each freed extent stamped with the full xid after which no
+ * snapshot can still reach it.
+ *
+ * Positions: CbtMeta.tree_pos is the change log position up to which the
+ * tree holds the committed records; a round skips records before it, so a
+ * round redone after a crash between its install and the storage layer's
+ * move of the log head counts nothing twice.
+ *
+ * Locking: consolidators (rounds, cbt_finalize, VACUUM) serialize on the
+ * change log's consolidation lock and are the only writers of every page
+ * but the log's.  They write new pages only (copy on write) and install a
+ * tree by one metapage record.  Readers lock one page at a time, briefly,
+ * to copy what they need; they never wait for a consolidator.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CBT_H
+#define CBT_H
+
+#include "postgres.h"
+
+#include "access/transam.h"
+#include "cbt_codec.h"
+#include "cbt_def.h"
+#include "lib/stringinfo.h"
+#include "ss_page.h"
+#include "utils/rel.h"
+
+/* kind and page types (ss_page.h) */
+#define SS_KIND_CBT				5
+#define SS_PAGE_CBT_NODE		14
+#define SS_PAGE_CBT_FRAGMENT	15
+
+#define CBT_MAX_FANOUT			64
+#define CBT_MAX_FRAGMENTS		16	/* per node: bounds a scan's cursors */
+#define CBT_MAX_HEIGHT			16
+#define CBT_BLOCK_TARGET_RAW	(32 * 1024) /* PAO bytes per block written */
+#define CBT_MAX_FREE_EXTENTS	128
+/*
+ * The definition's stored text lives in the metapage, so that the
+ * storage layer's creation, TRUNCATE and label code handle it as any
+ * parameter; a definition whose deparsed query is longer is refused
+ * (about twenty aggregates fit).
+ */
+#define CBT_DEF_MAX				5120
+
+/* parameters, captured at creation (streamsketch.cbt_*) */
+typedef struct CbtParams
+{
+	uint32		root_buffer_kb; /* change log a round empties at once */
+	uint32		node_buffer_kb; /* compressed bytes before a node empties */
+	uint32		fanout;			/* b; a node splits beyond it */
+	bool		compression;
+	uint32		hash_bits;		/* 64, fewer in tests (forced collisions) */
+	uint32		seed;
+} CbtParams;
+
+/* An extent of pages. */
+typedef struct CbtExtent
+{
+	BlockNumber start;
+	uint32		npages;
+} CbtExtent;
+
+/*
+ * A freed extent, reusable once no snapshot can still reach it: stamp is
+ * the next full xid when the install that freed it was made.
+ */
+typedef struct CbtFreeExtent
+{
+	BlockNumber start;
+	uint32		npages;
+	FullTransactionId stamp;
+} CbtFreeExtent;
+
+/* A fragment: a sorted, aggregated run of PAOs in one extent. */
+typedef struct CbtFragment
+{
+	CbtExtent	ext;
+	uint64		generation;		/* of the install that wrote it */
+	uint64		min_hash;
+	uint64		max_hash;
+	uint64		npaos;
+	uint64		raw_bytes;		/* PAO bytes before compression */
+	uint64		stored_bytes;	/* directory and blocks as stored */
+	uint32		nblocks;
+} CbtFragment;
+
+/*
+ * A node, as its page holds it.  Child i covers hashes [pivot[i],
+ * pivot[i + 1]) (the last: up to the node's hi); pivot[0] is the node's lo.
+ */
+typedef struct CbtNode
+{
+	uint64		generation;		/* of the install that wrote this page */
+	uint32		level;			/* 0: leaf */
+	uint32		nchildren;
+	uint32		nfragments;
+	uint32		unused;
+	uint64		lo;				/* hash range [lo, hi], inclusive */
+	uint64		hi;
+	uint64		pivot[CBT_MAX_FANOUT];
+	BlockNumber child[CBT_MAX_FANOUT];
+	uint64		child_generation[CBT_MAX_FANOUT];
+	/* one more than a page holds: a full node takes one, then is emptied */
+	CbtFragment fragments[CBT_MAX_FRAGMENTS + 1];
+} CbtNode;
+
+StaticAssertDecl(sizeof(CbtNode) <= SS_PAGE_DATA_SIZE,
+				 "a cbt node must fit in a page");
+
+/* metapage contents */
+typedef struct CbtMeta
+{
+	SSMetaHeader hdr;
+	CbtParams	params;
+	BlockNumber root;			/* InvalidBlockNumber: empty tree */
+	uint64		root_generation;
+	uint32		height;			/* levels; 0 if empty */
+	uint32		unused;
+	uint64		generation;		/* installs so far */
+	uint64		tree_pos;		/* log position the tree holds up to */
+	uint32		nfree;			/* extents on the free list */
+	uint32		unused2;
+	int64		leaked_pages;	/* dropped from a full free list */
+	/* counters */
+	int64		rows;			/* committed input rows in the tree */
+	int64		groups_estimate;	/* PAOs at the leaves after the last finalize */
+	int64		rounds;
+	int64		spills;
+	int64		splits;
+	int64		finalizes;
+	uint64		raw_bytes;		/* PAO bytes in every fragment */
+	uint64		stored_bytes;
+	uint64		fragments;
+	uint64		nodes;
+	CbtFreeExtent free_ext[CBT_MAX_FREE_EXTENTS];	/* by start block */
+	char		definition[CBT_DEF_MAX];	/* NUL-terminated (cbt_def.h) */
+} CbtMeta;
+
+StaticAssertDecl(sizeof(CbtMeta) <= SS_PAGE_DATA_SIZE,
+				 "the cbt metapage must fit in a page");
+
+/* cbt_store.c: extents, pages, nodes, fragments */
+extern CbtExtent cbt_extent_alloc(Relation rel, CbtMeta *meta, uint32 npages);
+extern void cbt_extent_free(CbtMeta *meta, CbtExtent ext,
+							FullTransactionId stamp);
+extern void cbt_stale_page(Relation rel, BlockNumber blkno)
+			pg_attribute_noreturn();
+extern void cbt_write_node(Relation rel, BlockNumber blkno,
+						   const CbtNode *node);
+extern void cbt_read_node(Relation rel, BlockNumber blkno, uint64 generation,
+						  CbtNode *node);
+
+/*
+ * Writing a fragment: PAOs in (hash, key) order go into blocks; the
+ * fragment is written to a new extent when it ends.  It holds at most
+ * what it is given in memory (a node's buffer, a round's records).
+ */
+typedef struct CbtFragWriter
+{
+	Relation	rel;
+	CbtMeta    *meta;			/* the consolidator's copy */
+	uint64		generation;
+	bool		compress;
+	StringInfoData pending;		/* PAO bytes of the block being filled */
+	CbtPaoRef  *paos;
+	uint32		npending;
+	uint32		maxpending;
+	StringInfoData blocks;		/* encoded blocks */
+	StringInfoData dir;			/* their directory entries */
+	uint32		nblocks;
+	uint64		npaos;
+	uint64		raw_bytes;
+	uint64		min_hash;
+	uint64		max_hash;
+} CbtFragWriter;
+
+extern void cbt_frag_writer_begin(CbtFragWriter *w, Relation rel,
+								  CbtMeta *meta, uint64 generation,
+								  bool compress);
+extern void cbt_frag_writer_add(CbtFragWriter *w, uint64 hash,
+								const char *pao, uint32 size);
+extern bool cbt_frag_writer_end(CbtFragWriter *w, CbtFragment *out);
+
+/* Reading a fragment's PAOs in order, one block in memory at a time. */
+typedef struct CbtFragCursor
+{
+	Relation	rel;
+	CbtFragment frag;
+	char	   *dir;			/* directory entries */
+	uint32		block;			/* next block to load */
+	CbtBlockHeader hdr;			/* of the loaded block */
+	uint64	   *hashes;
+	uint32	   *sizes;
+	char	   *data;
+	uint32		pos;			/* next PAO of the loaded block */
+	Size		offset;			/* its offset in data */
+	bool		loaded;
+} CbtFragCursor;
+
+extern void cbt_frag_open(CbtFragCursor *c, Relation rel,
+						  const CbtFragment *frag);
+extern void cbt_frag_seek(CbtFragCursor *c, uint64 hash);
+extern bool cbt_frag_next(CbtFragCursor *c, uint64 *hash, const char **pao,
+						  uint32 *size);
+extern bool cbt_frag_peek_hash(CbtFragCursor *c, uint64 *hash);
+extern void cbt_frag_close(CbtFragCursor *c);
+
+#endif							/* CBT_H */

@@ -1,0 +1,542 @@
+/*-------------------------------------------------------------------------
+ *
+ * cbt_am.c
+ *	  The `cbt` access method: parameters, the definition's runtime,
+ *	  INSERT, and the consolidation callback (see cbt.h).
+ *
+ * A cbt's state (rd_amcache) is its parameters and the definition's
+ * stored text, as the metapage has them.  What running the definition
+ * needs (the analyzed definition, the aggregates' functions, the map from
+ * the relation's columns to the inputs) is built once per backend and
+ * definition (CbtRuntime), as its table's owner.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/tableam.h"
+#include "cbt.h"
+#include "cbt_agg.h"
+#include "cbt_am.h"
+#include "cbt_round.h"
+#include "common/base64.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "ss_changelog.h"
+#include "ss_hash.h"
+#include "ss_pending.h"
+#include "streamsketch.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+PG_FUNCTION_INFO_V1(cbt_handler);
+
+/* settings (streamsketch.cbt_*): the defaults of new cbt tables */
+int			ss_cbt_root_buffer_kb = 4096;
+int			ss_cbt_node_buffer_kb = 1024;
+int			ss_cbt_fanout = 16;
+bool		ss_cbt_compression = true;
+int			ss_test_cbt_hash_bits = 64;
+
+#define CBT_MIN_FANOUT	4
+#define CBT_MAX_FANOUT_PARAM 32
+#define CBT_MAX_BUFFER_KB (1024 * 1024)
+
+static const char *const cbt_settings[] = {
+	"streamsketch.cbt_root_buffer", "streamsketch.cbt_node_buffer",
+	"streamsketch.cbt_fanout", "streamsketch.cbt_compression", NULL
+};
+
+void
+cbt_params_from_gucs(CbtParams *p)
+{
+	ss_check_settings(cbt_settings);
+	memset(p, 0, sizeof(*p));
+	p->root_buffer_kb = (uint32) ss_cbt_root_buffer_kb;
+	p->node_buffer_kb = (uint32) ss_cbt_node_buffer_kb;
+	p->fanout = (uint32) ss_cbt_fanout;
+	p->compression = ss_cbt_compression;
+	p->hash_bits = (uint32) ss_test_cbt_hash_bits;
+	p->seed = SS_DEFAULT_SEED;
+}
+
+/* ---- the label ---- */
+
+static const char *const cbt_label_keys[] = {
+	"root_buffer_kb", "node_buffer_kb", "fanout", "compression",
+	"hash_bits", "seed", "definition"
+};
+#define CBT_LABEL_NKEYS lengthof(cbt_label_keys)
+
+/*
+ * The definition goes into the label base64-encoded: the label is a list
+ * of name=value words, and a query has spaces.
+ */
+static char *
+cbt_params_to_label(const void *stp)
+{
+	const CbtState *st = (const CbtState *) stp;
+	const CbtParams *p = &st->params;
+	StringInfoData buf;
+	int			len = (int) strlen(st->definition);
+	char	   *enc = palloc(pg_b64_enc_len(len) + 1);
+	int			enclen = pg_b64_encode(st->definition, len, enc,
+									   pg_b64_enc_len(len));
+
+	if (enclen < 0)
+		elog(ERROR, "could not encode a cbt definition");
+	enc[enclen] = '\0';
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "root_buffer_kb=%u node_buffer_kb=%u fanout=%u compression=%s hash_bits=%u seed=%u definition=%s",
+					 p->root_buffer_kb, p->node_buffer_kb, p->fanout,
+					 p->compression ? "on" : "off", p->hash_bits, p->seed,
+					 enclen > 0 ? enc : "-");
+	return buf.data;
+}
+
+static void
+cbt_params_from_label(Relation rel, const char *label, void *stp)
+{
+	CbtState   *st = (CbtState *) stp;
+	CbtParams  *p = &st->params;
+	char	   *v[CBT_LABEL_NKEYS];
+
+	ss_label_split(label, CBT_LABEL_NKEYS, cbt_label_keys, v);
+	memset(st, 0, sizeof(*st));
+	p->root_buffer_kb = (uint32) ss_label_int("root_buffer_kb", v[0], 64, CBT_MAX_BUFFER_KB);
+	p->node_buffer_kb = (uint32) ss_label_int("node_buffer_kb", v[1], 16, CBT_MAX_BUFFER_KB);
+	p->fanout = (uint32) ss_label_int("fanout", v[2], CBT_MIN_FANOUT, CBT_MAX_FANOUT_PARAM);
+	p->compression = ss_label_bool("compression", v[3]);
+	p->hash_bits = (uint32) ss_label_int("hash_bits", v[4], 1, 64);
+	p->seed = (uint32) ss_label_int("seed", v[5], 0, PG_UINT32_MAX);
+	if (strcmp(v[6], "-") != 0)
+	{
+		int			enclen = (int) strlen(v[6]);
+		int			maxlen = pg_b64_dec_len(enclen);
+		char	   *dec = palloc(maxlen + 1);
+		int			declen = pg_b64_decode(v[6], enclen, dec, maxlen);
+
+		if (declen < 0 || declen >= CBT_DEF_MAX ||
+			memchr(dec, '\0', declen) != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid cbt definition in the label")));
+		memcpy(st->definition, dec, declen);
+		st->definition[declen] = '\0';
+		/* it must resolve, as its owner would resolve it */
+		(void) cbt_def_load(st->definition, rel->rd_rel->relowner);
+	}
+}
+
+/* ---- state ops ---- */
+
+/* The columns are checked against the definition when it is loaded. */
+static void
+cbt_state_columns(Relation rel, void *st)
+{
+	if (RelationGetDescr(rel)->natts < 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+				 errmsg("a cbt table has group keys and aggregates"),
+				 errhint("Create it with cbt_create().")));
+}
+
+static void
+cbt_check_meta(Relation rel, const void *metap)
+{
+	const CbtMeta *m = (const CbtMeta *) metap;
+	const CbtParams *p = &m->params;
+	BlockNumber end = m->hdr.log.alloc_end;
+
+	if (p->seed != m->hdr.seed)
+		elog(ERROR, "the parameters' seed %u differs from the header's %u",
+			 p->seed, m->hdr.seed);
+	if (p->root_buffer_kb < 64 || p->root_buffer_kb > CBT_MAX_BUFFER_KB ||
+		p->node_buffer_kb < 16 || p->node_buffer_kb > CBT_MAX_BUFFER_KB ||
+		p->fanout < CBT_MIN_FANOUT || p->fanout > CBT_MAX_FANOUT_PARAM ||
+		p->hash_bits < 1 || p->hash_bits > 64)
+		elog(ERROR, "a parameter is out of range");
+	if (memchr(m->definition, '\0', CBT_DEF_MAX) == NULL)
+		elog(ERROR, "the definition is not terminated");
+	if (m->nfree > CBT_MAX_FREE_EXTENTS || m->height > CBT_MAX_HEIGHT ||
+		(m->root == InvalidBlockNumber) != (m->height == 0) ||
+		(m->root != InvalidBlockNumber &&
+		 (m->root == SS_METAPAGE_BLKNO || m->root >= end)) ||
+		m->root_generation > m->generation || m->rows < 0)
+		elog(ERROR, "the tree's root, height or counters are out of range");
+	for (uint32 i = 0; i < m->nfree; i++)
+	{
+		const CbtFreeExtent *f = &m->free_ext[i];
+
+		if (f->start < 1 || f->start >= end || f->npages == 0 ||
+			f->npages > end - f->start ||
+			(i > 0 && f->start < m->free_ext[i - 1].start + m->free_ext[i - 1].npages))
+			elog(ERROR, "free extent %u is out of range or order", i);
+	}
+}
+
+static void
+cbt_params_from_meta(const void *metap, void *stp)
+{
+	const CbtMeta *m = (const CbtMeta *) metap;
+	CbtState   *st = (CbtState *) stp;
+
+	st->params = m->params;
+	strlcpy(st->definition, m->definition, CBT_DEF_MAX);
+}
+
+static void
+cbt_init_meta(const void *stp, void *metap)
+{
+	const CbtState *st = (const CbtState *) stp;
+	CbtMeta    *m = (CbtMeta *) metap;
+
+	memset(m, 0, sizeof(*m));
+	ss_meta_header_init(&m->hdr, SS_KIND_CBT, st->params.seed, 1);
+	m->params = st->params;
+	m->root = InvalidBlockNumber;
+	strlcpy(m->definition, st->definition, CBT_DEF_MAX);
+}
+
+/*
+ * CREATE TABLE ... USING cbt has no definition to take: the table gets
+ * one from a label (a restored dump); until then it refuses inserts.
+ */
+static void
+cbt_state_defaults(Relation rel, void *stp)
+{
+	CbtState   *st = (CbtState *) stp;
+
+	memset(st, 0, sizeof(*st));
+	cbt_params_from_gucs(&st->params);
+}
+
+static bool cbt_consolidate(SSConsolidation *c);
+
+const SSStateOps cbt_state_ops = {
+	.kind = SS_KIND_CBT,
+	.state_size = sizeof(CbtState),
+	.meta_size = sizeof(CbtMeta),
+	.consolidate = cbt_consolidate,
+	.stats_size = 0,
+	.check_columns = cbt_state_columns,
+	.check_meta = cbt_check_meta,
+	.params_from_meta = cbt_params_from_meta,
+	.init_meta = cbt_init_meta,
+	.default_params = cbt_state_defaults,
+	.params_to_label = cbt_params_to_label,
+	.params_from_label = cbt_params_from_label,
+};
+
+CbtState *
+cbt_get_state(Relation rel)
+{
+	return (CbtState *) ss_get_state(rel, &cbt_state_ops);
+}
+
+/* ---- the definition's runtime ---- */
+
+typedef struct RuntimeEntry
+{
+	Oid			relid;			/* hash key */
+	CbtRuntime *rt;
+} RuntimeEntry;
+
+static HTAB *runtimes = NULL;
+
+static void
+column_mismatch(Relation rel, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("the columns of cbt \"%s\" do not match its definition",
+					RelationGetRelationName(rel)),
+			 errdetail_internal("%s", detail)));
+}
+
+/* Map the relation's columns to the definition's keys, results, inputs. */
+static void
+map_columns(Relation rel, CbtRuntime *rt)
+{
+	const CbtDef *def = rt->def;
+	TupleDesc	desc = RelationGetDescr(rel);
+	CbtColumn	cols[CBT_MAX_COLUMNS];
+	int			ncols = cbt_def_relation_columns(def, cols);
+	int			n = 0;
+
+	if (desc->natts - 0 < ncols)
+		column_mismatch(rel, "The table has fewer columns than its definition.");
+	rt->input_src = MemoryContextAllocZero(rt->cxt, sizeof(int) * (def->nkeys + def->ninputs));
+	rt->result_takes_input = MemoryContextAllocZero(rt->cxt, sizeof(bool) * def->naggs);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped)
+			continue;
+		if (n >= ncols || strcmp(NameStr(att->attname), cols[n].name) != 0 ||
+			att->atttypid != cols[n].type)
+			column_mismatch(rel, psprintf("Column %d is \"%s\" of type %s.", i + 1,
+										  NameStr(att->attname),
+										  format_type_be(att->atttypid)));
+		if (n < def->nkeys)
+			rt->input_src[n] = i;
+		else if (n < def->nkeys + def->naggs)
+		{
+			int			a = n - def->nkeys;
+
+			rt->result_attno[a] = i;
+			if (def->aggs[a].carried_input >= 0)
+			{
+				rt->input_src[def->nkeys + def->aggs[a].carried_input] = i;
+				rt->result_takes_input[a] = true;
+			}
+		}
+		else
+		{
+			/* the inputs no result carries, in order */
+			for (int in = 0; in < def->ninputs; in++)
+				if (strcmp(def->inputs[in].name, cols[n].name) == 0)
+					rt->input_src[def->nkeys + in] = i;
+		}
+		n++;
+	}
+	if (n != ncols)
+		column_mismatch(rel, "The table has fewer columns than its definition.");
+}
+
+static void
+runtime_free(CbtRuntime *rt)
+{
+	if (rt->run)
+		cbt_agg_end(rt->run);
+	MemoryContextDelete(rt->cxt);
+}
+
+/*
+ * The runtime of rel's definition, built (as the owner) the first time
+ * and again when the definition, the owner or the columns changed.
+ */
+CbtRuntime *
+cbt_runtime(Relation rel)
+{
+	CbtState   *st = cbt_get_state(rel);
+	Oid			relid = RelationGetRelid(rel);
+	RuntimeEntry *e;
+	bool		found;
+	CbtRuntime *rt;
+	MemoryContext cxt;
+	MemoryContext old;
+
+	if (st->definition[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cbt \"%s\" has no definition", RelationGetRelationName(rel)),
+				 errdetail("CREATE TABLE ... USING cbt cannot say what to group by and aggregate."),
+				 errhint("Create it with cbt_create(), or restore its dump's security label.")));
+	if (runtimes == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(RuntimeEntry);
+		ctl.hcxt = TopMemoryContext;
+		runtimes = hash_create("cbt runtimes", 16, &ctl,
+							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	e = hash_search(runtimes, &relid, HASH_ENTER, &found);
+	if (found && e->rt != NULL)
+	{
+		rt = e->rt;
+		if (strcmp(rt->definition, st->definition) == 0 &&
+			rt->owner == rel->rd_rel->relowner &&
+			rt->natts == RelationGetDescr(rel)->natts)
+			return rt;
+		e->rt = NULL;
+		runtime_free(rt);
+	}
+	e->rt = NULL;
+
+	cxt = AllocSetContextCreate(TopMemoryContext, "cbt runtime",
+								ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	rt = palloc0(sizeof(CbtRuntime));
+	rt->cxt = cxt;
+	rt->definition = pstrdup(st->definition);
+	rt->owner = rel->rd_rel->relowner;
+	rt->natts = RelationGetDescr(rel)->natts;
+	PG_TRY();
+	{
+		rt->def = cbt_def_load(rt->definition, rt->owner);
+		rt->result_attno = palloc0(sizeof(int) * rt->def->naggs);
+		map_columns(rel, rt);
+		rt->run = cbt_agg_begin(rt->def, cxt);
+		rt->input_slot = MakeSingleTupleTableSlot(cbt_agg_input_desc(rt->run),
+												  &TTSOpsVirtual);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(cxt);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	e->rt = rt;
+	return rt;
+}
+
+/*
+ * Aggregates are user code: run them as the table's owner, restricted,
+ * with the pinned search_path (docs/cbt.md).  An error restores the
+ * caller's identity and settings with the transaction's abort.
+ */
+void
+cbt_as_owner(Relation rel, CbtOwnerSave *save)
+{
+	GetUserIdAndSecContext(&save->userid, &save->sec_context);
+	SetUserIdAndSecContext(rel->rd_rel->relowner,
+						   save->sec_context | SECURITY_RESTRICTED_OPERATION);
+	save->nest = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+}
+
+void
+cbt_as_caller(CbtOwnerSave *save)
+{
+	AtEOXact_GUC(false, save->nest);
+	SetUserIdAndSecContext(save->userid, save->sec_context);
+}
+
+/* ---- INSERT ---- */
+
+/*
+ * A row gives the group key and the inputs; the record is the key's hash
+ * and the row's keys and inputs.  A result column that carries no input
+ * must be NULL.
+ */
+static void
+cbt_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
+				 int options, struct BulkInsertStateData *bistate)
+{
+	CbtRuntime *rt = cbt_runtime(rel);
+	const CbtDef *def = rt->def;
+	CbtState   *st = cbt_get_state(rel);
+	TupleTableSlot *in = rt->input_slot;
+	StringInfoData rec;
+	uint64		hash;
+
+	pgstat_count_heap_insert(rel, 1);
+	slot_getallattrs(slot);
+	slot->tts_tableOid = RelationGetRelid(rel);
+	ItemPointerSetInvalid(&slot->tts_tid);
+
+	for (int a = 0; a < def->naggs; a++)
+		if (!rt->result_takes_input[a] && !slot->tts_isnull[rt->result_attno[a]])
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("column \"%s\" of cbt \"%s\" is computed by its aggregate",
+							def->aggs[a].name, RelationGetRelationName(rel)),
+					 errhint("Insert the inputs (the group keys and the input columns); leave the aggregates' columns out.")));
+
+	ExecClearTuple(in);
+	for (int i = 0; i < def->nkeys + def->ninputs; i++)
+	{
+		in->tts_values[i] = slot->tts_values[rt->input_src[i]];
+		in->tts_isnull[i] = slot->tts_isnull[rt->input_src[i]];
+	}
+	ExecStoreVirtualTuple(in);
+	hash = cbt_agg_key_hash(rt->run, in, st->params.seed);
+	if (st->params.hash_bits < 64)
+		hash &= (UINT64CONST(1) << st->params.hash_bits) - 1;
+
+	initStringInfo(&rec);
+	appendBinaryStringInfo(&rec, (const char *) &hash, sizeof(hash));
+	cbt_agg_row_serialize(rt->run, in, def->nkeys + def->ninputs, &rec);
+	ss_pending_add(rel, SS_PENDING_ITEM, rec.data, (uint32) rec.len);
+	pfree(rec.data);
+	ExecClearTuple(in);
+}
+
+/* ---- consolidation ---- */
+
+static bool
+cbt_consolidate(SSConsolidation *c)
+{
+	Relation	rel = c->rel;
+	CbtRuntime *rt = cbt_runtime(rel);
+	CbtMeta    *meta = palloc(sizeof(CbtMeta));
+	CbtRound	r;
+	CbtOwnerSave save;
+
+	if (!ss_read_structure_meta(rel, &cbt_state_ops, meta))
+		elog(ERROR, "cbt \"%s\" has a change log but no metapage",
+			 RelationGetRelationName(rel));
+	cbt_as_owner(rel, &save);
+	cbt_round_begin(&r, rel, meta, rt->run, rt->def);
+	cbt_round_records(&r, c);
+	cbt_round_end(&r);
+	cbt_as_caller(&save);
+	pfree(meta);
+	return true;
+}
+
+/* ---- the handler and the settings ---- */
+
+static TableAmRoutine cbt_routine;
+static bool cbt_routine_ready = false;
+
+Datum
+cbt_handler(PG_FUNCTION_ARGS)
+{
+	if (!cbt_routine_ready)
+	{
+		MemSet(&cbt_routine, 0, sizeof(cbt_routine));
+		ss_tableam_init_common(&cbt_routine, &cbt_state_ops);
+		cbt_routine.tuple_insert = cbt_tuple_insert;
+		cbt_scan_init(&cbt_routine);
+		cbt_routine_ready = true;
+	}
+	PG_RETURN_POINTER(&cbt_routine);
+}
+
+SS_ASSIGN_HOOK(cbt_root_buffer, int)
+SS_ASSIGN_HOOK(cbt_node_buffer, int)
+SS_ASSIGN_HOOK(cbt_fanout, int)
+SS_ASSIGN_HOOK(cbt_compression, bool)
+
+void
+cbt_init(void)
+{
+	DefineCustomIntVariable("streamsketch.cbt_root_buffer",
+							"Change log a round of a new cbt empties into its tree at once.",
+							"The root buffer of the compressed buffer tree: larger rounds aggregate more rows per group before they reach the tree.",
+							&ss_cbt_root_buffer_kb, 4096, 64, CBT_MAX_BUFFER_KB,
+							PGC_USERSET, GUC_UNIT_KB, NULL, assign_cbt_root_buffer, NULL);
+	DefineCustomIntVariable("streamsketch.cbt_node_buffer",
+							"Compressed partial aggregates a node of a new cbt holds before it is emptied.",
+							NULL,
+							&ss_cbt_node_buffer_kb, 1024, 16, CBT_MAX_BUFFER_KB,
+							PGC_USERSET, GUC_UNIT_KB, NULL, assign_cbt_node_buffer, NULL);
+	DefineCustomIntVariable("streamsketch.cbt_fanout",
+							"Children of a node of a new cbt (the b of its (a,b)-tree).",
+							NULL,
+							&ss_cbt_fanout, 16, CBT_MIN_FANOUT, CBT_MAX_FANOUT_PARAM,
+							PGC_USERSET, 0, NULL, assign_cbt_fanout, NULL);
+	DefineCustomBoolVariable("streamsketch.cbt_compression",
+							 "Whether a new cbt compresses its fragments (LZ4).",
+							 NULL,
+							 &ss_cbt_compression, true,
+							 PGC_USERSET, 0, NULL, assign_cbt_compression, NULL);
+	DefineCustomIntVariable("streamsketch.test_cbt_hash_bits",
+							"Bits of the group key hash a new cbt keeps (for tests: fewer bits force collisions).",
+							NULL,
+							&ss_test_cbt_hash_bits, 64, 1, 64,
+							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	ss_params_note_placeholders("streamsketch.cbt_");
+}

@@ -1,0 +1,60 @@
+/*-------------------------------------------------------------------------
+ *
+ * cbt_am.h
+ *	  The `cbt` access method's state, the runtime of its definition, and
+ *	  what its files share (cbt_am.c, cbt_scan.c, cbt_query.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CBT_AM_H
+#define CBT_AM_H
+
+#include "postgres.h"
+
+#include "access/tableam.h"
+#include "cbt.h"
+#include "cbt_agg.h"
+#include "streamsketch.h"
+
+/* rd_amcache: the metapage's parameters and definition */
+typedef struct CbtState
+{
+	CbtParams	params;
+	char		definition[CBT_DEF_MAX];	/* "" until a label gives one */
+} CbtState;
+
+/* What running a definition needs, per backend (cbt_runtime). */
+typedef struct CbtRuntime
+{
+	MemoryContext cxt;
+	char	   *definition;		/* the stored text it was built from */
+	Oid			owner;
+	int			natts;
+	CbtDef	   *def;
+	CbtAggRun  *run;
+	int		   *input_src;		/* per input-row column: relation column */
+	int		   *result_attno;	/* per aggregate: its relation column */
+	bool	   *result_takes_input; /* per aggregate: carries an input */
+	TupleTableSlot *input_slot;
+} CbtRuntime;
+
+typedef struct CbtOwnerSave
+{
+	Oid			userid;
+	int			sec_context;
+	int			nest;
+} CbtOwnerSave;
+
+extern const SSStateOps cbt_state_ops;
+
+extern void cbt_params_from_gucs(CbtParams *p);
+extern CbtState *cbt_get_state(Relation rel);
+extern CbtRuntime *cbt_runtime(Relation rel);
+extern void cbt_as_owner(Relation rel, CbtOwnerSave *save);
+extern void cbt_as_caller(CbtOwnerSave *save);
+extern void cbt_init(void);
+
+/* cbt_scan.c */
+extern void cbt_scan_init(TableAmRoutine *routine);
+
+#endif							/* CBT_AM_H */

@@ -1,0 +1,229 @@
+/*-------------------------------------------------------------------------
+ *
+ * cbt_query.c
+ *	  The SQL functions of the `cbt` access method: cbt_create, cbt_info.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "cbt.h"
+#include "cbt_am.h"
+#include "cbt_round.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "ss_changelog.h"
+#include "ss_sqlfunc.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "storage/bufmgr.h"
+#include "utils/lsyscache.h"
+#include "utils/ruleutils.h"
+
+PG_FUNCTION_INFO_V1(cbt_create);
+PG_FUNCTION_INFO_V1(cbt_info);
+PG_FUNCTION_INFO_V1(cbt_finalize);
+
+/* Open a cbt for a SQL function: locked, checked, allowed (mode). */
+static Relation
+cbt_open_for(Oid relid, LOCKMODE lockmode, const char *writer, AclMode mode)
+{
+	Relation	rel = relation_open(ss_sql_lock_relid(relid, lockmode, writer),
+									lockmode);
+	AclResult	aclresult;
+
+	if (ss_structure_ops(rel) != &cbt_state_ops)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a cbt table", RelationGetRelationName(rel))));
+	ss_sql_check_access(rel, writer);
+	aclresult = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), mode);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
+					   RelationGetRelationName(rel));
+	return rel;
+}
+
+/* A size argument in kB, in [min, max], or an error naming what it is. */
+static uint32
+size_arg(FunctionCallInfo fcinfo, int arg, const char *what, int min_kb,
+		 int max_kb, uint32 dflt)
+{
+	char	   *s;
+	int			kb;
+	const char *hint = NULL;
+
+	if (PG_ARGISNULL(arg))
+		return dflt;
+	s = text_to_cstring(PG_GETARG_TEXT_PP(arg));
+	if (!parse_int(s, &kb, GUC_UNIT_KB, &hint) || kb < min_kb || kb > max_kb)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid cbt %s \"%s\"", what, s),
+				 hint ? errhint("%s", hint) :
+				 errhint("Use a size from %dkB to %dMB, such as '4MB'.",
+						 min_kb, max_kb / 1024)));
+	return (uint32) kb;
+}
+
+/*
+ * cbt_create(name, group_by, aggregates, root_buffer, node_buffer,
+ *			  fanout, compression, unlogged) returns regclass
+ *
+ * Not STRICT: a NULL optional argument means the setting's value; a NULL
+ * name, group_by or aggregates is an error.
+ */
+Datum
+cbt_create(PG_FUNCTION_ARGS)
+{
+	CbtState   *st = palloc0(sizeof(CbtState));
+	CbtParams  *p = &st->params;
+	CbtDef	   *def;
+	CbtColumn	cols[CBT_MAX_COLUMNS];
+	int			ncols;
+	StringInfoData sql;
+	bool		unlogged = PG_ARGISNULL(7) ? false : PG_GETARG_BOOL(7);
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("cbt_create needs a table name, group keys and aggregates")));
+	cbt_params_from_gucs(p);
+	p->root_buffer_kb = size_arg(fcinfo, 3, "root buffer size", 64, 1024 * 1024,
+								 p->root_buffer_kb);
+	p->node_buffer_kb = size_arg(fcinfo, 4, "node buffer size", 16, 1024 * 1024,
+								 p->node_buffer_kb);
+	if (!PG_ARGISNULL(5))
+	{
+		int32		b = PG_GETARG_INT32(5);
+
+		if (b < 4 || b > 32)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("cbt fan-out %d is out of range", b),
+					 errhint("Use 4 to 32.")));
+		p->fanout = (uint32) b;
+	}
+	if (!PG_ARGISNULL(6))
+		p->compression = PG_GETARG_BOOL(6);
+
+	def = cbt_def_create(text_to_cstring(PG_GETARG_TEXT_PP(1)),
+						 text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	if (strlen(def->query) >= CBT_DEF_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("the cbt definition is too long"),
+				 errdetail("Its stored form takes %zu bytes; a cbt keeps at most %d.",
+						   strlen(def->query), CBT_DEF_MAX - 1),
+				 errhint("Split the aggregates over several cbt tables.")));
+	strlcpy(st->definition, def->query, CBT_DEF_MAX);
+
+	ncols = cbt_def_relation_columns(def, cols);
+	initStringInfo(&sql);
+	for (int i = 0; i < ncols; i++)
+	{
+		if (i > 0)
+			appendStringInfoString(&sql, ", ");
+		appendStringInfo(&sql, "%s %s", quote_identifier(cols[i].name),
+						 format_type_extended(cols[i].type, cols[i].typmod,
+											  FORMAT_TYPE_TYPEMOD_GIVEN |
+											  FORMAT_TYPE_FORCE_QUALIFY));
+		if (OidIsValid(cols[i].collation) &&
+			cols[i].collation != get_typcollation(cols[i].type))
+			appendStringInfo(&sql, " COLLATE %s",
+							 generate_collation_name(cols[i].collation));
+	}
+	PG_RETURN_OID(ss_create_structure_columns(&cbt_state_ops, st,
+											  PG_GETARG_TEXT_PP(0), sql.data,
+											  "cbt", unlogged));
+}
+
+/* ---- cbt_info ---- */
+
+Datum
+cbt_info(PG_FUNCTION_ARGS)
+{
+	Relation	rel = cbt_open_for(PG_GETARG_OID(0), AccessShareLock, NULL,
+								   ACL_SELECT);
+	CbtMeta    *meta = palloc0(sizeof(CbtMeta));
+	CbtState   *st;
+	TupleDesc	tupdesc;
+	Datum		values[16];
+	bool		nulls[16] = {0};
+	SSLogSnapshot snap;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	st = cbt_get_state(rel);
+	ss_log_read_begin(rel, &snap, 0, false);
+	if (!ss_read_structure_meta(rel, &cbt_state_ops, meta))
+	{
+		meta->params = st->params;
+		meta->root = InvalidBlockNumber;
+	}
+
+	values[0] = CStringGetTextDatum(st->definition);
+	nulls[0] = st->definition[0] == '\0';
+	values[1] = Int64GetDatum((int64) meta->params.root_buffer_kb * 1024);
+	values[2] = Int64GetDatum((int64) meta->params.node_buffer_kb * 1024);
+	values[3] = Int32GetDatum((int32) meta->params.fanout);
+	values[4] = BoolGetDatum(meta->params.compression);
+	values[5] = Int32GetDatum((int32) meta->height);
+	values[6] = Int64GetDatum((int64) meta->nodes);
+	values[7] = Int64GetDatum((int64) meta->fragments);
+	values[8] = Int64GetDatum(meta->rows);
+	values[9] = Int64GetDatum((int64) meta->raw_bytes);
+	values[10] = Int64GetDatum((int64) meta->stored_bytes);
+	values[11] = Int64GetDatum(meta->rounds);
+	values[12] = Int64GetDatum(meta->spills);
+	values[13] = Int64GetDatum(meta->splits);
+	values[14] = Int64GetDatum((int64) RelationGetNumberOfBlocks(rel));
+	values[15] = Int64GetDatum(meta->leaked_pages);
+	relation_close(rel, AccessShareLock);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/* ---- cbt_finalize ---- */
+
+/* ss_log_flush's flush: with the log consolidated, finalize the tree. */
+static int64
+finalize_tree(Relation rel, void *stats)
+{
+	CbtRuntime *rt = cbt_runtime(rel);
+	CbtMeta    *meta = palloc(sizeof(CbtMeta));
+	CbtRound	r;
+	CbtOwnerSave save;
+	int64		groups;
+
+	if (!ss_read_structure_meta(rel, &cbt_state_ops, meta))
+		return 0;
+	cbt_as_owner(rel, &save);
+	cbt_round_begin(&r, rel, meta, rt->run, rt->def);
+	groups = cbt_round_finalize(&r);
+	cbt_round_end(&r);
+	cbt_as_caller(&save);
+	pfree(meta);
+	return groups;
+}
+
+/*
+ * cbt_finalize(regclass) returns bigint: consolidate every committed row,
+ * push every buffer down to the leaves, merge each leaf's fragments into
+ * one; returns the groups.  Out of place, one install at the end:
+ * interrupting it loses nothing.
+ */
+Datum
+cbt_finalize(PG_FUNCTION_ARGS)
+{
+	Relation	rel = cbt_open_for(PG_GETARG_OID(0), RowExclusiveLock,
+								   "cbt_finalize()", ACL_INSERT);
+	int64		groups;
+
+	(void) cbt_runtime(rel);	/* no definition: refused before any work */
+	groups = ss_log_flush(rel, finalize_tree);
+	relation_close(rel, RowExclusiveLock);
+	PG_RETURN_INT64(groups);
+}

@@ -1,0 +1,44 @@
+/*-------------------------------------------------------------------------
+ *
+ * cbt_round.h
+ *	  A consolidation round of a cbt (cbt_round.c), for the access
+ *	  method's consolidate callback, cbt_finalize and VACUUM.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef CBT_ROUND_H
+#define CBT_ROUND_H
+
+#include "postgres.h"
+
+#include "cbt.h"
+#include "cbt_agg.h"
+#include "cbt_groups.h"
+#include "ss_changelog.h"
+
+typedef struct CbtRound
+{
+	Relation	rel;
+	CbtMeta		meta;			/* working copy, installed per pass */
+	const CbtDef *def;
+	CbtAggRun  *run;
+	uint64		generation;		/* of the pass being made */
+	FullTransactionId stamp;	/* of the extents it frees */
+	Size		memory;			/* for collected records */
+	Size		used;
+	void	   *records;		/* RoundRecord[] */
+	uint64		nrecords;
+	uint64		maxrecords;
+	uint64		last_pos;
+	MemoryContext pass_cxt;		/* the collected records */
+	CbtGroups	groups;			/* of the hash being aggregated */
+	StringInfoData paobuf;
+} CbtRound;
+
+extern void cbt_round_begin(CbtRound *r, Relation rel, const CbtMeta *meta,
+							CbtAggRun *run, const CbtDef *def);
+extern void cbt_round_records(CbtRound *r, SSConsolidation *c);
+extern int64 cbt_round_finalize(CbtRound *r);
+extern void cbt_round_end(CbtRound *r);
+
+#endif							/* CBT_ROUND_H */

@@ -1,0 +1,673 @@
+/*-------------------------------------------------------------------------
+ *
+ * cbt_store.c
+ *	  A cbt's pages: extents and their free list, node pages, fragments.
+ *
+ * Every node and fragment page starts with the generation of the install
+ * that wrote it; a pointer carries the generation it expects.  Pages are
+ * only ever written new (a node or fragment is never changed in place),
+ * each whole, in its own WAL record, before the install that makes it
+ * reachable.
+ *
+ * A fragment is a byte stream over its extent's pages, after each page's
+ * generation: a header, the directory (one entry per block: its hash
+ * range, offset, length and PAO count), then the blocks (cbt_codec.h).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <lz4.h>
+
+#include "access/xlog.h"
+#include "cbt.h"
+#include "miscadmin.h"
+#include "ss_changelog.h"
+#include "ss_xlog.h"
+#include "storage/bufmgr.h"
+#include "streamsketch.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#define PAGE_GEN_SIZE		sizeof(uint64)
+#define FRAG_PAGE_BYTES		(SS_PAGE_DATA_SIZE - PAGE_GEN_SIZE)
+#define FRAG_MAGIC			0x46544243	/* "CBTF" */
+
+typedef struct FragHeader
+{
+	uint32		magic;
+	uint32		nblocks;
+	uint64		npaos;
+	uint64		generation;
+} FragHeader;
+
+typedef struct FragDirEntry
+{
+	uint64		first_hash;
+	uint64		last_hash;
+	uint32		offset;			/* from the stream's start */
+	uint32		length;
+	uint32		npaos;
+	uint32		unused;
+} FragDirEntry;
+
+/* ---- extents ---- */
+
+/*
+ * npages blocks: the smallest free extent that is large enough and that
+ * no snapshot can reach any more, else new blocks after everything
+ * reserved so far.
+ */
+CbtExtent
+cbt_extent_alloc(Relation rel, CbtMeta *meta, uint32 npages)
+{
+	CbtExtent	ext = {InvalidBlockNumber, 0};
+	int			best = -1;
+
+	if (npages == 0)
+		return ext;
+	for (uint32 i = 0; i < meta->nfree; i++)
+	{
+		CbtFreeExtent *f = &meta->free_ext[i];
+
+		if (f->npages >= npages &&
+			(best < 0 || f->npages < meta->free_ext[best].npages) &&
+			GlobalVisCheckRemovableFullXid(NULL, f->stamp))
+			best = (int) i;
+	}
+	if (best >= 0)
+	{
+		CbtFreeExtent *f = &meta->free_ext[best];
+
+		ext.start = f->start;
+		ext.npages = npages;
+		f->start += npages;
+		f->npages -= npages;
+		if (f->npages == 0)
+		{
+			memmove(f, f + 1, sizeof(CbtFreeExtent) * (meta->nfree - best - 1));
+			meta->nfree--;
+		}
+		return ext;
+	}
+	ext.start = ss_log_alloc_run(rel, npages);
+	ext.npages = npages;
+	return ext;
+}
+
+/*
+ * Give an extent back, stamped; merged with a neighbour (taking the later
+ * stamp, so neither part is reused early).  A full list forgets its
+ * smallest extent, whose blocks stay unused until VACUUM FULL (counted in
+ * leaked_pages, which cbt_info shows).
+ */
+void
+cbt_extent_free(CbtMeta *meta, CbtExtent ext, FullTransactionId stamp)
+{
+	uint32		i;
+
+	if (ext.npages == 0 || ext.start == InvalidBlockNumber)
+		return;
+	for (i = 0; i < meta->nfree && meta->free_ext[i].start < ext.start; i++)
+		;
+	if (i > 0 && meta->free_ext[i - 1].start + meta->free_ext[i - 1].npages == ext.start)
+	{
+		CbtFreeExtent *prev = &meta->free_ext[i - 1];
+
+		prev->npages += ext.npages;
+		prev->stamp = FullTransactionIdFollows(stamp, prev->stamp) ? stamp : prev->stamp;
+		if (i < meta->nfree && ext.start + ext.npages == meta->free_ext[i].start)
+		{
+			CbtFreeExtent *next = &meta->free_ext[i];
+
+			prev->npages += next->npages;
+			if (FullTransactionIdFollows(next->stamp, prev->stamp))
+				prev->stamp = next->stamp;
+			memmove(next, next + 1, sizeof(CbtFreeExtent) * (meta->nfree - i - 1));
+			meta->nfree--;
+		}
+		return;
+	}
+	if (i < meta->nfree && ext.start + ext.npages == meta->free_ext[i].start)
+	{
+		CbtFreeExtent *next = &meta->free_ext[i];
+
+		next->start = ext.start;
+		next->npages += ext.npages;
+		if (FullTransactionIdFollows(stamp, next->stamp))
+			next->stamp = stamp;
+		return;
+	}
+	if (meta->nfree == CBT_MAX_FREE_EXTENTS)
+	{
+		uint32		smallest = 0;
+
+		for (uint32 j = 1; j < meta->nfree; j++)
+			if (meta->free_ext[j].npages < meta->free_ext[smallest].npages)
+				smallest = j;
+		if (meta->free_ext[smallest].npages >= ext.npages)
+		{
+			meta->leaked_pages += ext.npages;
+			return;
+		}
+		meta->leaked_pages += meta->free_ext[smallest].npages;
+		memmove(&meta->free_ext[smallest], &meta->free_ext[smallest + 1],
+				sizeof(CbtFreeExtent) * (meta->nfree - smallest - 1));
+		meta->nfree--;
+		if (smallest < i)
+			i--;
+	}
+	memmove(&meta->free_ext[i + 1], &meta->free_ext[i],
+			sizeof(CbtFreeExtent) * (meta->nfree - i));
+	meta->free_ext[i].start = ext.start;
+	meta->free_ext[i].npages = ext.npages;
+	meta->free_ext[i].stamp = stamp;
+	meta->nfree++;
+}
+
+/* ---- pages ---- */
+
+/*
+ * A page was recycled under a reader.  On a primary, readers' snapshots
+ * hold back every extent they can reach, so it is damage; a standby's
+ * readers are not in the primary's horizon (without hot_standby_feedback),
+ * so there it is a conflict with recovery, and the query can be retried.
+ */
+void
+cbt_stale_page(Relation rel, BlockNumber blkno)
+{
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("canceling statement due to conflict with recovery"),
+				 errdetail("Block %u of cbt \"%s\" was recycled by the primary while this query read it.",
+						   blkno, RelationGetRelationName(rel)),
+				 errhint("Retry the query, or set hot_standby_feedback on this standby.")));
+	ss_page_corrupted(rel, blkno,
+					  "A page of the tree is missing or belongs to another version of it.");
+}
+
+/* Write a whole new page of type page_type from area, as one full image. */
+static void
+write_page(Relation rel, BlockNumber blkno, uint16 page_type, const char *area)
+{
+	SSXLogState *state;
+	Buffer		buf;
+	Page		page;
+
+	CHECK_FOR_INTERRUPTS();
+	ss_extend_to(rel, blkno);
+	buf = ReadBuffer(rel, blkno);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	state = ss_xlog_start(rel);
+	page = ss_xlog_register(state, buf, SS_XLOG_FULL_IMAGE);
+	ss_page_init(page, page_type, SS_PAGE_DATA_SIZE);
+	memcpy(SSPageGetData(page), area, SS_PAGE_DATA_SIZE);
+	ss_xlog_finish(state);
+	UnlockReleaseBuffer(buf);
+}
+
+/*
+ * Copy page blkno's area if it is a page of page_type written by install
+ * gen; else the page was recycled (cbt_stale_page).  A page that is not
+ * ours at all is reported as damaged.
+ */
+static void
+read_page(Relation rel, BlockNumber blkno, uint16 page_type, uint64 gen,
+		  char *area)
+{
+	Buffer		buf = ss_read_buffer_if_exists(rel, blkno);
+	Page		page;
+	uint64		page_gen;
+	bool		ok = false;
+
+	if (!BufferIsValid(buf))
+		cbt_stale_page(rel, blkno);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	if (!PageIsNew(page))
+	{
+		SSPageOpaque opaque = SSPageGetOpaque(page);
+
+		if (PageGetSpecialSize(page) != MAXALIGN(sizeof(SSPageOpaqueData)) ||
+			opaque->page_id != SS_PAGE_ID)
+			ss_page_check(rel, blkno, page, page_type); /* reports it */
+		memcpy(&page_gen, SSPageGetData(page), sizeof(page_gen));
+		if (opaque->page_type == page_type && page_gen == gen)
+		{
+			ss_page_check(rel, blkno, page, page_type);
+			memcpy(area, SSPageGetData(page), SS_PAGE_DATA_SIZE);
+			ok = true;
+		}
+	}
+	UnlockReleaseBuffer(buf);
+	if (!ok)
+		cbt_stale_page(rel, blkno);
+}
+
+/* ---- nodes ---- */
+
+void
+cbt_write_node(Relation rel, BlockNumber blkno, const CbtNode *node)
+{
+	PGAlignedBlock area;
+
+	memset(area.data, 0, SS_PAGE_DATA_SIZE);
+	memcpy(area.data, node, sizeof(CbtNode));
+	write_page(rel, blkno, SS_PAGE_CBT_NODE, area.data);
+}
+
+static void
+node_corrupted(Relation rel, BlockNumber blkno, const char *what)
+{
+	ss_page_corrupted(rel, blkno, "Node page: %s.", what);
+}
+
+/*
+ * Read and check a node page: everything a reader will index or loop
+ * over is checked against its bounds before it is used.
+ */
+void
+cbt_read_node(Relation rel, BlockNumber blkno, uint64 generation,
+			  CbtNode *node)
+{
+	PGAlignedBlock area;
+
+	read_page(rel, blkno, SS_PAGE_CBT_NODE, generation, area.data);
+	memcpy(node, area.data, sizeof(CbtNode));
+	if (node->level >= CBT_MAX_HEIGHT)
+		node_corrupted(rel, blkno, "its level is impossible");
+	if (node->nfragments > CBT_MAX_FRAGMENTS)
+		node_corrupted(rel, blkno, "too many fragments");
+	if (node->lo > node->hi)
+		node_corrupted(rel, blkno, "its hash range is empty");
+	if (node->level == 0 ? node->nchildren != 0 :
+		(node->nchildren < 1 || node->nchildren > CBT_MAX_FANOUT ||
+		 node->pivot[0] != node->lo))
+		node_corrupted(rel, blkno, "its children do not match its level");
+	for (uint32 i = 1; i < node->nchildren; i++)
+		if (node->pivot[i] <= node->pivot[i - 1] || node->pivot[i] > node->hi)
+			node_corrupted(rel, blkno, "its pivots are out of order");
+	for (uint32 i = 0; i < node->nchildren; i++)
+		if (node->child[i] == InvalidBlockNumber || node->child[i] == SS_METAPAGE_BLKNO)
+			node_corrupted(rel, blkno, "a child block is impossible");
+	for (uint32 i = 0; i < node->nfragments; i++)
+	{
+		const CbtFragment *f = &node->fragments[i];
+
+		if (f->ext.start == InvalidBlockNumber || f->ext.start == SS_METAPAGE_BLKNO ||
+			f->ext.npages == 0 || f->npaos == 0 || f->nblocks == 0 ||
+			f->min_hash > f->max_hash || f->min_hash < node->lo ||
+			f->max_hash > node->hi ||
+			f->stored_bytes > (uint64) f->ext.npages * FRAG_PAGE_BYTES)
+			node_corrupted(rel, blkno, "a fragment descriptor is impossible");
+	}
+}
+
+/* ---- writing fragments ---- */
+
+void
+cbt_frag_writer_begin(CbtFragWriter *w, Relation rel, CbtMeta *meta,
+					  uint64 generation, bool compress)
+{
+	memset(w, 0, sizeof(*w));
+	w->rel = rel;
+	w->meta = meta;
+	w->generation = generation;
+	w->compress = compress;
+	initStringInfo(&w->pending);
+	initStringInfo(&w->blocks);
+	initStringInfo(&w->dir);
+	w->maxpending = 1024;
+	w->paos = palloc(sizeof(CbtPaoRef) * w->maxpending);
+}
+
+/* Encode the pending PAOs as the fragment's next block. */
+static void
+flush_block(CbtFragWriter *w)
+{
+	FragDirEntry e;
+	Size		cap;
+	char	   *scratch = NULL;
+	Size		len;
+	Size		off = 0;
+
+	if (w->npending == 0)
+		return;
+	/* the PAOs point into pending, which may have moved while it grew */
+	for (uint32 i = 0; i < w->npending; i++)
+	{
+		w->paos[i].data = w->pending.data + off;
+		off += w->paos[i].size;
+	}
+	cap = cbt_block_bound(w->npending, w->pending.len);
+	enlargeStringInfo(&w->blocks, (int) cap);
+	if (w->compress)
+		scratch = palloc(LZ4_compressBound(w->pending.len) + 1);
+	len = cbt_block_encode(w->paos, w->npending, w->compress,
+						   w->blocks.data + w->blocks.len, cap, scratch);
+	if (scratch)
+		pfree(scratch);
+	if (len == 0)
+		elog(ERROR, "could not encode a block of %u PAOs", w->npending);
+	if ((uint64) w->blocks.len + len > PG_UINT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a fragment of cbt \"%s\" would exceed 4 GB",
+						RelationGetRelationName(w->rel))));
+	memset(&e, 0, sizeof(e));
+	e.first_hash = w->paos[0].hash;
+	e.last_hash = w->paos[w->npending - 1].hash;
+	e.offset = (uint32) w->blocks.len;	/* made absolute at the end */
+	e.length = (uint32) len;
+	e.npaos = w->npending;
+	w->blocks.len += (int) len;
+	appendBinaryStringInfo(&w->dir, (const char *) &e, sizeof(e));
+	w->nblocks++;
+	w->npending = 0;
+	resetStringInfo(&w->pending);
+}
+
+void
+cbt_frag_writer_add(CbtFragWriter *w, uint64 hash, const char *pao,
+					uint32 size)
+{
+	if (size > CBT_PAO_MAX_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a group's partial aggregate of %u bytes is too large for cbt \"%s\"",
+						size, RelationGetRelationName(w->rel)),
+				 errdetail("A group's key and states may take at most %d bytes.",
+						   CBT_PAO_MAX_BYTES)));
+	if (w->npaos > 0 && hash < w->max_hash)
+		elog(ERROR, "cbt fragment PAOs out of hash order");
+	/* a large PAO is a block of its own */
+	if (w->npending > 0 &&
+		(w->pending.len + (Size) size > CBT_BLOCK_TARGET_RAW ||
+		 w->npending == CBT_BLOCK_MAX_PAOS ||
+		 size > CBT_BLOCK_MAX_RAW))
+		flush_block(w);
+	if (w->npending == w->maxpending)
+	{
+		w->maxpending *= 2;
+		w->paos = repalloc(w->paos, sizeof(CbtPaoRef) * w->maxpending);
+	}
+	w->paos[w->npending].hash = hash;
+	w->paos[w->npending].size = size;
+	w->paos[w->npending].data = NULL;
+	w->npending++;
+	appendBinaryStringInfo(&w->pending, pao, size);
+	if (w->npaos == 0)
+		w->min_hash = hash;
+	w->max_hash = hash;
+	w->npaos++;
+	w->raw_bytes += size;
+	if (size > CBT_BLOCK_MAX_RAW)
+		flush_block(w);
+}
+
+/*
+ * Write the fragment to a new extent; false if it has no PAO (nothing is
+ * written).  Frees the writer's memory.
+ */
+bool
+cbt_frag_writer_end(CbtFragWriter *w, CbtFragment *out)
+{
+	FragHeader	h;
+	Size		dirlen;
+	Size		total;
+	uint32		npages;
+	CbtExtent	ext;
+	char	   *stream;
+	PGAlignedBlock area;
+
+	flush_block(w);
+	memset(out, 0, sizeof(*out));
+	if (w->npaos == 0)
+	{
+		pfree(w->pending.data);
+		pfree(w->blocks.data);
+		pfree(w->dir.data);
+		pfree(w->paos);
+		return false;
+	}
+	dirlen = sizeof(FragDirEntry) * (Size) w->nblocks;
+	total = sizeof(FragHeader) + dirlen + w->blocks.len;
+	if (total > PG_UINT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a fragment of cbt \"%s\" would exceed 4 GB",
+						RelationGetRelationName(w->rel))));
+
+	/* directory offsets from the stream's start */
+	for (uint32 i = 0; i < w->nblocks; i++)
+	{
+		FragDirEntry *e = (FragDirEntry *) (w->dir.data + i * sizeof(FragDirEntry));
+
+		e->offset += (uint32) (sizeof(FragHeader) + dirlen);
+	}
+	memset(&h, 0, sizeof(h));
+	h.magic = FRAG_MAGIC;
+	h.nblocks = w->nblocks;
+	h.npaos = w->npaos;
+	h.generation = w->generation;
+	stream = palloc(total);
+	memcpy(stream, &h, sizeof(h));
+	memcpy(stream + sizeof(h), w->dir.data, dirlen);
+	memcpy(stream + sizeof(h) + dirlen, w->blocks.data, w->blocks.len);
+
+	npages = (uint32) ((total + FRAG_PAGE_BYTES - 1) / FRAG_PAGE_BYTES);
+	ext = cbt_extent_alloc(w->rel, w->meta, npages);
+	for (uint32 p = 0; p < npages; p++)
+	{
+		Size		off = (Size) p * FRAG_PAGE_BYTES;
+		Size		n = Min(FRAG_PAGE_BYTES, total - off);
+
+		memset(area.data, 0, SS_PAGE_DATA_SIZE);
+		memcpy(area.data, &w->generation, PAGE_GEN_SIZE);
+		memcpy(area.data + PAGE_GEN_SIZE, stream + off, n);
+		write_page(w->rel, ext.start + p, SS_PAGE_CBT_FRAGMENT, area.data);
+	}
+
+	out->ext = ext;
+	out->generation = w->generation;
+	out->min_hash = w->min_hash;
+	out->max_hash = w->max_hash;
+	out->npaos = w->npaos;
+	out->raw_bytes = w->raw_bytes;
+	out->stored_bytes = total;
+	out->nblocks = w->nblocks;
+	pfree(stream);
+	pfree(w->pending.data);
+	pfree(w->blocks.data);
+	pfree(w->dir.data);
+	pfree(w->paos);
+	return true;
+}
+
+/* ---- reading fragments ---- */
+
+/* Copy len bytes of c's fragment stream from offset off into dst. */
+static void
+frag_read(CbtFragCursor *c, Size off, Size len, char *dst)
+{
+	PGAlignedBlock area;
+
+	if (off + len > c->frag.stored_bytes)
+		ss_page_corrupted(c->rel, c->frag.ext.start,
+						  "A fragment's directory points past its end.");
+	while (len > 0)
+	{
+		uint32		p = (uint32) (off / FRAG_PAGE_BYTES);
+		Size		in_page = off % FRAG_PAGE_BYTES;
+		Size		n = Min(len, FRAG_PAGE_BYTES - in_page);
+
+		CHECK_FOR_INTERRUPTS();
+		read_page(c->rel, c->frag.ext.start + p, SS_PAGE_CBT_FRAGMENT,
+				  c->frag.generation, area.data);
+		memcpy(dst, area.data + PAGE_GEN_SIZE + in_page, n);
+		dst += n;
+		off += n;
+		len -= n;
+	}
+}
+
+static void
+frag_corrupted(CbtFragCursor *c, const char *what)
+{
+	ss_page_corrupted(c->rel, c->frag.ext.start, "Fragment: %s.", what);
+}
+
+static FragDirEntry *
+dir_entry(CbtFragCursor *c, uint32 i)
+{
+	return (FragDirEntry *) (c->dir + (Size) i * sizeof(FragDirEntry));
+}
+
+/* Open a fragment whose descriptor cbt_read_node checked. */
+void
+cbt_frag_open(CbtFragCursor *c, Relation rel, const CbtFragment *frag)
+{
+	FragHeader	h;
+	Size		dirlen;
+	uint64		prev_last = 0;
+	uint64		npaos = 0;
+
+	memset(c, 0, sizeof(*c));
+	c->rel = rel;
+	c->frag = *frag;
+	frag_read(c, 0, sizeof(h), (char *) &h);
+	if (h.magic != FRAG_MAGIC || h.nblocks != frag->nblocks ||
+		h.npaos != frag->npaos || h.generation != frag->generation)
+		frag_corrupted(c, "its header does not match its descriptor");
+	dirlen = sizeof(FragDirEntry) * (Size) h.nblocks;
+	if (sizeof(h) + dirlen > frag->stored_bytes)
+		frag_corrupted(c, "its directory is longer than the fragment");
+	c->dir = palloc(dirlen);
+	frag_read(c, sizeof(h), dirlen, c->dir);
+	for (uint32 i = 0; i < h.nblocks; i++)
+	{
+		FragDirEntry *e = dir_entry(c, i);
+
+		if (e->offset < sizeof(h) + dirlen ||
+			(uint64) e->offset + e->length > frag->stored_bytes ||
+			e->first_hash > e->last_hash || e->npaos == 0 ||
+			e->npaos > CBT_BLOCK_MAX_PAOS ||
+			(i > 0 && e->first_hash < prev_last))
+			frag_corrupted(c, "its directory is out of order");
+		prev_last = e->last_hash;
+		npaos += e->npaos;
+	}
+	if (npaos != frag->npaos)
+		frag_corrupted(c, "its blocks do not hold its PAOs");
+}
+
+static void
+unload(CbtFragCursor *c)
+{
+	if (c->loaded)
+	{
+		pfree(c->hashes);
+		pfree(c->sizes);
+		pfree(c->data);
+		c->loaded = false;
+	}
+}
+
+/* Load block c->block; false past the last one. */
+static bool
+load_block(CbtFragCursor *c)
+{
+	FragDirEntry *e;
+	char	   *raw;
+
+	unload(c);
+	if (c->block >= c->frag.nblocks)
+		return false;
+	e = dir_entry(c, c->block);
+	raw = palloc(e->length);
+	frag_read(c, e->offset, e->length, raw);
+	if (!cbt_block_peek(raw, e->length, &c->hdr) || c->hdr.npaos != e->npaos)
+		frag_corrupted(c, "a block's header is damaged");
+	c->hashes = palloc(sizeof(uint64) * c->hdr.npaos);
+	c->sizes = palloc(sizeof(uint32) * c->hdr.npaos);
+	c->data = palloc(Max(c->hdr.data_raw, 1));
+	if (!cbt_block_decode(raw, e->length, &c->hdr, c->hashes, c->sizes, c->data) ||
+		c->hashes[0] != e->first_hash ||
+		c->hashes[c->hdr.npaos - 1] != e->last_hash)
+		frag_corrupted(c, "a block is damaged");
+	pfree(raw);
+	c->loaded = true;
+	c->pos = 0;
+	c->offset = 0;
+	c->block++;
+	return true;
+}
+
+/* Position c before its first PAO whose hash is at least hash. */
+void
+cbt_frag_seek(CbtFragCursor *c, uint64 hash)
+{
+	uint32		lo = 0;
+	uint32		hi = c->frag.nblocks;
+
+	/* the first block whose last hash is >= hash */
+	while (lo < hi)
+	{
+		uint32		mid = lo + (hi - lo) / 2;
+
+		if (dir_entry(c, mid)->last_hash < hash)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	unload(c);
+	c->block = lo;
+	if (!load_block(c))
+		return;
+	while (c->pos < c->hdr.npaos && c->hashes[c->pos] < hash)
+		c->offset += c->sizes[c->pos++];
+}
+
+/*
+ * The next PAO (valid until the next call); false at the end.
+ */
+bool
+cbt_frag_next(CbtFragCursor *c, uint64 *hash, const char **pao, uint32 *size)
+{
+	while (!c->loaded || c->pos >= c->hdr.npaos)
+		if (!load_block(c))
+			return false;
+	*hash = c->hashes[c->pos];
+	*size = c->sizes[c->pos];
+	*pao = c->data + c->offset;
+	c->offset += c->sizes[c->pos];
+	c->pos++;
+	return true;
+}
+
+/* The hash of the PAO cbt_frag_next would return; false at the end. */
+bool
+cbt_frag_peek_hash(CbtFragCursor *c, uint64 *hash)
+{
+	if (c->loaded && c->pos < c->hdr.npaos)
+	{
+		*hash = c->hashes[c->pos];
+		return true;
+	}
+	if (c->block < c->frag.nblocks)
+	{
+		*hash = dir_entry(c, c->block)->first_hash;
+		return true;
+	}
+	return false;
+}
+
+void
+cbt_frag_close(CbtFragCursor *c)
+{
+	unload(c);
+	if (c->dir)
+		pfree(c->dir);
+	c->dir = NULL;
+}
