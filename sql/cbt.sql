@@ -143,6 +143,7 @@ SELECT cbt_info('ct_heap');
 
 -- an ordinary role creates, fills and reads its own cbt
 CREATE ROLE ct_user;
+CREATE ROLE ct_other;
 CREATE SCHEMA ct_schema AUTHORIZATION ct_user;
 SET ROLE ct_user;
 SELECT cbt_create('ct_schema.mine', group_by => 'k int',
@@ -152,7 +153,38 @@ SELECT k, total FROM ct_schema.mine ORDER BY k;
 SELECT cbt_finalize('ct_schema.mine');
 RESET ROLE;
 
+-- the aggregates run as the table's owner, and the definition's names
+-- resolve as they did at creation, whoever reads or writes: a reader's
+-- search_path with its own sum() changes nothing
+SET ROLE ct_user;
+CREATE FUNCTION ct_schema.who_trans(s text, v int) RETURNS text
+LANGUAGE sql AS 'SELECT current_user::text';
+CREATE FUNCTION ct_schema.who_comb(a text, b text) RETURNS text
+LANGUAGE sql AS 'SELECT coalesce(a, b)';
+CREATE AGGREGATE ct_schema.who(int) (SFUNC = ct_schema.who_trans, STYPE = text,
+                                     COMBINEFUNC = ct_schema.who_comb);
+SELECT cbt_create('ct_schema.runs_as', group_by => 'k int',
+                  aggregates => 'ct_schema.who(v::int) AS who, sum(v) AS total');
+GRANT USAGE ON SCHEMA ct_schema TO ct_other;
+GRANT SELECT, INSERT ON ct_schema.runs_as TO ct_other;
+RESET ROLE;
+CREATE SCHEMA ct_evil AUTHORIZATION ct_other;
+SET ROLE ct_other;
+CREATE FUNCTION ct_evil.sum_trans(s int, v int) RETURNS int
+LANGUAGE sql AS 'SELECT 42';
+CREATE AGGREGATE ct_evil.sum(int) (SFUNC = ct_evil.sum_trans, STYPE = int,
+                                   COMBINEFUNC = int4larger);
+SET search_path = ct_evil, public;
+INSERT INTO ct_schema.runs_as (k, v) VALUES (1, 10), (1, 20), (2, 5);
+SELECT k, who, total FROM ct_schema.runs_as ORDER BY k;
+SELECT cbt_finalize('ct_schema.runs_as');
+SELECT k, who, total FROM ct_schema.runs_as ORDER BY k;
+RESET search_path;
+RESET ROLE;
+
 DROP VIEW ct_check;
 DROP TABLE ct_pages, ct_big, ct_rows, ct_multi, ct_rows2, ct_nodef, ct_heap;
 DROP SCHEMA ct_schema CASCADE;
+DROP SCHEMA ct_evil CASCADE;
 DROP ROLE ct_user;
+DROP ROLE ct_other;
