@@ -154,8 +154,8 @@ SELECT cbt_finalize('ct_schema.mine');
 RESET ROLE;
 
 -- the aggregates run as the table's owner, and the definition's names
--- resolve as they did at creation, whoever reads or writes: a reader's
--- search_path with its own sum() changes nothing
+-- resolve as they did at creation, whoever reads or writes: a reader
+-- whose search_path finds its own who() first changes nothing
 SET ROLE ct_user;
 CREATE FUNCTION ct_schema.who_trans(s text, v int) RETURNS text
 LANGUAGE sql AS 'SELECT current_user::text';
@@ -163,8 +163,13 @@ CREATE FUNCTION ct_schema.who_comb(a text, b text) RETURNS text
 LANGUAGE sql AS 'SELECT coalesce(a, b)';
 CREATE AGGREGATE ct_schema.who(int) (SFUNC = ct_schema.who_trans, STYPE = text,
                                      COMBINEFUNC = ct_schema.who_comb);
+SET search_path = ct_schema, public;
 SELECT cbt_create('ct_schema.runs_as', group_by => 'k int',
-                  aggregates => 'ct_schema.who(v::int) AS who, sum(v) AS total');
+                  aggregates => 'who(v::int) AS who, sum(v) AS total');
+RESET search_path;
+-- stored with the schema the creator's search_path found it in
+SELECT definition LIKE '%ct_schema.who(%' AS qualified
+FROM cbt_info('ct_schema.runs_as');
 GRANT USAGE ON SCHEMA ct_schema TO ct_other;
 GRANT SELECT, INSERT ON ct_schema.runs_as TO ct_other;
 RESET ROLE;
@@ -174,7 +179,9 @@ CREATE FUNCTION ct_evil.sum_trans(s int, v int) RETURNS int
 LANGUAGE sql AS 'SELECT 42';
 CREATE AGGREGATE ct_evil.sum(int) (SFUNC = ct_evil.sum_trans, STYPE = int,
                                    COMBINEFUNC = int4larger);
-SET search_path = ct_evil, public;
+CREATE AGGREGATE ct_evil.who(int) (SFUNC = ct_evil.sum_trans, STYPE = int,
+                                   COMBINEFUNC = int4larger);
+SET search_path = ct_evil, ct_schema, public;
 INSERT INTO ct_schema.runs_as (k, v) VALUES (1, 10), (1, 20), (2, 5);
 SELECT k, who, total FROM ct_schema.runs_as ORDER BY k;
 SELECT cbt_finalize('ct_schema.runs_as');
