@@ -31,6 +31,10 @@ extern bool ss_relation_is_new(Relation rel);
 extern bool ss_relam_is_streamsketch(Oid amoid);
 extern const char *ss_structure_name(Relation rel);
 extern bool ss_scan_claim(TableScanDesc scan);
+extern void ss_scan_desc_init(TableScanDesc scan, Relation rel,
+							  Snapshot snapshot, int nkeys,
+							  struct ScanKeyData *key,
+							  ParallelTableScanDesc pscan, uint32 flags);
 
 /*
  * What the storage layer needs to know of a structure: its metapage, how

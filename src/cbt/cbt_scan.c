@@ -457,12 +457,7 @@ cbt_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
 {
 	CbtScanDesc *scan = palloc0(sizeof(CbtScanDesc));
 
-	scan->base.rs_rd = rel;
-	scan->base.rs_snapshot = snapshot;
-	scan->base.rs_nkeys = nkeys;
-	scan->base.rs_key = key;
-	scan->base.rs_flags = flags;
-	scan->base.rs_parallel = pscan;
+	ss_scan_desc_init(&scan->base, rel, snapshot, nkeys, key, pscan, flags);
 	scan->batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "cbt scan rows",
 											ALLOCSET_DEFAULT_SIZES);
 	return &scan->base;

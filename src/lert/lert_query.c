@@ -101,12 +101,7 @@ lert_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
 {
 	LertScanDesc *scan = palloc0(sizeof(LertScanDesc));
 
-	scan->base.rs_rd = rel;
-	scan->base.rs_snapshot = snapshot;
-	scan->base.rs_nkeys = nkeys;
-	scan->base.rs_key = key;
-	scan->base.rs_flags = flags;
-	scan->base.rs_parallel = pscan;
+	ss_scan_desc_init(&scan->base, rel, snapshot, nkeys, key, pscan, flags);
 	scan->st = lert_get_state(rel);
 	return &scan->base;
 }

@@ -173,6 +173,20 @@ ss_slot_callbacks(Relation rel)
 	return &TTSOpsVirtual;
 }
 
+/* Fill the generic part of a scan descriptor (every structure's scans). */
+void
+ss_scan_desc_init(TableScanDesc scan, Relation rel, Snapshot snapshot,
+				  int nkeys, struct ScanKeyData *key,
+				  ParallelTableScanDesc pscan, uint32 flags)
+{
+	scan->rs_rd = rel;
+	scan->rs_snapshot = snapshot;
+	scan->rs_nkeys = nkeys;
+	scan->rs_key = key;
+	scan->rs_flags = flags;
+	scan->rs_parallel = pscan;
+}
+
 static TableScanDesc
 ss_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
 			  struct ScanKeyData *key, ParallelTableScanDesc pscan,
@@ -180,12 +194,7 @@ ss_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
 {
 	TableScanDesc scan = palloc0(sizeof(TableScanDescData));
 
-	scan->rs_rd = rel;
-	scan->rs_snapshot = snapshot;
-	scan->rs_nkeys = nkeys;
-	scan->rs_key = key;
-	scan->rs_flags = flags;
-	scan->rs_parallel = pscan;
+	ss_scan_desc_init(scan, rel, snapshot, nkeys, key, pscan, flags);
 	return scan;
 }
 
