@@ -63,6 +63,8 @@ CONFIG = dict(
     BATCH=env_int("BATCH", 100_000),         # rows per INSERT transaction
     VARIANTS=os.environ.get("VARIANTS", "csl,tsl1,tsl2,tsl3,tsl4,irl,cf").split(","),
     SESSIONS=env_list("SESSIONS", "1,2,4"),
+    # phases to run: a rerun of some variants can leave out the baselines
+    PHASES=os.environ.get("PHASES", "variants,scaling,upsert,inram").split(","),
     WINDOW=env_int("WINDOW", 1_000_000),     # upsert baselines: observations measured
     LOADER_SB_MB=env_int("LOADER_SB_MB", 2048),
     PORT=env_int("PORT", 5468),
@@ -295,22 +297,24 @@ def main():
     L.start_run(results, C["SB_MB"], C["CG_EXTRA_MB"])
     results["stream"] = load_stream()
     results["variants"] = {}
-    for v in C["VARIANTS"]:
+    for v in (C["VARIANTS"] if "variants" in C["PHASES"] else []):
         log(f"variant {v}")
         results["variants"][v] = run_variant(v)
         with open(C["OUT_JSON"], "w") as f:
             json.dump(results, f, indent=1)
     results["scaling"] = {}
-    for s in C["SESSIONS"]:
+    for s in (C["SESSIONS"] if "scaling" in C["PHASES"] else []):
         if s == 1 and "csl" in results["variants"]:
             results["scaling"]["1"] = results["variants"]["csl"]
             continue
         log(f"count_stretch with {s} sessions")
         results["scaling"][str(s)] = run_variant("csl", s)
-    results["upsert_logged"] = run_upsert(True)
-    results["upsert_unlogged"] = run_upsert(False)
-    results["inram"] = run_inram()
-    if "csl" in C["VARIANTS"]:
+    if "upsert" in C["PHASES"]:
+        results["upsert_logged"] = run_upsert(True)
+        results["upsert_unlogged"] = run_upsert(False)
+    if "inram" in C["PHASES"]:
+        results["inram"] = run_inram()
+    if "inram" in C["PHASES"] and "csl" in C["VARIANTS"]:
         log("count_stretch with everything in RAM")
         results["inram_pg"] = run_variant("csl", 1, in_ram=True)
     L.finish_run(results)
