@@ -48,11 +48,61 @@ SELECT count(*) AS groups,
 FROM t FULL JOIN ct_big c USING (k);
 SELECT * FROM ct_check;
 
+-- cbt_lookup reads one group from its root-to-leaf path and the log.
+-- More rows, left in the log: longer than a lookup consolidates before
+-- reading it, shorter than the limit.
+SET streamsketch.change_log_limit = '1MB';
+INSERT INTO ct_rows
+SELECT g % 5003, g, (g % 97) / 7.0, 'x' || (g % 13)
+FROM generate_series(200001, 215000) g;
+INSERT INTO ct_big (k, v, f, s) SELECT k, v, f, s FROM ct_rows WHERE v > 200000;
+SELECT log_bytes > 65536 AS rows_in_log FROM streamsketch_log_info('ct_big');
+-- every group's lookup equals GROUP BY's
+CREATE TEMP VIEW ct_lookup_check AS
+WITH t AS (SELECT k, count(*) AS n, sum(v) AS sv, avg(f) AS af, max(s) AS ms,
+                  bool_and(v > 3) AS b
+           FROM ct_rows GROUP BY k)
+SELECT count(*) AS lookups,
+       count(*) FILTER (WHERE l.k IS NULL OR
+                              l.n IS DISTINCT FROM t.n OR
+                              l.sv IS DISTINCT FROM t.sv OR
+                              l.ms IS DISTINCT FROM t.ms OR
+                              l.b IS DISTINCT FROM t.b OR
+                              NOT abs(l.af - t.af) <= 1e-9) AS wrong
+FROM t LEFT JOIN LATERAL cbt_lookup(NULL::ct_big, t.k) l ON true;
+SELECT * FROM ct_lookup_check;
+SELECT log_bytes > 65536 AS still_in_log FROM streamsketch_log_info('ct_big');
+SELECT * FROM ct_check;
+SET streamsketch.change_log_limit = '64kB';
+SELECT * FROM cbt_lookup(NULL::ct_big, 5003);
+SELECT k, n, sv FROM cbt_lookup(NULL::ct_big, 17);
+-- the caller's own rows, not committed yet, and nothing once rolled back
+BEGIN;
+INSERT INTO ct_big (k, v) VALUES (17, 1), (-1, 2);
+SELECT k, n, sv FROM cbt_lookup(NULL::ct_big, 17)
+UNION ALL SELECT k, n, sv FROM cbt_lookup(NULL::ct_big, -1);
+ROLLBACK;
+SELECT k, n, sv FROM cbt_lookup(NULL::ct_big, 17)
+UNION ALL SELECT k, n, sv FROM cbt_lookup(NULL::ct_big, -1);
+-- keys of another type are coerced as an implicit cast would; an
+-- unknown literal through the key type's input function
+SELECT k, n FROM cbt_lookup(NULL::ct_big, '17');
+SELECT k, n FROM cbt_lookup(NULL::ct_big, 17::smallint);
+SELECT (cbt_lookup(NULL::ct_big, 17)).n;
+SELECT cbt_lookup(NULL::ct_big, 17::bigint);
+SELECT cbt_lookup(NULL::ct_big, 1, 2);
+SELECT k, n FROM cbt_lookup(NULL::ct_big, VARIADIC ARRAY[17]);
+SELECT k, n FROM cbt_lookup(cbt => NULL::ct_big, VARIADIC group_keys => ARRAY[17]);
+SELECT cbt_lookup(NULL::ct_big, VARIADIC NULL::int[]);
+SELECT cbt_lookup(NULL::int, 17);
+SELECT cbt_lookup(NULL::ct_rows, 17);
+
 -- finalize pushes every buffer down: one PAO per group at the leaves,
 -- and the same answers
 SELECT cbt_finalize('ct_big') AS groups;
 SELECT cbt_finalize('ct_big') AS groups_again;
 SELECT * FROM ct_check;
+SELECT * FROM ct_lookup_check;
 
 -- groups as GROUP BY makes them: keys equal under the type's equality
 -- (numeric 1.0 = 1.00), NULL keys in one group, several key columns,
@@ -86,6 +136,14 @@ SELECT (SELECT count(*) FROM t) AS groups, (SELECT count(*) FROM c) AS cbt_group
        (SELECT count(*) FROM (TABLE t EXCEPT TABLE c) d) AS only_group_by,
        (SELECT count(*) FROM (TABLE c EXCEPT TABLE t) d) AS only_cbt,
        (SELECT count(*) FROM ct_multi WHERE users IS NULL) AS no_filter;
+-- lookups find each group among the colliding ones (NULL keys too)
+SELECT count(*) AS lookups,
+       count(*) FILTER (WHERE l.n IS DISTINCT FROM c.n OR
+                              l.ax IS DISTINCT FROM c.ax) AS differ
+FROM ct_multi c LEFT JOIN LATERAL cbt_lookup(NULL::ct_multi, c.a, c.b) l ON true;
+SELECT a, b, n FROM cbt_lookup(NULL::ct_multi, NULL, NULL);
+SELECT a, b, n FROM cbt_lookup(NULL::ct_multi, 1.000, 'k1');
+SELECT count(*) FROM cbt_lookup(NULL::ct_multi, 1, 'k9');
 -- a group's distinct users, from its qfilter
 SELECT qfilter_contains(users, 5::bigint) AS has_5
 FROM ct_multi WHERE a = 1 AND b = 'k1';
@@ -151,6 +209,7 @@ SELECT cbt_create('ct_schema.mine', group_by => 'k int',
 INSERT INTO ct_schema.mine (k, v) SELECT g % 3, g FROM generate_series(1, 10) g;
 SELECT k, total FROM ct_schema.mine ORDER BY k;
 SELECT cbt_finalize('ct_schema.mine');
+SELECT * FROM cbt_lookup(NULL::ct_schema.mine, 2);
 RESET ROLE;
 
 -- the aggregates run as the table's owner, and the definition's names
@@ -173,6 +232,10 @@ FROM cbt_info('ct_schema.runs_as');
 GRANT USAGE ON SCHEMA ct_schema TO ct_other;
 GRANT SELECT, INSERT ON ct_schema.runs_as TO ct_other;
 RESET ROLE;
+-- a lookup needs SELECT on the table
+SET ROLE ct_other;
+SELECT * FROM cbt_lookup(NULL::ct_schema.mine, 2);
+RESET ROLE;
 CREATE SCHEMA ct_evil AUTHORIZATION ct_other;
 SET ROLE ct_other;
 CREATE FUNCTION ct_evil.sum_trans(s int, v int) RETURNS int
@@ -184,12 +247,14 @@ CREATE AGGREGATE ct_evil.who(int) (SFUNC = ct_evil.sum_trans, STYPE = int,
 SET search_path = ct_evil, ct_schema, public;
 INSERT INTO ct_schema.runs_as (k, v) VALUES (1, 10), (1, 20), (2, 5);
 SELECT k, who, total FROM ct_schema.runs_as ORDER BY k;
+SELECT who, total FROM cbt_lookup(NULL::ct_schema.runs_as, 1);
 SELECT cbt_finalize('ct_schema.runs_as');
 SELECT k, who, total FROM ct_schema.runs_as ORDER BY k;
+SELECT who, total FROM cbt_lookup(NULL::ct_schema.runs_as, 1);
 RESET search_path;
 RESET ROLE;
 
-DROP VIEW ct_check;
+DROP VIEW ct_check, ct_lookup_check;
 DROP TABLE ct_pages, ct_big, ct_rows, ct_multi, ct_rows2, ct_nodef, ct_heap;
 DROP SCHEMA ct_schema CASCADE;
 DROP SCHEMA ct_evil CASCADE;

@@ -54,6 +54,10 @@ extern void cbt_as_owner(Relation rel, CbtOwnerSave *save);
 extern void cbt_as_caller(CbtOwnerSave *save);
 extern void cbt_init(void);
 
+/* cbt_query.c */
+extern Relation cbt_open_for(Oid relid, LOCKMODE lockmode, const char *writer,
+							 AclMode mode);
+
 /* cbt_scan.c */
 extern void cbt_scan_init(TableAmRoutine *routine);
 

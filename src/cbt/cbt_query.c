@@ -28,7 +28,7 @@ PG_FUNCTION_INFO_V1(cbt_info);
 PG_FUNCTION_INFO_V1(cbt_finalize);
 
 /* Open a cbt for a SQL function: locked, checked, allowed (mode). */
-static Relation
+Relation
 cbt_open_for(Oid relid, LOCKMODE lockmode, const char *writer, AclMode mode)
 {
 	Relation	rel = relation_open(ss_sql_lock_relid(relid, lockmode, writer),

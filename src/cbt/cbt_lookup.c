@@ -1,0 +1,423 @@
+/*-------------------------------------------------------------------------
+ *
+ * cbt_lookup.c
+ *	  cbt_lookup(NULL::table, key, ...): one group, read from its root-to-
+ *	  leaf path (docs/cbt.md, "Lookups").
+ *
+ * A group's PAOs can be in any node's buffer on the path from the root to
+ * the leaf whose hash range holds its key's hash, and its rows in the
+ * change log after the tree's position (or in the caller's own pending
+ * changes).  The lookup takes the tree and the log's snapshot from one
+ * read of the metapage, as a scan does, reads one node page per level and,
+ * in each fragment whose hash range holds the hash, the block(s) holding
+ * it (the fragment's directory finds them), folds what it finds into the
+ * groups of that hash and finalizes the one whose key equals the key
+ * looked up.  The log records are filtered by hash as they are read: the
+ * log is at most a few times streamsketch.change_log_limit long (writers
+ * wait for its rounds beyond), and a lookup consolidates it first only
+ * when that is cheap or the log is over its limit.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "catalog/pg_type.h"
+#include "cbt.h"
+#include "cbt_am.h"
+#include "cbt_groups.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "parser/parse_coerce.h"
+#include "ss_changelog.h"
+#include "ss_pending.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/typcache.h"
+
+PG_FUNCTION_INFO_V1(cbt_lookup);
+
+typedef struct Lookup
+{
+	Relation	rel;
+	CbtMeta    *meta;
+	uint64		hash;
+	CbtGroups  *groups;
+	/* the log's records of the hash (rows), copied while the log is read */
+	List	   *rows;
+} Lookup;
+
+/* SSLogRecordFn: keep a committed record of the hash the tree lacks. */
+static void
+lookup_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
+			  void *arg)
+{
+	Lookup	   *lk = (Lookup *) arg;
+	uint64		hash;
+	bytea	   *row;
+
+	if (pos < lk->meta->tree_pos)
+		return;
+	if (hdr->type != SS_PENDING_ITEM || hdr->len < sizeof(uint64))
+		ss_page_corrupted(lk->rel, InvalidBlockNumber,
+						  "A change log record of the cbt is damaged.");
+	memcpy(&hash, payload, sizeof(hash));
+	if (hash != lk->hash)
+		return;
+	row = palloc(VARHDRSZ + hdr->len - sizeof(uint64));
+	SET_VARSIZE(row, VARHDRSZ + hdr->len - sizeof(uint64));
+	memcpy(VARDATA(row), payload + sizeof(uint64), hdr->len - sizeof(uint64));
+	lk->rows = lappend(lk->rows, row);
+}
+
+/*
+ * The tree and the log's records of the hash, consistently (a log that
+ * moved while it was read is read again).  False if the table is empty
+ * since TRUNCATE (no metapage contents yet).
+ */
+static bool
+lookup_snapshot(Lookup *lk)
+{
+	for (int attempt = 0;; attempt++)
+	{
+		SSLogSnapshot snap;
+
+		/*
+		 * as a reader that indexes the log: a lookup pays for a round only
+		 * when the log is short or over its limit, else it reads the log
+		 */
+		ss_log_read_begin(lk->rel, &snap, attempt, true);
+		if (!ss_read_structure_meta(lk->rel, &cbt_state_ops, lk->meta))
+			return false;
+		ss_log_snapshot_of(lk->rel, &lk->meta->hdr, &snap);
+		list_free_deep(lk->rows);
+		lk->rows = NIL;
+		if (ss_log_scan(lk->rel, &snap, lookup_record, lk))
+			return true;
+	}
+}
+
+/* Fold the PAOs of the hash in one node's fragments into the groups. */
+static void
+lookup_node_fragments(Lookup *lk, const CbtNode *node)
+{
+	for (uint32 i = 0; i < node->nfragments; i++)
+	{
+		const CbtFragment *f = &node->fragments[i];
+		CbtFragCursor cur;
+		uint64		h;
+		const char *pao;
+		uint32		size;
+
+		if (lk->hash < f->min_hash || lk->hash > f->max_hash)
+			continue;
+		cbt_frag_open(&cur, lk->rel, f);
+		cbt_frag_seek(&cur, lk->hash);
+		while (cbt_frag_next(&cur, &h, &pao, &size) && h == lk->hash)
+			cbt_groups_add_pao(lk->groups, pao, size);
+		cbt_frag_close(&cur);
+	}
+}
+
+/*
+ * Walk from the root to the leaf whose range holds the hash, checking
+ * that every child follows its parent.
+ */
+static void
+lookup_path(Lookup *lk)
+{
+	CbtNode    *node = palloc(sizeof(CbtNode));
+	BlockNumber blk = lk->meta->root;
+	uint64		generation = lk->meta->root_generation;
+	int			depth = 0;
+
+	if (blk == InvalidBlockNumber)
+		return;
+	cbt_read_node(lk->rel, blk, generation, node);
+	for (;;)
+	{
+		uint32		c;
+		uint64		lo,
+					hi;
+		uint32		level = node->level;
+
+		CHECK_FOR_INTERRUPTS();
+		if (lk->hash < node->lo || lk->hash > node->hi)
+			ss_page_corrupted(lk->rel, blk,
+							  "A node's hash range does not hold a hash its parent sent to it.");
+		lookup_node_fragments(lk, node);
+		if (level == 0)
+			break;
+		if (node->nchildren == 0 || node->nchildren > CBT_MAX_FANOUT ||
+			++depth >= CBT_MAX_HEIGHT)
+			ss_page_corrupted(lk->rel, blk,
+							  "A cbt node's children are damaged.");
+		/* the last child whose pivot is <= the hash */
+		c = node->nchildren - 1;
+		while (c > 0 && node->pivot[c] > lk->hash)
+			c--;
+		lo = node->pivot[c];
+		hi = c + 1 < node->nchildren ? node->pivot[c + 1] - 1 : node->hi;
+		blk = node->child[c];
+		generation = node->child_generation[c];
+		cbt_read_node(lk->rel, blk, generation, node);
+		if (node->level + 1 != level || node->lo != lo || node->hi != hi)
+			ss_page_corrupted(lk->rel, blk,
+							  "A child's level or hash range does not follow its parent's.");
+	}
+	pfree(node);
+}
+
+/*
+ * A key argument as a value of the key column's type: its own type, or
+ * one coerced to it as an implicit cast would (an unknown literal goes
+ * through the type's input function).
+ */
+static Datum
+key_argument(Datum value, Oid argtype, int keyno, const char *colname,
+			 Oid keytype, int32 keytypmod)
+{
+	Oid			funcid;
+
+	if (argtype == keytype)
+		return value;
+	if (argtype == UNKNOWNOID)
+	{
+		Oid			typinput,
+					typioparam;
+
+		getTypeInputInfo(keytype, &typinput, &typioparam);
+		return OidInputFunctionCall(typinput, DatumGetCString(value),
+									typioparam, keytypmod);
+	}
+	switch (find_coercion_pathway(keytype, argtype, COERCION_IMPLICIT, &funcid))
+	{
+		case COERCION_PATH_RELABELTYPE:
+			return value;
+		case COERCION_PATH_FUNC:
+			return OidFunctionCall1(funcid, value);
+		case COERCION_PATH_COERCEVIAIO:
+			{
+				Oid			typoutput,
+							typinput,
+							typioparam;
+				bool		varlena;
+
+				getTypeOutputInfo(argtype, &typoutput, &varlena);
+				getTypeInputInfo(keytype, &typinput, &typioparam);
+				return OidInputFunctionCall(typinput,
+											OidOutputFunctionCall(typoutput, value),
+											typioparam, keytypmod);
+			}
+		default:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("key %d of cbt_lookup is of type %s, but group key \"%s\" is of type %s",
+							keyno, format_type_be(argtype), colname,
+							format_type_be(keytype)),
+					 errhint("Cast the key to %s.", format_type_be(keytype))));
+	}
+	return (Datum) 0;			/* keep compiler quiet */
+}
+
+/*
+ * The key arguments: separate ones, or the elements of an array passed
+ * with VARIADIC.
+ */
+static int
+key_arguments(FunctionCallInfo fcinfo, Datum **values, bool **isnull,
+			  Oid *elemtype)
+{
+	ArrayType  *arr;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	int			n;
+
+	if (!get_fn_expr_variadic(fcinfo->flinfo))
+	{
+		n = PG_NARGS() - 1;
+		*values = palloc(sizeof(Datum) * Max(n, 1));
+		*isnull = palloc(sizeof(bool) * Max(n, 1));
+		for (int i = 0; i < n; i++)
+		{
+			(*isnull)[i] = PG_ARGISNULL(i + 1);
+			(*values)[i] = (*isnull)[i] ? (Datum) 0 : PG_GETARG_DATUM(i + 1);
+		}
+		*elemtype = InvalidOid;
+		return n;
+	}
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the VARIADIC array of group keys of cbt_lookup is NULL")));
+	arr = PG_GETARG_ARRAYTYPE_P(1);
+	*elemtype = ARR_ELEMTYPE(arr);
+	get_typlenbyvalalign(*elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(arr, *elemtype, typlen, typbyval, typalign, values,
+					  isnull, &n);
+	return n;
+}
+
+/*
+ * cbt_lookup(NULL::table, VARIADIC keys "any") returns SETOF table
+ *
+ * The group whose keys equal the arguments (NULL matches the NULL group,
+ * as GROUP BY), as one row of the table, or no row.  The keys are
+ * separate arguments, or an array's elements after VARIADIC.  The first argument
+ * only names the table by its row type, so that the result is of that
+ * type.  Not STRICT: that argument is NULL, and so may a key be.
+ */
+Datum
+cbt_lookup(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			rowtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
+	Oid			relid = OidIsValid(rowtype) ? get_typ_typrelid(rowtype) : InvalidOid;
+	Relation	rel;
+	CbtRuntime *rt;
+	const CbtDef *def;
+	CbtState   *st;
+	TupleTableSlot *key;
+	Lookup		lk;
+	CbtGroups	groups;
+	CbtOwnerSave save;
+	TupleDesc	desc;
+	Datum	   *values;
+	bool	   *isnull;
+	ListCell   *lc;
+	Datum	   *args;
+	bool	   *argnull;
+	Oid			elemtype;
+	int			nargs;
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("the first argument of cbt_lookup must be a cbt table's row type"),
+				 errhint("Pass NULL::table_name.")));
+	rel = cbt_open_for(relid, AccessShareLock, NULL, ACL_SELECT);
+	rt = cbt_runtime(rel);
+	def = rt->def;
+	st = cbt_get_state(rel);
+	nargs = key_arguments(fcinfo, &args, &argnull, &elemtype);
+	if (nargs != def->nkeys)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg_plural("cbt \"%s\" has %d group key, cbt_lookup got %d",
+							   "cbt \"%s\" has %d group keys, cbt_lookup got %d",
+							   def->nkeys,
+							   RelationGetRelationName(rel), def->nkeys, nargs)));
+
+	InitMaterializedSRF(fcinfo, 0);
+	desc = rsinfo->setDesc;
+	if (desc->natts != RelationGetDescr(rel)->natts)
+		elog(ERROR, "cbt_lookup: the result is not the table's row type");
+
+	/* the key, in the input slot's key columns, and its hash */
+	key = rt->input_slot;
+	ExecClearTuple(key);
+	for (int i = 0; i < def->nkeys + def->ninputs; i++)
+	{
+		key->tts_values[i] = (Datum) 0;
+		key->tts_isnull[i] = true;
+	}
+	for (int k = 0; k < def->nkeys; k++)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel),
+											  rt->input_src[k]);
+
+		key->tts_isnull[k] = argnull[k];
+		if (!argnull[k])
+			key->tts_values[k] =
+				key_argument(args[k],
+							 OidIsValid(elemtype) ? elemtype :
+							 get_fn_expr_argtype(fcinfo->flinfo, k + 1),
+							 k + 1, NameStr(att->attname), att->atttypid,
+							 att->atttypmod);
+	}
+	ExecStoreVirtualTuple(key);
+
+	memset(&lk, 0, sizeof(lk));
+	lk.rel = rel;
+	lk.meta = palloc(sizeof(CbtMeta));
+	lk.groups = &groups;
+
+	/* hashed as INSERT hashes it: as the caller */
+	lk.hash = cbt_agg_key_hash(rt->run, key, st->params.seed);
+	if (st->params.hash_bits < 64)
+		lk.hash &= (UINT64CONST(1) << st->params.hash_bits) - 1;
+	cbt_groups_init(&groups, rel, rt->run, def->nkeys);
+	if (lookup_snapshot(&lk))
+	{
+		SSPendingIter it;
+		SSPendingHeader hdr;
+		char	   *payload;
+
+		/* the aggregates' functions (and the keys' equality) as the owner */
+		cbt_as_owner(rel, &save);
+		lookup_path(&lk);
+		foreach(lc, lk.rows)
+		{
+			bytea	   *row = (bytea *) lfirst(lc);
+
+			cbt_groups_add_row(&groups, VARDATA(row), VARSIZE(row) - VARHDRSZ);
+		}
+		/* the caller's own inserts, not committed yet */
+		ss_pending_iter_begin(&it, RelationGetRelid(rel));
+		while (ss_pending_iter_next(&it, &hdr, &payload))
+		{
+			uint64		h;
+
+			memcpy(&h, payload, sizeof(h));
+			if (h == lk.hash)
+				cbt_groups_add_row(&groups, payload + sizeof(uint64),
+								   hdr.len - sizeof(uint64));
+		}
+		ss_pending_iter_end(&it);
+	}
+	else
+		cbt_as_owner(rel, &save);
+
+	values = palloc(sizeof(Datum) * desc->natts);
+	isnull = palloc(sizeof(bool) * desc->natts);
+	for (int gi = 0; gi < groups.n; gi++)
+	{
+		Datum	   *results;
+		bool	   *rnull;
+		HeapTuple	tuple;
+
+		if (!cbt_agg_keys_equal(rt->run, groups.keys[gi], key))
+			continue;
+		results = palloc(sizeof(Datum) * def->naggs);
+		rnull = palloc(sizeof(bool) * def->naggs);
+		for (int i = 0; i < desc->natts; i++)
+		{
+			values[i] = (Datum) 0;
+			isnull[i] = true;
+		}
+		slot_getsomeattrs(groups.keys[gi], def->nkeys);
+		for (int k = 0; k < def->nkeys; k++)
+		{
+			values[rt->input_src[k]] = groups.keys[gi]->tts_values[k];
+			isnull[rt->input_src[k]] = groups.keys[gi]->tts_isnull[k];
+		}
+		cbt_agg_finalize(rt->run, &groups.states[gi], results, rnull);
+		for (int a = 0; a < def->naggs; a++)
+		{
+			values[rt->result_attno[a]] = results[a];
+			isnull[rt->result_attno[a]] = rnull[a];
+		}
+		tuple = heap_form_tuple(desc, values, isnull);
+		tuplestore_puttuple(rsinfo->setResult, tuple);
+		break;
+	}
+	cbt_groups_free(&groups);
+	cbt_as_caller(&save);
+	ExecClearTuple(key);
+	relation_close(rel, AccessShareLock);
+	return (Datum) 0;
+}
