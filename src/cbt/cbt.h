@@ -67,6 +67,12 @@ typedef struct CbtParams
 	uint32		seed;
 } CbtParams;
 
+/*
+ * The stamp of an extent freed by a pass not installed yet: later than any
+ * xid, so never reused before the install stamps it (cbt_round.c).
+ */
+#define CBT_STAMP_PENDING	FullTransactionIdFromU64(PG_UINT64_MAX)
+
 /* An extent of pages. */
 typedef struct CbtExtent
 {

@@ -15,6 +15,7 @@
 #include "postgres.h"
 
 #include "access/tableam.h"
+#include "access/xlog.h"
 #include "cbt.h"
 #include "cbt_agg.h"
 #include "cbt_am.h"
@@ -41,6 +42,28 @@ int			ss_cbt_node_buffer_kb = 1024;
 int			ss_cbt_fanout = 16;
 bool		ss_cbt_compression = true;
 int			ss_test_cbt_hash_bits = 64;
+int			ss_test_cbt_crash = CBT_CRASH_NONE;
+
+static const struct config_enum_entry cbt_crash_options[] = {
+	{"none", CBT_CRASH_NONE, false},
+	{"pass_written", CBT_CRASH_PASS_WRITTEN, false},
+	{"installed", CBT_CRASH_INSTALLED, false},
+	{"finalize_written", CBT_CRASH_FINALIZE_WRITTEN, false},
+	{NULL, 0, false}
+};
+
+/* Stop the server here if streamsketch.test_cbt_crash says so (tests). */
+void
+cbt_test_crash(Relation rel, CbtCrashPoint point)
+{
+	if (ss_test_cbt_crash != (int) point)
+		return;
+	/* the worst case: everything logged so far is durable */
+	if (RelationNeedsWAL(rel))
+		XLogFlush(GetXLogInsertRecPtr());
+	elog(PANIC, "streamsketch.test_cbt_crash: stopping at \"%s\" in a round of \"%s\"",
+		 cbt_crash_options[point].name, RelationGetRelationName(rel));
+}
 
 #define CBT_MIN_FANOUT	4
 #define CBT_MAX_FANOUT_PARAM 32
@@ -538,5 +561,10 @@ cbt_init(void)
 							NULL,
 							&ss_test_cbt_hash_bits, 64, 1, 64,
 							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	DefineCustomEnumVariable("streamsketch.test_cbt_crash",
+							 "Stops the server at a point of a cbt's rounds (for tests only).",
+							 NULL,
+							 &ss_test_cbt_crash, CBT_CRASH_NONE, cbt_crash_options,
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 	ss_params_note_placeholders("streamsketch.cbt_");
 }

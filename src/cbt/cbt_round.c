@@ -587,7 +587,17 @@ empty_node(CbtRound *r, CbtNode *node, BlockNumber oldblk)
 
 /* ---- passes and installs ---- */
 
-/* Make the round's working tree the table's, in one metapage record. */
+/*
+ * Make the round's working tree the table's, in one metapage record.
+ *
+ * The extents this install frees are stamped here, with the next full xid
+ * read under the metapage's exclusive lock: a reader that still walks the
+ * old tree read the metapage before, under its share lock, with a
+ * snapshot taken before that, so its xmin is at most the stamp and keeps
+ * the extents from reuse (cbt_extent_alloc) for as long as it runs.  A
+ * stamp read when the pass began would be older than the xmin of a reader
+ * that started during the pass and still read the old tree.
+ */
 static void
 install(CbtRound *r)
 {
@@ -595,6 +605,11 @@ install(CbtRound *r)
 	Buffer		metabuf;
 	CbtMeta    *live = (CbtMeta *) ss_meta_register(r->rel, SS_KIND_CBT, state,
 													&metabuf);
+	FullTransactionId now = ReadNextFullTransactionId();
+
+	for (uint32 i = 0; i < r->meta.nfree; i++)
+		if (FullTransactionIdEquals(r->meta.free_ext[i].stamp, CBT_STAMP_PENDING))
+			r->meta.free_ext[i].stamp = now;
 
 	/* the log's part of the metapage is the storage layer's, and live */
 	memcpy((char *) live + sizeof(SSMetaHeader),
@@ -634,7 +649,7 @@ make_pass(CbtRound *r)
 	if (r->nrecords == 0)
 		return;
 	r->generation = r->meta.generation + 1;
-	r->stamp = ReadNextFullTransactionId();
+	r->stamp = CBT_STAMP_PENDING;
 
 	if (rootblk == InvalidBlockNumber)
 	{
@@ -663,6 +678,7 @@ make_pass(CbtRound *r)
 	r->meta.generation = r->generation;
 	r->meta.tree_pos = r->last_pos + 1;
 	r->meta.rounds++;
+	cbt_test_crash(r->rel, CBT_CRASH_PASS_WRITTEN);
 	install(r);
 
 	MemoryContextReset(r->pass_cxt);
@@ -729,6 +745,7 @@ cbt_round_records(CbtRound *r, SSConsolidation *c)
 {
 	ss_cons_foreach(c, round_record, r);
 	make_pass(r);
+	cbt_test_crash(r->rel, CBT_CRASH_INSTALLED);
 }
 
 /*
@@ -746,7 +763,7 @@ cbt_round_finalize(CbtRound *r)
 	if (r->meta.root == InvalidBlockNumber)
 		return 0;
 	r->generation = r->meta.generation + 1;
-	r->stamp = ReadNextFullTransactionId();
+	r->stamp = CBT_STAMP_PENDING;
 	cbt_read_node(r->rel, r->meta.root, r->meta.root_generation, &root);
 	refs = finalize_node(r, &root, r->meta.root, false, &groups);
 	if (list_length(refs) == 1 &&
@@ -755,6 +772,7 @@ cbt_round_finalize(CbtRound *r)
 	set_root(r, refs);
 	r->meta.generation = r->generation;
 	r->meta.finalizes++;
+	cbt_test_crash(r->rel, CBT_CRASH_FINALIZE_WRITTEN);
 	install(r);
 	return groups;
 }

@@ -35,6 +35,18 @@ typedef struct CbtRound
 	StringInfoData paobuf;
 } CbtRound;
 
+/* streamsketch.test_cbt_crash: where a round stops the server (tests) */
+typedef enum CbtCrashPoint
+{
+	CBT_CRASH_NONE,
+	CBT_CRASH_PASS_WRITTEN,		/* a pass's pages written, not installed */
+	CBT_CRASH_INSTALLED,		/* a round installed, the log not moved */
+	CBT_CRASH_FINALIZE_WRITTEN	/* cbt_finalize's pages written */
+} CbtCrashPoint;
+
+extern int	ss_test_cbt_crash;
+extern void cbt_test_crash(Relation rel, CbtCrashPoint point);
+
 extern void cbt_round_begin(CbtRound *r, Relation rel, const CbtMeta *meta,
 							CbtAggRun *run, const CbtDef *def);
 extern void cbt_round_records(CbtRound *r, SSConsolidation *c);
