@@ -28,8 +28,8 @@
 # and, for bcms, total_weight) is compared with the exact answer computed from the rows
 # the test committed, so a change that leaks or a change that is lost both
 # fail.  The structures are table-driven: bcms (buffered, plain),
-# bloom_filter (localized, elevator), quotient_filter, cascade_filter and
-# lert (immediate).
+# bloom_filter (localized, elevator), quotient_filter, cascade_filter,
+# lert (immediate) and cbt.
 
 use strict;
 use warnings;
@@ -177,6 +177,34 @@ sub lert_structure
 	};
 }
 
+# groups are exact; lookups read each key's path, the summary scans
+sub cbt_structure
+{
+	my ($tag) = @_;
+	my $keys = join(',', @keys);
+	return {
+		tag => $tag,
+		create => {
+			small => "SELECT cbt_create('%s', 'k int8', 'count(*) AS n', root_buffer => '64kB')",
+			big => "SELECT cbt_create('%s', 'k int8', 'count(*) AS n')",
+		},
+		lookups => sub {
+			"SELECT string_agg(k || ':' || coalesce((SELECT n FROM cbt_lookup(NULL::$_[0], k)), 0), ' ' "
+			  . "ORDER BY k) FROM unnest('{$keys}'::int8[]) k";
+		},
+		summary => sub {
+			"SELECT 'rows ' || coalesce(sum(n), 0) FROM $_[0]";
+		},
+		expect_lookups => sub {
+			my ($count) = @_;
+			join(' ', map { "$_:" . $count->($_) } @keys);
+		},
+		expect_summary => sub { "rows $_[0]" },
+		flush => sub { "SELECT cbt_finalize('$_[0]')" },
+		pages => sub { "SELECT relation_pages FROM cbt_info('$_[0]')" },
+	};
+}
+
 my @structures = (
 	{ %{ bcms_structure('buf', '') }, long_batch => 1000 },
 	bcms_structure('plain', ", mode => 'plain'"),
@@ -184,7 +212,8 @@ my @structures = (
 	bloom_structure('belev', 'elevator'),
 	qf_structure('qf', ''),
 	qf_structure('cf', ", access_method => 'cascade_filter', buffer_size => '16kB'"),
-	lert_structure('lert', ", variant => 'immediate'"));
+	lert_structure('lert', ", variant => 'immediate'"),
+	cbt_structure('cbt'));
 
 # ---------------------------------------------------------------------
 # The nodes: a primary that restarts by itself after a PANIC, and a
