@@ -5,7 +5,7 @@ SET client_min_messages = warning;
 SELECT cbt_create('ct_pages',
     group_by   => 'url text',
     aggregates => 'count(*) AS hits, sum(bytes::bigint) AS total_bytes,
-                   avg(latency::float8) AS latency, max(ts::timestamptz) AS last_seen,
+                   avg(latency::float8) AS mean_latency, max(ts::timestamptz) AS last_seen,
                    min(bytes) AS smallest');
 SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
 WHERE attrelid = 'ct_pages'::regclass AND attnum > 0 ORDER BY attnum;
@@ -151,6 +151,47 @@ SELECT count(*) FILTER (WHERE length(b) > 3000) AS long_keys,
        count(*) FILTER (WHERE a IS NULL) AS null_a
 FROM ct_multi;
 
+-- A row with values in the aggregates' columns is a group, as a dump
+-- writes it: where every result is its aggregate's state (no final
+-- function) it merges into the group of its key, so a table's rows
+-- inserted into a copy make the same groups (pg_dump's round trip)
+SELECT cbt_create('ct_dump', group_by => 'k int, t text',
+                  aggregates => 'count(*) AS n, sum(v::int) AS sv, min(v) AS mn,
+                                 max(x::int) AS x, bool_and(b::bool) AS ba',
+                  root_buffer => '64kB', node_buffer => '16kB', fanout => 4);
+SELECT cbt_create('ct_dump_copy', group_by => 'k int, t text',
+                  aggregates => 'count(*) AS n, sum(v::int) AS sv, min(v) AS mn,
+                                 max(x::int) AS x, bool_and(b::bool) AS ba');
+INSERT INTO ct_dump (k, t, v, x, b)
+SELECT g % 1000, CASE WHEN g % 7 = 0 THEN NULL ELSE 't' || (g % 3) END,
+       CASE WHEN g % 11 = 0 THEN NULL ELSE g END, g % 50, g % 13 <> 0
+FROM generate_series(1, 20000) g;
+INSERT INTO ct_dump_copy SELECT * FROM ct_dump;
+SELECT (SELECT count(*) FROM ct_dump) AS groups,
+       (SELECT count(*) FROM (TABLE ct_dump EXCEPT TABLE ct_dump_copy) d) AS only_source,
+       (SELECT count(*) FROM (TABLE ct_dump_copy EXCEPT TABLE ct_dump) d) AS only_copy;
+-- and the copy goes on from there: more inputs, and the groups again
+-- (each merges: counts and sums add up)
+INSERT INTO ct_dump (k, t, v, x, b) VALUES (1, 't1', 5, 99, true);
+INSERT INTO ct_dump_copy (k, t, v, x, b) VALUES (1, 't1', 5, 99, true);
+SELECT cbt_finalize('ct_dump_copy') > 0 AS finalized;
+SELECT (SELECT count(*) FROM (TABLE ct_dump EXCEPT TABLE ct_dump_copy) d) AS only_source,
+       (SELECT count(*) FROM (TABLE ct_dump_copy EXCEPT TABLE ct_dump) d) AS only_copy;
+INSERT INTO ct_dump_copy SELECT * FROM ct_dump WHERE k = 1;
+SELECT c.n = 2 * d.n AND c.sv = 2 * d.sv AND c.mn = d.mn AND c.x = d.x AS merged
+FROM ct_dump d JOIN ct_dump_copy c USING (k, t) WHERE k = 1 AND t = 't1';
+SELECT n, x FROM cbt_lookup(NULL::ct_dump_copy, 1, 't1');
+-- a group's row with an input too is refused
+INSERT INTO ct_dump_copy (k, t, n, v) VALUES (1, 't1', 1, 5);
+-- results that are not states (avg's final function, numeric sum's
+-- internal state) cannot become a group again: refused, with the hint
+-- that such a table's dump cannot be restored
+INSERT INTO ct_big SELECT * FROM ct_big LIMIT 1;
+-- an input carries its result's column only if adding it is combining
+-- it: a dump's value then means the same both ways (count does not)
+SELECT cbt_create('ct_bad', group_by => 'k int', aggregates => 'count(x::int8) AS x');
+SELECT cbt_create('ct_bad', group_by => 'k int', aggregates => 'avg(x::numeric) AS x');
+
 -- TRUNCATE keeps the definition
 TRUNCATE ct_multi;
 INSERT INTO ct_multi (a, b, x, y, u) VALUES (1, 'z', 2, 3, 4);
@@ -189,7 +230,8 @@ BEGIN
 	END LOOP;
 END
 $$;
--- a result column that carries no input takes none
+-- a value in a result column makes the row a group; ct_pages' bigint sum
+-- keeps an internal state, not its result, so ct_pages cannot take it
 INSERT INTO ct_pages (url, hits) VALUES ('/c', 5);
 
 -- CREATE TABLE ... USING cbt has no definition: refused at the first use
@@ -255,7 +297,8 @@ RESET search_path;
 RESET ROLE;
 
 DROP VIEW ct_check, ct_lookup_check;
-DROP TABLE ct_pages, ct_big, ct_rows, ct_multi, ct_rows2, ct_nodef, ct_heap;
+DROP TABLE ct_pages, ct_big, ct_rows, ct_multi, ct_rows2, ct_nodef, ct_heap,
+  ct_dump, ct_dump_copy;
 DROP SCHEMA ct_schema CASCADE;
 DROP SCHEMA ct_evil CASCADE;
 DROP ROLE ct_user;

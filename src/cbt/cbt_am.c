@@ -19,6 +19,7 @@
 #include "cbt.h"
 #include "cbt_agg.h"
 #include "cbt_am.h"
+#include "cbt_groups.h"
 #include "cbt_round.h"
 #include "common/base64.h"
 #include "executor/tuptable.h"
@@ -439,9 +440,67 @@ cbt_as_caller(CbtOwnerSave *save)
 /* ---- INSERT ---- */
 
 /*
+ * A row with a value in an aggregate's own column is a group, as a dump
+ * writes it: its key and final values, merged into the table's group of
+ * that key as a PAO (an SS_PENDING_MERGE record).  Only a definition whose
+ * results are its states can take it (cbt_def_restorable).
+ */
+static void
+insert_group(Relation rel, CbtRuntime *rt, TupleTableSlot *slot,
+			 TupleTableSlot *key, uint64 hash)
+{
+	const CbtDef *def = rt->def;
+	Datum	   *values = palloc(sizeof(Datum) * def->naggs);
+	bool	   *isnull = palloc(sizeof(bool) * def->naggs);
+	StringInfoData pao;
+	StringInfoData rec;
+	int			bad;
+
+	if (!cbt_def_restorable(def, &bad))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cbt \"%s\" cannot take a group's final values back",
+						RelationGetRelationName(rel)),
+				 errdetail("A row with a value in an aggregate's column is read as a group, as a dump writes it, but the result of aggregate column \"%s\" is not its state.",
+						   def->aggs[bad].name),
+				 errhint("Insert the inputs and leave the aggregates' columns NULL.  Back up this table physically (pg_basebackup, pg_upgrade): its dump cannot be restored.")));
+	for (int i = 0; i < def->ninputs; i++)
+	{
+		bool		carried = false;
+
+		for (int a = 0; a < def->naggs; a++)
+			carried |= rt->result_takes_input[a] && def->aggs[a].carried_input == i;
+		if (!carried && !slot->tts_isnull[rt->input_src[def->nkeys + i]])
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("a row of cbt \"%s\" cannot have both inputs and aggregate values",
+							RelationGetRelationName(rel)),
+					 errdetail("A row with a value in an aggregate's column is a group, as a dump writes it; input \"%s\" is not NULL.",
+							   def->inputs[i].name),
+					 errhint("Insert the inputs and leave the aggregates' columns NULL.")));
+	}
+	for (int a = 0; a < def->naggs; a++)
+	{
+		values[a] = slot->tts_values[rt->result_attno[a]];
+		isnull[a] = slot->tts_isnull[rt->result_attno[a]];
+	}
+	initStringInfo(&pao);
+	cbt_pao_of_results(rt->run, def->nkeys, key, values, isnull, &pao);
+	initStringInfo(&rec);
+	appendBinaryStringInfo(&rec, (const char *) &hash, sizeof(hash));
+	appendBinaryStringInfo(&rec, pao.data, pao.len);
+	ss_pending_add(rel, SS_PENDING_MERGE, rec.data, (uint32) rec.len);
+	pfree(rec.data);
+	pfree(pao.data);
+	pfree(values);
+	pfree(isnull);
+}
+
+/*
  * A row gives the group key and the inputs; the record is the key's hash
- * and the row's keys and inputs.  A result column that carries no input
- * must be NULL.
+ * and the row's keys and inputs (SS_PENDING_ITEM).  A row with a value in
+ * a column of an aggregate that carries no input is a group instead
+ * (insert_group).
  */
 static void
 cbt_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
@@ -453,6 +512,7 @@ cbt_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 	TupleTableSlot *in = rt->input_slot;
 	StringInfoData rec;
 	uint64		hash;
+	bool		group = false;
 
 	pgstat_count_heap_insert(rel, 1);
 	slot_getallattrs(slot);
@@ -461,11 +521,7 @@ cbt_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 
 	for (int a = 0; a < def->naggs; a++)
 		if (!rt->result_takes_input[a] && !slot->tts_isnull[rt->result_attno[a]])
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("column \"%s\" of cbt \"%s\" is computed by its aggregate",
-							def->aggs[a].name, RelationGetRelationName(rel)),
-					 errhint("Insert the inputs (the group keys and the input columns); leave the aggregates' columns out.")));
+			group = true;
 
 	ExecClearTuple(in);
 	for (int i = 0; i < def->nkeys + def->ninputs; i++)
@@ -478,11 +534,16 @@ cbt_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 	if (st->params.hash_bits < 64)
 		hash &= (UINT64CONST(1) << st->params.hash_bits) - 1;
 
-	initStringInfo(&rec);
-	appendBinaryStringInfo(&rec, (const char *) &hash, sizeof(hash));
-	cbt_agg_row_serialize(rt->run, in, def->nkeys + def->ninputs, &rec);
-	ss_pending_add(rel, SS_PENDING_ITEM, rec.data, (uint32) rec.len);
-	pfree(rec.data);
+	if (group)
+		insert_group(rel, rt, slot, in, hash);
+	else
+	{
+		initStringInfo(&rec);
+		appendBinaryStringInfo(&rec, (const char *) &hash, sizeof(hash));
+		cbt_agg_row_serialize(rt->run, in, def->nkeys + def->ninputs, &rec);
+		ss_pending_add(rel, SS_PENDING_ITEM, rec.data, (uint32) rec.len);
+		pfree(rec.data);
+	}
 	ExecClearTuple(in);
 }
 

@@ -560,6 +560,20 @@ definition_from_query(Query *q, Oid owner)
 								agg->name, format_type_be(result), agg->name,
 								format_type_be(input)),
 						 errhint("Give the input another name: it then has a column of its own.")));
+
+			/*
+			 * A value read back from the column (a dump's) must mean the
+			 * same inserted as an input and merged as a result: adding it
+			 * is combining it (sum, min, max, bool_and, but not count).
+			 */
+			if (agg->transfn != agg->combinefn || OidIsValid(agg->finalfn) ||
+				agg->transtype != result)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+						 errmsg("column \"%s\" cannot carry input \"%s\": its aggregate does not combine results as it adds inputs",
+								agg->name, agg->name),
+						 errdetail("A column carries its input only when adding a value and combining a result are one function (as for sum, min, max), so that a value read back means the same either way."),
+						 errhint("Give the input another name: it then has a column of its own.")));
 			agg->carried_input = i;
 		}
 	}
@@ -633,6 +647,28 @@ cbt_def_load(const char *query, Oid owner)
 	PG_END_TRY();
 	def->query = pstrdup(query);
 	return def;
+}
+
+/*
+ * Whether a group's final values are its states (cbt_def.h); if not, the
+ * first aggregate whose are not.
+ */
+bool
+cbt_def_restorable(const CbtDef *def, int *bad)
+{
+	for (int a = 0; a < def->naggs; a++)
+	{
+		const CbtAgg *agg = &def->aggs[a];
+
+		if (OidIsValid(agg->finalfn) || agg->transtype == INTERNALOID ||
+			agg->transtype != exprType((Node *) agg->aggref))
+		{
+			*bad = a;
+			return false;
+		}
+	}
+	*bad = -1;
+	return true;
 }
 
 int

@@ -73,6 +73,14 @@ extern CbtDef *cbt_def_create(const char *group_by, const char *aggregates);
 /* Resolve a stored definition again, as its table's owner would. */
 extern CbtDef *cbt_def_load(const char *query, Oid owner);
 
+/*
+ * Whether a row of final values (a dump's) can become its group again:
+ * every aggregate's result is its state (no final function, a state of
+ * the result's type, not internal).  If not, *bad is the first aggregate
+ * whose is not.
+ */
+extern bool cbt_def_restorable(const CbtDef *def, int *bad);
+
 /* The relation's columns: keys, results, inputs no result carries. */
 extern int	cbt_def_relation_columns(const CbtDef *def, CbtColumn *cols);
 

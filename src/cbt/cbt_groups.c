@@ -129,6 +129,31 @@ cbt_groups_pao(CbtGroups *g, int i, StringInfo out)
 	cbt_agg_serialize(g->run, &g->states[i], out);
 }
 
+/*
+ * The PAO of a group given by its key (the first nkeys columns of key) and
+ * its final values, which are its states (cbt_def_restorable); a NULL
+ * value is a state that saw no input.
+ */
+void
+cbt_pao_of_results(CbtAggRun *run, int nkeys, TupleTableSlot *key,
+				   Datum *values, bool *isnull, StringInfo out)
+{
+	CbtStates	st;
+	uint32		keylen = 0;
+	int			at;
+
+	st.values = values;
+	st.isnull = isnull;
+	st.notrans = isnull;
+	resetStringInfo(out);
+	appendBinaryStringInfo(out, (const char *) &keylen, sizeof(keylen));
+	at = out->len;
+	cbt_agg_row_serialize(run, key, nkeys, out);
+	keylen = (uint32) (out->len - at);
+	memcpy(out->data, &keylen, sizeof(keylen));
+	cbt_agg_serialize(run, &st, out);
+}
+
 /* Forget every group (their keys and states). */
 void
 cbt_groups_reset(CbtGroups *g)

@@ -40,6 +40,9 @@ extern void cbt_groups_init(CbtGroups *g, Relation rel, CbtAggRun *run,
 extern void cbt_groups_add_row(CbtGroups *g, const char *row, uint32 len);
 extern void cbt_groups_add_pao(CbtGroups *g, const char *pao, uint32 size);
 extern void cbt_groups_pao(CbtGroups *g, int i, StringInfo out);
+extern void cbt_pao_of_results(CbtAggRun *run, int nkeys,
+							   TupleTableSlot *key, Datum *values,
+							   bool *isnull, StringInfo out);
 extern void cbt_groups_reset(CbtGroups *g);
 extern void cbt_groups_free(CbtGroups *g);
 

@@ -61,16 +61,29 @@ lookup_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 
 	if (pos < lk->meta->tree_pos)
 		return;
-	if (hdr->type != SS_PENDING_ITEM || hdr->len < sizeof(uint64))
+	if ((hdr->type != SS_PENDING_ITEM && hdr->type != SS_PENDING_MERGE) ||
+		hdr->len < sizeof(uint64))
 		ss_page_corrupted(lk->rel, InvalidBlockNumber,
 						  "A change log record of the cbt is damaged.");
 	memcpy(&hash, payload, sizeof(hash));
 	if (hash != lk->hash)
 		return;
-	row = palloc(VARHDRSZ + hdr->len - sizeof(uint64));
-	SET_VARSIZE(row, VARHDRSZ + hdr->len - sizeof(uint64));
-	memcpy(VARDATA(row), payload + sizeof(uint64), hdr->len - sizeof(uint64));
+	/* the bytes after a flag: an input row's (0) or a PAO's (1) */
+	row = palloc(VARHDRSZ + 1 + hdr->len - sizeof(uint64));
+	SET_VARSIZE(row, VARHDRSZ + 1 + hdr->len - sizeof(uint64));
+	VARDATA(row)[0] = hdr->type == SS_PENDING_MERGE;
+	memcpy(VARDATA(row) + 1, payload + sizeof(uint64), hdr->len - sizeof(uint64));
 	lk->rows = lappend(lk->rows, row);
+}
+
+/* Fold a record into the groups: an input row, or a group's PAO. */
+static void
+add_record(CbtGroups *groups, bool pao, const char *bytes, uint32 len)
+{
+	if (pao)
+		cbt_groups_add_pao(groups, bytes, len);
+	else
+		cbt_groups_add_row(groups, bytes, len);
 }
 
 /*
@@ -364,7 +377,8 @@ cbt_lookup(PG_FUNCTION_ARGS)
 		{
 			bytea	   *row = (bytea *) lfirst(lc);
 
-			cbt_groups_add_row(&groups, VARDATA(row), VARSIZE(row) - VARHDRSZ);
+			add_record(&groups, VARDATA(row)[0], VARDATA(row) + 1,
+					   VARSIZE(row) - VARHDRSZ - 1);
 		}
 		/* the caller's own inserts, not committed yet */
 		ss_pending_iter_begin(&it, RelationGetRelid(rel));
@@ -374,8 +388,8 @@ cbt_lookup(PG_FUNCTION_ARGS)
 
 			memcpy(&h, payload, sizeof(h));
 			if (h == lk.hash)
-				cbt_groups_add_row(&groups, payload + sizeof(uint64),
-								   hdr.len - sizeof(uint64));
+				add_record(&groups, hdr.type == SS_PENDING_MERGE,
+						   payload + sizeof(uint64), hdr.len - sizeof(uint64));
 		}
 		ss_pending_iter_end(&it);
 	}

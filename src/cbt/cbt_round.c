@@ -36,12 +36,16 @@
 #include "streamsketch.h"
 #include "utils/memutils.h"
 
-/* A record of the round: its key hash, log position and row bytes. */
+/*
+ * A record of the round: its key hash, log position and bytes, an input
+ * row's or (a group inserted with its values) a PAO's.
+ */
 typedef struct RoundRecord
 {
 	uint64		hash;
 	uint64		pos;
 	uint32		len;
+	bool		pao;
 	char	   *row;
 } RoundRecord;
 
@@ -98,12 +102,17 @@ records_fragment(CbtRound *r, CbtFragment *out)
 		CHECK_FOR_INTERRUPTS();
 		if (i > 0 && recs[i].hash != recs[i - 1].hash)
 			groups_emit(r, &r->groups, recs[i - 1].hash, &w);
-		cbt_groups_add_row(&r->groups, recs[i].row, recs[i].len);
+		if (recs[i].pao)
+			cbt_groups_add_pao(&r->groups, recs[i].row, recs[i].len);
+		else
+		{
+			cbt_groups_add_row(&r->groups, recs[i].row, recs[i].len);
+			r->meta.rows++;
+		}
 	}
 	if (r->nrecords > 0)
 		groups_emit(r, &r->groups, recs[r->nrecords - 1].hash, &w);
 	any = cbt_frag_writer_end(&w, out);
-	r->meta.rows += (int64) r->nrecords;
 	return any;
 }
 
@@ -699,7 +708,8 @@ round_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 
 	if (pos < r->meta.tree_pos)
 		return;					/* the tree has it (a redone round) */
-	if (hdr->type != SS_PENDING_ITEM || hdr->len < sizeof(uint64))
+	if ((hdr->type != SS_PENDING_ITEM && hdr->type != SS_PENDING_MERGE) ||
+		hdr->len < sizeof(uint64))
 		ss_page_corrupted(r->rel, InvalidBlockNumber,
 						  "A change log record of the cbt is damaged.");
 	if (r->used + hdr->len + sizeof(RoundRecord) > r->memory && r->nrecords > 0)
@@ -716,6 +726,7 @@ round_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	memcpy(&rec->hash, payload, sizeof(uint64));
 	rec->pos = pos;
 	rec->len = hdr->len - sizeof(uint64);
+	rec->pao = hdr->type == SS_PENDING_MERGE;
 	rec->row = palloc(Max(rec->len, 1));
 	memcpy(rec->row, payload + sizeof(uint64), rec->len);
 	MemoryContextSwitchTo(old);

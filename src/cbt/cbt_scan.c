@@ -6,7 +6,8 @@
  *
  * The scan takes the tree (root, tree position) and the change log's
  * snapshot from one read of the metapage, sorts the committed records
- * after the tree's position (and the caller's own pending ones), then
+ * after the tree's position (and the caller's own pending ones: input
+ * rows, and PAOs of groups inserted with their values), then
  * walks the tree depth first, children in hash order.  At a leaf it
  * merges, by hash, the leaf's fragments, the fragments of every node
  * above it (their cursors only move forward, as the leaves' ranges follow
@@ -92,12 +93,13 @@ static void
 sort_record(CbtScanDesc *scan, uint64 pos, const SSPendingHeader *hdr,
 			const char *payload)
 {
-	Datum		values[3];
-	bool		isnull[3] = {false, false, false};
+	Datum		values[4];
+	bool		isnull[4] = {false, false, false, false};
 	bytea	   *row;
 	uint64		hash;
 
-	if (hdr->type != SS_PENDING_ITEM || hdr->len < sizeof(uint64))
+	if ((hdr->type != SS_PENDING_ITEM && hdr->type != SS_PENDING_MERGE) ||
+		hdr->len < sizeof(uint64))
 		ss_page_corrupted(scan->base.rs_rd, InvalidBlockNumber,
 						  "A change log record of the cbt is damaged.");
 	memcpy(&hash, payload, sizeof(hash));
@@ -107,6 +109,7 @@ sort_record(CbtScanDesc *scan, uint64 pos, const SSPendingHeader *hdr,
 	values[0] = Int64GetDatum(sortable(hash));
 	values[1] = Int64GetDatum((int64) pos);
 	values[2] = PointerGetDatum(row);
+	values[3] = BoolGetDatum(hdr->type == SS_PENDING_MERGE);
 	ExecClearTuple(scan->sortslot);
 	memcpy(scan->sortslot->tts_values, values, sizeof(values));
 	memcpy(scan->sortslot->tts_isnull, isnull, sizeof(isnull));
@@ -136,10 +139,11 @@ sort_begin(CbtScanDesc *scan)
 
 	if (scan->sortdesc == NULL)
 	{
-		scan->sortdesc = CreateTemplateTupleDesc(3);
+		scan->sortdesc = CreateTemplateTupleDesc(4);
 		TupleDescInitEntry(scan->sortdesc, 1, "hash", INT8OID, -1, 0);
 		TupleDescInitEntry(scan->sortdesc, 2, "pos", INT8OID, -1, 0);
 		TupleDescInitEntry(scan->sortdesc, 3, "row", BYTEAOID, -1, 0);
+		TupleDescInitEntry(scan->sortdesc, 4, "pao", BOOLOID, -1, 0);
 		scan->sortslot = MakeSingleTupleTableSlot(scan->sortdesc,
 												  &TTSOpsMinimalTuple);
 	}
@@ -356,8 +360,12 @@ next_hash(CbtScanDesc *scan, uint64 *hash)
 		bool		isnull;
 		bytea	   *row = DatumGetByteaPP(slot_getattr(scan->sortslot, 3, &isnull));
 
-		cbt_groups_add_row(&scan->groups, VARDATA_ANY(row),
-						   VARSIZE_ANY_EXHDR(row));
+		if (DatumGetBool(slot_getattr(scan->sortslot, 4, &isnull)))
+			cbt_groups_add_pao(&scan->groups, VARDATA_ANY(row),
+							   VARSIZE_ANY_EXHDR(row));
+		else
+			cbt_groups_add_row(&scan->groups, VARDATA_ANY(row),
+							   VARSIZE_ANY_EXHDR(row));
 		log_next(scan);
 	}
 	*hash = h;
