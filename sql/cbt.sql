@@ -192,6 +192,30 @@ INSERT INTO ct_big SELECT * FROM ct_big LIMIT 1;
 SELECT cbt_create('ct_bad', group_by => 'k int', aggregates => 'count(x::int8) AS x');
 SELECT cbt_create('ct_bad', group_by => 'k int', aggregates => 'avg(x::numeric) AS x');
 
+-- a session keeps one runtime (the definition's aggregates, ready to
+-- run) per cbt it used, rebuilt when the table changes, dropped with it
+CREATE TEMP TABLE ct_rt AS
+SELECT count(*) AS before FROM pg_backend_memory_contexts WHERE name = 'cbt runtime';
+DO $$
+BEGIN
+	FOR i IN 1 .. 5 LOOP
+		PERFORM cbt_create('ct_tmp' || i, 'k int', 'count(*) AS n');
+		EXECUTE format('INSERT INTO ct_tmp%s (k) VALUES (1)', i);
+	END LOOP;
+END
+$$;
+SELECT count(*) - (SELECT before FROM ct_rt) AS new_runtimes
+FROM pg_backend_memory_contexts WHERE name = 'cbt runtime';
+ALTER TABLE ct_tmp1 OWNER TO CURRENT_USER;
+VACUUM ct_tmp2;
+SELECT n FROM ct_tmp1 UNION ALL SELECT n FROM ct_tmp2;
+SELECT count(*) - (SELECT before FROM ct_rt) AS after_rebuilds
+FROM pg_backend_memory_contexts WHERE name = 'cbt runtime';
+DROP TABLE ct_tmp1, ct_tmp2, ct_tmp3, ct_tmp4, ct_tmp5;
+SELECT n FROM ct_dump WHERE k = 1 AND t = 't1';
+SELECT count(*) - (SELECT before FROM ct_rt) AS after_drop
+FROM pg_backend_memory_contexts WHERE name = 'cbt runtime';
+
 -- TRUNCATE keeps the definition
 TRUNCATE ct_multi;
 INSERT INTO ct_multi (a, b, x, y, u) VALUES (1, 'z', 2, 3, 4);
@@ -297,6 +321,7 @@ RESET search_path;
 RESET ROLE;
 
 DROP VIEW ct_check, ct_lookup_check;
+DROP TABLE ct_rt;
 DROP TABLE ct_pages, ct_big, ct_rows, ct_multi, ct_rows2, ct_nodef, ct_heap,
   ct_dump, ct_dump_copy;
 DROP SCHEMA ct_schema CASCADE;

@@ -182,10 +182,10 @@ cbt_agg_begin(const CbtDef *def, MemoryContext cxt)
 }
 
 void
-cbt_agg_end(CbtAggRun *run)
+cbt_agg_end(CbtAggRun *run, bool commit)
 {
-	FreeExprContext(run->state_econtext, true);
-	FreeExprContext(run->row_econtext, true);
+	FreeExprContext(run->state_econtext, commit);
+	FreeExprContext(run->row_econtext, commit);
 }
 
 TupleDesc

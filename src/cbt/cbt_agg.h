@@ -44,7 +44,8 @@ typedef struct CbtStates
  * cbt_input's columns (keys, then inputs).
  */
 extern CbtAggRun *cbt_agg_begin(const CbtDef *def, MemoryContext cxt);
-extern void cbt_agg_end(CbtAggRun *run);
+/* Free what cbt_agg_begin made (commit: run shutdown callbacks normally). */
+extern void cbt_agg_end(CbtAggRun *run, bool commit);
 
 /* The tuple descriptor of input rows (cbt_input's columns). */
 extern TupleDesc cbt_agg_input_desc(CbtAggRun *run);

@@ -15,6 +15,7 @@
 #include "postgres.h"
 
 #include "access/tableam.h"
+#include "access/xact.h"
 #include "access/xlog.h"
 #include "cbt.h"
 #include "cbt_agg.h"
@@ -32,8 +33,10 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 
 PG_FUNCTION_INFO_V1(cbt_handler);
 
@@ -264,13 +267,25 @@ cbt_get_state(Relation rel)
 
 /* ---- the definition's runtime ---- */
 
+/*
+ * The runtimes of this backend, by relation.  A relcache invalidation of
+ * the relation (ALTER, GRANT, VACUUM's statistics, DROP, a changed
+ * label) marks its entry stale: the next use builds the runtime again,
+ * so names the definition uses are resolved anew, and the entries of
+ * relations that no longer exist are dropped.  A replaced runtime may
+ * still be used by a scan of this transaction (a cursor), so it is freed
+ * at the transaction's end, when no scan is left.
+ */
 typedef struct RuntimeEntry
 {
 	Oid			relid;			/* hash key */
 	CbtRuntime *rt;
+	bool		stale;
 } RuntimeEntry;
 
 static HTAB *runtimes = NULL;
+static bool runtimes_stale = false;
+static List *retired_runtimes = NIL;	/* in TopMemoryContext */
 
 static void
 column_mismatch(Relation rel, const char *detail)
@@ -334,11 +349,77 @@ map_columns(Relation rel, CbtRuntime *rt)
 }
 
 static void
-runtime_free(CbtRuntime *rt)
+runtime_free(CbtRuntime *rt, bool commit)
 {
 	if (rt->run)
-		cbt_agg_end(rt->run);
+		cbt_agg_end(rt->run, commit);
 	MemoryContextDelete(rt->cxt);
+}
+
+static void
+runtime_retire(CbtRuntime *rt)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	retired_runtimes = lappend(retired_runtimes, rt);
+	MemoryContextSwitchTo(old);
+}
+
+/* RelcacheCallbackFunction: relid's runtime (every one if invalid) is stale. */
+static void
+runtimes_invalidate(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS seq;
+	RuntimeEntry *e;
+
+	if (runtimes == NULL)
+		return;
+	if (OidIsValid(relid))
+	{
+		e = hash_search(runtimes, &relid, HASH_FIND, NULL);
+		if (e != NULL)
+			e->stale = runtimes_stale = true;
+		return;
+	}
+	hash_seq_init(&seq, runtimes);
+	while ((e = hash_seq_search(&seq)) != NULL)
+		e->stale = runtimes_stale = true;
+}
+
+/* XactCallback: free the runtimes replaced during the transaction. */
+static void
+runtimes_at_xact_end(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
+		event != XACT_EVENT_PREPARE && event != XACT_EVENT_PARALLEL_COMMIT &&
+		event != XACT_EVENT_PARALLEL_ABORT)
+		return;
+	foreach(lc, retired_runtimes)
+		runtime_free((CbtRuntime *) lfirst(lc), event != XACT_EVENT_ABORT &&
+					 event != XACT_EVENT_PARALLEL_ABORT);
+	list_free(retired_runtimes);
+	retired_runtimes = NIL;
+}
+
+/* Retire the stale runtimes of relations that no longer exist. */
+static void
+runtimes_sweep(void)
+{
+	HASH_SEQ_STATUS seq;
+	RuntimeEntry *e;
+
+	runtimes_stale = false;
+	hash_seq_init(&seq, runtimes);
+	while ((e = hash_seq_search(&seq)) != NULL)
+	{
+		if (!e->stale || SearchSysCacheExists1(RELOID, ObjectIdGetDatum(e->relid)))
+			continue;
+		if (e->rt != NULL)
+			runtime_retire(e->rt);
+		(void) hash_search(runtimes, &e->relid, HASH_REMOVE, NULL);
+	}
 }
 
 /*
@@ -372,18 +453,21 @@ cbt_runtime(Relation rel)
 		runtimes = hash_create("cbt runtimes", 16, &ctl,
 							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
+	if (runtimes_stale)
+		runtimes_sweep();
 	e = hash_search(runtimes, &relid, HASH_ENTER, &found);
 	if (found && e->rt != NULL)
 	{
 		rt = e->rt;
-		if (strcmp(rt->definition, st->definition) == 0 &&
+		if (!e->stale && strcmp(rt->definition, st->definition) == 0 &&
 			rt->owner == rel->rd_rel->relowner &&
 			rt->natts == RelationGetDescr(rel)->natts)
 			return rt;
 		e->rt = NULL;
-		runtime_free(rt);
+		runtime_retire(rt);
 	}
 	e->rt = NULL;
+	e->stale = false;
 
 	cxt = AllocSetContextCreate(TopMemoryContext, "cbt runtime",
 								ALLOCSET_DEFAULT_SIZES);
@@ -597,6 +681,8 @@ SS_ASSIGN_HOOK(cbt_compression, bool)
 void
 cbt_init(void)
 {
+	CacheRegisterRelcacheCallback(runtimes_invalidate, (Datum) 0);
+	RegisterXactCallback(runtimes_at_xact_end, NULL);
 	DefineCustomIntVariable("streamsketch.cbt_root_buffer",
 							"Change log a round of a new cbt empties into its tree at once.",
 							"The root buffer of the compressed buffer tree: larger rounds aggregate more rows per group before they reach the tree.",
