@@ -295,6 +295,22 @@ RESET search_path;
 -- stored with the schema the creator's search_path found it in
 SELECT definition LIKE '%ct_schema.who(%' AS qualified
 FROM cbt_info('ct_schema.runs_as');
+-- the table depends on the aggregates its definition names, as a view
+-- does: they cannot be dropped from under it
+DROP AGGREGATE ct_schema.who(int);
+-- and so does a copy made as pg_restore makes it (the definition comes
+-- with the label)
+CREATE TABLE ct_schema.restored (k int, who text, total bigint, v int) USING cbt;
+DO $$
+BEGIN
+	EXECUTE format('SECURITY LABEL FOR streamsketch ON TABLE ct_schema.restored IS %L',
+				   (SELECT label FROM pg_seclabels
+					WHERE objoid = 'ct_schema.runs_as'::regclass AND objsubid = 0));
+END
+$$;
+DROP AGGREGATE ct_schema.who(int);
+INSERT INTO ct_schema.restored (k, v) VALUES (1, 4), (1, 5);
+SELECT k, who, total FROM ct_schema.restored;
 GRANT USAGE ON SCHEMA ct_schema TO ct_other;
 GRANT SELECT, INSERT ON ct_schema.runs_as TO ct_other;
 RESET ROLE;

@@ -82,6 +82,12 @@ typedef struct SSStateOps
 	char	   *(*params_to_label) (const void *st);
 	/* parse and validate a label (ss_label_split) into st's parameters */
 	void		(*params_from_label) (Relation rel, const char *label, void *st);
+	/*
+	 * Optional: a SECURITY LABEL statement gave rel the parameters st
+	 * (also in binary-upgrade mode, where rel's files are not there yet);
+	 * record what they make the table depend on.
+	 */
+	void		(*label_set) (Relation rel, const void *st);
 } SSStateOps;
 
 extern bool ss_read_structure_meta(Relation rel, const SSStateOps *ops,

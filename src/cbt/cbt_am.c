@@ -159,6 +159,18 @@ cbt_params_from_label(Relation rel, const char *label, void *stp)
 	}
 }
 
+/* A restored definition: the table depends on what it names. */
+static void
+cbt_label_set(Relation rel, const void *stp)
+{
+	const CbtState *st = (const CbtState *) stp;
+
+	if (st->definition[0] != '\0')
+		cbt_def_record_dependencies(cbt_def_load(st->definition,
+												 rel->rd_rel->relowner),
+									RelationGetRelid(rel));
+}
+
 /* ---- state ops ---- */
 
 /* The columns are checked against the definition when it is loaded. */
@@ -257,6 +269,7 @@ const SSStateOps cbt_state_ops = {
 	.default_params = cbt_state_defaults,
 	.params_to_label = cbt_params_to_label,
 	.params_from_label = cbt_params_from_label,
+	.label_set = cbt_label_set,
 };
 
 CbtState *

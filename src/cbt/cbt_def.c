@@ -17,6 +17,8 @@
 #include "access/htup_details.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_proc.h"
+#include "catalog/dependency.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "cbt_def.h"
 #include "miscadmin.h"
@@ -442,6 +444,8 @@ definition_from_query(Query *q, Oid owner)
 	int			attno;
 	int			ntargets = list_length(q->targetList);
 
+	def->analyzed = q;
+
 	if (q->commandType != CMD_SELECT || !q->hasAggs || q->hasWindowFuncs ||
 		q->hasTargetSRFs || q->hasSubLinks || q->hasRecursive ||
 		q->cteList != NIL || q->havingQual != NULL || q->groupingSets != NIL ||
@@ -647,6 +651,16 @@ cbt_def_load(const char *query, Oid owner)
 	PG_END_TRY();
 	def->query = pstrdup(query);
 	return def;
+}
+
+void
+cbt_def_record_dependencies(const CbtDef *def, Oid relid)
+{
+	ObjectAddress myself;
+
+	ObjectAddressSet(myself, RelationRelationId, relid);
+	recordDependencyOnExpr(&myself, (Node *) def->analyzed, NIL,
+						   DEPENDENCY_NORMAL);
 }
 
 /*

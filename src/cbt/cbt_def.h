@@ -25,6 +25,7 @@
 
 #include "postgres.h"
 
+#include "nodes/parsenodes.h"
 #include "nodes/primnodes.h"
 
 #define CBT_MAX_COLUMNS		64	/* keys + aggregates + inputs */
@@ -62,6 +63,7 @@ typedef struct CbtDef
 	int			naggs;
 	CbtAgg	   *aggs;
 	char	   *query;			/* the stored, qualified text */
+	Query	   *analyzed;		/* the query it was resolved from */
 } CbtDef;
 
 /*
@@ -80,6 +82,13 @@ extern CbtDef *cbt_def_load(const char *query, Oid owner);
  * whose is not.
  */
 extern bool cbt_def_restorable(const CbtDef *def, int *bad);
+
+/*
+ * Record that relation relid depends on what its definition names
+ * (aggregates, functions, operators, types, collations), as a view does,
+ * so that they cannot be dropped from under it without CASCADE.
+ */
+extern void cbt_def_record_dependencies(const CbtDef *def, Oid relid);
 
 /* The relation's columns: keys, results, inputs no result carries. */
 extern int	cbt_def_relation_columns(const CbtDef *def, CbtColumn *cols);

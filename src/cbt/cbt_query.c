@@ -86,6 +86,7 @@ cbt_create(PG_FUNCTION_ARGS)
 	int			ncols;
 	StringInfoData sql;
 	bool		unlogged = PG_ARGISNULL(7) ? false : PG_GETARG_BOOL(7);
+	Oid			relid;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		ereport(ERROR,
@@ -136,9 +137,11 @@ cbt_create(PG_FUNCTION_ARGS)
 			appendStringInfo(&sql, " COLLATE %s",
 							 generate_collation_name(cols[i].collation));
 	}
-	PG_RETURN_OID(ss_create_structure_columns(&cbt_state_ops, st,
-											  PG_GETARG_TEXT_PP(0), sql.data,
-											  "cbt", unlogged));
+	relid = ss_create_structure_columns(&cbt_state_ops, st,
+										PG_GETARG_TEXT_PP(0), sql.data,
+										"cbt", unlogged);
+	cbt_def_record_dependencies(def, relid);
+	PG_RETURN_OID(relid);
 }
 
 /* ---- cbt_info ---- */

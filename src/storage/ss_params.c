@@ -230,9 +230,23 @@ ss_label_check(const ObjectAddress *object, const char *seclabel)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("streamsketch labels apply to streamsketch tables only")));
 
-	/* pg_upgrade: the relation's files, metapage included, come along */
+	/*
+	 * pg_upgrade: the relation's files, metapage included, come along;
+	 * only what the parameters make the table depend on is recorded again
+	 */
 	if (IsBinaryUpgrade)
+	{
+		rel = relation_open(object->objectId, AccessExclusiveLock);
+		ops = ss_structure_ops(rel);
+		if (ops != NULL && ops->label_set != NULL && seclabel != NULL)
+		{
+			st = palloc0(ops->state_size);
+			ops->params_from_label(rel, seclabel, st);
+			ops->label_set(rel, st);
+		}
+		relation_close(rel, NoLock);
 		return;
+	}
 
 	/* a new relfilenode needs what TRUNCATE takes */
 	rel = relation_open(object->objectId, AccessExclusiveLock);
@@ -280,6 +294,8 @@ ss_label_check(const ObjectAddress *object, const char *seclabel)
 		}
 		PG_END_TRY();
 	}
+	if (ops->label_set != NULL)
+		ops->label_set(rel, st);
 	relation_close(rel, NoLock);
 }
 
