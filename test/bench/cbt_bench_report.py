@@ -1,0 +1,134 @@
+"""
+Report of the cbt benchmark (cbt_bench.py): docs/bench-cbt.md, and a PNG
+of ingestion throughput, sizes and GROUP BY times per dataset.
+"""
+import os
+
+from benchlib import fmt, notes_section, table
+
+
+def plot(results, C):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    D = list(results["datasets"])
+    R = results["datasets"]
+    fig, ax = plt.subplots(1, 3, figsize=(16, 4.8))
+    series = [("cbt", lambda r: r["cbt"]["insert"]["ops_per_s"]),
+              ("cbt, no compression", lambda r: r["cbt_nocomp"]["insert"]["ops_per_s"]),
+              ("raw heap", lambda r: r["raw"]["insert"]["ops_per_s"]),
+              ("upsert", lambda r: r["upsert_logged"]["insert"]["ops_per_s"]),
+              ("upsert, unlogged", lambda r: r["upsert_unlogged"]["insert"]["ops_per_s"])]
+    w = 0.8 / len(series)
+    for i, (label, f) in enumerate(series):
+        ax[0].bar([x + i * w for x in range(len(D))], [f(R[d]) for d in D], w, label=label)
+    ax[0].set_yscale("log")
+    ax[0].set_title("ingestion, rows/s")
+    sizes = [("cbt", lambda r: r["cbt"]["relation_mb"]),
+             ("cbt finalized", lambda r: r["cbt"]["finalized_mb"]),
+             ("cbt, no compression", lambda r: r["cbt_nocomp"]["relation_mb"]),
+             ("upsert heap + index", lambda r: r["upsert_logged"]["size_mb"]),
+             ("raw heap", lambda r: r["raw"]["size_mb"])]
+    w = 0.8 / len(sizes)
+    for i, (label, f) in enumerate(sizes):
+        ax[1].bar([x + i * w for x in range(len(D))], [f(R[d]) for d in D], w, label=label)
+    ax[1].set_yscale("log")
+    ax[1].set_title("size, MB")
+    qs = [("cbt scan (finalizing)", lambda r: r["cbt"]["scan_s"]),
+          ("cbt scan after cbt_finalize", lambda r: r["cbt"]["scan_final_s"]),
+          (f"HashAgg, work_mem {C['WORK_MEM_MB']} MB", lambda r: r["raw"]["hashagg"]["ms"] / 1000),
+          ("HashAgg, no spill", lambda r: r["raw"]["hashagg_nospill"]["ms"] / 1000)]
+    w = 0.8 / len(qs)
+    for i, (label, f) in enumerate(qs):
+        ax[2].bar([x + i * w for x in range(len(D))], [f(R[d]) for d in D], w, label=label)
+    ax[2].set_yscale("log")
+    ax[2].set_title("GROUP BY answer, seconds (cold)")
+    for a in ax:
+        a.set_xticks([x + 0.3 for x in range(len(D))])
+        a.set_xticklabels(D)
+        a.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(C["OUT_PNG"], dpi=100)
+
+
+def report(results, C):
+    C = dict(results.get("config", {}), **{k: v for k, v in C.items() if k.startswith("OUT_")})
+    ram = C["SB_MB"] + C["CG_EXTRA_MB"]
+    R = results["datasets"]
+    out = ["# cbt benchmark\n",
+           f"Command: `bash test/bench/cbt_bench.sh` (as root; parameters in "
+           f"`test/bench/cbt_bench.py`). Run {results['started']} on "
+           f"{results['machine'].get('cpu', '?')}, {results['machine'].get('cores', '?')} cores; "
+           f"build `{results['ext'].get('head', '?')}`.\n",
+           f"Each dataset is a stream of {C['N']:,} words, fed in {C['BATCH']:,}-row transactions "
+           f"into a cbt `count(*)` per word (the paper's wordcount) and its baselines, with "
+           f"shared_buffers {C['SB_MB']} MB and work_mem {C['WORK_MEM_MB']} MB in a memory cgroup "
+           f"of {ram} MB, the page cache dropped before each phase. The upsert table is "
+           f"measured on the last {C['WINDOW']:,} rows, preloaded with the counts of the others.\n",
+           "## Datasets\n"]
+    rows = []
+    for d, r in R.items():
+        ds, s = r["dataset"], r["stream"]
+        rows.append([d, ds["dist"], fmt(ds["keys"]), ds["keylen"], fmt(s["groups"]),
+                     fmt(C["N"] / s["groups"], 1), fmt(s["max_count"]), fmt(s["stream_mb"])])
+    out.append(table(["dataset", "distribution", "key space", "word bytes", "groups",
+                      "rows per group", "largest group", "stream heap MB"], rows))
+    out.append(f"\n![ingestion, sizes, GROUP BY]({os.path.basename(C['OUT_PNG'])})\n")
+    out.append("## Ingestion\n")
+    rows = []
+    for d, r in R.items():
+        for key, label in (("cbt", "cbt"), ("cbt_nocomp", "cbt, compression off")):
+            m = r[key]["insert"]
+            rows.append([d, label, fmt(m["ops_per_s"]), fmt(m["reads_per_op"], 4),
+                         fmt(m["buf_writes_per_op"], 4), fmt(m["wal_bytes_per_op"], 1),
+                         fmt(m["mem_peak_mb"]), r[key]["wrong"]])
+        for v, f in r.get("factors", {}).items():
+            m = f["insert"]
+            rows.append([d, f"cbt, {v}", fmt(m["ops_per_s"]), fmt(m["reads_per_op"], 4),
+                         fmt(m["buf_writes_per_op"], 4), fmt(m["wal_bytes_per_op"], 1),
+                         fmt(m["mem_peak_mb"]), f["wrong"]])
+        m = r["raw"]["insert"]
+        rows.append([d, "raw rows, heap", fmt(m["ops_per_s"]), fmt(m["reads_per_op"], 4),
+                     fmt(m["buf_writes_per_op"], 4), fmt(m["wal_bytes_per_op"], 1),
+                     fmt(m["mem_peak_mb"]), "-"])
+        for key, label in (("upsert_logged", "upsert"), ("upsert_unlogged", "upsert, unlogged")):
+            m = r[key]["insert"]
+            rows.append([d, label, fmt(m["ops_per_s"]), fmt(m["reads_per_op"], 4),
+                         fmt(m["buf_writes_per_op"], 4), fmt(m["wal_bytes_per_op"], 1),
+                         fmt(m["mem_peak_mb"]), r[key]["wrong"]])
+    out.append(table(["dataset", "structure", "rows/s", "page reads/row", "buffer writes/row",
+                      "WAL bytes/row", "memory peak MB", "groups wrong"], rows))
+    out.append("\n## Size and answers\n")
+    rows = []
+    for d, r in R.items():
+        c = r["cbt"]
+        rows.append([d, fmt(c["relation_mb"]), fmt(c["info"]["stored_bytes"] / 2**20),
+                     fmt(c["finalized_mb"]), fmt(r["cbt_nocomp"]["relation_mb"]),
+                     fmt(r["upsert_logged"]["size_mb"]), fmt(r["raw"]["size_mb"]),
+                     fmt(c["scan_s"], 2), fmt(c["finalize_s"], 2), fmt(c["scan_final_s"], 2),
+                     fmt(r["raw"]["hashagg"]["ms"] / 1000, 2),
+                     str(r["raw"]["hashagg"]["batches"]),
+                     fmt(r["raw"]["hashagg_nospill"]["ms"] / 1000, 2),
+                     fmt(r["raw"]["nospill_work_mem_mb"])])
+    out.append(table(["dataset", "cbt MB", "cbt tree (compressed) MB", "cbt finalized MB",
+                      "cbt no compression MB", "upsert heap+index MB", "raw heap MB",
+                      "cbt scan s", "cbt_finalize s", "scan after s",
+                      f"HashAgg s (work_mem {C['WORK_MEM_MB']} MB)", "batches", "HashAgg s (no spill)",
+                      "work_mem for no spill MB"], rows))
+    out.append("\n## Targets\n")
+    rows = []
+    for d, r in R.items():
+        c = r["cbt"]
+        up = r["upsert_logged"]
+        rows.append([d, fmt(c["insert"]["ops_per_s"] / up["insert"]["ops_per_s"], 1),
+                     fmt(c["relation_mb"] / up["size_mb"], 2),
+                     fmt(c["relation_mb"] / r["raw"]["size_mb"], 2),
+                     fmt(c["scan_s"] / (r["raw"]["hashagg"]["ms"] / 1000), 2)])
+    out.append(table(["dataset", "ingestion cbt / upsert (>= 10)", "size cbt / upsert (<= 0.5)",
+                      "size cbt / raw rows (<= 0.25)", "finalizing scan / HashAgg (<= 1)"], rows))
+    out.append("")
+    out.extend(notes_section("cbt_bench_notes.md"))
+    with open(C["OUT_MD"], "w") as f:
+        f.write("\n".join(out) + "\n")
+    plot(results, C)
