@@ -28,6 +28,16 @@
 # its count at the report (a count column, which reports it again with
 # that count); the parameters are the source's.
 #
+# A cbt's rows are its groups, so a dump carries them too (docs/cbt.md,
+# "Dumps"): two cbts (a constructor's arguments; a non-superuser role's,
+# with streamsketch.cbt_* settings), filled through spills and splits,
+# whose aggregates all have their state as their result, come back from
+# every dump with the source's parameters and label and exactly the
+# source's groups (-s: none; refilled, the source's groups), and go on
+# aggregating from them.  A cbt whose results are not states (avg) is kept
+# out of those dumps: its own dump restores the table, with the source's
+# parameters, and its rows are refused with 0A000.
+#
 # pg_upgrade (copy mode) keeps the shape, parameters, counters, contents
 # and label of every structure, and they stay usable.
 #
@@ -35,6 +45,8 @@
 # triggers) allow everything pg_dump and pg_upgrade emit for a legal
 # structure, including structures with dropped columns that versions
 # before the guard rails could make (made here with the guard disabled).
+# The one exception is a cbt restored by pg_restore --no-security-labels:
+# without its label it has no definition, so its rows are refused (55000).
 #
 # (This test replaces 004_durable_params.pl, whose checks it includes.)
 
@@ -436,6 +448,25 @@ SET streamsketch.lert_cones = 2;
 CREATE TABLE app.lert_guc (k text, c int4) USING lert;
 RESET ALL;
 RESET ROLE;
+
+-- cbt: a constructor (non-default parameters but compression), and
+-- settings, in a non-superuser role's schema.  (CREATE TABLE ... USING
+-- cbt cannot say what to group by: only its dump's label gives it a
+-- definition.)  Every result is its aggregate's state, so that a dump
+-- restores the groups.
+SELECT cbt_create('cbt_fn', group_by => 'k int8, t text',
+                  aggregates => 'count(*) AS n, sum(v::int4) AS sv, min(v) AS mn,
+                                 max(x::int) AS x, bool_and(b::bool) AS ba',
+                  root_buffer => '64kB', node_buffer => '16kB', fanout => 4);
+SET ROLE ss_owner;
+SET streamsketch.cbt_root_buffer = '128kB';
+SET streamsketch.cbt_node_buffer = '32kB';
+SET streamsketch.cbt_fanout = 8;
+SET streamsketch.cbt_compression = off;
+SELECT cbt_create('app.cbt_guc', 'k text',
+                  'count(*) AS n, sum(w::float8) AS sw, min(w) AS lo, bit_or(f::int4) AS f');
+RESET ALL;
+RESET ROLE;
 });
 
 my @all = map { $_->{t} } @S;
@@ -584,6 +615,166 @@ sub check_lert_restored
 	return;
 }
 
+# cbt: filled through spills and splits (small buffers), then read once,
+# which consolidates the change log's last rows, so that reading the
+# source (the dumps) changes nothing.  inputs: the rows fed, for i in a
+# range; groups: the aggregates of the GROUP BY over them that gives the
+# table's rows (input columns read back NULL).
+my %CBT = (
+	cbt_fn => {
+		keys => 'k, t',
+		cols => 'k, t, v, x, b',
+		inputs => sub {
+			"SELECT i % 1500, CASE WHEN i % 7 = 0 THEN NULL ELSE 't' || (i % 3) END, "
+			  . "CASE WHEN i % 11 = 0 THEN NULL ELSE i END, i % 50, i % 13 <> 0 "
+			  . "FROM generate_series($_[0], $_[1]) i";
+		},
+		groups => 'count(*) AS n, sum(v) AS sv, min(v) AS mn, max(x) AS x, '
+		  . 'bool_and(b) AS ba, NULL::int4 AS v, NULL::bool AS b',
+		fill => [ [ 1, 12000 ], [ 12001, 14000 ] ],
+		more => [ 14001, 15000 ] },
+	'app.cbt_guc' => {
+		keys => 'k',
+		cols => 'k, w, f',
+		# (floats that add up exactly in any order)
+		inputs => sub {
+			"SELECT 'k' || (i % 2500), ((i % 8) * 0.25)::float8, 1 << (i % 20) "
+			  . "FROM generate_series($_[0], $_[1]) i";
+		},
+		groups => 'count(*) AS n, sum(w) AS sw, min(w) AS lo, bit_or(f) AS f, '
+		  . 'NULL::float8 AS w',
+		fill => [ [ 1, 9000 ], [ 9001, 16000 ] ],
+		more => [ 16001, 17000 ] });
+my @cbts = sort keys %CBT;
+
+# the INSERT of the inputs $from..$to of cbt $t
+sub cbt_insert_sql
+{
+	my ($t, $from, $to) = @_;
+	return "INSERT INTO $t ($CBT{$t}{cols}) " . $CBT{$t}{inputs}->($from, $to);
+}
+
+# the fill of cbt $t (one transaction per range)
+sub cbt_fill_sql
+{
+	my ($t) = @_;
+	return join(";\n", map { cbt_insert_sql($t, @$_) } @{ $CBT{$t}{fill} }) . ';';
+}
+
+# '<groups> <md5 of the rows in key order>' of $from (cbt $t's rows, or
+# the GROUP BY that should equal them); '0 -' if empty
+sub cbt_digest_sql
+{
+	my ($t, $from) = @_;
+	return "SELECT count(*) || ' ' || coalesce(md5(string_agg(r::text, ';' "
+	  . "ORDER BY $CBT{$t}{keys})), '-') FROM $from r";
+}
+
+# the digest of the GROUP BY over cbt $t's inputs 1..$to
+sub cbt_expected_sql
+{
+	my ($t, $to) = @_;
+	my $c = $CBT{$t};
+	return cbt_digest_sql($t,
+		"(SELECT $c->{keys}, $c->{groups} FROM (" . $c->{inputs}->(1, $to)
+		  . ") i($c->{cols}) GROUP BY $c->{keys})");
+}
+
+# { cbt => { kind => value } }; params: the info row minus the tree's
+# shape and counters
+sub cbt_collect
+{
+	my ($node, $db, $tables) = @_;
+	my %v;
+	foreach my $t (@$tables)
+	{
+		my %q = (
+			params => "SELECT row(definition, root_buffer, node_buffer, fanout, "
+			  . "compression)::text FROM cbt_info('$t')",
+			info => "SELECT i::text FROM cbt_info('$t') i",
+			rows => cbt_digest_sql($t, $t),
+			map { $_ => value_sql($t, $_) } qw(label shape logical_shape));
+		$v{$t}{$_} = query($node, $db, $q{$_}) foreach keys %q;
+	}
+	return \%v;
+}
+
+# insert cbt $t's further inputs: its rows must become the GROUP BY over
+# all its inputs (the restored groups merged with the new rows)
+sub check_cbt_usable
+{
+	my ($node, $db, $how, $t) = @_;
+	my ($from, $to) = @{ $CBT{$t}{more} };
+	my $r = query($node, $db, cbt_insert_sql($t, $from, $to));
+	is($r . '|' . query($node, $db, cbt_digest_sql($t, $t)),
+		'|' . query($node, $db, cbt_expected_sql($t, $to)),
+		"$how: $t goes on aggregating from its groups");
+	return;
+}
+
+# (the count(*) is the read that settles the change log)
+my $cfilled = '';
+foreach my $t (@cbts)
+{
+	my $r = query($old, 'src', cbt_fill_sql($t) . "\nSELECT count(*) FROM $t;");
+	$cfilled .= "$t: $r\n" if $r =~ /^ERROR/;
+}
+is($cfilled, '', 'source: every cbt filled');
+my $csrc = cbt_collect($old, 'src', \@cbts);
+foreach my $t (@cbts)
+{
+	my $last = $CBT{$t}{fill}[-1][1];
+	is($csrc->{$t}{rows}, query($old, 'src', cbt_expected_sql($t, $last)),
+		"source: $t has the GROUP BY's groups");
+	isnt($csrc->{$t}{rows}, '0 -', "source: $t is not empty");
+	is( query(
+			$old, 'src',
+			"SELECT height > 1 AND spills > 0 AND splits > 0 AND rows = $last "
+			  . "FROM cbt_info('$t')"),
+		't', "source: $t spilled and split, and holds every row");
+}
+is($csrc->{cbt_fn}{label},
+	'root_buffer_kb=64 node_buffer_kb=16 fanout=4 compression=on hash_bits=64 '
+	  . 'seed=1592598101 definition=' . query($old, 'src',
+		"SELECT translate(encode(convert_to(definition, 'UTF8'), 'base64'), E'\\n', '') "
+		  . "FROM cbt_info('cbt_fn')"),
+	'source: cbt_fn has the constructor\'s parameters');
+like($csrc->{'app.cbt_guc'}{label},
+	qr/^root_buffer_kb=128 node_buffer_kb=32 fanout=8 compression=off hash_bits=64 seed=1592598101 definition=[A-Za-z0-9+\/=]+$/,
+	'source: app.cbt_guc has the settings\' parameters');
+is($csrc->{'app.cbt_guc'}{shape}, 'r|p|cbt|ss_owner||||k:text::f,n:bigint::f,'
+	  . 'sw:double precision::f,lo:double precision::f,f:integer::f,w:double precision::f',
+	'source: app.cbt_guc belongs to ss_owner, with its keys, results and inputs');
+
+# the checks of a restored database's cbts: the source's shape,
+# parameters, label and groups (-s: none, and refilled with the same
+# rows, the source's groups), and it goes on aggregating from them
+sub check_cbt_restored
+{
+	my ($db, $how, $tables, %opt) = @_;
+	my $v = cbt_collect($old, $db, $tables);
+	foreach my $t (@$tables)
+	{
+		is($v->{$t}{logical_shape}, $csrc->{$t}{logical_shape},
+			"$how: $t has the source's shape");
+		is($v->{$t}{params}, $csrc->{$t}{params}, "$how: $t has the source's parameters");
+		is($v->{$t}{label}, $csrc->{$t}{label}, "$how: $t has the source's label");
+		if ($opt{schema_only})
+		{
+			is($v->{$t}{rows}, '0 -', "$how: $t is empty");
+			is(query($old, $db, cbt_fill_sql($t)), '', "$how: $t refilled");
+			is(query($old, $db, cbt_digest_sql($t, $t)), $csrc->{$t}{rows},
+				"$how: $t refilled has the source's groups");
+		}
+		else
+		{
+			is($v->{$t}{rows}, $csrc->{$t}{rows}, "$how: $t has the source's groups");
+		}
+		check_cbt_usable($old, $db, $how, $t);
+	}
+	return;
+}
+
 # ---------------------------------------------------------------------------
 # dumps
 
@@ -596,19 +787,23 @@ my $pgoptions = join(' ',
 	  bcms_epsilon=0.01 bcms_delta=0.1 bcms_mode=buffered bcms_conservative=off
 	  bcms_buffer_size=64kB qf_capacity=8000 qf_fp_rate=0.05 qf_fanout=16
 	  qf_buffer_size=48kB bloom_capacity=5000 bloom_fp_rate=0.1
-	  bloom_mode=localized bloom_buffer_size=24kB));
+	  bloom_mode=localized bloom_buffer_size=24kB cbt_root_buffer=256kB
+	  cbt_node_buffer=64kB cbt_fanout=32 cbt_compression=off));
 
 # run a restore command (with the settings above if $settings): it must
-# report no errors
+# report no errors but the @$expected ones (in any order; it then exits
+# with an error)
 sub restore
 {
-	my ($how, $cmd, $settings) = @_;
+	my ($how, $cmd, $settings, $expected) = @_;
 	local $ENV{PGOPTIONS} = $settings ? $pgoptions : '';
 	my ($stdout, $stderr);
 	my $ok = IPC::Run::run($cmd, '>', \$stdout, '2>', \$stderr);
-	my @errors = $stderr =~ /ERROR:  (.*)/g;
+	my @errors = sort($stderr =~ /ERROR:  (.*)/g);
+	my @want = sort @{ $expected // [] };
 	is_deeply([ $ok ? 'exit 0' : 'exit > 0', @errors ],
-		['exit 0'], "$how: restore has no errors")
+		[ @want ? 'exit > 0' : 'exit 0', @want ],
+		"$how: restore has " . (@want ? 'only the expected errors' : 'no errors'))
 	  or diag($stderr);
 	return;
 }
@@ -651,9 +846,10 @@ foreach my $case ([ 'dst_custom', 0, 'pg_restore' ],
 	my ($db, $settings, $how) = @$case;
 	$old->safe_psql('postgres', "CREATE DATABASE $db");
 	restore($how, [ 'pg_restore', '-d', $old->connstr($db), "$tempdir/src.dump" ],
-		$settings, 1);
+		$settings);
 	check_restored($db, $how, \@all);
 	check_lert_restored($db, $how, 0);
+	check_cbt_restored($db, $how, \@cbts);
 }
 
 # plain + psql, with other settings
@@ -662,9 +858,10 @@ command_ok([ 'pg_dump', '-f', "$tempdir/src.sql", '-d', $srcconn ],
 $old->safe_psql('postgres', 'CREATE DATABASE dst_plain');
 restore('plain',
 	[ 'psql', '-X', '-q', '-d', $old->connstr('dst_plain'), '-f', "$tempdir/src.sql" ],
-	1, 1);
+	1);
 check_restored('dst_plain', 'plain', \@all);
 check_lert_restored('dst_plain', 'plain', 0);
+check_cbt_restored('dst_plain', 'plain', \@cbts);
 
 # schema only, with other settings
 command_ok([ 'pg_dump', '-s', '-f', "$tempdir/src_s.sql", '-d', $srcconn ],
@@ -672,16 +869,17 @@ command_ok([ 'pg_dump', '-s', '-f', "$tempdir/src_s.sql", '-d', $srcconn ],
 $old->safe_psql('postgres', 'CREATE DATABASE dst_schema');
 restore('pg_dump -s',
 	[ 'psql', '-X', '-q', '-d', $old->connstr('dst_schema'), '-f', "$tempdir/src_s.sql" ],
-	1, 1);
+	1);
 check_restored('dst_schema', 'pg_dump -s', \@all, schema_only => 1);
 check_lert_restored('dst_schema', 'pg_dump -s', 1);
+check_cbt_restored('dst_schema', 'pg_dump -s', \@cbts, schema_only => 1);
 
 # -t: one structure of each access method, into a database that has the
-# extension, with other settings
+# extension, with other settings (a cbt's dump carries its groups)
 my @one_each = qw(bcms_fn qf_fn bqf_fn cf_fn bloom_fn);
 $old->safe_psql('postgres', 'CREATE DATABASE dst_t');
 $old->safe_psql('dst_t', 'CREATE EXTENSION streamsketch');
-foreach my $t (@one_each)
+foreach my $t (@one_each, 'cbt_fn')
 {
 	command_ok([ 'pg_dump', '-t', $t, '-f', "$tempdir/$t.sql", '-d', $srcconn ],
 		"pg_dump -t $t");
@@ -691,18 +889,21 @@ foreach my $t (@one_each)
 			'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d',
 			$old->connstr('dst_t'), '-f', "$tempdir/$t.sql"
 		],
-		1, 0);
+		1);
 }
 check_restored('dst_t', 'pg_dump -t', \@one_each);
+check_cbt_restored('dst_t', 'pg_dump -t', ['cbt_fn']);
 is( query(
 		$old, 'dst_t',
 		"SELECT string_agg(relname, ',' ORDER BY relname) FROM pg_class c "
 		  . "JOIN pg_am a ON a.oid = c.relam WHERE a.amname <> 'heap' AND relkind = 'r'"),
-	'bcms_fn,bloom_fn,bqf_fn,cf_fn,qf_fn',
+	'bcms_fn,bloom_fn,bqf_fn,cbt_fn,cf_fn,qf_fn',
 	'pg_dump -t: the dumped structures only');
 
 # pg_restore --no-security-labels: the restoring session's settings make
-# the parameters (documented); references are made with the same settings
+# the parameters (documented); references are made with the same settings.
+# A cbt gets no definition (only the label has it), so its rows are
+# refused: the restore's only errors.
 $old->safe_psql('postgres', 'CREATE DATABASE refs');
 {
 	local $ENV{PGOPTIONS} = $pgoptions;
@@ -714,6 +915,7 @@ CREATE TABLE ref_quotient_filter (k int8) USING quotient_filter;
 CREATE TABLE ref_buffered_quotient_filter (k int8) USING buffered_quotient_filter;
 CREATE TABLE ref_cascade_filter (k int8) USING cascade_filter;
 CREATE TABLE ref_bloom_filter (k int8) USING bloom_filter;
+CREATE TABLE ref_cbt (k int8, n int8) USING cbt;
 });
 }
 $old->safe_psql('postgres', 'CREATE DATABASE dst_nolabel');
@@ -722,7 +924,7 @@ $old->safe_psql('postgres', 'CREATE DATABASE dst_nolabel');
 	restore($how,
 		[ 'pg_restore', '--no-security-labels', '-d',
 		  $old->connstr('dst_nolabel'), "$tempdir/src.dump" ],
-		1, 1);
+		1, [ map { my $n = s/.*\.//r; qq{cbt "$n" has no definition} } @cbts ]);
 	my $v = collect($old, 'dst_nolabel', \@all, qw(params label answers));
 	foreach my $t (@all)
 	{
@@ -741,6 +943,15 @@ $old->safe_psql('postgres', 'CREATE DATABASE dst_nolabel');
 		is($v->{$t}{answers}, empty_answers($t), "$how: $t is empty");
 	}
 	check_usable($old, 'dst_nolabel', $how, \@all);
+	my $ref = cbt_collect($old, 'refs', ['ref_cbt']);
+	my $cv = cbt_collect($old, 'dst_nolabel', \@cbts);
+	foreach my $t (@cbts)
+	{
+		is($cv->{$t}{params} . ' | ' . $cv->{$t}{label},
+			$ref->{ref_cbt}{params} . ' | ' . $ref->{ref_cbt}{label},
+			"$how: $t has the restoring session's parameters, no definition, "
+			  . 'and their label');
+	}
 }
 
 # the dumps left the source as it was
@@ -755,12 +966,57 @@ foreach my $t (@lerts)
 	is($lsrc_again->{$t}{info} . '|' . $lsrc_again->{$t}{reports},
 		$lsrc->{$t}{info} . '|' . $lsrc->{$t}{reports}, "source: $t unchanged by the dumps");
 }
+my $csrc_again = cbt_collect($old, 'src', \@cbts);
+foreach my $t (@cbts)
+{
+	is($csrc_again->{$t}{info} . '|' . $csrc_again->{$t}{rows},
+		$csrc->{$t}{info} . '|' . $csrc->{$t}{rows}, "source: $t unchanged by the dumps");
+}
+
+# A cbt whose results are not their states (avg's final function) cannot
+# take its groups back: its dump restores the table, empty, with the
+# source's parameters, and psql reports the refusal of its rows (0A000;
+# docs/cbt.md, "Dumps").  It has a database of its own, so that the dumps
+# above, which must restore without an error, do not hold it.
+$old->safe_psql('postgres', 'CREATE DATABASE src_avg');
+$old->safe_psql(
+	'src_avg', q{
+CREATE EXTENSION streamsketch;
+SELECT cbt_create('cbt_avg', 'k int4', 'count(*) AS n, avg(f::float8) AS af', fanout => 4);
+INSERT INTO cbt_avg (k, f) SELECT i % 10, i FROM generate_series(1, 100) i;
+});
+command_ok(
+	[ 'pg_dump', '-t', 'cbt_avg', '-f', "$tempdir/cbt_avg.sql", '-d', $old->connstr('src_avg') ],
+	'pg_dump -t cbt_avg');
+$old->safe_psql('postgres', 'CREATE DATABASE dst_avg');
+$old->safe_psql('dst_avg', 'CREATE EXTENSION streamsketch');
+{
+	my ($stdout, $stderr);
+	IPC::Run::run(
+		[
+			'psql', '-X', '-q', '-v', 'VERBOSITY=verbose', '-d',
+			$old->connstr('dst_avg'), '-f', "$tempdir/cbt_avg.sql"
+		],
+		'>', \$stdout, '2>', \$stderr);
+	is_deeply([ $stderr =~ /ERROR:  (.*)/g ],
+		[ q{0A000: cbt "cbt_avg" cannot take a group's final values back} ],
+		'pg_dump -t cbt_avg: the restore refuses its rows, with 0A000')
+	  or diag($stderr);
+	my @q = (
+		"SELECT row(definition, root_buffer, node_buffer, fanout, compression)::text "
+		  . "FROM cbt_info('cbt_avg')",
+		value_sql('cbt_avg', 'label'));
+	is(join(' | ', map { query($old, 'dst_avg', $_) } 'SELECT count(*) FROM cbt_avg', @q),
+		join(' | ', '0', map { query($old, 'src_avg', $_) } @q),
+		'pg_dump -t cbt_avg: restored empty, with the source\'s parameters and label');
+}
 note sprintf('dumps done after %d s', time - $t0);
 
 # ---------------------------------------------------------------------------
 # pg_upgrade (copy mode), of the source database only
 
-foreach my $db (qw(dst_custom dst_opts dst_plain dst_schema dst_t dst_nolabel refs))
+foreach my $db (qw(dst_custom dst_opts dst_plain dst_schema dst_t dst_nolabel refs
+	src_avg dst_avg))
 {
 	$old->safe_psql('postgres', "DROP DATABASE $db");
 }
@@ -835,6 +1091,16 @@ foreach my $t (@lerts)
 	my $r = query($new, 'src', "INSERT INTO $t SELECT $key$w FROM (VALUES (3)) v(g)");
 	is($r . '|' . query($new, 'src', "SELECT lert_count('$t', $key) FROM (VALUES (3)) v(g)"),
 		'|7', "pg_upgrade: $t is usable (insert + lert_count)");
+}
+my $cup = cbt_collect($new, 'src', \@cbts);
+foreach my $t (@cbts)
+{
+	is($cup->{$t}{shape}, $csrc->{$t}{shape}, "pg_upgrade: $t has the source's shape");
+	is($cup->{$t}{info}, $csrc->{$t}{info},
+		"pg_upgrade: $t has the source's parameters and counters");
+	is($cup->{$t}{label}, $csrc->{$t}{label}, "pg_upgrade: $t has the source's label");
+	is($cup->{$t}{rows}, $csrc->{$t}{rows}, "pg_upgrade: $t has the source's groups");
+	check_cbt_usable($new, 'src', 'pg_upgrade', $t);
 }
 is(query($new, 'src', "SELECT string_agg(key || ':' || count, ',' ORDER BY key) FROM "
 		  . "lert_reports('app.lert_guc', 3)"), 'k3:7',

@@ -40,7 +40,7 @@
 # pd_lsn would break WAL flushes of the page, not our code).
 #
 # Trials per access method and region (metapage, data pages):
-# STREAMSKETCH_FUZZ_TRIALS (default 24; 8 x 2 x 24 = 384 trials).  Seeds
+# STREAMSKETCH_FUZZ_TRIALS (default 24; 9 x 2 x 24 = 432 trials).  Seeds
 # are fixed, so a run is reproducible.
 
 use strict;
@@ -64,8 +64,9 @@ my $nkeys = 20000;      # keys 1..nkeys inserted
 # the counters after them (items, totals, flushes) are reported by the
 # info functions only and cannot be checked (docs/fuzz-outcomes.md)
 my $DATA = 24;
+# (cbt: SSMetaHeader, 72 bytes, then CbtParams, 24: CbtMeta.root is at 96)
 my %meta_end = (bcms => $DATA + 144, bloom => $DATA + 136, qf => $DATA + 136,
-	lert => $DATA + 256);
+	lert => $DATA + 256, cbt => $DATA + 96);
 
 my @structures = (
 	{
@@ -124,6 +125,14 @@ my @structures = (
 		lookup => "lert_count('%s', k::int8)::text",
 		info => "SELECT (i.observations, i.reports, i.level0_entries)::text FROM lert_info('%s') i",
 		flush => "SELECT lert_flush('%s')",
+	},
+	{
+		# small buffers: the 20,000 keys make node pages and fragment pages
+		tag => 'cbt', kind => 'cbt',
+		create => "SELECT cbt_create('%s', 'k int8', 'count(*) AS n', root_buffer => '64kB', node_buffer => '16kB', fanout => 4)",
+		lookup => "coalesce((SELECT n FROM cbt_lookup(NULL::%s, k::int8)), 0)::text",
+		info => "SELECT (i.rows, i.height, i.nodes, i.fragments)::text FROM cbt_info('%s') i",
+		flush => "SELECT cbt_finalize('%s')",
 	});
 
 my $node = ss_node(
