@@ -4,7 +4,7 @@ EXTVERSION = 0.1
 
 MODULE_big = streamsketch
 # src/ has one folder per layer or structure family (docs/design.md)
-SRC_DIRS = src src/storage src/bcms src/qf src/bloom src/lert src/cbt
+SRC_DIRS = src src/storage src/bcms src/qf src/bloom src/lert src/cbt src/bfile
 OBJS = $(patsubst %.c,%.o,$(sort $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.c))))
 
 # The extension script is assembled from one part per structure.

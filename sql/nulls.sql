@@ -83,6 +83,8 @@ INSERT INTO null_calls VALUES
 ('lert_info(regclass)', ARRAY['''nt_lert''::regclass']),
 ('streamsketch_log_info(regclass)', ARRAY['''nt_lert''::regclass']),
 ('cbt_info(regclass)', ARRAY['''nt_cbt''::regclass']),
+('sample_agg(anyelement,int)', ARRAY['1', '3']),
+('sample_agg(anyelement,int,float8)', ARRAY['1', '3', '1.0::float8']),
 ('cbt_lookup(anyelement,"any")', ARRAY['NULL::nt_cbt', '0::int']),
 ('cbt_finalize(regclass)', ARRAY['''nt_cbt''::regclass']),
 ('cbt_create(text,text,text,text,text,int,bool,bool)',
