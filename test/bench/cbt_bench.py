@@ -136,6 +136,9 @@ def run_cbt(tag, args):
             "spills", "splits", "relation_pages", "leaked_pages"]
     info = dict(zip(cols, map(int, psql(f"SELECT {', '.join(cols)} FROM cbt_info('{t}')").split("|"))))
     res = dict(table=t, insert=m, info=info, relation_mb=info["relation_pages"] * 8192 / 2**20)
+    # the change log's pages (in use and kept for reuse) within the relation
+    lp = psql(f"SELECT log_pages + free_log_pages FROM streamsketch_log_info('{t}')")
+    res["log_mb"] = int(lp) * 8192 / 2**20
     # a finalizing scan, cold
     L.restart("measure")
     res["scan_s"], groups = timed(f"SELECT count(*) FROM {t}")

@@ -103,7 +103,7 @@ def report(results, C):
     rows = []
     for d, r in R.items():
         c = r["cbt"]
-        rows.append([d, fmt(c["relation_mb"]), fmt(c["info"]["stored_bytes"] / 2**20),
+        rows.append([d, fmt(c["relation_mb"]), fmt(c.get("log_mb")), fmt(c["info"]["stored_bytes"] / 2**20),
                      fmt(c["finalized_mb"]), fmt(r["cbt_nocomp"]["relation_mb"]),
                      fmt(r["upsert_logged"]["size_mb"]), fmt(r["raw"]["size_mb"]),
                      fmt(c["scan_s"], 2), fmt(c["finalize_s"], 2), fmt(c["scan_final_s"], 2),
@@ -111,7 +111,7 @@ def report(results, C):
                      str(r["raw"]["hashagg"]["batches"]),
                      fmt(r["raw"]["hashagg_nospill"]["ms"] / 1000, 2),
                      fmt(r["raw"]["nospill_work_mem_mb"])])
-    out.append(table(["dataset", "cbt MB", "cbt tree (compressed) MB", "cbt finalized MB",
+    out.append(table(["dataset", "cbt MB", "of which change log MB", "cbt tree (compressed) MB", "cbt finalized MB",
                       "cbt no compression MB", "upsert heap+index MB", "raw heap MB",
                       "cbt scan s", "cbt_finalize s", "scan after s",
                       f"HashAgg s (work_mem {C['WORK_MEM_MB']} MB)", "batches", "HashAgg s (no spill)",
