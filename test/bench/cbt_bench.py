@@ -227,11 +227,13 @@ def run_raw():
     # the work_mem it needs not to spill: the peak it reported when it did
     # not, else grown until it does not
     need_mb = max(C["WORK_MEM_MB"], int((small["peak_kb"] or 0) / 1024 * 1.3) + 1)
+    # a work_mem that large does not fit in the cgroup: measured with
+    # everything in RAM (the loader's shared_buffers, no cgroup)
     big = small
     for _ in range(6):
         if big["batches"] in (None, 1):
             break
-        L.restart("measure")
+        L.restart("inram")
         psql(f"ALTER SYSTEM SET work_mem = '{need_mb}MB'")
         psql("SELECT pg_reload_conf()")
         big = hashagg_explain()

@@ -114,7 +114,7 @@ def report(results, C):
     out.append(table(["dataset", "cbt MB", "of which change log MB", "cbt tree (compressed) MB", "cbt finalized MB",
                       "cbt no compression MB", "upsert heap+index MB", "raw heap MB",
                       "cbt scan s", "cbt_finalize s", "scan after s",
-                      f"HashAgg s (work_mem {C['WORK_MEM_MB']} MB)", "batches", "HashAgg s (no spill)",
+                      f"HashAgg s (work_mem {C['WORK_MEM_MB']} MB)", "batches", "HashAgg s (no spill, in RAM)",
                       "work_mem for no spill MB"], rows))
     out.append("\n## Targets\n")
     rows = []
