@@ -71,3 +71,143 @@ SELECT sample_agg(1, 2, 'Infinity');
 SELECT sample_agg(NULL::int, 3) IS NULL AS no_values;
 
 DROP TABLE bf_big;
+
+-- ---------------------------------------------------------------------
+-- The bfile access method
+-- ---------------------------------------------------------------------
+
+-- fewer rows than the largest sample: the sample is the whole stream
+SELECT bfile_create('bf_small', 'id bigint, v text', sample_size => 1000);
+INSERT INTO bf_small SELECT g, 'x' || g FROM generate_series(1, 500) g;
+SELECT count(*) AS rows, count(DISTINCT id) AS ids, min(id), max(id),
+       bool_and(v = 'x' || id) AS intact
+FROM bf_small;
+SELECT mode, sample_size, min_size, size, level, seen, inclusion_probability
+FROM bfile_info('bf_small');
+
+-- more: never more than sample_size rows, each of the stream's; the size
+-- is the inclusion probability times the items seen, in expectation
+SET streamsketch.test_bfile_seed = 7;
+SELECT bfile_create('bf_uni', 'id bigint', sample_size => 1000, min_fraction => 0.8);
+INSERT INTO bf_uni SELECT g FROM generate_series(1, 1000000) g;
+SELECT count(*) < 1000 AS under_max, count(*) = count(DISTINCT id) AS distinct_rows,
+       bool_and(id BETWEEN 1 AND 1000000) AS from_stream
+FROM bf_uni;
+SELECT size < sample_size AS bounded, seen,
+       abs(size - inclusion_probability * seen) < 0.25 * sample_size AS near_expectation,
+       discards > 0 AS discarded, unrolls > 0 AS unrolled,
+       cardinality(bucket_items) + 1 >= 1 AS has_buckets
+FROM bfile_info('bf_uni');
+-- a rolled back insert is not a stream item; a committed one is
+BEGIN;
+INSERT INTO bf_uni SELECT g FROM generate_series(1, 5000) g;
+ROLLBACK;
+SELECT seen FROM bfile_info('bf_uni');
+SELECT bfile_flush('bf_uni') < 1000 AS flushed;
+SELECT seen FROM bfile_info('bf_uni');
+
+-- uniform: 20 streams of 100,000 rows (seeds 101..120) into samples of at
+-- most 1,000; every position has the same chance: chi-square over ten
+-- bins of positions (9 degrees of freedom; 56 is exceeded with
+-- probability about 1e-9)
+CREATE TEMP TABLE bf_draws (run int, id bigint);
+DO $$
+BEGIN
+	FOR r IN 101 .. 120 LOOP
+		EXECUTE format('SET streamsketch.test_bfile_seed = %s', r);
+		PERFORM bfile_create('bf_run', 'id bigint', sample_size => 1000, min_fraction => 0.8);
+		INSERT INTO bf_run SELECT g FROM generate_series(0, 99999) g;
+		COMMIT;					-- the sample holds committed rows only
+		INSERT INTO bf_draws SELECT r, id FROM bf_run;
+		DROP TABLE bf_run;
+	END LOOP;
+END
+$$;
+WITH c AS (SELECT id / 10000 AS bin, count(*) AS n FROM bf_draws GROUP BY 1),
+     t AS (SELECT sum(n) / 10.0 AS e FROM c)
+SELECT count(*) AS bins, sum((n - e) ^ 2 / e) < 56 AS uniform,
+       (SELECT count(DISTINCT run) FROM bf_draws) AS runs
+FROM c, t;
+
+-- weighted: rows of weight 4 are four times as likely as rows of weight 1
+-- (while below 1): over 10 streams, 4 within [3.4, 4.6]
+CREATE TEMP TABLE bf_wdraws (w int);
+DO $$
+BEGIN
+	FOR r IN 201 .. 210 LOOP
+		EXECUTE format('SET streamsketch.test_bfile_seed = %s', r);
+		PERFORM bfile_create('bf_w', 'id bigint, w int', sample_size => 2000,
+							 min_fraction => 0.8, mode => 'weighted', weight_column => 'w');
+		INSERT INTO bf_w SELECT g, CASE WHEN g % 2 = 0 THEN 4 ELSE 1 END
+		FROM generate_series(1, 200000) g;
+		COMMIT;
+		INSERT INTO bf_wdraws SELECT w FROM bf_w;
+		DROP TABLE bf_w;
+	END LOOP;
+END
+$$;
+SELECT (count(*) FILTER (WHERE w = 4))::float8 / count(*) FILTER (WHERE w = 1)
+         BETWEEN 3.4 AND 4.6 AS proportional
+FROM bf_wdraws;
+
+-- decayed: every row is in the sample when it arrives and stays until
+-- the second discard after its arrival, so the newest rows are all
+-- there; older ones thin out
+SET streamsketch.test_bfile_seed = 301;
+SELECT bfile_create('bf_dec', 'id bigint', sample_size => 5000, min_fraction => 0.8,
+                    mode => 'decayed');
+INSERT INTO bf_dec SELECT g FROM generate_series(1, 200000) g;
+SELECT (SELECT count(*) FROM bf_dec WHERE id > 199900) AS newest_100,
+       (SELECT count(*) FROM bf_dec WHERE id > 180000) >
+         10 * (SELECT count(*) FROM bf_dec WHERE id <= 20000) AS decays,
+       (SELECT inclusion_probability IS NULL FROM bfile_info('bf_dec')) AS by_age;
+RESET streamsketch.test_bfile_seed;
+
+-- TRUNCATE empties the sample and keeps the parameters
+TRUNCATE bf_uni;
+SELECT count(*) AS rows, (SELECT sample_size || ' ' || size || ' ' || seen
+                          FROM bfile_info('bf_uni')) AS info
+FROM bf_uni;
+
+-- refusals
+SELECT bfile_create('bf_bad', 'id bigint', sample_size => 1);
+SELECT bfile_create('bf_bad', 'id bigint', min_fraction => 1);
+SELECT bfile_create('bf_bad', 'id bigint', buckets => 0);
+SELECT bfile_create('bf_bad', 'id bigint', mode => 'sometimes');
+SELECT bfile_create('bf_bad', 'id bigint', mode => 'weighted');
+SELECT bfile_create('bf_bad', 'id bigint, w text', mode => 'weighted', weight_column => 'w');
+SELECT bfile_create('bf_bad', 'id bigint, w int', weight_column => 'w');
+SELECT bfile_create('bf_bad', 'id bigint', time_column => 'id');
+SELECT bfile_create('bf_bad', 'id bigint); DROP TABLE bf_small; CREATE TABLE x (y int');
+SELECT bfile_create('bf_bad', 'id bigint DEFAULT 1');
+SELECT bfile_create('bf_w2', 'id bigint, w float8', mode => 'weighted', weight_column => 'w');
+INSERT INTO bf_w2 VALUES (1, NULL);
+INSERT INTO bf_w2 VALUES (1, -1);
+INSERT INTO bf_w2 VALUES (1, 'NaN');
+INSERT INTO bf_small VALUES (1, repeat('x', 9000));
+-- a row stored inline whole: a long value that compresses well is
+-- stored uncompressed, and fits if it fits a page
+INSERT INTO bf_small VALUES (2, repeat('y', 7000));
+SELECT length(v) FROM bf_small WHERE id = 2 AND length(v) > 10;
+SELECT bfile_info('bf_draws'::regclass);
+
+-- an ordinary role creates, fills and reads its own bfile; another needs
+-- SELECT for bfile_info
+CREATE ROLE bf_user;
+CREATE ROLE bf_other;
+CREATE SCHEMA bf_schema AUTHORIZATION bf_user;
+SET ROLE bf_user;
+SELECT bfile_create('bf_schema.mine', 'id int', sample_size => 100);
+INSERT INTO bf_schema.mine SELECT g FROM generate_series(1, 50) g;
+SELECT count(*) FROM bf_schema.mine;
+SELECT size FROM bfile_info('bf_schema.mine');
+GRANT USAGE ON SCHEMA bf_schema TO bf_other;
+RESET ROLE;
+SET ROLE bf_other;
+SELECT size FROM bfile_info('bf_schema.mine');
+RESET ROLE;
+
+DROP TABLE bf_small, bf_uni, bf_dec, bf_w2;
+DROP SCHEMA bf_schema CASCADE;
+DROP ROLE bf_user;
+DROP ROLE bf_other;

@@ -21,6 +21,7 @@ INSERT INTO nt_qfts VALUES ('2000-01-01 00:00:00+00');
 INSERT INTO nt_bloom VALUES (0);
 INSERT INTO nt_lert SELECT 0 FROM generate_series(1, 30);
 SELECT cbt_create('nt_cbt', 'k int', 'count(*) AS n, sum(v::int) AS s') IS NOT NULL AS created;
+SELECT bfile_create('nt_bfile', 'id int', sample_size => 100) IS NOT NULL AS created;
 INSERT INTO nt_cbt (k, v) VALUES (0, 1), (0, 2), (1, 3);
 CREATE TABLE nt_values AS
 SELECT cms_agg(k, 0.0001::float8, 0.01::float8) AS c,
@@ -84,6 +85,11 @@ INSERT INTO null_calls VALUES
 ('streamsketch_log_info(regclass)', ARRAY['''nt_lert''::regclass']),
 ('cbt_info(regclass)', ARRAY['''nt_cbt''::regclass']),
 ('sample_agg(anyelement,int)', ARRAY['1', '3']),
+('bfile_info(regclass)', ARRAY['''nt_bfile''::regclass']),
+('bfile_flush(regclass)', ARRAY['''nt_bfile''::regclass']),
+('bfile_create(text,text,bigint,float8,int,text,text,text,bool)',
+ ARRAY['''nt_bfile_new''::text', '''id int''::text', '100::bigint', '0.5::float8',
+       '4', '''uniform''::text', 'NULL::text', 'NULL::text', 'false']),
 ('sample_agg(anyelement,int,float8)', ARRAY['1', '3', '1.0::float8']),
 ('cbt_lookup(anyelement,"any")', ARRAY['NULL::nt_cbt', '0::int']),
 ('cbt_finalize(regclass)', ARRAY['''nt_cbt''::regclass']),
@@ -242,5 +248,5 @@ INSERT INTO nt_lert VALUES (NULL), (NULL);
 SELECT lert_count(lert => 'nt_lert', key => 0) AS lert_0, k AS reported FROM nt_lert;
 
 DROP TABLE null_outcomes, null_calls, nt_values, nt_bcms, nt_qf, nt_qf2, nt_qft,
-	nt_qfts, nt_bloom, nt_lert, nt_cbt;
+	nt_qfts, nt_bloom, nt_lert, nt_cbt, nt_bfile;
 DROP VIEW ext_functions;

@@ -10,6 +10,7 @@
 
 #include "bcms.h"
 #include "bloom.h"
+#include "bfile_am.h"
 #include "cbt_am.h"
 #include "fmgr.h"
 #include "lert.h"
@@ -35,6 +36,7 @@ _PG_init(void)
 	bloom_init();
 	lert_init();
 	cbt_init();
+	bfile_init();
 	ss_params_find_rejected();
 	MarkGUCPrefixReserved("streamsketch");
 

@@ -119,6 +119,9 @@ extern Oid	ss_create_structure(const SSStateOps *ops, const void *st,
 								text *name, Oid keytype,
 								const char *second_column,
 								const char *amname, bool unlogged);
+extern List *ss_parse_column_list(const char *list, const char *what,
+								  const char *hint);
+extern char *ss_column_list_sql(List *coldefs, Oid *types);
 extern Oid	ss_create_structure_columns(const SSStateOps *ops, const void *st,
 										text *name, const char *columns,
 										const char *amname, bool unlogged);

@@ -24,7 +24,8 @@ CREATE FUNCTION cbt_info(cbt regclass,
 	OUT fanout int, OUT compression bool, OUT height int, OUT nodes bigint,
 	OUT fragments bigint, OUT rows bigint, OUT raw_bytes bigint,
 	OUT stored_bytes bigint, OUT rounds bigint, OUT spills bigint,
-	OUT splits bigint, OUT relation_pages bigint, OUT leaked_pages bigint)
+	OUT splits bigint, OUT relation_pages bigint, OUT leaked_pages bigint,
+	OUT free_pages bigint, OUT free_extents int)
 AS 'MODULE_PATHNAME', 'cbt_info' LANGUAGE C STRICT STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION cbt_info(regclass) IS 'definition, parameters, tree shape and counters of a cbt table';
 

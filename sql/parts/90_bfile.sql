@@ -58,3 +58,33 @@ CREATE AGGREGATE sample_agg(value anyelement, n int, weight float8) (
 );
 COMMENT ON AGGREGATE sample_agg(anyelement, int, float8) IS
 	'a weighted random sample of n of the values, without replacement: each draw takes a remaining value with probability proportional to its weight (NULL values and weights are skipped, weight 0 is never drawn)';
+
+CREATE FUNCTION bfile_handler(unused internal) RETURNS table_am_handler
+AS 'MODULE_PATHNAME', 'bfile_handler' LANGUAGE C;
+CREATE ACCESS METHOD bfile TYPE TABLE HANDLER bfile_handler;
+COMMENT ON ACCESS METHOD bfile IS 'B-FILE: a random sample (uniform, weighted, age-decayed) of every committed row, kept in the relation''s pages';
+
+-- Not STRICT on purpose: a NULL optional argument means its default (the
+-- setting's); a NULL name or columns is an error (22004).
+CREATE FUNCTION bfile_create(name text, columns text,
+	sample_size bigint DEFAULT NULL, min_fraction float8 DEFAULT NULL,
+	buckets int DEFAULT NULL, mode text DEFAULT NULL,
+	weight_column text DEFAULT NULL, time_column text DEFAULT NULL,
+	unlogged bool DEFAULT false)
+RETURNS regclass
+AS 'MODULE_PATHNAME', 'bfile_create' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION bfile_create(text, text, bigint, float8, int, text, text, text, bool) IS 'create a bfile table: a sample of at most sample_size of the rows inserted into it';
+
+CREATE FUNCTION bfile_info(sample regclass,
+	OUT mode text, OUT sample_size bigint, OUT min_size bigint, OUT size bigint,
+	OUT level int, OUT tail_level int, OUT buckets int, OUT bucket_items bigint[],
+	OUT tail_items bigint, OUT seen bigint, OUT inclusion_probability float8,
+	OUT data_bytes bigint, OUT discards bigint, OUT unrolls bigint,
+	OUT unroll_every int, OUT relation_pages bigint, OUT free_pages bigint,
+	OUT leaked_pages bigint)
+AS 'MODULE_PATHNAME', 'bfile_info' LANGUAGE C STRICT STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION bfile_info(regclass) IS 'parameters, levels, buckets and counters of a bfile table';
+
+CREATE FUNCTION bfile_flush(sample regclass) RETURNS bigint
+AS 'MODULE_PATHNAME', 'bfile_flush' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION bfile_flush(regclass) IS 'draw every committed row of a bfile into its sample now; returns the sample''s size';

@@ -31,6 +31,7 @@
 #include "parser/parse_type.h"
 #include "parser/parser.h"
 #include "utils/acl.h"
+#include "streamsketch.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -46,37 +47,8 @@
 static List *
 parse_group_by(const char *group_by)
 {
-	char	   *sql = psprintf("CREATE TABLE cbt_keys (%s)", group_by);
-	List	   *raw = raw_parser(sql, RAW_PARSE_DEFAULT);
-	CreateStmt *cs;
-	ListCell   *lc;
-
-	if (list_length(raw) != 1 ||
-		!IsA(linitial_node(RawStmt, raw)->stmt, CreateStmt))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
-				 errmsg("invalid group_by list \"%s\"", group_by),
-				 errhint("List the group keys as columns: 'url text, day date'.")));
-	cs = (CreateStmt *) linitial_node(RawStmt, raw)->stmt;
-	if (cs->inhRelations || cs->partbound || cs->partspec || cs->ofTypename ||
-		cs->constraints || cs->options || cs->tablespacename ||
-		cs->accessMethod || cs->tableElts == NIL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
-				 errmsg("invalid group_by list \"%s\"", group_by),
-				 errhint("List the group keys as columns: 'url text, day date'.")));
-	foreach(lc, cs->tableElts)
-	{
-		ColumnDef  *cd = (ColumnDef *) lfirst(lc);
-
-		if (!IsA(cd, ColumnDef) || cd->constraints || cd->raw_default ||
-			cd->identity || cd->generated || cd->is_from_type)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
-					 errmsg("a group key of a cbt is a name and a type"),
-					 errdetail("\"%s\" has more.", group_by)));
-	}
-	return cs->tableElts;
+	return ss_parse_column_list(group_by, "group_by list",
+								"List the group keys as columns: 'url text, day date'.");
 }
 
 typedef struct InputScan

@@ -154,8 +154,9 @@ cbt_info(PG_FUNCTION_ARGS)
 	CbtMeta    *meta = palloc0(sizeof(CbtMeta));
 	CbtState   *st;
 	TupleDesc	tupdesc;
-	Datum		values[16];
-	bool		nulls[16] = {0};
+	Datum		values[18];
+	bool		nulls[18] = {0};
+	int64		free_pages = 0;
 	SSLogSnapshot snap;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -185,6 +186,10 @@ cbt_info(PG_FUNCTION_ARGS)
 	values[13] = Int64GetDatum(meta->splits);
 	values[14] = Int64GetDatum((int64) RelationGetNumberOfBlocks(rel));
 	values[15] = Int64GetDatum(meta->leaked_pages);
+	for (uint32 i = 0; i < meta->nfree; i++)
+		free_pages += meta->free_ext[i].npages;
+	values[16] = Int64GetDatum(free_pages);
+	values[17] = Int32GetDatum((int32) meta->nfree);
 	relation_close(rel, AccessShareLock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

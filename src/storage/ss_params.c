@@ -45,12 +45,16 @@
 #include "commands/seclabel.h"
 #include "common/shortest_dec.h"
 #include "executor/spi.h"
+#include "nodes/parsenodes.h"
+#include "parser/parse_type.h"
+#include "parser/parser.h"
 #include "miscadmin.h"
 #include "postmaster/autovacuum.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "streamsketch.h"
 #include "utils/builtins.h"
+#include "utils/ruleutils.h"
 #include "utils/guc.h"
 #include "utils/varlena.h"
 #include "utils/guc_tables.h"
@@ -307,6 +311,86 @@ bool
 ss_relabel_in_progress(Oid relid)
 {
 	return OidIsValid(relabel_relid) && relabel_relid == relid;
+}
+
+/* ---- column lists given as text ---- */
+
+/*
+ * A column list as CREATE TABLE takes it ('url text, day date'), parsed,
+ * never pasted into a statement: each entry a name and a type (with a
+ * COLLATE clause at most).  what names the argument in errors; hint says
+ * what to write.  Returns the ColumnDefs.
+ */
+List *
+ss_parse_column_list(const char *list, const char *what, const char *hint)
+{
+	char	   *sql = psprintf("CREATE TABLE ss_columns (%s)", list);
+	List	   *raw = raw_parser(sql, RAW_PARSE_DEFAULT);
+	CreateStmt *cs;
+	ListCell   *lc;
+
+	if (list_length(raw) != 1 ||
+		!IsA(linitial_node(RawStmt, raw)->stmt, CreateStmt))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+				 errmsg("invalid %s \"%s\"", what, list),
+				 errhint("%s", hint)));
+	cs = (CreateStmt *) linitial_node(RawStmt, raw)->stmt;
+	if (cs->inhRelations || cs->partbound || cs->partspec || cs->ofTypename ||
+		cs->constraints || cs->options || cs->tablespacename ||
+		cs->accessMethod || cs->tableElts == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+				 errmsg("invalid %s \"%s\"", what, list),
+				 errhint("%s", hint)));
+	foreach(lc, cs->tableElts)
+	{
+		ColumnDef  *cd = (ColumnDef *) lfirst(lc);
+
+		if (!IsA(cd, ColumnDef) || cd->constraints || cd->raw_default ||
+			cd->identity || cd->generated || cd->is_from_type)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+					 errmsg("each entry of the %s is a column name and a type", what),
+					 errdetail("\"%s\" has more.", list)));
+	}
+	return cs->tableElts;
+}
+
+/*
+ * The columns of a parsed list (ss_parse_column_list) as the column list
+ * of a CREATE TABLE built from catalog lookups: names quoted, types and
+ * collations schema-qualified.  The types are resolved with the caller's
+ * search_path, as CREATE TABLE would.
+ */
+char *
+ss_column_list_sql(List *coldefs, Oid *types)
+{
+	StringInfoData sql;
+	ListCell   *lc;
+	int			i = 0;
+
+	initStringInfo(&sql);
+	foreach(lc, coldefs)
+	{
+		ColumnDef  *cd = (ColumnDef *) lfirst(lc);
+		Oid			typid;
+		int32		typmod;
+
+		typenameTypeIdAndMod(NULL, cd->typeName, &typid, &typmod);
+		if (types)
+			types[i] = typid;
+		appendStringInfo(&sql, "%s%s %s", i > 0 ? ", " : "",
+						 quote_identifier(cd->colname),
+						 format_type_extended(typid, typmod,
+											  FORMAT_TYPE_TYPEMOD_GIVEN |
+											  FORMAT_TYPE_FORCE_QUALIFY));
+		if (cd->collClause)
+			appendStringInfo(&sql, " COLLATE %s",
+							 generate_collation_name(LookupCollation(NULL, cd->collClause->collname, -1)));
+		i++;
+	}
+	return sql.data;
 }
 
 /* ---- creating a structure with given parameters ---- */

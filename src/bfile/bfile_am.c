@@ -1,0 +1,537 @@
+/*-------------------------------------------------------------------------
+ *
+ * bfile_am.c
+ *	  The `bfile` access method: parameters (settings, label, metapage),
+ *	  INSERT, the consolidation callback and the handler (docs/bfile.md).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/detoast.h"
+#include "access/heaptoast.h"
+#include "access/htup_details.h"
+#include "access/tableam.h"
+#include "bfile.h"
+#include "bfile_am.h"
+#include "catalog/pg_type.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "ss_changelog.h"
+#include "ss_pending.h"
+#include "streamsketch.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/numeric.h"
+
+PG_FUNCTION_INFO_V1(bfile_handler);
+
+/* settings (streamsketch.bfile_*): the defaults of new bfile tables */
+int			ss_bfile_sample_size = 1000000;
+double		ss_bfile_min_fraction = 0.8;
+int			ss_bfile_buckets = 16;
+int			ss_bfile_mode = BFILE_UNIFORM;
+char	   *ss_bfile_weight_column = NULL;
+int			ss_test_bfile_seed = 0;
+
+static const struct config_enum_entry bfile_mode_options[] = {
+	{"uniform", BFILE_UNIFORM, false},
+	{"weighted", BFILE_WEIGHTED, false},
+	{"decayed", BFILE_DECAYED, false},
+	{"weighted_decayed", BFILE_WEIGHTED_DECAYED, false},
+	{NULL, 0, false}
+};
+
+const char *
+bfile_mode_name(uint32 mode)
+{
+	for (int i = 0; bfile_mode_options[i].name; i++)
+		if (bfile_mode_options[i].val == (int) mode)
+			return bfile_mode_options[i].name;
+	return "?";
+}
+
+int
+bfile_mode_from_name(const char *name)
+{
+	for (int i = 0; bfile_mode_options[i].name; i++)
+		if (pg_strcasecmp(bfile_mode_options[i].name, name) == 0)
+			return bfile_mode_options[i].val;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid bfile mode \"%s\"", name),
+			 errhint("Use uniform, weighted, decayed or weighted_decayed.")));
+	return -1;					/* keep compiler quiet */
+}
+
+static const char *const bfile_settings[] = {
+	"streamsketch.bfile_sample_size", "streamsketch.bfile_min_fraction",
+	"streamsketch.bfile_buckets", "streamsketch.bfile_mode",
+	"streamsketch.bfile_weight_column", NULL
+};
+
+/* Refuse a misspelled streamsketch.bfile_* setting (ss_check_settings). */
+void
+bfile_check_settings(void)
+{
+	ss_check_settings(bfile_settings);
+}
+
+/* The seed of a new bfile: streamsketch.test_bfile_seed in tests. */
+uint32
+bfile_new_seed(void)
+{
+	return ss_test_bfile_seed != 0 ? (uint32) ss_test_bfile_seed : SS_DEFAULT_SEED;
+}
+
+/* u = round(-1 / ln alpha), in [1, N] (Lemma 4.3) */
+uint32
+bfile_unroll_every(double alpha, uint32 nbuckets)
+{
+	double		u = rint(-1.0 / log(alpha));
+
+	if (!(u >= 1))
+		u = 1;
+	if (u > nbuckets)
+		u = nbuckets;
+	return (uint32) u;
+}
+
+/*
+ * Check a set of parameters (from arguments, settings or a label) against
+ * rel's columns; weight_attnum must name a column of a numeric type in a
+ * weighted mode, and no column otherwise.
+ */
+void
+bfile_check_params(Relation rel, const BfileParams *p)
+{
+	if (p->sample_size < 2 || p->sample_size > BFILE_MAX_SAMPLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("bfile sample size " INT64_FORMAT " is out of range", p->sample_size),
+				 errhint("Use 2 to " INT64_FORMAT " rows.", (int64) BFILE_MAX_SAMPLE)));
+	if (!(p->alpha > 0.0 && p->alpha < 1.0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("bfile min_fraction %g is out of range", p->alpha),
+				 errhint("Use a fraction strictly between 0 and 1: the smallest sample size over the largest.")));
+	if (p->nbuckets < 1 || p->nbuckets > BFILE_MAX_BUCKETS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("bfile buckets %u is out of range", p->nbuckets),
+				 errhint("Use 1 to %d.", BFILE_MAX_BUCKETS)));
+	if (p->mode > BFILE_WEIGHTED_DECAYED ||
+		p->unroll_every != bfile_unroll_every(p->alpha, p->nbuckets))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid bfile parameters")));
+	if (BFILE_MODE_WEIGHTED(p->mode))
+	{
+		TupleDesc	desc = RelationGetDescr(rel);
+		Form_pg_attribute att;
+
+		if (p->weight_attnum < 1 || p->weight_attnum > desc->natts ||
+			TupleDescAttr(desc, p->weight_attnum - 1)->attisdropped)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("a weighted bfile needs a weight column"),
+					 errhint("Name it with weight_column, or streamsketch.bfile_weight_column.")));
+		att = TupleDescAttr(desc, p->weight_attnum - 1);
+		if (att->atttypid != FLOAT8OID && att->atttypid != FLOAT4OID &&
+			att->atttypid != INT2OID && att->atttypid != INT4OID &&
+			att->atttypid != INT8OID && att->atttypid != NUMERICOID)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("weight column \"%s\" of a bfile must be of a numeric type, not %s",
+							NameStr(att->attname), format_type_be(att->atttypid))));
+	}
+	else if (p->weight_attnum != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a weight column needs mode weighted or weighted_decayed")));
+}
+
+/* The attnum of column name in rel; an error if there is none. */
+int32
+bfile_column_attnum(Relation rel, const char *name)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+			return i + 1;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_COLUMN),
+			 errmsg("column \"%s\" of bfile \"%s\" does not exist", name,
+					RelationGetRelationName(rel))));
+	return 0;					/* keep compiler quiet */
+}
+
+static void
+bfile_state_defaults(Relation rel, void *stp)
+{
+	BfileState *st = (BfileState *) stp;
+	BfileParams *p = &st->params;
+
+	ss_check_settings(bfile_settings);
+	memset(st, 0, sizeof(*st));
+	p->sample_size = ss_bfile_sample_size;
+	p->alpha = ss_bfile_min_fraction;
+	p->nbuckets = (uint32) ss_bfile_buckets;
+	p->unroll_every = bfile_unroll_every(p->alpha, p->nbuckets);
+	p->mode = (uint32) ss_bfile_mode;
+	p->seed = bfile_new_seed();
+	if (BFILE_MODE_WEIGHTED(p->mode) && ss_bfile_weight_column && ss_bfile_weight_column[0])
+		p->weight_attnum = bfile_column_attnum(rel, ss_bfile_weight_column);
+	bfile_check_params(rel, p);
+}
+
+/* ---- the label ---- */
+
+static const char *const bfile_label_keys[] = {
+	"sample_size", "min_fraction", "buckets", "mode", "weight_attnum", "seed"
+};
+#define BFILE_LABEL_NKEYS lengthof(bfile_label_keys)
+
+static char *
+bfile_params_to_label(const void *stp)
+{
+	const BfileParams *p = &((const BfileState *) stp)->params;
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "sample_size=" INT64_FORMAT, p->sample_size);
+	ss_label_append_float(&buf, "min_fraction", p->alpha);
+	appendStringInfo(&buf, " buckets=%u mode=%s weight_attnum=%d seed=%u",
+					 p->nbuckets, bfile_mode_name(p->mode), p->weight_attnum,
+					 p->seed);
+	return buf.data;
+}
+
+static void
+bfile_params_from_label(Relation rel, const char *label, void *stp)
+{
+	BfileState *st = (BfileState *) stp;
+	BfileParams *p = &st->params;
+	char	   *v[BFILE_LABEL_NKEYS];
+
+	ss_label_split(label, BFILE_LABEL_NKEYS, bfile_label_keys, v);
+	memset(st, 0, sizeof(*st));
+	p->sample_size = ss_label_int("sample_size", v[0], 2, BFILE_MAX_SAMPLE);
+	p->alpha = ss_label_float("min_fraction", v[1]);
+	p->nbuckets = (uint32) ss_label_int("buckets", v[2], 1, BFILE_MAX_BUCKETS);
+	p->mode = (uint32) bfile_mode_from_name(v[3]);
+	p->weight_attnum = (int32) ss_label_int("weight_attnum", v[4], 0, MaxAttrNumber);
+	p->seed = (uint32) ss_label_int("seed", v[5], 0, PG_UINT32_MAX);
+	if (!(p->alpha > 0.0 && p->alpha < 1.0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid bfile min_fraction in the label")));
+	p->unroll_every = bfile_unroll_every(p->alpha, p->nbuckets);
+	bfile_check_params(rel, p);
+}
+
+/* ---- state ops ---- */
+
+static void
+bfile_state_columns(Relation rel, void *st)
+{
+	if (RelationGetDescr(rel)->natts < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+				 errmsg("a bfile table needs at least one column")));
+}
+
+static void
+check_bucket(const BfileBucket *b, BlockNumber end, const char *what)
+{
+	if ((b->head == InvalidBlockNumber) != (b->pages == 0) ||
+		(b->head != InvalidBlockNumber &&
+		 (b->head == SS_METAPAGE_BLKNO || b->head >= end)) ||
+		b->items < 0 || b->head_items > b->items ||
+		b->pages > end || b->level < 0 || b->level > BFILE_MAX_LEVEL)
+		elog(ERROR, "the %s is out of range", what);
+}
+
+static void
+bfile_check_meta(Relation rel, const void *metap)
+{
+	const BfileMeta *m = (const BfileMeta *) metap;
+	const BfileParams *p = &m->params;
+	BlockNumber end = m->hdr.log.alloc_end;
+	int64		items = 0;
+
+	if (p->seed != m->hdr.seed)
+		elog(ERROR, "the parameters' seed %u differs from the header's %u",
+			 p->seed, m->hdr.seed);
+	if (p->sample_size < 2 || p->sample_size > BFILE_MAX_SAMPLE ||
+		!(p->alpha > 0.0 && p->alpha < 1.0) ||
+		p->nbuckets < 1 || p->nbuckets > BFILE_MAX_BUCKETS ||
+		p->unroll_every != bfile_unroll_every(p->alpha, p->nbuckets) ||
+		p->mode > BFILE_WEIGHTED_DECAYED ||
+		(BFILE_MODE_WEIGHTED(p->mode) != (p->weight_attnum > 0)) ||
+		p->weight_attnum < 0 || p->weight_attnum > MaxAttrNumber)
+		elog(ERROR, "a parameter is out of range");
+	if (m->level < 1 || m->tail_level < m->level ||
+		m->tail_level > BFILE_MAX_LEVEL ||
+		m->nbuckets_live != (uint32) (m->tail_level - m->level) ||
+		m->nbuckets_live > p->nbuckets ||
+		m->discards_since_unroll > p->nbuckets ||
+		m->size < 0 || m->size >= p->sample_size || m->seen < m->size ||
+		m->nfree > BFILE_MAX_FREE ||
+		(m->spare_count > 0 && ((uint64) m->spare_start + m->spare_count > end ||
+								m->spare_start == SS_METAPAGE_BLKNO)) ||
+		m->spare_count > BFILE_ALLOC_RUN)
+		elog(ERROR, "the sample's levels, sizes or counters are out of range");
+	for (uint32 i = 0; i < m->nbuckets_live; i++)
+	{
+		check_bucket(&m->buckets[i], end, "bucket");
+		if (m->buckets[i].level != m->level + (int32) i)
+			elog(ERROR, "bucket %u has level %d", i, m->buckets[i].level);
+		items += m->buckets[i].items;
+	}
+	check_bucket(&m->tail, end, "tail");
+	if (m->tail.level != m->tail_level)
+		elog(ERROR, "the tail's level is out of range");
+	items += m->tail.items;
+	if (items != m->size)
+		elog(ERROR, "the buckets hold " INT64_FORMAT " items, the sample " INT64_FORMAT,
+			 items, m->size);
+	for (uint32 i = 0; i < m->nfree; i++)
+	{
+		const BfileFreeChain *f = &m->free_chains[i];
+
+		if (f->head == SS_METAPAGE_BLKNO || f->head >= end || f->pages == 0 ||
+			f->pages > end)
+			elog(ERROR, "free chain %u is out of range", i);
+	}
+}
+
+static void
+bfile_params_from_meta(const void *metap, void *stp)
+{
+	((BfileState *) stp)->params = ((const BfileMeta *) metap)->params;
+}
+
+static void
+bfile_init_meta(const void *stp, void *metap)
+{
+	const BfileState *st = (const BfileState *) stp;
+	BfileMeta  *m = (BfileMeta *) metap;
+
+	memset(m, 0, sizeof(*m));
+	ss_meta_header_init(&m->hdr, SS_KIND_BFILE, st->params.seed, 1);
+	m->params = st->params;
+	m->level = 1;				/* (the paper's 0 is an erratum: docs/bfile.md) */
+	m->tail_level = 1 + (int32) st->params.nbuckets;
+	m->nbuckets_live = st->params.nbuckets;
+	for (uint32 i = 0; i < st->params.nbuckets; i++)
+	{
+		m->buckets[i].head = InvalidBlockNumber;
+		m->buckets[i].level = 1 + (int32) i;
+	}
+	m->tail.head = InvalidBlockNumber;
+	m->tail.level = m->tail_level;
+}
+
+static bool bfile_consolidate(SSConsolidation *c);
+
+const SSStateOps bfile_state_ops = {
+	.kind = SS_KIND_BFILE,
+	.state_size = sizeof(BfileState),
+	.meta_size = sizeof(BfileMeta),
+	.consolidate = bfile_consolidate,
+	.check_columns = bfile_state_columns,
+	.check_meta = bfile_check_meta,
+	.params_from_meta = bfile_params_from_meta,
+	.init_meta = bfile_init_meta,
+	.default_params = bfile_state_defaults,
+	.params_to_label = bfile_params_to_label,
+	.params_from_label = bfile_params_from_label,
+};
+
+BfileState *
+bfile_get_state(Relation rel)
+{
+	return (BfileState *) ss_get_state(rel, &bfile_state_ops);
+}
+
+/* ---- INSERT ---- */
+
+/* A row's weight as a float8 (weighted modes): positive and finite. */
+static double
+row_weight(Relation rel, TupleTableSlot *slot, int32 attnum)
+{
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+	Datum		d = slot->tts_values[attnum - 1];
+	double		w = 0;
+
+	if (slot->tts_isnull[attnum - 1])
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("weight column \"%s\" of bfile \"%s\" must not be NULL",
+						NameStr(att->attname), RelationGetRelationName(rel))));
+	switch (att->atttypid)
+	{
+		case FLOAT8OID:
+			w = DatumGetFloat8(d);
+			break;
+		case FLOAT4OID:
+			w = DatumGetFloat4(d);
+			break;
+		case INT2OID:
+			w = DatumGetInt16(d);
+			break;
+		case INT4OID:
+			w = DatumGetInt32(d);
+			break;
+		case INT8OID:
+			w = (double) DatumGetInt64(d);
+			break;
+		case NUMERICOID:
+			w = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, d));
+			break;
+	}
+	if (!(w > 0) || isinf(w))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("weight %g of a row of bfile \"%s\" is not a positive finite number",
+						w, RelationGetRelationName(rel))));
+	return w;
+}
+
+/*
+ * A row is one stream item: its record is its weight (1 unless weighted)
+ * and the row as the sample stores it, a minimal tuple with every value
+ * inline and uncompressed.  A row that would not fit in a sample page is
+ * refused here, before its transaction commits.
+ */
+static void
+bfile_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
+				   int options, struct BulkInsertStateData *bistate)
+{
+	BfileState *st = bfile_get_state(rel);
+	TupleDesc	desc = RelationGetDescr(rel);
+	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
+	MinimalTuple mt;
+	StringInfoData rec;
+	double		weight = 1.0;
+
+	pgstat_count_heap_insert(rel, 1);
+	slot_getallattrs(slot);
+	slot->tts_tableOid = RelationGetRelid(rel);
+	ItemPointerSetInvalid(&slot->tts_tid);
+	if (BFILE_MODE_WEIGHTED(st->params.mode))
+		weight = row_weight(rel, slot, st->params.weight_attnum);
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		values[i] = slot->tts_values[i];
+		if (!slot->tts_isnull[i] && att->attlen == -1 &&
+			VARATT_IS_EXTENDED(DatumGetPointer(values[i])))
+			values[i] = PointerGetDatum(detoast_attr((struct varlena *) DatumGetPointer(values[i])));
+	}
+	mt = heap_form_minimal_tuple(desc, values, slot->tts_isnull);
+	if (mt->t_len > BFILE_MAX_TUPLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("row of %u bytes is too large for bfile \"%s\"",
+						mt->t_len, RelationGetRelationName(rel)),
+				 errdetail("A sampled row is stored whole in one page, values uncompressed: at most %zu bytes.",
+						   (Size) BFILE_MAX_TUPLE)));
+	initStringInfo(&rec);
+	appendBinaryStringInfo(&rec, (const char *) &weight, sizeof(weight));
+	appendBinaryStringInfo(&rec, (const char *) mt, mt->t_len);
+	ss_pending_add(rel, SS_PENDING_ITEM, rec.data, (uint32) rec.len);
+	pfree(rec.data);
+	pfree(mt);
+	pfree(values);
+}
+
+/* ---- consolidation ---- */
+
+static bool
+bfile_consolidate(SSConsolidation *c)
+{
+	Relation	rel = c->rel;
+	BfileMeta  *meta = palloc(sizeof(BfileMeta));
+
+	if (!ss_read_structure_meta(rel, &bfile_state_ops, meta))
+		elog(ERROR, "bfile \"%s\" has a change log but no metapage",
+			 RelationGetRelationName(rel));
+	bfile_round(rel, meta, c);
+	pfree(meta);
+	return true;
+}
+
+/* ---- the handler and the settings ---- */
+
+static TableAmRoutine bfile_routine;
+static bool bfile_routine_ready = false;
+
+Datum
+bfile_handler(PG_FUNCTION_ARGS)
+{
+	if (!bfile_routine_ready)
+	{
+		MemSet(&bfile_routine, 0, sizeof(bfile_routine));
+		ss_tableam_init_common(&bfile_routine, &bfile_state_ops);
+		bfile_routine.tuple_insert = bfile_tuple_insert;
+		bfile_scan_init(&bfile_routine);
+		bfile_routine_ready = true;
+	}
+	PG_RETURN_POINTER(&bfile_routine);
+}
+
+SS_ASSIGN_HOOK(bfile_sample_size, int)
+SS_ASSIGN_HOOK(bfile_min_fraction, double)
+SS_ASSIGN_HOOK(bfile_buckets, int)
+SS_ASSIGN_HOOK(bfile_mode, int)
+SS_ASSIGN_HOOK(bfile_weight_column, const char *)
+
+void
+bfile_init(void)
+{
+	DefineCustomIntVariable("streamsketch.bfile_sample_size",
+							"Largest sample a new bfile keeps (s_max), in rows.",
+							NULL,
+							&ss_bfile_sample_size, 1000000, 2, INT_MAX,
+							PGC_USERSET, 0, NULL, assign_bfile_sample_size, NULL);
+	DefineCustomRealVariable("streamsketch.bfile_min_fraction",
+							 "Smallest sample of a new bfile over its largest (alpha = s_min / s_max).",
+							 "Right after a discard the sample holds this fraction of the largest size, in expectation.",
+							 &ss_bfile_min_fraction, 0.8, 0.01, 0.99,
+							 PGC_USERSET, 0, NULL, assign_bfile_min_fraction, NULL);
+	DefineCustomIntVariable("streamsketch.bfile_buckets",
+							"Individual buckets of a new bfile (N); higher levels share the tail.",
+							NULL,
+							&ss_bfile_buckets, 16, 1, BFILE_MAX_BUCKETS,
+							PGC_USERSET, 0, NULL, assign_bfile_buckets, NULL);
+	DefineCustomEnumVariable("streamsketch.bfile_mode",
+							 "Sampling mode of a new bfile.",
+							 NULL,
+							 &ss_bfile_mode, BFILE_UNIFORM, bfile_mode_options,
+							 PGC_USERSET, 0, NULL, assign_bfile_mode, NULL);
+	DefineCustomStringVariable("streamsketch.bfile_weight_column",
+							   "Weight column of a new weighted bfile.",
+							   NULL,
+							   &ss_bfile_weight_column, "",
+							   PGC_USERSET, 0, NULL, assign_bfile_weight_column, NULL);
+	DefineCustomIntVariable("streamsketch.test_bfile_seed",
+							"Seed of the levels of a new bfile (for tests: 0 is the default seed).",
+							NULL,
+							&ss_test_bfile_seed, 0, 0, INT_MAX,
+							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	ss_params_note_placeholders("streamsketch.bfile_");
+}

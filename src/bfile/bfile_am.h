@@ -1,0 +1,52 @@
+/*-------------------------------------------------------------------------
+ *
+ * bfile_am.h
+ *	  The `bfile` access method's state and what its files share
+ *	  (bfile_am.c, bfile_round.c, bfile_scan.c, bfile_query.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BFILE_AM_H
+#define BFILE_AM_H
+
+#include "postgres.h"
+
+#include "access/tableam.h"
+#include "bfile.h"
+#include "ss_changelog.h"
+#include "streamsketch.h"
+
+#define BFILE_MAX_SAMPLE	(INT64CONST(1) << 40)
+
+/* rd_amcache: the metapage's parameters */
+typedef struct BfileState
+{
+	BfileParams params;
+} BfileState;
+
+extern const SSStateOps bfile_state_ops;
+
+/* settings (streamsketch.bfile_*) */
+extern int	ss_bfile_sample_size;
+extern double ss_bfile_min_fraction;
+extern int	ss_bfile_buckets;
+extern int	ss_bfile_mode;
+extern char *ss_bfile_weight_column;
+extern void bfile_check_settings(void);
+extern uint32 bfile_new_seed(void);
+
+extern BfileState *bfile_get_state(Relation rel);
+extern const char *bfile_mode_name(uint32 mode);
+extern int	bfile_mode_from_name(const char *name);
+extern uint32 bfile_unroll_every(double alpha, uint32 nbuckets);
+extern void bfile_check_params(Relation rel, const BfileParams *p);
+extern int32 bfile_column_attnum(Relation rel, const char *name);
+extern void bfile_init(void);
+
+/* bfile_round.c */
+extern void bfile_round(Relation rel, BfileMeta *meta, SSConsolidation *c);
+
+/* bfile_scan.c */
+extern void bfile_scan_init(TableAmRoutine *routine);
+
+#endif							/* BFILE_AM_H */

@@ -1,0 +1,214 @@
+/*-------------------------------------------------------------------------
+ *
+ * bfile_store.c
+ *	  Pages of the `bfile` access method: reading and writing bucket pages,
+ *	  handing out pages and taking freed chains back (docs/bfile.md,
+ *	  "Pages").
+ *
+ * Every bucket page carries its allocation stamp, and every pointer to a
+ * page (a bucket's head in the metapage, a page's link to the older page)
+ * the stamp it expects: a page freed and reused under a reader no longer
+ * matches.  Freed chains are reused only once no snapshot can reach them,
+ * so on a primary a mismatch is damage; on a standby, whose readers the
+ * primary does not wait for, it is a recovery conflict (40001).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xlog.h"
+#include "bfile.h"
+#include "miscadmin.h"
+#include "ss_changelog.h"
+#include "ss_xlog.h"
+#include "storage/bufmgr.h"
+#include "streamsketch.h"
+#include "utils/snapmgr.h"
+
+void
+bfile_stale_page(Relation rel, BlockNumber blkno)
+{
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("canceling statement due to conflict with recovery"),
+				 errdetail("Block %u of bfile \"%s\" was recycled by the primary while this query read it.",
+						   blkno, RelationGetRelationName(rel)),
+				 errhint("Retry the query, or set hot_standby_feedback on this standby.")));
+	ss_page_corrupted(rel, blkno,
+					  "A page of the sample is missing or was reused.");
+}
+
+/*
+ * Check what a reader relies on in a bucket page's area: the header's
+ * counts, and the first `visible` items' lengths (all items if visible is
+ * the page's count).
+ */
+void
+bfile_check_page(Relation rel, BlockNumber blkno, const char *area,
+				 uint32 visible)
+{
+	BfilePageHeader ph;
+	Size		off = MAXALIGN(sizeof(BfilePageHeader));
+
+	memcpy(&ph, area, sizeof(ph));
+	if (ph.used > BFILE_PAGE_ROOM || ph.nitems > BFILE_PAGE_ROOM / MAXALIGN(sizeof(BfileItemHeader)) ||
+		visible > ph.nitems || ph.level < 0 || ph.level > BFILE_MAX_LEVEL)
+		ss_page_corrupted(rel, blkno, "A sample page's header is out of range.");
+	for (uint32 i = 0; i < ph.nitems; i++)
+	{
+		BfileItemHeader ih;
+
+		if (off + sizeof(ih) > MAXALIGN(sizeof(BfilePageHeader)) + ph.used)
+			ss_page_corrupted(rel, blkno, "A sample page holds fewer items than it counts.");
+		memcpy(&ih, area + off, sizeof(ih));
+		if (ih.len < sizeof(ih) + 8 || ih.len != MAXALIGN(ih.len) ||
+			off + ih.len > MAXALIGN(sizeof(BfilePageHeader)) + ph.used ||
+			ih.level < 0 || ih.level > BFILE_MAX_LEVEL)
+			ss_page_corrupted(rel, blkno, "An item of a sample page is damaged.");
+		off += ih.len;
+	}
+}
+
+/*
+ * Copy bucket page blkno's area if it carries allocation stamp `stamp`;
+ * else it was reused (bfile_stale_page).  A page that is not ours at all
+ * is reported as damaged.
+ */
+void
+bfile_read_page(Relation rel, BlockNumber blkno, uint64 stamp, char *area)
+{
+	Buffer		buf = ss_read_buffer_if_exists(rel, blkno);
+	Page		page;
+	bool		ok = false;
+
+	if (!BufferIsValid(buf))
+		bfile_stale_page(rel, blkno);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	if (!PageIsNew(page))
+	{
+		SSPageOpaque opaque = SSPageGetOpaque(page);
+		uint64		page_stamp;
+
+		if (PageGetSpecialSize(page) != MAXALIGN(sizeof(SSPageOpaqueData)) ||
+			opaque->page_id != SS_PAGE_ID)
+			ss_page_check(rel, blkno, page, SS_PAGE_BFILE);	/* reports it */
+		memcpy(&page_stamp, SSPageGetData(page), sizeof(page_stamp));
+		if (opaque->page_type == SS_PAGE_BFILE && page_stamp == stamp)
+		{
+			ss_page_check(rel, blkno, page, SS_PAGE_BFILE);
+			memcpy(area, SSPageGetData(page), SS_PAGE_DATA_SIZE);
+			ok = true;
+		}
+	}
+	UnlockReleaseBuffer(buf);
+	if (!ok)
+		bfile_stale_page(rel, blkno);
+}
+
+/* Write a bucket page from area, as one full image. */
+void
+bfile_write_page(Relation rel, BlockNumber blkno, const char *area)
+{
+	SSXLogState *state;
+	Buffer		buf;
+	Page		page;
+
+	CHECK_FOR_INTERRUPTS();
+	ss_extend_to(rel, blkno);
+	buf = ReadBuffer(rel, blkno);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	state = ss_xlog_start(rel);
+	page = ss_xlog_register(state, buf, SS_XLOG_FULL_IMAGE);
+	ss_page_init(page, SS_PAGE_BFILE, SS_PAGE_DATA_SIZE);
+	memcpy(SSPageGetData(page), area, SS_PAGE_DATA_SIZE);
+	ss_xlog_finish(state);
+	UnlockReleaseBuffer(buf);
+}
+
+/*
+ * A page for a bucket, with its new allocation stamp: the newest page of
+ * a freed chain no snapshot can reach, else a reserved new page.  The
+ * round works on its copy of the metapage, installed at its end; pages
+ * it reserves from the end of the file and never installs are lost until
+ * VACUUM FULL (as every structure's).
+ */
+BlockNumber
+bfile_page_alloc(Relation rel, BfileMeta *meta, uint64 *stamp)
+{
+	BlockNumber blk;
+
+	*stamp = ++meta->alloc_stamp;
+	for (uint32 i = 0; i < meta->nfree; i++)
+	{
+		BfileFreeChain *f = &meta->free_chains[i];
+		char	   *area;
+		BfilePageHeader ph;
+
+		if (!GlobalVisCheckRemovableFullXid(NULL, f->stamp))
+			continue;
+		blk = f->head;
+		area = palloc(SS_PAGE_DATA_SIZE);
+		bfile_read_page(rel, blk, f->head_stamp, area);
+		memcpy(&ph, area, sizeof(ph));
+		pfree(area);
+		if (--f->pages == 0)
+		{
+			memmove(f, f + 1, sizeof(BfileFreeChain) * (meta->nfree - i - 1));
+			meta->nfree--;
+		}
+		else
+		{
+			if (ph.prev == InvalidBlockNumber)
+				ss_page_corrupted(rel, blk, "A freed chain of sample pages ends early.");
+			f->head = ph.prev;
+			f->head_stamp = ph.prev_stamp;
+		}
+		return blk;
+	}
+	if (meta->spare_count == 0)
+	{
+		meta->spare_start = ss_log_alloc_run(rel, BFILE_ALLOC_RUN);
+		meta->spare_count = BFILE_ALLOC_RUN;
+	}
+	blk = meta->spare_start++;
+	meta->spare_count--;
+	return blk;
+}
+
+/*
+ * Give a bucket's chain back, stamped pending (the install stamps it).
+ * A full list forgets its shortest chain, whose pages stay unused until
+ * VACUUM FULL (counted in leaked_pages).
+ */
+void
+bfile_chain_free(BfileMeta *meta, const BfileBucket *b)
+{
+	BfileFreeChain *f;
+
+	if (b->head == InvalidBlockNumber || b->pages == 0)
+		return;
+	if (meta->nfree == BFILE_MAX_FREE)
+	{
+		uint32		shortest = 0;
+
+		for (uint32 j = 1; j < meta->nfree; j++)
+			if (meta->free_chains[j].pages < meta->free_chains[shortest].pages)
+				shortest = j;
+		if (meta->free_chains[shortest].pages >= b->pages)
+		{
+			meta->leaked_pages += b->pages;
+			return;
+		}
+		meta->leaked_pages += meta->free_chains[shortest].pages;
+		memmove(&meta->free_chains[shortest], &meta->free_chains[shortest + 1],
+				sizeof(BfileFreeChain) * (meta->nfree - shortest - 1));
+		meta->nfree--;
+	}
+	f = &meta->free_chains[meta->nfree++];
+	f->head = b->head;
+	f->head_stamp = b->head_stamp;
+	f->pages = b->pages;
+	f->stamp = BFILE_STAMP_PENDING;
+}
