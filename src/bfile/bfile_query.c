@@ -33,20 +33,7 @@ PG_FUNCTION_INFO_V1(bfile_flush);
 static Relation
 bfile_open_for(Oid relid, LOCKMODE lockmode, const char *writer, AclMode mode)
 {
-	Relation	rel = relation_open(ss_sql_lock_relid(relid, lockmode, writer),
-									lockmode);
-	AclResult	aclresult;
-
-	if (ss_structure_ops(rel) != &bfile_state_ops)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a bfile table", RelationGetRelationName(rel))));
-	ss_sql_check_access(rel, writer);
-	aclresult = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), mode);
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
-					   RelationGetRelationName(rel));
-	return rel;
+	return ss_sql_open_structure(relid, lockmode, writer, mode, &bfile_state_ops, "bfile");
 }
 
 /*

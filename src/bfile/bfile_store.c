@@ -28,15 +28,7 @@
 void
 bfile_stale_page(Relation rel, BlockNumber blkno)
 {
-	if (RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("canceling statement due to conflict with recovery"),
-				 errdetail("Block %u of bfile \"%s\" was recycled by the primary while this query read it.",
-						   blkno, RelationGetRelationName(rel)),
-				 errhint("Retry the query, or set hot_standby_feedback on this standby.")));
-	ss_page_corrupted(rel, blkno,
-					  "A page of the sample is missing or was reused.");
+	ss_stale_page(rel, blkno, "A page of the sample is missing or was reused.");
 }
 
 /*
@@ -70,40 +62,11 @@ bfile_check_page(Relation rel, BlockNumber blkno, const char *area,
 	}
 }
 
-/*
- * Copy bucket page blkno's area if it carries allocation stamp `stamp`;
- * else it was reused (bfile_stale_page).  A page that is not ours at all
- * is reported as damaged.
- */
+/* Copy bucket page blkno's area if it carries stamp; else it was reused. */
 void
 bfile_read_page(Relation rel, BlockNumber blkno, uint64 stamp, char *area)
 {
-	Buffer		buf = ss_read_buffer_if_exists(rel, blkno);
-	Page		page;
-	bool		ok = false;
-
-	if (!BufferIsValid(buf))
-		bfile_stale_page(rel, blkno);
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	page = BufferGetPage(buf);
-	if (!PageIsNew(page))
-	{
-		SSPageOpaque opaque = SSPageGetOpaque(page);
-		uint64		page_stamp;
-
-		if (PageGetSpecialSize(page) != MAXALIGN(sizeof(SSPageOpaqueData)) ||
-			opaque->page_id != SS_PAGE_ID)
-			ss_page_check(rel, blkno, page, SS_PAGE_BFILE);	/* reports it */
-		memcpy(&page_stamp, SSPageGetData(page), sizeof(page_stamp));
-		if (opaque->page_type == SS_PAGE_BFILE && page_stamp == stamp)
-		{
-			ss_page_check(rel, blkno, page, SS_PAGE_BFILE);
-			memcpy(area, SSPageGetData(page), SS_PAGE_DATA_SIZE);
-			ok = true;
-		}
-	}
-	UnlockReleaseBuffer(buf);
-	if (!ok)
+	if (!ss_read_stamped_page(rel, blkno, SS_PAGE_BFILE, stamp, area))
 		bfile_stale_page(rel, blkno);
 }
 
@@ -111,20 +74,7 @@ bfile_read_page(Relation rel, BlockNumber blkno, uint64 stamp, char *area)
 void
 bfile_write_page(Relation rel, BlockNumber blkno, const char *area)
 {
-	SSXLogState *state;
-	Buffer		buf;
-	Page		page;
-
-	CHECK_FOR_INTERRUPTS();
-	ss_extend_to(rel, blkno);
-	buf = ReadBuffer(rel, blkno);
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	state = ss_xlog_start(rel);
-	page = ss_xlog_register(state, buf, SS_XLOG_FULL_IMAGE);
-	ss_page_init(page, SS_PAGE_BFILE, SS_PAGE_DATA_SIZE);
-	memcpy(SSPageGetData(page), area, SS_PAGE_DATA_SIZE);
-	ss_xlog_finish(state);
-	UnlockReleaseBuffer(buf);
+	ss_write_full_page(rel, blkno, SS_PAGE_BFILE, area);
 }
 
 /*

@@ -167,81 +167,26 @@ cbt_extent_free(CbtMeta *meta, CbtExtent ext, FullTransactionId stamp)
 
 /* ---- pages ---- */
 
-/*
- * A page was recycled under a reader.  On a primary, readers' snapshots
- * hold back every extent they can reach, so it is damage; a standby's
- * readers are not in the primary's horizon (without hot_standby_feedback),
- * so there it is a conflict with recovery, and the query can be retried.
- */
+/* A page of the tree was recycled under a reader (ss_stale_page). */
 void
 cbt_stale_page(Relation rel, BlockNumber blkno)
 {
-	if (RecoveryInProgress())
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("canceling statement due to conflict with recovery"),
-				 errdetail("Block %u of cbt \"%s\" was recycled by the primary while this query read it.",
-						   blkno, RelationGetRelationName(rel)),
-				 errhint("Retry the query, or set hot_standby_feedback on this standby.")));
-	ss_page_corrupted(rel, blkno,
-					  "A page of the tree is missing or belongs to another version of it.");
+	ss_stale_page(rel, blkno,
+				  "A page of the tree is missing or belongs to another version of it.");
 }
 
-/* Write a whole new page of type page_type from area, as one full image. */
 static void
 write_page(Relation rel, BlockNumber blkno, uint16 page_type, const char *area)
 {
-	SSXLogState *state;
-	Buffer		buf;
-	Page		page;
-
-	CHECK_FOR_INTERRUPTS();
-	ss_extend_to(rel, blkno);
-	buf = ReadBuffer(rel, blkno);
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	state = ss_xlog_start(rel);
-	page = ss_xlog_register(state, buf, SS_XLOG_FULL_IMAGE);
-	ss_page_init(page, page_type, SS_PAGE_DATA_SIZE);
-	memcpy(SSPageGetData(page), area, SS_PAGE_DATA_SIZE);
-	ss_xlog_finish(state);
-	UnlockReleaseBuffer(buf);
+	ss_write_full_page(rel, blkno, page_type, area);
 }
 
-/*
- * Copy page blkno's area if it is a page of page_type written by install
- * gen; else the page was recycled (cbt_stale_page).  A page that is not
- * ours at all is reported as damaged.
- */
+/* Copy page blkno's area if install gen wrote it; else it was recycled. */
 static void
 read_page(Relation rel, BlockNumber blkno, uint16 page_type, uint64 gen,
 		  char *area)
 {
-	Buffer		buf = ss_read_buffer_if_exists(rel, blkno);
-	Page		page;
-	uint64		page_gen;
-	bool		ok = false;
-
-	if (!BufferIsValid(buf))
-		cbt_stale_page(rel, blkno);
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	page = BufferGetPage(buf);
-	if (!PageIsNew(page))
-	{
-		SSPageOpaque opaque = SSPageGetOpaque(page);
-
-		if (PageGetSpecialSize(page) != MAXALIGN(sizeof(SSPageOpaqueData)) ||
-			opaque->page_id != SS_PAGE_ID)
-			ss_page_check(rel, blkno, page, page_type); /* reports it */
-		memcpy(&page_gen, SSPageGetData(page), sizeof(page_gen));
-		if (opaque->page_type == page_type && page_gen == gen)
-		{
-			ss_page_check(rel, blkno, page, page_type);
-			memcpy(area, SSPageGetData(page), SS_PAGE_DATA_SIZE);
-			ok = true;
-		}
-	}
-	UnlockReleaseBuffer(buf);
-	if (!ok)
+	if (!ss_read_stamped_page(rel, blkno, page_type, gen, area))
 		cbt_stale_page(rel, blkno);
 }
 

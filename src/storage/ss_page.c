@@ -7,6 +7,8 @@
  */
 #include "postgres.h"
 
+#include "access/xlog.h"
+
 #include "ss_xlog.h"
 #include "miscadmin.h"
 #include "ss_page.h"
@@ -482,4 +484,83 @@ ss_subbuf_total(Relation rel, BlockNumber blkno, Page page, uint32 nslots,
 		total += counts[s];
 	}
 	return total;
+}
+
+/*
+ * A page recycled under a reader (what): on a primary, readers' snapshots
+ * hold back every page they can reach, so it is damage; a standby's
+ * readers are not in the primary's horizon (without hot_standby_feedback),
+ * so there it is a conflict with recovery, and the query can be retried.
+ */
+void
+ss_stale_page(Relation rel, BlockNumber blkno, const char *what)
+{
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("canceling statement due to conflict with recovery"),
+				 errdetail("Block %u of %s \"%s\" was recycled by the primary while this query read it.",
+						   blkno, ss_structure_name(rel), RelationGetRelationName(rel)),
+				 errhint("Retry the query, or set hot_standby_feedback on this standby.")));
+	ss_page_corrupted(rel, blkno, "%s", what);
+}
+
+/* Write a whole page of page_type from area, as one full image. */
+void
+ss_write_full_page(Relation rel, BlockNumber blkno, uint16 page_type,
+				   const char *area)
+{
+	SSXLogState *state;
+	Buffer		buf;
+	Page		page;
+
+	CHECK_FOR_INTERRUPTS();
+	ss_extend_to(rel, blkno);
+	buf = ReadBuffer(rel, blkno);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	state = ss_xlog_start(rel);
+	page = ss_xlog_register(state, buf, SS_XLOG_FULL_IMAGE);
+	ss_page_init(page, page_type, SS_PAGE_DATA_SIZE);
+	memcpy(SSPageGetData(page), area, SS_PAGE_DATA_SIZE);
+	ss_xlog_finish(state);
+	UnlockReleaseBuffer(buf);
+}
+
+/*
+ * Copy page blkno's data area into area if it is a page of page_type whose
+ * area begins with the uint64 stamp the caller's pointer expects (an
+ * install generation, an allocation stamp); false if the block is
+ * missing, new, of another type or stamp: it was recycled.  A page that
+ * is not ours at all is reported as damaged.
+ */
+bool
+ss_read_stamped_page(Relation rel, BlockNumber blkno, uint16 page_type,
+					 uint64 stamp, char *area)
+{
+	Buffer		buf = ss_read_buffer_if_exists(rel, blkno);
+	Page		page;
+	bool		ok = false;
+
+	if (!BufferIsValid(buf))
+		return false;
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	if (!PageIsNew(page))
+	{
+		SSPageOpaque opaque = SSPageGetOpaque(page);
+		uint64		page_stamp;
+
+		if (PageGetSpecialSize(page) != MAXALIGN(sizeof(SSPageOpaqueData)) ||
+			opaque->page_id != SS_PAGE_ID)
+			ss_page_check(rel, blkno, page, page_type); /* reports it */
+		memcpy(&page_stamp, SSPageGetData(page), sizeof(page_stamp));
+		if (opaque->page_type == page_type && page_stamp == stamp)
+		{
+			ss_page_check(rel, blkno, page, page_type);
+			memcpy(area, SSPageGetData(page), SS_PAGE_DATA_SIZE);
+			ok = true;
+		}
+	}
+	UnlockReleaseBuffer(buf);
+	return ok;
 }

@@ -116,6 +116,12 @@ extern void ss_meta_validate(Relation rel,
 							 const void *meta);
 extern bool ss_block_known_to_exist(Relation rel, BlockNumber blkno);
 extern Buffer ss_read_buffer_if_exists(Relation rel, BlockNumber blkno);
+extern void ss_stale_page(Relation rel, BlockNumber blkno, const char *what)
+			pg_attribute_noreturn();
+extern void ss_write_full_page(Relation rel, BlockNumber blkno,
+							   uint16 page_type, const char *area);
+extern bool ss_read_stamped_page(Relation rel, BlockNumber blkno,
+								 uint16 page_type, uint64 stamp, char *area);
 extern Buffer ss_pin_if_cached(Relation rel, BlockNumber blkno);
 struct SSXLogState;
 extern void ss_meta_header_init(SSMetaHeader *hdr, uint32 kind, uint32 seed,

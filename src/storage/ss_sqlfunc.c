@@ -75,6 +75,32 @@ ss_sql_check_access(Relation rel, const char *writer)
 		PreventCommandIfReadOnly(writer);
 }
 
+/*
+ * Open relid for a SQL function of the structure ops describes (amname
+ * in errors): locked (ss_sql_lock_relid), of that structure, usable here
+ * (ss_sql_check_access), and allowed to the caller (mode).
+ */
+Relation
+ss_sql_open_structure(Oid relid, LOCKMODE lockmode, const char *writer,
+					  AclMode mode, const SSStateOps *ops, const char *amname)
+{
+	Relation	rel = relation_open(ss_sql_lock_relid(relid, lockmode, writer),
+									lockmode);
+	AclResult	aclresult;
+
+	if (ss_structure_ops(rel) != ops)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a %s table", RelationGetRelationName(rel),
+						amname)));
+	ss_sql_check_access(rel, writer);
+	aclresult = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), mode);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
+					   RelationGetRelationName(rel));
+	return rel;
+}
+
 void
 ss_check_key_type(Oid typid, const char *typname)
 {

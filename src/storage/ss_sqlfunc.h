@@ -12,6 +12,7 @@
 
 #include "postgres.h"
 
+#include "nodes/parsenodes.h"
 #include "storage/lockdefs.h"
 #include "utils/relcache.h"
 
@@ -38,5 +39,11 @@ extern void ss_sql_check_access(Relation rel, const char *writer);
  * name a type dropped since.  42704 otherwise.
  */
 extern void ss_check_key_type(Oid typid, const char *typname);
+
+struct SSStateOps;
+extern Relation ss_sql_open_structure(Oid relid, LOCKMODE lockmode,
+									  const char *writer, AclMode mode,
+									  const struct SSStateOps *ops,
+									  const char *amname);
 
 #endif							/* SS_SQLFUNC_H */
