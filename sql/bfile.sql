@@ -129,6 +129,38 @@ SELECT count(*) AS bins, sum((n - e) ^ 2 / e) < 56 AS uniform,
        (SELECT count(DISTINCT run) FROM bf_draws) AS runs
 FROM c, t;
 
+-- bfile_subsample: exactly n rows of the sample, distinct, from it; all
+-- of it for n at least its size; none for 0
+SELECT count(*) AS rows, count(DISTINCT id) AS distinct_ids,
+       bool_and(id IN (SELECT id FROM bf_uni)) AS from_sample
+FROM bfile_subsample(NULL::bf_uni, 300);
+SELECT count(*) = (SELECT count(*) FROM bf_uni) AS whole_sample
+FROM bfile_subsample(NULL::bf_uni, 5000);
+SELECT count(*) FROM bfile_subsample(NULL::bf_uni, 0);
+SELECT bfile_subsample(NULL::bf_uni, -1);
+SELECT bfile_subsample(NULL::bf_uni, NULL);
+SELECT bfile_subsample(NULL::int, 1);
+SELECT bfile_subsample(NULL::bf_draws, 1);
+-- uniform over the stream: subsamples of 300 of 20 seeded streams, by
+-- position (chi-square as above)
+CREATE TEMP TABLE bf_sub (id bigint);
+DO $$
+BEGIN
+	FOR r IN 401 .. 420 LOOP
+		EXECUTE format('SET streamsketch.test_bfile_seed = %s', r);
+		PERFORM bfile_create('bf_run', 'id bigint', sample_size => 1000, min_fraction => 0.8);
+		INSERT INTO bf_run SELECT g FROM generate_series(0, 99999) g;
+		COMMIT;
+		-- (EXECUTE: each bf_run is a new row type)
+		EXECUTE 'INSERT INTO bf_sub SELECT id FROM bfile_subsample(NULL::bf_run, 300)';
+		DROP TABLE bf_run;
+	END LOOP;
+END
+$$;
+WITH c AS (SELECT id / 10000 AS bin, count(*) AS n FROM bf_sub GROUP BY 1)
+SELECT count(*) AS bins, sum(n) AS drawn, sum((n - 600.0) ^ 2 / 600.0) < 56 AS uniform
+FROM c;
+
 -- weighted: rows of weight 4 are four times as likely as rows of weight 1
 -- (while below 1): over 10 streams, 4 within [3.4, 4.6]
 CREATE TEMP TABLE bf_wdraws (w int);

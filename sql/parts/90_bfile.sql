@@ -88,3 +88,10 @@ COMMENT ON FUNCTION bfile_info(regclass) IS 'parameters, levels, buckets and cou
 CREATE FUNCTION bfile_flush(sample regclass) RETURNS bigint
 AS 'MODULE_PATHNAME', 'bfile_flush' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION bfile_flush(regclass) IS 'draw every committed row of a bfile into its sample now; returns the sample''s size';
+
+-- Not STRICT on purpose: the first argument is NULL (it names the table
+-- by its row type); a NULL size is an error (22004).
+CREATE FUNCTION bfile_subsample(sample anyelement, n bigint)
+RETURNS SETOF anyelement
+AS 'MODULE_PATHNAME', 'bfile_subsample' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION bfile_subsample(anyelement, bigint) IS 'a random subsample of exactly n rows of a bfile''s sample (all of it if it is smaller): bfile_subsample(NULL::table, n)';

@@ -11,6 +11,7 @@
 
 #include "postgres.h"
 
+#include "access/htup.h"
 #include "access/tableam.h"
 #include "bfile.h"
 #include "ss_changelog.h"
@@ -46,7 +47,24 @@ extern void bfile_init(void);
 /* bfile_round.c */
 extern void bfile_round(Relation rel, BfileMeta *meta, SSConsolidation *c);
 
-/* bfile_scan.c */
+/* bfile_scan.c: reading a bucket's chain, newest page first */
+typedef struct BfileChain
+{
+	Relation	rel;
+	BfileBucket bucket;
+	BlockNumber next_blk;		/* next page */
+	uint64		next_stamp;
+	uint32		pages_read;
+	char	   *area;			/* the page being read */
+	uint32		visible;		/* its items in the sample */
+	uint32		item;			/* next item */
+	Size		off;
+} BfileChain;
+
+extern void bfile_chain_begin(BfileChain *it, Relation rel, const BfileBucket *b);
+extern bool bfile_chain_next(BfileChain *it, HeapTuple htup);
+extern void bfile_chain_end(BfileChain *it);
+extern bool bfile_read_meta(Relation rel, BfileMeta *meta);
 extern void bfile_scan_init(TableAmRoutine *routine);
 
 #endif							/* BFILE_AM_H */

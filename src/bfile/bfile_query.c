@@ -15,6 +15,7 @@
 #include "bfile.h"
 #include "bfile_am.h"
 #include "catalog/pg_type.h"
+#include "common/pg_prng.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
@@ -24,10 +25,13 @@
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/tuplestore.h"
 
 PG_FUNCTION_INFO_V1(bfile_create);
 PG_FUNCTION_INFO_V1(bfile_info);
 PG_FUNCTION_INFO_V1(bfile_flush);
+PG_FUNCTION_INFO_V1(bfile_subsample);
 
 /* Open a bfile for a SQL function: locked, checked, allowed (mode). */
 static Relation
@@ -208,4 +212,163 @@ bfile_flush(PG_FUNCTION_ARGS)
 
 	relation_close(rel, RowExclusiveLock);
 	PG_RETURN_INT64(size);
+}
+
+/* ---- bfile_subsample ---- */
+
+/*
+ * The buckets a subsample of n takes whole, and the one it samples from
+ * (§5.1): the smallest bucket `partial` such that other whole buckets,
+ * taken largest first without reaching n, sum to at least n - |partial|.
+ * Returns the partial bucket's index (nb: the tail) or -1 if none works,
+ * and marks the whole ones.
+ */
+static int
+choose_buckets(const int64 *items, int nb, int64 n, bool *whole, int64 *taken)
+{
+	int		   *order = palloc(sizeof(int) * nb);
+
+	for (int i = 0; i < nb; i++)
+		order[i] = i;
+	/* by size, ascending (insertion sort: at most 33 buckets) */
+	for (int i = 1; i < nb; i++)
+		for (int j = i; j > 0 && items[order[j]] < items[order[j - 1]]; j--)
+		{
+			int			t = order[j];
+
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	for (int c = 0; c < nb; c++)
+	{
+		int			b = order[c];
+		int64		sum = 0;
+
+		if (items[b] == 0)
+			continue;
+		memset(whole, 0, sizeof(bool) * nb);
+		for (int k = nb - 1; k >= 0; k--)
+		{
+			int			o = order[k];
+
+			if (o != b && items[o] > 0 && sum + items[o] < n)
+			{
+				whole[o] = true;
+				sum += items[o];
+			}
+		}
+		if (sum + items[b] >= n)
+		{
+			*taken = sum;
+			pfree(order);
+			return b;
+		}
+	}
+	pfree(order);
+	return -1;
+}
+
+/*
+ * bfile_subsample(NULL::table, n bigint) returns SETOF table
+ *
+ * A random subsample of exactly min(n, size) rows of the sample.  In the
+ * uniform mode every bucket is a uniform sample of the stream, so whole
+ * buckets plus a uniform choice of the rest from one bucket (selection
+ * sampling, Knuth's algorithm S) is a uniform subsample (§5.1), reading
+ * only those buckets.  In the other modes, and when no choice of buckets
+ * works, the rows are chosen from the whole sample the same way: a uniform
+ * subsample of a biased sample keeps its bias.  The first argument only
+ * names the table by its row type.  Not STRICT: that argument is NULL.
+ */
+Datum
+bfile_subsample(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			rowtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
+	Oid			relid = OidIsValid(rowtype) ? get_typ_typrelid(rowtype) : InvalidOid;
+	Relation	rel;
+	BfileMeta  *m;
+	int64		n;
+	int			nb;
+	int64	   *items;
+	bool	   *whole;
+	int			partial = -1;
+	int64		taken = 0;
+	int64		need,
+				left;
+	Datum	   *values;
+	bool	   *nulls;
+	TupleDesc	desc;
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("the first argument of bfile_subsample must be a bfile table's row type"),
+				 errhint("Pass NULL::table_name.")));
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the subsample size of bfile_subsample must not be NULL")));
+	n = PG_GETARG_INT64(1);
+	if (n < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("bfile_subsample size " INT64_FORMAT " is negative", n)));
+	rel = bfile_open_for(relid, AccessShareLock, NULL, ACL_SELECT);
+	InitMaterializedSRF(fcinfo, 0);
+	desc = rsinfo->setDesc;
+	if (desc->natts != RelationGetDescr(rel)->natts)
+		elog(ERROR, "bfile_subsample: the result is not the table's row type");
+	m = palloc(sizeof(BfileMeta));
+	if (!bfile_read_meta(rel, m) || n == 0 || m->size == 0)
+	{
+		relation_close(rel, AccessShareLock);
+		return (Datum) 0;
+	}
+	nb = (int) m->nbuckets_live + 1;
+	items = palloc(sizeof(int64) * nb);
+	whole = palloc0(sizeof(bool) * nb);
+	for (int i = 0; i < nb - 1; i++)
+		items[i] = m->buckets[i].items;
+	items[nb - 1] = m->tail.items;
+	if (n >= m->size)
+	{
+		for (int i = 0; i < nb; i++)
+			whole[i] = true;
+	}
+	else if (m->params.mode == BFILE_UNIFORM)
+		partial = choose_buckets(items, nb, n, whole, &taken);
+
+	values = palloc(sizeof(Datum) * desc->natts);
+	nulls = palloc(sizeof(bool) * desc->natts);
+	need = partial >= 0 ? n - taken : (n >= m->size ? 0 : n);
+	left = partial >= 0 ? items[partial] : m->size;
+	for (int i = 0; i < nb; i++)
+	{
+		BfileChain it;
+		HeapTupleData htup;
+		bool		sampled = (partial >= 0 ? i == partial :
+							   n < m->size);
+
+		if (!whole[i] && !sampled)
+			continue;
+		bfile_chain_begin(&it, rel, i < nb - 1 ? &m->buckets[i] : &m->tail);
+		while (bfile_chain_next(&it, &htup))
+		{
+			if (sampled)
+			{
+				/* selection sampling: need of the left remaining */
+				if (need == 0 || left <= 0)
+					break;
+				if (pg_prng_double(&pg_global_prng_state) * (double) left-- >= (double) need)
+					continue;
+				need--;
+			}
+			heap_deform_tuple(&htup, desc, values, nulls);
+			tuplestore_putvalues(rsinfo->setResult, desc, values, nulls);
+		}
+		bfile_chain_end(&it);
+	}
+	relation_close(rel, AccessShareLock);
+	return (Datum) 0;
 }

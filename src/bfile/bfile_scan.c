@@ -25,75 +25,115 @@
 StaticAssertDecl(sizeof(BfileItemHeader) % MAXIMUM_ALIGNOF == 0,
 				 "bfile items keep their tuples aligned");
 
+/* ---- reading a bucket's chain ---- */
+
+void
+bfile_chain_begin(BfileChain *it, Relation rel, const BfileBucket *b)
+{
+	memset(it, 0, sizeof(*it));
+	it->rel = rel;
+	it->bucket = *b;
+	it->next_blk = b->head;
+	it->next_stamp = b->head_stamp;
+	if (it->area == NULL)
+		it->area = palloc(SS_PAGE_DATA_SIZE);
+}
+
+void
+bfile_chain_end(BfileChain *it)
+{
+	if (it->area)
+		pfree(it->area);
+	it->area = NULL;
+}
+
+/* Load the chain's next page; false at its end (checked against its count). */
+static bool
+chain_next_page(BfileChain *it)
+{
+	BfilePageHeader ph;
+
+	if (it->next_blk == InvalidBlockNumber)
+	{
+		if (it->pages_read != it->bucket.pages)
+			ss_page_corrupted(it->rel, it->bucket.head,
+							  "A bucket of the sample is shorter than it counts.");
+		return false;
+	}
+	if (it->pages_read == it->bucket.pages)
+		ss_page_corrupted(it->rel, it->next_blk,
+						  "A bucket of the sample is longer than it counts.");
+	CHECK_FOR_INTERRUPTS();
+	bfile_read_page(it->rel, it->next_blk, it->next_stamp, it->area);
+	memcpy(&ph, it->area, sizeof(ph));
+	it->visible = it->pages_read == 0 ? it->bucket.head_items : ph.nitems;
+	bfile_check_page(it->rel, it->next_blk, it->area, it->visible);
+	if (ph.level != it->bucket.level)
+		ss_page_corrupted(it->rel, it->next_blk,
+						  "A page of the sample belongs to another bucket.");
+	it->pages_read++;
+	it->next_blk = ph.prev;
+	it->next_stamp = ph.prev_stamp;
+	it->item = 0;
+	it->off = MAXALIGN(sizeof(BfilePageHeader));
+	return true;
+}
+
+/*
+ * The chain's next item as a heap tuple pointing into the chain's page
+ * copy (valid until the next call); false at the end of the chain.
+ */
+bool
+bfile_chain_next(BfileChain *it, HeapTuple htup)
+{
+	BfileItemHeader ih;
+	MinimalTuple mt;
+
+	while (it->item >= it->visible)
+		if (!chain_next_page(it))
+			return false;
+	memcpy(&ih, it->area + it->off, sizeof(ih));
+	mt = (MinimalTuple) (it->area + it->off + sizeof(ih));
+	if (mt->t_len < SizeofMinimalTupleHeader ||
+		MAXALIGN(sizeof(ih) + mt->t_len) != ih.len ||
+		HeapTupleHeaderGetNatts((HeapTupleHeader) ((char *) mt - MINIMAL_TUPLE_OFFSET)) >
+		RelationGetDescr(it->rel)->natts ||
+		mt->t_hoff > mt->t_len + MINIMAL_TUPLE_OFFSET)
+		ss_page_corrupted(it->rel, InvalidBlockNumber, "An item of the sample is damaged.");
+	htup->t_len = mt->t_len + MINIMAL_TUPLE_OFFSET;
+	htup->t_data = (HeapTupleHeader) ((char *) mt - MINIMAL_TUPLE_OFFSET);
+	ItemPointerSetInvalid(&htup->t_self);
+	htup->t_tableOid = RelationGetRelid(it->rel);
+	it->off += ih.len;
+	it->item++;
+	return true;
+}
+
+/*
+ * The metapage of a bfile for a reader, after a round if the change log's
+ * lock is free; false if it has none yet.
+ */
+bool
+bfile_read_meta(Relation rel, BfileMeta *meta)
+{
+	SSLogSnapshot snap;
+
+	ss_log_read_begin(rel, &snap, 0, false);
+	return ss_read_structure_meta(rel, &bfile_state_ops, meta);
+}
+
+/* ---- the scan ---- */
+
 typedef struct BfileScanDesc
 {
 	TableScanDescData base;
 	bool		started;
 	bool		claimed;
+	bool		done;
 	BfileMeta  *meta;
 	int			bucket;			/* 0 .. nbuckets_live-1, then the tail */
-	BlockNumber next_blk;		/* next page of the current chain */
-	uint64		next_stamp;
-	uint32		pages_read;		/* of the current chain */
-	char	   *area;			/* the page being returned */
-	uint32		visible;		/* its items to return */
-	uint32		item;			/* next item */
-	Size		off;
+	BfileChain	chain;
 } BfileScanDesc;
-
-static const BfileBucket *
-scan_bucket(BfileScanDesc *scan)
-{
-	if (scan->bucket < (int) scan->meta->nbuckets_live)
-		return &scan->meta->buckets[scan->bucket];
-	return &scan->meta->tail;
-}
-
-/* Load the next page of the sample; false when every chain is done. */
-static bool
-next_page(BfileScanDesc *scan)
-{
-	Relation	rel = scan->base.rs_rd;
-
-	for (;;)
-	{
-		const BfileBucket *b;
-		BfilePageHeader ph;
-
-		if (scan->bucket > (int) scan->meta->nbuckets_live)
-			return false;
-		b = scan_bucket(scan);
-		if (scan->next_blk == InvalidBlockNumber)
-		{
-			if (scan->pages_read != b->pages)
-				ss_page_corrupted(rel, b->head, "A bucket of the sample is shorter than it counts.");
-			scan->bucket++;
-			scan->pages_read = 0;
-			if (scan->bucket <= (int) scan->meta->nbuckets_live)
-			{
-				b = scan_bucket(scan);
-				scan->next_blk = b->head;
-				scan->next_stamp = b->head_stamp;
-			}
-			continue;
-		}
-		if (scan->pages_read == b->pages)
-			ss_page_corrupted(rel, scan->next_blk, "A bucket of the sample is longer than it counts.");
-		CHECK_FOR_INTERRUPTS();
-		bfile_read_page(rel, scan->next_blk, scan->next_stamp, scan->area);
-		memcpy(&ph, scan->area, sizeof(ph));
-		scan->visible = scan->pages_read == 0 ? b->head_items : ph.nitems;
-		bfile_check_page(rel, scan->next_blk, scan->area, scan->visible);
-		if (ph.level != b->level)
-			ss_page_corrupted(rel, scan->next_blk, "A page of the sample belongs to another bucket.");
-		scan->pages_read++;
-		scan->next_blk = ph.prev;
-		scan->next_stamp = ph.prev_stamp;
-		scan->item = 0;
-		scan->off = MAXALIGN(sizeof(BfilePageHeader));
-		return true;
-	}
-}
 
 static TableScanDesc
 bfile_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
@@ -111,11 +151,10 @@ scan_stop(BfileScanDesc *scan)
 {
 	if (scan->meta)
 		pfree(scan->meta);
-	if (scan->area)
-		pfree(scan->area);
 	scan->meta = NULL;
-	scan->area = NULL;
+	bfile_chain_end(&scan->chain);
 	scan->started = false;
+	scan->done = false;
 }
 
 static void
@@ -136,66 +175,45 @@ bfile_scan_rescan(TableScanDesc sscan, struct ScanKeyData *key, bool set_params,
 	scan_stop((BfileScanDesc *) sscan);
 }
 
+/* Every bucket's chain, newest page first, then the tail's. */
 static bool
 bfile_scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
 					   TupleTableSlot *slot)
 {
 	BfileScanDesc *scan = (BfileScanDesc *) sscan;
 	Relation	rel = sscan->rs_rd;
-	BfileItemHeader ih;
 	HeapTupleData htup;
-	MinimalTuple mt;
 
 	ExecClearTuple(slot);
 	if (!scan->started)
 	{
-		SSLogSnapshot snap;
-
 		scan->started = true;
 		scan->claimed = ss_scan_claim(sscan);
 		if (!scan->claimed)
 			return false;
 		scan->meta = palloc(sizeof(BfileMeta));
-		scan->area = palloc(SS_PAGE_DATA_SIZE);
-		/* like every reader: a round first if that needs no waiting */
-		ss_log_read_begin(rel, &snap, 0, false);
-		if (!ss_read_structure_meta(rel, &bfile_state_ops, scan->meta))
+		scan->done = !bfile_read_meta(rel, scan->meta);
+		scan->bucket = 0;
+		if (!scan->done)
+			bfile_chain_begin(&scan->chain, rel, scan->meta->nbuckets_live > 0 ?
+							  &scan->meta->buckets[0] : &scan->meta->tail);
+	}
+	if (!scan->claimed || scan->done)
+		return false;
+	while (!bfile_chain_next(&scan->chain, &htup))
+	{
+		bfile_chain_end(&scan->chain);
+		if (++scan->bucket > (int) scan->meta->nbuckets_live)
 		{
-			scan->bucket = BFILE_MAX_BUCKETS + 1;
-			scan->meta->nbuckets_live = 0;
+			scan->done = true;
 			return false;
 		}
-		scan->bucket = 0;
-		scan->pages_read = 0;
-		scan->next_blk = scan->meta->nbuckets_live > 0 ?
-			scan->meta->buckets[0].head : scan->meta->tail.head;
-		scan->next_stamp = scan->meta->nbuckets_live > 0 ?
-			scan->meta->buckets[0].head_stamp : scan->meta->tail.head_stamp;
-		scan->visible = scan->item = 0;
+		bfile_chain_begin(&scan->chain, rel,
+						  scan->bucket < (int) scan->meta->nbuckets_live ?
+						  &scan->meta->buckets[scan->bucket] : &scan->meta->tail);
 	}
-	if (!scan->claimed || scan->meta == NULL)
-		return false;
-	while (scan->item >= scan->visible)
-		if (!next_page(scan))
-			return false;
-	memcpy(&ih, scan->area + scan->off, sizeof(ih));
-	mt = (MinimalTuple) (scan->area + scan->off + sizeof(ih));
-	if (mt->t_len != ih.len - sizeof(ih) &&
-		MAXALIGN(sizeof(ih) + mt->t_len) != ih.len)
-		ss_page_corrupted(rel, InvalidBlockNumber, "An item of the sample is damaged.");
-	if (mt->t_len < SizeofMinimalTupleHeader ||
-		HeapTupleHeaderGetNatts((HeapTupleHeader) ((char *) mt - MINIMAL_TUPLE_OFFSET)) >
-		RelationGetDescr(rel)->natts ||
-		mt->t_hoff > mt->t_len + MINIMAL_TUPLE_OFFSET)
-		ss_page_corrupted(rel, InvalidBlockNumber, "An item of the sample is damaged.");
-	htup.t_len = mt->t_len + MINIMAL_TUPLE_OFFSET;
-	htup.t_data = (HeapTupleHeader) ((char *) mt - MINIMAL_TUPLE_OFFSET);
-	ItemPointerSetInvalid(&htup.t_self);
-	htup.t_tableOid = RelationGetRelid(rel);
 	heap_deform_tuple(&htup, slot->tts_tupleDescriptor, slot->tts_values,
 					  slot->tts_isnull);
-	scan->off += ih.len;
-	scan->item++;
 	ExecStoreVirtualTuple(slot);
 	return true;
 }
