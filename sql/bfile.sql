@@ -219,8 +219,9 @@ INSERT INTO bf_w2 VALUES (1, 'NaN');
 INSERT INTO bf_small VALUES (1, repeat('x', 9000));
 -- a row stored inline whole: a long value that compresses well is
 -- stored uncompressed, and fits if it fits a page
-INSERT INTO bf_small VALUES (2, repeat('y', 7000));
+INSERT INTO bf_small VALUES (2, repeat('y', 7000)), (3, NULL), (NULL, 'z');
 SELECT length(v) FROM bf_small WHERE id = 2 AND length(v) > 10;
+SELECT id, v FROM bf_small WHERE id = 3 OR id IS NULL ORDER BY id;
 SELECT bfile_info('bf_draws'::regclass);
 
 -- an ordinary role creates, fills and reads its own bfile; another needs

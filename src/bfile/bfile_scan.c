@@ -80,6 +80,63 @@ chain_next_page(BfileChain *it)
 }
 
 /*
+ * Check a stored row before it is deformed: the header within the item,
+ * every value within the tuple, no varlena compressed or out of line
+ * (rows are stored inline and whole), so that a damaged page gives
+ * XX001, never a read past the page.  len is the tuple's length.
+ */
+static bool
+tuple_sane(TupleDesc desc, MinimalTuple mt, uint32 len)
+{
+	HeapTupleHeader tup = (HeapTupleHeader) ((char *) mt - MINIMAL_TUPLE_OFFSET);
+	int			natts = HeapTupleHeaderGetNatts(tup);
+	bool		hasnulls = (mt->t_infomask & HEAP_HASNULL) != 0;
+	char	   *base = (char *) tup;
+	Size		end = len + MINIMAL_TUPLE_OFFSET;
+	Size		off = tup->t_hoff;
+
+	if (natts > desc->natts || tup->t_hoff < SizeofHeapTupleHeader ||
+		tup->t_hoff > end ||
+		(hasnulls && SizeofHeapTupleHeader + BITMAPLEN(natts) > tup->t_hoff) ||
+		(mt->t_infomask & (HEAP_HASEXTERNAL | HEAP_HASOID_OLD)) != 0)
+		return false;
+	for (int i = 0; i < natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (hasnulls && att_isnull(i, tup->t_bits))
+			continue;
+		if (att->attlen == -1)
+		{
+			off = att_align_pointer(off, att->attalign, -1, base + off);
+			if (off + 1 > end)
+				return false;
+			if (VARATT_IS_EXTENDED(base + off) && !VARATT_IS_SHORT(base + off))
+				return false;
+			if (off + VARSIZE_ANY(base + off) > end ||
+				VARSIZE_ANY(base + off) < (VARATT_IS_SHORT(base + off) ? 1 : VARHDRSZ))
+				return false;
+			off += VARSIZE_ANY(base + off);
+		}
+		else if (att->attlen == -2)
+		{
+			off = att_align_nominal(off, att->attalign);
+			if (off >= end || memchr(base + off, '\0', end - off) == NULL)
+				return false;
+			off += strlen(base + off) + 1;
+		}
+		else
+		{
+			off = att_align_nominal(off, att->attalign);
+			off += att->attlen;
+			if (off > end)
+				return false;
+		}
+	}
+	return true;
+}
+
+/*
  * The chain's next item as a heap tuple pointing into the chain's page
  * copy (valid until the next call); false at the end of the chain.
  */
@@ -96,9 +153,7 @@ bfile_chain_next(BfileChain *it, HeapTuple htup)
 	mt = (MinimalTuple) (it->area + it->off + sizeof(ih));
 	if (mt->t_len < SizeofMinimalTupleHeader ||
 		MAXALIGN(sizeof(ih) + mt->t_len) != ih.len ||
-		HeapTupleHeaderGetNatts((HeapTupleHeader) ((char *) mt - MINIMAL_TUPLE_OFFSET)) >
-		RelationGetDescr(it->rel)->natts ||
-		mt->t_hoff > mt->t_len + MINIMAL_TUPLE_OFFSET)
+		!tuple_sane(RelationGetDescr(it->rel), mt, mt->t_len))
 		ss_page_corrupted(it->rel, InvalidBlockNumber, "An item of the sample is damaged.");
 	htup->t_len = mt->t_len + MINIMAL_TUPLE_OFFSET;
 	htup->t_data = (HeapTupleHeader) ((char *) mt - MINIMAL_TUPLE_OFFSET);
