@@ -134,6 +134,14 @@ typedef struct BfilePageHeader
 	int32		level;			/* its bucket's level (the tail's lowest) */
 	uint32		nitems;
 	uint32		used;			/* bytes of items after this header */
+	/*
+	 * A page taken from a freed chain remembers its place there (its stamp
+	 * and the chain's next page), so that a round redone after a crash,
+	 * whose free list still has the page, can take it again.
+	 */
+	BlockNumber was_next;
+	uint64		was_stamp;		/* 0: a new page */
+	uint64		was_next_stamp;
 } BfilePageHeader;
 
 /* An item: this header, then the row as a minimal tuple; 8-aligned. */
@@ -155,7 +163,7 @@ extern void bfile_read_page(Relation rel, BlockNumber blkno, uint64 stamp,
 							char *area);
 extern void bfile_write_page(Relation rel, BlockNumber blkno, const char *area);
 extern BlockNumber bfile_page_alloc(Relation rel, BfileMeta *meta,
-									uint64 *stamp);
+									uint64 *stamp, BfilePageHeader *was);
 extern void bfile_chain_free(BfileMeta *meta, const BfileBucket *b);
 extern void bfile_check_page(Relation rel, BlockNumber blkno, const char *area,
 							 uint32 visible);

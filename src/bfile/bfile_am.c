@@ -14,6 +14,7 @@
 #include "access/heaptoast.h"
 #include "access/htup_details.h"
 #include "access/tableam.h"
+#include "access/xlog.h"
 #include "bfile.h"
 #include "bfile_am.h"
 #include "catalog/pg_type.h"
@@ -38,6 +39,28 @@ int			ss_bfile_buckets = 16;
 int			ss_bfile_mode = BFILE_UNIFORM;
 char	   *ss_bfile_weight_column = NULL;
 int			ss_test_bfile_seed = 0;
+int			ss_test_bfile_crash = BFILE_CRASH_NONE;
+
+static const struct config_enum_entry bfile_crash_options[] = {
+	{"none", BFILE_CRASH_NONE, false},
+	{"discarded", BFILE_CRASH_DISCARDED, false},
+	{"unrolled", BFILE_CRASH_UNROLLED, false},
+	{"installed", BFILE_CRASH_INSTALLED, false},
+	{NULL, 0, false}
+};
+
+/* Stop the server here if streamsketch.test_bfile_crash says so (tests). */
+void
+bfile_test_crash(Relation rel, BfileCrashPoint point)
+{
+	if (ss_test_bfile_crash != (int) point)
+		return;
+	/* the worst case: everything logged so far is durable */
+	if (RelationNeedsWAL(rel))
+		XLogFlush(GetXLogInsertRecPtr());
+	elog(PANIC, "streamsketch.test_bfile_crash: stopping at \"%s\" in a round of \"%s\"",
+		 bfile_crash_options[point].name, RelationGetRelationName(rel));
+}
 
 static const struct config_enum_entry bfile_mode_options[] = {
 	{"uniform", BFILE_UNIFORM, false},
@@ -533,5 +556,10 @@ bfile_init(void)
 							NULL,
 							&ss_test_bfile_seed, 0, 0, INT_MAX,
 							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	DefineCustomEnumVariable("streamsketch.test_bfile_crash",
+							 "Stops the server at a point of a bfile's rounds (for tests only).",
+							 NULL,
+							 &ss_test_bfile_crash, BFILE_CRASH_NONE, bfile_crash_options,
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 	ss_params_note_placeholders("streamsketch.bfile_");
 }

@@ -47,6 +47,18 @@ extern void bfile_init(void);
 /* bfile_round.c */
 extern void bfile_round(Relation rel, BfileMeta *meta, SSConsolidation *c);
 
+/* streamsketch.test_bfile_crash: where a round stops the server (tests) */
+typedef enum BfileCrashPoint
+{
+	BFILE_CRASH_NONE,
+	BFILE_CRASH_DISCARDED,		/* a bucket freed, pages written, not installed */
+	BFILE_CRASH_UNROLLED,		/* the tail unrolled, not installed */
+	BFILE_CRASH_INSTALLED		/* the round installed, the log not moved */
+} BfileCrashPoint;
+
+extern int	ss_test_bfile_crash;
+extern void bfile_test_crash(Relation rel, BfileCrashPoint point);
+
 /* bfile_scan.c: reading a bucket's chain, newest page first */
 typedef struct BfileChain
 {

@@ -129,13 +129,17 @@ static void
 image_new_page(BfileRound *r, BfileBucket *b, PageImage *im)
 {
 	BfilePageHeader *ph;
+	BfilePageHeader was;
 	uint64		stamp;
-	BlockNumber blk = bfile_page_alloc(r->rel, r->meta, &stamp);
+	BlockNumber blk = bfile_page_alloc(r->rel, r->meta, &stamp, &was);
 
 	if (im->area == NULL)
 		im->area = MemoryContextAlloc(CurrentMemoryContext, SS_PAGE_DATA_SIZE);
 	memset(im->area, 0, SS_PAGE_DATA_SIZE);
 	ph = image_header(im);
+	ph->was_stamp = was.was_stamp;
+	ph->was_next = was.was_next;
+	ph->was_next_stamp = was.was_next_stamp;
 	ph->stamp = stamp;
 	ph->prev = b->head;
 	ph->prev_stamp = b->head_stamp;
@@ -349,6 +353,7 @@ unroll(BfileRound *r)
 	bfile_chain_free(m, &old);
 	m->discards_since_unroll = 0;
 	m->unrolls++;
+	bfile_test_crash(r->rel, BFILE_CRASH_UNROLLED);
 	pfree(blks);
 	pfree(stamps);
 	pfree(area);
@@ -377,6 +382,7 @@ discard(BfileRound *r)
 		m->level++;
 		m->discards++;
 		m->discards_since_unroll++;
+		bfile_test_crash(r->rel, BFILE_CRASH_DISCARDED);
 		if (m->discards_since_unroll >= m->params.unroll_every ||
 			m->nbuckets_live == 0)
 			unroll(r);
@@ -470,4 +476,5 @@ bfile_round(Relation rel, BfileMeta *meta, SSConsolidation *c)
 	for (uint32 i = 0; i < meta->nbuckets_live; i++)
 		meta->data_bytes += meta->buckets[i].bytes;
 	install(&r);
+	bfile_test_crash(rel, BFILE_CRASH_INSTALLED);
 }

@@ -79,30 +79,53 @@ bfile_write_page(Relation rel, BlockNumber blkno, const char *area)
 
 /*
  * A page for a bucket, with its new allocation stamp: the newest page of
- * a freed chain no snapshot can reach, else a reserved new page.  The
+ * a freed chain no snapshot can reach, else a reserved new page.  *was
+ * gets what the page must remember of the chain (BfilePageHeader).  The
  * round works on its copy of the metapage, installed at its end; pages
  * it reserves from the end of the file and never installs are lost until
  * VACUUM FULL (as every structure's).
  */
 BlockNumber
-bfile_page_alloc(Relation rel, BfileMeta *meta, uint64 *stamp)
+bfile_page_alloc(Relation rel, BfileMeta *meta, uint64 *stamp,
+				 BfilePageHeader *was)
 {
 	BlockNumber blk;
 
 	*stamp = ++meta->alloc_stamp;
+	memset(was, 0, sizeof(*was));
+	was->was_next = InvalidBlockNumber;
 	for (uint32 i = 0; i < meta->nfree; i++)
 	{
 		BfileFreeChain *f = &meta->free_chains[i];
 		char	   *area;
 		BfilePageHeader ph;
+		BlockNumber next;
+		uint64		next_stamp;
 
 		if (!GlobalVisCheckRemovableFullXid(NULL, f->stamp))
 			continue;
 		blk = f->head;
 		area = palloc(SS_PAGE_DATA_SIZE);
-		bfile_read_page(rel, blk, f->head_stamp, area);
+		if (!ss_read_page_area(rel, blk, SS_PAGE_BFILE, area))
+			bfile_stale_page(rel, blk);
 		memcpy(&ph, area, sizeof(ph));
 		pfree(area);
+		if (ph.stamp == f->head_stamp)
+		{
+			next = ph.prev;
+			next_stamp = ph.prev_stamp;
+		}
+		else if (ph.was_stamp == f->head_stamp)
+		{
+			/* taken by a round that did not install (a crash) */
+			next = ph.was_next;
+			next_stamp = ph.was_next_stamp;
+		}
+		else
+			bfile_stale_page(rel, blk);
+		was->was_stamp = f->head_stamp;
+		was->was_next = next;
+		was->was_next_stamp = next_stamp;
 		if (--f->pages == 0)
 		{
 			memmove(f, f + 1, sizeof(BfileFreeChain) * (meta->nfree - i - 1));
@@ -110,10 +133,10 @@ bfile_page_alloc(Relation rel, BfileMeta *meta, uint64 *stamp)
 		}
 		else
 		{
-			if (ph.prev == InvalidBlockNumber)
+			if (next == InvalidBlockNumber)
 				ss_page_corrupted(rel, blk, "A freed chain of sample pages ends early.");
-			f->head = ph.prev;
-			f->head_stamp = ph.prev_stamp;
+			f->head = next;
+			f->head_stamp = next_stamp;
 		}
 		return blk;
 	}

@@ -527,15 +527,13 @@ ss_write_full_page(Relation rel, BlockNumber blkno, uint16 page_type,
 }
 
 /*
- * Copy page blkno's data area into area if it is a page of page_type whose
- * area begins with the uint64 stamp the caller's pointer expects (an
- * install generation, an allocation stamp); false if the block is
- * missing, new, of another type or stamp: it was recycled.  A page that
- * is not ours at all is reported as damaged.
+ * Copy page blkno's data area into area if it is a page of page_type;
+ * false if the block is missing, new or of another type.  A page that is
+ * not ours at all is reported as damaged.
  */
 bool
-ss_read_stamped_page(Relation rel, BlockNumber blkno, uint16 page_type,
-					 uint64 stamp, char *area)
+ss_read_page_area(Relation rel, BlockNumber blkno, uint16 page_type,
+				  char *area)
 {
 	Buffer		buf = ss_read_buffer_if_exists(rel, blkno);
 	Page		page;
@@ -548,13 +546,11 @@ ss_read_stamped_page(Relation rel, BlockNumber blkno, uint16 page_type,
 	if (!PageIsNew(page))
 	{
 		SSPageOpaque opaque = SSPageGetOpaque(page);
-		uint64		page_stamp;
 
 		if (PageGetSpecialSize(page) != MAXALIGN(sizeof(SSPageOpaqueData)) ||
 			opaque->page_id != SS_PAGE_ID)
 			ss_page_check(rel, blkno, page, page_type); /* reports it */
-		memcpy(&page_stamp, SSPageGetData(page), sizeof(page_stamp));
-		if (opaque->page_type == page_type && page_stamp == stamp)
+		if (opaque->page_type == page_type)
 		{
 			ss_page_check(rel, blkno, page, page_type);
 			memcpy(area, SSPageGetData(page), SS_PAGE_DATA_SIZE);
@@ -563,4 +559,23 @@ ss_read_stamped_page(Relation rel, BlockNumber blkno, uint16 page_type,
 	}
 	UnlockReleaseBuffer(buf);
 	return ok;
+}
+
+/*
+ * Copy page blkno's data area into area if it is a page of page_type whose
+ * area begins with the uint64 stamp the caller's pointer expects (an
+ * install generation, an allocation stamp); false if the block is
+ * missing, new, of another type or stamp: it was recycled.  A page that
+ * is not ours at all is reported as damaged.
+ */
+bool
+ss_read_stamped_page(Relation rel, BlockNumber blkno, uint16 page_type,
+					 uint64 stamp, char *area)
+{
+	uint64		page_stamp;
+
+	if (!ss_read_page_area(rel, blkno, page_type, area))
+		return false;
+	memcpy(&page_stamp, area, sizeof(page_stamp));
+	return page_stamp == stamp;
 }

@@ -120,6 +120,8 @@ extern void ss_stale_page(Relation rel, BlockNumber blkno, const char *what)
 			pg_attribute_noreturn();
 extern void ss_write_full_page(Relation rel, BlockNumber blkno,
 							   uint16 page_type, const char *area);
+extern bool ss_read_page_area(Relation rel, BlockNumber blkno,
+							  uint16 page_type, char *area);
 extern bool ss_read_stamped_page(Relation rel, BlockNumber blkno,
 								 uint16 page_type, uint64 stamp, char *area);
 extern Buffer ss_pin_if_cached(Relation rel, BlockNumber blkno);
