@@ -3,7 +3,8 @@
 # throwaway cluster and run scripts/demo.sql: a few million Zipf-distributed
 # events streamed into a `bcms` table, estimates printed next to exact counts,
 # then into a `lert` table, heavy hitters reported next to the exact answer,
-# then as page views into a `cbt` table, next to GROUP BY over the raw rows.
+# then as page views into a `cbt` table, next to GROUP BY over the raw rows,
+# and into a `bfile` sample, its mean and quantiles next to the exact ones.
 #
 # Usage: bash scripts/demo.sh [psql -v options, e.g. -v n=1000000 -v eps=0.0001]
 # Environment: STREAMSKETCH_SKIP_SETUP=1 skips the set-up,

@@ -3,8 +3,9 @@
 --
 -- Then the same stream into a heavy-hitter table (lert): each key whose
 -- count reaches the threshold is reported once, compared with the exact
--- answer; and as page views into a GROUP BY maintained as rows arrive
--- (cbt), compared with GROUP BY over the raw rows.
+-- answer; as page views into a GROUP BY maintained as rows arrive
+-- (cbt), compared with GROUP BY over the raw rows; and into a sample
+-- (bfile), its statistics next to the exact ones.
 --
 -- Run by scripts/demo.sh.  psql variables (override with -v name=value):
 --   n    number of events                  (default 3000000)
@@ -202,3 +203,28 @@ SELECT count(*) AS groups,
                     max(ts) AS last_visit FROM views GROUP BY url) g USING (url);
 \echo '   One group from its root-to-leaf path:'
 SELECT url, views, total_bytes FROM cbt_lookup(NULL::page_stats, '/page/1');
+
+\echo
+\echo '== 12. A sample far smaller than the stream: a bfile table keeps at most'
+\echo '       1,000 of the page views, uniformly; its mean and quantiles next to'
+\echo '       the exact ones over every view'
+DROP TABLE IF EXISTS views_sample;
+SELECT bfile_create('views_sample', 'url text, bytes int, latency float8',
+                    sample_size => 1000, min_fraction => 0.8) \g /dev/null
+INSERT INTO views_sample SELECT url, bytes, latency FROM views;
+SELECT size, seen, level, round(inclusion_probability::numeric, 6) AS inclusion_probability
+  FROM bfile_info('views_sample');
+SELECT 'sample' AS over, count(*) AS rows, round(avg(latency)::numeric, 3) AS mean_latency,
+       round(percentile_cont(0.5) WITHIN GROUP (ORDER BY latency)::numeric, 3) AS median,
+       round(percentile_cont(0.9) WITHIN GROUP (ORDER BY latency)::numeric, 3) AS p90,
+       round(avg(bytes)::numeric, 1) AS mean_bytes
+  FROM views_sample
+UNION ALL
+SELECT 'every view', count(*), round(avg(latency)::numeric, 3),
+       round(percentile_cont(0.5) WITHIN GROUP (ORDER BY latency)::numeric, 3),
+       round(percentile_cont(0.9) WITHIN GROUP (ORDER BY latency)::numeric, 3),
+       round(avg(bytes)::numeric, 1)
+  FROM views;
+\echo '   Exactly 100 of the sampled views (bfile_subsample), and sample_agg in memory:'
+SELECT count(*) AS subsample FROM bfile_subsample(NULL::views_sample, 100);
+SELECT cardinality(sample_agg(url, 5)) AS urls_drawn_in_memory FROM views;
