@@ -161,6 +161,67 @@ WITH c AS (SELECT id / 10000 AS bin, count(*) AS n FROM bf_sub GROUP BY 1)
 SELECT count(*) AS bins, sum(n) AS drawn, sum((n - 600.0) ^ 2 / 600.0) < 56 AS uniform
 FROM c;
 
+-- bfile_window: the rows of the sample in a time range, equal to a filter
+-- of the whole sample, reading a few pages (skip lists) rather than all
+SET streamsketch.test_bfile_seed = 501;
+SELECT bfile_create('bf_time', 'id bigint, ts timestamptz', sample_size => 200000,
+                    min_fraction => 0.8, buckets => 8, time_column => 'ts');
+INSERT INTO bf_time SELECT g, timestamptz '2026-01-01 00:00+00' + g * interval '1 second'
+FROM generate_series(1, 1000000) g;
+CREATE FUNCTION pg_temp.bf_window_check(lo timestamptz, hi timestamptz) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	w bigint;
+	f bigint;
+	d bigint;
+BEGIN
+	SELECT count(*) INTO w FROM bfile_window(NULL::bf_time, lo, hi);
+	SELECT count(*) INTO f FROM bf_time WHERE ts BETWEEN lo AND hi;
+	SELECT count(*) INTO d FROM
+		((SELECT * FROM bfile_window(NULL::bf_time, lo, hi)
+		  EXCEPT ALL SELECT * FROM bf_time WHERE ts BETWEEN lo AND hi)
+		 UNION ALL
+		 (SELECT * FROM bf_time WHERE ts BETWEEN lo AND hi
+		  EXCEPT ALL SELECT * FROM bfile_window(NULL::bf_time, lo, hi))) x;
+	RETURN w || ' rows, ' || CASE WHEN w = f AND d = 0 THEN 'equal to the filter' ELSE 'DIFFERENT' END;
+END
+$$;
+SELECT pg_temp.bf_window_check('2026-01-05 00:00+00', '2026-01-05 01:00+00') AS one_hour,
+       pg_temp.bf_window_check('2026-01-01 00:00+00', '2026-01-01 00:10+00') AS oldest,
+       pg_temp.bf_window_check('2026-01-12 13:00+00', '2026-01-20 00:00+00') AS newest,
+       pg_temp.bf_window_check('2025-01-01 00:00+00', '2027-01-01 00:00+00') AS everything,
+       pg_temp.bf_window_check('2026-01-05 01:00+00', '2026-01-05 00:00+00') AS empty;
+-- pages read: an hour's window against the whole sample
+CREATE FUNCTION pg_temp.bf_buffers(q text) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+	plan json;
+BEGIN
+	EXECUTE 'EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ' || q INTO plan;
+	RETURN (plan -> 0 -> 'Plan' ->> 'Shared Hit Blocks')::bigint +
+		   (plan -> 0 -> 'Plan' ->> 'Shared Read Blocks')::bigint;
+END
+$$;
+SELECT pg_temp.bf_buffers($$SELECT * FROM bfile_window(NULL::bf_time,
+                             '2026-01-05 00:00+00'::timestamptz, '2026-01-05 01:00+00'::timestamptz)$$)
+         * 10 < pg_temp.bf_buffers('SELECT * FROM bf_time') AS under_a_tenth;
+-- bounds of the column's type, an unknown literal, or castable to it
+SELECT count(*) FROM bfile_window(NULL::bf_time, '2026-01-05 00:00+00', '2026-01-05 00:00:10+00');
+SELECT count(*) FROM bfile_window(NULL::bf_time, 1, 2);
+SELECT count(*) FROM bfile_window(NULL::bf_time, NULL::timestamptz, now());
+-- without a time column: positions in the stream (from 0)
+SELECT count(*) = (SELECT count(*) FROM bf_uni WHERE id BETWEEN 500001 AND 600000) AS by_position
+FROM bfile_window(NULL::bf_uni, 500000, 599999);
+-- times out of arrival order: still the filter (the bucket is read whole)
+SELECT bfile_create('bf_shuffled', 'id int, t int', sample_size => 100000, time_column => 't');
+INSERT INTO bf_shuffled SELECT g, (g * 7919) % 50000 FROM generate_series(1, 50000) g;
+SELECT count(*) = (SELECT count(*) FROM bf_shuffled WHERE t BETWEEN 100 AND 300) AS shuffled
+FROM bfile_window(NULL::bf_shuffled, 100, 300);
+SELECT bfile_create('bf_bad', 'id int, t text', time_column => 't');
+SELECT bfile_create('bf_bad', 'id int', time_column => 'nope');
+INSERT INTO bf_shuffled VALUES (1, NULL);
+RESET streamsketch.test_bfile_seed;
+
 -- weighted: rows of weight 4 are four times as likely as rows of weight 1
 -- (while below 1): over 10 streams, 4 within [3.4, 4.6]
 CREATE TEMP TABLE bf_wdraws (w int);
@@ -209,7 +270,6 @@ SELECT bfile_create('bf_bad', 'id bigint', mode => 'sometimes');
 SELECT bfile_create('bf_bad', 'id bigint', mode => 'weighted');
 SELECT bfile_create('bf_bad', 'id bigint, w text', mode => 'weighted', weight_column => 'w');
 SELECT bfile_create('bf_bad', 'id bigint, w int', weight_column => 'w');
-SELECT bfile_create('bf_bad', 'id bigint', time_column => 'id');
 SELECT bfile_create('bf_bad', 'id bigint); DROP TABLE bf_small; CREATE TABLE x (y int');
 SELECT bfile_create('bf_bad', 'id bigint DEFAULT 1');
 SELECT bfile_create('bf_w2', 'id bigint, w float8', mode => 'weighted', weight_column => 'w');
@@ -240,7 +300,7 @@ SET ROLE bf_other;
 SELECT size FROM bfile_info('bf_schema.mine');
 RESET ROLE;
 
-DROP TABLE bf_small, bf_uni, bf_dec, bf_w2;
+DROP TABLE bf_small, bf_uni, bf_dec, bf_w2, bf_time, bf_shuffled;
 DROP SCHEMA bf_schema CASCADE;
 DROP ROLE bf_user;
 DROP ROLE bf_other;

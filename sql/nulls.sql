@@ -87,6 +87,7 @@ INSERT INTO null_calls VALUES
 ('sample_agg(anyelement,int)', ARRAY['1', '3']),
 ('bfile_info(regclass)', ARRAY['''nt_bfile''::regclass']),
 ('bfile_subsample(anyelement,bigint)', ARRAY['NULL::nt_bfile', '3::bigint']),
+('bfile_window(anyelement,"any","any")', ARRAY['NULL::nt_bfile', '0::bigint', '10::bigint']),
 ('bfile_flush(regclass)', ARRAY['''nt_bfile''::regclass']),
 ('bfile_create(text,text,bigint,float8,int,text,text,text,bool)',
  ARRAY['''nt_bfile_new''::text', '''id int''::text', '100::bigint', '0.5::float8',
@@ -188,13 +189,15 @@ FROM null_calls c, generate_series(1, array_length(c.args, 1)) i;
 SELECT fn, null_arg, name, outcome FROM null_outcomes ORDER BY fn::text, null_arg;
 
 -- must be empty: internal errors, or a value where NULL or an error is due
--- (cbt_lookup's and bfile_subsample's first argument is a NULL of the
--- table's row type anyway)
+-- (the first argument of cbt_lookup, bfile_subsample and bfile_window is
+-- a NULL of the table's row type anyway)
 SELECT fn, null_arg, outcome FROM null_outcomes
 WHERE outcome LIKE 'error XX%'
    OR (outcome = 'value' AND NOT (fn::text LIKE '%\_create(%' AND null_arg > 2)
        AND NOT (fn IN ('cbt_lookup(anyelement,"any")'::regprocedure,
-                       'bfile_subsample(anyelement,bigint)'::regprocedure) AND null_arg = 1));
+                       'bfile_subsample(anyelement,bigint)'::regprocedure,
+                       'bfile_window(anyelement,"any","any")'::regprocedure)
+                AND null_arg = 1));
 
 -- every valid call works, in positional and in named notation (aggregates
 -- cannot be called in named notation, nor a VARIADIC argument without

@@ -95,3 +95,10 @@ CREATE FUNCTION bfile_subsample(sample anyelement, n bigint)
 RETURNS SETOF anyelement
 AS 'MODULE_PATHNAME', 'bfile_subsample' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION bfile_subsample(anyelement, bigint) IS 'a random subsample of exactly n rows of a bfile''s sample (all of it if it is smaller): bfile_subsample(NULL::table, n)';
+
+-- Not STRICT on purpose: the first argument is NULL (it names the table
+-- by its row type); NULL bounds are an error (22004).
+CREATE FUNCTION bfile_window(sample anyelement, t1 "any", t2 "any")
+RETURNS SETOF anyelement
+AS 'MODULE_PATHNAME', 'bfile_window' LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION bfile_window(anyelement, "any", "any") IS 'the rows of a bfile''s sample whose time (its time column, or the position in the stream) is in [t1, t2], through each bucket''s skip list: bfile_window(NULL::table, t1, t2)';

@@ -66,7 +66,7 @@ typedef struct BfileParams
 	uint32		mode;			/* BfileMode */
 	int32		weight_attnum;	/* weighted modes: the weight column */
 	uint32		seed;
-	uint32		unused;
+	int32		time_attnum;	/* the time column; 0: arrival order */
 } BfileParams;
 
 /* A bucket: a chain of pages, newest first. */
@@ -79,6 +79,9 @@ typedef struct BfileBucket
 	uint64		bytes;			/* of its items */
 	uint32		pages;
 	int32		level;			/* its level; the tail: the lowest it holds */
+	int64		max_key;		/* the largest time key appended */
+	uint32		unordered;		/* a key came below max_key: no skipping */
+	uint32		unused;
 } BfileBucket;
 
 /* A freed chain: reusable once no snapshot can reach it. */
@@ -125,6 +128,23 @@ typedef struct BfileMeta
 StaticAssertDecl(sizeof(BfileMeta) <= SS_PAGE_DATA_SIZE,
 				 "the bfile metapage must fit in a page");
 
+/*
+ * Skip lists over a bucket's pages (§5.2, Algorithm 2): a page of skip
+ * level k (P(k) = 4^-(k-1), at most BFILE_SKIP_LEVELS) is pointed to at
+ * levels 2..k by the newer pages up to the next one of such a level.
+ * skip[i] is the newest older page of level >= i + 2, with its smallest
+ * time key, so a search decides whether to jump without reading it.
+ */
+#define BFILE_SKIP_LEVELS	8
+
+typedef struct BfileSkip
+{
+	BlockNumber blk;			/* InvalidBlockNumber: none */
+	uint32		unused;
+	uint64		stamp;
+	int64		min_key;
+} BfileSkip;
+
 /* A bucket page's header, at the start of its data area. */
 typedef struct BfilePageHeader
 {
@@ -142,6 +162,11 @@ typedef struct BfilePageHeader
 	BlockNumber was_next;
 	uint64		was_stamp;		/* 0: a new page */
 	uint64		was_next_stamp;
+	int64		min_key;		/* of its items' time keys */
+	int64		max_key;
+	uint32		skip_level;		/* 1 .. BFILE_SKIP_LEVELS */
+	uint32		unused;
+	BfileSkip	skip[BFILE_SKIP_LEVELS - 1];
 } BfilePageHeader;
 
 /* An item: this header, then the row as a minimal tuple; 8-aligned. */
@@ -150,7 +175,17 @@ typedef struct BfileItemHeader
 	uint32		len;			/* bytes of the item, header included */
 	int32		level;
 	uint64		seq;			/* its index in the committed stream */
+	int64		key;			/* its time key (seq without a time column) */
 } BfileItemHeader;
+
+/* The record an INSERT appends to the change log, before the row. */
+typedef struct BfileRecordHeader
+{
+	double		weight;			/* 1 unless weighted */
+	int64		key;			/* time key; 0 without a time column */
+	bool		has_key;
+	char		pad[7];
+} BfileRecordHeader;
 
 #define BFILE_PAGE_ROOM		(SS_PAGE_DATA_SIZE - MAXALIGN(sizeof(BfilePageHeader)))
 #define BFILE_ITEM_BYTES(tuplen) MAXALIGN(sizeof(BfileItemHeader) + (tuplen))

@@ -28,7 +28,9 @@
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/date.h"
 #include "utils/numeric.h"
+#include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(bfile_handler);
 
@@ -38,6 +40,7 @@ double		ss_bfile_min_fraction = 0.8;
 int			ss_bfile_buckets = 16;
 int			ss_bfile_mode = BFILE_UNIFORM;
 char	   *ss_bfile_weight_column = NULL;
+char	   *ss_bfile_time_column = NULL;
 int			ss_test_bfile_seed = 0;
 int			ss_test_bfile_crash = BFILE_CRASH_NONE;
 
@@ -95,7 +98,7 @@ bfile_mode_from_name(const char *name)
 static const char *const bfile_settings[] = {
 	"streamsketch.bfile_sample_size", "streamsketch.bfile_min_fraction",
 	"streamsketch.bfile_buckets", "streamsketch.bfile_mode",
-	"streamsketch.bfile_weight_column", NULL
+	"streamsketch.bfile_weight_column", "streamsketch.bfile_time_column", NULL
 };
 
 /* Refuse a misspelled streamsketch.bfile_* setting (ss_check_settings). */
@@ -123,6 +126,38 @@ bfile_unroll_every(double alpha, uint32 nbuckets)
 	if (u > nbuckets)
 		u = nbuckets;
 	return (uint32) u;
+}
+
+/* Can a column of type typid be a bfile's time column? */
+bool
+bfile_time_type_ok(Oid typid)
+{
+	return typid == TIMESTAMPTZOID || typid == TIMESTAMPOID ||
+		typid == DATEOID || typid == INT2OID || typid == INT4OID ||
+		typid == INT8OID;
+}
+
+/* A time column's value as the int64 key items are ordered by. */
+int64
+bfile_time_key(Oid typid, Datum d)
+{
+	switch (typid)
+	{
+		case TIMESTAMPTZOID:
+			return DatumGetTimestampTz(d);
+		case TIMESTAMPOID:
+			return DatumGetTimestamp(d);
+		case DATEOID:
+			return DatumGetDateADT(d);
+		case INT2OID:
+			return DatumGetInt16(d);
+		case INT4OID:
+			return DatumGetInt32(d);
+		case INT8OID:
+			return DatumGetInt64(d);
+	}
+	elog(ERROR, "type %u cannot be a bfile time column", typid);
+	return 0;					/* keep compiler quiet */
 }
 
 /*
@@ -177,6 +212,23 @@ bfile_check_params(Relation rel, const BfileParams *p)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("a weight column needs mode weighted or weighted_decayed")));
+	if (p->time_attnum != 0)
+	{
+		TupleDesc	desc = RelationGetDescr(rel);
+		Form_pg_attribute att;
+
+		if (p->time_attnum < 0 || p->time_attnum > desc->natts ||
+			TupleDescAttr(desc, p->time_attnum - 1)->attisdropped)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("the time column of a bfile must be one of its columns")));
+		att = TupleDescAttr(desc, p->time_attnum - 1);
+		if (!bfile_time_type_ok(att->atttypid))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("time column \"%s\" of a bfile must be a timestamp, timestamptz, date or integer, not %s",
+							NameStr(att->attname), format_type_be(att->atttypid))));
+	}
 }
 
 /* The attnum of column name in rel; an error if there is none. */
@@ -215,13 +267,16 @@ bfile_state_defaults(Relation rel, void *stp)
 	p->seed = bfile_new_seed();
 	if (BFILE_MODE_WEIGHTED(p->mode) && ss_bfile_weight_column && ss_bfile_weight_column[0])
 		p->weight_attnum = bfile_column_attnum(rel, ss_bfile_weight_column);
+	if (ss_bfile_time_column && ss_bfile_time_column[0])
+		p->time_attnum = bfile_column_attnum(rel, ss_bfile_time_column);
 	bfile_check_params(rel, p);
 }
 
 /* ---- the label ---- */
 
 static const char *const bfile_label_keys[] = {
-	"sample_size", "min_fraction", "buckets", "mode", "weight_attnum", "seed"
+	"sample_size", "min_fraction", "buckets", "mode", "weight_attnum", "seed",
+	"time_attnum"
 };
 #define BFILE_LABEL_NKEYS lengthof(bfile_label_keys)
 
@@ -234,9 +289,9 @@ bfile_params_to_label(const void *stp)
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "sample_size=" INT64_FORMAT, p->sample_size);
 	ss_label_append_float(&buf, "min_fraction", p->alpha);
-	appendStringInfo(&buf, " buckets=%u mode=%s weight_attnum=%d seed=%u",
+	appendStringInfo(&buf, " buckets=%u mode=%s weight_attnum=%d seed=%u time_attnum=%d",
 					 p->nbuckets, bfile_mode_name(p->mode), p->weight_attnum,
-					 p->seed);
+					 p->seed, p->time_attnum);
 	return buf.data;
 }
 
@@ -255,6 +310,7 @@ bfile_params_from_label(Relation rel, const char *label, void *stp)
 	p->mode = (uint32) bfile_mode_from_name(v[3]);
 	p->weight_attnum = (int32) ss_label_int("weight_attnum", v[4], 0, MaxAttrNumber);
 	p->seed = (uint32) ss_label_int("seed", v[5], 0, PG_UINT32_MAX);
+	p->time_attnum = (int32) ss_label_int("time_attnum", v[6], 0, MaxAttrNumber);
 	if (!(p->alpha > 0.0 && p->alpha < 1.0))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -302,7 +358,8 @@ bfile_check_meta(Relation rel, const void *metap)
 		p->unroll_every != bfile_unroll_every(p->alpha, p->nbuckets) ||
 		p->mode > BFILE_WEIGHTED_DECAYED ||
 		(BFILE_MODE_WEIGHTED(p->mode) != (p->weight_attnum > 0)) ||
-		p->weight_attnum < 0 || p->weight_attnum > MaxAttrNumber)
+		p->weight_attnum < 0 || p->weight_attnum > MaxAttrNumber ||
+		p->time_attnum < 0 || p->time_attnum > MaxAttrNumber)
 		elog(ERROR, "a parameter is out of range");
 	if (m->level < 1 || m->tail_level < m->level ||
 		m->tail_level > BFILE_MAX_LEVEL ||
@@ -447,14 +504,29 @@ bfile_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
 	MinimalTuple mt;
 	StringInfoData rec;
-	double		weight = 1.0;
+	BfileRecordHeader rh;
 
 	pgstat_count_heap_insert(rel, 1);
 	slot_getallattrs(slot);
 	slot->tts_tableOid = RelationGetRelid(rel);
 	ItemPointerSetInvalid(&slot->tts_tid);
+	memset(&rh, 0, sizeof(rh));
+	rh.weight = 1.0;
 	if (BFILE_MODE_WEIGHTED(st->params.mode))
-		weight = row_weight(rel, slot, st->params.weight_attnum);
+		rh.weight = row_weight(rel, slot, st->params.weight_attnum);
+	if (st->params.time_attnum > 0)
+	{
+		int			t = st->params.time_attnum - 1;
+
+		if (slot->tts_isnull[t])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("time column \"%s\" of bfile \"%s\" must not be NULL",
+							NameStr(TupleDescAttr(desc, t)->attname),
+							RelationGetRelationName(rel))));
+		rh.key = bfile_time_key(TupleDescAttr(desc, t)->atttypid, slot->tts_values[t]);
+		rh.has_key = true;
+	}
 
 	for (int i = 0; i < desc->natts; i++)
 	{
@@ -474,7 +546,7 @@ bfile_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 				 errdetail("A sampled row is stored whole in one page, values uncompressed: at most %zu bytes.",
 						   (Size) BFILE_MAX_TUPLE)));
 	initStringInfo(&rec);
-	appendBinaryStringInfo(&rec, (const char *) &weight, sizeof(weight));
+	appendBinaryStringInfo(&rec, (const char *) &rh, sizeof(rh));
 	appendBinaryStringInfo(&rec, (const char *) mt, mt->t_len);
 	ss_pending_add(rel, SS_PENDING_ITEM, rec.data, (uint32) rec.len);
 	pfree(rec.data);
@@ -522,6 +594,7 @@ SS_ASSIGN_HOOK(bfile_min_fraction, double)
 SS_ASSIGN_HOOK(bfile_buckets, int)
 SS_ASSIGN_HOOK(bfile_mode, int)
 SS_ASSIGN_HOOK(bfile_weight_column, const char *)
+SS_ASSIGN_HOOK(bfile_time_column, const char *)
 
 void
 bfile_init(void)
@@ -551,6 +624,11 @@ bfile_init(void)
 							   NULL,
 							   &ss_bfile_weight_column, "",
 							   PGC_USERSET, 0, NULL, assign_bfile_weight_column, NULL);
+	DefineCustomStringVariable("streamsketch.bfile_time_column",
+							   "Time column of a new bfile (empty: arrival order).",
+							   NULL,
+							   &ss_bfile_time_column, "",
+							   PGC_USERSET, 0, NULL, assign_bfile_time_column, NULL);
 	DefineCustomIntVariable("streamsketch.test_bfile_seed",
 							"Seed of the levels of a new bfile (for tests: 0 is the default seed).",
 							NULL,

@@ -33,6 +33,7 @@ extern double ss_bfile_min_fraction;
 extern int	ss_bfile_buckets;
 extern int	ss_bfile_mode;
 extern char *ss_bfile_weight_column;
+extern char *ss_bfile_time_column;
 extern void bfile_check_settings(void);
 extern uint32 bfile_new_seed(void);
 
@@ -42,6 +43,8 @@ extern int	bfile_mode_from_name(const char *name);
 extern uint32 bfile_unroll_every(double alpha, uint32 nbuckets);
 extern void bfile_check_params(Relation rel, const BfileParams *p);
 extern int32 bfile_column_attnum(Relation rel, const char *name);
+extern bool bfile_time_type_ok(Oid typid);
+extern int64 bfile_time_key(Oid typid, Datum d);
 extern void bfile_init(void);
 
 /* bfile_round.c */
@@ -77,6 +80,7 @@ extern void bfile_chain_begin(BfileChain *it, Relation rel, const BfileBucket *b
 extern bool bfile_chain_next(BfileChain *it, HeapTuple htup);
 extern void bfile_chain_end(BfileChain *it);
 extern bool bfile_read_meta(Relation rel, BfileMeta *meta);
+extern void bfile_item_tuple(Relation rel, const char *item, HeapTuple htup);
 extern void bfile_scan_init(TableAmRoutine *routine);
 
 #endif							/* BFILE_AM_H */

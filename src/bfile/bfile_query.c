@@ -32,6 +32,7 @@ PG_FUNCTION_INFO_V1(bfile_create);
 PG_FUNCTION_INFO_V1(bfile_info);
 PG_FUNCTION_INFO_V1(bfile_flush);
 PG_FUNCTION_INFO_V1(bfile_subsample);
+PG_FUNCTION_INFO_V1(bfile_window);
 
 /* Open a bfile for a SQL function: locked, checked, allowed (mode). */
 static Relation
@@ -61,11 +62,6 @@ bfile_create(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("bfile_create needs a table name and its columns")));
-	if (!PG_ARGISNULL(7))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("bfile time columns are not implemented yet"),
-				 errhint("Leave time_column NULL: the sample then keeps arrival order.")));
 	cols = ss_parse_column_list(text_to_cstring(PG_GETARG_TEXT_PP(1)),
 								"columns list",
 								"List the columns: 'sensor int, value float8'.");
@@ -121,6 +117,31 @@ bfile_create(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("a weight column needs mode weighted or weighted_decayed")));
+	{
+		const char *tname = PG_ARGISNULL(7) ? ss_bfile_time_column :
+			text_to_cstring(PG_GETARG_TEXT_PP(7));
+		ListCell   *lc;
+		int			i = 0;
+
+		if (tname && tname[0])
+		{
+			foreach(lc, cols)
+			{
+				if (strcmp(((ColumnDef *) lfirst(lc))->colname, tname) == 0)
+					p->time_attnum = i + 1;
+				i++;
+			}
+			if (p->time_attnum == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_COLUMN),
+						 errmsg("time column \"%s\" is not among the bfile's columns", tname)));
+			if (!bfile_time_type_ok(types[p->time_attnum - 1]))
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("time column \"%s\" of a bfile must be a timestamp, timestamptz, date or integer, not %s",
+								tname, format_type_be(types[p->time_attnum - 1]))));
+		}
+	}
 	if (p->sample_size < 2 || p->sample_size > BFILE_MAX_SAMPLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -368,6 +389,188 @@ bfile_subsample(PG_FUNCTION_ARGS)
 			tuplestore_putvalues(rsinfo->setResult, desc, values, nulls);
 		}
 		bfile_chain_end(&it);
+	}
+	relation_close(rel, AccessShareLock);
+	return (Datum) 0;
+}
+
+/* ---- bfile_window ---- */
+
+typedef struct Window
+{
+	Relation	rel;
+	int64		lo;
+	int64		hi;
+	TupleDesc	desc;
+	Tuplestorestate *out;
+	Datum	   *values;
+	bool	   *nulls;
+	char	   *area;
+	int64		pages_read;
+} Window;
+
+/* Emit the visible items of the page in w->area with a key in [lo, hi]. */
+static void
+window_page(Window *w, BlockNumber blk, uint32 visible)
+{
+	Size		off = MAXALIGN(sizeof(BfilePageHeader));
+
+	bfile_check_page(w->rel, blk, w->area, visible);
+	for (uint32 i = 0; i < visible; i++)
+	{
+		BfileItemHeader ih;
+		HeapTupleData htup;
+
+		memcpy(&ih, w->area + off, sizeof(ih));
+		if (ih.key >= w->lo && ih.key <= w->hi)
+		{
+			bfile_item_tuple(w->rel, w->area + off, &htup);
+			heap_deform_tuple(&htup, w->desc, w->values, w->nulls);
+			tuplestore_putvalues(w->out, w->desc, w->values, w->nulls);
+		}
+		off += ih.len;
+	}
+}
+
+/* Read page blk of bucket b into w->area; its header. */
+static BfilePageHeader
+window_read(Window *w, const BfileBucket *b, BlockNumber blk, uint64 stamp)
+{
+	BfilePageHeader ph;
+
+	CHECK_FOR_INTERRUPTS();
+	bfile_read_page(w->rel, blk, stamp, w->area);
+	memcpy(&ph, w->area, sizeof(ph));
+	if (ph.level != b->level || ph.skip_level < 1 ||
+		ph.skip_level > BFILE_SKIP_LEVELS)
+		ss_page_corrupted(w->rel, blk, "A page of the sample belongs to another bucket.");
+	if (++w->pages_read > (int64) b->pages + 1)
+		ss_page_corrupted(w->rel, blk, "A bucket of the sample is longer than it counts.");
+	return ph;
+}
+
+/*
+ * One bucket's rows with a key in [lo, hi] (§5.2, Algorithm 4).  Keys
+ * grow along the chain's order of appends, so from the newest page the
+ * skip pointers jump over pages whose smallest key is above hi (each
+ * pointer carries its target's), then the chain is read back until a page
+ * starts below lo.  A bucket whose keys came out of order (a time column
+ * not in arrival order) is read whole, page by page.
+ */
+static void
+window_bucket(Window *w, const BfileBucket *b)
+{
+	BfilePageHeader ph;
+	BlockNumber blk;
+	uint64		stamp;
+
+	if (b->head == InvalidBlockNumber)
+		return;
+	w->pages_read = 0;
+	ph = window_read(w, b, b->head, b->head_stamp);
+	window_page(w, b->head, b->head_items);
+	if (!b->unordered)
+	{
+		for (;;)
+		{
+			int			i;
+
+			for (i = BFILE_SKIP_LEVELS - 2; i >= 0; i--)
+				if (ph.skip[i].blk != InvalidBlockNumber && ph.skip[i].min_key > w->hi)
+					break;
+			if (i < 0)
+				break;
+			blk = ph.skip[i].blk;
+			ph = window_read(w, b, blk, ph.skip[i].stamp);
+			if (ph.min_key <= w->hi)
+				ss_page_corrupted(w->rel, blk, "A skip pointer's key does not match its page.");
+		}
+	}
+	for (blk = ph.prev, stamp = ph.prev_stamp; blk != InvalidBlockNumber;
+		 blk = ph.prev, stamp = ph.prev_stamp)
+	{
+		ph = window_read(w, b, blk, stamp);
+		if (ph.max_key >= w->lo && ph.min_key <= w->hi)
+			window_page(w, blk, ph.nitems);
+		if (!b->unordered && ph.min_key < w->lo)
+			break;				/* every older page is below lo */
+	}
+}
+
+/* A time argument as a key of the table's time column (or stream index). */
+static int64
+window_key(FunctionCallInfo fcinfo, int argno, Relation rel, int32 time_attnum)
+{
+	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, argno);
+	Oid			typid = INT8OID;
+	int32		typmod = -1;
+	const char *colname = "(arrival order)";
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the window bounds of bfile_window must not be NULL")));
+	if (time_attnum > 0)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), time_attnum - 1);
+
+		typid = att->atttypid;
+		typmod = att->atttypmod;
+		colname = NameStr(att->attname);
+	}
+	return bfile_time_key(typid,
+						  ss_coerce_argument(PG_GETARG_DATUM(argno), argtype, typid,
+											 typmod, "bound", argno, colname,
+											 "bfile_window"));
+}
+
+/*
+ * bfile_window(NULL::table, t1 "any", t2 "any") returns SETOF table
+ *
+ * The sample's rows whose time (the time column, or the position in the
+ * stream without one) is in [t1, t2]: what filtering the whole sample
+ * gives, read through each bucket's skip list (§5.2).  Not STRICT: the
+ * first argument is NULL (it names the table by its row type).
+ */
+Datum
+bfile_window(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			rowtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
+	Oid			relid = OidIsValid(rowtype) ? get_typ_typrelid(rowtype) : InvalidOid;
+	Relation	rel;
+	BfileMeta  *m;
+	Window		w;
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("the first argument of bfile_window must be a bfile table's row type"),
+				 errhint("Pass NULL::table_name.")));
+	rel = bfile_open_for(relid, AccessShareLock, NULL, ACL_SELECT);
+	m = palloc(sizeof(BfileMeta));
+	InitMaterializedSRF(fcinfo, 0);
+	memset(&w, 0, sizeof(w));
+	w.rel = rel;
+	w.desc = rsinfo->setDesc;
+	w.out = rsinfo->setResult;
+	if (w.desc->natts != RelationGetDescr(rel)->natts)
+		elog(ERROR, "bfile_window: the result is not the table's row type");
+	if (!bfile_read_meta(rel, m))
+	{
+		relation_close(rel, AccessShareLock);
+		return (Datum) 0;
+	}
+	w.lo = window_key(fcinfo, 1, rel, m->params.time_attnum);
+	w.hi = window_key(fcinfo, 2, rel, m->params.time_attnum);
+	w.values = palloc(sizeof(Datum) * w.desc->natts);
+	w.nulls = palloc(sizeof(bool) * w.desc->natts);
+	w.area = palloc(SS_PAGE_DATA_SIZE);
+	if (w.lo <= w.hi)
+	{
+		for (uint32 i = 0; i < m->nbuckets_live; i++)
+			window_bucket(&w, &m->buckets[i]);
+		window_bucket(&w, &m->tail);
 	}
 	relation_close(rel, AccessShareLock);
 	return (Datum) 0;

@@ -130,13 +130,53 @@ image_new_page(BfileRound *r, BfileBucket *b, PageImage *im)
 {
 	BfilePageHeader *ph;
 	BfilePageHeader was;
+	BfilePageHeader old;
+	bool		have_old = false;
 	uint64		stamp;
 	BlockNumber blk = bfile_page_alloc(r->rel, r->meta, &stamp, &was);
+	uint64		x;
 
+	/* the old newest page's header: its image, or the page */
+	if (b->head != InvalidBlockNumber)
+	{
+		if (im->loaded && im->blk == b->head)
+			memcpy(&old, im->area, sizeof(old));
+		else
+		{
+			char	   *area = palloc(SS_PAGE_DATA_SIZE);
+
+			bfile_read_page(r->rel, b->head, b->head_stamp, area);
+			memcpy(&old, area, sizeof(old));
+			pfree(area);
+		}
+		have_old = true;
+	}
 	if (im->area == NULL)
 		im->area = MemoryContextAlloc(CurrentMemoryContext, SS_PAGE_DATA_SIZE);
 	memset(im->area, 0, SS_PAGE_DATA_SIZE);
 	ph = image_header(im);
+
+	/* its skip level, from the seed and its stamp; its skip pointers */
+	ph->skip_level = 1;
+	for (x = splitmix64(r->seed_round ^ stamp);
+		 ph->skip_level < BFILE_SKIP_LEVELS && (x & 3) == 0; x >>= 2)
+		ph->skip_level++;
+	for (int i = 0; i < BFILE_SKIP_LEVELS - 1; i++)
+	{
+		ph->skip[i].blk = InvalidBlockNumber;
+		if (!have_old)
+			continue;
+		if (old.skip_level >= (uint32) i + 2)
+		{
+			ph->skip[i].blk = b->head;
+			ph->skip[i].stamp = b->head_stamp;
+			ph->skip[i].min_key = old.min_key;
+		}
+		else
+			ph->skip[i] = old.skip[i];
+	}
+	ph->min_key = PG_INT64_MAX;
+	ph->max_key = PG_INT64_MIN;
 	ph->was_stamp = was.was_stamp;
 	ph->was_next = was.was_next;
 	ph->was_next_stamp = was.was_next_stamp;
@@ -173,15 +213,20 @@ image_load(BfileRound *r, BfileBucket *b, PageImage *im)
 	bfile_read_page(r->rel, b->head, b->head_stamp, im->area);
 	bfile_check_page(r->rel, b->head, im->area, b->head_items);
 	ph = image_header(im);
-	for (uint32 i = 0; i < b->head_items; i++)
-	{
-		BfileItemHeader ih;
-
-		memcpy(&ih, im->area + off, sizeof(ih));
-		off += ih.len;
-	}
 	if (ph->nitems != b->head_items)
 	{
+		/* cut back: the items and key range of the visible ones */
+		ph->min_key = PG_INT64_MAX;
+		ph->max_key = PG_INT64_MIN;
+		for (uint32 i = 0; i < b->head_items; i++)
+		{
+			BfileItemHeader ih;
+
+			memcpy(&ih, im->area + off, sizeof(ih));
+			ph->min_key = Min(ph->min_key, ih.key);
+			ph->max_key = Max(ph->max_key, ih.key);
+			off += ih.len;
+		}
 		ph->nitems = b->head_items;
 		ph->used = (uint32) (off - MAXALIGN(sizeof(BfilePageHeader)));
 		im->dirty = true;
@@ -193,7 +238,7 @@ image_load(BfileRound *r, BfileBucket *b, PageImage *im)
 /* Append an item to bucket b (image im). */
 static void
 bucket_append(BfileRound *r, BfileBucket *b, PageImage *im, int32 level,
-			  uint64 seq, const char *tuple, uint32 tuplen)
+			  uint64 seq, int64 key, const char *tuple, uint32 tuplen)
 {
 	Size		need = BFILE_ITEM_BYTES(tuplen);
 	BfilePageHeader *ph;
@@ -214,10 +259,16 @@ bucket_append(BfileRound *r, BfileBucket *b, PageImage *im, int32 level,
 	ih.len = (uint32) need;
 	ih.level = level;
 	ih.seq = seq;
+	ih.key = key;
 	memcpy(at, &ih, sizeof(ih));
 	memcpy(at + sizeof(ih), tuple, tuplen);
 	ph->used += (uint32) need;
 	ph->nitems++;
+	ph->min_key = Min(ph->min_key, key);
+	ph->max_key = Max(ph->max_key, key);
+	if (b->items > 0 && key < b->max_key)
+		b->unordered = 1;
+	b->max_key = b->items > 0 ? Max(b->max_key, key) : key;
 	b->head_items = ph->nitems;
 	b->items++;
 	b->bytes += need;
@@ -243,11 +294,14 @@ bucket_free(BfileRound *r, BfileBucket *b, PageImage *im)
 	b->items = 0;
 	b->bytes = 0;
 	b->pages = 0;
+	b->max_key = 0;
+	b->unordered = 0;
 }
 
 /* Add an item to the bucket of its level (the tail for levels >= T). */
 static void
-route(BfileRound *r, int32 level, uint64 seq, const char *tuple, uint32 tuplen)
+route(BfileRound *r, int32 level, uint64 seq, int64 key, const char *tuple,
+	  uint32 tuplen)
 {
 	BfileMeta  *m = r->meta;
 
@@ -255,10 +309,12 @@ route(BfileRound *r, int32 level, uint64 seq, const char *tuple, uint32 tuplen)
 	{
 		uint32		i = (uint32) (level - m->level);
 
-		bucket_append(r, &m->buckets[i], &r->images[i], level, seq, tuple, tuplen);
+		bucket_append(r, &m->buckets[i], &r->images[i], level, seq, key,
+					  tuple, tuplen);
 	}
 	else
-		bucket_append(r, &m->tail, &r->tail_image, level, seq, tuple, tuplen);
+		bucket_append(r, &m->tail, &r->tail_image, level, seq, key, tuple,
+					  tuplen);
 }
 
 /*
@@ -344,7 +400,8 @@ unroll(BfileRound *r)
 				ss_page_corrupted(r->rel, blks[n], "An item of the tail has a level below the tail's.");
 			if (ih.level >= m->level)
 			{
-				route(r, ih.level, ih.seq, area + off + sizeof(ih), ih.len - sizeof(ih));
+				route(r, ih.level, ih.seq, ih.key, area + off + sizeof(ih),
+					  ih.len - sizeof(ih));
 				m->size++;
 			}
 			off += ih.len;
@@ -403,29 +460,32 @@ round_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 {
 	BfileRound *r = (BfileRound *) arg;
 	BfileMeta  *m = r->meta;
-	double		weight;
+	BfileRecordHeader rh;
 	uint32		tuplen;
 	uint64		seq;
 	int32		level;
 
 	if (pos < m->stream_pos)
 		return;					/* the sample has it (a redone round) */
-	if (hdr->type != SS_PENDING_ITEM || hdr->len < sizeof(double) + SizeofMinimalTupleHeader)
+	if (hdr->type != SS_PENDING_ITEM ||
+		hdr->len < sizeof(rh) + SizeofMinimalTupleHeader)
 		ss_page_corrupted(r->rel, InvalidBlockNumber,
 						  "A change log record of the bfile is damaged.");
-	memcpy(&weight, payload, sizeof(weight));
-	tuplen = hdr->len - sizeof(double);
-	if (tuplen > BFILE_MAX_TUPLE || !(weight > 0) || isinf(weight))
+	memcpy(&rh, payload, sizeof(rh));
+	tuplen = hdr->len - sizeof(rh);
+	if (tuplen > BFILE_MAX_TUPLE || !(rh.weight > 0) || isinf(rh.weight) ||
+		rh.has_key != (m->params.time_attnum > 0))
 		ss_page_corrupted(r->rel, InvalidBlockNumber,
 						  "A change log record of the bfile is damaged.");
 	CHECK_FOR_INTERRUPTS();
 	seq = (uint64) m->seen++;
 	r->last_pos = pos;
 	r->changed = true;
-	level = item_level(r, seq, weight);
+	level = item_level(r, seq, rh.weight);
 	if (level < m->level)
 		return;
-	route(r, level, seq, payload + sizeof(double), tuplen);
+	route(r, level, seq, rh.has_key ? rh.key : (int64) seq, payload + sizeof(rh),
+		  tuplen);
 	m->size++;
 	while (m->size >= m->params.sample_size)
 		discard(r);

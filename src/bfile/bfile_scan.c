@@ -137,6 +137,28 @@ tuple_sane(TupleDesc desc, MinimalTuple mt, uint32 len)
 }
 
 /*
+ * The row of the item at `item` (in a page copy) as a heap tuple pointing
+ * into it, checked (tuple_sane).
+ */
+void
+bfile_item_tuple(Relation rel, const char *item, HeapTuple htup)
+{
+	BfileItemHeader ih;
+	MinimalTuple mt;
+
+	memcpy(&ih, item, sizeof(ih));
+	mt = (MinimalTuple) (item + sizeof(ih));
+	if (mt->t_len < SizeofMinimalTupleHeader ||
+		MAXALIGN(sizeof(ih) + mt->t_len) != ih.len ||
+		!tuple_sane(RelationGetDescr(rel), mt, mt->t_len))
+		ss_page_corrupted(rel, InvalidBlockNumber, "An item of the sample is damaged.");
+	htup->t_len = mt->t_len + MINIMAL_TUPLE_OFFSET;
+	htup->t_data = (HeapTupleHeader) ((char *) mt - MINIMAL_TUPLE_OFFSET);
+	ItemPointerSetInvalid(&htup->t_self);
+	htup->t_tableOid = RelationGetRelid(rel);
+}
+
+/*
  * The chain's next item as a heap tuple pointing into the chain's page
  * copy (valid until the next call); false at the end of the chain.
  */
@@ -144,21 +166,12 @@ bool
 bfile_chain_next(BfileChain *it, HeapTuple htup)
 {
 	BfileItemHeader ih;
-	MinimalTuple mt;
 
 	while (it->item >= it->visible)
 		if (!chain_next_page(it))
 			return false;
 	memcpy(&ih, it->area + it->off, sizeof(ih));
-	mt = (MinimalTuple) (it->area + it->off + sizeof(ih));
-	if (mt->t_len < SizeofMinimalTupleHeader ||
-		MAXALIGN(sizeof(ih) + mt->t_len) != ih.len ||
-		!tuple_sane(RelationGetDescr(it->rel), mt, mt->t_len))
-		ss_page_corrupted(it->rel, InvalidBlockNumber, "An item of the sample is damaged.");
-	htup->t_len = mt->t_len + MINIMAL_TUPLE_OFFSET;
-	htup->t_data = (HeapTupleHeader) ((char *) mt - MINIMAL_TUPLE_OFFSET);
-	ItemPointerSetInvalid(&htup->t_self);
-	htup->t_tableOid = RelationGetRelid(it->rel);
+	bfile_item_tuple(it->rel, it->area + it->off, htup);
 	it->off += ih.len;
 	it->item++;
 	return true;

@@ -33,6 +33,7 @@
 #include "parser/parse_coerce.h"
 #include "ss_changelog.h"
 #include "ss_pending.h"
+#include "ss_sqlfunc.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -185,58 +186,6 @@ lookup_path(Lookup *lk)
 }
 
 /*
- * A key argument as a value of the key column's type: its own type, or
- * one coerced to it as an implicit cast would (an unknown literal goes
- * through the type's input function).
- */
-static Datum
-key_argument(Datum value, Oid argtype, int keyno, const char *colname,
-			 Oid keytype, int32 keytypmod)
-{
-	Oid			funcid;
-
-	if (argtype == keytype)
-		return value;
-	if (argtype == UNKNOWNOID)
-	{
-		Oid			typinput,
-					typioparam;
-
-		getTypeInputInfo(keytype, &typinput, &typioparam);
-		return OidInputFunctionCall(typinput, DatumGetCString(value),
-									typioparam, keytypmod);
-	}
-	switch (find_coercion_pathway(keytype, argtype, COERCION_IMPLICIT, &funcid))
-	{
-		case COERCION_PATH_RELABELTYPE:
-			return value;
-		case COERCION_PATH_FUNC:
-			return OidFunctionCall1(funcid, value);
-		case COERCION_PATH_COERCEVIAIO:
-			{
-				Oid			typoutput,
-							typinput,
-							typioparam;
-				bool		varlena;
-
-				getTypeOutputInfo(argtype, &typoutput, &varlena);
-				getTypeInputInfo(keytype, &typinput, &typioparam);
-				return OidInputFunctionCall(typinput,
-											OidOutputFunctionCall(typoutput, value),
-											typioparam, keytypmod);
-			}
-		default:
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("key %d of cbt_lookup is of type %s, but group key \"%s\" is of type %s",
-							keyno, format_type_be(argtype), colname,
-							format_type_be(keytype)),
-					 errhint("Cast the key to %s.", format_type_be(keytype))));
-	}
-	return (Datum) 0;			/* keep compiler quiet */
-}
-
-/*
  * The key arguments: separate ones, or the elements of an array passed
  * with VARIADIC.
  */
@@ -346,11 +295,12 @@ cbt_lookup(PG_FUNCTION_ARGS)
 		key->tts_isnull[k] = argnull[k];
 		if (!argnull[k])
 			key->tts_values[k] =
-				key_argument(args[k],
-							 OidIsValid(elemtype) ? elemtype :
-							 get_fn_expr_argtype(fcinfo->flinfo, k + 1),
-							 k + 1, NameStr(att->attname), att->atttypid,
-							 att->atttypmod);
+				ss_coerce_argument(args[k],
+								   OidIsValid(elemtype) ? elemtype :
+								   get_fn_expr_argtype(fcinfo->flinfo, k + 1),
+								   att->atttypid, att->atttypmod,
+								   "key", k + 1, NameStr(att->attname),
+								   "cbt_lookup");
 	}
 	ExecStoreVirtualTuple(key);
 

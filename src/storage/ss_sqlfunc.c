@@ -13,6 +13,7 @@
 #include "access/relation.h"
 #include "access/xlog.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "ss_changelog.h"
@@ -20,7 +21,10 @@
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "streamsketch.h"
+#include "parser/parse_coerce.h"
 #include "tcop/utility.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/acl.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
@@ -99,6 +103,60 @@ ss_sql_open_structure(Oid relid, LOCKMODE lockmode, const char *writer,
 		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
 					   RelationGetRelationName(rel));
 	return rel;
+}
+
+/*
+ * A function's argument as a value of a column's type: its own type, or
+ * one coerced to it as an implicit cast would (an unknown literal goes
+ * through the type's input function); else 42804 naming argument `argno`
+ * (what: "key", "time") of function fname and the column.
+ */
+Datum
+ss_coerce_argument(Datum value, Oid argtype, Oid typid, int32 typmod,
+				   const char *what, int argno, const char *colname,
+				   const char *fname)
+{
+	Oid			funcid;
+
+	if (argtype == typid)
+		return value;
+	if (argtype == UNKNOWNOID)
+	{
+		Oid			typinput,
+					typioparam;
+
+		getTypeInputInfo(typid, &typinput, &typioparam);
+		return OidInputFunctionCall(typinput, DatumGetCString(value),
+									typioparam, typmod);
+	}
+	switch (find_coercion_pathway(typid, argtype, COERCION_IMPLICIT, &funcid))
+	{
+		case COERCION_PATH_RELABELTYPE:
+			return value;
+		case COERCION_PATH_FUNC:
+			return OidFunctionCall1(funcid, value);
+		case COERCION_PATH_COERCEVIAIO:
+			{
+				Oid			typoutput,
+							typinput,
+							typioparam;
+				bool		varlena;
+
+				getTypeOutputInfo(argtype, &typoutput, &varlena);
+				getTypeInputInfo(typid, &typinput, &typioparam);
+				return OidInputFunctionCall(typinput,
+											OidOutputFunctionCall(typoutput, value),
+											typioparam, typmod);
+			}
+		default:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("%s %d of %s is of type %s, but column \"%s\" is of type %s",
+							what, argno, fname, format_type_be(argtype), colname,
+							format_type_be(typid)),
+					 errhint("Cast the %s to %s.", what, format_type_be(typid))));
+	}
+	return (Datum) 0;			/* keep compiler quiet */
 }
 
 void

@@ -39,6 +39,9 @@ extern void ss_sql_check_access(Relation rel, const char *writer);
  * name a type dropped since.  42704 otherwise.
  */
 extern void ss_check_key_type(Oid typid, const char *typname);
+extern Datum ss_coerce_argument(Datum value, Oid argtype, Oid typid,
+								int32 typmod, const char *what, int argno,
+								const char *colname, const char *fname);
 
 struct SSStateOps;
 extern Relation ss_sql_open_structure(Oid relid, LOCKMODE lockmode,
