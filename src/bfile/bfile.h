@@ -120,6 +120,7 @@ typedef struct BfileMeta
 	uint64		data_bytes;		/* bytes of the items in the sample */
 	uint32		nfree;
 	uint32		unused;
+	int64		added;			/* items ever put in the sample */
 	BfileBucket buckets[BFILE_MAX_BUCKETS];	/* [i]: level L + i */
 	BfileBucket tail;
 	BfileFreeChain free_chains[BFILE_MAX_FREE];

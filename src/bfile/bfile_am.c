@@ -367,6 +367,7 @@ bfile_check_meta(Relation rel, const void *metap)
 		m->nbuckets_live > p->nbuckets ||
 		m->discards_since_unroll > p->nbuckets ||
 		m->size < 0 || m->size >= p->sample_size || m->seen < m->size ||
+		m->added < m->size || m->added > m->seen ||
 		m->nfree > BFILE_MAX_FREE ||
 		(m->spare_count > 0 && ((uint64) m->spare_start + m->spare_count > end ||
 								m->spare_start == SS_METAPAGE_BLKNO)) ||

@@ -487,6 +487,7 @@ round_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	route(r, level, seq, rh.has_key ? rh.key : (int64) seq, payload + sizeof(rh),
 		  tuplen);
 	m->size++;
+	m->added++;
 	while (m->size >= m->params.sample_size)
 		discard(r);
 }
