@@ -10,8 +10,9 @@ FROM generate_series(1, 3) g;
 SELECT pg_typeof(sample_agg(g::text, 2)), pg_typeof(sample_agg(g::numeric, 2, 1.0))
 FROM generate_series(1, 10) g;
 -- toasted values are sampled whole
-SELECT min(length(v)) AS shortest FROM unnest((SELECT sample_agg(repeat('x', 100000 + g), 2)
-                                                 FROM generate_series(1, 5) g)) v;
+SELECT count(*) AS values, min(length(v)) AS shortest, max(length(v)) AS longest
+FROM unnest((SELECT sample_agg(repeat('x', 100000 + g), 5)
+             FROM generate_series(1, 5) g)) v;
 
 -- uniform: 20,000 samples of 2 of the values 1..10; chi-square over the
 -- ten values (9 degrees of freedom; 56 is exceeded with probability
