@@ -35,6 +35,7 @@ extern void ss_scan_desc_init(TableScanDesc scan, Relation rel,
 							  Snapshot snapshot, int nkeys,
 							  struct ScanKeyData *key,
 							  ParallelTableScanDesc pscan, uint32 flags);
+extern void ss_scan_desc_free(TableScanDesc scan);
 
 /*
  * What the storage layer needs to know of a structure: its metapage, how

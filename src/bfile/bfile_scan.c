@@ -231,9 +231,7 @@ bfile_scan_end(TableScanDesc sscan)
 	BfileScanDesc *scan = (BfileScanDesc *) sscan;
 
 	scan_stop(scan);
-	if (sscan->rs_flags & SO_TEMP_SNAPSHOT)
-		UnregisterSnapshot(sscan->rs_snapshot);
-	pfree(scan);
+	ss_scan_desc_free(sscan);
 }
 
 static void

@@ -499,9 +499,7 @@ cbt_scan_end(TableScanDesc sscan)
 	if (scan->sortslot)
 		ExecDropSingleTupleTableSlot(scan->sortslot);
 	MemoryContextDelete(scan->batch_cxt);
-	if (sscan->rs_flags & SO_TEMP_SNAPSHOT)
-		UnregisterSnapshot(sscan->rs_snapshot);
-	pfree(scan);
+	ss_scan_desc_free(sscan);
 }
 
 static void

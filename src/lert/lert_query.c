@@ -124,9 +124,7 @@ lert_scan_end(TableScanDesc sscan)
 	LertScanDesc *scan = (LertScanDesc *) sscan;
 
 	lert_scan_stop(scan);
-	if (sscan->rs_flags & SO_TEMP_SNAPSHOT)
-		UnregisterSnapshot(sscan->rs_snapshot);
-	pfree(scan);
+	ss_scan_desc_free(sscan);
 }
 
 static void

@@ -173,6 +173,15 @@ ss_slot_callbacks(Relation rel)
 	return &TTSOpsVirtual;
 }
 
+/* Free a scan descriptor ss_scan_desc_init filled, and its snapshot. */
+void
+ss_scan_desc_free(TableScanDesc scan)
+{
+	if (scan->rs_flags & SO_TEMP_SNAPSHOT)
+		UnregisterSnapshot(scan->rs_snapshot);
+	pfree(scan);
+}
+
 /* Fill the generic part of a scan descriptor (every structure's scans). */
 void
 ss_scan_desc_init(TableScanDesc scan, Relation rel, Snapshot snapshot,
@@ -201,9 +210,7 @@ ss_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
 static void
 ss_scan_end(TableScanDesc scan)
 {
-	if (scan->rs_flags & SO_TEMP_SNAPSHOT)
-		UnregisterSnapshot(scan->rs_snapshot);
-	pfree(scan);
+	ss_scan_desc_free(scan);
 }
 
 static void
