@@ -81,7 +81,7 @@ CREATE FUNCTION bfile_info(sample regclass,
 	OUT tail_items bigint, OUT seen bigint, OUT inclusion_probability float8,
 	OUT data_bytes bigint, OUT discards bigint, OUT unrolls bigint,
 	OUT unroll_every int, OUT relation_pages bigint, OUT free_pages bigint,
-	OUT leaked_pages bigint, OUT added bigint)
+	OUT leaked_pages bigint, OUT added bigint, OUT pages_written bigint)
 AS 'MODULE_PATHNAME', 'bfile_info' LANGUAGE C STRICT STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION bfile_info(regclass) IS 'parameters, levels, buckets and counters of a bfile table';
 

@@ -121,6 +121,7 @@ typedef struct BfileMeta
 	uint32		nfree;
 	uint32		unused;
 	int64		added;			/* items ever put in the sample */
+	int64		pages_written;	/* bucket page writes (full images) */
 	BfileBucket buckets[BFILE_MAX_BUCKETS];	/* [i]: level L + i */
 	BfileBucket tail;
 	BfileFreeChain free_chains[BFILE_MAX_FREE];

@@ -161,8 +161,8 @@ bfile_info(PG_FUNCTION_ARGS)
 									 ACL_SELECT);
 	BfileMeta  *m = palloc0(sizeof(BfileMeta));
 	TupleDesc	tupdesc;
-	Datum		values[19];
-	bool		nulls[19] = {0};
+	Datum		values[20];
+	bool		nulls[20] = {0};
 	SSLogSnapshot snap;
 	Datum	   *items;
 	int64		free_pages = 0;
@@ -203,6 +203,7 @@ bfile_info(PG_FUNCTION_ARGS)
 	values[16] = Int64GetDatum(free_pages);
 	values[17] = Int64GetDatum(m->leaked_pages);
 	values[18] = Int64GetDatum(m->added);
+	values[19] = Int64GetDatum(m->pages_written);
 	relation_close(rel, AccessShareLock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

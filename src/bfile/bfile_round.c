@@ -113,7 +113,10 @@ static void
 image_flush(BfileRound *r, PageImage *im)
 {
 	if (im->loaded && im->dirty)
+	{
 		bfile_write_page(r->rel, im->blk, im->area);
+		r->meta->pages_written++;
+	}
 	im->dirty = false;
 }
 

@@ -79,7 +79,7 @@ def batches(table, lo, hi):
 
 def info(t):
     cols = ["size", "seen", "level", "added", "discards", "unrolls", "relation_pages",
-            "free_pages", "data_bytes"]
+            "free_pages", "data_bytes", "pages_written"]
     v = psql(f"SELECT {', '.join(cols)} FROM bfile_info('{t}')").split("|")
     return dict(zip(cols, map(int, v)))
 
@@ -115,7 +115,9 @@ def run_bfile():
     added = after["added"] - before["added"]
     item_bytes = after["data_bytes"] / max(after["size"], 1)
     ideal_pages = added * item_bytes / 8192
-    written = m["buf_writes_per_op"] * W
+    # the sample's own page writes (the change log writes every item once
+    # more: the transactional layer's cost, in buffer writes and WAL)
+    written = after["pages_written"] - before["pages_written"]
     res = dict(insert=m, before=before, after=after, load_s=load_s, added=added,
                item_bytes=item_bytes, ideal_pages=ideal_pages, written_pages=written,
                sample_mb=after["relation_pages"] * 8192 / 2**20)

@@ -57,7 +57,9 @@ def report(results, C):
     out.append(table(["structure", "stream items/s", "page reads/item", "buffer writes/item",
                       "WAL bytes/item", "size MB", "size / RAM"], rows))
     out.append(f"\nbfile: {b['added']:,} items put in the sample during the timed part, "
-               f"{fmt(b['written_pages'])} pages written against an ideal of {fmt(b['ideal_pages'])} "
+               f"{fmt(b['written_pages'])} sample pages written (full images; the change log, which holds "
+               f"every item until a round, is in the buffer writes and WAL above) against an ideal of "
+               f"{fmt(b['ideal_pages'])} "
                f"({fmt(b['written_pages'] / max(b['ideal_pages'], 1), 2)}x; items of "
                f"{fmt(b['item_bytes'])} bytes); {b['after']['discards']:,} discards, "
                f"{b['after']['unrolls']:,} unrolls in all.\n")
