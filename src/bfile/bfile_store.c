@@ -70,11 +70,15 @@ bfile_read_page(Relation rel, BlockNumber blkno, uint64 stamp, char *area)
 		bfile_stale_page(rel, blkno);
 }
 
-/* Write a bucket page from area, as one full image. */
+/*
+ * Write a bucket page from area.  A bucket's newest page is written again
+ * by every round that appends to it: WAL gets what changed (the appended
+ * items, the header), not a full image each time.
+ */
 void
 bfile_write_page(Relation rel, BlockNumber blkno, const char *area)
 {
-	ss_write_full_page(rel, blkno, SS_PAGE_BFILE, area);
+	ss_write_page(rel, blkno, SS_PAGE_BFILE, area, false);
 }
 
 /*

@@ -510,6 +510,18 @@ void
 ss_write_full_page(Relation rel, BlockNumber blkno, uint16 page_type,
 				   const char *area)
 {
+	ss_write_page(rel, blkno, page_type, area, true);
+}
+
+/*
+ * Write a page of page_type from area; WAL: a full image, or (full false)
+ * what changed since the page's last version, which for a page that only
+ * grows (appends) is the appended bytes.
+ */
+void
+ss_write_page(Relation rel, BlockNumber blkno, uint16 page_type,
+			  const char *area, bool full)
+{
 	SSXLogState *state;
 	Buffer		buf;
 	Page		page;
@@ -519,7 +531,7 @@ ss_write_full_page(Relation rel, BlockNumber blkno, uint16 page_type,
 	buf = ReadBuffer(rel, blkno);
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	state = ss_xlog_start(rel);
-	page = ss_xlog_register(state, buf, SS_XLOG_FULL_IMAGE);
+	page = ss_xlog_register(state, buf, full ? SS_XLOG_FULL_IMAGE : 0);
 	ss_page_init(page, page_type, SS_PAGE_DATA_SIZE);
 	memcpy(SSPageGetData(page), area, SS_PAGE_DATA_SIZE);
 	ss_xlog_finish(state);

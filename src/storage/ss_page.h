@@ -120,6 +120,8 @@ extern void ss_stale_page(Relation rel, BlockNumber blkno, const char *what)
 			pg_attribute_noreturn();
 extern void ss_write_full_page(Relation rel, BlockNumber blkno,
 							   uint16 page_type, const char *area);
+extern void ss_write_page(Relation rel, BlockNumber blkno, uint16 page_type,
+						  const char *area, bool full);
 extern bool ss_read_page_area(Relation rel, BlockNumber blkno,
 							  uint16 page_type, char *area);
 extern bool ss_read_stamped_page(Relation rel, BlockNumber blkno,
