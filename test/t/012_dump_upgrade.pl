@@ -38,6 +38,18 @@
 # out of those dumps: its own dump restores the table, with the source's
 # parameters, and its rows are refused with 0A000.
 #
+# A bfile's rows are its sample, so a dump carries them as well (README,
+# bfile): two bfiles (a constructor's arguments, with a seed and a time
+# column, filled until it discarded and unrolled; a non-superuser role's
+# weighted one, with streamsketch.bfile_* settings) come back from every
+# dump with the source's parameters and label and exactly the source's
+# sample, which the restore inserted as their stream: seen restarts at
+# the number of rows and level at 1, and the time column's window is the
+# source's (-s: empty; refilled with the source's stream, the source's
+# sample and info row, as the seed is the source's).  They go on
+# sampling.  pg_restore --no-security-labels gives them the restoring
+# session's parameters and the same rows.
+#
 # pg_upgrade (copy mode) keeps the shape, parameters, counters, contents
 # and label of every structure, and they stay usable.
 #
@@ -467,6 +479,24 @@ SELECT cbt_create('app.cbt_guc', 'k text',
                   'count(*) AS n, sum(w::float8) AS sw, min(w) AS lo, bit_or(f::int4) AS f');
 RESET ALL;
 RESET ROLE;
+
+-- bfile: a constructor with a seed of its own (the seed is a parameter,
+-- in the label) and a time column, and settings in a non-superuser role's
+-- schema (weighted, the default seed, arrival order)
+SET streamsketch.test_bfile_seed = 4242;
+SELECT bfile_create('bf_fn', 'id bigint, t text, ts timestamptz', sample_size => 500,
+                    min_fraction => 0.7, buckets => 4, mode => 'uniform',
+                    time_column => 'ts');
+RESET streamsketch.test_bfile_seed;
+SET ROLE ss_owner;
+SET streamsketch.bfile_sample_size = 3000;
+SET streamsketch.bfile_min_fraction = 0.9;
+SET streamsketch.bfile_buckets = 6;
+SET streamsketch.bfile_mode = 'weighted';
+SET streamsketch.bfile_weight_column = 'w';
+CREATE TABLE app.bf_guc (id int, w float8) USING bfile;
+RESET ALL;
+RESET ROLE;
 });
 
 my @all = map { $_->{t} } @S;
@@ -775,6 +805,163 @@ sub check_cbt_restored
 	return;
 }
 
+# bfile: filled past their sample sizes (bf_fn: 20,000 rows into at most
+# 499, so that it discarded and unrolled; app.bf_guc: 10,000 rows of
+# weights 1 to 4 into at most 2,999), then flushed, so that reading the
+# source (the dumps) changes nothing.  A dump carries the sample's rows
+# (README, bfile): a restore inserts them as the new table's stream, so
+# the restored sample is exactly those rows (fewer than sample_size, and
+# of weight at least 1: a weighted row below 1 would be kept with
+# probability its weight), with the source's parameters, and seen and
+# level restart (seen = the rows restored, level 1, no discard).  A time
+# column's values come back with the rows, so bf_fn's window (a day of its
+# 20,000 minutes) is the source's; positions in the stream do not (they
+# restart), so app.bf_guc's window is not compared.  pg_upgrade keeps
+# everything.
+my $bf_ts = "timestamptz '2026-01-01 00:00+00' + i * interval '1 minute'";
+my %BFILE = (
+	bf_fn => {
+		fill => [
+			"INSERT INTO bf_fn SELECT i, 't' || (i % 7), $bf_ts FROM generate_series(1, 12000) i",
+			"INSERT INTO bf_fn SELECT i, NULL, $bf_ts FROM generate_series(12001, 20000) i"],
+		more => "INSERT INTO bf_fn SELECT i, 'more', $bf_ts FROM generate_series(20001, 21000) i",
+		window => "bfile_window(NULL::bf_fn, timestamptz '2026-01-05 00:00+00', "
+		  . "timestamptz '2026-01-06 00:00+00')",
+		filter => "(SELECT * FROM bf_fn WHERE ts BETWEEN '2026-01-05 00:00+00' AND "
+		  . "'2026-01-06 00:00+00')" },
+	'app.bf_guc' => {
+		fill => [
+			'INSERT INTO app.bf_guc SELECT i, 1 + i % 4 FROM generate_series(1, 6000) i',
+			'INSERT INTO app.bf_guc SELECT i, 1.5 FROM generate_series(6001, 10000) i'],
+		more => 'INSERT INTO app.bf_guc SELECT i, 2 FROM generate_series(10001, 11000) i' });
+my @bfiles = sort keys %BFILE;
+my $bfile_more = 1000;    # the rows of each "more"
+
+# the fill of bfile $t (one transaction per statement), then its flush
+# (whose output is the sample's size)
+sub bfile_fill_sql
+{
+	my ($t) = @_;
+	return join(";\n", @{ $BFILE{$t}{fill} }, "SELECT bfile_flush('$t')") . ';';
+}
+
+# '<rows> <md5 of the sorted rows>' of $from ('0 -' if empty)
+sub bfile_digest_sql
+{
+	my ($from) = @_;
+	return "SELECT count(*) || ' ' || coalesce(md5(string_agg(r::text, ';' "
+	  . "ORDER BY r::text)), '-') FROM $from r";
+}
+
+# { bfile => { kind => value } }; params: the info row's parameters;
+# restart: what a restore restarts (size, seen, level, discards); rows:
+# the sample's digest; window: bfile_window's (bf_fn)
+sub bfile_collect
+{
+	my ($node, $db, $tables) = @_;
+	my %v;
+	foreach my $t (@$tables)
+	{
+		my %q = (
+			params => "SELECT row(mode, sample_size, min_size, buckets, unroll_every)::text "
+			  . "FROM bfile_info('$t')",
+			info => "SELECT i::text FROM bfile_info('$t') i",
+			restart => "SELECT row(size, seen, level, discards)::text FROM bfile_info('$t')",
+			rows => bfile_digest_sql($t),
+			$BFILE{$t}{window} ? (window => bfile_digest_sql($BFILE{$t}{window})) : (),
+			map { $_ => value_sql($t, $_) } qw(label shape logical_shape));
+		$v{$t}{$_} = query($node, $db, $q{$_}) foreach keys %q;
+	}
+	return \%v;
+}
+
+# insert bfile $t's further rows: it goes on sampling (seen grew by the
+# rows inserted, the sample stays below sample_size)
+sub check_bfile_usable
+{
+	my ($node, $db, $how, $t) = @_;
+	my $q = "SELECT seen || ' ' || (size < sample_size) FROM bfile_info('$t')";
+	my ($seen) = split / /, query($node, $db, $q);
+	my $r = query($node, $db, $BFILE{$t}{more});
+	is($r . '|' . query($node, $db, $q),
+		'|' . ($seen =~ /^\d+$/ ? $seen + $bfile_more : "($seen) + $bfile_more") . ' true',
+		"$how: $t goes on sampling");
+	return;
+}
+
+my $bfilled = '';
+foreach my $t (@bfiles)
+{
+	my $r = query($old, 'src', bfile_fill_sql($t));
+	$bfilled .= "$t: $r\n" if $r =~ /^ERROR/;
+}
+is($bfilled, '', 'source: every bfile filled');
+my $bsrc = bfile_collect($old, 'src', \@bfiles);
+is( query(
+		$old, 'src',
+		"SELECT string_agg(row(seen, size < sample_size, discards > 0, unrolls > 0, level > 1)::text, "
+		  . "' ' ORDER BY t) FROM unnest(ARRAY['app.bf_guc', 'bf_fn']) t, bfile_info(t::regclass)"),
+	'(10000,t,t,t,t) (20000,t,t,t,t)',
+	'source: both bfiles saw every row, discarded and unrolled');
+is($bsrc->{bf_fn}{label},
+	'sample_size=500 min_fraction=0.7 buckets=4 mode=uniform weight_attnum=0 seed=4242 '
+	  . 'time_attnum=3',
+	'source: bf_fn has the constructor\'s parameters, seed and time column');
+is($bsrc->{'app.bf_guc'}{label},
+	'sample_size=3000 min_fraction=0.9 buckets=6 mode=weighted weight_attnum=2 '
+	  . 'seed=1592598101 time_attnum=0',
+	'source: app.bf_guc has the settings\' parameters');
+is($bsrc->{bf_fn}{window}, query($old, 'src', bfile_digest_sql($BFILE{bf_fn}{filter})),
+	'source: bf_fn\'s window is the filter of its sample');
+isnt($bsrc->{bf_fn}{window}, '0 -', 'source: bf_fn\'s window is not empty');
+is($bsrc->{bf_fn}{params}, '(uniform,500,350,4,3)',
+	'source: bf_fn\'s info row shows the constructor\'s parameters');
+is($bsrc->{'app.bf_guc'}{shape}, 'r|p|bfile|ss_owner||||id:integer::f,w:double precision::f',
+	'source: app.bf_guc belongs to ss_owner');
+
+# the checks of a restored database's bfiles: the source's shape,
+# parameters and label; the source's sample as the rows, seen and level
+# restarted (-s: empty; refilled with the source's stream, the source's
+# sample and info row, as the seed is the source's); it goes on sampling
+sub check_bfile_restored
+{
+	my ($db, $how, $tables, %opt) = @_;
+	my $v = bfile_collect($old, $db, $tables);
+	foreach my $t (@$tables)
+	{
+		is($v->{$t}{logical_shape}, $bsrc->{$t}{logical_shape},
+			"$how: $t has the source's shape");
+		is($v->{$t}{params}, $bsrc->{$t}{params}, "$how: $t has the source's parameters");
+		is($v->{$t}{label}, $bsrc->{$t}{label}, "$how: $t has the source's label");
+		if ($opt{schema_only})
+		{
+			is($v->{$t}{rows} . '|' . $v->{$t}{restart}, '0 -|(0,0,1,0)',
+				"$how: $t is empty");
+			my ($n) = split / /, $bsrc->{$t}{rows};
+			is(query($old, $db, bfile_fill_sql($t)), $n,
+				"$how: $t refilled (its flush gives the source's size)");
+			my $w = bfile_collect($old, $db, [$t]);
+			is($w->{$t}{rows}, $bsrc->{$t}{rows},
+				"$how: $t refilled has the source's sample");
+			is($w->{$t}{info}, $bsrc->{$t}{info},
+				"$how: $t refilled has the source's info row");
+			is($w->{$t}{window}, $bsrc->{$t}{window},
+				"$how: $t refilled has the source's window")
+			  if $BFILE{$t}{window};
+		}
+		else
+		{
+			is($v->{$t}{rows}, $bsrc->{$t}{rows}, "$how: $t has the source's sample");
+			my ($n) = split / /, $bsrc->{$t}{rows};
+			is($v->{$t}{restart}, "($n,$n,1,0)",
+				"$how: $t restarted from its rows (seen $n, level 1)");
+			is($v->{$t}{window}, $bsrc->{$t}{window}, "$how: $t has the source's window")
+			  if $BFILE{$t}{window};
+		}
+		check_bfile_usable($old, $db, $how, $t);
+	}
+	return;
+}
 # ---------------------------------------------------------------------------
 # dumps
 
@@ -788,7 +975,9 @@ my $pgoptions = join(' ',
 	  bcms_buffer_size=64kB qf_capacity=8000 qf_fp_rate=0.05 qf_fanout=16
 	  qf_buffer_size=48kB bloom_capacity=5000 bloom_fp_rate=0.1
 	  bloom_mode=localized bloom_buffer_size=24kB cbt_root_buffer=256kB
-	  cbt_node_buffer=64kB cbt_fanout=32 cbt_compression=off));
+	  cbt_node_buffer=64kB cbt_fanout=32 cbt_compression=off
+	  bfile_sample_size=5000 bfile_min_fraction=0.5 bfile_buckets=8
+	  bfile_mode=decayed));
 
 # run a restore command (with the settings above if $settings): it must
 # report no errors but the @$expected ones (in any order; it then exits
@@ -850,6 +1039,7 @@ foreach my $case ([ 'dst_custom', 0, 'pg_restore' ],
 	check_restored($db, $how, \@all);
 	check_lert_restored($db, $how, 0);
 	check_cbt_restored($db, $how, \@cbts);
+	check_bfile_restored($db, $how, \@bfiles);
 }
 
 # plain + psql, with other settings
@@ -862,6 +1052,7 @@ restore('plain',
 check_restored('dst_plain', 'plain', \@all);
 check_lert_restored('dst_plain', 'plain', 0);
 check_cbt_restored('dst_plain', 'plain', \@cbts);
+check_bfile_restored('dst_plain', 'plain', \@bfiles);
 
 # schema only, with other settings
 command_ok([ 'pg_dump', '-s', '-f', "$tempdir/src_s.sql", '-d', $srcconn ],
@@ -873,13 +1064,15 @@ restore('pg_dump -s',
 check_restored('dst_schema', 'pg_dump -s', \@all, schema_only => 1);
 check_lert_restored('dst_schema', 'pg_dump -s', 1);
 check_cbt_restored('dst_schema', 'pg_dump -s', \@cbts, schema_only => 1);
+check_bfile_restored('dst_schema', 'pg_dump -s', \@bfiles, schema_only => 1);
 
 # -t: one structure of each access method, into a database that has the
-# extension, with other settings (a cbt's dump carries its groups)
+# extension, with other settings (a cbt's dump carries its groups, a
+# bfile's its sample)
 my @one_each = qw(bcms_fn qf_fn bqf_fn cf_fn bloom_fn);
 $old->safe_psql('postgres', 'CREATE DATABASE dst_t');
 $old->safe_psql('dst_t', 'CREATE EXTENSION streamsketch');
-foreach my $t (@one_each, 'cbt_fn')
+foreach my $t (@one_each, 'cbt_fn', 'bf_fn')
 {
 	command_ok([ 'pg_dump', '-t', $t, '-f', "$tempdir/$t.sql", '-d', $srcconn ],
 		"pg_dump -t $t");
@@ -893,17 +1086,19 @@ foreach my $t (@one_each, 'cbt_fn')
 }
 check_restored('dst_t', 'pg_dump -t', \@one_each);
 check_cbt_restored('dst_t', 'pg_dump -t', ['cbt_fn']);
+check_bfile_restored('dst_t', 'pg_dump -t', ['bf_fn']);
 is( query(
 		$old, 'dst_t',
 		"SELECT string_agg(relname, ',' ORDER BY relname) FROM pg_class c "
 		  . "JOIN pg_am a ON a.oid = c.relam WHERE a.amname <> 'heap' AND relkind = 'r'"),
-	'bcms_fn,bloom_fn,bqf_fn,cbt_fn,cf_fn,qf_fn',
+	'bcms_fn,bf_fn,bloom_fn,bqf_fn,cbt_fn,cf_fn,qf_fn',
 	'pg_dump -t: the dumped structures only');
 
 # pg_restore --no-security-labels: the restoring session's settings make
 # the parameters (documented); references are made with the same settings.
 # A cbt gets no definition (only the label has it), so its rows are
-# refused: the restore's only errors.
+# refused: the restore's only errors.  A bfile takes its rows as its
+# stream under those parameters (a larger sample_size than the rows).
 $old->safe_psql('postgres', 'CREATE DATABASE refs');
 {
 	local $ENV{PGOPTIONS} = $pgoptions;
@@ -916,6 +1111,7 @@ CREATE TABLE ref_buffered_quotient_filter (k int8) USING buffered_quotient_filte
 CREATE TABLE ref_cascade_filter (k int8) USING cascade_filter;
 CREATE TABLE ref_bloom_filter (k int8) USING bloom_filter;
 CREATE TABLE ref_cbt (k int8, n int8) USING cbt;
+CREATE TABLE ref_bfile (id int8) USING bfile;
 });
 }
 $old->safe_psql('postgres', 'CREATE DATABASE dst_nolabel');
@@ -952,6 +1148,20 @@ $old->safe_psql('postgres', 'CREATE DATABASE dst_nolabel');
 			"$how: $t has the restoring session's parameters, no definition, "
 			  . 'and their label');
 	}
+	my $bref = bfile_collect($old, 'refs', ['ref_bfile']);
+	my $bv = bfile_collect($old, 'dst_nolabel', \@bfiles);
+	foreach my $t (@bfiles)
+	{
+		is($bv->{$t}{params} . ' | ' . $bv->{$t}{label},
+			$bref->{ref_bfile}{params} . ' | ' . $bref->{ref_bfile}{label},
+			"$how: $t has the restoring session's parameters and their label");
+		isnt($bref->{ref_bfile}{params}, $bsrc->{$t}{params},
+			"$how: (the restoring session's parameters differ from the source's for $t)");
+		my ($n) = split / /, $bsrc->{$t}{rows};
+		is($bv->{$t}{rows} . ' | ' . $bv->{$t}{restart}, "$bsrc->{$t}{rows} | ($n,$n,1,0)",
+			"$how: $t has the source's sample as its rows, seen $n, level 1");
+		check_bfile_usable($old, 'dst_nolabel', $how, $t);
+	}
 }
 
 # the dumps left the source as it was
@@ -971,6 +1181,12 @@ foreach my $t (@cbts)
 {
 	is($csrc_again->{$t}{info} . '|' . $csrc_again->{$t}{rows},
 		$csrc->{$t}{info} . '|' . $csrc->{$t}{rows}, "source: $t unchanged by the dumps");
+}
+my $bsrc_again = bfile_collect($old, 'src', \@bfiles);
+foreach my $t (@bfiles)
+{
+	is($bsrc_again->{$t}{info} . '|' . $bsrc_again->{$t}{rows},
+		$bsrc->{$t}{info} . '|' . $bsrc->{$t}{rows}, "source: $t unchanged by the dumps");
 }
 
 # A cbt whose results are not their states (avg's final function) cannot
@@ -1101,6 +1317,18 @@ foreach my $t (@cbts)
 	is($cup->{$t}{label}, $csrc->{$t}{label}, "pg_upgrade: $t has the source's label");
 	is($cup->{$t}{rows}, $csrc->{$t}{rows}, "pg_upgrade: $t has the source's groups");
 	check_cbt_usable($new, 'src', 'pg_upgrade', $t);
+}
+my $bup = bfile_collect($new, 'src', \@bfiles);
+foreach my $t (@bfiles)
+{
+	is($bup->{$t}{shape}, $bsrc->{$t}{shape}, "pg_upgrade: $t has the source's shape");
+	is($bup->{$t}{info}, $bsrc->{$t}{info},
+		"pg_upgrade: $t has the source's parameters and counters");
+	is($bup->{$t}{label}, $bsrc->{$t}{label}, "pg_upgrade: $t has the source's label");
+	is($bup->{$t}{rows}, $bsrc->{$t}{rows}, "pg_upgrade: $t has the source's sample");
+	is($bup->{$t}{window}, $bsrc->{$t}{window}, "pg_upgrade: $t has the source's window")
+	  if $BFILE{$t}{window};
+	check_bfile_usable($new, 'src', 'pg_upgrade', $t);
 }
 is(query($new, 'src', "SELECT string_agg(key || ':' || count, ',' ORDER BY key) FROM "
 		  . "lert_reports('app.lert_guc', 3)"), 'k3:7',

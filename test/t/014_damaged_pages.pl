@@ -40,7 +40,7 @@
 # pd_lsn would break WAL flushes of the page, not our code).
 #
 # Trials per access method and region (metapage, data pages):
-# STREAMSKETCH_FUZZ_TRIALS (default 24; 9 x 2 x 24 = 432 trials).  Seeds
+# STREAMSKETCH_FUZZ_TRIALS (default 24; 10 x 2 x 24 = 480 trials).  Seeds
 # are fixed, so a run is reproducible.
 
 use strict;
@@ -64,9 +64,10 @@ my $nkeys = 20000;      # keys 1..nkeys inserted
 # the counters after them (items, totals, flushes) are reported by the
 # info functions only and cannot be checked (docs/fuzz-outcomes.md)
 my $DATA = 24;
-# (cbt: SSMetaHeader, 72 bytes, then CbtParams, 24: CbtMeta.root is at 96)
+# (cbt: SSMetaHeader, 72 bytes, then CbtParams, 24: CbtMeta.root is at 96;
+# bfile: SSMetaHeader, then BfileParams, 40: BfileMeta.level is at 112)
 my %meta_end = (bcms => $DATA + 144, bloom => $DATA + 136, qf => $DATA + 136,
-	lert => $DATA + 256, cbt => $DATA + 96);
+	lert => $DATA + 256, cbt => $DATA + 96, bfile => $DATA + 112);
 
 my @structures = (
 	{
@@ -133,6 +134,18 @@ my @structures = (
 		lookup => "coalesce((SELECT n FROM cbt_lookup(NULL::%s, k::int8)), 0)::text",
 		info => "SELECT (i.rows, i.height, i.nodes, i.fragments)::text FROM cbt_info('%s') i",
 		flush => "SELECT cbt_finalize('%s')",
+	},
+	{
+		# a sample larger than the 20,000 keys, so that it holds every row
+		# (in four buckets and the tail); a bfile has no point query: the
+		# lookup reads the sample once (an InitPlan: a jsonb of the count of
+		# each id, a NULL id counted under 'null') and gives each key's count
+		tag => 'bfile', kind => 'bfile',
+		create => "SELECT bfile_create('%s', 'id bigint', sample_size => 100000, buckets => 4)",
+		lookup => "coalesce((SELECT jsonb_object_agg(coalesce(id::text, 'null'), n) "
+		  . "FROM (SELECT id, count(*) AS n FROM %s GROUP BY id) c) ->> k::text, '0')",
+		info => "SELECT (i.size, i.seen, i.level)::text FROM bfile_info('%s') i",
+		flush => "SELECT bfile_flush('%s')",
 	});
 
 my $node = ss_node(
