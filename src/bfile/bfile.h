@@ -99,6 +99,16 @@ typedef struct BfileFreeChain
  */
 #define BFILE_STAMP_PENDING	FullTransactionIdFromU64(PG_UINT64_MAX)
 
+/* A run of reserved new pages (bfile_page_alloc). */
+typedef struct BfileSpareRun
+{
+	BlockNumber start;
+	uint32		count;
+} BfileSpareRun;
+
+#define BFILE_MAX_SPARE		16
+#define BFILE_MAX_RUN		65536	/* pages; runs double up to it */
+
 /* metapage contents */
 typedef struct BfileMeta
 {
@@ -112,8 +122,8 @@ typedef struct BfileMeta
 	int64		seen;			/* committed stream items consolidated */
 	uint64		stream_pos;		/* change log position consolidated to */
 	uint64		alloc_stamp;	/* the last page allocation's stamp */
-	BlockNumber spare_start;	/* reserved new pages not used yet */
-	uint32		spare_count;
+	uint32		nspare;			/* reserved runs of new pages */
+	uint32		round_runs;		/* runs the round reserved so far */
 	int64		discards;
 	int64		unrolls;
 	int64		leaked_pages;	/* dropped from a full free list */
@@ -125,6 +135,13 @@ typedef struct BfileMeta
 	BfileBucket buckets[BFILE_MAX_BUCKETS];	/* [i]: level L + i */
 	BfileBucket tail;
 	BfileFreeChain free_chains[BFILE_MAX_FREE];
+	/*
+	 * New pages reserved at the end of the file and not used by the
+	 * installed sample: each run is recorded here in the live metapage
+	 * when it is reserved, so a round that fails (or crashes) leaves its
+	 * runs to the next round instead of losing them.
+	 */
+	BfileSpareRun spare[BFILE_MAX_SPARE];
 } BfileMeta;
 
 StaticAssertDecl(sizeof(BfileMeta) <= SS_PAGE_DATA_SIZE,

@@ -369,10 +369,13 @@ bfile_check_meta(Relation rel, const void *metap)
 		m->size < 0 || m->size >= p->sample_size || m->seen < m->size ||
 		m->added < m->size || m->added > m->seen ||
 		m->nfree > BFILE_MAX_FREE ||
-		(m->spare_count > 0 && ((uint64) m->spare_start + m->spare_count > end ||
-								m->spare_start == SS_METAPAGE_BLKNO)) ||
-		m->spare_count > BFILE_ALLOC_RUN)
+		m->nspare > BFILE_MAX_SPARE)
 		elog(ERROR, "the sample's levels, sizes or counters are out of range");
+	for (uint32 i = 0; i < m->nspare; i++)
+		if (m->spare[i].count == 0 || m->spare[i].count > BFILE_MAX_RUN ||
+			m->spare[i].start == SS_METAPAGE_BLKNO ||
+			(uint64) m->spare[i].start + m->spare[i].count > end)
+			elog(ERROR, "spare run %u is out of range", i);
 	for (uint32 i = 0; i < m->nbuckets_live; i++)
 	{
 		check_bucket(&m->buckets[i], end, "bucket");

@@ -178,7 +178,8 @@ bfile_info(PG_FUNCTION_ARGS)
 		items[i] = Int64GetDatum(m->buckets[i].items);
 	for (uint32 i = 0; i < m->nfree; i++)
 		free_pages += m->free_chains[i].pages;
-	free_pages += m->spare_count;
+	for (uint32 i = 0; i < m->nspare; i++)
+		free_pages += m->spare[i].count;
 
 	values[0] = CStringGetTextDatum(bfile_mode_name(m->params.mode));
 	values[1] = Int64GetDatum(m->params.sample_size);

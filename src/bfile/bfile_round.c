@@ -529,6 +529,7 @@ bfile_round(Relation rel, BfileMeta *meta, SSConsolidation *c)
 	r.meta = meta;
 	r.seed_level = splitmix64((uint64) meta->params.seed);
 	r.seed_round = splitmix64(r.seed_level ^ UINT64CONST(0x5851f42d4c957f2d));
+	meta->round_runs = 0;
 	ss_cons_foreach(c, round_record, &r);
 	if (!r.changed)
 		return;

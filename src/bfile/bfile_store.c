@@ -82,6 +82,43 @@ bfile_write_page(Relation rel, BlockNumber blkno, const char *area)
 }
 
 /*
+ * Reserve a run of new pages for the round's copy of the metapage, and
+ * record it in the live metapage's spare runs too (one more WAL record),
+ * so that a round that fails leaves it to the next one.  The runs a
+ * round reserves double in size, so that a long round needs few of them
+ * and the live list holds them all; were it full, the run would be the
+ * round's alone (a failed round would then lose it).
+ */
+static void
+reserve_run(Relation rel, BfileMeta *meta)
+{
+	uint32		count = (uint32) Min((uint64) BFILE_ALLOC_RUN << Min(meta->round_runs, 20),
+									 (uint64) BFILE_MAX_RUN);
+	BlockNumber start = ss_log_alloc_run(rel, count);
+	SSXLogState *state;
+	Buffer		metabuf;
+	BfileMeta  *live;
+
+	meta->round_runs++;
+	meta->spare[meta->nspare].start = start;
+	meta->spare[meta->nspare].count = count;
+	meta->nspare++;
+
+	state = ss_xlog_start(rel);
+	live = (BfileMeta *) ss_meta_register(rel, SS_KIND_BFILE, state, &metabuf);
+	if (live->nspare < BFILE_MAX_SPARE)
+	{
+		live->spare[live->nspare].start = start;
+		live->spare[live->nspare].count = count;
+		live->nspare++;
+		ss_xlog_finish(state);
+	}
+	else
+		ss_xlog_abort(state);
+	UnlockReleaseBuffer(metabuf);
+}
+
+/*
  * A page for a bucket, with its new allocation stamp: the newest page of
  * a freed chain no snapshot can reach, else a reserved new page.  *was
  * gets what the page must remember of the chain (BfilePageHeader).  The
@@ -144,13 +181,12 @@ bfile_page_alloc(Relation rel, BfileMeta *meta, uint64 *stamp,
 		}
 		return blk;
 	}
-	if (meta->spare_count == 0)
-	{
-		meta->spare_start = ss_log_alloc_run(rel, BFILE_ALLOC_RUN);
-		meta->spare_count = BFILE_ALLOC_RUN;
-	}
-	blk = meta->spare_start++;
-	meta->spare_count--;
+	if (meta->nspare == 0)
+		reserve_run(rel, meta);
+	blk = meta->spare[0].start++;
+	if (--meta->spare[0].count == 0)
+		memmove(&meta->spare[0], &meta->spare[1],
+				sizeof(BfileSpareRun) * --meta->nspare);
 	return blk;
 }
 
