@@ -69,6 +69,41 @@ groups_emit(CbtRound *r, CbtGroups *g, uint64 hash, CbtFragWriter *w)
 	cbt_groups_reset(g);
 }
 
+/* ---- extents ---- */
+
+/* An extent the round wrote (reachable by no reader before the install). */
+static void
+note_fresh(CbtRound *r, CbtExtent ext)
+{
+	if (r->nfresh == r->maxfresh)
+	{
+		r->maxfresh = Max(64, r->maxfresh * 2);
+		r->fresh = r->fresh ?
+			repalloc(r->fresh, sizeof(CbtExtent) * r->maxfresh) :
+			palloc(sizeof(CbtExtent) * r->maxfresh);
+	}
+	r->fresh[r->nfresh++] = ext;
+}
+
+/*
+ * Free an extent: at once reusable if the round wrote it since its last
+ * install, else stamped when the install makes it unreachable.
+ */
+static void
+free_extent(CbtRound *r, CbtExtent ext)
+{
+	FullTransactionId stamp = r->stamp;
+
+	for (uint32 i = 0; i < r->nfresh; i++)
+		if (ext.start >= r->fresh[i].start &&
+			ext.start + ext.npages <= r->fresh[i].start + r->fresh[i].npages)
+		{
+			stamp = FullTransactionIdFromU64(FirstNormalTransactionId);
+			break;
+		}
+	cbt_extent_free(&r->meta, ext, stamp);
+}
+
 /* ---- a pass over collected records ---- */
 
 static int
@@ -113,6 +148,8 @@ records_fragment(CbtRound *r, CbtFragment *out)
 	if (r->nrecords > 0)
 		groups_emit(r, &r->groups, recs[r->nrecords - 1].hash, &w);
 	any = cbt_frag_writer_end(&w, out);
+	if (any)
+		note_fresh(r, out->ext);
 	return any;
 }
 
@@ -228,7 +265,7 @@ free_fragments(CbtRound *r, CbtNode *node)
 		r->meta.fragments--;
 		r->meta.raw_bytes -= node->fragments[i].raw_bytes;
 		r->meta.stored_bytes -= node->fragments[i].stored_bytes;
-		cbt_extent_free(&r->meta, node->fragments[i].ext, r->stamp);
+		free_extent(r, node->fragments[i].ext);
 	}
 	node->nfragments = 0;
 }
@@ -252,10 +289,11 @@ write_node(CbtRound *r, CbtNode *node, BlockNumber oldblk)
 	CbtExtent	old = {oldblk, 1};
 	NodeRef		ref;
 
+	note_fresh(r, ext);
 	node->generation = r->generation;
 	cbt_write_node(r->rel, ext.start, node);
 	if (oldblk != InvalidBlockNumber)
-		cbt_extent_free(&r->meta, old, r->stamp);
+		free_extent(r, old);
 	else
 		r->meta.nodes++;
 	ref.pivot = node->lo;
@@ -407,7 +445,10 @@ empty_leaf(CbtRound *r, CbtNode *node, BlockNumber oldblk)
 		leaf.lo = k == 0 ? node->lo : ls->first_hash[k];
 		leaf.hi = k == ls->npieces - 1 ? node->hi : ls->first_hash[k + 1] - 1;
 		if (cbt_frag_writer_end(&ls->writers[k], &f))
+		{
+			note_fresh(r, f.ext);
 			add_fragment(r, &leaf, &f);
+		}
 		*ref = write_node(r, &leaf, k == 0 ? oldblk : InvalidBlockNumber);
 		out = lappend(out, ref);
 	}
@@ -459,6 +500,7 @@ spilled_child(CbtRound *r, CbtNode *node, Spill *sp, uint32 i, CbtNode *child)
 	cbt_read_node(r->rel, node->child[i], node->child_generation[i], child);
 	if (sp == NULL || !sp->open[i] || !cbt_frag_writer_end(&sp->writers[i], &f))
 		return false;
+	note_fresh(r, f.ext);
 	add_fragment(r, child, &f);
 	return true;
 }
@@ -626,6 +668,9 @@ install(CbtRound *r)
 		   sizeof(CbtMeta) - sizeof(SSMetaHeader));
 	ss_xlog_finish(state);
 	UnlockReleaseBuffer(metabuf);
+	/* what the round wrote is reachable now */
+	r->nfresh = 0;
+	r->dirty = false;
 }
 
 /* The root: what the old root became, under new roots while it split. */
@@ -646,7 +691,7 @@ set_root(CbtRound *r, List *refs)
 	r->meta.root_generation = ((NodeRef *) linitial(refs))->generation;
 }
 
-/* Make a pass of the collected records, and install it. */
+/* Make a pass of the collected records (installed with the round's others). */
 static void
 make_pass(CbtRound *r)
 {
@@ -687,8 +732,8 @@ make_pass(CbtRound *r)
 	r->meta.generation = r->generation;
 	r->meta.tree_pos = r->last_pos + 1;
 	r->meta.rounds++;
+	r->dirty = true;
 	cbt_test_crash(r->rel, CBT_CRASH_PASS_WRITTEN);
-	install(r);
 
 	MemoryContextReset(r->pass_cxt);
 	r->records = NULL;
@@ -756,6 +801,9 @@ cbt_round_records(CbtRound *r, SSConsolidation *c)
 {
 	ss_cons_foreach(c, round_record, r);
 	make_pass(r);
+	/* one install for the round's passes (what they freed of each other's is reused at once) */
+	if (r->dirty)
+		install(r);
 	cbt_test_crash(r->rel, CBT_CRASH_INSTALLED);
 }
 
@@ -775,6 +823,7 @@ cbt_round_finalize(CbtRound *r)
 		return 0;
 	r->generation = r->meta.generation + 1;
 	r->stamp = CBT_STAMP_PENDING;
+	r->nfresh = 0;
 	cbt_read_node(r->rel, r->meta.root, r->meta.root_generation, &root);
 	refs = finalize_node(r, &root, r->meta.root, false, &groups);
 	if (list_length(refs) == 1 &&

@@ -33,6 +33,14 @@ typedef struct CbtRound
 	MemoryContext pass_cxt;		/* the collected records */
 	CbtGroups	groups;			/* of the hash being aggregated */
 	StringInfoData paobuf;
+	/*
+	 * The extents the round wrote since its last install: no reader can
+	 * reach them, so the round can reuse one it frees at once.
+	 */
+	CbtExtent  *fresh;
+	uint32		nfresh;
+	uint32		maxfresh;
+	bool		dirty;			/* passes made since the last install */
 } CbtRound;
 
 /* streamsketch.test_cbt_crash: where a round stops the server (tests) */

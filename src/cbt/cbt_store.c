@@ -54,6 +54,26 @@ typedef struct FragDirEntry
 /* ---- extents ---- */
 
 /*
+ * A new extent reserved at the end of the file by a round, recorded at
+ * once as free in the live metapage (reusable at once: nothing can reach
+ * it), so that if the round fails, or crashes, before its install the
+ * next round finds it instead of reserving more; the install replaces the
+ * live free list with the round's, where the extent is in use.
+ */
+static void
+record_reserved(Relation rel, CbtExtent ext)
+{
+	SSXLogState *state = ss_xlog_start(rel);
+	Buffer		metabuf;
+	CbtMeta    *live = (CbtMeta *) ss_meta_register(rel, SS_KIND_CBT, state,
+													&metabuf);
+
+	cbt_extent_free(live, ext, FullTransactionIdFromU64(FirstNormalTransactionId));
+	ss_xlog_finish(state);
+	UnlockReleaseBuffer(metabuf);
+}
+
+/*
  * npages blocks: the smallest free extent that is large enough and that
  * no snapshot can reach any more, else new blocks after everything
  * reserved so far.
@@ -92,6 +112,7 @@ cbt_extent_alloc(Relation rel, CbtMeta *meta, uint32 npages)
 	}
 	ext.start = ss_log_alloc_run(rel, npages);
 	ext.npages = npages;
+	record_reserved(rel, ext);
 	return ext;
 }
 
