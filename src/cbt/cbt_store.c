@@ -117,9 +117,30 @@ cbt_extent_alloc(Relation rel, CbtMeta *meta, uint32 npages)
 }
 
 /*
- * Give an extent back, stamped; merged with a neighbour (taking the later
- * stamp, so neither part is reused early).  A full list forgets its
- * smallest extent, whose blocks stay unused until VACUUM FULL (counted in
+ * Can extents stamped a and b be one?  Only if they become reusable
+ * together: the same stamp, or both reusable already.  (Merging a newly
+ * freed extent into a reusable neighbour, with the later stamp, kept
+ * large free regions from ever being reused: each round froze them again
+ * by freeing a piece next to them.)
+ */
+static bool
+stamps_mergeable(FullTransactionId a, FullTransactionId b)
+{
+	return FullTransactionIdEquals(a, b) ||
+		(GlobalVisCheckRemovableFullXid(NULL, a) &&
+		 GlobalVisCheckRemovableFullXid(NULL, b));
+}
+
+static FullTransactionId
+later_stamp(FullTransactionId a, FullTransactionId b)
+{
+	return FullTransactionIdFollows(a, b) ? a : b;
+}
+
+/*
+ * Give an extent back, stamped; merged with a neighbour that becomes
+ * reusable with it (stamps_mergeable).  A full list forgets its smallest
+ * extent, whose blocks stay unused until VACUUM FULL (counted in
  * leaked_pages, which cbt_info shows).
  */
 void
@@ -131,32 +152,33 @@ cbt_extent_free(CbtMeta *meta, CbtExtent ext, FullTransactionId stamp)
 		return;
 	for (i = 0; i < meta->nfree && meta->free_ext[i].start < ext.start; i++)
 		;
-	if (i > 0 && meta->free_ext[i - 1].start + meta->free_ext[i - 1].npages == ext.start)
+	if (i > 0 && meta->free_ext[i - 1].start + meta->free_ext[i - 1].npages == ext.start &&
+		stamps_mergeable(meta->free_ext[i - 1].stamp, stamp))
 	{
 		CbtFreeExtent *prev = &meta->free_ext[i - 1];
 
 		prev->npages += ext.npages;
-		prev->stamp = FullTransactionIdFollows(stamp, prev->stamp) ? stamp : prev->stamp;
-		if (i < meta->nfree && ext.start + ext.npages == meta->free_ext[i].start)
+		prev->stamp = later_stamp(stamp, prev->stamp);
+		if (i < meta->nfree && ext.start + ext.npages == meta->free_ext[i].start &&
+			stamps_mergeable(meta->free_ext[i].stamp, prev->stamp))
 		{
 			CbtFreeExtent *next = &meta->free_ext[i];
 
 			prev->npages += next->npages;
-			if (FullTransactionIdFollows(next->stamp, prev->stamp))
-				prev->stamp = next->stamp;
+			prev->stamp = later_stamp(next->stamp, prev->stamp);
 			memmove(next, next + 1, sizeof(CbtFreeExtent) * (meta->nfree - i - 1));
 			meta->nfree--;
 		}
 		return;
 	}
-	if (i < meta->nfree && ext.start + ext.npages == meta->free_ext[i].start)
+	if (i < meta->nfree && ext.start + ext.npages == meta->free_ext[i].start &&
+		stamps_mergeable(meta->free_ext[i].stamp, stamp))
 	{
 		CbtFreeExtent *next = &meta->free_ext[i];
 
 		next->start = ext.start;
 		next->npages += ext.npages;
-		if (FullTransactionIdFollows(stamp, next->stamp))
-			next->stamp = stamp;
+		next->stamp = later_stamp(stamp, next->stamp);
 		return;
 	}
 	if (meta->nfree == CBT_MAX_FREE_EXTENTS)
