@@ -86,8 +86,13 @@ FROM bf_small;
 SELECT mode, sample_size, min_size, size, level, seen, inclusion_probability
 FROM bfile_info('bf_small');
 
+-- the inserts' draws (which item is kept once L > 1) repeat from run to
+-- run; the levels repeat by the tables' seeds
+SET streamsketch.test_bfile_coins = 1;
+
 -- more: never more than sample_size rows, each of the stream's; the size
--- is the inclusion probability times the items seen, in expectation
+-- is the inclusion probability times the items seen, in expectation; the
+-- buckets and the tail hold the sample
 SET streamsketch.test_bfile_seed = 7;
 SELECT bfile_create('bf_uni', 'id bigint', sample_size => 1000, min_fraction => 0.8);
 INSERT INTO bf_uni SELECT g FROM generate_series(1, 1000000) g;
@@ -97,7 +102,8 @@ FROM bf_uni;
 SELECT size < sample_size AS bounded, seen,
        abs(size - inclusion_probability * seen) < 0.25 * sample_size AS near_expectation,
        discards > 0 AS discarded, unrolls > 0 AS unrolled,
-       cardinality(bucket_items) + 1 >= 1 AS has_buckets
+       (SELECT sum(n) FROM unnest(bucket_items) n) + tail_items = size AS buckets_hold_sample,
+       cardinality(bucket_items) <= buckets AS within_buckets
 FROM bfile_info('bf_uni');
 -- a rolled back insert is not a stream item; a committed one is
 BEGIN;
@@ -105,6 +111,28 @@ INSERT INTO bf_uni SELECT g FROM generate_series(1, 5000) g;
 ROLLBACK;
 SELECT seen FROM bfile_info('bf_uni');
 SELECT bfile_flush('bf_uni') < 1000 AS flushed;
+SELECT seen FROM bfile_info('bf_uni');
+
+-- an item whose level cannot reach L is dropped at the insert and only
+-- counted: 100,000 rows at an inclusion probability near 1/1000 add a few
+-- hundred change log records, not 100,000; savepoints rolled back take
+-- their counts with them (1,000 + 100,000 + 10 + 7 items committed)
+BEGIN;
+INSERT INTO bf_uni SELECT g FROM generate_series(1, 1000) g;
+SAVEPOINT a;
+INSERT INTO bf_uni SELECT g FROM generate_series(1, 1000) g;
+ROLLBACK TO a;
+INSERT INTO bf_uni SELECT g FROM generate_series(1, 100000) g;
+INSERT INTO bf_uni SELECT g FROM generate_series(1, 10) g;
+SAVEPOINT b;
+INSERT INTO bf_uni SELECT g FROM generate_series(1, 7) g;
+RELEASE b;
+SAVEPOINT c;
+INSERT INTO bf_uni SELECT g FROM generate_series(1, 5) g;
+ROLLBACK TO c;
+COMMIT;
+SELECT log_records BETWEEN 1 AND 1000 AS dropped_at_insert FROM streamsketch_log_info('bf_uni');
+SELECT bfile_flush('bf_uni') > 0 AS flushed;
 SELECT seen FROM bfile_info('bf_uni');
 
 -- uniform: 20 streams of 100,000 rows (seeds 101..120) into samples of at

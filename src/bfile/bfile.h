@@ -197,13 +197,25 @@ typedef struct BfileItemHeader
 	int64		key;			/* its time key (seq without a time column) */
 } BfileItemHeader;
 
-/* The record an INSERT appends to the change log, before the row. */
+/*
+ * The record an INSERT appends to the change log, before the row.  An item
+ * whose level cannot reach the sample's L (read at the insert; L never
+ * falls) is dropped at the insert and only counted: in skipped of the
+ * record before it, or of a record without a row that stands for skipped
+ * items alone.  An item kept is one whose draw g >= min_draw (probability
+ * alpha^(min_draw - 1)); the round draws g given that, from the seed and
+ * the stream index (docs/bfile.md, "Levels at the insert").
+ */
 typedef struct BfileRecordHeader
 {
 	double		weight;			/* 1 unless weighted */
 	int64		key;			/* time key; 0 without a time column */
+	uint64		skipped;		/* items dropped after this one */
+	int32		level_offset;	/* the weight's part of the level */
+	int32		min_draw;		/* g >= this; 1: every item kept */
 	bool		has_key;
-	char		pad[7];
+	bool		has_row;		/* false: stands for skipped items only */
+	char		pad[6];
 } BfileRecordHeader;
 
 #define BFILE_PAGE_ROOM		(SS_PAGE_DATA_SIZE - MAXALIGN(sizeof(BfilePageHeader)))

@@ -18,9 +18,11 @@
 #include "bfile.h"
 #include "bfile_am.h"
 #include "catalog/pg_type.h"
+#include "common/pg_prng.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "storage/proc.h"
 #include "ss_changelog.h"
 #include "ss_pending.h"
 #include "streamsketch.h"
@@ -43,6 +45,10 @@ char	   *ss_bfile_weight_column = NULL;
 char	   *ss_bfile_time_column = NULL;
 int			ss_test_bfile_seed = 0;
 int			ss_test_bfile_crash = BFILE_CRASH_NONE;
+int			ss_test_bfile_coins = 0;
+
+/* the inserts' draws while streamsketch.test_bfile_coins is set */
+static pg_prng_state test_coins;
 
 static const struct config_enum_entry bfile_crash_options[] = {
 	{"none", BFILE_CRASH_NONE, false},
@@ -493,11 +499,130 @@ row_weight(Relation rel, TupleTableSlot *slot, int32 attnum)
 	return w;
 }
 
+/* t_len of heap_form_minimal_tuple(desc, values, isnull), without forming it */
+static Size
+minimal_tuple_len(TupleDesc desc, Datum *values, bool *isnull)
+{
+	Size		hoff = SizeofMinimalTupleHeader;
+
+	for (int i = 0; i < desc->natts; i++)
+		if (isnull[i])
+		{
+			hoff += BITMAPLEN(desc->natts);
+			break;
+		}
+	return MAXALIGN(hoff) + heap_compute_data_size(desc, values, isnull);
+}
+
+/* A uniform number in (0, 1]: a draw of the insert (docs/bfile.md). */
+static double
+insert_draw(void)
+{
+	return 1.0 - pg_prng_double(ss_test_bfile_coins != 0 ?
+								&test_coins : &pg_global_prng_state);
+}
+
 /*
- * A row is one stream item: its record is its weight (1 unless weighted)
- * and the row as the sample stores it, a minimal tuple with every value
- * inline and uncompressed.  A row that would not fit in a sample page is
- * refused here, before its transaction commits.
+ * L as the metapage showed it at this statement's first row (and every
+ * 2^16 rows): a lower bound of L when the round meets the row, because L
+ * never falls while the relation keeps its file (TRUNCATE gives a new one,
+ * and a new state).  Read without running a round: the writer's statement
+ * does that in ss_pending_add when the log is long.
+ */
+static int32
+level_floor(Relation rel, BfileState *st)
+{
+	LocalTransactionId lxid = MyProc->lxid;
+	CommandId	cid = GetCurrentCommandId(false);
+
+	if (st->floor_lxid != lxid || st->floor_cid != cid ||
+		++st->floor_rows >= 65536)
+	{
+		BfileMeta  *meta = palloc(sizeof(BfileMeta));
+
+		st->level_floor = 1;
+		if (ss_read_structure_meta(rel, &bfile_state_ops, meta))
+			st->level_floor = Max(meta->level, 1);
+		pfree(meta);
+		st->floor_lxid = lxid;
+		st->floor_cid = cid;
+		st->floor_rows = 0;
+	}
+	return st->level_floor;
+}
+
+/*
+ * Draw what the insert knows of the item's level (docs/bfile.md, "Levels
+ * at the insert"): the weight's part (weighted modes), and whether the
+ * level can reach L at all; false drops the item.  The level is offset + g
+ * with g geometric, P(g >= k) = alpha^(k-1); an item whose g would have to
+ * be at least need > 1 is kept with that probability, and the round draws
+ * g given g >= need (memoryless: need - 1 plus a fresh geometric draw).
+ * Decayed modes keep every item: its level grows with L at its arrival.
+ */
+static bool
+draw_level(Relation rel, BfileState *st, BfileRecordHeader *rh)
+{
+	const BfileParams *p = &st->params;
+	int32		need;
+
+	rh->level_offset = 0;
+	rh->min_draw = 1;
+	if (BFILE_MODE_WEIGHTED(p->mode))
+	{
+		double		c = log(rh->weight) / -log(p->alpha);
+		double		fl = floor(c);
+		double		f = c - fl;
+		double		q = (pow(p->alpha, -f) - 1.0) / (1.0 / p->alpha - 1.0);
+
+		/* beyond every level: the round clamps the level anyway */
+		fl = Max(Min(fl, (double) BFILE_MAX_LEVEL + 1), -(double) BFILE_MAX_LEVEL - 1);
+		rh->level_offset = (int32) fl + (insert_draw() <= q ? 1 : 0);
+	}
+	if (BFILE_MODE_DECAYED(p->mode))
+		return true;
+	need = level_floor(rel, st) - rh->level_offset;
+	if (need <= 1)
+		return true;
+	if (insert_draw() > pow(p->alpha, (double) (need - 1)))
+		return false;
+	rh->min_draw = need;
+	return true;
+}
+
+/*
+ * Count an item dropped at the insert: in the skipped items of this
+ * transaction's last record if that is the table's, else in a record of
+ * its own (no row).
+ */
+static void
+count_dropped(Relation rel)
+{
+	uint32		len;
+	char	   *last = ss_pending_last_payload(rel, SS_PENDING_ITEM, &len);
+	BfileRecordHeader rh;
+
+	if (last != NULL && len >= sizeof(rh))
+	{
+		memcpy(&rh, last, sizeof(rh));
+		rh.skipped++;
+		memcpy(last, &rh, sizeof(rh));
+		return;
+	}
+	memset(&rh, 0, sizeof(rh));
+	rh.weight = 1.0;
+	rh.min_draw = 1;
+	rh.skipped = 1;
+	ss_pending_add(rel, SS_PENDING_ITEM, &rh, sizeof(rh));
+}
+
+/*
+ * A row is one stream item: its record is its weight (1 unless weighted),
+ * the insert's part of its level, and the row as the sample stores it, a
+ * minimal tuple with every value inline and uncompressed.  A row that
+ * would not fit in a sample page is refused here, before its transaction
+ * commits (also when its level drops it: the refusal must not depend on
+ * luck).
  */
 static void
 bfile_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
@@ -509,6 +634,7 @@ bfile_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 	MinimalTuple mt;
 	StringInfoData rec;
 	BfileRecordHeader rh;
+	Size		tuplen;
 
 	pgstat_count_heap_insert(rel, 1);
 	slot_getallattrs(slot);
@@ -541,14 +667,23 @@ bfile_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 			VARATT_IS_EXTENDED(DatumGetPointer(values[i])))
 			values[i] = PointerGetDatum(detoast_attr((struct varlena *) DatumGetPointer(values[i])));
 	}
-	mt = heap_form_minimal_tuple(desc, values, slot->tts_isnull);
-	if (mt->t_len > BFILE_MAX_TUPLE)
+	tuplen = minimal_tuple_len(desc, values, slot->tts_isnull);
+	if (tuplen > BFILE_MAX_TUPLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("row of %u bytes is too large for bfile \"%s\"",
-						mt->t_len, RelationGetRelationName(rel)),
+				 errmsg("row of %zu bytes is too large for bfile \"%s\"",
+						tuplen, RelationGetRelationName(rel)),
 				 errdetail("A sampled row is stored whole in one page, values uncompressed: at most %zu bytes.",
 						   (Size) BFILE_MAX_TUPLE)));
+	if (!draw_level(rel, st, &rh))
+	{
+		count_dropped(rel);
+		pfree(values);
+		return;
+	}
+	rh.has_row = true;
+	mt = heap_form_minimal_tuple(desc, values, slot->tts_isnull);
+	Assert(mt->t_len == tuplen);
 	initStringInfo(&rec);
 	appendBinaryStringInfo(&rec, (const char *) &rh, sizeof(rh));
 	appendBinaryStringInfo(&rec, (const char *) mt, mt->t_len);
@@ -591,6 +726,13 @@ bfile_handler(PG_FUNCTION_ARGS)
 		bfile_routine_ready = true;
 	}
 	PG_RETURN_POINTER(&bfile_routine);
+}
+
+/* every SET starts the sequence again, so that sessions repeat it */
+static void
+assign_test_bfile_coins(int newval, void *extra)
+{
+	pg_prng_seed(&test_coins, (uint64) newval);
 }
 
 SS_ASSIGN_HOOK(bfile_sample_size, int)
@@ -638,6 +780,11 @@ bfile_init(void)
 							NULL,
 							&ss_test_bfile_seed, 0, 0, INT_MAX,
 							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	DefineCustomIntVariable("streamsketch.test_bfile_coins",
+							"Seeds the draws of this session's bfile inserts (for tests only: 0 draws at random).",
+							NULL,
+							&ss_test_bfile_coins, 0, 0, INT_MAX,
+							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, assign_test_bfile_coins, NULL);
 	DefineCustomEnumVariable("streamsketch.test_bfile_crash",
 							 "Stops the server at a point of a bfile's rounds (for tests only).",
 							 NULL,

@@ -23,6 +23,11 @@
 typedef struct BfileState
 {
 	BfileParams params;
+	/* L as last read by an insert, and when (level_floor() in bfile_am.c) */
+	int32		level_floor;
+	LocalTransactionId floor_lxid;
+	CommandId	floor_cid;
+	uint32		floor_rows;
 } BfileState;
 
 extern const SSStateOps bfile_state_ops;

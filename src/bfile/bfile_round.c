@@ -70,28 +70,20 @@ unit_interval(uint64 x)
 }
 
 /*
- * Item seq's level (Table 3, corrected: docs/bfile.md): geometric with
- * P(l >= k) = alpha^(k-1), plus log_{1/alpha} w rounded so that inclusion
- * stays exactly proportional to w, plus L when the item arrives (decayed).
+ * Item seq's level (Table 3, corrected: docs/bfile.md): offset + g, g
+ * geometric with P(g >= k) = alpha^(k-1) drawn given g >= min_draw (the
+ * insert kept the item with that probability: min_draw - 1 plus a fresh
+ * draw, the geometric law being memoryless), plus L at its arrival
+ * (decayed).  The insert drew offset = log_{1/alpha} w rounded so that
+ * inclusion stays exactly proportional to w (weighted).
  */
 static int32
-item_level(BfileRound *r, uint64 seq, double weight)
+item_level(BfileRound *r, uint64 seq, const BfileRecordHeader *rh)
 {
 	const BfileParams *p = &r->meta->params;
-	double		lvl = 1.0 + floor(log(unit_interval(splitmix64(r->seed_level + seq))) /
-								  log(p->alpha));
+	double		lvl = (double) rh->level_offset + (double) rh->min_draw +
+		floor(log(unit_interval(splitmix64(r->seed_level + seq))) / log(p->alpha));
 
-	if (BFILE_MODE_WEIGHTED(p->mode))
-	{
-		double		c = log(weight) / -log(p->alpha);
-		double		fl = floor(c);
-		double		f = c - fl;
-		double		q = (pow(p->alpha, -f) - 1.0) / (1.0 / p->alpha - 1.0);
-
-		lvl += fl;
-		if (unit_interval(splitmix64(r->seed_round + seq)) <= q)
-			lvl += 1.0;
-	}
 	if (BFILE_MODE_DECAYED(p->mode))
 		lvl += r->meta->level;
 	if (lvl > BFILE_MAX_LEVEL)
@@ -470,21 +462,29 @@ round_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 
 	if (pos < m->stream_pos)
 		return;					/* the sample has it (a redone round) */
-	if (hdr->type != SS_PENDING_ITEM ||
-		hdr->len < sizeof(rh) + SizeofMinimalTupleHeader)
+	if (hdr->type != SS_PENDING_ITEM || hdr->len < sizeof(rh))
 		ss_page_corrupted(r->rel, InvalidBlockNumber,
 						  "A change log record of the bfile is damaged.");
 	memcpy(&rh, payload, sizeof(rh));
 	tuplen = hdr->len - sizeof(rh);
-	if (tuplen > BFILE_MAX_TUPLE || !(rh.weight > 0) || isinf(rh.weight) ||
-		rh.has_key != (m->params.time_attnum > 0))
+	if (rh.has_row ?
+		(tuplen < SizeofMinimalTupleHeader || tuplen > BFILE_MAX_TUPLE ||
+		 !(rh.weight > 0) || isinf(rh.weight) || rh.min_draw < 1 ||
+		 rh.has_key != (m->params.time_attnum > 0)) :
+		(tuplen != 0 || rh.skipped == 0) ||
+		rh.skipped > (uint64) PG_INT64_MAX - (uint64) m->seen)
 		ss_page_corrupted(r->rel, InvalidBlockNumber,
 						  "A change log record of the bfile is damaged.");
 	CHECK_FOR_INTERRUPTS();
-	seq = (uint64) m->seen++;
 	r->last_pos = pos;
 	r->changed = true;
-	level = item_level(r, seq, rh.weight);
+	seq = (uint64) m->seen;
+	/* the items the inserts dropped after this one count in the stream */
+	m->seen += (int64) rh.skipped;
+	if (!rh.has_row)
+		return;
+	m->seen++;
+	level = item_level(r, seq, &rh);
 	if (level < m->level)
 		return;
 	route(r, level, seq, rh.has_key ? rh.key : (int64) seq, payload + sizeof(rh),

@@ -49,6 +49,7 @@ static int64 spill_len = 0;
 static bool have_truncate = false;
 static bool counts_stale = false;	/* PendingRel counts need a recount */
 static bool appending = false;
+static int64 last_record_pos = -1;	/* the last record, while in memory */
 
 #define RECORD_SIZE(len) (sizeof(SSPendingHeader) + MAXALIGN(len))
 
@@ -110,6 +111,7 @@ pending_reset(void)
 	have_truncate = false;
 	counts_stale = false;
 	appending = false;
+	last_record_pos = -1;
 }
 
 static void
@@ -125,6 +127,7 @@ pending_truncate(int64 pos)
 	}
 	/* recounted when next needed: reading the file here could fail */
 	counts_stale = true;
+	last_record_pos = -1;
 }
 
 void
@@ -204,6 +207,7 @@ ss_pending_add(Relation rel, SSPendingType type, const void *payload,
 		pr->log_bytes += ss_log_record_size(&hdr, payload);
 	}
 
+	last_record_pos = -1;
 	if (mem_used + size > mem_cap)
 	{
 		if (mem_used > 0)
@@ -228,7 +232,34 @@ ss_pending_add(Relation rel, SSPendingType type, const void *payload,
 	memcpy(mem + mem_used, &hdr, sizeof(hdr));
 	if (len > 0)
 		memcpy(mem + mem_used + sizeof(hdr), payload, len);
+	last_record_pos = log_length();
 	mem_used += size;
+}
+
+/*
+ * The payload of the last record added (its length in *len), if it is
+ * rel's, of this type, still in memory, and added by the current subtransaction (or one
+ * it committed), so that the caller may change it in place: a rollback to
+ * an earlier savepoint still drops the change with the record.  NULL
+ * otherwise (the caller adds a record).
+ */
+void *
+ss_pending_last_payload(Relation rel, SSPendingType type, uint32 *len)
+{
+	SSPendingHeader hdr;
+	char	   *at;
+
+	if (appending || last_record_pos < spill_len)
+		return NULL;
+	if (subxact_marks != NIL &&
+		((SubxactMark *) linitial(subxact_marks))->pos > last_record_pos)
+		return NULL;
+	at = mem + (last_record_pos - spill_len);
+	memcpy(&hdr, at, sizeof(hdr));
+	if (hdr.relid != RelationGetRelid(rel) || hdr.type != (uint16) type)
+		return NULL;
+	*len = hdr.len;
+	return at + sizeof(hdr);
 }
 
 bool

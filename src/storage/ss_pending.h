@@ -56,6 +56,8 @@ extern bool ss_slot_key(Relation rel, struct TupleTableSlot *slot,
 extern void ss_pending_init(void);
 extern void ss_pending_add(Relation rel, SSPendingType type,
 						   const void *payload, uint32 len);
+extern void *ss_pending_last_payload(Relation rel, SSPendingType type,
+									 uint32 *len);
 extern bool ss_pending_has(Oid relid);
 extern uint64 ss_pending_count(Oid relid, uint64 *log_bytes);
 

@@ -838,11 +838,13 @@ my @bfiles = sort keys %BFILE;
 my $bfile_more = 1000;    # the rows of each "more"
 
 # the fill of bfile $t (one transaction per statement), then its flush
-# (whose output is the sample's size)
+# (whose output is the sample's size); the inserts' draws repeat, so a
+# refill gives the source's sample
 sub bfile_fill_sql
 {
 	my ($t) = @_;
-	return join(";\n", @{ $BFILE{$t}{fill} }, "SELECT bfile_flush('$t')") . ';';
+	return join(";\n", 'SET streamsketch.test_bfile_coins = 12',
+		@{ $BFILE{$t}{fill} }, "SELECT bfile_flush('$t')") . ';';
 }
 
 # '<rows> <md5 of the sorted rows>' of $from ('0 -' if empty)

@@ -4,9 +4,13 @@
 # A bfile's sample holds committed rows only, and the same sample whatever
 # crashes interrupt its rounds; standbys agree (docs/bfile.md,
 # "Transactions and rounds").  Item i of the stream draws its level from
-# the table's seed and i alone, so two tables with one seed fed the same
-# committed rows hold the same sample: a reference table that no crash
-# touches gives the answer exactly.
+# the table's seed and i alone, given the draw of its insert (whether its
+# level can reach L, docs/bfile.md), which streamsketch.test_bfile_coins
+# repeats: two tables with one seed fed the same committed rows by
+# sessions with the same coins, at the same L, hold the same sample: a
+# reference table that no crash touches gives the answer exactly.  Items
+# dropped at their insert are counted in the records of their
+# transaction, which the crashes test as well.
 #
 #  1. A bfile and its reference get the same stream in four parts; the
 #     round that takes each of the first three parts into the bfile is
@@ -76,7 +80,8 @@ sub fill
 	foreach my $t ('b', 'r')
 	{
 		$node->safe_psql('postgres',
-			"INSERT INTO $t SELECT g, 'row ' || g FROM generate_series($from, $to) g");
+			"SET streamsketch.test_bfile_coins = $from;\n"
+			  . "INSERT INTO $t SELECT g, 'row ' || g FROM generate_series($from, $to) g");
 	}
 	$node->safe_psql('postgres',
 		"INSERT INTO u SELECT g FROM generate_series($from, $to) g");
