@@ -14,7 +14,9 @@
 #include "access/htup.h"
 #include "access/tableam.h"
 #include "bfile.h"
+#include "utils/tuplestore.h"
 #include "ss_changelog.h"
+#include "ss_pending.h"
 #include "streamsketch.h"
 
 #define BFILE_MAX_SAMPLE	(INT64CONST(1) << 40)
@@ -54,6 +56,13 @@ extern void bfile_init(void);
 
 /* bfile_round.c */
 extern void bfile_round(Relation rel, BfileMeta *meta, SSConsolidation *c);
+extern uint64 bfile_seed_level(uint32 seed);
+extern int32 bfile_item_level(const BfileParams *p, uint64 seed_level,
+							  int32 level_now, uint64 seq,
+							  const BfileRecordHeader *rh);
+extern void bfile_record_read(Relation rel, const BfileParams *p, int64 seen,
+							  const SSPendingHeader *hdr, const char *payload,
+							  BfileRecordHeader *rh, uint32 *tuplen);
 
 /* streamsketch.test_bfile_crash: where a round stops the server (tests) */
 typedef enum BfileCrashPoint
@@ -79,13 +88,36 @@ typedef struct BfileChain
 	uint32		visible;		/* its items in the sample */
 	uint32		item;			/* next item */
 	Size		off;
+	int32		item_level;		/* the level of the item last returned */
 } BfileChain;
 
 extern void bfile_chain_begin(BfileChain *it, Relation rel, const BfileBucket *b);
 extern bool bfile_chain_next(BfileChain *it, HeapTuple htup);
 extern void bfile_chain_end(BfileChain *it);
 extern bool bfile_read_meta(Relation rel, BfileMeta *meta);
+
+/*
+ * bfile_view.c: what a reader sees, the installed sample with the
+ * committed rows still in the change log drawn as the next round will
+ * draw them (docs/bfile.md, "Readers").
+ */
+typedef struct BfileView
+{
+	BfileMeta  *meta;			/* the installed sample */
+	int32		level;			/* L with the log's rows */
+	int64		size;			/* the sample's rows with the log's */
+	int64		seen;			/* the stream's items with the log's */
+	int64		discards;		/* with those the log's rows would make */
+	int64		log_rows;		/* the log's rows in the sample */
+} BfileView;
+
+extern bool bfile_view_read(Relation rel, BfileView *v,
+							Tuplestorestate *rows, TupleDesc desc,
+							int64 lo, int64 hi);
+extern bool bfile_view_bucket_visible(const BfileView *v, const BfileBucket *b);
 extern void bfile_item_tuple(Relation rel, const char *item, HeapTuple htup);
+extern void bfile_minimal_tuple(Relation rel, MinimalTuple mt, uint32 len,
+								HeapTuple htup);
 extern void bfile_scan_init(TableAmRoutine *routine);
 
 #endif							/* BFILE_AM_H */

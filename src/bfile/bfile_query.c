@@ -16,6 +16,7 @@
 #include "bfile_am.h"
 #include "catalog/pg_type.h"
 #include "common/pg_prng.h"
+#include "executor/tuptable.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
@@ -163,15 +164,21 @@ bfile_info(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Datum		values[20];
 	bool		nulls[20] = {0};
-	SSLogSnapshot snap;
+	BfileView	v;
 	Datum	   *items;
 	int64		free_pages = 0;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	ss_log_read_begin(rel, &snap, 0, false);
-	if (!ss_read_structure_meta(rel, &bfile_state_ops, m))
+	memset(&v, 0, sizeof(v));
+	v.meta = m;
+	if (!bfile_view_read(rel, &v, NULL, NULL, 0, 0))
+	{
 		bfile_state_ops.init_meta(bfile_get_state(rel), m);
+		v.level = m->level;
+		v.size = m->size;
+		v.seen = m->seen;
+	}
 
 	items = palloc(sizeof(Datum) * Max(m->nbuckets_live, 1));
 	for (uint32 i = 0; i < m->nbuckets_live; i++)
@@ -184,20 +191,20 @@ bfile_info(PG_FUNCTION_ARGS)
 	values[0] = CStringGetTextDatum(bfile_mode_name(m->params.mode));
 	values[1] = Int64GetDatum(m->params.sample_size);
 	values[2] = Int64GetDatum((int64) floor(m->params.alpha * m->params.sample_size));
-	values[3] = Int64GetDatum(m->size);
-	values[4] = Int32GetDatum(m->level);
+	values[3] = Int64GetDatum(v.size);
+	values[4] = Int32GetDatum(v.level);
 	values[5] = Int32GetDatum(m->tail_level);
 	values[6] = Int32GetDatum((int32) m->params.nbuckets);
 	values[7] = PointerGetDatum(construct_array(items, (int) m->nbuckets_live, INT8OID,
 												8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	values[8] = Int64GetDatum(m->tail.items);
-	values[9] = Int64GetDatum(m->seen);
+	values[9] = Int64GetDatum(v.seen);
 	if (BFILE_MODE_DECAYED(m->params.mode))
 		nulls[10] = true;		/* depends on each item's age */
 	else
-		values[10] = Float8GetDatum(pow(m->params.alpha, m->level - 1));
+		values[10] = Float8GetDatum(pow(m->params.alpha, v.level - 1));
 	values[11] = Int64GetDatum((int64) m->data_bytes);
-	values[12] = Int64GetDatum(m->discards);
+	values[12] = Int64GetDatum(m->discards + v.discards);
 	values[13] = Int64GetDatum(m->unrolls);
 	values[14] = Int32GetDatum((int32) m->params.unroll_every);
 	values[15] = Int64GetDatum((int64) RelationGetNumberOfBlocks(rel));
@@ -293,6 +300,21 @@ choose_buckets(const int64 *items, int nb, int64 n, bool *whole, int64 *taken)
 }
 
 /*
+ * Selection sampling (Knuth's algorithm S): whether the next of *left rows
+ * is one of the *need still wanted.
+ */
+static bool
+select_next(int64 *need, int64 *left)
+{
+	if (*need == 0 || *left <= 0)
+		return false;
+	if (pg_prng_double(&pg_global_prng_state) * (double) (*left)-- >= (double) *need)
+		return false;
+	(*need)--;
+	return true;
+}
+
+/*
  * bfile_subsample(NULL::table, n bigint) returns SETOF table
  *
  * A random subsample of exactly min(n, size) rows of the sample.  In the
@@ -311,7 +333,9 @@ bfile_subsample(PG_FUNCTION_ARGS)
 	Oid			rowtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
 	Oid			relid = OidIsValid(rowtype) ? get_typ_typrelid(rowtype) : InvalidOid;
 	Relation	rel;
+	BfileView	v;
 	BfileMeta  *m;
+	Tuplestorestate *log_rows;
 	int64		n;
 	int			nb;
 	int64	   *items;
@@ -343,56 +367,84 @@ bfile_subsample(PG_FUNCTION_ARGS)
 	desc = rsinfo->setDesc;
 	if (desc->natts != RelationGetDescr(rel)->natts)
 		elog(ERROR, "bfile_subsample: the result is not the table's row type");
-	m = palloc(sizeof(BfileMeta));
-	if (!bfile_read_meta(rel, m) || n == 0 || m->size == 0)
+	memset(&v, 0, sizeof(v));
+	log_rows = tuplestore_begin_heap(false, false, work_mem);
+	if (!bfile_view_read(rel, &v, log_rows, desc, PG_INT64_MIN, PG_INT64_MAX) ||
+		n == 0 || v.size == 0)
 	{
+		tuplestore_end(log_rows);
 		relation_close(rel, AccessShareLock);
 		return (Datum) 0;
 	}
+	m = v.meta;
 	nb = (int) m->nbuckets_live + 1;
 	items = palloc(sizeof(int64) * nb);
 	whole = palloc0(sizeof(bool) * nb);
 	for (int i = 0; i < nb - 1; i++)
 		items[i] = m->buckets[i].items;
 	items[nb - 1] = m->tail.items;
-	if (n >= m->size)
+	if (n >= v.size)
 	{
 		for (int i = 0; i < nb; i++)
-			whole[i] = true;
+			whole[i] = bfile_view_bucket_visible(&v, i < nb - 1 ? &m->buckets[i] : &m->tail);
 	}
-	else if (m->params.mode == BFILE_UNIFORM)
+	else if (m->params.mode == BFILE_UNIFORM && v.log_rows == 0)
 		partial = choose_buckets(items, nb, n, whole, &taken);
 
+	/*
+	 * With rows still in the change log the buckets are not yet the
+	 * round's; the rows are chosen from the whole view as in the other
+	 * modes.
+	 */
 	values = palloc(sizeof(Datum) * desc->natts);
 	nulls = palloc(sizeof(bool) * desc->natts);
-	need = partial >= 0 ? n - taken : (n >= m->size ? 0 : n);
-	left = partial >= 0 ? items[partial] : m->size;
+	need = partial >= 0 ? n - taken : (n >= v.size ? 0 : n);
+	left = partial >= 0 ? items[partial] : v.size;
 	for (int i = 0; i < nb; i++)
 	{
+		const BfileBucket *b = i < nb - 1 ? &m->buckets[i] : &m->tail;
 		BfileChain it;
 		HeapTupleData htup;
-		bool		sampled = (partial >= 0 ? i == partial :
-							   n < m->size);
+		bool		sampled = (partial >= 0 ? i == partial : n < v.size);
 
-		if (!whole[i] && !sampled)
+		if ((!whole[i] && !sampled) || !bfile_view_bucket_visible(&v, b))
 			continue;
-		bfile_chain_begin(&it, rel, i < nb - 1 ? &m->buckets[i] : &m->tail);
+		bfile_chain_begin(&it, rel, b);
 		while (bfile_chain_next(&it, &htup))
 		{
-			if (sampled)
+			if (it.item_level < v.level)
+				continue;		/* a tail item the log's rows discarded */
+			if (sampled && !select_next(&need, &left))
 			{
-				/* selection sampling: need of the left remaining */
-				if (need == 0 || left <= 0)
+				if (need == 0)
 					break;
-				if (pg_prng_double(&pg_global_prng_state) * (double) left-- >= (double) need)
-					continue;
-				need--;
+				continue;
 			}
 			heap_deform_tuple(&htup, desc, values, nulls);
 			tuplestore_putvalues(rsinfo->setResult, desc, values, nulls);
 		}
 		bfile_chain_end(&it);
 	}
+	/* the change log's rows in the sample (sampled as the buckets' rows) */
+	if (partial < 0)
+	{
+		TupleTableSlot *slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+
+		while (tuplestore_gettupleslot(log_rows, true, false, slot))
+		{
+			if (n < v.size && !select_next(&need, &left))
+			{
+				if (need == 0)
+					break;
+				continue;
+			}
+			slot_getallattrs(slot);
+			tuplestore_putvalues(rsinfo->setResult, desc, slot->tts_values,
+								 slot->tts_isnull);
+		}
+		ExecDropSingleTupleTableSlot(slot);
+	}
+	tuplestore_end(log_rows);
 	relation_close(rel, AccessShareLock);
 	return (Datum) 0;
 }
@@ -404,6 +456,7 @@ typedef struct Window
 	Relation	rel;
 	int64		lo;
 	int64		hi;
+	int32		min_level;		/* the view's L: tail items below it left */
 	TupleDesc	desc;
 	Tuplestorestate *out;
 	Datum	   *values;
@@ -425,7 +478,7 @@ window_page(Window *w, BlockNumber blk, uint32 visible)
 		HeapTupleData htup;
 
 		memcpy(&ih, w->area + off, sizeof(ih));
-		if (ih.key >= w->lo && ih.key <= w->hi)
+		if (ih.key >= w->lo && ih.key <= w->hi && ih.level >= w->min_level)
 		{
 			bfile_item_tuple(w->rel, w->area + off, &htup);
 			heap_deform_tuple(&htup, w->desc, w->values, w->nulls);
@@ -542,7 +595,9 @@ bfile_window(PG_FUNCTION_ARGS)
 	Oid			rowtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
 	Oid			relid = OidIsValid(rowtype) ? get_typ_typrelid(rowtype) : InvalidOid;
 	Relation	rel;
+	BfileView	v;
 	BfileMeta  *m;
+	int32		time_attnum;
 	Window		w;
 
 	if (!OidIsValid(relid))
@@ -551,7 +606,6 @@ bfile_window(PG_FUNCTION_ARGS)
 				 errmsg("the first argument of bfile_window must be a bfile table's row type"),
 				 errhint("Pass NULL::table_name.")));
 	rel = bfile_open_for(relid, AccessShareLock, NULL, ACL_SELECT);
-	m = palloc(sizeof(BfileMeta));
 	InitMaterializedSRF(fcinfo, 0);
 	memset(&w, 0, sizeof(w));
 	w.rel = rel;
@@ -559,22 +613,27 @@ bfile_window(PG_FUNCTION_ARGS)
 	w.out = rsinfo->setResult;
 	if (w.desc->natts != RelationGetDescr(rel)->natts)
 		elog(ERROR, "bfile_window: the result is not the table's row type");
-	if (!bfile_read_meta(rel, m))
+	time_attnum = bfile_get_state(rel)->params.time_attnum;
+	w.lo = window_key(fcinfo, 1, rel, time_attnum);
+	w.hi = window_key(fcinfo, 2, rel, time_attnum);
+	/* the change log's rows in the window first (the view), then the pages */
+	memset(&v, 0, sizeof(v));
+	if (w.lo > w.hi ||
+		!bfile_view_read(rel, &v, w.out, w.desc, w.lo, w.hi))
 	{
 		relation_close(rel, AccessShareLock);
 		return (Datum) 0;
 	}
-	w.lo = window_key(fcinfo, 1, rel, m->params.time_attnum);
-	w.hi = window_key(fcinfo, 2, rel, m->params.time_attnum);
+	m = v.meta;
+	w.min_level = v.level;
 	w.values = palloc(sizeof(Datum) * w.desc->natts);
 	w.nulls = palloc(sizeof(bool) * w.desc->natts);
 	w.area = palloc(SS_PAGE_DATA_SIZE);
-	if (w.lo <= w.hi)
-	{
-		for (uint32 i = 0; i < m->nbuckets_live; i++)
+	for (uint32 i = 0; i < m->nbuckets_live; i++)
+		if (bfile_view_bucket_visible(&v, &m->buckets[i]))
 			window_bucket(&w, &m->buckets[i]);
+	if (bfile_view_bucket_visible(&v, &m->tail))
 		window_bucket(&w, &m->tail);
-	}
 	relation_close(rel, AccessShareLock);
 	return (Datum) 0;
 }

@@ -69,28 +69,61 @@ unit_interval(uint64 x)
 	return (double) ((x >> 11) + 1) * (1.0 / 9007199254740992.0);
 }
 
+/* The stream of level draws of a table with this seed. */
+uint64
+bfile_seed_level(uint32 seed)
+{
+	return splitmix64((uint64) seed);
+}
+
 /*
  * Item seq's level (Table 3, corrected: docs/bfile.md): offset + g, g
  * geometric with P(g >= k) = alpha^(k-1) drawn given g >= min_draw (the
  * insert kept the item with that probability: min_draw - 1 plus a fresh
  * draw, the geometric law being memoryless), plus L at its arrival
  * (decayed).  The insert drew offset = log_{1/alpha} w rounded so that
- * inclusion stays exactly proportional to w (weighted).
+ * inclusion stays exactly proportional to w (weighted).  Readers that
+ * include the change log's rows (bfile_view.c) draw the same.
  */
-static int32
-item_level(BfileRound *r, uint64 seq, const BfileRecordHeader *rh)
+int32
+bfile_item_level(const BfileParams *p, uint64 seed_level, int32 level_now,
+				 uint64 seq, const BfileRecordHeader *rh)
 {
-	const BfileParams *p = &r->meta->params;
 	double		lvl = (double) rh->level_offset + (double) rh->min_draw +
-		floor(log(unit_interval(splitmix64(r->seed_level + seq))) / log(p->alpha));
+		floor(log(unit_interval(splitmix64(seed_level + seq))) / log(p->alpha));
 
 	if (BFILE_MODE_DECAYED(p->mode))
-		lvl += r->meta->level;
+		lvl += level_now;
 	if (lvl > BFILE_MAX_LEVEL)
 		lvl = BFILE_MAX_LEVEL;
 	if (lvl < 0)
 		lvl = 0;
 	return (int32) lvl;
+}
+
+/*
+ * A change log record of the bfile: its header in *rh, its row's length
+ * in *tuplen (0 for a record of dropped items only); damaged records give
+ * XX001.  seen is the stream's items before it.
+ */
+void
+bfile_record_read(Relation rel, const BfileParams *p, int64 seen,
+				  const SSPendingHeader *hdr, const char *payload,
+				  BfileRecordHeader *rh, uint32 *tuplen)
+{
+	if (hdr->type != SS_PENDING_ITEM || hdr->len < sizeof(*rh))
+		ss_page_corrupted(rel, InvalidBlockNumber,
+						  "A change log record of the bfile is damaged.");
+	memcpy(rh, payload, sizeof(*rh));
+	*tuplen = hdr->len - sizeof(*rh);
+	if (rh->has_row ?
+		(*tuplen < SizeofMinimalTupleHeader || *tuplen > BFILE_MAX_TUPLE ||
+		 !(rh->weight > 0) || isinf(rh->weight) || rh->min_draw < 1 ||
+		 rh->has_key != (p->time_attnum > 0)) :
+		(*tuplen != 0 || rh->skipped == 0) ||
+		rh->skipped > (uint64) PG_INT64_MAX - 1 - (uint64) seen)
+		ss_page_corrupted(rel, InvalidBlockNumber,
+						  "A change log record of the bfile is damaged.");
 }
 
 /* ---- page images ---- */
@@ -462,19 +495,7 @@ round_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 
 	if (pos < m->stream_pos)
 		return;					/* the sample has it (a redone round) */
-	if (hdr->type != SS_PENDING_ITEM || hdr->len < sizeof(rh))
-		ss_page_corrupted(r->rel, InvalidBlockNumber,
-						  "A change log record of the bfile is damaged.");
-	memcpy(&rh, payload, sizeof(rh));
-	tuplen = hdr->len - sizeof(rh);
-	if (rh.has_row ?
-		(tuplen < SizeofMinimalTupleHeader || tuplen > BFILE_MAX_TUPLE ||
-		 !(rh.weight > 0) || isinf(rh.weight) || rh.min_draw < 1 ||
-		 rh.has_key != (m->params.time_attnum > 0)) :
-		(tuplen != 0 || rh.skipped == 0) ||
-		rh.skipped > (uint64) PG_INT64_MAX - (uint64) m->seen)
-		ss_page_corrupted(r->rel, InvalidBlockNumber,
-						  "A change log record of the bfile is damaged.");
+	bfile_record_read(r->rel, &m->params, m->seen, hdr, payload, &rh, &tuplen);
 	CHECK_FOR_INTERRUPTS();
 	r->last_pos = pos;
 	r->changed = true;
@@ -484,7 +505,7 @@ round_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	if (!rh.has_row)
 		return;
 	m->seen++;
-	level = item_level(r, seq, &rh);
+	level = bfile_item_level(&m->params, r->seed_level, m->level, seq, &rh);
 	if (level < m->level)
 		return;
 	route(r, level, seq, rh.has_key ? rh.key : (int64) seq, payload + sizeof(rh),
@@ -527,7 +548,7 @@ bfile_round(Relation rel, BfileMeta *meta, SSConsolidation *c)
 	memset(&r, 0, sizeof(r));
 	r.rel = rel;
 	r.meta = meta;
-	r.seed_level = splitmix64((uint64) meta->params.seed);
+	r.seed_level = bfile_seed_level(meta->params.seed);
 	r.seed_round = splitmix64(r.seed_level ^ UINT64CONST(0x5851f42d4c957f2d));
 	meta->round_runs = 0;
 	ss_cons_foreach(c, round_record, &r);

@@ -17,6 +17,7 @@
 #include "access/htup_details.h"
 #include "bfile.h"
 #include "bfile_am.h"
+#include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "ss_changelog.h"
 #include "utils/memutils.h"
@@ -148,10 +149,22 @@ bfile_item_tuple(Relation rel, const char *item, HeapTuple htup)
 
 	memcpy(&ih, item, sizeof(ih));
 	mt = (MinimalTuple) (item + sizeof(ih));
-	if (mt->t_len < SizeofMinimalTupleHeader ||
-		MAXALIGN(sizeof(ih) + mt->t_len) != ih.len ||
-		!tuple_sane(RelationGetDescr(rel), mt, mt->t_len))
+	if (ih.len < sizeof(ih) + SizeofMinimalTupleHeader ||
+		MAXALIGN(sizeof(ih) + mt->t_len) != ih.len)
 		ss_page_corrupted(rel, InvalidBlockNumber, "An item of the sample is damaged.");
+	bfile_minimal_tuple(rel, mt, mt->t_len, htup);
+}
+
+/*
+ * A stored row of len bytes (an item's, or a change log record's) as a
+ * heap tuple pointing into it, checked (tuple_sane).
+ */
+void
+bfile_minimal_tuple(Relation rel, MinimalTuple mt, uint32 len, HeapTuple htup)
+{
+	if (len < SizeofMinimalTupleHeader || mt->t_len != len ||
+		!tuple_sane(RelationGetDescr(rel), mt, len))
+		ss_page_corrupted(rel, InvalidBlockNumber, "A row of the sample is damaged.");
 	htup->t_len = mt->t_len + MINIMAL_TUPLE_OFFSET;
 	htup->t_data = (HeapTupleHeader) ((char *) mt - MINIMAL_TUPLE_OFFSET);
 	ItemPointerSetInvalid(&htup->t_self);
@@ -172,6 +185,7 @@ bfile_chain_next(BfileChain *it, HeapTuple htup)
 			return false;
 	memcpy(&ih, it->area + it->off, sizeof(ih));
 	bfile_item_tuple(it->rel, it->area + it->off, htup);
+	it->item_level = ih.level;
 	it->off += ih.len;
 	it->item++;
 	return true;
@@ -179,7 +193,8 @@ bfile_chain_next(BfileChain *it, HeapTuple htup)
 
 /*
  * The metapage of a bfile for a reader, after a round if the change log's
- * lock is free; false if it has none yet.
+ * lock is free; false if it has none yet.  (Readers of the sample use
+ * bfile_view_read, which adds the change log's committed rows.)
  */
 bool
 bfile_read_meta(Relation rel, BfileMeta *meta)
@@ -198,9 +213,12 @@ typedef struct BfileScanDesc
 	bool		started;
 	bool		claimed;
 	bool		done;
-	BfileMeta  *meta;
-	int			bucket;			/* 0 .. nbuckets_live-1, then the tail */
+	BfileView	view;
+	int			bucket;			/* 0 .. nbuckets_live-1, the tail, then the log */
 	BfileChain	chain;
+	bool		chain_open;
+	Tuplestorestate *log_rows;	/* the change log's rows in the sample */
+	TupleTableSlot *log_slot;
 } BfileScanDesc;
 
 static TableScanDesc
@@ -217,10 +235,17 @@ bfile_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
 static void
 scan_stop(BfileScanDesc *scan)
 {
-	if (scan->meta)
-		pfree(scan->meta);
-	scan->meta = NULL;
+	if (scan->view.meta)
+		pfree(scan->view.meta);
+	scan->view.meta = NULL;
 	bfile_chain_end(&scan->chain);
+	scan->chain_open = false;
+	if (scan->log_rows)
+		tuplestore_end(scan->log_rows);
+	scan->log_rows = NULL;
+	if (scan->log_slot)
+		ExecDropSingleTupleTableSlot(scan->log_slot);
+	scan->log_slot = NULL;
 	scan->started = false;
 	scan->done = false;
 }
@@ -241,7 +266,20 @@ bfile_scan_rescan(TableScanDesc sscan, struct ScanKeyData *key, bool set_params,
 	scan_stop((BfileScanDesc *) sscan);
 }
 
-/* Every bucket's chain, newest page first, then the tail's. */
+/* Bucket i of the scan (nbuckets_live: the tail); NULL past the tail. */
+static const BfileBucket *
+scan_bucket(BfileScanDesc *scan, int i)
+{
+	BfileMeta  *m = scan->view.meta;
+
+	return i < (int) m->nbuckets_live ? &m->buckets[i] :
+		i == (int) m->nbuckets_live ? &m->tail : NULL;
+}
+
+/*
+ * Every bucket's chain in the view, newest page first, then the tail's
+ * items at the view's level or above, then the change log's rows.
+ */
 static bool
 bfile_scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
 					   TupleTableSlot *slot)
@@ -249,6 +287,7 @@ bfile_scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
 	BfileScanDesc *scan = (BfileScanDesc *) sscan;
 	Relation	rel = sscan->rs_rd;
 	HeapTupleData htup;
+	const BfileBucket *b;
 
 	ExecClearTuple(slot);
 	if (!scan->started)
@@ -257,30 +296,49 @@ bfile_scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
 		scan->claimed = ss_scan_claim(sscan);
 		if (!scan->claimed)
 			return false;
-		scan->meta = palloc(sizeof(BfileMeta));
-		scan->done = !bfile_read_meta(rel, scan->meta);
-		scan->bucket = 0;
-		if (!scan->done)
-			bfile_chain_begin(&scan->chain, rel, scan->meta->nbuckets_live > 0 ?
-							  &scan->meta->buckets[0] : &scan->meta->tail);
+		scan->log_rows = tuplestore_begin_heap(false, false, work_mem);
+		scan->done = !bfile_view_read(rel, &scan->view, scan->log_rows,
+									  RelationGetDescr(rel), PG_INT64_MIN,
+									  PG_INT64_MAX);
+		scan->bucket = -1;
 	}
 	if (!scan->claimed || scan->done)
 		return false;
-	while (!bfile_chain_next(&scan->chain, &htup))
+	for (;;)
 	{
-		bfile_chain_end(&scan->chain);
-		if (++scan->bucket > (int) scan->meta->nbuckets_live)
+		if (scan->chain_open)
 		{
-			scan->done = true;
-			return false;
+			if (bfile_chain_next(&scan->chain, &htup))
+			{
+				if (scan->chain.item_level < scan->view.level)
+					continue;	/* a tail item the log's rows discarded */
+				heap_deform_tuple(&htup, slot->tts_tupleDescriptor, slot->tts_values,
+								  slot->tts_isnull);
+				ExecStoreVirtualTuple(slot);
+				return true;
+			}
+			bfile_chain_end(&scan->chain);
+			scan->chain_open = false;
 		}
-		bfile_chain_begin(&scan->chain, rel,
-						  scan->bucket < (int) scan->meta->nbuckets_live ?
-						  &scan->meta->buckets[scan->bucket] : &scan->meta->tail);
+		b = scan_bucket(scan, ++scan->bucket);
+		if (b == NULL)
+			break;
+		if (bfile_view_bucket_visible(&scan->view, b))
+		{
+			bfile_chain_begin(&scan->chain, rel, b);
+			scan->chain_open = true;
+		}
 	}
-	heap_deform_tuple(&htup, slot->tts_tupleDescriptor, slot->tts_values,
-					  slot->tts_isnull);
-	ExecStoreVirtualTuple(slot);
+	/* the change log's rows */
+	if (scan->log_slot == NULL)
+		scan->log_slot = MakeSingleTupleTableSlot(RelationGetDescr(rel),
+												  &TTSOpsMinimalTuple);
+	if (!tuplestore_gettupleslot(scan->log_rows, true, false, scan->log_slot))
+	{
+		scan->done = true;
+		return false;
+	}
+	ExecCopySlot(slot, scan->log_slot);
 	return true;
 }
 

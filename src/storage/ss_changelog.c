@@ -466,6 +466,10 @@ reader_records(LogReader *r, const SSLogBatchHeader *bh, SSLogRecordFn fn,
 	return true;
 }
 
+static bool log_scan(Relation rel, const SSLogSnapshot *snap,
+					 SSLogRecordFn fn, void *arg, bool *in_progress,
+					 bool stop_at_in_progress);
+
 /*
  * Call fn for each record of every committed batch between the snapshot's
  * head and end.  Returns false if the log moved under the scan (pages were
@@ -485,6 +489,27 @@ ss_log_scan(Relation rel, const SSLogSnapshot *snap, SSLogRecordFn fn,
 bool
 ss_log_scan_ext(Relation rel, const SSLogSnapshot *snap, SSLogRecordFn fn,
 				void *arg, bool *in_progress)
+{
+	return log_scan(rel, snap, fn, arg, in_progress, false);
+}
+
+/*
+ * ss_log_scan up to the first batch still in progress, as consolidation
+ * reads the log: for readers that must see what the next round will
+ * install, where a record's place in the committed stream matters.
+ */
+bool
+ss_log_scan_prefix(Relation rel, const SSLogSnapshot *snap, SSLogRecordFn fn,
+				   void *arg)
+{
+	bool		in_progress;
+
+	return log_scan(rel, snap, fn, arg, &in_progress, true);
+}
+
+static bool
+log_scan(Relation rel, const SSLogSnapshot *snap, SSLogRecordFn fn,
+		 void *arg, bool *in_progress, bool stop_at_in_progress)
 {
 	LogReader	r;
 	bool		ok = true;
@@ -518,6 +543,11 @@ ss_log_scan_ext(Relation rel, const SSLogSnapshot *snap, SSLogRecordFn fn,
 				break;
 			case BATCH_IN_PROGRESS:
 				*in_progress = true;
+				if (stop_at_in_progress)
+				{
+					reader_end(&r);
+					return true;
+				}
 				/* FALLTHROUGH */
 			case BATCH_ABORTED:
 				ok = reader_read(&r, NULL, bh.length);

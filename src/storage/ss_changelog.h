@@ -126,6 +126,8 @@ extern bool ss_log_scan(Relation rel, const SSLogSnapshot *snap,
 						SSLogRecordFn fn, void *arg);
 extern bool ss_log_scan_ext(Relation rel, const SSLogSnapshot *snap,
 							SSLogRecordFn fn, void *arg, bool *in_progress);
+extern bool ss_log_scan_prefix(Relation rel, const SSLogSnapshot *snap,
+							   SSLogRecordFn fn, void *arg);
 extern bool ss_log_scan_all(Relation rel, SSLogRecordFn fn, void *acc,
 							Size acc_size, void *meta);
 extern bool ss_log_consolidate(Relation rel, bool wait);

@@ -22,7 +22,9 @@
 #  2. An immediate stop with rows still in the change log changes nothing.
 #  3. A failed COMMIT (an ERROR, and a PANIC, after the batch's WAL)
 #     leaves no row and no count.
-#  4. A streaming standby answers as the primary.
+#  4. A streaming standby answers as the primary, also with rows still in
+#     the change log (drawn by the reader as the primary's next round will
+#     draw them, discards included).
 #  5. An UNLOGGED bfile is empty after the crash, and usable.
 #  6. pgbench clients insert (some roll back), read and flush concurrently,
 #     each committed row logged in a heap in the same transaction; after
@@ -76,7 +78,7 @@ sub state_sql
 
 sub fill
 {
-	my ($from, $to) = @_;
+	my ($from, $to, $only_b_r) = @_;
 	foreach my $t ('b', 'r')
 	{
 		$node->safe_psql('postgres',
@@ -84,7 +86,8 @@ sub fill
 			  . "INSERT INTO $t SELECT g, 'row ' || g FROM generate_series($from, $to) g");
 	}
 	$node->safe_psql('postgres',
-		"INSERT INTO u SELECT g FROM generate_series($from, $to) g");
+		"INSERT INTO u SELECT g FROM generate_series($from, $to) g")
+	  unless $only_b_r;
 	return;
 }
 
@@ -143,7 +146,30 @@ ss_wait_restart($node, $offset);
 is($node->safe_psql('postgres', state_sql('b')), $before,
 	'the commit stopped by the PANIC left no row and no count');
 
-# 4. the standby, once the primary has drawn every row
+# 4. the standby, with rows still in the change log (nothing on the
+# primary has read b since they came: the standby draws them as the
+# primary's next round will, through discards), then once the primary has
+# drawn every row
+fill(230001, 330000, 1);
+my $view_sql = sub {
+	my ($t) = @_;
+	return "SELECT (SELECT count(*) || ' ' || md5(string_agg(id || ':' || t, ',' ORDER BY id)) FROM $t)"
+	  . " || ' | ' || (SELECT size || ' ' || seen || ' ' || level || ' ' || discards FROM bfile_info('$t'))"
+	  . " || ' | ' || (SELECT count(*) FROM bfile_subsample(NULL::$t, 700))"
+	  . " || ' ' || (SELECT count(*) || ' ' || sum(id) FROM bfile_window(NULL::$t, 200000, 250000))";
+};
+my $ref_view = $node->safe_psql('postgres', $view_sql->('r'));
+$node->wait_for_catchup($standby, 'replay', $node->lsn('insert'));
+like(
+	$standby->safe_psql('postgres', "SELECT log_records > 100 FROM streamsketch_log_info('b')"),
+	qr/^t$/, 'the standby\'s b has rows in its change log');
+is($standby->safe_psql('postgres', $view_sql->('b')),
+	$ref_view, 'the standby answers with the change log\'s rows as the reference');
+like($ref_view, qr/^\d+ \w+ \| \d+ 330000 \d+ \d+ \| 700 \d+ \d+$/,
+	'the reference saw every row');
+cmp_ok((split / /, (split / \| /, $ref_view)[1])[3], '>',
+	(split / /, (split / \| /, $before)[1])[4],
+	'the rows in the change log discarded levels');
 $node->safe_psql('postgres', "SELECT bfile_flush('b')");
 $node->wait_for_catchup($standby, 'replay', $node->lsn('insert'));
 is($standby->safe_psql('postgres', state_sql('b')),
