@@ -19,7 +19,9 @@ side:
   * the whole stream in a heap (its ingestion), sampled at query time with
     TABLESAMPLE BERNOULLI and SYSTEM;
   * queries: bfile_subsample of n rows and a window of the last W_Q items
-    (bfile_window) against a scan of the whole sample and of the stream.
+    (bfile_window) against a scan of the whole sample and of the stream;
+  * producing the timed items alone (counted, not stored), which every
+    structure's time includes: the maintenance cost is the rest.
 
 Configuration: environment variables (see CONFIG).
 """
@@ -133,6 +135,7 @@ def run_bfile():
     lo = N - C["WINDOW_Q"]
     res["window"] = buffers(f"SELECT count(*) FROM bfile_window(NULL::bf, {lo}, {N - 1})")
     res["window_filter"] = buffers(f"SELECT count(*) FROM bf WHERE id >= {lo}")
+    res["window_rows"] = int(psql(f"SELECT count(*) FROM bfile_window(NULL::bf, {lo}, {N - 1})"))
     log(f"  queries: subsample of {n:,} {res['subsample']['ms']:.0f} ms / {res['subsample']['blocks']:,} blocks; "
         f"scan {res['scan']['ms']:.0f} ms / {res['scan']['blocks']:,}; window {res['window']['ms']:.0f} ms / "
         f"{res['window']['blocks']:,}; filter {res['window_filter']['ms']:.0f} ms / {res['window_filter']['blocks']:,}")
@@ -195,12 +198,26 @@ def run_stream_heap():
     return res
 
 
+def run_generate():
+    """Producing the timed items alone (the same batches, counted rather
+    than stored): a cost every structure's time above includes."""
+    N, W = C["N"], C["WINDOW"]
+    stmts = [f"SELECT count(*) FROM ({item_sql(b, min(b + C['BATCH'], N))}) i;"
+             for b in range(N - W, N, C["BATCH"])]
+    f = L.write_sql("feed_gen.sql", "\n".join(stmts) + "\n")
+    L.restart("measure")
+    m = measure([], lambda: psql_file(f), W)
+    log(f"  producing the items alone: {m['ops_per_s']:,.0f} items/s")
+    return dict(insert=m)
+
+
 def main():
     if os.geteuid() != 0:
         sys.exit("run as root (cgroups, drop_caches, su postgres)")
     results = dict(config={k: v for k, v in C.items()}, started=datetime.datetime.now().isoformat())
     L.start_run(results, C["SB_MB"], C["CG_EXTRA_MB"])
-    for name, fn in (("bfile", run_bfile), ("reservoir", run_reservoir), ("stream_heap", run_stream_heap)):
+    for name, fn in (("bfile", run_bfile), ("reservoir", run_reservoir), ("stream_heap", run_stream_heap),
+                     ("generate", run_generate)):
         log(name)
         results[name] = fn()
         with open(C["OUT_JSON"], "w") as f:
