@@ -318,7 +318,7 @@ def devstat():
 
 
 def snapshot(rels):
-    rl = ",".join(f"'{r}'::regclass" for r in rels)
+    rl = ",".join(f"'{r}'::regclass" for r in rels) or "NULL"  # none: server-wide counters only
     q = (f"SELECT pg_stat_clear_snapshot();"
          f"SELECT coalesce(sum(heap_blks_read),0), coalesce(sum(heap_blks_hit),0),"
          f" coalesce(sum(idx_blks_read),0), coalesce(sum(idx_blks_hit),0),"
