@@ -204,7 +204,8 @@ def run_generate():
     """Producing the timed items alone (the same batches, counted rather
     than stored): a cost every structure's time above includes."""
     N, W = C["N"], C["WINDOW"]
-    stmts = [f"SELECT count(*) FROM ({item_sql(b, min(b + C['BATCH'], N))}) i;"
+    stmts = [f"SELECT count(*) FROM ({item_sql(b, min(b + C['BATCH'], N))}) i(g, p) "
+             f"WHERE g IS NOT NULL AND p IS NOT NULL;"
              for b in range(N - W, N, C["BATCH"])]
     f = L.write_sql("feed_gen.sql", "\n".join(stmts) + "\n")
     L.restart("measure")
