@@ -285,6 +285,47 @@ SELECT (SELECT count(*) FROM bf_dec WHERE id > 199900) AS newest_100,
        (SELECT inclusion_probability IS NULL FROM bfile_info('bf_dec')) AS by_age;
 RESET streamsketch.test_bfile_seed;
 
+-- decayed, as section 6.2 predicts: a row that arrived at level L_i is
+-- in the sample at level L with probability alpha^(L - L_i - 1), or 1
+-- while L - L_i <= 1.  Batches of 100 rows, each drawn at once (reading
+-- bfile_info runs the round), L read before and after; a batch during
+-- which L rose is left out (its rows arrived at either level).
+-- Chi-square over the ages L - L_i >= 2 with at least 5 rows expected
+-- (10 to 30 of them; 85 is exceeded with probability below 1e-6)
+SET streamsketch.test_bfile_seed = 302;
+SELECT bfile_create('bf_age', 'id bigint', sample_size => 5000, min_fraction => 0.8,
+                    mode => 'decayed');
+CREATE TEMP TABLE bf_arrivals (batch int, level int);
+DO $$
+DECLARE
+	before int;
+	after int;
+BEGIN
+	FOR b IN 0..1999 LOOP
+		SELECT level INTO before FROM bfile_info('bf_age');
+		INSERT INTO bf_age SELECT g FROM generate_series(b * 100, b * 100 + 99) g;
+		COMMIT;
+		SELECT level INTO after FROM bfile_info('bf_age');
+		IF before = after THEN
+			INSERT INTO bf_arrivals VALUES (b, before);
+		END IF;
+	END LOOP;
+END
+$$;
+WITH arr AS (SELECT batch, (SELECT level FROM bfile_info('bf_age')) - level AS age
+             FROM bf_arrivals),
+     obs AS (SELECT a.age, count(*) AS o FROM bf_age s JOIN arr a ON s.id / 100 = a.batch
+             GROUP BY a.age),
+     exp AS (SELECT age, 100.0 * count(*) * CASE WHEN age <= 1 THEN 1 ELSE 0.8 ^ (age - 1) END AS e
+             FROM arr GROUP BY age)
+SELECT count(*) FILTER (WHERE e.age <= 1 AND coalesce(o.o, 0) <> e.e) AS young_missing,
+       count(*) FILTER (WHERE e.age >= 2 AND e.e >= 5) BETWEEN 10 AND 30 AS ages_tested,
+       sum((coalesce(o.o, 0) - e.e) ^ 2 / e.e) FILTER (WHERE e.age >= 2 AND e.e >= 5) < 85
+         AS as_predicted
+FROM exp e LEFT JOIN obs o USING (age);
+RESET streamsketch.test_bfile_seed;
+DROP TABLE bf_age;
+
 -- TRUNCATE empties the sample and keeps the parameters
 TRUNCATE bf_uni;
 SELECT count(*) AS rows, (SELECT sample_size || ' ' || size || ' ' || seen

@@ -584,7 +584,12 @@ draw_level(Relation rel, BfileState *st, BfileRecordHeader *rh)
 	need = level_floor(rel, st) - rh->level_offset;
 	if (need <= 1)
 		return true;
-	if (insert_draw() > pow(p->alpha, (double) (need - 1)))
+	if (need != st->keep_need)
+	{
+		st->keep_need = need;
+		st->keep_probability = pow(p->alpha, (double) (need - 1));
+	}
+	if (insert_draw() > st->keep_probability)
 		return false;
 	rh->min_draw = need;
 	return true;

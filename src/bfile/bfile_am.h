@@ -30,6 +30,9 @@ typedef struct BfileState
 	LocalTransactionId floor_lxid;
 	CommandId	floor_cid;
 	uint32		floor_rows;
+	/* alpha^(need - 1) for the last need (draw_level() in bfile_am.c) */
+	int32		keep_need;
+	double		keep_probability;
 } BfileState;
 
 extern const SSStateOps bfile_state_ops;
