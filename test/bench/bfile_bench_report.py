@@ -15,12 +15,19 @@ def plot(results, C):
     b, r, h = results["bfile"], results["reservoir"], results["stream_heap"]
     fig, ax = plt.subplots(1, 2, figsize=(12, 4.5))
     names = ["bfile", "heap reservoir", "whole stream in a heap"]
-    thr = [b["insert"]["ops_per_s"], r["insert"]["ops_per_s"], h["insert"]["ops_per_s"]]
-    ax[0].bar(range(3), thr)
+    us = [1e6 / x["insert"]["ops_per_s"] for x in (b, r, h)]
+    g = results.get("generate")
+    gen = 1e6 / g["insert"]["ops_per_s"] if g else 0.0
+    ax[0].bar(range(3), [gen] * 3, label="producing the item")
+    ax[0].bar(range(3), [u - gen for u in us], bottom=[gen] * 3, label="keeping the sample")
+    for i, u in enumerate(us):
+        ax[0].text(i, u, f"{u:.2f}", ha="center", va="bottom")
     ax[0].set_xticks(range(3))
     ax[0].set_xticklabels(names)
-    ax[0].set_yscale("log")
-    ax[0].set_title("maintenance, stream items/s")
+    ax[0].set_ylabel("us per stream item")
+    ax[0].set_ylim(0, max(us) * 1.2)
+    ax[0].legend(loc="upper left")
+    ax[0].set_title("maintenance cost per stream item")
     qn = [f"bfile_subsample({C['SUBSAMPLE']:,})", "scan of the sample", "bfile_window",
           "filter of the sample", "TABLESAMPLE BERNOULLI", "TABLESAMPLE SYSTEM"]
     qv = [b["subsample"]["ms"], b["scan"]["ms"], b["window"]["ms"], b["window_filter"]["ms"],
@@ -66,10 +73,11 @@ def report(results, C):
                    f"above includes. The rest, the maintenance cost per stream item: bfile "
                    f"{fmt(net['b'], 3)} us, heap reservoir {fmt(net['r'], 2)} us "
                    f"({fmt(net['r'] / max(net['b'], 1e-9), 0)}x bfile's), whole stream in a heap "
-                   f"{fmt(net['h'], 2)} us.\n")
+                   f"{fmt(net['h'], 2)} us.")
     out.append(f"\nbfile: {b['added']:,} items put in the sample during the timed part, "
                f"{fmt(b['written_pages'])} sample pages written (full images; the change log, which holds "
-               f"every item until a round, is in the buffer writes and WAL above) against an ideal of "
+               f"the items that can enter the sample until a round, is in the buffer writes and WAL "
+               f"above) against an ideal of "
                f"{fmt(b['ideal_pages'])} "
                f"({fmt(b['written_pages'] / max(b['ideal_pages'], 1), 2)}x; items of "
                f"{fmt(b['item_bytes'])} bytes); {b['after']['discards']:,} discards, "
@@ -87,7 +95,7 @@ def report(results, C):
         res_pages = b["window_rows"] * b["item_bytes"] / 8192
         out.append(f"\nThe window holds {b['window_rows']:,} rows, {fmt(res_pages)} pages of items: bfile_window "
                    f"read {fmt(b['window']['blocks'] - res_pages)} blocks beyond them (the metapage, each "
-                   f"bucket's skip-list descent and the partial pages at the window's ends).\n")
+                   f"bucket's skip-list descent and the partial pages at the window's ends).")
     out.append("\n## Targets\n")
     maint = f"{fmt(b['insert']['ops_per_s'] / r['insert']['ops_per_s'], 1)}x at {fmt(b['ratio'], 1)}x RAM"
     if g:
