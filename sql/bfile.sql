@@ -326,6 +326,29 @@ FROM exp e LEFT JOIN obs o USING (age);
 RESET streamsketch.test_bfile_seed;
 DROP TABLE bf_age;
 
+-- a sample bounded by bytes (of the rows as stored, with their headers)
+-- rather than rows: never more, and the rows kept are not chosen by size
+-- (rows of 0 to 199 bytes of text; the means are within six standard
+-- deviations of the stream's)
+SELECT bfile_create('bf_bytes', 'id bigint, t text', sample_size => '1MB');
+INSERT INTO bf_bytes SELECT g, repeat('x', g % 200) FROM generate_series(1, 200000) g;
+SELECT sample_size, sample_bytes, data_bytes < sample_bytes AS bounded,
+       data_bytes >= min_bytes / 2 AS not_small, discards > 5 AS discarded,
+       (SELECT count(*) FROM bf_bytes) = size AS rows_counted,
+       (SELECT abs(avg(id) - 100000) < 6 * 57735 / sqrt(count(*)) AND
+               abs(avg(length(t)) - 99.5) < 6 * 57.7 / sqrt(count(*)) FROM bf_bytes) AS uniform
+FROM bfile_info('bf_bytes');
+SET streamsketch.bfile_sample_size = '2GB';
+CREATE TABLE bf_bytes2 (id int) USING bfile;
+RESET streamsketch.bfile_sample_size;
+SELECT objname, label FROM pg_catalog.pg_seclabels
+WHERE provider = 'streamsketch' AND objname LIKE 'bf_bytes%' ORDER BY 1;
+SELECT bfile_create('bf_bad', 'id bigint', sample_size => '10 parsecs');
+SELECT bfile_create('bf_bad', 'id bigint', sample_size => '32kB');
+SELECT bfile_create('bf_bad', 'id bigint', sample_size => now());
+SET streamsketch.bfile_sample_size = 'lots';
+DROP TABLE bf_bytes, bf_bytes2;
+
 -- TRUNCATE empties the sample and keeps the parameters
 TRUNCATE bf_uni;
 SELECT count(*) AS rows, (SELECT sample_size || ' ' || size || ' ' || seen

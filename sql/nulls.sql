@@ -89,7 +89,7 @@ INSERT INTO null_calls VALUES
 ('bfile_subsample(anyelement,bigint)', ARRAY['NULL::nt_bfile', '3::bigint']),
 ('bfile_window(anyelement,"any","any")', ARRAY['NULL::nt_bfile', '0::bigint', '10::bigint']),
 ('bfile_flush(regclass)', ARRAY['''nt_bfile''::regclass']),
-('bfile_create(text,text,bigint,float8,int,text,text,text,bool)',
+('bfile_create(text,text,"any",float8,int,text,text,text,bool)',
  ARRAY['''nt_bfile_new''::text', '''id int''::text', '100::bigint', '0.5::float8',
        '4', '''uniform''::text', 'NULL::text', 'NULL::text', 'false']),
 ('sample_agg(anyelement,int,float8)', ARRAY['1', '3', '1.0::float8']),

@@ -59,7 +59,8 @@ typedef enum BfileMode
 /* parameters, captured at creation (streamsketch.bfile_*) */
 typedef struct BfileParams
 {
-	int64		sample_size;	/* s_max, rows */
+	int64		sample_size;	/* s_max, rows (BFILE_MAX_SAMPLE: bounded by bytes) */
+	int64		sample_bytes;	/* s_max, bytes of items; 0: bounded by rows */
 	double		alpha;			/* s_min / s_max, in (0, 1) */
 	uint32		nbuckets;		/* N individual buckets */
 	uint32		unroll_every;	/* u: discards between unrolls */

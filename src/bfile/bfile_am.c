@@ -37,7 +37,7 @@
 PG_FUNCTION_INFO_V1(bfile_handler);
 
 /* settings (streamsketch.bfile_*): the defaults of new bfile tables */
-int			ss_bfile_sample_size = 1000000;
+char	   *ss_bfile_sample_size = NULL;
 double		ss_bfile_min_fraction = 0.8;
 int			ss_bfile_buckets = 16;
 int			ss_bfile_mode = BFILE_UNIFORM;
@@ -114,6 +114,73 @@ bfile_check_settings(void)
 	ss_check_settings(bfile_settings);
 }
 
+#define BFILE_MIN_BYTES		(INT64CONST(64) * 1024)
+#define BFILE_MAX_BYTES		(INT64CONST(1) << 50)
+
+/*
+ * s_max as given: a number of rows ("1000000") or a size with a unit
+ * ("10GB", as for memory settings); false if it is neither, or out of
+ * range.  Bytes count the items as stored (rows with their headers).
+ */
+bool
+bfile_parse_sample_size(const char *s, BfileParams *p)
+{
+	const char *c = s;
+	int			kb;
+	const char *hint;
+
+	while (isspace((unsigned char) *c))
+		c++;
+	if (*c != '\0' && strspn(c, "0123456789") == strlen(c))
+	{
+		int64		rows;
+
+		errno = 0;
+		rows = strtoi64(c, NULL, 10);
+		if (errno != 0 || rows < 2 || rows > BFILE_MAX_SAMPLE)
+			return false;
+		p->sample_size = rows;
+		p->sample_bytes = 0;
+		return true;
+	}
+	if (!parse_int(s, &kb, GUC_UNIT_KB, &hint) ||
+		(int64) kb * 1024 < BFILE_MIN_BYTES || (int64) kb * 1024 > BFILE_MAX_BYTES)
+		return false;
+	p->sample_size = BFILE_MAX_SAMPLE;
+	p->sample_bytes = (int64) kb * 1024;
+	return true;
+}
+
+/* s_max as bfile_parse_sample_size reads it (labels, errors). */
+char *
+bfile_sample_size_text(const BfileParams *p)
+{
+	if (p->sample_bytes > 0)
+		return psprintf(INT64_FORMAT "kB", p->sample_bytes / 1024);
+	return psprintf(INT64_FORMAT, p->sample_size);
+}
+
+/* Bytes of the items in the installed sample. */
+int64
+bfile_sample_bytes(const BfileMeta *m)
+{
+	int64		bytes = (int64) m->tail.bytes;
+
+	for (uint32 i = 0; i < m->nbuckets_live; i++)
+		bytes += (int64) m->buckets[i].bytes;
+	return bytes;
+}
+
+void
+bfile_sample_size_error(const char *given)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid bfile sample size \"%s\"", given),
+			 errhint("Use 2 to " INT64_FORMAT " rows, or a size from 64kB to 1PB such as '10GB'.",
+					 (int64) BFILE_MAX_SAMPLE)));
+}
+
 /* The seed of a new bfile: streamsketch.test_bfile_seed in tests. */
 uint32
 bfile_new_seed(void)
@@ -174,11 +241,11 @@ bfile_time_key(Oid typid, Datum d)
 void
 bfile_check_params(Relation rel, const BfileParams *p)
 {
-	if (p->sample_size < 2 || p->sample_size > BFILE_MAX_SAMPLE)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("bfile sample size " INT64_FORMAT " is out of range", p->sample_size),
-				 errhint("Use 2 to " INT64_FORMAT " rows.", (int64) BFILE_MAX_SAMPLE)));
+	if (p->sample_size < 2 || p->sample_size > BFILE_MAX_SAMPLE ||
+		(p->sample_bytes != 0 &&
+		 (p->sample_size != BFILE_MAX_SAMPLE || p->sample_bytes < BFILE_MIN_BYTES ||
+		  p->sample_bytes > BFILE_MAX_BYTES)))
+		bfile_sample_size_error(bfile_sample_size_text(p));
 	if (!(p->alpha > 0.0 && p->alpha < 1.0))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -265,7 +332,8 @@ bfile_state_defaults(Relation rel, void *stp)
 
 	ss_check_settings(bfile_settings);
 	memset(st, 0, sizeof(*st));
-	p->sample_size = ss_bfile_sample_size;
+	if (!bfile_parse_sample_size(ss_bfile_sample_size, p))
+		bfile_sample_size_error(ss_bfile_sample_size);
 	p->alpha = ss_bfile_min_fraction;
 	p->nbuckets = (uint32) ss_bfile_buckets;
 	p->unroll_every = bfile_unroll_every(p->alpha, p->nbuckets);
@@ -293,7 +361,7 @@ bfile_params_to_label(const void *stp)
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "sample_size=" INT64_FORMAT, p->sample_size);
+	appendStringInfo(&buf, "sample_size=%s", bfile_sample_size_text(p));
 	ss_label_append_float(&buf, "min_fraction", p->alpha);
 	appendStringInfo(&buf, " buckets=%u mode=%s weight_attnum=%d seed=%u time_attnum=%d",
 					 p->nbuckets, bfile_mode_name(p->mode), p->weight_attnum,
@@ -310,7 +378,10 @@ bfile_params_from_label(Relation rel, const char *label, void *stp)
 
 	ss_label_split(label, BFILE_LABEL_NKEYS, bfile_label_keys, v);
 	memset(st, 0, sizeof(*st));
-	p->sample_size = ss_label_int("sample_size", v[0], 2, BFILE_MAX_SAMPLE);
+	if (v[0] == NULL || !bfile_parse_sample_size(v[0], p))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid bfile sample_size in the label")));
 	p->alpha = ss_label_float("min_fraction", v[1]);
 	p->nbuckets = (uint32) ss_label_int("buckets", v[2], 1, BFILE_MAX_BUCKETS);
 	p->mode = (uint32) bfile_mode_from_name(v[3]);
@@ -359,6 +430,8 @@ bfile_check_meta(Relation rel, const void *metap)
 		elog(ERROR, "the parameters' seed %u differs from the header's %u",
 			 p->seed, m->hdr.seed);
 	if (p->sample_size < 2 || p->sample_size > BFILE_MAX_SAMPLE ||
+		p->sample_bytes < 0 ||
+		(p->sample_bytes > 0 && p->sample_size != BFILE_MAX_SAMPLE) ||
 		!(p->alpha > 0.0 && p->alpha < 1.0) ||
 		p->nbuckets < 1 || p->nbuckets > BFILE_MAX_BUCKETS ||
 		p->unroll_every != bfile_unroll_every(p->alpha, p->nbuckets) ||
@@ -373,6 +446,7 @@ bfile_check_meta(Relation rel, const void *metap)
 		m->nbuckets_live > p->nbuckets ||
 		m->discards_since_unroll > p->nbuckets ||
 		m->size < 0 || m->size >= p->sample_size || m->seen < m->size ||
+		(p->sample_bytes > 0 && (int64) m->data_bytes >= p->sample_bytes) ||
 		m->added < m->size || m->added > m->seen ||
 		m->nfree > BFILE_MAX_FREE ||
 		m->nspare > BFILE_MAX_SPARE)
@@ -740,7 +814,19 @@ assign_test_bfile_coins(int newval, void *extra)
 	pg_prng_seed(&test_coins, (uint64) newval);
 }
 
-SS_ASSIGN_HOOK(bfile_sample_size, int)
+SS_ASSIGN_HOOK(bfile_sample_size, const char *)
+
+static bool
+check_bfile_sample_size(char **newval, void **extra, GucSource source)
+{
+	BfileParams p;
+
+	if (bfile_parse_sample_size(*newval, &p))
+		return true;
+	GUC_check_errdetail("Use 2 to " INT64_FORMAT " rows, or a size from 64kB to 1PB such as '10GB'.",
+						(int64) BFILE_MAX_SAMPLE);
+	return false;
+}
 SS_ASSIGN_HOOK(bfile_min_fraction, double)
 SS_ASSIGN_HOOK(bfile_buckets, int)
 SS_ASSIGN_HOOK(bfile_mode, int)
@@ -750,11 +836,12 @@ SS_ASSIGN_HOOK(bfile_time_column, const char *)
 void
 bfile_init(void)
 {
-	DefineCustomIntVariable("streamsketch.bfile_sample_size",
-							"Largest sample a new bfile keeps (s_max), in rows.",
-							NULL,
-							&ss_bfile_sample_size, 1000000, 2, INT_MAX,
-							PGC_USERSET, 0, NULL, assign_bfile_sample_size, NULL);
+	DefineCustomStringVariable("streamsketch.bfile_sample_size",
+							   "Largest sample of a new bfile: rows, or a size such as '10GB'.",
+							   NULL,
+							   &ss_bfile_sample_size, "1000000",
+							   PGC_USERSET, 0, check_bfile_sample_size,
+							   assign_bfile_sample_size, NULL);
 	DefineCustomRealVariable("streamsketch.bfile_min_fraction",
 							 "Smallest sample of a new bfile over its largest (alpha = s_min / s_max).",
 							 "Right after a discard the sample holds this fraction of the largest size, in expectation.",

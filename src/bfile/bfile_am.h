@@ -38,13 +38,25 @@ typedef struct BfileState
 extern const SSStateOps bfile_state_ops;
 
 /* settings (streamsketch.bfile_*) */
-extern int	ss_bfile_sample_size;
+extern char *ss_bfile_sample_size;
 extern double ss_bfile_min_fraction;
 extern int	ss_bfile_buckets;
 extern int	ss_bfile_mode;
 extern char *ss_bfile_weight_column;
 extern char *ss_bfile_time_column;
 extern void bfile_check_settings(void);
+extern bool bfile_parse_sample_size(const char *s, BfileParams *p);
+extern char *bfile_sample_size_text(const BfileParams *p);
+extern void bfile_sample_size_error(const char *given) pg_attribute_noreturn();
+extern int64 bfile_sample_bytes(const BfileMeta *m);
+
+/* Is a sample of size rows and bytes of items over its bound s_max? */
+static inline bool
+bfile_over_bound(const BfileParams *p, int64 size, int64 bytes)
+{
+	return size >= p->sample_size ||
+		(p->sample_bytes > 0 && bytes >= p->sample_bytes);
+}
 extern uint32 bfile_new_seed(void);
 
 extern BfileState *bfile_get_state(Relation rel);
@@ -92,6 +104,7 @@ typedef struct BfileChain
 	uint32		item;			/* next item */
 	Size		off;
 	int32		item_level;		/* the level of the item last returned */
+	uint32		item_bytes;		/* and its bytes, header included */
 } BfileChain;
 
 extern void bfile_chain_begin(BfileChain *it, Relation rel, const BfileBucket *b);
@@ -109,6 +122,7 @@ typedef struct BfileView
 	BfileMeta  *meta;			/* the installed sample */
 	int32		level;			/* L with the log's rows */
 	int64		size;			/* the sample's rows with the log's */
+	int64		bytes;			/* and their bytes as stored */
 	int64		seen;			/* the stream's items with the log's */
 	int64		discards;		/* with those the log's rows would make */
 	int64		log_rows;		/* the log's rows in the sample */

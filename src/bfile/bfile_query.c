@@ -27,6 +27,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/numeric.h"
 #include "utils/tuplestore.h"
 
 PG_FUNCTION_INFO_V1(bfile_create);
@@ -40,6 +41,52 @@ static Relation
 bfile_open_for(Oid relid, LOCKMODE lockmode, const char *writer, AclMode mode)
 {
 	return ss_sql_open_structure(relid, lockmode, writer, mode, &bfile_state_ops, "bfile");
+}
+
+/*
+ * bfile_create's sample_size ("any"): a number of rows (an integer or
+ * numeric), or a text such as '10GB' (or '1000000' rows); NULL: the
+ * setting's.
+ */
+static void
+sample_size_argument(FunctionCallInfo fcinfo, BfileParams *p)
+{
+	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, 2);
+	char	   *given;
+
+	if (PG_ARGISNULL(2))
+		given = ss_bfile_sample_size;
+	else
+		switch (argtype)
+		{
+			case INT2OID:
+				given = psprintf("%d", (int) PG_GETARG_INT16(2));
+				break;
+			case INT4OID:
+				given = psprintf("%d", PG_GETARG_INT32(2));
+				break;
+			case INT8OID:
+				given = psprintf(INT64_FORMAT, PG_GETARG_INT64(2));
+				break;
+			case NUMERICOID:
+				given = DatumGetCString(DirectFunctionCall1(numeric_out, PG_GETARG_DATUM(2)));
+				break;
+			case TEXTOID:
+			case VARCHAROID:
+				given = TextDatumGetCString(PG_GETARG_DATUM(2));
+				break;
+			case UNKNOWNOID:
+			case CSTRINGOID:
+				given = pstrdup(DatumGetCString(PG_GETARG_DATUM(2)));
+				break;
+			default:
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("bfile sample_size must be a number of rows or a size such as '10GB', not %s",
+								format_type_be(argtype))));
+		}
+	if (!bfile_parse_sample_size(given, p))
+		bfile_sample_size_error(given);
 }
 
 /*
@@ -70,7 +117,7 @@ bfile_create(PG_FUNCTION_ARGS)
 	sql = ss_column_list_sql(cols, types);
 
 	bfile_check_settings();
-	p->sample_size = PG_ARGISNULL(2) ? ss_bfile_sample_size : PG_GETARG_INT64(2);
+	sample_size_argument(fcinfo, p);
 	p->alpha = PG_ARGISNULL(3) ? ss_bfile_min_fraction : PG_GETARG_FLOAT8(3);
 	p->nbuckets = PG_ARGISNULL(4) ? (uint32) ss_bfile_buckets :
 		(uint32) Max(PG_GETARG_INT32(4), 0);
@@ -143,11 +190,6 @@ bfile_create(PG_FUNCTION_ARGS)
 								tname, format_type_be(types[p->time_attnum - 1]))));
 		}
 	}
-	if (p->sample_size < 2 || p->sample_size > BFILE_MAX_SAMPLE)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("bfile sample size " INT64_FORMAT " is out of range", p->sample_size),
-				 errhint("Use 2 to " INT64_FORMAT " rows.", (int64) BFILE_MAX_SAMPLE)));
 	PG_RETURN_OID(ss_create_structure_columns(&bfile_state_ops, st,
 											  PG_GETARG_TEXT_PP(0), sql,
 											  "bfile", unlogged));
@@ -162,8 +204,8 @@ bfile_info(PG_FUNCTION_ARGS)
 									 ACL_SELECT);
 	BfileMeta  *m = palloc0(sizeof(BfileMeta));
 	TupleDesc	tupdesc;
-	Datum		values[20];
-	bool		nulls[20] = {0};
+	Datum		values[22];
+	bool		nulls[22] = {0};
 	BfileView	v;
 	Datum	   *items;
 	int64		free_pages = 0;
@@ -177,6 +219,7 @@ bfile_info(PG_FUNCTION_ARGS)
 		bfile_state_ops.init_meta(bfile_get_state(rel), m);
 		v.level = m->level;
 		v.size = m->size;
+		v.bytes = (int64) m->data_bytes;
 		v.seen = m->seen;
 	}
 
@@ -189,8 +232,18 @@ bfile_info(PG_FUNCTION_ARGS)
 		free_pages += m->spare[i].count;
 
 	values[0] = CStringGetTextDatum(bfile_mode_name(m->params.mode));
-	values[1] = Int64GetDatum(m->params.sample_size);
-	values[2] = Int64GetDatum((int64) floor(m->params.alpha * m->params.sample_size));
+	if (m->params.sample_bytes > 0)
+	{
+		nulls[1] = nulls[2] = true;
+		values[20] = Int64GetDatum(m->params.sample_bytes);
+		values[21] = Int64GetDatum((int64) floor(m->params.alpha * m->params.sample_bytes));
+	}
+	else
+	{
+		values[1] = Int64GetDatum(m->params.sample_size);
+		values[2] = Int64GetDatum((int64) floor(m->params.alpha * m->params.sample_size));
+		nulls[20] = nulls[21] = true;
+	}
 	values[3] = Int64GetDatum(v.size);
 	values[4] = Int32GetDatum(v.level);
 	values[5] = Int32GetDatum(m->tail_level);
@@ -203,7 +256,7 @@ bfile_info(PG_FUNCTION_ARGS)
 		nulls[10] = true;		/* depends on each item's age */
 	else
 		values[10] = Float8GetDatum(pow(m->params.alpha, v.level - 1));
-	values[11] = Int64GetDatum((int64) m->data_bytes);
+	values[11] = Int64GetDatum(v.bytes);
 	values[12] = Int64GetDatum(m->discards + v.discards);
 	values[13] = Int64GetDatum(m->unrolls);
 	values[14] = Int32GetDatum((int32) m->params.unroll_every);

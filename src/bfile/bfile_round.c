@@ -512,7 +512,7 @@ round_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 		  tuplen);
 	m->size++;
 	m->added++;
-	while (m->size >= m->params.sample_size)
+	while (bfile_over_bound(&m->params, m->size, bfile_sample_bytes(m)))
 		discard(r);
 }
 

@@ -186,6 +186,7 @@ bfile_chain_next(BfileChain *it, HeapTuple htup)
 	memcpy(&ih, it->area + it->off, sizeof(ih));
 	bfile_item_tuple(it->rel, it->area + it->off, htup);
 	it->item_level = ih.level;
+	it->item_bytes = ih.len;
 	it->off += ih.len;
 	it->item++;
 	return true;

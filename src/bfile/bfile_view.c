@@ -33,6 +33,7 @@ typedef struct LevelCount
 {
 	int32		level;			/* hash key */
 	int64		items;
+	int64		bytes;
 } LevelCount;
 
 typedef struct ViewPass
@@ -44,6 +45,7 @@ typedef struct ViewPass
 	bool		tail_counted;	/* the tail's items are in counts */
 	int32		level;
 	int64		size;
+	int64		bytes;
 	int64		seen;
 	int64		discards;
 	int64		rows;			/* log rows that entered */
@@ -57,14 +59,18 @@ typedef struct ViewPass
 } ViewPass;
 
 static void
-count_add(ViewPass *vp, int32 level, int64 n)
+count_add(ViewPass *vp, int32 level, int64 n, int64 bytes)
 {
 	bool		found;
 	LevelCount *lc = hash_search(vp->counts, &level, HASH_ENTER, &found);
 
 	if (!found)
+	{
 		lc->items = 0;
+		lc->bytes = 0;
+	}
 	lc->items += n;
+	lc->bytes += bytes;
 }
 
 /* The installed tail's items per level (read once, when L reaches it). */
@@ -77,7 +83,7 @@ count_tail(ViewPass *vp)
 	vp->tail_counted = true;
 	bfile_chain_begin(&it, vp->rel, &vp->v->meta->tail);
 	while (bfile_chain_next(&it, &htup))
-		count_add(vp, it.item_level, 1);
+		count_add(vp, it.item_level, 1, it.item_bytes);
 	bfile_chain_end(&it);
 }
 
@@ -94,6 +100,7 @@ discard_level(ViewPass *vp)
 	if (found)
 	{
 		vp->size -= lc->items;
+		vp->bytes -= lc->bytes;
 		hash_search(vp->counts, &vp->level, HASH_REMOVE, NULL);
 	}
 	vp->level++;
@@ -138,10 +145,11 @@ view_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 			tuplestore_putvalues(vp->out, vp->desc, vp->values, vp->nulls);
 		}
 	}
-	count_add(vp, level, 1);
+	count_add(vp, level, 1, BFILE_ITEM_BYTES(tuplen));
 	vp->size++;
+	vp->bytes += BFILE_ITEM_BYTES(tuplen);
 	vp->rows++;
-	while (vp->size >= m->params.sample_size)
+	while (bfile_over_bound(&m->params, vp->size, vp->bytes))
 		discard_level(vp);
 }
 
@@ -162,10 +170,12 @@ pass_begin(ViewPass *vp, Relation rel, BfileView *v)
 	vp->counts = hash_create("bfile view levels", 64, &ctl,
 							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	for (uint32 i = 0; i < m->nbuckets_live; i++)
-		count_add(vp, m->buckets[i].level, m->buckets[i].items);
+		count_add(vp, m->buckets[i].level, m->buckets[i].items,
+				  (int64) m->buckets[i].bytes);
 	vp->tail_counted = m->tail.items == 0;
 	vp->level = m->level;
 	vp->size = m->size;
+	vp->bytes = bfile_sample_bytes(m);
 	vp->seen = m->seen;
 	vp->discards = 0;
 	vp->rows = 0;
@@ -210,6 +220,7 @@ bfile_view_read(Relation rel, BfileView *v, Tuplestorestate *rows,
 			continue;
 		v->level = vp.level;
 		v->size = vp.size;
+		v->bytes = vp.bytes;
 		v->seen = vp.seen;
 		v->discards = vp.discards;
 		v->log_rows = vp.rows;

@@ -151,6 +151,16 @@ is($node->safe_psql('postgres', state_sql('b')), $before,
 # primary's next round will, through discards), then once the primary has
 # drawn every row
 fill(230001, 330000, 1);
+# and a sample bounded by bytes, with its reference
+$node->safe_psql('postgres',
+	"SELECT bfile_create('$_', 'id bigint, t text', sample_size => '256kB', min_fraction => 0.8, buckets => 4)"
+) foreach ('bb', 'rb');
+foreach my $t ('bb', 'rb')
+{
+	$node->safe_psql('postgres',
+		"SET streamsketch.test_bfile_coins = 7;\n"
+		  . "INSERT INTO $t SELECT g, repeat('x', g % 300) FROM generate_series(1, 50000) g");
+}
 my $view_sql = sub {
 	my ($t) = @_;
 	return "SELECT (SELECT count(*) || ' ' || md5(string_agg(id || ':' || t, ',' ORDER BY id)) FROM $t)"
@@ -159,7 +169,15 @@ my $view_sql = sub {
 	  . " || ' ' || (SELECT count(*) || ' ' || sum(id) FROM bfile_window(NULL::$t, 200000, 250000))";
 };
 my $ref_view = $node->safe_psql('postgres', $view_sql->('r'));
+my $bytes_sql = "SELECT (SELECT count(*) || ' ' || md5(string_agg(id || ':' || t, ',' ORDER BY id)) FROM %s)"
+  . " || ' | ' || (SELECT size || ' ' || seen || ' ' || level || ' ' || discards || ' ' || data_bytes"
+  . " FROM bfile_info('%s'))";
+my $ref_bytes = $node->safe_psql('postgres', sprintf($bytes_sql, 'rb', 'rb'));
 $node->wait_for_catchup($standby, 'replay', $node->lsn('insert'));
+is($standby->safe_psql('postgres', sprintf($bytes_sql, 'bb', 'bb')),
+	$ref_bytes, 'a sample bounded by bytes: the standby answers as the reference too');
+like($ref_bytes, qr/^\d+ \w+ \| \d+ 50000 \d+ [1-9]\d* \d+$/,
+	'the bytes\' reference saw every row and discarded');
 like(
 	$standby->safe_psql('postgres', "SELECT log_records > 100 FROM streamsketch_log_info('b')"),
 	qr/^t$/, 'the standby\'s b has rows in its change log');
