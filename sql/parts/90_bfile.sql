@@ -67,13 +67,13 @@ COMMENT ON ACCESS METHOD bfile IS 'B-FILE: a random sample (uniform, weighted, a
 -- Not STRICT on purpose: a NULL optional argument means its default (the
 -- setting's); a NULL name or columns is an error (22004).
 CREATE FUNCTION bfile_create(name text, columns text,
-	sample_size bigint DEFAULT NULL, min_fraction float8 DEFAULT NULL,
+	sample_size "any" DEFAULT NULL, min_fraction float8 DEFAULT NULL,
 	buckets int DEFAULT NULL, mode text DEFAULT NULL,
 	weight_column text DEFAULT NULL, time_column text DEFAULT NULL,
 	unlogged bool DEFAULT false)
 RETURNS regclass
 AS 'MODULE_PATHNAME', 'bfile_create' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION bfile_create(text, text, bigint, float8, int, text, text, text, bool) IS 'create a bfile table: a sample of at most sample_size of the rows inserted into it';
+COMMENT ON FUNCTION bfile_create(text, text, "any", float8, int, text, text, text, bool) IS 'create a bfile table: a sample of at most sample_size (rows, or a size such as ''10GB'') of the rows inserted into it';
 
 CREATE FUNCTION bfile_info(sample regclass,
 	OUT mode text, OUT sample_size bigint, OUT min_size bigint, OUT size bigint,
@@ -81,7 +81,8 @@ CREATE FUNCTION bfile_info(sample regclass,
 	OUT tail_items bigint, OUT seen bigint, OUT inclusion_probability float8,
 	OUT data_bytes bigint, OUT discards bigint, OUT unrolls bigint,
 	OUT unroll_every int, OUT relation_pages bigint, OUT free_pages bigint,
-	OUT leaked_pages bigint, OUT added bigint, OUT pages_written bigint)
+	OUT leaked_pages bigint, OUT added bigint, OUT pages_written bigint,
+	OUT sample_bytes bigint, OUT min_bytes bigint)
 AS 'MODULE_PATHNAME', 'bfile_info' LANGUAGE C STRICT STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION bfile_info(regclass) IS 'parameters, levels, buckets and counters of a bfile table';
 
