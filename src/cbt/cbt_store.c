@@ -138,10 +138,67 @@ later_stamp(FullTransactionId a, FullTransactionId b)
 }
 
 /*
+ * A full free list makes room by joining two neighbouring extents (one
+ * ends where the other starts), the one with the later stamp deciding
+ * when both are reusable.  The join that delays the fewest pages: two
+ * extents reusable already cost nothing; otherwise the pages of the one
+ * stamped earlier wait longer, and waiting pages that were reusable
+ * already count far more (that is what froze large free regions: see
+ * stamps_mergeable).  False if no two extents are neighbours.
+ */
+static bool
+free_list_make_room(CbtMeta *meta)
+{
+	int			best = -1;
+	int64		best_cost = PG_INT64_MAX;
+
+	for (uint32 j = 0; j + 1 < meta->nfree; j++)
+	{
+		CbtFreeExtent *a = &meta->free_ext[j];
+		CbtFreeExtent *b = a + 1;
+		bool		ra;
+		bool		rb;
+		int64		cost;
+
+		if (a->start + a->npages != b->start)
+			continue;
+		ra = GlobalVisCheckRemovableFullXid(NULL, a->stamp);
+		rb = GlobalVisCheckRemovableFullXid(NULL, b->stamp);
+		if (ra && rb)
+			cost = 0;
+		else
+		{
+			bool		a_earlier = FullTransactionIdPrecedes(a->stamp, b->stamp);
+			const CbtFreeExtent *waits = a_earlier ? a : b;
+			bool		was_reusable = a_earlier ? ra : rb;
+
+			cost = (int64) waits->npages + (was_reusable ? INT64CONST(1) << 40 : 0);
+		}
+		if (cost < best_cost)
+		{
+			best = (int) j;
+			best_cost = cost;
+			if (cost == 0)
+				break;
+		}
+	}
+	if (best < 0)
+		return false;
+	meta->free_ext[best].npages += meta->free_ext[best + 1].npages;
+	meta->free_ext[best].stamp = later_stamp(meta->free_ext[best].stamp,
+											 meta->free_ext[best + 1].stamp);
+	memmove(&meta->free_ext[best + 1], &meta->free_ext[best + 2],
+			sizeof(CbtFreeExtent) * (meta->nfree - best - 2));
+	meta->nfree--;
+	return true;
+}
+
+/*
  * Give an extent back, stamped; merged with a neighbour that becomes
- * reusable with it (stamps_mergeable).  A full list forgets its smallest
- * extent, whose blocks stay unused until VACUUM FULL (counted in
- * leaked_pages, which cbt_info shows).
+ * reusable with it (stamps_mergeable).  A full list joins two neighbours
+ * to make room (free_list_make_room); only a full list without
+ * neighbours forgets its smallest extent, whose blocks then stay unused
+ * until VACUUM FULL (counted in leaked_pages, which cbt_info shows).
  */
 void
 cbt_extent_free(CbtMeta *meta, CbtExtent ext, FullTransactionId stamp)
@@ -180,6 +237,12 @@ cbt_extent_free(CbtMeta *meta, CbtExtent ext, FullTransactionId stamp)
 		next->npages += ext.npages;
 		next->stamp = later_stamp(stamp, next->stamp);
 		return;
+	}
+	if (meta->nfree == CBT_MAX_FREE_EXTENTS && free_list_make_room(meta))
+	{
+		/* entries moved: find the new extent's place again */
+		for (i = 0; i < meta->nfree && meta->free_ext[i].start < ext.start; i++)
+			;
 	}
 	if (meta->nfree == CBT_MAX_FREE_EXTENTS)
 	{
