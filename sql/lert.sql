@@ -121,6 +121,14 @@ SELECT t AS lert, flushes > 5 AS flushed, observations, log_observations,
        max_level0_entries <= level0_capacity AS level0_within_capacity
 FROM unnest(ARRAY['lt_cs', 'lt_cs4', 'lt_ir', 'lt_ts1', 'lt_ts3', 'lt_cf']::regclass[]) t,
      lert_info(t);
+-- where the pages are: level 0's (at least one per cone) and each level's
+-- (level 1 holds entries, so pages), all within the relation beside the
+-- free ones
+SELECT t AS lert, level0_pages >= cones AS level0_paged, level_pages[1] > 0 AS level1_paged,
+       level0_pages + (SELECT sum(n) FROM unnest(level_pages) n) <= relation_pages - free_pages
+         AS within_relation
+FROM unnest(ARRAY['lt_cs', 'lt_cs4', 'lt_ir', 'lt_ts1', 'lt_ts3', 'lt_cf']::regclass[]) t,
+     lert_info(t);
 
 SELECT t AS lert, c.*
 FROM unnest(ARRAY['lt_cs', 'lt_cs4', 'lt_ir', 'lt_ts1', 'lt_ts3', 'lt_cf']::regclass[]) t,

@@ -472,10 +472,12 @@ lert_info(PG_FUNCTION_ARGS)
 	LertParams *p = &st->p;
 	LertMeta   *meta = palloc0(sizeof(LertMeta));
 	TupleDesc	tupdesc;
-	Datum		values[22];
-	bool		nulls[22] = {0};
+	Datum		values[24];
+	bool		nulls[24] = {0};
 	int64		logged = 0;
 	int64		level0 = 0;
+	int64		level0_pages = 0;
+	int64		level_pages[LERT_MAX_LEVELS];
 	int64		max_level0 = 0;
 	int64		flushes = 0;
 	int64		levels[LERT_MAX_LEVELS];
@@ -490,17 +492,20 @@ lert_info(PG_FUNCTION_ARGS)
 		memset(meta, 0, sizeof(LertMeta));
 	memset(levels, 0, sizeof(levels));
 	memset(kept, 0, sizeof(kept));
+	memset(level_pages, 0, sizeof(level_pages));
 	for (uint32 c = 0; c < p->ncones; c++)
 	{
 		const LertCone *cn = &meta->cones[c];
 
 		level0 += cn->level0_entries;
+		level0_pages += cn->level0.npages;
 		max_level0 = Max(max_level0, cn->max_level0);
 		flushes += (int64) cn->flushes;
 		for (uint32 j = 1; j <= p->geom.nlevels; j++)
 		{
 			levels[j - 1] += cn->runs[j].nentries;
 			kept[j - 1] += cn->runs[j].nkept;
+			level_pages[j - 1] += (int64) cn->runs[j].ndata + cn->runs[j].index.npages;
 		}
 	}
 	csb = lert_count_stretch_bound(&p->geom);
@@ -537,6 +542,8 @@ lert_info(PG_FUNCTION_ARGS)
 	values[20] = CStringGetTextDatum(p->channel);
 	nulls[20] = p->channel[0] == '\0';
 	values[21] = Int64GetDatum((int64) p->seed);
+	values[22] = Int64GetDatum(level0_pages);
+	values[23] = int8_array(level_pages, (int) p->geom.nlevels);
 	pfree(meta);
 	relation_close(rel, AccessShareLock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
