@@ -75,9 +75,9 @@ extern uint64 bfile_seed_level(uint32 seed);
 extern int32 bfile_item_level(const BfileParams *p, uint64 seed_level,
 							  int32 level_now, uint64 seq,
 							  const BfileRecordHeader *rh);
-extern void bfile_record_read(Relation rel, const BfileParams *p, int64 seen,
+extern bool bfile_record_read(Relation rel, const BfileParams *p, int64 *seen,
 							  const SSPendingHeader *hdr, const char *payload,
-							  BfileRecordHeader *rh, uint32 *tuplen);
+							  BfileRecordHeader *rh, uint32 *tuplen, uint64 *seq);
 
 /* streamsketch.test_bfile_crash: where a round stops the server (tests) */
 typedef enum BfileCrashPoint

@@ -104,12 +104,14 @@ bfile_item_level(const BfileParams *p, uint64 seed_level, int32 level_now,
 /*
  * A change log record of the bfile: its header in *rh, its row's length
  * in *tuplen (0 for a record of dropped items only); damaged records give
- * XX001.  seen is the stream's items before it.
+ * XX001.  Its row, if it has one, is item *seen of the stream (*seq), and
+ * the items the insert dropped after it follow: *seen moves past them
+ * all.  False for a record without a row.
  */
-void
-bfile_record_read(Relation rel, const BfileParams *p, int64 seen,
+bool
+bfile_record_read(Relation rel, const BfileParams *p, int64 *seen,
 				  const SSPendingHeader *hdr, const char *payload,
-				  BfileRecordHeader *rh, uint32 *tuplen)
+				  BfileRecordHeader *rh, uint32 *tuplen, uint64 *seq)
 {
 	if (hdr->type != SS_PENDING_ITEM || hdr->len < sizeof(*rh))
 		ss_page_corrupted(rel, InvalidBlockNumber,
@@ -121,9 +123,12 @@ bfile_record_read(Relation rel, const BfileParams *p, int64 seen,
 		 !(rh->weight > 0) || isinf(rh->weight) || rh->min_draw < 1 ||
 		 rh->has_key != (p->time_attnum > 0)) :
 		(*tuplen != 0 || rh->skipped == 0) ||
-		rh->skipped > (uint64) PG_INT64_MAX - 1 - (uint64) seen)
+		rh->skipped > (uint64) PG_INT64_MAX - 1 - (uint64) *seen)
 		ss_page_corrupted(rel, InvalidBlockNumber,
 						  "A change log record of the bfile is damaged.");
+	*seq = (uint64) *seen;
+	*seen += (int64) rh->skipped + (rh->has_row ? 1 : 0);
+	return rh->has_row;
 }
 
 /* ---- page images ---- */
@@ -492,19 +497,17 @@ round_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	uint32		tuplen;
 	uint64		seq;
 	int32		level;
+	bool		has_row;
 
 	if (pos < m->stream_pos)
 		return;					/* the sample has it (a redone round) */
-	bfile_record_read(r->rel, &m->params, m->seen, hdr, payload, &rh, &tuplen);
+	has_row = bfile_record_read(r->rel, &m->params, &m->seen, hdr, payload,
+								&rh, &tuplen, &seq);
 	CHECK_FOR_INTERRUPTS();
 	r->last_pos = pos;
 	r->changed = true;
-	seq = (uint64) m->seen;
-	/* the items the inserts dropped after this one count in the stream */
-	m->seen += (int64) rh.skipped;
-	if (!rh.has_row)
+	if (!has_row)
 		return;
-	m->seen++;
 	level = bfile_item_level(&m->params, r->seed_level, m->level, seq, &rh);
 	if (level < m->level)
 		return;

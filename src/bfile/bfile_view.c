@@ -121,13 +121,10 @@ view_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 
 	if (pos < m->stream_pos)
 		return;
-	bfile_record_read(vp->rel, &m->params, vp->seen, hdr, payload, &rh, &tuplen);
-	CHECK_FOR_INTERRUPTS();
-	seq = (uint64) vp->seen;
-	vp->seen += (int64) rh.skipped;
-	if (!rh.has_row)
+	if (!bfile_record_read(vp->rel, &m->params, &vp->seen, hdr, payload, &rh,
+						   &tuplen, &seq))
 		return;
-	vp->seen++;
+	CHECK_FOR_INTERRUPTS();
 	level = bfile_item_level(&m->params, vp->seed_level, vp->level, seq, &rh);
 	if (level < vp->level)
 		return;
