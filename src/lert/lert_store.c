@@ -153,9 +153,14 @@ lert_write_page(Relation rel, BlockNumber blkno, uint16 page_type,
 	Page		page;
 
 	CHECK_FOR_INTERRUPTS();
-	ss_extend_to(rel, blkno);
-	buf = ReadBuffer(rel, blkno);
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	if (full)
+		buf = ss_lock_buffer_for_overwrite(rel, blkno);
+	else
+	{
+		ss_extend_to(rel, blkno);
+		buf = ReadBuffer(rel, blkno);
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	}
 	state = ss_xlog_start(rel);
 	page = ss_xlog_register(state, buf,
 							full || PageIsNew(BufferGetPage(buf)) ? SS_XLOG_FULL_IMAGE : 0);
@@ -618,8 +623,7 @@ void
 lert_run_seeker_prefetch(LertRunSeeker *s, uint64 fp)
 {
 	if (s->run.ndata > 0)
-		(void) PrefetchBuffer(s->rel, MAIN_FORKNUM,
-							  s->index[seeker_page(s, fp)].blkno);
+		ss_prefetch(s->rel, s->index[seeker_page(s, fp)].blkno);
 }
 
 /*
@@ -672,6 +676,25 @@ lert_run_seeker_end(LertRunSeeker *s)
 	pfree(s->area);
 }
 
+/*
+ * Data pages a run reader asks the kernel for ahead of the one it reads.
+ * A merge reads several runs at once, and the kernel's readahead does not
+ * follow their interleaved reads, so without this each page would cost a
+ * synchronous read in a merge larger than the page cache.
+ */
+#define LERT_READ_AHEAD		16
+
+/* Prefetch the run's data pages [from, to) listed in index page i (ix). */
+static void
+run_reader_prefetch(LertRunReader *r, const LertIndexEntry *ix, uint32 i,
+					uint32 from, uint32 to)
+{
+	uint32		end = Min(Min(to, r->run.ndata), (i + 1) * LERT_INDEX_PER_PAGE);
+
+	for (uint32 p = from; p < end; p++)
+		ss_prefetch(r->rel, ix[p % LERT_INDEX_PER_PAGE].blkno);
+}
+
 /* The next entry of the run in key order, or NULL; valid until the next call. */
 const LertEntry *
 lert_run_reader_next(LertRunReader *r)
@@ -689,12 +712,17 @@ lert_run_reader_next(LertRunReader *r)
 		if (r->page >= r->run.ndata)
 			return NULL;
 		i = r->page / LERT_INDEX_PER_PAGE;
+		ix = (const LertIndexEntry *) (r->index_area + LERT_INDEX_HEADER);
 		if ((int64) i != r->index_loaded)
 		{
 			(void) run_index_page(r->rel, &r->run, i, r->index_area, &n, true);
 			r->index_loaded = i;
+			run_reader_prefetch(r, ix, i, r->page + 1,
+								r->page + 1 + LERT_READ_AHEAD);
 		}
-		ix = (const LertIndexEntry *) (r->index_area + LERT_INDEX_HEADER);
+		else
+			run_reader_prefetch(r, ix, i, r->page + LERT_READ_AHEAD,
+								r->page + LERT_READ_AHEAD + 1);
 		blkno = ix[r->page % LERT_INDEX_PER_PAGE].blkno;
 		lert_read_page_owned(r->rel, blkno, SS_PAGE_LERT_RUN, r->run.gen,
 							 r->area, NULL);

@@ -252,6 +252,18 @@ ss_pin_if_cached(Relation rel, BlockNumber blkno)
 	return pr.recent_buffer;
 }
 
+/*
+ * Ask the kernel to read block blkno ahead, if it is known to exist (a
+ * block number read from a damaged page must not make the prefetch fail;
+ * the read that follows reports the damage).
+ */
+void
+ss_prefetch(Relation rel, BlockNumber blkno)
+{
+	if (ss_block_known_to_exist(rel, blkno))
+		(void) PrefetchBuffer(rel, MAIN_FORKNUM, blkno);
+}
+
 Buffer
 ss_read_buffer_if_exists(Relation rel, BlockNumber blkno)
 {
@@ -514,6 +526,23 @@ ss_write_full_page(Relation rel, BlockNumber blkno, uint16 page_type,
 }
 
 /*
+ * Pin and exclusively lock block blkno (extending the relation if needed)
+ * for a caller that replaces the whole page and logs it as a full image.
+ * The block's old contents are not read from disk (RBM_ZERO_AND_LOCK): a
+ * run or node written into reused blocks costs a write, not a read and a
+ * write.  A block still in shared buffers keeps its old contents until
+ * overwritten; one that was not is zeroed, which readers take for a
+ * recycled page, as the old contents were (the caller owns the block).
+ */
+Buffer
+ss_lock_buffer_for_overwrite(Relation rel, BlockNumber blkno)
+{
+	ss_extend_to(rel, blkno);
+	return ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_ZERO_AND_LOCK,
+							  NULL);
+}
+
+/*
  * Write a page of page_type from area; WAL: a full image, or (full false)
  * what changed since the page's last version, which for a page that only
  * grows (appends) is the appended bytes.
@@ -527,9 +556,14 @@ ss_write_page(Relation rel, BlockNumber blkno, uint16 page_type,
 	Page		page;
 
 	CHECK_FOR_INTERRUPTS();
-	ss_extend_to(rel, blkno);
-	buf = ReadBuffer(rel, blkno);
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	if (full)
+		buf = ss_lock_buffer_for_overwrite(rel, blkno);
+	else
+	{
+		ss_extend_to(rel, blkno);
+		buf = ReadBuffer(rel, blkno);
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	}
 	state = ss_xlog_start(rel);
 	page = ss_xlog_register(state, buf, full ? SS_XLOG_FULL_IMAGE : 0);
 	ss_page_init(page, page_type, SS_PAGE_DATA_SIZE);
