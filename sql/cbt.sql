@@ -104,6 +104,25 @@ SELECT cbt_finalize('ct_big') AS groups_again;
 SELECT * FROM ct_check;
 SELECT * FROM ct_lookup_check;
 
+-- many rounds over many small nodes free extents all over the file: the
+-- free list goes on in pages past the metapage's 128 extents and forgets
+-- none
+SELECT cbt_create('ct_churn', group_by => 'k int', aggregates => 'count(*) AS n, sum(v::bigint) AS sv',
+                  root_buffer => '64kB', node_buffer => '16kB', fanout => 4);
+DO $$
+BEGIN
+	FOR i IN 1..120 LOOP
+		INSERT INTO ct_churn (k, v) SELECT (g * 7919 + i) % 40000, g FROM generate_series(1, 5000) g;
+		COMMIT;
+	END LOOP;
+END
+$$;
+SELECT free_extents > 128 AS list_in_pages, leaked_pages,
+       free_pages < relation_pages AS free_within
+FROM cbt_info('ct_churn');
+SELECT count(*) AS groups, sum(n) AS rows, sum(sv) = 120 * (5000 * 5001 / 2) AS sums_right
+FROM ct_churn;
+
 -- groups as GROUP BY makes them: keys equal under the type's equality
 -- (numeric 1.0 = 1.00), NULL keys in one group, several key columns,
 -- long (toasted) text keys; internal states (numeric avg), array states
@@ -338,7 +357,7 @@ RESET ROLE;
 
 DROP VIEW ct_check, ct_lookup_check;
 DROP TABLE ct_rt;
-DROP TABLE ct_pages, ct_big, ct_rows, ct_multi, ct_rows2, ct_nodef, ct_heap,
+DROP TABLE ct_pages, ct_big, ct_churn, ct_rows, ct_multi, ct_rows2, ct_nodef, ct_heap,
   ct_dump, ct_dump_copy;
 DROP SCHEMA ct_schema CASCADE;
 DROP SCHEMA ct_evil CASCADE;

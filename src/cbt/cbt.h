@@ -42,12 +42,20 @@
 #define SS_KIND_CBT				5
 #define SS_PAGE_CBT_NODE		14
 #define SS_PAGE_CBT_FRAGMENT	15
+#define SS_PAGE_CBT_FREE		16	/* the free list's overflow */
 
 #define CBT_MAX_FANOUT			64
 #define CBT_MAX_FRAGMENTS		16	/* per node: bounds a scan's cursors */
 #define CBT_MAX_HEIGHT			16
 #define CBT_BLOCK_TARGET_RAW	(32 * 1024) /* PAO bytes per block written */
 #define CBT_MAX_FREE_EXTENTS	128
+/*
+ * The free list goes on in pages beyond the metapage's extents
+ * (CbtMeta.overflow_*), up to this many, so that scattered freed extents
+ * are remembered rather than leaked; a consolidator holds the whole list
+ * in memory (16 bytes an extent).
+ */
+#define CBT_MAX_OVERFLOW_EXTENTS	(64 * 1024)
 /*
  * The definition's stored text lives in the metapage, so that the
  * storage layer's creation, TRUNCATE and label code handle it as any
@@ -154,14 +162,45 @@ typedef struct CbtMeta
 	uint64		nodes;
 	CbtFreeExtent free_ext[CBT_MAX_FREE_EXTENTS];	/* by start block */
 	char		definition[CBT_DEF_MAX];	/* NUL-terminated (cbt_def.h) */
+
+	/*
+	 * The rest of the free list, written by the install whose generation
+	 * is the metapage's: overflow_extents entries by start block in the
+	 * pages from overflow_start.  Its entries freed by that install are
+	 * stamped overflow_stamp (read under the metapage's lock, after the
+	 * pages were written).  Zero in a table made before it existed.
+	 */
+	BlockNumber overflow_start;
+	uint32		overflow_extents;
+	FullTransactionId overflow_stamp;
+	uint64		overflow_free_pages;	/* the pages those extents hold */
 } CbtMeta;
 
 StaticAssertDecl(sizeof(CbtMeta) <= SS_PAGE_DATA_SIZE,
 				 "the cbt metapage must fit in a page");
 
+/*
+ * The free list a consolidator works on: the metapage's extents and the
+ * overflow pages', by start block.
+ */
+typedef struct CbtFreeList
+{
+	CbtFreeExtent *ext;
+	uint32		n;
+	uint32		limit;			/* entries it may hold */
+	int64		leaked_pages;	/* forgotten for want of room */
+} CbtFreeList;
+
 /* cbt_store.c: extents, pages, nodes, fragments */
-extern CbtExtent cbt_extent_alloc(Relation rel, CbtMeta *meta, uint32 npages);
-extern void cbt_extent_free(CbtMeta *meta, CbtExtent ext,
+extern void cbt_free_list_load(Relation rel, const CbtMeta *meta,
+							   CbtFreeList *fl);
+extern void cbt_free_list_save(Relation rel, CbtFreeList *fl, CbtMeta *meta);
+extern void cbt_free_list_stamp(CbtFreeList *fl, CbtMeta *meta,
+								FullTransactionId now);
+extern uint32 cbt_overflow_pages(uint32 nextents);
+extern CbtExtent cbt_extent_alloc(Relation rel, CbtFreeList *fl,
+								  uint32 npages);
+extern void cbt_extent_free(CbtFreeList *fl, CbtExtent ext,
 							FullTransactionId stamp);
 extern void cbt_stale_page(Relation rel, BlockNumber blkno)
 			pg_attribute_noreturn();
@@ -178,7 +217,7 @@ extern void cbt_read_node(Relation rel, BlockNumber blkno, uint64 generation,
 typedef struct CbtFragWriter
 {
 	Relation	rel;
-	CbtMeta    *meta;			/* the consolidator's copy */
+	CbtFreeList *free;			/* the consolidator's */
 	uint64		generation;
 	bool		compress;
 	StringInfoData pending;		/* PAO bytes of the block being filled */
@@ -195,7 +234,7 @@ typedef struct CbtFragWriter
 } CbtFragWriter;
 
 extern void cbt_frag_writer_begin(CbtFragWriter *w, Relation rel,
-								  CbtMeta *meta, uint64 generation,
+								  CbtFreeList *free, uint64 generation,
 								  bool compress);
 extern void cbt_frag_writer_add(CbtFragWriter *w, uint64 hash,
 								const char *pao, uint32 size);

@@ -216,6 +216,13 @@ cbt_check_meta(Relation rel, const void *metap)
 			(i > 0 && f->start < m->free_ext[i - 1].start + m->free_ext[i - 1].npages))
 			elog(ERROR, "free extent %u is out of range or order", i);
 	}
+	if (m->overflow_extents > CBT_MAX_FREE_EXTENTS + CBT_MAX_OVERFLOW_EXTENTS ||
+		(m->overflow_extents > 0 &&
+		 (m->overflow_start < 1 || m->overflow_start >= end ||
+		  cbt_overflow_pages(m->overflow_extents) > end - m->overflow_start ||
+		  m->overflow_free_pages < m->overflow_extents ||
+		  m->overflow_free_pages > end)))
+		elog(ERROR, "the free list's overflow pages are out of range");
 }
 
 static void

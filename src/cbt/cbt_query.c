@@ -173,10 +173,11 @@ cbt_info(PG_FUNCTION_ARGS)
 	values[13] = Int64GetDatum(meta->splits);
 	values[14] = Int64GetDatum((int64) RelationGetNumberOfBlocks(rel));
 	values[15] = Int64GetDatum(meta->leaked_pages);
+	free_pages = (int64) meta->overflow_free_pages;
 	for (uint32 i = 0; i < meta->nfree; i++)
 		free_pages += meta->free_ext[i].npages;
 	values[16] = Int64GetDatum(free_pages);
-	values[17] = Int32GetDatum((int32) meta->nfree);
+	values[17] = Int32GetDatum((int32) (meta->nfree + meta->overflow_extents));
 	relation_close(rel, AccessShareLock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -101,7 +101,7 @@ free_extent(CbtRound *r, CbtExtent ext)
 			stamp = FullTransactionIdFromU64(FirstNormalTransactionId);
 			break;
 		}
-	cbt_extent_free(&r->meta, ext, stamp);
+	cbt_extent_free(&r->free, ext, stamp);
 }
 
 /* ---- a pass over collected records ---- */
@@ -130,7 +130,7 @@ records_fragment(CbtRound *r, CbtFragment *out)
 	bool		any;
 
 	qsort(recs, r->nrecords, sizeof(RoundRecord), record_cmp);
-	cbt_frag_writer_begin(&w, r->rel, &r->meta, r->generation,
+	cbt_frag_writer_begin(&w, r->rel, &r->free, r->generation,
 						  r->meta.params.compression);
 	for (uint64 i = 0; i < r->nrecords; i++)
 	{
@@ -285,7 +285,7 @@ add_fragment(CbtRound *r, CbtNode *node, const CbtFragment *f)
 static NodeRef
 write_node(CbtRound *r, CbtNode *node, BlockNumber oldblk)
 {
-	CbtExtent	ext = cbt_extent_alloc(r->rel, &r->meta, 1);
+	CbtExtent	ext = cbt_extent_alloc(r->rel, &r->free, 1);
 	CbtExtent	old = {oldblk, 1};
 	NodeRef		ref;
 
@@ -324,7 +324,7 @@ leaf_writer_for(CbtRound *r, uint64 hash, void *arg)
 		 ls->npieces < CBT_MAX_FANOUT))
 	{
 		w = &ls->writers[ls->npieces];
-		cbt_frag_writer_begin(w, r->rel, &r->meta, r->generation,
+		cbt_frag_writer_begin(w, r->rel, &r->free, r->generation,
 							  r->meta.params.compression);
 		ls->first_hash[ls->npieces] = hash;
 		ls->npieces++;
@@ -352,7 +352,7 @@ spill_writer_for(CbtRound *r, uint64 hash, void *arg)
 		sp->child++;
 	if (!sp->open[sp->child])
 	{
-		cbt_frag_writer_begin(&sp->writers[sp->child], r->rel, &r->meta,
+		cbt_frag_writer_begin(&sp->writers[sp->child], r->rel, &r->free,
 							  r->generation, r->meta.params.compression);
 		sp->open[sp->child] = true;
 	}
@@ -652,15 +652,15 @@ empty_node(CbtRound *r, CbtNode *node, BlockNumber oldblk)
 static void
 install(CbtRound *r)
 {
-	SSXLogState *state = ss_xlog_start(r->rel);
+	SSXLogState *state;
 	Buffer		metabuf;
-	CbtMeta    *live = (CbtMeta *) ss_meta_register(r->rel, SS_KIND_CBT, state,
-													&metabuf);
-	FullTransactionId now = ReadNextFullTransactionId();
+	CbtMeta    *live;
 
-	for (uint32 i = 0; i < r->meta.nfree; i++)
-		if (FullTransactionIdEquals(r->meta.free_ext[i].stamp, CBT_STAMP_PENDING))
-			r->meta.free_ext[i].stamp = now;
+	/* the free list's overflow pages first: no page lock is held */
+	cbt_free_list_save(r->rel, &r->free, &r->meta);
+	state = ss_xlog_start(r->rel);
+	live = (CbtMeta *) ss_meta_register(r->rel, SS_KIND_CBT, state, &metabuf);
+	cbt_free_list_stamp(&r->free, &r->meta, ReadNextFullTransactionId());
 
 	/* the log's part of the metapage is the storage layer's, and live */
 	memcpy((char *) live + sizeof(SSMetaHeader),
@@ -788,6 +788,7 @@ cbt_round_begin(CbtRound *r, Relation rel, const CbtMeta *meta,
 	r->meta = *meta;
 	r->run = run;
 	r->def = def;
+	cbt_free_list_load(rel, meta, &r->free);
 	r->memory = ss_consolidation_memory();
 	r->memory = Min(r->memory, (Size) meta->params.root_buffer_kb * 1024);
 	r->pass_cxt = AllocSetContextCreate(CurrentMemoryContext, "cbt pass",
@@ -843,4 +844,5 @@ cbt_round_end(CbtRound *r)
 	cbt_groups_free(&r->groups);
 	MemoryContextDelete(r->pass_cxt);
 	pfree(r->paobuf.data);
+	pfree(r->free.ext);
 }

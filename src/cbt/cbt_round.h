@@ -20,6 +20,7 @@ typedef struct CbtRound
 {
 	Relation	rel;
 	CbtMeta		meta;			/* working copy, installed per pass */
+	CbtFreeList free;			/* the whole free list (meta's and overflow) */
 	const CbtDef *def;
 	CbtAggRun  *run;
 	uint64		generation;		/* of the pass being made */

@@ -58,7 +58,8 @@ typedef struct FragDirEntry
  * once as free in the live metapage (reusable at once: nothing can reach
  * it), so that if the round fails, or crashes, before its install the
  * next round finds it instead of reserving more; the install replaces the
- * live free list with the round's, where the extent is in use.
+ * live free list with the round's, where the extent is in use.  (The
+ * metapage's part of the list keeps room for these: cbt_free_list_save.)
  */
 static void
 record_reserved(Relation rel, CbtExtent ext)
@@ -67,8 +68,11 @@ record_reserved(Relation rel, CbtExtent ext)
 	Buffer		metabuf;
 	CbtMeta    *live = (CbtMeta *) ss_meta_register(rel, SS_KIND_CBT, state,
 													&metabuf);
+	CbtFreeList fl = {live->free_ext, live->nfree, CBT_MAX_FREE_EXTENTS, 0};
 
-	cbt_extent_free(live, ext, FullTransactionIdFromU64(FirstNormalTransactionId));
+	cbt_extent_free(&fl, ext, FullTransactionIdFromU64(FirstNormalTransactionId));
+	live->nfree = fl.n;
+	live->leaked_pages += fl.leaked_pages;
 	ss_xlog_finish(state);
 	UnlockReleaseBuffer(metabuf);
 }
@@ -79,25 +83,25 @@ record_reserved(Relation rel, CbtExtent ext)
  * reserved so far.
  */
 CbtExtent
-cbt_extent_alloc(Relation rel, CbtMeta *meta, uint32 npages)
+cbt_extent_alloc(Relation rel, CbtFreeList *fl, uint32 npages)
 {
 	CbtExtent	ext = {InvalidBlockNumber, 0};
 	int			best = -1;
 
 	if (npages == 0)
 		return ext;
-	for (uint32 i = 0; i < meta->nfree; i++)
+	for (uint32 i = 0; i < fl->n; i++)
 	{
-		CbtFreeExtent *f = &meta->free_ext[i];
+		CbtFreeExtent *f = &fl->ext[i];
 
 		if (f->npages >= npages &&
-			(best < 0 || f->npages < meta->free_ext[best].npages) &&
+			(best < 0 || f->npages < fl->ext[best].npages) &&
 			GlobalVisCheckRemovableFullXid(NULL, f->stamp))
 			best = (int) i;
 	}
 	if (best >= 0)
 	{
-		CbtFreeExtent *f = &meta->free_ext[best];
+		CbtFreeExtent *f = &fl->ext[best];
 
 		ext.start = f->start;
 		ext.npages = npages;
@@ -105,8 +109,8 @@ cbt_extent_alloc(Relation rel, CbtMeta *meta, uint32 npages)
 		f->npages -= npages;
 		if (f->npages == 0)
 		{
-			memmove(f, f + 1, sizeof(CbtFreeExtent) * (meta->nfree - best - 1));
-			meta->nfree--;
+			memmove(f, f + 1, sizeof(CbtFreeExtent) * (fl->n - best - 1));
+			fl->n--;
 		}
 		return ext;
 	}
@@ -147,14 +151,14 @@ later_stamp(FullTransactionId a, FullTransactionId b)
  * stamps_mergeable).  False if no two extents are neighbours.
  */
 static bool
-free_list_make_room(CbtMeta *meta)
+free_list_make_room(CbtFreeList *fl)
 {
 	int			best = -1;
 	int64		best_cost = PG_INT64_MAX;
 
-	for (uint32 j = 0; j + 1 < meta->nfree; j++)
+	for (uint32 j = 0; j + 1 < fl->n; j++)
 	{
-		CbtFreeExtent *a = &meta->free_ext[j];
+		CbtFreeExtent *a = &fl->ext[j];
 		CbtFreeExtent *b = a + 1;
 		bool		ra;
 		bool		rb;
@@ -184,13 +188,32 @@ free_list_make_room(CbtMeta *meta)
 	}
 	if (best < 0)
 		return false;
-	meta->free_ext[best].npages += meta->free_ext[best + 1].npages;
-	meta->free_ext[best].stamp = later_stamp(meta->free_ext[best].stamp,
-											 meta->free_ext[best + 1].stamp);
-	memmove(&meta->free_ext[best + 1], &meta->free_ext[best + 2],
-			sizeof(CbtFreeExtent) * (meta->nfree - best - 2));
-	meta->nfree--;
+	fl->ext[best].npages += fl->ext[best + 1].npages;
+	fl->ext[best].stamp = later_stamp(fl->ext[best].stamp,
+											 fl->ext[best + 1].stamp);
+	memmove(&fl->ext[best + 1], &fl->ext[best + 2],
+			sizeof(CbtFreeExtent) * (fl->n - best - 2));
+	fl->n--;
 	return true;
+}
+
+/* The index of the first extent starting at or after start. */
+static uint32
+free_list_position(const CbtFreeList *fl, BlockNumber start)
+{
+	uint32		lo = 0,
+				hi = fl->n;
+
+	while (lo < hi)
+	{
+		uint32		mid = lo + (hi - lo) / 2;
+
+		if (fl->ext[mid].start < start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 /*
@@ -198,77 +221,251 @@ free_list_make_room(CbtMeta *meta)
  * reusable with it (stamps_mergeable).  A full list joins two neighbours
  * to make room (free_list_make_room); only a full list without
  * neighbours forgets its smallest extent, whose blocks then stay unused
- * until VACUUM FULL (counted in leaked_pages, which cbt_info shows).
+ * until VACUUM FULL (counted in leaked_pages, which cbt_info shows).  A
+ * consolidator's list holds CBT_MAX_OVERFLOW_EXTENTS more than the
+ * metapage, so that takes a relation of tens of thousands of scattered
+ * free extents.
  */
 void
-cbt_extent_free(CbtMeta *meta, CbtExtent ext, FullTransactionId stamp)
+cbt_extent_free(CbtFreeList *fl, CbtExtent ext, FullTransactionId stamp)
 {
 	uint32		i;
 
 	if (ext.npages == 0 || ext.start == InvalidBlockNumber)
 		return;
-	for (i = 0; i < meta->nfree && meta->free_ext[i].start < ext.start; i++)
-		;
-	if (i > 0 && meta->free_ext[i - 1].start + meta->free_ext[i - 1].npages == ext.start &&
-		stamps_mergeable(meta->free_ext[i - 1].stamp, stamp))
+	i = free_list_position(fl, ext.start);
+	if (i > 0 && fl->ext[i - 1].start + fl->ext[i - 1].npages == ext.start &&
+		stamps_mergeable(fl->ext[i - 1].stamp, stamp))
 	{
-		CbtFreeExtent *prev = &meta->free_ext[i - 1];
+		CbtFreeExtent *prev = &fl->ext[i - 1];
 
 		prev->npages += ext.npages;
 		prev->stamp = later_stamp(stamp, prev->stamp);
-		if (i < meta->nfree && ext.start + ext.npages == meta->free_ext[i].start &&
-			stamps_mergeable(meta->free_ext[i].stamp, prev->stamp))
+		if (i < fl->n && ext.start + ext.npages == fl->ext[i].start &&
+			stamps_mergeable(fl->ext[i].stamp, prev->stamp))
 		{
-			CbtFreeExtent *next = &meta->free_ext[i];
+			CbtFreeExtent *next = &fl->ext[i];
 
 			prev->npages += next->npages;
 			prev->stamp = later_stamp(next->stamp, prev->stamp);
-			memmove(next, next + 1, sizeof(CbtFreeExtent) * (meta->nfree - i - 1));
-			meta->nfree--;
+			memmove(next, next + 1, sizeof(CbtFreeExtent) * (fl->n - i - 1));
+			fl->n--;
 		}
 		return;
 	}
-	if (i < meta->nfree && ext.start + ext.npages == meta->free_ext[i].start &&
-		stamps_mergeable(meta->free_ext[i].stamp, stamp))
+	if (i < fl->n && ext.start + ext.npages == fl->ext[i].start &&
+		stamps_mergeable(fl->ext[i].stamp, stamp))
 	{
-		CbtFreeExtent *next = &meta->free_ext[i];
+		CbtFreeExtent *next = &fl->ext[i];
 
 		next->start = ext.start;
 		next->npages += ext.npages;
 		next->stamp = later_stamp(stamp, next->stamp);
 		return;
 	}
-	if (meta->nfree == CBT_MAX_FREE_EXTENTS && free_list_make_room(meta))
+	if (fl->n >= fl->limit && free_list_make_room(fl))
 	{
 		/* entries moved: find the new extent's place again */
-		for (i = 0; i < meta->nfree && meta->free_ext[i].start < ext.start; i++)
-			;
+		i = free_list_position(fl, ext.start);
 	}
-	if (meta->nfree == CBT_MAX_FREE_EXTENTS)
+	if (fl->n >= fl->limit)
 	{
 		uint32		smallest = 0;
 
-		for (uint32 j = 1; j < meta->nfree; j++)
-			if (meta->free_ext[j].npages < meta->free_ext[smallest].npages)
+		for (uint32 j = 1; j < fl->n; j++)
+			if (fl->ext[j].npages < fl->ext[smallest].npages)
 				smallest = j;
-		if (meta->free_ext[smallest].npages >= ext.npages)
+		if (fl->ext[smallest].npages >= ext.npages)
 		{
-			meta->leaked_pages += ext.npages;
+			fl->leaked_pages += ext.npages;
 			return;
 		}
-		meta->leaked_pages += meta->free_ext[smallest].npages;
-		memmove(&meta->free_ext[smallest], &meta->free_ext[smallest + 1],
-				sizeof(CbtFreeExtent) * (meta->nfree - smallest - 1));
-		meta->nfree--;
+		fl->leaked_pages += fl->ext[smallest].npages;
+		memmove(&fl->ext[smallest], &fl->ext[smallest + 1],
+				sizeof(CbtFreeExtent) * (fl->n - smallest - 1));
+		fl->n--;
 		if (smallest < i)
 			i--;
 	}
-	memmove(&meta->free_ext[i + 1], &meta->free_ext[i],
-			sizeof(CbtFreeExtent) * (meta->nfree - i));
-	meta->free_ext[i].start = ext.start;
-	meta->free_ext[i].npages = ext.npages;
-	meta->free_ext[i].stamp = stamp;
-	meta->nfree++;
+	memmove(&fl->ext[i + 1], &fl->ext[i],
+			sizeof(CbtFreeExtent) * (fl->n - i));
+	fl->ext[i].start = ext.start;
+	fl->ext[i].npages = ext.npages;
+	fl->ext[i].stamp = stamp;
+	fl->n++;
+}
+
+/* ---- the free list's pages ---- */
+
+static void write_page(Relation rel, BlockNumber blkno, uint16 page_type,
+					   const char *area);
+
+/*
+ * An overflow page: the install's generation (as every cbt page), the
+ * number of extents on it, then the extents.  Extents that install freed
+ * carry CBT_STAMP_PENDING: their stamp is read after the pages are
+ * written, under the metapage's lock, and kept in the metapage.
+ */
+#define FREE_PAGE_HEADER	16
+#define FREE_PER_PAGE \
+	((uint32) ((SS_PAGE_DATA_SIZE - FREE_PAGE_HEADER) / sizeof(CbtFreeExtent)))
+/*
+ * The metapage's part of a saved list leaves this many entries free for
+ * the extents a round reserves at the end of the file (record_reserved),
+ * which join into one while they follow each other.
+ */
+#define META_FREE_SPARE		8
+
+uint32
+cbt_overflow_pages(uint32 nextents)
+{
+	return (nextents + FREE_PER_PAGE - 1) / FREE_PER_PAGE;
+}
+
+static int
+free_extent_cmp(const void *a, const void *b)
+{
+	BlockNumber x = ((const CbtFreeExtent *) a)->start;
+	BlockNumber y = ((const CbtFreeExtent *) b)->start;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+static void
+free_list_corrupted(Relation rel, BlockNumber blkno, const char *what)
+{
+	ss_page_corrupted(rel, blkno, "%s", what);
+}
+
+/*
+ * The whole free list of the installed tree: the metapage's extents and
+ * the overflow pages'.  The caller holds the consolidation lock (no
+ * install can recycle the pages under it).  The two parts are each by
+ * start block, but an extent reserved since the last install sits in the
+ * metapage's part after the overflow's, hence the sort.  Extents that
+ * overlap each other or lie outside the relation's blocks are damage: a
+ * consolidator that reused them would overwrite the tree.
+ */
+void
+cbt_free_list_load(Relation rel, const CbtMeta *meta, CbtFreeList *fl)
+{
+	PGAlignedBlock area;
+	uint32		npages = cbt_overflow_pages(meta->overflow_extents);
+
+	fl->limit = CBT_MAX_FREE_EXTENTS + CBT_MAX_OVERFLOW_EXTENTS;
+	fl->ext = palloc(sizeof(CbtFreeExtent) * fl->limit);
+	fl->leaked_pages = 0;
+	memcpy(fl->ext, meta->free_ext, sizeof(CbtFreeExtent) * meta->nfree);
+	fl->n = meta->nfree;
+	for (uint32 p = 0; p < npages; p++)
+	{
+		BlockNumber blkno = meta->overflow_start + p;
+		uint32		count;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!ss_read_stamped_page(rel, blkno, SS_PAGE_CBT_FREE,
+								  meta->generation, area.data))
+			free_list_corrupted(rel, blkno, "A page of the free list is missing or belongs to another version of it.");
+		memcpy(&count, area.data + sizeof(uint64), sizeof(uint32));
+		if (count != Min(FREE_PER_PAGE, meta->overflow_extents - p * FREE_PER_PAGE))
+			free_list_corrupted(rel, blkno, "A page of the free list holds the wrong number of extents.");
+		memcpy(fl->ext + fl->n, area.data + FREE_PAGE_HEADER,
+			   sizeof(CbtFreeExtent) * count);
+		for (uint32 i = fl->n; i < fl->n + count; i++)
+			if (FullTransactionIdEquals(fl->ext[i].stamp, CBT_STAMP_PENDING))
+				fl->ext[i].stamp = meta->overflow_stamp;
+		fl->n += count;
+	}
+	if (npages > 0)
+		qsort(fl->ext, fl->n, sizeof(CbtFreeExtent), free_extent_cmp);
+	for (uint32 i = 0; i < fl->n; i++)
+	{
+		const CbtFreeExtent *f = &fl->ext[i];
+
+		if (f->start < 1 || f->npages == 0 ||
+			f->start >= meta->hdr.log.alloc_end ||
+			f->npages > meta->hdr.log.alloc_end - f->start ||
+			(i > 0 && f->start < fl->ext[i - 1].start + fl->ext[i - 1].npages))
+			free_list_corrupted(rel, npages > 0 ? meta->overflow_start : SS_METAPAGE_BLKNO,
+								"The free list's extents overlap or lie outside the relation.");
+	}
+}
+
+/*
+ * Store the list in meta (the round's copy, installed next): its first
+ * extents in the metapage, the rest in new overflow pages written now;
+ * the old overflow pages are freed with the install's other extents.
+ * Call before the install locks the metapage (this reads and writes
+ * other pages), then cbt_free_list_stamp under its lock.
+ */
+void
+cbt_free_list_save(Relation rel, CbtFreeList *fl, CbtMeta *meta)
+{
+	uint32		in_meta = CBT_MAX_FREE_EXTENTS - META_FREE_SPARE;
+	PGAlignedBlock area;
+	CbtExtent	ext = {InvalidBlockNumber, 0};
+	uint32		rest;
+
+	if (meta->overflow_extents > 0)
+	{
+		CbtExtent	old;
+
+		old.start = meta->overflow_start;
+		old.npages = cbt_overflow_pages(meta->overflow_extents);
+		cbt_extent_free(fl, old, CBT_STAMP_PENDING);
+	}
+	meta->overflow_start = 0;
+	meta->overflow_extents = 0;
+	meta->overflow_free_pages = 0;
+
+	/*
+	 * The pages' own extent comes from the list, which that may shorten by
+	 * one extent: then the metapage keeps fewer, so the pages stay full.
+	 */
+	if (fl->n > in_meta)
+	{
+		ext = cbt_extent_alloc(rel, fl, cbt_overflow_pages(fl->n - in_meta));
+		rest = Max(fl->n - in_meta, (ext.npages - 1) * FREE_PER_PAGE + 1);
+	}
+	else
+		rest = 0;
+	in_meta = fl->n - rest;
+	for (uint32 p = 0; p < ext.npages; p++)
+	{
+		uint32		first = in_meta + p * FREE_PER_PAGE;
+		uint32		count = Min(FREE_PER_PAGE, fl->n - first);
+
+		memset(area.data, 0, SS_PAGE_DATA_SIZE);
+		memcpy(area.data, &meta->generation, sizeof(uint64));
+		memcpy(area.data + sizeof(uint64), &count, sizeof(uint32));
+		memcpy(area.data + FREE_PAGE_HEADER, fl->ext + first,
+			   sizeof(CbtFreeExtent) * count);
+		write_page(rel, ext.start + p, SS_PAGE_CBT_FREE, area.data);
+	}
+	if (rest > 0)
+	{
+		meta->overflow_start = ext.start;
+		meta->overflow_extents = rest;
+		for (uint32 i = in_meta; i < fl->n; i++)
+			meta->overflow_free_pages += fl->ext[i].npages;
+	}
+	meta->nfree = in_meta;
+	memcpy(meta->free_ext, fl->ext, sizeof(CbtFreeExtent) * meta->nfree);
+	meta->leaked_pages += fl->leaked_pages;
+	fl->leaked_pages = 0;
+}
+
+/* Stamp what the install frees (now: read under the metapage's lock). */
+void
+cbt_free_list_stamp(CbtFreeList *fl, CbtMeta *meta, FullTransactionId now)
+{
+	for (uint32 i = 0; i < meta->nfree; i++)
+		if (FullTransactionIdEquals(meta->free_ext[i].stamp, CBT_STAMP_PENDING))
+			meta->free_ext[i].stamp = now;
+	for (uint32 i = 0; i < fl->n; i++)
+		if (FullTransactionIdEquals(fl->ext[i].stamp, CBT_STAMP_PENDING))
+			fl->ext[i].stamp = now;
+	meta->overflow_stamp = now;
 }
 
 /* ---- pages ---- */
@@ -358,12 +555,12 @@ cbt_read_node(Relation rel, BlockNumber blkno, uint64 generation,
 /* ---- writing fragments ---- */
 
 void
-cbt_frag_writer_begin(CbtFragWriter *w, Relation rel, CbtMeta *meta,
+cbt_frag_writer_begin(CbtFragWriter *w, Relation rel, CbtFreeList *free,
 					  uint64 generation, bool compress)
 {
 	memset(w, 0, sizeof(*w));
 	w->rel = rel;
-	w->meta = meta;
+	w->free = free;
 	w->generation = generation;
 	w->compress = compress;
 	initStringInfo(&w->pending);
@@ -508,7 +705,7 @@ cbt_frag_writer_end(CbtFragWriter *w, CbtFragment *out)
 	memcpy(stream + sizeof(h) + dirlen, w->blocks.data, w->blocks.len);
 
 	npages = (uint32) ((total + FRAG_PAGE_BYTES - 1) / FRAG_PAGE_BYTES);
-	ext = cbt_extent_alloc(w->rel, w->meta, npages);
+	ext = cbt_extent_alloc(w->rel, w->free, npages);
 	for (uint32 p = 0; p < npages; p++)
 	{
 		Size		off = (Size) p * FRAG_PAGE_BYTES;
