@@ -496,6 +496,10 @@ SET streamsketch.bfile_mode = 'weighted';
 SET streamsketch.bfile_weight_column = 'w';
 CREATE TABLE app.bf_guc (id int, w float8) USING bfile;
 RESET ALL;
+-- a sample bounded in bytes, made by the ordinary role
+SELECT bfile_create('app.bf_bytes', 'id int, pad text', sample_size => '256kB',
+                    buckets => 4);
+RESET ALL;
 RESET ROLE;
 });
 
@@ -807,7 +811,8 @@ sub check_cbt_restored
 
 # bfile: filled past their sample sizes (bf_fn: 20,000 rows into at most
 # 499, so that it discarded and unrolled; app.bf_guc: 10,000 rows of
-# weights 1 to 4 into at most 2,999), then flushed, so that reading the
+# weights 1 to 4 into at most 2,999; app.bf_bytes: 20,000 rows of about
+# 100 bytes into at most 256 kB), then flushed, so that reading the
 # source (the dumps) changes nothing.  A dump carries the sample's rows
 # (README, bfile): a restore inserts them as the new table's stream, so
 # the restored sample is exactly those rows (fewer than sample_size, and
@@ -833,7 +838,11 @@ my %BFILE = (
 		fill => [
 			'INSERT INTO app.bf_guc SELECT i, 1 + i % 4 FROM generate_series(1, 6000) i',
 			'INSERT INTO app.bf_guc SELECT i, 1.5 FROM generate_series(6001, 10000) i'],
-		more => 'INSERT INTO app.bf_guc SELECT i, 2 FROM generate_series(10001, 11000) i' });
+		more => 'INSERT INTO app.bf_guc SELECT i, 2 FROM generate_series(10001, 11000) i' },
+	'app.bf_bytes' => {
+		fill => [
+			"INSERT INTO app.bf_bytes SELECT i, repeat('p', 50 + i % 100) FROM generate_series(1, 20000) i"],
+		more => "INSERT INTO app.bf_bytes SELECT i, 'more' FROM generate_series(20001, 21000) i" });
 my @bfiles = sort keys %BFILE;
 my $bfile_more = 1000;    # the rows of each "more"
 
@@ -865,7 +874,7 @@ sub bfile_collect
 	foreach my $t (@$tables)
 	{
 		my %q = (
-			params => "SELECT row(mode, sample_size, min_size, buckets, unroll_every)::text "
+			params => "SELECT row(mode, sample_size, min_size, buckets, unroll_every, sample_bytes, min_bytes)::text "
 			  . "FROM bfile_info('$t')",
 			info => "SELECT i::text FROM bfile_info('$t') i",
 			restart => "SELECT row(size, seen, level, discards)::text FROM bfile_info('$t')",
@@ -882,7 +891,8 @@ sub bfile_collect
 sub check_bfile_usable
 {
 	my ($node, $db, $how, $t) = @_;
-	my $q = "SELECT seen || ' ' || (size < sample_size) FROM bfile_info('$t')";
+	my $q = "SELECT seen || ' ' || (size < sample_size OR data_bytes < sample_bytes) "
+	  . "FROM bfile_info('$t')";
 	my ($seen) = split / /, query($node, $db, $q);
 	my $r = query($node, $db, $BFILE{$t}{more});
 	is($r . '|' . query($node, $db, $q),
@@ -916,10 +926,18 @@ is($bsrc->{'app.bf_guc'}{label},
 is($bsrc->{bf_fn}{window}, query($old, 'src', bfile_digest_sql($BFILE{bf_fn}{filter})),
 	'source: bf_fn\'s window is the filter of its sample');
 isnt($bsrc->{bf_fn}{window}, '0 -', 'source: bf_fn\'s window is not empty');
-is($bsrc->{bf_fn}{params}, '(uniform,500,350,4,3)',
+is($bsrc->{bf_fn}{params}, '(uniform,500,350,4,3,,)',
 	'source: bf_fn\'s info row shows the constructor\'s parameters');
 is($bsrc->{'app.bf_guc'}{shape}, 'r|p|bfile|ss_owner||||id:integer::f,w:double precision::f',
 	'source: app.bf_guc belongs to ss_owner');
+is( query(
+		$old, 'src',
+		"SELECT row(seen, data_bytes < sample_bytes, discards > 0)::text FROM bfile_info('app.bf_bytes')"
+	)
+	  . ' ' . $bsrc->{'app.bf_bytes'}{params} . ' ' . $bsrc->{'app.bf_bytes'}{label},
+	'(20000,t,t) (uniform,,,4,4,262144,209715) sample_size=256kB min_fraction=0.8 buckets=4 mode=uniform '
+	  . 'weight_attnum=0 seed=1592598101 time_attnum=0',
+	'source: app.bf_bytes is bounded in bytes and discarded');
 
 # the checks of a restored database's bfiles: the source's shape,
 # parameters and label; the source's sample as the rows, seen and level
