@@ -255,6 +255,21 @@ lert_cone_of(const LertParams *p, uint64 fp)
 		(uint32) (fp >> (64 - pg_leftmost_one_pos32(p->ncones)));
 }
 
+/*
+ * The geometry of the time-stretch schedule: level 0 is all the cones'
+ * together.  Each cone flushes every K C0 / 2^a observations of the
+ * stream (its own capacity C0 receives about C0 / 2^a of them meanwhile),
+ * as one level 0 of the cones' whole capacity would, and places counts by
+ * the merge periods that follow from it (lert_place): only the period of
+ * each level's merges enters the bound.
+ */
+static inline void
+lert_schedule_geom(const LertParams *p, LertGeom *out)
+{
+	*out = p->geom;
+	out->level0_capacity *= p->ncones;
+}
+
 /* the level-0 page (0 .. npages-1) of a fingerprint, in fingerprint order */
 static inline uint32
 lert_level0_page(const LertParams *p, uint64 fp, uint32 npages)

@@ -408,15 +408,28 @@ round_record(uint64 logpos, const SSPendingHeader *hdr, const char *payload,
 	cone = lert_cone_of(&r->meta.params, item.fp);
 	r->meta.max_keylen = Max(r->meta.max_keylen, item.keylen);
 
-	/* time stretch: level 0 is flushed every period, whatever its fill */
+	/*
+	 * time stretch: level 0 is flushed every period, whatever its fill.
+	 * The cones' first periods are staggered (cone c's is (c + 1) / K of
+	 * one), so that their flushes, and their merges, come one at a time.
+	 */
 	if (g->variant == LERT_TIME_STRETCH)
 	{
-		int64		period = lert_level0_period(g);
+		LertGeom	sched;
+		int64		period;
+		uint32		ncones = r->meta.params.ncones;
 
-		for (uint32 c = 0; c < r->meta.params.ncones; c++)
-			if (r->meta.cones[c].level0.npages > 0 &&
-				r->pos - r->meta.cones[c].last_flush >= period)
+		lert_schedule_geom(&r->meta.params, &sched);
+		period = lert_level0_period(&sched);
+		for (uint32 c = 0; c < ncones; c++)
+		{
+			LertCone   *cn = &r->meta.cones[c];
+			int64		due = cn->flushes > 0 ? period :
+				Max(period / ncones * (c + 1), 1);
+
+			if (cn->level0.npages > 0 && r->pos - cn->last_flush >= due)
 				lert_flush_cone(r, c, logpos, false, false);
+		}
 	}
 
 	pg = page_for(r, cone, item.fp, logpos);

@@ -417,7 +417,9 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 	int64		l0_keys = 0;
 	int64		l0_key_bytes = 0;
 	DeepKeptSet deep;
+	LertGeom	sched;
 
+	lert_schedule_geom(&r->meta.params, &sched);
 	for (uint32 j = depth + 1; j <= g->nlevels; j++)
 		deeper |= cn->runs[j].nentries > 0;
 
@@ -538,7 +540,7 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 		lert_round_query_init(&q, r, cone, depth + 1, fp, keybuf, keylen);
 		if (lert_merge_report(g, &m, r->pos, deeper, lert_round_query_fn, &q, &rep))
 			lert_round_add_report(r, &rep, fp, keybuf, keylen);
-		lert_place(g, depth, r->pos, &m, counts);
+		lert_place(&sched, depth, r->pos, &m, counts);
 		if (keep_in_runs)
 		{
 			/*

@@ -6,8 +6,9 @@
 # (lifetime counts power law, exponent -1.5, capped at 65,536; arrivals
 # spread over each key's lifetime), and the paper's four robustness
 # streams (24-50 in noise, 24 vs 23, round robin, uniform 1-25), each fed
-# in ten transactions to count_stretch, immediate, time_stretch (a = 1 and
-# a = 4) and cascade lerts with a level 0 of 4,096 keys.  Against an
+# in ten transactions to count_stretch, immediate, time_stretch (a = 1,
+# a = 4, and a = 2 in four cones, which flush on one schedule, staggered)
+# and cascade lerts with a level 0 of 4,096 keys.  Against an
 # offline count of the same rows: no false positive, no key missed that
 # the variant must have reported (and none at all after lert_flush), each
 # key at most once, the count and first position at the report exact,
@@ -98,6 +99,8 @@ my %variants = (
 	ir => "variant => 'immediate'",
 	ts1 => "variant => 'time_stretch', age_bits => 1",
 	ts4 => "variant => 'time_stretch', age_bits => 4",
+	# four cones on one schedule: each flushes every K C0 / 2^a observations
+	ts2c4 => "variant => 'time_stretch', age_bits => 2, cones => 4",
 	cf => "variant => 'cascade'");
 
 # every property; all zero
