@@ -324,5 +324,32 @@ def main():
     lert_bench_report.report(results, C)
 
 
+def merge(path):
+    """Take the variants of another run of the same stream (results file
+    `path`: e.g. time_stretch rerun in a smaller cgroup to keep the ratio)
+    into the results file, each noting its RAM and build, and re-render."""
+    with open(C["OUT_JSON"]) as f:
+        results = json.load(f)
+    with open(path) as f:
+        other = json.load(f)
+    oc, mc = other["config"], results["config"]
+    for k in ("N", "ACTIVE", "SEED", "T", "BUF_MB", "LEVELS", "GROWTH", "BATCH"):
+        if oc.get(k) != mc.get(k):
+            sys.exit(f"{path}: {k} is {oc.get(k)}, not {mc.get(k)}: another stream or structure")
+    for v, r in other["variants"].items():
+        r["ram_mb"] = oc["SB_MB"] + oc["CG_EXTRA_MB"]
+        r["build"] = other["ext"].get("head", "?")
+        r["started"] = other["started"]
+        results["variants"][v] = r
+        log(f"merged {v} ({r['ram_mb']} MB, build {r['build']})")
+    with open(C["OUT_JSON"], "w") as f:
+        json.dump(results, f, indent=1)
+    import lert_bench_report
+    lert_bench_report.report(results, C)
+
+
 if __name__ == "__main__":
-    L.run(main, "lert_bench_report", C)
+    if len(sys.argv) > 2 and sys.argv[1] == "--merge":
+        merge(sys.argv[2])
+    else:
+        L.run(main, "lert_bench_report", C)

@@ -31,15 +31,16 @@ def plot(results, C):
         ax[i].set_title(title)
         ax[i].set_yscale("log")
         ax[i].legend()
-    names = [v.upper() for v in V] + ["upsert", "upsert unl."]
-    thr = [results["variants"][v]["insert"]["ops_per_s"] for v in V] + [
-        results["upsert_logged"]["insert"]["ops_per_s"],
-        results["upsert_unlogged"]["insert"]["ops_per_s"]]
-    if "inram_pg" in results:
-        names.append("CSL in RAM")
-        thr.append(results["inram_pg"]["insert"]["ops_per_s"])
-    names.append("simulated")
-    thr.append(results["inram"]["obs_per_s"])
+    names = [v.upper() for v in V]
+    thr = [results["variants"][v]["insert"]["ops_per_s"] for v in V]
+    for key, name in (("upsert_logged", "upsert"), ("upsert_unlogged", "upsert unl."),
+                      ("inram_pg", "CSL in RAM")):
+        if key in results:
+            names.append(name)
+            thr.append(results[key]["insert"]["ops_per_s"])
+    if "inram" in results:
+        names.append("simulated")
+        thr.append(results["inram"]["obs_per_s"])
     ax[2].bar(range(len(names)), thr)
     ax[2].set_xticks(range(len(names)))
     ax[2].set_xticklabels(names, rotation=45, ha="right")
@@ -91,36 +92,41 @@ def report(results, C):
     rows = []
     for v, r in results["variants"].items():
         m = r["insert"]
-        rows.append([NAMES.get(v, v), r["sessions"], fmt(m["ops_per_s"]), fmt(m["reads_per_op"], 4),
+        rows.append([NAMES.get(v, v) + (f" (build `{r['build']}`)" if "build" in r else ""),
+                     r["sessions"], fmt(m["ops_per_s"]), fmt(m["reads_per_op"], 4),
                      fmt(m["buf_writes_per_op"], 4), fmt(m["wal_bytes_per_op"]),
-                     fmt(r["relation_mb"]), fmt(r["ratio"], 1), fmt(m["mem_peak_mb"])])
+                     fmt(r["relation_mb"]), r.get("ram_mb", ram), fmt(r["ratio"], 1),
+                     fmt(m["mem_peak_mb"])])
     for sname, r in results.get("scaling", {}).items():
         if sname == "1":
             continue
         m = r["insert"]
         rows.append([NAMES["csl"], r["sessions"], fmt(m["ops_per_s"]), fmt(m["reads_per_op"], 4),
                      fmt(m["buf_writes_per_op"], 4), fmt(m["wal_bytes_per_op"]),
-                     fmt(r["relation_mb"]), fmt(r["ratio"], 1), fmt(m["mem_peak_mb"])])
+                     fmt(r["relation_mb"]), ram, fmt(r["ratio"], 1), fmt(m["mem_peak_mb"])])
     for key, label in (("upsert_logged", "upsert-and-report table"),
                        ("upsert_unlogged", "upsert-and-report table, unlogged")):
+        if key not in results:
+            continue
         r = results[key]
         m = r["insert"]
         rows.append([f"{label} (last {r['window']:,} observations)", 1, fmt(m["ops_per_s"]),
                      fmt(m["reads_per_op"], 4), fmt(m["buf_writes_per_op"], 4),
-                     fmt(m["wal_bytes_per_op"]), fmt(r["size_mb"]), fmt(r["size_mb"] / ram, 1),
+                     fmt(m["wal_bytes_per_op"]), fmt(r["size_mb"]), ram, fmt(r["size_mb"] / ram, 1),
                      fmt(m["mem_peak_mb"])])
     ram_pg = results.get("inram_pg")
     if ram_pg:
         m = ram_pg["insert"]
         rows.append([f"in-RAM reference: {NAMES['csl']}, shared_buffers {C['LOADER_SB_MB']:,} MB, no cgroup", 1,
                      fmt(m["ops_per_s"]), fmt(m["reads_per_op"], 4), fmt(m["buf_writes_per_op"], 4),
-                     fmt(m["wal_bytes_per_op"]), fmt(ram_pg["relation_mb"]), "-", "-"])
-    rows.append(["in-RAM reference without PostgreSQL (simulated count_stretch LERT)", 1,
-                 fmt(results["inram"]["obs_per_s"]), "-", "-", "-", "-", "-", "-"])
+                     fmt(m["wal_bytes_per_op"]), fmt(ram_pg["relation_mb"]), "-", "-", "-"])
+    if "inram" in results:
+        rows.append(["in-RAM reference without PostgreSQL (simulated count_stretch LERT)", 1,
+                     fmt(results["inram"]["obs_per_s"]), "-", "-", "-", "-", "-", "-", "-"])
     out.append(table(["structure", "sessions", "observations/s", "page reads/obs", "buffer writes/obs",
-                      "WAL bytes/obs", "size MB", "size / RAM", "memory peak MB"], rows))
+                      "WAL bytes/obs", "size MB", "RAM MB", "size / RAM", "memory peak MB"], rows))
     csl = results["variants"].get("csl")
-    if csl:
+    if csl and "upsert_logged" in results and "inram" in results:
         up = results["upsert_logged"]["insert"]["ops_per_s"]
         ram_ref = results["inram"]["obs_per_s"]
         target = (f"\nTargets: count_stretch {csl['insert']['ops_per_s'] / up:.1f}x the upsert-and-report "
