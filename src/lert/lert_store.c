@@ -153,14 +153,7 @@ lert_write_page(Relation rel, BlockNumber blkno, uint16 page_type,
 	Page		page;
 
 	CHECK_FOR_INTERRUPTS();
-	if (full)
-		buf = ss_lock_buffer_for_overwrite(rel, blkno);
-	else
-	{
-		ss_extend_to(rel, blkno);
-		buf = ReadBuffer(rel, blkno);
-		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	}
+	buf = ss_lock_buffer_for_rewrite(rel, blkno, full);
 	state = ss_xlog_start(rel);
 	page = ss_xlog_register(state, buf,
 							full || PageIsNew(BufferGetPage(buf)) ? SS_XLOG_FULL_IMAGE : 0);

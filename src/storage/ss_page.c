@@ -527,19 +527,27 @@ ss_write_full_page(Relation rel, BlockNumber blkno, uint16 page_type,
 
 /*
  * Pin and exclusively lock block blkno (extending the relation if needed)
- * for a caller that replaces the whole page and logs it as a full image.
- * The block's old contents are not read from disk (RBM_ZERO_AND_LOCK): a
- * run or node written into reused blocks costs a write, not a read and a
- * write.  A block still in shared buffers keeps its old contents until
- * overwritten; one that was not is zeroed, which readers take for a
- * recycled page, as the old contents were (the caller owns the block).
+ * for a caller that replaces the whole page.  If it logs a full image
+ * (full), the block's old contents are not read from disk
+ * (RBM_ZERO_AND_LOCK): a run or node written into reused blocks costs a
+ * write, not a read and a write.  A block still in shared buffers keeps
+ * its old contents until overwritten; one that was not is zeroed, which
+ * readers take for a recycled page, as the old contents were (the caller
+ * owns the block).  Otherwise the old contents are read: WAL gets what
+ * changed.
  */
 Buffer
-ss_lock_buffer_for_overwrite(Relation rel, BlockNumber blkno)
+ss_lock_buffer_for_rewrite(Relation rel, BlockNumber blkno, bool full)
 {
+	Buffer		buf;
+
 	ss_extend_to(rel, blkno);
-	return ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_ZERO_AND_LOCK,
-							  NULL);
+	if (full)
+		return ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_ZERO_AND_LOCK,
+								  NULL);
+	buf = ReadBuffer(rel, blkno);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	return buf;
 }
 
 /*
@@ -556,14 +564,7 @@ ss_write_page(Relation rel, BlockNumber blkno, uint16 page_type,
 	Page		page;
 
 	CHECK_FOR_INTERRUPTS();
-	if (full)
-		buf = ss_lock_buffer_for_overwrite(rel, blkno);
-	else
-	{
-		ss_extend_to(rel, blkno);
-		buf = ReadBuffer(rel, blkno);
-		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	}
+	buf = ss_lock_buffer_for_rewrite(rel, blkno, full);
 	state = ss_xlog_start(rel);
 	page = ss_xlog_register(state, buf, full ? SS_XLOG_FULL_IMAGE : 0);
 	ss_page_init(page, page_type, SS_PAGE_DATA_SIZE);

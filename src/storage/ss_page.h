@@ -117,7 +117,8 @@ extern void ss_meta_validate(Relation rel,
 extern bool ss_block_known_to_exist(Relation rel, BlockNumber blkno);
 extern Buffer ss_read_buffer_if_exists(Relation rel, BlockNumber blkno);
 extern void ss_prefetch(Relation rel, BlockNumber blkno);
-extern Buffer ss_lock_buffer_for_overwrite(Relation rel, BlockNumber blkno);
+extern Buffer ss_lock_buffer_for_rewrite(Relation rel, BlockNumber blkno,
+										 bool full);
 extern void ss_stale_page(Relation rel, BlockNumber blkno, const char *what)
 			pg_attribute_noreturn();
 extern void ss_write_full_page(Relation rel, BlockNumber blkno,
