@@ -197,6 +197,28 @@ free_list_make_room(CbtFreeList *fl)
 	return true;
 }
 
+/* The index of the list's smallest extent (the list is not empty). */
+static uint32
+free_list_smallest(const CbtFreeList *fl)
+{
+	uint32		smallest = 0;
+
+	for (uint32 j = 1; j < fl->n; j++)
+		if (fl->ext[j].npages < fl->ext[smallest].npages)
+			smallest = j;
+	return smallest;
+}
+
+/* Drop extent i from the list: its pages leak (until VACUUM FULL). */
+static void
+free_list_forget(CbtFreeList *fl, uint32 i)
+{
+	fl->leaked_pages += fl->ext[i].npages;
+	memmove(&fl->ext[i], &fl->ext[i + 1],
+			sizeof(CbtFreeExtent) * (fl->n - i - 1));
+	fl->n--;
+}
+
 /* The index of the first extent starting at or after start. */
 static uint32
 free_list_position(const CbtFreeList *fl, BlockNumber start)
@@ -270,20 +292,14 @@ cbt_extent_free(CbtFreeList *fl, CbtExtent ext, FullTransactionId stamp)
 	}
 	if (fl->n >= fl->limit)
 	{
-		uint32		smallest = 0;
+		uint32		smallest = free_list_smallest(fl);
 
-		for (uint32 j = 1; j < fl->n; j++)
-			if (fl->ext[j].npages < fl->ext[smallest].npages)
-				smallest = j;
 		if (fl->ext[smallest].npages >= ext.npages)
 		{
 			fl->leaked_pages += ext.npages;
 			return;
 		}
-		fl->leaked_pages += fl->ext[smallest].npages;
-		memmove(&fl->ext[smallest], &fl->ext[smallest + 1],
-				sizeof(CbtFreeExtent) * (fl->n - smallest - 1));
-		fl->n--;
+		free_list_forget(fl, smallest);
 		if (smallest < i)
 			i--;
 	}
@@ -352,8 +368,14 @@ cbt_free_list_load(Relation rel, const CbtMeta *meta, CbtFreeList *fl)
 	PGAlignedBlock area;
 	uint32		npages = cbt_overflow_pages(meta->overflow_extents);
 
+	/*
+	 * Extents reserved since the last install may have filled the
+	 * metapage's spare entries: the list may start a little past its limit
+	 * (trimmed below).
+	 */
 	fl->limit = CBT_MAX_FREE_EXTENTS + CBT_MAX_OVERFLOW_EXTENTS;
-	fl->ext = palloc(sizeof(CbtFreeExtent) * fl->limit);
+	fl->ext = palloc(sizeof(CbtFreeExtent) *
+					 Max(fl->limit, meta->nfree + meta->overflow_extents));
 	fl->leaked_pages = 0;
 	memcpy(fl->ext, meta->free_ext, sizeof(CbtFreeExtent) * meta->nfree);
 	fl->n = meta->nfree;
@@ -389,6 +411,8 @@ cbt_free_list_load(Relation rel, const CbtMeta *meta, CbtFreeList *fl)
 			free_list_corrupted(rel, npages > 0 ? meta->overflow_start : SS_METAPAGE_BLKNO,
 								"The free list's extents overlap or lie outside the relation.");
 	}
+	while (fl->n > fl->limit)
+		free_list_forget(fl, free_list_smallest(fl));
 }
 
 /*
