@@ -13,12 +13,18 @@ NAMES = {"csl": "count_stretch (CSL)", "tsl1": "time_stretch a=1 (TSL1)",
          "cf": "cascade (CF, no timeliness)"}
 
 
+def variant_order(results):
+    """The variants in the paper's order (a merged run appends its own)."""
+    vs = results["variants"]
+    return [v for v in NAMES if v in vs] + [v for v in vs if v not in NAMES]
+
+
 def plot(results, C):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    V = [v for v in results["variants"] if "check" in results["variants"][v]]
+    V = [v for v in variant_order(results) if "check" in results["variants"][v]]
     fig, ax = plt.subplots(1, 3, figsize=(15, 4.5))
     x = range(len(V))
     for i, (what, title) in enumerate((("cs", "count stretch (count at report / T)"),
@@ -75,7 +81,8 @@ def report(results, C):
            "wrong first or reported position, and reports over the variant's bound; then, after "
            "`lert_flush`, keys of count >= T still not reported.\n"]
     rows = []
-    for v, r in results["variants"].items():
+    for v in variant_order(results):
+        r = results["variants"][v]
         if "check" not in r:
             continue
         c, cf = r["check"], r["check_flushed"]
@@ -90,7 +97,8 @@ def report(results, C):
     out.append(f"\n![stretch and throughput]({os.path.basename(C['OUT_PNG'])})\n")
     out.append("## Throughput and I/O\n")
     rows = []
-    for v, r in results["variants"].items():
+    for v in variant_order(results):
+        r = results["variants"][v]
         m = r["insert"]
         rows.append([NAMES.get(v, v) + (f" (build `{r['build']}`)" if "build" in r else ""),
                      r["sessions"], fmt(m["ops_per_s"]), fmt(m["reads_per_op"], 4),
