@@ -359,8 +359,8 @@ free_list_corrupted(Relation rel, BlockNumber blkno, const char *what)
  * install can recycle the pages under it).  The two parts are each by
  * start block, but an extent reserved since the last install sits in the
  * metapage's part after the overflow's, hence the sort.  Extents that
- * overlap each other or lie outside the relation's blocks are damage: a
- * consolidator that reused them would overwrite the tree.
+ * overlap each other or the overflow pages, or lie outside the relation,
+ * are damage: a consolidator that reused them would overwrite the tree.
  */
 void
 cbt_free_list_load(Relation rel, const CbtMeta *meta, CbtFreeList *fl)
@@ -407,9 +407,11 @@ cbt_free_list_load(Relation rel, const CbtMeta *meta, CbtFreeList *fl)
 		if (f->start < 1 || f->npages == 0 ||
 			f->start >= meta->hdr.log.alloc_end ||
 			f->npages > meta->hdr.log.alloc_end - f->start ||
-			(i > 0 && f->start < fl->ext[i - 1].start + fl->ext[i - 1].npages))
+			(i > 0 && f->start < fl->ext[i - 1].start + fl->ext[i - 1].npages) ||
+			(npages > 0 && f->start < meta->overflow_start + npages &&
+			 meta->overflow_start < f->start + f->npages))
 			free_list_corrupted(rel, npages > 0 ? meta->overflow_start : SS_METAPAGE_BLKNO,
-								"The free list's extents overlap or lie outside the relation.");
+								"The free list's extents overlap each other or its own pages, or lie outside the relation.");
 	}
 	while (fl->n > fl->limit)
 		free_list_forget(fl, free_list_smallest(fl));
