@@ -25,6 +25,9 @@
 #     concurrently, each committed row also logged in a heap in the same
 #     transaction; after the run, and after an immediate stop in the
 #     middle of another, the cbt equals GROUP BY over the log.
+#  6. A damaged page of the free list's overflow (a plausible extent of no
+#     pages) makes the next round fail with XX001, leaving the log as it
+#     was, instead of letting it reuse blocks the tree holds.
 
 use strict;
 use warnings;
@@ -245,5 +248,55 @@ cmp_ok($node->safe_psql('postgres', 'SELECT count(*) FROM log WHERE run = 2'),
 $groups = $node->safe_psql('postgres', 'SELECT count(DISTINCT k) FROM log');
 is($node->safe_psql('postgres', $cc_check), "$groups groups, 0 wrong",
 	'after an immediate stop during run 2, the cbt equals GROUP BY over the committed rows');
+
+# 6. a damaged page of the free list's overflow (a plausible extent of no
+# pages, which a consolidator must not trust: it would reuse blocks the
+# tree holds): the next round fails with XX001 and leaves the log as it
+# was; readers, who never read the free list, answer while no round runs
+$node->safe_psql('postgres', q{
+SELECT cbt_create('c_fl', group_by => 'k int', aggregates => 'count(*) AS n',
+                  root_buffer => '64kB', node_buffer => '16kB', fanout => 4);
+SET streamsketch.change_log_limit = '64kB';
+DO $$
+BEGIN
+	FOR i IN 1..120 LOOP
+		INSERT INTO c_fl (k) SELECT (g * 7919 + i) % 40000 FROM generate_series(1, 5000) g;
+		COMMIT;
+	END LOOP;
+END
+$$;
+SELECT cbt_finalize('c_fl');
+});
+is( $node->safe_psql('postgres',
+		"SELECT (free_extents > 128) || ' ' || leaked_pages FROM cbt_info('c_fl')"),
+	'true 0', 'c_fl: its free list went on in pages');
+my $fl_file = $node->data_dir . '/'
+  . $node->safe_psql('postgres', "SELECT pg_relation_filepath('c_fl')");
+$node->stop;
+my $fl_img = do { open my $fh, '<:raw', $fl_file or die; local $/; <$fh> };
+# the overflow pages: page type 16 (SS_PAGE_CBT_FREE), 8 bytes before the end
+my @fl_pages = grep { unpack('v', substr($fl_img, $_ * 8192 + 8192 - 8, 2)) == 16 }
+  1 .. length($fl_img) / 8192 - 1;
+cmp_ok(scalar(@fl_pages), '>=', 1, 'c_fl: the free list has overflow pages');
+# in each (the installed list's, and those earlier installs freed), the
+# first extent's npages (page header 24, then generation 8, count 4,
+# padding 4, then {start, npages, stamp}) becomes 0
+open my $fh, '+<:raw', $fl_file or die;
+foreach my $b (@fl_pages)
+{
+	seek($fh, $b * 8192 + 24 + 16 + 4, 0) or die;
+	print $fh pack('V', 0);
+}
+close $fh;
+$node->start;
+is($node->safe_psql('postgres', 'SELECT count(*) || \' \' || sum(n) FROM c_fl'),
+	'40000 600000', 'c_fl damaged: readers still answer');
+# a committed row in the log, then the round that would take it in
+$node->safe_psql('postgres', 'INSERT INTO c_fl (k) VALUES (1)');
+my ($fl_err) = ss_run_sql($node, "SELECT cbt_finalize('c_fl')");
+like($fl_err, qr/^XX001: /, 'c_fl damaged: the next round fails with XX001');
+is( $node->safe_psql('postgres',
+		"SELECT log_records FROM streamsketch_log_info('c_fl')"),
+	'1', 'c_fl damaged: the failed round left the committed row in the log');
 
 done_testing();
