@@ -123,6 +123,25 @@ FROM cbt_info('ct_churn');
 SELECT count(*) AS groups, sum(n) AS rows, sum(sv) = 120 * (5000 * 5001 / 2) AS sums_right
 FROM ct_churn;
 
+-- a leaf over its limit splits in equal pieces, each at least a quarter of
+-- a node buffer: after cbt_finalize (all PAOs in the leaves, one per group)
+-- the leaves hold more than that on average (split into a full piece and
+-- the rest, as before, half of them held a crumb: 5.7 kB on average here)
+SELECT cbt_create('ct_split', group_by => 'k int', aggregates => 'count(*) AS n',
+                  root_buffer => '64kB', node_buffer => '32kB', fanout => 16);
+DO $$
+BEGIN
+	FOR i IN 1..40 LOOP
+		INSERT INTO ct_split (k) SELECT (g * 7919 + i * 104729) % 20000 FROM generate_series(1, 5000) g;
+		COMMIT;
+	END LOOP;
+END
+$$;
+SELECT cbt_finalize('ct_split') AS groups;
+SELECT stored_bytes / fragments > 32768 / 4 AS leaves_over_a_quarter_buffer, splits > 8 AS split
+FROM cbt_info('ct_split');
+SELECT count(*) AS groups, sum(n) AS rows FROM ct_split;
+
 -- groups as GROUP BY makes them: keys equal under the type's equality
 -- (numeric 1.0 = 1.00), NULL keys in one group, several key columns,
 -- long (toasted) text keys; internal states (numeric avg), array states
@@ -357,7 +376,7 @@ RESET ROLE;
 
 DROP VIEW ct_check, ct_lookup_check;
 DROP TABLE ct_rt;
-DROP TABLE ct_pages, ct_big, ct_churn, ct_rows, ct_multi, ct_rows2, ct_nodef, ct_heap,
+DROP TABLE ct_pages, ct_big, ct_churn, ct_split, ct_rows, ct_multi, ct_rows2, ct_nodef, ct_heap,
   ct_dump, ct_dump_copy;
 DROP SCHEMA ct_schema CASCADE;
 DROP SCHEMA ct_evil CASCADE;

@@ -25,7 +25,8 @@ CREATE FUNCTION cbt_info(cbt regclass,
 	OUT fragments bigint, OUT rows bigint, OUT raw_bytes bigint,
 	OUT stored_bytes bigint, OUT rounds bigint, OUT spills bigint,
 	OUT splits bigint, OUT relation_pages bigint, OUT leaked_pages bigint,
-	OUT free_pages bigint, OUT free_extents int)
+	OUT free_pages bigint, OUT free_extents int,
+	OUT fragments_in_pieces bigint)
 AS 'MODULE_PATHNAME', 'cbt_info' LANGUAGE C STRICT STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION cbt_info(regclass) IS 'definition, parameters, tree shape and counters of a cbt table';
 

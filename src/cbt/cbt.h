@@ -99,7 +99,18 @@ typedef struct CbtFreeExtent
 	FullTransactionId stamp;
 } CbtFreeExtent;
 
-/* A fragment: a sorted, aggregated run of PAOs in one extent. */
+/*
+ * Extents of one fragment at most: a fragment larger than every reusable
+ * free extent is stored in pieces (cbt_extent_alloc_pieces).
+ */
+#define CBT_FRAG_MAX_PIECES		32
+
+/*
+ * A fragment: a sorted, aggregated run of PAOs.  Its byte stream fills
+ * ext, or, when npieces >= 2, ext and then the other pieces listed in its
+ * header (cbt_frag_pieces), in block order.  (npieces is 0 in fragments
+ * of one extent: it took the structure's padding, zero before it existed.)
+ */
 typedef struct CbtFragment
 {
 	CbtExtent	ext;
@@ -108,9 +119,13 @@ typedef struct CbtFragment
 	uint64		max_hash;
 	uint64		npaos;
 	uint64		raw_bytes;		/* PAO bytes before compression */
-	uint64		stored_bytes;	/* directory and blocks as stored */
+	uint64		stored_bytes;	/* header, directory and blocks as stored */
 	uint32		nblocks;
+	uint32		npieces;		/* 0: ext alone */
 } CbtFragment;
+
+StaticAssertDecl(sizeof(CbtFragment) == 64,
+				 "node pages hold fragment descriptors of this layout");
 
 /*
  * A node, as its page holds it.  Child i covers hashes [pivot[i],
@@ -174,6 +189,7 @@ typedef struct CbtMeta
 	uint32		overflow_extents;
 	FullTransactionId overflow_stamp;
 	uint64		overflow_free_pages;	/* the pages those extents hold */
+	uint64		fragments_in_pieces;	/* of fragments; 0 in older tables */
 } CbtMeta;
 
 StaticAssertDecl(sizeof(CbtMeta) <= SS_PAGE_DATA_SIZE,
@@ -200,6 +216,12 @@ extern void cbt_free_list_stamp(CbtFreeList *fl, CbtMeta *meta,
 extern uint32 cbt_overflow_pages(uint32 nextents);
 extern CbtExtent cbt_extent_alloc(Relation rel, CbtFreeList *fl,
 								  uint32 npages);
+extern bool cbt_extent_fits(const CbtFreeList *fl, uint32 npages);
+extern uint32 cbt_extent_alloc_pieces(Relation rel, CbtFreeList *fl,
+									  uint32 npages, CbtExtent *pieces,
+									  uint32 maxpieces);
+extern int	cbt_frag_pieces(Relation rel, const CbtFragment *frag,
+							CbtExtent *pieces);
 extern void cbt_extent_free(CbtFreeList *fl, CbtExtent ext,
 							FullTransactionId stamp);
 extern void cbt_stale_page(Relation rel, BlockNumber blkno)
@@ -226,6 +248,7 @@ typedef struct CbtFragWriter
 	uint32		maxpending;
 	StringInfoData blocks;		/* encoded blocks */
 	StringInfoData dir;			/* their directory entries */
+	StringInfoData block_raw;	/* their PAO bytes (uint32 each) */
 	uint32		nblocks;
 	uint64		npaos;
 	uint64		raw_bytes;
@@ -239,12 +262,16 @@ extern void cbt_frag_writer_begin(CbtFragWriter *w, Relation rel,
 extern void cbt_frag_writer_add(CbtFragWriter *w, uint64 hash,
 								const char *pao, uint32 size);
 extern bool cbt_frag_writer_end(CbtFragWriter *w, CbtFragment *out);
+extern int	cbt_frag_writer_end_split(CbtFragWriter *w, uint64 piece_raw,
+									  int maxfrags, CbtFragment *out);
 
 /* Reading a fragment's PAOs in order, one block in memory at a time. */
 typedef struct CbtFragCursor
 {
 	Relation	rel;
 	CbtFragment frag;
+	CbtExtent	pieces[CBT_FRAG_MAX_PIECES];	/* the stream's extents */
+	int			npieces;
 	char	   *dir;			/* directory entries */
 	uint32		block;			/* next block to load */
 	CbtBlockHeader hdr;			/* of the loaded block */

@@ -141,8 +141,8 @@ cbt_info(PG_FUNCTION_ARGS)
 	CbtMeta    *meta = palloc0(sizeof(CbtMeta));
 	CbtState   *st;
 	TupleDesc	tupdesc;
-	Datum		values[18];
-	bool		nulls[18] = {0};
+	Datum		values[19];
+	bool		nulls[19] = {0};
 	int64		free_pages = 0;
 	SSLogSnapshot snap;
 
@@ -178,6 +178,7 @@ cbt_info(PG_FUNCTION_ARGS)
 		free_pages += meta->free_ext[i].npages;
 	values[16] = Int64GetDatum(free_pages);
 	values[17] = Int32GetDatum((int32) (meta->nfree + meta->overflow_extents));
+	values[18] = Int64GetDatum((int64) meta->fragments_in_pieces);
 	relation_close(rel, AccessShareLock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -28,6 +28,7 @@
 #include "cbt_agg.h"
 #include "cbt_groups.h"
 #include "cbt_round.h"
+#include "common/hashfn.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "ss_changelog.h"
@@ -104,6 +105,27 @@ free_extent(CbtRound *r, CbtExtent ext)
 	cbt_extent_free(&r->free, ext, stamp);
 }
 
+/* The extents of a fragment the round has just written. */
+static void
+note_fresh_fragment(CbtRound *r, const CbtFragment *f)
+{
+	CbtExtent	pieces[CBT_FRAG_MAX_PIECES];
+	int			n = cbt_frag_pieces(r->rel, f, pieces);
+
+	for (int i = 0; i < n; i++)
+		note_fresh(r, pieces[i]);
+}
+
+static void
+free_fragment_extents(CbtRound *r, const CbtFragment *f)
+{
+	CbtExtent	pieces[CBT_FRAG_MAX_PIECES];
+	int			n = cbt_frag_pieces(r->rel, f, pieces);
+
+	for (int i = 0; i < n; i++)
+		free_extent(r, pieces[i]);
+}
+
 /* ---- a pass over collected records ---- */
 
 static int
@@ -149,7 +171,7 @@ records_fragment(CbtRound *r, CbtFragment *out)
 		groups_emit(r, &r->groups, recs[r->nrecords - 1].hash, &w);
 	any = cbt_frag_writer_end(&w, out);
 	if (any)
-		note_fresh(r, out->ext);
+		note_fresh_fragment(r, out);
 	return any;
 }
 
@@ -250,11 +272,23 @@ node_stored_bytes(const CbtNode *node)
 	return total;
 }
 
+/*
+ * A node is emptied once its fragments hold more than its share of
+ * node_buffer: between half and all of it, by a hash of where its range
+ * starts.  Nodes that one stream of uniform keys fills at one rate would
+ * otherwise reach one limit in the same round, and that round would
+ * rewrite most of the tree; written out of place, the relation must hold
+ * the tree and all that the round wrote.
+ */
 static bool
 node_over_limit(CbtRound *r, const CbtNode *node)
 {
+	uint64		full = (uint64) r->meta.params.node_buffer_kb * 1024;
+	uint32		h = murmurhash32((uint32) (node->lo >> 32) ^ (uint32) node->lo ^
+								 node->level);
+
 	return node->nfragments >= CBT_MAX_FRAGMENTS ||
-		node_stored_bytes(node) > (uint64) r->meta.params.node_buffer_kb * 1024;
+		node_stored_bytes(node) > full - (full / 2) * (h >> 16) / 65536;
 }
 
 static void
@@ -263,9 +297,11 @@ free_fragments(CbtRound *r, CbtNode *node)
 	for (uint32 i = 0; i < node->nfragments; i++)
 	{
 		r->meta.fragments--;
+		if (node->fragments[i].npieces > 0 && r->meta.fragments_in_pieces > 0)
+			r->meta.fragments_in_pieces--;
 		r->meta.raw_bytes -= node->fragments[i].raw_bytes;
 		r->meta.stored_bytes -= node->fragments[i].stored_bytes;
-		free_extent(r, node->fragments[i].ext);
+		free_fragment_extents(r, &node->fragments[i]);
 	}
 	node->nfragments = 0;
 }
@@ -277,6 +313,8 @@ add_fragment(CbtRound *r, CbtNode *node, const CbtFragment *f)
 		elog(ERROR, "cbt node has no room for a fragment");
 	node->fragments[node->nfragments++] = *f;
 	r->meta.fragments++;
+	if (f->npieces > 0)
+		r->meta.fragments_in_pieces++;
 	r->meta.raw_bytes += f->raw_bytes;
 	r->meta.stored_bytes += f->stored_bytes;
 }
@@ -302,35 +340,11 @@ write_node(CbtRound *r, CbtNode *node, BlockNumber oldblk)
 	return ref;
 }
 
-/* Writer per leaf piece: a new piece once the current one is full. */
-typedef struct LeafSplit
-{
-	uint64		budget;			/* raw PAO bytes per piece */
-	int			npieces;
-	CbtFragWriter writers[CBT_MAX_FANOUT];
-	uint64		first_hash[CBT_MAX_FANOUT];
-	uint64		last_hash;
-} LeafSplit;
-
+/* The one writer of a leaf being emptied. */
 static CbtFragWriter *
 leaf_writer_for(CbtRound *r, uint64 hash, void *arg)
 {
-	LeafSplit  *ls = (LeafSplit *) arg;
-	CbtFragWriter *w = ls->npieces > 0 ? &ls->writers[ls->npieces - 1] : NULL;
-
-	/* a new piece at a new hash, once the current one has its share */
-	if (w == NULL ||
-		(hash != ls->last_hash && w->raw_bytes >= ls->budget &&
-		 ls->npieces < CBT_MAX_FANOUT))
-	{
-		w = &ls->writers[ls->npieces];
-		cbt_frag_writer_begin(w, r->rel, &r->free, r->generation,
-							  r->meta.params.compression);
-		ls->first_hash[ls->npieces] = hash;
-		ls->npieces++;
-	}
-	ls->last_hash = hash;
-	return w;
+	return (CbtFragWriter *) arg;
 }
 
 /* Writer per child: the child whose range holds the hash. */
@@ -410,14 +424,21 @@ pack_children(CbtRound *r, CbtNode *node, BlockNumber oldblk, List *refs)
 	return out;
 }
 
-/* Empty a leaf: merge its fragments, split it if they are too large. */
+/*
+ * Empty a leaf: merge its fragments; if they hold more than half a buffer
+ * (compressed as the fragments were), split it in as many equal leaves
+ * as that takes.
+ */
 static List *
 empty_leaf(CbtRound *r, CbtNode *node, BlockNumber oldblk)
 {
 	Merge	   *m = palloc0(sizeof(Merge));
-	LeafSplit  *ls = palloc0(sizeof(LeafSplit));
+	CbtFragWriter *w = palloc0(sizeof(CbtFragWriter));
+	CbtFragment *pieces = palloc(sizeof(CbtFragment) * CBT_MAX_FANOUT);
 	uint64		raw = 0;
 	uint64		stored = 0;
+	uint64		budget;
+	int			npieces;
 	List	   *out = NIL;
 
 	for (uint32 i = 0; i < node->nfragments; i++)
@@ -425,41 +446,35 @@ empty_leaf(CbtRound *r, CbtNode *node, BlockNumber oldblk)
 		raw += node->fragments[i].raw_bytes;
 		stored += node->fragments[i].stored_bytes;
 	}
-	/* pieces of half a buffer, compressed as the fragments were */
-	ls->budget = Max((uint64) 1,
-					 (uint64) ((double) r->meta.params.node_buffer_kb * 512 *
-							   ((double) raw / (double) Max(stored, 1))));
+	budget = Max((uint64) 1,
+				 (uint64) ((double) r->meta.params.node_buffer_kb * 512 *
+						   ((double) raw / (double) Max(stored, 1))));
+	cbt_frag_writer_begin(w, r->rel, &r->free, r->generation,
+						  r->meta.params.compression);
 	merge_open(r, m, node->fragments, (int) node->nfragments);
-	while (merge_next(r, m, leaf_writer_for, ls))
+	while (merge_next(r, m, leaf_writer_for, w))
 		;
 	merge_close(m);
 	free_fragments(r, node);
+	npieces = cbt_frag_writer_end_split(w, budget, CBT_MAX_FANOUT, pieces);
 
-	for (int k = 0; k < ls->npieces; k++)
+	for (int k = 0; k < Max(npieces, 1); k++)
 	{
 		CbtNode		leaf = *node;
-		CbtFragment f;
 		NodeRef    *ref = palloc(sizeof(NodeRef));
 
 		leaf.nfragments = 0;
-		leaf.lo = k == 0 ? node->lo : ls->first_hash[k];
-		leaf.hi = k == ls->npieces - 1 ? node->hi : ls->first_hash[k + 1] - 1;
-		if (cbt_frag_writer_end(&ls->writers[k], &f))
+		leaf.lo = k == 0 ? node->lo : pieces[k].min_hash;
+		leaf.hi = k >= npieces - 1 ? node->hi : pieces[k + 1].min_hash - 1;
+		if (k < npieces)
 		{
-			note_fresh(r, f.ext);
-			add_fragment(r, &leaf, &f);
+			note_fresh_fragment(r, &pieces[k]);
+			add_fragment(r, &leaf, &pieces[k]);
 		}
 		*ref = write_node(r, &leaf, k == 0 ? oldblk : InvalidBlockNumber);
 		out = lappend(out, ref);
 	}
-	if (ls->npieces == 0)
-	{
-		NodeRef    *ref = palloc(sizeof(NodeRef));
-
-		*ref = write_node(r, node, oldblk);
-		out = lappend(out, ref);
-	}
-	if (ls->npieces > 1)
+	if (npieces > 1)
 		r->meta.splits++;
 	return out;
 }
@@ -500,7 +515,7 @@ spilled_child(CbtRound *r, CbtNode *node, Spill *sp, uint32 i, CbtNode *child)
 	cbt_read_node(r->rel, node->child[i], node->child_generation[i], child);
 	if (sp == NULL || !sp->open[i] || !cbt_frag_writer_end(&sp->writers[i], &f))
 		return false;
-	note_fresh(r, f.ext);
+	note_fresh_fragment(r, &f);
 	add_fragment(r, child, &f);
 	return true;
 }

@@ -31,7 +31,8 @@
 
 #define PAGE_GEN_SIZE		sizeof(uint64)
 #define FRAG_PAGE_BYTES		(SS_PAGE_DATA_SIZE - PAGE_GEN_SIZE)
-#define FRAG_MAGIC			0x46544243	/* "CBTF" */
+#define FRAG_MAGIC			0x46544243	/* "CBTF": one extent */
+#define FRAG_MAGIC_PIECES	0x50544243	/* "CBTP": in pieces */
 
 typedef struct FragHeader
 {
@@ -40,6 +41,21 @@ typedef struct FragHeader
 	uint64		npaos;
 	uint64		generation;
 } FragHeader;
+
+/* After the header of a fragment in pieces: its extents, in block order. */
+typedef struct FragPieces
+{
+	uint32		npieces;
+	uint32		unused;
+	CbtExtent	piece[FLEXIBLE_ARRAY_MEMBER];
+} FragPieces;
+
+#define FRAG_PIECES_SIZE(n)	(offsetof(FragPieces, piece) + sizeof(CbtExtent) * (n))
+
+/* The header and piece list are read from the stream's first page. */
+StaticAssertDecl(sizeof(FragHeader) + FRAG_PIECES_SIZE(CBT_FRAG_MAX_PIECES) <=
+				 SS_PAGE_DATA_SIZE - sizeof(uint64),
+				 "a fragment's piece list fits in its first page");
 
 typedef struct FragDirEntry
 {
@@ -78,6 +94,61 @@ record_reserved(Relation rel, CbtExtent ext)
 }
 
 /*
+ * The smallest free extent of at least npages that no snapshot can reach
+ * any more (npages 0: the largest such extent); -1 if there is none.
+ */
+static int
+free_list_reusable(const CbtFreeList *fl, uint32 npages)
+{
+	int			best = -1;
+
+	for (uint32 i = 0; i < fl->n; i++)
+	{
+		const CbtFreeExtent *f = &fl->ext[i];
+
+		bool		better = npages > 0 ?
+			(f->npages >= npages &&
+			 (best < 0 || f->npages < fl->ext[best].npages)) :
+			(best < 0 || f->npages > fl->ext[best].npages);
+
+		if (better && GlobalVisCheckRemovableFullXid(NULL, f->stamp))
+			best = (int) i;
+	}
+	return best;
+}
+
+/* Take up to npages blocks from the start of free extent i. */
+static CbtExtent
+free_list_take(CbtFreeList *fl, int i, uint32 npages)
+{
+	CbtFreeExtent *f = &fl->ext[i];
+	CbtExtent	ext;
+
+	ext.start = f->start;
+	ext.npages = Min(npages, f->npages);
+	f->start += ext.npages;
+	f->npages -= ext.npages;
+	if (f->npages == 0)
+	{
+		memmove(f, f + 1, sizeof(CbtFreeExtent) * (fl->n - i - 1));
+		fl->n--;
+	}
+	return ext;
+}
+
+/* npages new blocks after everything reserved so far. */
+static CbtExtent
+extent_at_end(Relation rel, uint32 npages)
+{
+	CbtExtent	ext;
+
+	ext.start = ss_log_alloc_run(rel, npages);
+	ext.npages = npages;
+	record_reserved(rel, ext);
+	return ext;
+}
+
+/*
  * npages blocks: the smallest free extent that is large enough and that
  * no snapshot can reach any more, else new blocks after everything
  * reserved so far.
@@ -86,38 +157,64 @@ CbtExtent
 cbt_extent_alloc(Relation rel, CbtFreeList *fl, uint32 npages)
 {
 	CbtExtent	ext = {InvalidBlockNumber, 0};
-	int			best = -1;
+	int			best;
 
 	if (npages == 0)
 		return ext;
-	for (uint32 i = 0; i < fl->n; i++)
-	{
-		CbtFreeExtent *f = &fl->ext[i];
-
-		if (f->npages >= npages &&
-			(best < 0 || f->npages < fl->ext[best].npages) &&
-			GlobalVisCheckRemovableFullXid(NULL, f->stamp))
-			best = (int) i;
-	}
+	best = free_list_reusable(fl, npages);
 	if (best >= 0)
-	{
-		CbtFreeExtent *f = &fl->ext[best];
+		return free_list_take(fl, best, npages);
+	return extent_at_end(rel, npages);
+}
 
-		ext.start = f->start;
-		ext.npages = npages;
-		f->start += npages;
-		f->npages -= npages;
-		if (f->npages == 0)
-		{
-			memmove(f, f + 1, sizeof(CbtFreeExtent) * (fl->n - best - 1));
-			fl->n--;
-		}
-		return ext;
+bool
+cbt_extent_fits(const CbtFreeList *fl, uint32 npages)
+{
+	return free_list_reusable(fl, npages) >= 0;
+}
+
+static int
+extent_start_cmp(const void *a, const void *b)
+{
+	const CbtExtent *x = (const CbtExtent *) a;
+	const CbtExtent *y = (const CbtExtent *) b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/*
+ * npages blocks in at most maxpieces extents, in block order: reusable
+ * free extents, the largest first, until the rest fits in one (or one
+ * piece is left for new blocks at the end of the file).  A fragment
+ * stored this way does not need a free hole as large as itself: with
+ * fragments of every size freed and written out of place, the holes are
+ * mostly smaller than the next fragment, and a file that grew whenever
+ * none was large enough kept a third of its pages free.
+ */
+uint32
+cbt_extent_alloc_pieces(Relation rel, CbtFreeList *fl, uint32 npages,
+						CbtExtent *pieces, uint32 maxpieces)
+{
+	uint32		n = 0;
+	uint32		rest = npages;
+
+	Assert(maxpieces >= 1);
+	while (rest > 0 && n < maxpieces - 1)
+	{
+		int			i = free_list_reusable(fl, rest);
+
+		if (i < 0)
+			i = free_list_reusable(fl, 0);
+		if (i < 0)
+			break;
+		pieces[n] = free_list_take(fl, i, rest);
+		rest -= pieces[n].npages;
+		n++;
 	}
-	ext.start = ss_log_alloc_run(rel, npages);
-	ext.npages = npages;
-	record_reserved(rel, ext);
-	return ext;
+	if (rest > 0)
+		pieces[n++] = extent_at_end(rel, rest);
+	qsort(pieces, n, sizeof(CbtExtent), extent_start_cmp);
+	return n;
 }
 
 /*
@@ -572,8 +669,10 @@ cbt_read_node(Relation rel, BlockNumber blkno, uint64 generation,
 		if (f->ext.start == InvalidBlockNumber || f->ext.start == SS_METAPAGE_BLKNO ||
 			f->ext.npages == 0 || f->npaos == 0 || f->nblocks == 0 ||
 			f->min_hash > f->max_hash || f->min_hash < node->lo ||
-			f->max_hash > node->hi ||
-			f->stored_bytes > (uint64) f->ext.npages * FRAG_PAGE_BYTES)
+			f->max_hash > node->hi || f->npieces == 1 ||
+			f->npieces > CBT_FRAG_MAX_PIECES ||
+			(f->npieces == 0 &&
+			 f->stored_bytes > (uint64) f->ext.npages * FRAG_PAGE_BYTES))
 			node_corrupted(rel, blkno, "a fragment descriptor is impossible");
 	}
 }
@@ -592,6 +691,7 @@ cbt_frag_writer_begin(CbtFragWriter *w, Relation rel, CbtFreeList *free,
 	initStringInfo(&w->pending);
 	initStringInfo(&w->blocks);
 	initStringInfo(&w->dir);
+	initStringInfo(&w->block_raw);
 	w->maxpending = 1024;
 	w->paos = palloc(sizeof(CbtPaoRef) * w->maxpending);
 }
@@ -605,6 +705,7 @@ flush_block(CbtFragWriter *w)
 	char	   *scratch = NULL;
 	Size		len;
 	Size		off = 0;
+	uint32		raw = (uint32) w->pending.len;
 
 	if (w->npending == 0)
 		return;
@@ -632,11 +733,12 @@ flush_block(CbtFragWriter *w)
 	memset(&e, 0, sizeof(e));
 	e.first_hash = w->paos[0].hash;
 	e.last_hash = w->paos[w->npending - 1].hash;
-	e.offset = (uint32) w->blocks.len;	/* made absolute at the end */
+	e.offset = (uint32) w->blocks.len;	/* made the stream's when written */
 	e.length = (uint32) len;
 	e.npaos = w->npending;
 	w->blocks.len += (int) len;
 	appendBinaryStringInfo(&w->dir, (const char *) &e, sizeof(e));
+	appendBinaryStringInfo(&w->block_raw, (const char *) &raw, sizeof(raw));
 	w->nblocks++;
 	w->npending = 0;
 	resetStringInfo(&w->pending);
@@ -680,86 +782,240 @@ cbt_frag_writer_add(CbtFragWriter *w, uint64 hash, const char *pao,
 		flush_block(w);
 }
 
-/*
- * Write the fragment to a new extent; false if it has no PAO (nothing is
- * written).  Frees the writer's memory.
- */
-bool
-cbt_frag_writer_end(CbtFragWriter *w, CbtFragment *out)
+/* Block of page p of a stream stored in pieces[0..npieces-1]. */
+static BlockNumber
+piece_block(const CbtExtent *pieces, int npieces, uint32 p)
 {
+	for (int i = 0; i < npieces; i++)
+	{
+		if (p < pieces[i].npages)
+			return pieces[i].start + p;
+		p -= pieces[i].npages;
+	}
+	return InvalidBlockNumber;
+}
+
+static void
+frag_writer_free(CbtFragWriter *w)
+{
+	pfree(w->pending.data);
+	pfree(w->blocks.data);
+	pfree(w->dir.data);
+	pfree(w->block_raw.data);
+	pfree(w->paos);
+}
+
+/*
+ * Write blocks [first, end) of w, which ended, as one fragment to new
+ * pages: one free extent, or pieces of several when none is large enough.
+ */
+static void
+frag_write(CbtFragWriter *w, uint32 first, uint32 end, CbtFragment *out)
+{
+	const FragDirEntry *dir = (const FragDirEntry *) w->dir.data;
+	const uint32 *block_raw = (const uint32 *) w->block_raw.data;
+	uint32		nblocks = end - first;
+	Size		blocks_from = dir[first].offset;
+	Size		blocks_len = dir[end - 1].offset + dir[end - 1].length - blocks_from;
 	FragHeader	h;
 	Size		dirlen;
+	Size		headlen;
 	Size		total;
 	uint32		npages;
-	CbtExtent	ext;
+	CbtExtent	pieces[CBT_FRAG_MAX_PIECES];
+	uint32		npieces;
 	char	   *stream;
 	PGAlignedBlock area;
 
-	flush_block(w);
 	memset(out, 0, sizeof(*out));
-	if (w->npaos == 0)
-	{
-		pfree(w->pending.data);
-		pfree(w->blocks.data);
-		pfree(w->dir.data);
-		pfree(w->paos);
-		return false;
-	}
-	dirlen = sizeof(FragDirEntry) * (Size) w->nblocks;
-	total = sizeof(FragHeader) + dirlen + w->blocks.len;
-	if (total > PG_UINT32_MAX)
+	dirlen = sizeof(FragDirEntry) * (Size) nblocks;
+	total = sizeof(FragHeader) + dirlen + blocks_len;
+	if (total + FRAG_PIECES_SIZE(CBT_FRAG_MAX_PIECES) > PG_UINT32_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("a fragment of cbt \"%s\" would exceed 4 GB",
 						RelationGetRelationName(w->rel))));
 
-	/* directory offsets from the stream's start */
-	for (uint32 i = 0; i < w->nblocks; i++)
-	{
-		FragDirEntry *e = (FragDirEntry *) (w->dir.data + i * sizeof(FragDirEntry));
-
-		e->offset += (uint32) (sizeof(FragHeader) + dirlen);
-	}
-	memset(&h, 0, sizeof(h));
-	h.magic = FRAG_MAGIC;
-	h.nblocks = w->nblocks;
-	h.npaos = w->npaos;
-	h.generation = w->generation;
-	stream = palloc(total);
-	memcpy(stream, &h, sizeof(h));
-	memcpy(stream + sizeof(h), w->dir.data, dirlen);
-	memcpy(stream + sizeof(h) + dirlen, w->blocks.data, w->blocks.len);
-
+	/*
+	 * One free extent if one is large enough; else pieces, with room for
+	 * the longest piece list (the unused rest of it stays zero).
+	 */
 	npages = (uint32) ((total + FRAG_PAGE_BYTES - 1) / FRAG_PAGE_BYTES);
-	ext = cbt_extent_alloc(w->rel, w->free, npages);
+	headlen = sizeof(FragHeader);
+	if (cbt_extent_fits(w->free, npages))
+	{
+		pieces[0] = cbt_extent_alloc(w->rel, w->free, npages);
+		npieces = 1;
+	}
+	else
+	{
+		npages = (uint32) ((total + FRAG_PIECES_SIZE(CBT_FRAG_MAX_PIECES) +
+							FRAG_PAGE_BYTES - 1) / FRAG_PAGE_BYTES);
+		npieces = cbt_extent_alloc_pieces(w->rel, w->free, npages, pieces,
+										  CBT_FRAG_MAX_PIECES);
+		if (npieces > 1)
+			headlen += FRAG_PIECES_SIZE(npieces);
+	}
+	total += headlen - sizeof(FragHeader);
+
+	memset(&h, 0, sizeof(h));
+	h.magic = npieces > 1 ? FRAG_MAGIC_PIECES : FRAG_MAGIC;
+	h.nblocks = nblocks;
+	h.generation = w->generation;
+	stream = palloc0((Size) npages * FRAG_PAGE_BYTES);
+	if (npieces > 1)
+	{
+		FragPieces *fp = (FragPieces *) (stream + sizeof(h));
+
+		fp->npieces = npieces;
+		memcpy(fp->piece, pieces, sizeof(CbtExtent) * npieces);
+	}
+	/* the directory, its offsets from the stream's start */
+	for (uint32 i = 0; i < nblocks; i++)
+	{
+		FragDirEntry e = dir[first + i];
+
+		e.offset = (uint32) (e.offset - blocks_from + headlen + dirlen);
+		memcpy(stream + headlen + i * sizeof(FragDirEntry), &e, sizeof(e));
+		h.npaos += e.npaos;
+		out->raw_bytes += block_raw[first + i];
+	}
+	memcpy(stream, &h, sizeof(h));
+	memcpy(stream + headlen + dirlen, w->blocks.data + blocks_from, blocks_len);
+
 	for (uint32 p = 0; p < npages; p++)
 	{
-		Size		off = (Size) p * FRAG_PAGE_BYTES;
-		Size		n = Min(FRAG_PAGE_BYTES, total - off);
-
 		memset(area.data, 0, SS_PAGE_DATA_SIZE);
 		memcpy(area.data, &w->generation, PAGE_GEN_SIZE);
-		memcpy(area.data + PAGE_GEN_SIZE, stream + off, n);
-		write_page(w->rel, ext.start + p, SS_PAGE_CBT_FRAGMENT, area.data);
+		memcpy(area.data + PAGE_GEN_SIZE, stream + (Size) p * FRAG_PAGE_BYTES,
+			   FRAG_PAGE_BYTES);
+		write_page(w->rel, piece_block(pieces, (int) npieces, p),
+				   SS_PAGE_CBT_FRAGMENT, area.data);
 	}
-
-	out->ext = ext;
-	out->generation = w->generation;
-	out->min_hash = w->min_hash;
-	out->max_hash = w->max_hash;
-	out->npaos = w->npaos;
-	out->raw_bytes = w->raw_bytes;
-	out->stored_bytes = total;
-	out->nblocks = w->nblocks;
 	pfree(stream);
-	pfree(w->pending.data);
-	pfree(w->blocks.data);
-	pfree(w->dir.data);
-	pfree(w->paos);
-	return true;
+
+	out->ext = pieces[0];
+	out->npieces = npieces > 1 ? npieces : 0;
+	out->generation = w->generation;
+	out->min_hash = dir[first].first_hash;
+	out->max_hash = dir[end - 1].last_hash;
+	out->npaos = h.npaos;
+	out->stored_bytes = total;
+	out->nblocks = nblocks;
+}
+
+/*
+ * Write the fragment; false if it has no PAO (nothing is written).  Frees
+ * the writer's memory.
+ */
+bool
+cbt_frag_writer_end(CbtFragWriter *w, CbtFragment *out)
+{
+	flush_block(w);
+	memset(out, 0, sizeof(*out));
+	if (w->npaos > 0)
+		frag_write(w, 0, w->nblocks, out);
+	frag_writer_free(w);
+	return w->npaos > 0;
+}
+
+/*
+ * Write the fragment as out[0..n-1], n <= maxfrags fragments of at most
+ * about piece_raw PAO bytes each and as equal as its blocks allow (a
+ * leaf just over its limit splits in halves, not in a full piece and a
+ * crumb that would wait for a whole buffer of fragments before it is
+ * merged again); n, 0 if there is no PAO.  The fragments' hash ranges
+ * are disjoint: a cut never falls between two PAOs of one hash.  Frees
+ * the writer's memory.
+ */
+int
+cbt_frag_writer_end_split(CbtFragWriter *w, uint64 piece_raw, int maxfrags,
+						  CbtFragment *out)
+{
+	const FragDirEntry *dir;
+	const uint32 *block_raw;
+	uint64		nfrags;
+	uint64		done = 0;
+	uint32		first = 0;
+	int			n = 0;
+
+	flush_block(w);
+	if (w->npaos == 0)
+	{
+		frag_writer_free(w);
+		return 0;
+	}
+	dir = (const FragDirEntry *) w->dir.data;
+	block_raw = (const uint32 *) w->block_raw.data;
+	nfrags = (w->raw_bytes + Max(piece_raw, 1) - 1) / Max(piece_raw, 1);
+	nfrags = Max(1, Min(nfrags, (uint64) maxfrags));
+	for (uint32 i = 0; i < w->nblocks; i++)
+	{
+		done += block_raw[i];
+		/* cut after block i once this fragment has its share */
+		if (i + 1 < w->nblocks && n + 1 < (int) nfrags &&
+			done * nfrags >= w->raw_bytes * (uint64) (n + 1) &&
+			dir[i].last_hash != dir[i + 1].first_hash)
+		{
+			frag_write(w, first, i + 1, &out[n++]);
+			first = i + 1;
+		}
+	}
+	frag_write(w, first, w->nblocks, &out[n++]);
+	frag_writer_free(w);
+	return n;
 }
 
 /* ---- reading fragments ---- */
+
+/*
+ * The extents of frag's stream, in order, into pieces (room for
+ * CBT_FRAG_MAX_PIECES); their number.  A fragment in pieces lists them in
+ * its first page, which is checked as any page read from disk: the list
+ * must start with the descriptor's extent, hold the stream's pages
+ * exactly (up to the one page of room kept for the list) and name no
+ * block twice.
+ */
+int
+cbt_frag_pieces(Relation rel, const CbtFragment *frag, CbtExtent *pieces)
+{
+	PGAlignedBlock area;
+	FragHeader	h;
+	FragPieces	fp;
+	uint64		pages = 0;
+	uint64		need;
+
+	pieces[0] = frag->ext;
+	if (frag->npieces == 0)
+		return 1;
+	read_page(rel, frag->ext.start, SS_PAGE_CBT_FRAGMENT, frag->generation,
+			  area.data);
+	memcpy(&h, area.data + PAGE_GEN_SIZE, sizeof(h));
+	memcpy(&fp, area.data + PAGE_GEN_SIZE + sizeof(h), offsetof(FragPieces, piece));
+	if (h.magic != FRAG_MAGIC_PIECES || fp.npieces != frag->npieces ||
+		fp.npieces > CBT_FRAG_MAX_PIECES || fp.unused != 0)
+		ss_page_corrupted(rel, frag->ext.start,
+						  "Fragment: its piece list does not match its descriptor.");
+	memcpy(pieces, area.data + PAGE_GEN_SIZE + sizeof(h) +
+		   offsetof(FragPieces, piece), sizeof(CbtExtent) * fp.npieces);
+	for (uint32 i = 0; i < fp.npieces; i++)
+	{
+		const CbtExtent *e = &pieces[i];
+
+		if (e->start == InvalidBlockNumber || e->start == SS_METAPAGE_BLKNO ||
+			e->npages == 0 || e->npages > MaxBlockNumber - e->start ||
+			(i == 0 ? e->start != frag->ext.start || e->npages != frag->ext.npages :
+			 e->start < pieces[i - 1].start + pieces[i - 1].npages))
+			ss_page_corrupted(rel, frag->ext.start,
+							  "Fragment: its piece list is impossible.");
+		pages += e->npages;
+	}
+	need = (frag->stored_bytes + FRAG_PAGE_BYTES - 1) / FRAG_PAGE_BYTES;
+	if (pages < need || pages > need + 1)
+		ss_page_corrupted(rel, frag->ext.start,
+						  "Fragment: its pieces do not hold its bytes.");
+	return (int) fp.npieces;
+}
 
 /* Copy len bytes of c's fragment stream from offset off into dst. */
 static void
@@ -775,9 +1031,13 @@ frag_read(CbtFragCursor *c, Size off, Size len, char *dst)
 		uint32		p = (uint32) (off / FRAG_PAGE_BYTES);
 		Size		in_page = off % FRAG_PAGE_BYTES;
 		Size		n = Min(len, FRAG_PAGE_BYTES - in_page);
+		BlockNumber blkno = piece_block(c->pieces, c->npieces, p);
 
 		CHECK_FOR_INTERRUPTS();
-		read_page(c->rel, c->frag.ext.start + p, SS_PAGE_CBT_FRAGMENT,
+		if (blkno == InvalidBlockNumber)
+			ss_page_corrupted(c->rel, c->frag.ext.start,
+							  "A fragment's stream runs past its extents.");
+		read_page(c->rel, blkno, SS_PAGE_CBT_FRAGMENT,
 				  c->frag.generation, area.data);
 		memcpy(dst, area.data + PAGE_GEN_SIZE + in_page, n);
 		dst += n;
@@ -803,6 +1063,7 @@ void
 cbt_frag_open(CbtFragCursor *c, Relation rel, const CbtFragment *frag)
 {
 	FragHeader	h;
+	Size		headlen;
 	Size		dirlen;
 	uint64		prev_last = 0;
 	uint64		npaos = 0;
@@ -810,20 +1071,23 @@ cbt_frag_open(CbtFragCursor *c, Relation rel, const CbtFragment *frag)
 	memset(c, 0, sizeof(*c));
 	c->rel = rel;
 	c->frag = *frag;
+	c->npieces = cbt_frag_pieces(rel, frag, c->pieces);
+	headlen = sizeof(h) + (frag->npieces > 0 ? FRAG_PIECES_SIZE(frag->npieces) : 0);
 	frag_read(c, 0, sizeof(h), (char *) &h);
-	if (h.magic != FRAG_MAGIC || h.nblocks != frag->nblocks ||
+	if (h.magic != (frag->npieces > 0 ? FRAG_MAGIC_PIECES : FRAG_MAGIC) ||
+		h.nblocks != frag->nblocks ||
 		h.npaos != frag->npaos || h.generation != frag->generation)
 		frag_corrupted(c, "its header does not match its descriptor");
 	dirlen = sizeof(FragDirEntry) * (Size) h.nblocks;
-	if (sizeof(h) + dirlen > frag->stored_bytes)
+	if (headlen + dirlen > frag->stored_bytes)
 		frag_corrupted(c, "its directory is longer than the fragment");
 	c->dir = palloc(dirlen);
-	frag_read(c, sizeof(h), dirlen, c->dir);
+	frag_read(c, headlen, dirlen, c->dir);
 	for (uint32 i = 0; i < h.nblocks; i++)
 	{
 		FragDirEntry *e = dir_entry(c, i);
 
-		if (e->offset < sizeof(h) + dirlen ||
+		if (e->offset < headlen + dirlen ||
 			(uint64) e->offset + e->length > frag->stored_bytes ||
 			e->first_hash > e->last_hash || e->npaos == 0 ||
 			e->npaos > CBT_BLOCK_MAX_PAOS ||
