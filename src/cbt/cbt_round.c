@@ -105,25 +105,16 @@ free_extent(CbtRound *r, CbtExtent ext)
 	cbt_extent_free(&r->free, ext, stamp);
 }
 
-/* The extents of a fragment the round has just written. */
+/* Apply fn (note_fresh, free_extent) to each extent of a fragment. */
 static void
-note_fresh_fragment(CbtRound *r, const CbtFragment *f)
+fragment_extents(CbtRound *r, const CbtFragment *f,
+				 void (*fn) (CbtRound *r, CbtExtent ext))
 {
 	CbtExtent	pieces[CBT_FRAG_MAX_PIECES];
 	int			n = cbt_frag_pieces(r->rel, f, pieces);
 
 	for (int i = 0; i < n; i++)
-		note_fresh(r, pieces[i]);
-}
-
-static void
-free_fragment_extents(CbtRound *r, const CbtFragment *f)
-{
-	CbtExtent	pieces[CBT_FRAG_MAX_PIECES];
-	int			n = cbt_frag_pieces(r->rel, f, pieces);
-
-	for (int i = 0; i < n; i++)
-		free_extent(r, pieces[i]);
+		fn(r, pieces[i]);
 }
 
 /* ---- a pass over collected records ---- */
@@ -171,7 +162,7 @@ records_fragment(CbtRound *r, CbtFragment *out)
 		groups_emit(r, &r->groups, recs[r->nrecords - 1].hash, &w);
 	any = cbt_frag_writer_end(&w, out);
 	if (any)
-		note_fresh_fragment(r, out);
+		fragment_extents(r, out, note_fresh);
 	return any;
 }
 
@@ -301,7 +292,7 @@ free_fragments(CbtRound *r, CbtNode *node)
 			r->meta.fragments_in_pieces--;
 		r->meta.raw_bytes -= node->fragments[i].raw_bytes;
 		r->meta.stored_bytes -= node->fragments[i].stored_bytes;
-		free_fragment_extents(r, &node->fragments[i]);
+		fragment_extents(r, &node->fragments[i], free_extent);
 	}
 	node->nfragments = 0;
 }
@@ -468,7 +459,7 @@ empty_leaf(CbtRound *r, CbtNode *node, BlockNumber oldblk)
 		leaf.hi = k >= npieces - 1 ? node->hi : pieces[k + 1].min_hash - 1;
 		if (k < npieces)
 		{
-			note_fresh_fragment(r, &pieces[k]);
+			fragment_extents(r, &pieces[k], note_fresh);
 			add_fragment(r, &leaf, &pieces[k]);
 		}
 		*ref = write_node(r, &leaf, k == 0 ? oldblk : InvalidBlockNumber);
@@ -515,7 +506,7 @@ spilled_child(CbtRound *r, CbtNode *node, Spill *sp, uint32 i, CbtNode *child)
 	cbt_read_node(r->rel, node->child[i], node->child_generation[i], child);
 	if (sp == NULL || !sp->open[i] || !cbt_frag_writer_end(&sp->writers[i], &f))
 		return false;
-	note_fresh_fragment(r, &f);
+	fragment_extents(r, &f, note_fresh);
 	add_fragment(r, child, &f);
 	return true;
 }

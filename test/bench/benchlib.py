@@ -255,6 +255,17 @@ def write_conf(gucs):
             f.write(f"{k} = {v}\n")
 
 
+def set_measure_memory(sb_mb, limit_mb):
+    """The measuring server's shared_buffers and its cgroup's limit, from
+    its next start (call with the measuring server stopped: a cgroup does
+    not shrink below what its processes use)."""
+    if server_mode == "measure":
+        raise RuntimeError("set_measure_memory with the measuring server running")
+    MEASURE_GUCS["shared_buffers"] = f"{sb_mb}MB"
+    CG.limit = limit_mb * 2**20
+    CG.write("memory.max" if CG.version == 2 else "memory.limit_in_bytes", str(CG.limit))
+
+
 def server_start(mode):
     """mode "loader": unconstrained, big shared_buffers; "measure": small
     shared_buffers, inside the memory cgroup; "inram": the measuring

@@ -21,7 +21,12 @@ side on the same stream fed in BATCH-row transactions:
   * the raw rows in a heap: ingestion, size, and the GROUP BY at query
     time (HashAgg) with the default work_mem and with the work_mem it
     needs not to spill;
-  * optionally (FACTORS=1) the cbt with other fan-outs and node buffers.
+  * optionally (FACTORS=1) the cbt with other fan-outs and node buffers;
+  * optionally (SB_SWEEP=2,4,...,128) the shared_buffers each needs to stay
+    fast: on SWEEP_DATASET, the cbt's and the upsert table's ingestion with
+    each shared_buffers (in a cgroup of that plus CG_EXTRA_MB); SWEEP_ONLY=1
+    runs only that, and `cbt_bench.py --merge-sweep FILE` takes such a
+    run's sweep into the results file.
 
 Writes docs/bench-cbt.md, docs/bench-cbt.png and
 test/bench/cbt_bench_results.json.  Configuration: environment variables
@@ -38,7 +43,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 import benchlib as L  # noqa: E402
-from benchlib import env_int, log, psql, psql_file, measure  # noqa: E402
+from benchlib import env_int, env_list, log, psql, psql_file, measure  # noqa: E402
 
 CONFIG = dict(
     N=env_int("N", 16_000_000),              # rows per dataset
@@ -53,6 +58,9 @@ CONFIG = dict(
     BATCH=env_int("BATCH", 100_000),         # rows per INSERT transaction
     WINDOW=env_int("WINDOW", 1_000_000),     # upsert: rows measured
     FACTORS=env_int("FACTORS", 0),           # fan-out / node buffer variants
+    SB_SWEEP=env_list("SB_SWEEP", ""),       # shared_buffers MB to sweep
+    SWEEP_DATASET=os.environ.get("SWEEP_DATASET", "u1e6"),
+    SWEEP_ONLY=env_int("SWEEP_ONLY", 0),     # only the sweep
     LOADER_SB_MB=env_int("LOADER_SB_MB", 2048),
     PORT=env_int("PORT", 5469),
     WORK=os.environ.get("WORK", "/tmp/ssbench-cbt"),
@@ -124,8 +132,9 @@ def timed(sql):
     return time.time() - t, out
 
 
-def run_cbt(tag, args):
-    """A cbt `count(*) GROUP BY w` fed the stream; then its scans."""
+def run_cbt(tag, args, ingest_only=False):
+    """A cbt `count(*) GROUP BY w` fed the stream; then its scans (unless
+    ingest_only)."""
     t = f"c_{tag}"
     L.ensure("loader")
     psql(f"SELECT cbt_create('{t}', 'w text', 'count(*) AS n'{args})")
@@ -139,19 +148,26 @@ def run_cbt(tag, args):
     # the change log's pages (in use and kept for reuse) within the relation
     lp = psql(f"SELECT log_pages + free_log_pages FROM streamsketch_log_info('{t}')")
     res["log_mb"] = int(lp) * 8192 / 2**20
-    # a finalizing scan, cold
-    L.restart("measure")
-    res["scan_s"], groups = timed(f"SELECT count(*) FROM {t}")
-    res["scan_groups"] = int(groups)
-    L.restart("measure")
-    res["finalize_s"], _ = timed(f"SELECT cbt_finalize('{t}')")
-    res["finalized_mb"] = int(psql(f"SELECT relation_pages FROM cbt_info('{t}')")) * 8192 / 2**20
-    res["finalized_stored_mb"] = int(psql(f"SELECT stored_bytes FROM cbt_info('{t}')")) / 2**20
-    L.restart("measure")
-    res["scan_final_s"], _ = timed(f"SELECT count(*) FROM {t}")
+    if not ingest_only:
+        # a finalizing scan, cold
+        L.restart("measure")
+        res["scan_s"], groups = timed(f"SELECT count(*) FROM {t}")
+        res["scan_groups"] = int(groups)
+        L.restart("measure")
+        res["finalize_s"], _ = timed(f"SELECT cbt_finalize('{t}')")
+        res["finalized_mb"] = int(psql(f"SELECT relation_pages FROM cbt_info('{t}')")) * 8192 / 2**20
+        res["finalized_stored_mb"] = int(psql(f"SELECT stored_bytes FROM cbt_info('{t}')")) / 2**20
+        L.restart("measure")
+        res["scan_final_s"], _ = timed(f"SELECT count(*) FROM {t}")
     L.ensure("loader")
     res["wrong"] = int(psql(f"SELECT count(*) FROM ((TABLE truth EXCEPT SELECT w, n FROM {t}) UNION ALL"
                             f" (SELECT w, n FROM {t} EXCEPT TABLE truth)) d"))
+    if ingest_only:
+        log(f"    cbt {tag}: {m['ops_per_s']:,.0f} rows/s, reads/row {m['reads_per_op']:.3f},"
+            f" {res['relation_mb']:.0f} MB, {res['wrong']} wrong, mem peak {m['mem_peak_mb']:.0f} MB")
+        psql(f"DROP TABLE {t}")
+        psql("CHECKPOINT")
+        return res
     log(f"    cbt {tag}: {m['ops_per_s']:,.0f} rows/s, reads/row {m['reads_per_op']:.3f},"
         f" writes/row {m['buf_writes_per_op']:.4f}, WAL B/row {m['wal_bytes_per_op']:.1f},"
         f" {res['relation_mb']:.0f} MB (tree {info['stored_bytes'] / 2**20:.0f} MB), height {info['height']},"
@@ -258,14 +274,41 @@ FACTOR_VARIANTS = {
 }
 
 
+def run_sb_sweep(ds):
+    """Ingestion of the cbt and of the upsert table with each shared_buffers
+    of SB_SWEEP (a cgroup of it plus CG_EXTRA_MB): the shared_buffers each
+    needs to stay fast."""
+    out = []
+    try:
+        for sb in C["SB_SWEEP"]:
+            L.ensure("loader")
+            L.set_measure_memory(sb, sb + C["CG_EXTRA_MB"])
+            log(f"  shared_buffers {sb} MB (cgroup {sb + C['CG_EXTRA_MB']} MB)")
+            out.append(dict(sb_mb=sb, ram_mb=sb + C["CG_EXTRA_MB"],
+                            cbt=run_cbt(f"{ds['name']}_sb{sb}", "", ingest_only=True),
+                            upsert=run_upsert(True)))
+    finally:
+        L.ensure("loader")
+        L.set_measure_memory(C["SB_MB"], ram_mb())
+    return out
+
+
 def run_dataset(spec):
     ds = parse_dataset(spec)
     log(f"dataset {ds['name']}: {ds['dist']}, {ds['keys']:,} distinct keys, {ds['keylen']}-byte words")
     res = dict(dataset=ds, stream=load_stream(ds))
+    if C["SWEEP_ONLY"]:
+        res["sb_sweep"] = run_sb_sweep(ds)
+        L.ensure("loader")
+        psql("DROP TABLE stream, truth")
+        psql("CHECKPOINT")
+        return res
     res["cbt"] = run_cbt(ds["name"], "")
     res["cbt_nocomp"] = run_cbt(ds["name"] + "_nocomp", ", compression => false")
     if C["FACTORS"] and ds["name"] == "u1e6":
         res["factors"] = {v: run_cbt(f"{ds['name']}_{v}", a) for v, a in FACTOR_VARIANTS.items()}
+    if C["SB_SWEEP"] and ds["name"] == C["SWEEP_DATASET"]:
+        res["sb_sweep"] = run_sb_sweep(ds)
     res["raw"] = run_raw()
     res["upsert_logged"] = run_upsert(True)
     res["upsert_unlogged"] = run_upsert(False)
@@ -298,5 +341,25 @@ def main():
     cbt_bench_report.report(results, C)
 
 
+def merge_sweep(path):
+    """Take the shared_buffers sweep of another run (SWEEP_ONLY=1, the same
+    N and datasets) into the results file, noting its build, and
+    re-render."""
+    results = json.load(open(C["OUT_JSON"]))
+    other = json.load(open(path))
+    for name, r in other["datasets"].items():
+        if "sb_sweep" in r and name in results["datasets"]:
+            results["datasets"][name]["sb_sweep"] = r["sb_sweep"]
+            results["datasets"][name]["sb_sweep_build"] = other["ext"].get("head", "?")
+            log(f"merged the sweep of {name} (build {other['ext'].get('head', '?')})")
+    with open(C["OUT_JSON"], "w") as f:
+        json.dump(results, f, indent=1)
+    import cbt_bench_report
+    cbt_bench_report.report(results, C)
+
+
 if __name__ == "__main__":
-    L.run(main, "cbt_bench_report", C)
+    if len(sys.argv) > 2 and sys.argv[1] == "--merge-sweep":
+        merge_sweep(sys.argv[2])
+    else:
+        L.run(main, "cbt_bench_report", C)

@@ -12,8 +12,11 @@ def plot(results, C):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    D = list(results["datasets"])
-    R = results["datasets"]
+    # a sweep-only run (SWEEP_ONLY=1) has no main phases to plot
+    R = {d: r for d, r in results["datasets"].items() if "cbt" in r}
+    D = list(R)
+    if not D:
+        return
     fig, ax = plt.subplots(1, 3, figsize=(16, 4.8))
     series = [("cbt", lambda r: r["cbt"]["insert"]["ops_per_s"]),
               ("cbt, no compression", lambda r: r["cbt_nocomp"]["insert"]["ops_per_s"]),
@@ -55,7 +58,7 @@ def plot(results, C):
 def report(results, C):
     C = dict(results.get("config", {}), **{k: v for k, v in C.items() if k.startswith("OUT_")})
     ram = C["SB_MB"] + C["CG_EXTRA_MB"]
-    R = results["datasets"]
+    R = {d: r for d, r in results["datasets"].items() if "cbt" in r}
     out = ["# cbt benchmark\n",
            f"Command: `bash test/bench/cbt_bench.sh` (as root; parameters in "
            f"`test/bench/cbt_bench.py`). Run {results['started']} on "
@@ -127,6 +130,24 @@ def report(results, C):
                      fmt(c["scan_s"] / (r["raw"]["hashagg"]["ms"] / 1000), 2)])
     out.append(table(["dataset", "ingestion cbt / upsert (>= 10)", "size cbt / upsert (<= 0.5)",
                       "size cbt / raw rows (<= 0.25)", "finalizing scan / HashAgg (<= 1)"], rows))
+    sweeps = [(d, r) for d, r in results["datasets"].items() if r.get("sb_sweep")]
+    for d, r in sweeps:
+        out.append(f"\n## shared_buffers needed to stay fast ({d})\n")
+        build = r.get("sb_sweep_build")
+        out.append(f"Ingestion of the same stream with each shared_buffers, in a memory cgroup of it plus "
+                   f"{C['CG_EXTRA_MB']} MB" + (f" (build `{build}`)" if build else "") +
+                   "; the upsert table on its last rows, preloaded as above.\n")
+        rows = []
+        for p in r["sb_sweep"]:
+            c, u = p["cbt"], p["upsert"]
+            rows.append([fmt(p["sb_mb"]), fmt(p["ram_mb"]), fmt(c["insert"]["ops_per_s"]),
+                         fmt(c["insert"]["reads_per_op"], 4), fmt(c["relation_mb"]), c["wrong"],
+                         fmt(u["insert"]["ops_per_s"]), fmt(u["insert"]["reads_per_op"], 4),
+                         fmt(u["size_mb"]), u["wrong"],
+                         fmt(c["insert"]["ops_per_s"] / u["insert"]["ops_per_s"], 1)])
+        out.append(table(["shared_buffers MB", "cgroup MB", "cbt rows/s", "cbt page reads/row", "cbt MB",
+                          "cbt groups wrong", "upsert rows/s", "upsert page reads/row", "upsert MB",
+                          "upsert groups wrong", "cbt / upsert"], rows))
     out.append("")
     out.extend(notes_section("cbt_bench_notes.md"))
     with open(C["OUT_MD"], "w") as f:
