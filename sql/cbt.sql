@@ -108,7 +108,7 @@ SELECT * FROM ct_lookup_check;
 -- free list goes on in pages past the metapage's 128 extents and forgets
 -- none
 SELECT cbt_create('ct_churn', group_by => 'k int', aggregates => 'count(*) AS n, sum(v::bigint) AS sv',
-                  root_buffer => '64kB', node_buffer => '16kB', fanout => 4);
+                  root_buffer => '64kB', node_buffer => '16kB', fanout => 16);
 DO $$
 BEGIN
 	FOR i IN 1..120 LOOP

@@ -531,7 +531,7 @@ install(BfileRound *r)
 	Buffer		metabuf;
 	BfileMeta  *live = (BfileMeta *) ss_meta_register(r->rel, SS_KIND_BFILE,
 													  state, &metabuf);
-	FullTransactionId now = ReadNextFullTransactionId();
+	FullTransactionId now = ss_recycle_stamp();
 
 	for (uint32 i = 0; i < r->meta->nfree; i++)
 		if (FullTransactionIdEquals(r->meta->free_chains[i].stamp, BFILE_STAMP_PENDING))

@@ -647,12 +647,12 @@ empty_node(CbtRound *r, CbtNode *node, BlockNumber oldblk)
 /*
  * Make the round's working tree the table's, in one metapage record.
  *
- * The extents this install frees are stamped here, with the next full xid
- * read under the metapage's exclusive lock: a reader that still walks the
- * old tree read the metapage before, under its share lock, with a
- * snapshot taken before that, so its xmin is at most the stamp and keeps
- * the extents from reuse (cbt_extent_alloc) for as long as it runs.  A
- * stamp read when the pass began would be older than the xmin of a reader
+ * The extents this install frees are stamped here, under the metapage's
+ * exclusive lock (ss_recycle_stamp): a reader that still walks the old
+ * tree read the metapage before, under its share lock, with a snapshot
+ * taken before that, so its xmin is at most the stamp and keeps the
+ * extents from reuse (cbt_extent_alloc) for as long as it runs.  A next
+ * xid read when the pass began would be older than the xmin of a reader
  * that started during the pass and still read the old tree.
  */
 static void
@@ -666,7 +666,7 @@ install(CbtRound *r)
 	cbt_free_list_save(r->rel, &r->free, &r->meta);
 	state = ss_xlog_start(r->rel);
 	live = (CbtMeta *) ss_meta_register(r->rel, SS_KIND_CBT, state, &metabuf);
-	cbt_free_list_stamp(&r->free, &r->meta, ReadNextFullTransactionId());
+	cbt_free_list_stamp(&r->free, &r->meta, ss_recycle_stamp());
 
 	/* the log's part of the metapage is the storage layer's, and live */
 	memcpy((char *) live + sizeof(SSMetaHeader),

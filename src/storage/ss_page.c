@@ -7,6 +7,8 @@
  */
 #include "postgres.h"
 
+#include "access/transam.h"
+#include "access/xact.h"
 #include "access/xlog.h"
 
 #include "ss_xlog.h"
@@ -496,6 +498,28 @@ ss_subbuf_total(Relation rel, BlockNumber blkno, Page page, uint32 nslots,
 		total += counts[s];
 	}
 	return total;
+}
+
+/*
+ * The stamp of pages an install (made under the metapage's exclusive lock)
+ * takes out of a structure: they are reused once the stamp is older than
+ * every snapshot (GlobalVisCheckRemovableFullXid).  A reader still on the
+ * old version read the metapage before, with a snapshot taken before
+ * that.  When the installing transaction has an xid, that xid: it was
+ * assigned before the install and is still running, so every such
+ * snapshot's xmin is at most it (on a standby too: an xid not seen in WAL
+ * yet counts as running once a later one is), and the pages are reusable
+ * as soon as that transaction has ended and those readers have.  Else the
+ * next xid, which is later than the xmin of every snapshot taken before;
+ * but new snapshots have that same xmin until another xid is assigned and
+ * ends, so the pages wait for that too.
+ */
+FullTransactionId
+ss_recycle_stamp(void)
+{
+	FullTransactionId own = GetTopFullTransactionIdIfAny();
+
+	return FullTransactionIdIsValid(own) ? own : ReadNextFullTransactionId();
 }
 
 /*

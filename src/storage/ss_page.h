@@ -19,6 +19,8 @@
 
 #include "postgres.h"
 
+#include "access/transam.h"
+
 #include "storage/buf.h"
 #include "storage/bufpage.h"
 #include "utils/relcache.h"
@@ -119,6 +121,7 @@ extern Buffer ss_read_buffer_if_exists(Relation rel, BlockNumber blkno);
 extern void ss_prefetch(Relation rel, BlockNumber blkno);
 extern Buffer ss_lock_buffer_for_rewrite(Relation rel, BlockNumber blkno,
 										 bool full);
+extern FullTransactionId ss_recycle_stamp(void);
 extern void ss_stale_page(Relation rel, BlockNumber blkno, const char *what)
 			pg_attribute_noreturn();
 extern void ss_write_full_page(Relation rel, BlockNumber blkno,

@@ -255,7 +255,7 @@ is($node->safe_psql('postgres', $cc_check), "$groups groups, 0 wrong",
 # was; readers, who never read the free list, answer while no round runs
 $node->safe_psql('postgres', q{
 SELECT cbt_create('c_fl', group_by => 'k int', aggregates => 'count(*) AS n',
-                  root_buffer => '64kB', node_buffer => '16kB', fanout => 4);
+                  root_buffer => '64kB', node_buffer => '16kB', fanout => 16);
 SET streamsketch.change_log_limit = '64kB';
 DO $$
 BEGIN
