@@ -82,11 +82,7 @@ typedef struct CbtParams
 #define CBT_STAMP_PENDING	FullTransactionIdFromU64(PG_UINT64_MAX)
 
 /* An extent of pages. */
-typedef struct CbtExtent
-{
-	BlockNumber start;
-	uint32		npages;
-} CbtExtent;
+typedef SSExtent CbtExtent;
 
 /*
  * A freed extent, reusable once no snapshot can still reach it: stamp is

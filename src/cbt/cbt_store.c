@@ -782,19 +782,6 @@ cbt_frag_writer_add(CbtFragWriter *w, uint64 hash, const char *pao,
 		flush_block(w);
 }
 
-/* Block of page p of a stream stored in pieces[0..npieces-1]. */
-static BlockNumber
-piece_block(const CbtExtent *pieces, int npieces, uint32 p)
-{
-	for (int i = 0; i < npieces; i++)
-	{
-		if (p < pieces[i].npages)
-			return pieces[i].start + p;
-		p -= pieces[i].npages;
-	}
-	return InvalidBlockNumber;
-}
-
 static void
 frag_writer_free(CbtFragWriter *w)
 {
@@ -889,7 +876,7 @@ frag_write(CbtFragWriter *w, uint32 first, uint32 end, CbtFragment *out)
 		memcpy(area.data, &w->generation, PAGE_GEN_SIZE);
 		memcpy(area.data + PAGE_GEN_SIZE, stream + (Size) p * FRAG_PAGE_BYTES,
 			   FRAG_PAGE_BYTES);
-		write_page(w->rel, piece_block(pieces, (int) npieces, p),
+		write_page(w->rel, ss_extents_block(pieces, npieces, p),
 				   SS_PAGE_CBT_FRAGMENT, area.data);
 	}
 	pfree(stream);
@@ -1031,7 +1018,7 @@ frag_read(CbtFragCursor *c, Size off, Size len, char *dst)
 		uint32		p = (uint32) (off / FRAG_PAGE_BYTES);
 		Size		in_page = off % FRAG_PAGE_BYTES;
 		Size		n = Min(len, FRAG_PAGE_BYTES - in_page);
-		BlockNumber blkno = piece_block(c->pieces, c->npieces, p);
+		BlockNumber blkno = ss_extents_block(c->pieces, (uint32) c->npieces, p);
 
 		CHECK_FOR_INTERRUPTS();
 		if (blkno == InvalidBlockNumber)

@@ -100,11 +100,7 @@ typedef struct LertParams
 } LertParams;
 
 /* A run of consecutive blocks. */
-typedef struct LertExtent
-{
-	BlockNumber start;
-	BlockNumber npages;
-} LertExtent;
+typedef SSExtent LertExtent;
 
 /* An index entry: a data page of a run. */
 typedef struct LertIndexEntry

@@ -841,23 +841,10 @@ stale:
 
 /* ---- reports ---- */
 
-/* Page index p of the report stream: its block. */
-static BlockNumber
-report_block_dir(uint32 next, const LertExtent *ext, uint32 p)
-{
-	for (uint32 i = 0; i < next; i++)
-	{
-		if (p < ext[i].npages)
-			return ext[i].start + p;
-		p -= ext[i].npages;
-	}
-	return InvalidBlockNumber;
-}
-
 static BlockNumber
 report_block(const LertMeta *meta, uint32 p)
 {
-	return report_block_dir(meta->nreport_ext, meta->report_ext, p);
+	return ss_extents_block(meta->report_ext, meta->nreport_ext, p);
 }
 
 /* Give the report stream a page p, with a new extent if needed. */
@@ -1060,7 +1047,7 @@ lert_report_iter_next(LertReportIter *it, int64 *id, const char **key)
 			(it->loaded && h->first_id + it->valid > it->nreports))
 			return NULL;
 		CHECK_FOR_INTERRUPTS();
-		blkno = report_block_dir(it->nreport_ext, it->report_ext, it->page);
+		blkno = ss_extents_block(it->report_ext, it->nreport_ext, it->page);
 		if (blkno == InvalidBlockNumber)
 			ss_page_corrupted(it->rel, SS_METAPAGE_BLKNO, "Report page %u is outside the report extents.", it->page);
 		lert_read_page_owned(it->rel, blkno, SS_PAGE_LERT_REPORT, LERT_ANY_GEN,

@@ -501,6 +501,22 @@ ss_subbuf_total(Relation rel, BlockNumber blkno, Page page, uint32 nslots,
 }
 
 /*
+ * Block of page p of a stream stored in ext[0..next-1], in order;
+ * InvalidBlockNumber past their end.
+ */
+BlockNumber
+ss_extents_block(const SSExtent *ext, uint32 next, uint32 p)
+{
+	for (uint32 i = 0; i < next; i++)
+	{
+		if (p < ext[i].npages)
+			return ext[i].start + p;
+		p -= ext[i].npages;
+	}
+	return InvalidBlockNumber;
+}
+
+/*
  * The stamp of pages an install (made under the metapage's exclusive lock)
  * takes out of a structure: they are reused once the stamp is older than
  * every snapshot (GlobalVisCheckRemovableFullXid).  A reader still on the

@@ -121,6 +121,15 @@ extern Buffer ss_read_buffer_if_exists(Relation rel, BlockNumber blkno);
 extern void ss_prefetch(Relation rel, BlockNumber blkno);
 extern Buffer ss_lock_buffer_for_rewrite(Relation rel, BlockNumber blkno,
 										 bool full);
+/* A run of consecutive blocks (a structure's extents, as stored). */
+typedef struct SSExtent
+{
+	BlockNumber start;
+	uint32		npages;
+} SSExtent;
+
+extern BlockNumber ss_extents_block(const SSExtent *ext, uint32 next,
+									uint32 p);
 extern FullTransactionId ss_recycle_stamp(void);
 extern void ss_stale_page(Relation rel, BlockNumber blkno, const char *what)
 			pg_attribute_noreturn();
