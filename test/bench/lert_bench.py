@@ -325,9 +325,10 @@ def main():
 
 
 def merge(path):
-    """Take the variants of another run of the same stream (results file
-    `path`: e.g. time_stretch rerun in a smaller cgroup to keep the ratio)
-    into the results file, each noting its RAM and build, and re-render."""
+    """Take the variants and the scaling rows (sessions > 1) of another run
+    of the same stream (results file `path`: e.g. time_stretch rerun in a
+    smaller cgroup to keep the ratio) into the results file, each noting
+    its RAM and build, and re-render."""
     with open(C["OUT_JSON"]) as f:
         results = json.load(f)
     with open(path) as f:
@@ -336,12 +337,20 @@ def merge(path):
     for k in ("N", "ACTIVE", "SEED", "T", "BUF_MB", "LEVELS", "GROWTH", "BATCH"):
         if oc.get(k) != mc.get(k):
             sys.exit(f"{path}: {k} is {oc.get(k)}, not {mc.get(k)}: another stream or structure")
-    for v, r in other["variants"].items():
+    def note(r):
         r["ram_mb"] = oc["SB_MB"] + oc["CG_EXTRA_MB"]
+        r["sb_mb"] = oc["SB_MB"]
         r["build"] = other["ext"].get("head", "?")
         r["started"] = other["started"]
-        results["variants"][v] = r
+        return r
+    for v, r in other["variants"].items():
+        results["variants"][v] = note(r)
         log(f"merged {v} ({r['ram_mb']} MB, build {r['build']})")
+    # sessions > 1 (one session's row is count_stretch's variant row)
+    for s, r in other.get("scaling", {}).items():
+        if s != "1":
+            results.setdefault("scaling", {})[s] = note(r)
+            log(f"merged count_stretch with {s} sessions ({r['ram_mb']} MB, build {r['build']})")
     with open(C["OUT_JSON"], "w") as f:
         json.dump(results, f, indent=1)
     import lert_bench_report

@@ -109,9 +109,11 @@ def report(results, C):
         if sname == "1":
             continue
         m = r["insert"]
-        rows.append([NAMES["csl"], r["sessions"], fmt(m["ops_per_s"]), fmt(m["reads_per_op"], 4),
+        rows.append([NAMES["csl"] + (f" (build `{r['build']}`)" if "build" in r else ""),
+                     r["sessions"], fmt(m["ops_per_s"]), fmt(m["reads_per_op"], 4),
                      fmt(m["buf_writes_per_op"], 4), fmt(m["wal_bytes_per_op"]),
-                     fmt(r["relation_mb"]), ram, fmt(r["ratio"], 1), fmt(m["mem_peak_mb"])])
+                     fmt(r["relation_mb"]), r.get("ram_mb", ram), fmt(r["ratio"], 1),
+                     fmt(m["mem_peak_mb"])])
     for key, label in (("upsert_logged", "upsert-and-report table"),
                        ("upsert_unlogged", "upsert-and-report table, unlogged")):
         if key not in results:
