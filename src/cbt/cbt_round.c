@@ -425,11 +425,11 @@ empty_leaf(CbtRound *r, CbtNode *node, BlockNumber oldblk)
 {
 	Merge	   *m = palloc0(sizeof(Merge));
 	CbtFragWriter *w = palloc0(sizeof(CbtFragWriter));
-	CbtFragment *pieces = palloc(sizeof(CbtFragment) * CBT_MAX_FANOUT);
+	CbtFragment *parts = palloc(sizeof(CbtFragment) * CBT_MAX_FANOUT);
 	uint64		raw = 0;
 	uint64		stored = 0;
 	uint64		budget;
-	int			npieces;
+	int			nparts;
 	List	   *out = NIL;
 
 	for (uint32 i = 0; i < node->nfragments; i++)
@@ -447,25 +447,25 @@ empty_leaf(CbtRound *r, CbtNode *node, BlockNumber oldblk)
 		;
 	merge_close(m);
 	free_fragments(r, node);
-	npieces = cbt_frag_writer_end_split(w, budget, CBT_MAX_FANOUT, pieces);
+	nparts = cbt_frag_writer_end_split(w, budget, CBT_MAX_FANOUT, parts);
 
-	for (int k = 0; k < Max(npieces, 1); k++)
+	for (int k = 0; k < Max(nparts, 1); k++)
 	{
 		CbtNode		leaf = *node;
 		NodeRef    *ref = palloc(sizeof(NodeRef));
 
 		leaf.nfragments = 0;
-		leaf.lo = k == 0 ? node->lo : pieces[k].min_hash;
-		leaf.hi = k >= npieces - 1 ? node->hi : pieces[k + 1].min_hash - 1;
-		if (k < npieces)
+		leaf.lo = k == 0 ? node->lo : parts[k].min_hash;
+		leaf.hi = k >= nparts - 1 ? node->hi : parts[k + 1].min_hash - 1;
+		if (k < nparts)
 		{
-			fragment_extents(r, &pieces[k], note_fresh);
-			add_fragment(r, &leaf, &pieces[k]);
+			fragment_extents(r, &parts[k], note_fresh);
+			add_fragment(r, &leaf, &parts[k]);
 		}
 		*ref = write_node(r, &leaf, k == 0 ? oldblk : InvalidBlockNumber);
 		out = lappend(out, ref);
 	}
-	if (npieces > 1)
+	if (nparts > 1)
 		r->meta.splits++;
 	return out;
 }
