@@ -58,6 +58,17 @@ typedef struct SSStateOps
 	 */
 	bool		(*consolidate) (struct SSConsolidation *c);
 	/*
+	 * Optional, for a structure whose partitions consolidate in lanes of
+	 * their own, each with its log position (a LERT's cones: sessions then
+	 * consolidate different lanes at once): run what lanes can be run
+	 * (with wait, wait for busy ones), then move the head to the slowest
+	 * lane's position (ss_log_advance_to).  Called by writers and readers
+	 * instead of a round; consolidate (every lane up to the round's end)
+	 * still serves the callers that need every committed batch applied
+	 * (flushes, VACUUM).  Returns true if the head moved.
+	 */
+	bool		(*consolidate_some) (Relation rel, bool wait);
+	/*
 	 * Optional: can the structure take this transaction's pending records
 	 * on top of its contents and the log_records waiting in its change
 	 * log?  Called at pre-commit under the log's append lock; with final,

@@ -22,10 +22,10 @@ COMMENT ON FUNCTION lert_reported(regclass, anycompatible) IS 'true if key has b
 CREATE FUNCTION lert_reports(lert regclass, after bigint DEFAULT 0,
 	OUT report_id bigint, OUT key text, OUT count bigint,
 	OUT first_position bigint, OUT reported_position bigint,
-	OUT reported_at timestamptz)
+	OUT reported_at timestamptz, OUT cone int)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'lert_reports' LANGUAGE C STRICT STABLE PARALLEL SAFE;
-COMMENT ON FUNCTION lert_reports(regclass, bigint) IS 'the reports with an id above after, in report order';
+COMMENT ON FUNCTION lert_reports(regclass, bigint) IS 'the reports with an id above after, in report order (each cone''s in stream order)';
 
 CREATE FUNCTION lert_flush(lert regclass) RETURNS bigint
 AS 'MODULE_PATHNAME', 'lert_flush' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;

@@ -16,22 +16,32 @@
  * storage layer's) say which records a page has applied; stream positions
  * (observations, LertMeta.stream_pos) are what reports and bounds speak of.
  *
- * Crash safety of a consolidation round (lert_consolidate.c): level-0
- * pages are changed in backend memory and written back at the end of the
- * round, each with the log position it has applied up to; before that, one
- * metapage record "settles" the round (settled_pos): the reports it made
- * become valid and every cone's level-0 entry count is stored.  A round
+ * Each cone is a consolidation lane (lert_lanes.c): a cone's round passes
+ * over the change log from the cone's own log position and applies the
+ * records of its keys, so sessions consolidate different cones at once.
+ *
+ * Crash safety of a cone's round (lert_consolidate.c): level-0 pages are
+ * changed in backend memory and written back at the end of the round, each
+ * with the log position it has applied up to; before that, one metapage
+ * record "settles" the round (the cone's settled_pos): the reports it made
+ * become valid and the cone's level-0 entry count is stored.  The cone's
+ * log position moves past the round only after the write-back.  A round
  * redone after a crash skips, per page, the records the page has applied,
  * makes no report for a record before settled_pos (it is already valid)
  * and counts no new entry for one either.  A merge writes its runs and the
  * cone's new level 0 out of place and installs them, with its reports and
  * a settle, in one metapage record.
  *
- * Locking: consolidators (rounds, lert_flush, VACUUM) serialize on the
- * change log's consolidation lock and are the only writers of every page
- * but the log's.  Buffer locks are taken one page at a time everywhere: a
- * page is copied in or written out under its own lock, never while
- * another is held, and the metapage is locked alone (installs, readers).
+ * Locking: a cone's pages (level 0, runs) and its part of the metapage are
+ * written only under the cone's lock (LERT_CONE_LOCK), by its rounds and
+ * by lert_flush and VACUUM, which take the change log's consolidation lock
+ * first.  What cones share is changed under the space lock
+ * (LERT_SPACE_LOCK, taken after a cone's): the free extents, the report
+ * stream and the counters, in the metapage fields named in lert_meta_install;
+ * the storage layer's part of the metapage is its own.  Buffer locks are
+ * taken one page at a time everywhere: a page is copied in or written out
+ * under its own lock, never while another is held, and the metapage is
+ * locked alone (installs, readers).
  *
  *-------------------------------------------------------------------------
  */
@@ -56,6 +66,10 @@
 #define SS_PAGE_LERT_FILTER		13
 
 #define LERT_MAX_CONES			16
+
+/* lock tags (LockPage), never real blocks; below the storage layer's */
+#define LERT_SPACE_LOCK			((BlockNumber) 0xFFFFFFF0)
+#define LERT_CONE_LOCK(c)		((BlockNumber) (0xFFFFFFE0 + (c)))
 #define LERT_MAX_FREE_EXTENTS	128
 #define LERT_MAX_REPORT_EXTENTS 40
 #define LERT_REPORT_EXTENT_MAX	(1U << 17)	/* pages: 1 GB */
@@ -144,8 +158,20 @@ lert_run_filter_pages(const LertRun *run)
 	return run->nkept > 0 ? run->index.npages - lert_run_index_pages(run) : 0;
 }
 
+/*
+ * A cone is also a consolidation lane (lert_lanes.c): it passes over the
+ * change log on its own, under its own lock, from log_pos (on page
+ * log_blk; a position not past the log head means the head), where the
+ * committed stream stands at stream_pos.
+ */
 typedef struct LertCone
 {
+	uint64		log_pos;		/* records before it are the cone's */
+	int64		stream_pos;		/* observations before log_pos */
+	uint64		settled_pos;	/* see "Crash safety" above */
+	uint64		next_gen;		/* of its pages (lert_new_gen) */
+	BlockNumber log_blk;
+	uint32		unused;
 	uint64		flushes;		/* merges so far */
 	int64		last_flush;		/* stream position of the last one */
 	int64		level0_limit;	/* entries that make level 0 full */
@@ -162,7 +188,6 @@ typedef struct LertMeta
 	LertParams	params;
 	int64		stream_pos;		/* observations consolidated (at the log
 								 * head); added with the head's move */
-	uint64		settled_pos;	/* log position: see above */
 	int64		nreports;		/* valid reports */
 	uint32		nreport_ext;
 	LertExtent	report_ext[LERT_MAX_REPORT_EXTENTS];
@@ -174,7 +199,6 @@ typedef struct LertMeta
 	int64		point_queries;
 	uint32		max_keylen;		/* longest key consolidated so far */
 	uint32		unused;
-	uint64		next_gen;
 	LertCone	cones[LERT_MAX_CONES];
 } LertMeta;
 
@@ -279,9 +303,22 @@ lert_level0_page(const LertParams *p, uint64 fp, uint32 npages)
 /* pages of a new level 0 for limit entries of about keylen key bytes */
 extern uint32 lert_level0_pages(int64 limit, uint16 form, double avg_keylen);
 
+/*
+ * A new generation for a page of cone `cone` (meta: the cone's round's
+ * copy).  Cones count apart, so that rounds of different cones never
+ * hand out the same one; a page stamped with another's is not the cone's.
+ */
+static inline uint64
+lert_new_gen(LertMeta *meta, uint32 cone)
+{
+	return meta->cones[cone].next_gen++ * LERT_MAX_CONES + cone;
+}
+
 /* ---- lert_store.c: extents, pages, runs, reports ---- */
 extern LertExtent lert_extent_alloc(Relation rel, LertMeta *meta,
 									BlockNumber npages);
+extern LertExtent lert_space_alloc(Relation rel, BlockNumber npages,
+								   bool partial);
 extern void lert_extent_free(LertMeta *meta, LertExtent ext);
 extern void lert_write_page(Relation rel, BlockNumber blkno, uint16 page_type,
 							const char *area, uint64 applied_pos, bool full);
@@ -325,7 +362,8 @@ extern bool lert_run_may_keep(Relation rel, const LertRun *run, uint64 fp);
 typedef struct LertRunWriter
 {
 	Relation	rel;
-	LertMeta   *meta;			/* the consolidator's copy: allocations */
+	LertMeta   *meta;			/* the round's copy: frees, generations */
+	uint32		cone;
 	LertRun		run;
 	LertExtent	chunk;			/* pages taken for data, not yet used */
 	BlockNumber next_chunk;		/* size of the next chunk to take */
@@ -337,7 +375,7 @@ typedef struct LertRunWriter
 } LertRunWriter;
 
 extern void lert_run_writer_begin(LertRunWriter *w, Relation rel,
-								  LertMeta *meta);
+								  LertMeta *meta, uint32 cone);
 extern void lert_run_writer_keep(LertRunWriter *w, int64 max_kept);
 extern void lert_run_writer_add(LertRunWriter *w, const LertEntry *e,
 								const char *key);
@@ -432,9 +470,10 @@ typedef enum LertCrashPoint
 extern int	ss_test_lert_crash;
 extern void lert_test_crash(Relation rel, LertCrashPoint point);
 
-/* ---- lert_consolidate.c ---- */
+/* ---- lert_lanes.c, lert_consolidate.c ---- */
 struct SSConsolidation;
 extern bool lert_consolidate(struct SSConsolidation *c);
+extern bool lert_consolidate_some(Relation rel, bool wait);
 extern void lert_add_stats(void *meta, const void *stats);
 extern int64 lert_flush_all(Relation rel, void *stats);
 

@@ -322,6 +322,13 @@ lert_check_meta(Relation rel, const void *metap)
 			cone->level0_limit < 1 || cone->last_flush < 0 ||
 			cone->last_flush > meta->stream_pos + PG_INT64_MAX / 4)
 			elog(ERROR, "cone %u's level 0 is out of range", c);
+		/* a cone past the head stands on a log page, ahead of the head */
+		if (cone->next_gen < 1 || cone->next_gen > PG_UINT64_MAX / LERT_MAX_CONES ||
+			(cone->log_pos > meta->hdr.log.head_pos &&
+			 (cone->log_pos > meta->hdr.log.end_pos ||
+			  cone->stream_pos < meta->stream_pos ||
+			  cone->log_blk == SS_METAPAGE_BLKNO || cone->log_blk >= end)))
+			elog(ERROR, "cone %u's log position is out of range", c);
 		for (uint32 j = 1; j <= meta->params.geom.nlevels; j++)
 		{
 			const LertRun *run = &cone->runs[j];
@@ -353,9 +360,10 @@ lert_init_meta(const void *st, void *metap)
 	memset(m, 0, sizeof(*m));
 	ss_meta_header_init(&m->hdr, SS_KIND_LERT, p->seed, 1);
 	m->params = *p;
-	m->next_gen = 1;
 	for (uint32 c = 0; c < LERT_MAX_CONES; c++)
 	{
+		m->cones[c].next_gen = 1;
+		m->cones[c].log_blk = InvalidBlockNumber;
 		m->cones[c].level0.start = InvalidBlockNumber;
 		m->cones[c].level0_limit = p->geom.level0_capacity;
 		for (uint32 j = 0; j <= LERT_MAX_LEVELS; j++)
@@ -374,6 +382,7 @@ const SSStateOps lert_state_ops = {
 	.state_size = sizeof(LertState),
 	.meta_size = sizeof(LertMeta),
 	.consolidate = lert_consolidate,
+	.consolidate_some = lert_consolidate_some,
 	.stats_size = sizeof(LertStats),
 	.add_stats = lert_add_stats,
 	.check_columns = lert_state_columns,

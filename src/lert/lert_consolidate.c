@@ -37,6 +37,7 @@
 #include "ss_changelog.h"
 #include "ss_xlog.h"
 #include "storage/bufmgr.h"
+#include "storage/lmgr.h"
 #include "streamsketch.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
@@ -162,11 +163,14 @@ round_notify(LertRound *r)
 }
 
 /*
- * Write the pending reports, then install the consolidator's part of the
- * metapage in one record, settled at log position `settle` (every record
- * before it has its reports and entry counts in this record).  The log
- * part, the parameters and stream_pos are not the consolidator's to
- * write here (stream_pos moves with the log head, lert_add_stats).
+ * Install the round's cone and its share of what cones share, settled at
+ * log position `settle` (every record before it has its reports and its
+ * entry count in this record), in one metapage record.  Under the space
+ * lock: the pending reports are written after the valid ones of the
+ * metapage as it is now, the extents the round freed join its free list,
+ * the counters take the round's increments.  The log part and stream_pos
+ * are the storage layer's (stream_pos moves with the log head,
+ * lert_add_stats); the other cones are their rounds'.
  */
 void
 lert_round_install(LertRound *r, uint64 settle)
@@ -174,33 +178,46 @@ lert_round_install(LertRound *r, uint64 settle)
 	SSXLogState *state;
 	Buffer		buf;
 	LertMeta   *m;
+	LertMeta   *cur = r->shared;
+	LertCone   *cn = &r->meta.cones[r->cone];
 
-	lert_reports_append(r->rel, &r->meta, r->reports.data, r->reports.len,
+	LockPage(r->rel, LERT_SPACE_LOCK, ExclusiveLock);
+	if (!lert_read_meta(r->rel, cur))
+		elog(ERROR, "LERT \"%s\" has no metapage", RelationGetRelationName(r->rel));
+	lert_reports_append(r->rel, cur, r->reports.data, r->reports.len,
 						r->npending);
 	if (r->npending > 0)
 		lert_test_crash(r->rel, LERT_CRASH_REPORTS_WRITTEN);
-	r->meta.nreports += r->npending;
-	r->meta.settled_pos = Max(r->meta.settled_pos, settle);
-	for (uint32 c = 0; c < r->meta.params.ncones; c++)
-		r->meta.cones[c].level0_entries = r->entries[c];
+	cur->nreports += r->npending;
+	r->reports_made += r->npending;
+	for (uint32 i = 0; i < r->meta.nfree; i++)
+		lert_extent_free(cur, r->meta.free_ext[i]);
+	cur->merges += r->meta.merges - r->merges_installed;
+	cur->point_queries += r->meta.point_queries - r->queries_installed;
+	cur->max_keylen = Max(cur->max_keylen, r->meta.max_keylen);
+	cn->settled_pos = Max(cn->settled_pos, settle);
+	cn->level0_entries = r->entries[r->cone];
 
 	state = ss_xlog_start(r->rel);
 	m = ss_meta_register(r->rel, SS_KIND_LERT, state, &buf);
-	m->settled_pos = r->meta.settled_pos;
-	m->nreports = r->meta.nreports;
-	m->nreport_ext = r->meta.nreport_ext;
-	memcpy(m->report_ext, r->meta.report_ext, sizeof(m->report_ext));
-	m->report_tail = r->meta.report_tail;
-	m->nfree = r->meta.nfree;
-	memcpy(m->free_ext, r->meta.free_ext, sizeof(m->free_ext));
-	m->merges = r->meta.merges;
-	m->point_queries = r->meta.point_queries;
-	m->max_keylen = r->meta.max_keylen;
-	m->next_gen = r->meta.next_gen;
-	memcpy(m->cones, r->meta.cones, sizeof(m->cones));
+	m->nreports = cur->nreports;
+	m->nreport_ext = cur->nreport_ext;
+	memcpy(m->report_ext, cur->report_ext, sizeof(m->report_ext));
+	m->report_tail = cur->report_tail;
+	m->nfree = cur->nfree;
+	memcpy(m->free_ext, cur->free_ext, sizeof(m->free_ext));
+	m->merges = cur->merges;
+	m->point_queries = cur->point_queries;
+	m->max_keylen = cur->max_keylen;
+	m->cones[r->cone] = *cn;
 	ss_xlog_finish(state);
 	UnlockReleaseBuffer(buf);
+	UnlockPage(r->rel, LERT_SPACE_LOCK, ExclusiveLock);
 
+	r->meta.nfree = 0;
+	r->meta.nreports = cur->nreports;
+	r->meta.merges = r->merges_installed = cur->merges;
+	r->meta.point_queries = r->queries_installed = cur->point_queries;
 	if (r->meta.params.channel[0] != '\0')
 		round_notify(r);
 	resetStringInfo(&r->reports);
@@ -252,8 +269,8 @@ round_create_level0(LertRound *r, uint32 cone, uint64 pos)
 										   st->fixed_key ? 0 : 16);
 	char	   *area = palloc(SS_PAGE_DATA_SIZE);
 
-	cn->level0 = lert_extent_alloc(r->rel, &r->meta, npages);
-	cn->level0_gen = r->meta.next_gen++;
+	cn->level0 = lert_space_alloc(r->rel, npages, false);
+	cn->level0_gen = lert_new_gen(&r->meta, cone);
 	for (uint32 i = 0; i < npages; i++)
 	{
 		lert_l0_init(area, SS_PAGE_DATA_SIZE, pos, cn->level0_gen, form);
@@ -394,7 +411,7 @@ round_record(uint64 logpos, const SSPendingHeader *hdr, const char *payload,
 	LertCount	slot;
 	LertReport	rep;
 	LertQuery	q;
-	bool		counted = logpos >= r->meta.settled_pos;
+	bool		counted = logpos >= r->meta.cones[r->cone].settled_pos;
 
 	if (hdr->type != SS_PENDING_ITEM || hdr->len < sizeof(LertItem))
 		ss_page_corrupted(r->rel, InvalidBlockNumber, "A LERT change log record has type %u and %u bytes.",
@@ -412,24 +429,30 @@ round_record(uint64 logpos, const SSPendingHeader *hdr, const char *payload,
 	 * time stretch: level 0 is flushed every period, whatever its fill.
 	 * The cones' first periods are staggered (cone c's is (c + 1) / K of
 	 * one), so that their flushes, and their merges, come one at a time.
+	 * Each cone's round sees every record's position, so its flushes come
+	 * where a single pass over the stream would make them.
 	 */
 	if (g->variant == LERT_TIME_STRETCH)
 	{
 		LertGeom	sched;
 		int64		period;
 		uint32		ncones = r->meta.params.ncones;
+		LertCone   *cn = &r->meta.cones[r->cone];
+		int64		due;
 
 		lert_schedule_geom(&r->meta.params, &sched);
 		period = lert_level0_period(&sched);
-		for (uint32 c = 0; c < ncones; c++)
-		{
-			LertCone   *cn = &r->meta.cones[c];
-			int64		due = cn->flushes > 0 ? period :
-				Max(period / ncones * (c + 1), 1);
+		due = cn->flushes > 0 ? period :
+			Max(period / ncones * (r->cone + 1), 1);
+		if (cn->level0.npages > 0 && r->pos - cn->last_flush >= due)
+			lert_flush_cone(r, r->cone, logpos, false, false);
+	}
 
-			if (cn->level0.npages > 0 && r->pos - cn->last_flush >= due)
-				lert_flush_cone(r, c, logpos, false, false);
-		}
+	/* another cone's: it only moves the stream position */
+	if (cone != r->cone)
+	{
+		r->pos += item.count;
+		return;
 	}
 
 	pg = page_for(r, cone, item.fp, logpos);
@@ -504,20 +527,39 @@ round_record(uint64 logpos, const SSPendingHeader *hdr, const char *payload,
 
 /* ---- rounds ---- */
 
+/*
+ * Begin a round of `cone` at the cone's log position (the head's when the
+ * cone is not past it).  The caller holds the cone's lock.
+ */
 static void
-round_begin(LertRound *r, Relation rel)
+round_begin(LertRound *r, Relation rel, uint32 cone)
 {
+	LertCone   *cn;
+
 	memset(r, 0, sizeof(*r));
 	r->rel = rel;
 	r->st = lert_get_state(rel);
+	r->cone = cone;
 	r->cxt = AllocSetContextCreate(CurrentMemoryContext, "lert round",
 								   ALLOCSET_DEFAULT_SIZES);
+	r->shared = MemoryContextAlloc(r->cxt, sizeof(LertMeta));
 	if (!lert_read_meta(rel, &r->meta))
 		elog(ERROR, "LERT \"%s\" has no metapage", RelationGetRelationName(rel));
-	r->start_stream_pos = r->meta.stream_pos;
-	r->pos = r->meta.stream_pos;
-	for (uint32 c = 0; c < r->meta.params.ncones; c++)
-		r->entries[c] = r->meta.cones[c].level0_entries;
+	if (cone >= r->meta.params.ncones)
+		elog(ERROR, "LERT \"%s\" has no cone %u", RelationGetRelationName(rel),
+			 cone);
+	cn = &r->meta.cones[cone];
+	if (cn->log_pos <= r->meta.hdr.log.head_pos)
+	{
+		cn->log_pos = r->meta.hdr.log.head_pos;
+		cn->log_blk = r->meta.hdr.log.head_blk;
+		cn->stream_pos = r->meta.stream_pos;
+	}
+	r->pos = cn->stream_pos;
+	r->entries[cone] = cn->level0_entries;
+	r->meta.nfree = 0;			/* the round's frees, see LertRound */
+	r->merges_installed = r->meta.merges;
+	r->queries_installed = r->meta.point_queries;
 	initStringInfo(&r->reports);
 	round_pages_reset(r);
 }
@@ -530,55 +572,88 @@ round_end(LertRound *r)
 }
 
 /*
- * The consolidate callback: count the round's committed observations,
- * reporting and flushing as they come.
+ * Move the cone's log position to pos (on page blk), where the stream
+ * stands at the round's position.  After the round's write-back: until
+ * this record, a crash redoes the round.
  */
-bool
-lert_consolidate(SSConsolidation *c)
+static void
+round_advance(LertRound *r, uint64 pos, BlockNumber blk)
 {
-	LertRound	r;
-	LertStats  *stats = (LertStats *) c->stats;
+	SSXLogState *state;
+	Buffer		buf;
+	LertMeta   *m;
+	LertCone   *cn = &r->meta.cones[r->cone];
 
-	round_begin(&r, c->rel);
-	ss_cons_foreach(c, round_record, &r);
-	round_checkpoint(&r, c->end_pos);
-	stats->observations += r.pos - r.start_stream_pos;
-	round_end(&r);
-	return true;
+	cn->log_pos = pos;
+	cn->log_blk = blk;
+	cn->stream_pos = r->pos;
+	state = ss_xlog_start(r->rel);
+	m = ss_meta_register(r->rel, SS_KIND_LERT, state, &buf);
+	m->cones[r->cone].log_pos = cn->log_pos;
+	m->cones[r->cone].log_blk = cn->log_blk;
+	m->cones[r->cone].stream_pos = cn->stream_pos;
+	ss_xlog_finish(state);
+	UnlockReleaseBuffer(buf);
 }
 
-void
-lert_add_stats(void *metap, const void *statsp)
+/*
+ * A round of `cone`: count its committed observations from its log
+ * position up to limit (or the first batch still committing), reporting
+ * and flushing as they come.  The caller holds the cone's lock.  Returns
+ * true if the cone's position moved; stopped_at as ss_log_lane_pass's.
+ */
+bool
+lert_lane_run(Relation rel, uint32 cone, uint64 limit,
+			  TransactionId *stopped_at)
 {
-	LertMeta   *meta = (LertMeta *) metap;
-	const LertStats *stats = (const LertStats *) statsp;
+	LertRound	r;
+	uint64		start;
+	uint64		reached;
+	BlockNumber reached_blk;
 
-	meta->stream_pos += stats->observations;
+	round_begin(&r, rel, cone);
+	start = r.meta.cones[cone].log_pos;
+	ss_log_lane_pass(rel, start, r.meta.cones[cone].log_blk, limit,
+					 round_record, &r, &reached, &reached_blk, stopped_at);
+	if (reached != start)
+	{
+		round_checkpoint(&r, reached);
+		round_advance(&r, reached, reached_blk);
+	}
+	round_end(&r);
+	return reached != start;
 }
 
 /*
  * lert_flush's flush callback: with every committed batch consolidated,
  * shuffle-merge every level of every cone, so that every key whose count
- * has reached T is reported.  Returns the reports made.
+ * has reached T is reported.  Each cone at its own position, under its
+ * lock (writers' rounds may have taken it past the head).  Returns the
+ * reports made.
  */
 int64
 lert_flush_all(Relation rel, void *stats)
 {
-	LertRound	r;
-	int64		before;
-	uint64		head;
+	LertMeta	meta;
+	int64		made = 0;
 
-	round_begin(&r, rel);
-	before = r.meta.nreports;
-	head = r.meta.hdr.log.head_pos;
-	for (uint32 c = 0; c < r.meta.params.ncones; c++)
+	if (!lert_read_meta(rel, &meta))
+		elog(ERROR, "LERT \"%s\" has no metapage", RelationGetRelationName(rel));
+	for (uint32 c = 0; c < meta.params.ncones; c++)
 	{
+		LertRound	r;
+
 		CHECK_FOR_INTERRUPTS();
+		LockPage(rel, LERT_CONE_LOCK(c), ExclusiveLock);
+		round_begin(&r, rel, c);
 		if (r.meta.cones[c].level0.npages > 0)
-			lert_flush_cone(&r, c, head, true, false);
+		{
+			lert_flush_cone(&r, c, r.meta.cones[c].log_pos, true, false);
+			round_checkpoint(&r, r.meta.cones[c].log_pos);
+		}
+		made += r.reports_made;
+		round_end(&r);
+		UnlockPage(rel, LERT_CONE_LOCK(c), ExclusiveLock);
 	}
-	round_checkpoint(&r, head);
-	before = r.meta.nreports - before;
-	round_end(&r);
-	return before;
+	return made;
 }

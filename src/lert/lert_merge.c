@@ -439,7 +439,7 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 		nsrc++;
 	}
 	for (uint32 j = 1; j <= depth; j++)
-		lert_run_writer_begin(&w[j], r->rel, &r->meta);
+		lert_run_writer_begin(&w[j], r->rel, &r->meta, cone);
 	if (keep_in_runs)
 	{
 		/* level-0 counts go to the deepest level rewritten, flagged */
@@ -629,8 +629,8 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 		}
 		npages *= 2;
 	}
-	level0 = lert_extent_alloc(r->rel, &r->meta, npages);
-	gen = r->meta.next_gen++;
+	level0 = lert_space_alloc(r->rel, npages, false);
+	gen = lert_new_gen(&r->meta, cone);
 	area = palloc(SS_PAGE_DATA_SIZE);
 	{
 		LertEntry	e;

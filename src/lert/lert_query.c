@@ -223,8 +223,8 @@ lert_reports(PG_FUNCTION_ARGS)
 		lert_report_iter_begin(&it, rel, meta, after);
 		while ((r = lert_report_iter_next(&it, &id, &key)) != NULL)
 		{
-			Datum		values[6];
-			bool		nulls[6] = {0};
+			Datum		values[7];
+			bool		nulls[7] = {0};
 			Datum		k = lert_key_datum(st, r->fp, key, r->keylen);
 
 			values[0] = Int64GetDatum(id);
@@ -233,6 +233,7 @@ lert_reports(PG_FUNCTION_ARGS)
 			values[3] = Int64GetDatum(r->first_pos);
 			values[4] = Int64GetDatum(r->reported_pos);
 			values[5] = TimestampTzGetDatum(r->at);
+			values[6] = Int32GetDatum((int32) lert_cone_of(&meta->params, r->fp));
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 		lert_report_iter_end(&it);

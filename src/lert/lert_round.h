@@ -24,12 +24,21 @@ typedef struct LertL0Page
 	char	   *area;			/* SS_PAGE_DATA_SIZE bytes */
 } LertL0Page;
 
+/*
+ * A round of one cone.  meta is the round's copy of the metapage: the
+ * cone's descriptor is the round's own, what cones share is read again
+ * at each install (lert_round_install), and its free list holds the
+ * extents the round has freed since its last install.
+ */
 typedef struct LertRound
 {
 	Relation	rel;
 	LertState  *st;
-	LertMeta	meta;			/* the consolidator's copy */
-	int64		start_stream_pos;
+	uint32		cone;
+	LertMeta	meta;
+	LertMeta   *shared;			/* the metapage read at an install */
+	int64		merges_installed;	/* meta.merges at the last install */
+	int64		queries_installed;	/* meta.point_queries then */
 	int64		pos;			/* stream position of the next observation */
 	int64		entries[LERT_MAX_CONES];	/* level-0 entries now */
 	HTAB	   *pages;			/* LertL0Page by block */
@@ -37,6 +46,7 @@ typedef struct LertRound
 	int			npages_cached;
 	StringInfoData reports;		/* made, not yet valid: LertReportRec + key */
 	int64		npending;
+	int64		reports_made;	/* installed by this round */
 	bool		changed;		/* entry counts moved since the last install */
 	MemoryContext cxt;
 } LertRound;
@@ -61,6 +71,8 @@ extern void lert_round_forget_cone(LertRound *r, uint32 cone);
 extern void lert_round_add_report(LertRound *r, const LertReport *rep,
 								  uint64 fp, const char *key, uint32 keylen);
 extern void lert_round_install(LertRound *r, uint64 settle);
+extern bool lert_lane_run(Relation rel, uint32 cone, uint64 limit,
+						  TransactionId *stopped_at);
 
 /* lert_merge.c */
 extern void lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos,

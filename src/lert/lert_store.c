@@ -28,6 +28,7 @@
 #include "ss_changelog.h"
 #include "ss_xlog.h"
 #include "storage/bufmgr.h"
+#include "storage/lmgr.h"
 #include "streamsketch.h"
 #include "utils/memutils.h"
 
@@ -80,6 +81,71 @@ lert_extent_alloc(Relation rel, LertMeta *meta, BlockNumber npages)
 	}
 	ext.start = ss_log_alloc_run(rel, npages);
 	ext.npages = npages;
+	return ext;
+}
+
+/*
+ * Take npages for a cone's round from the free extents every cone shares,
+ * under the space lock, in one WAL record: the smallest free extent that
+ * holds them, or with partial the lowest free extent, up to npages of it.
+ * Without a free extent, npages after everything allocated so far.  The
+ * pages are the round's from then on: it gives back what it does not use
+ * (lert_extent_free into its copy, made free by its next install), and a
+ * crash or error before that install leaves them unused until VACUUM FULL,
+ * as ss_log_alloc_run's.  Locking: the space lock, then the metapage.
+ */
+LertExtent
+lert_space_alloc(Relation rel, BlockNumber npages, bool partial)
+{
+	LertMeta   *cur = palloc(sizeof(LertMeta));
+	LertExtent	ext = {InvalidBlockNumber, 0};
+
+	if (npages == 0)
+		return ext;
+	LockPage(rel, LERT_SPACE_LOCK, ExclusiveLock);
+	if (!lert_read_meta(rel, cur))
+		elog(ERROR, "LERT \"%s\" has no metapage", RelationGetRelationName(rel));
+	if (partial && cur->nfree > 0)
+	{
+		LertExtent *f = &cur->free_ext[0];
+
+		ext.start = f->start;
+		ext.npages = Min(f->npages, npages);
+		f->start += ext.npages;
+		f->npages -= ext.npages;
+		if (f->npages == 0)
+		{
+			memmove(f, f + 1, sizeof(LertExtent) * (cur->nfree - 1));
+			cur->nfree--;
+		}
+	}
+	else if (!partial)
+	{
+		for (uint32 i = 0; i < cur->nfree; i++)
+			if (cur->free_ext[i].npages >= npages)
+			{
+				ext = lert_extent_alloc(rel, cur, npages);
+				break;
+			}
+	}
+	if (ext.npages > 0)
+	{
+		SSXLogState *state = ss_xlog_start(rel);
+		Buffer		buf;
+		LertMeta   *m = ss_meta_register(rel, SS_KIND_LERT, state, &buf);
+
+		m->nfree = cur->nfree;
+		memcpy(m->free_ext, cur->free_ext, sizeof(m->free_ext));
+		ss_xlog_finish(state);
+		UnlockReleaseBuffer(buf);
+	}
+	else
+	{
+		ext.start = ss_log_alloc_run(rel, npages);
+		ext.npages = npages;
+	}
+	UnlockPage(rel, LERT_SPACE_LOCK, ExclusiveLock);
+	pfree(cur);
 	return ext;
 }
 
@@ -295,13 +361,15 @@ lert_run_writer_keep(LertRunWriter *w, int64 max_kept)
 }
 
 void
-lert_run_writer_begin(LertRunWriter *w, Relation rel, LertMeta *meta)
+lert_run_writer_begin(LertRunWriter *w, Relation rel, LertMeta *meta,
+					  uint32 cone)
 {
 	memset(w, 0, sizeof(*w));
 	w->rel = rel;
 	w->meta = meta;
+	w->cone = cone;
 	w->run.index.start = InvalidBlockNumber;
-	w->run.gen = meta->next_gen++;
+	w->run.gen = lert_new_gen(meta, cone);
 	w->chunk.start = InvalidBlockNumber;
 	w->next_chunk = RUN_CHUNK_MIN;
 	w->page = palloc(SS_PAGE_DATA_SIZE);
@@ -316,29 +384,8 @@ run_writer_block(LertRunWriter *w)
 {
 	if (w->chunk.npages == 0)
 	{
-		LertMeta   *meta = w->meta;
-		BlockNumber want = w->next_chunk;
-
 		/* the lowest free extent first, whatever its size (up to want) */
-		if (meta->nfree > 0)
-		{
-			LertExtent *f = &meta->free_ext[0];
-
-			w->chunk.start = f->start;
-			w->chunk.npages = Min(f->npages, want);
-			f->start += w->chunk.npages;
-			f->npages -= w->chunk.npages;
-			if (f->npages == 0)
-			{
-				memmove(f, f + 1, sizeof(LertExtent) * (meta->nfree - 1));
-				meta->nfree--;
-			}
-		}
-		else
-		{
-			w->chunk.start = ss_log_alloc_run(w->rel, want);
-			w->chunk.npages = want;
-		}
+		w->chunk = lert_space_alloc(w->rel, w->next_chunk, true);
 		w->next_chunk = Min(w->next_chunk * 2, RUN_CHUNK_MAX);
 	}
 	w->chunk.npages--;
@@ -416,7 +463,7 @@ lert_run_writer_end(LertRunWriter *w)
 		uint32		nfilter = w->run.nkept > 0 ? w->nfilter : 0;
 
 		nindex = lert_run_index_pages(&w->run);
-		w->run.index = lert_extent_alloc(w->rel, w->meta, nindex + nfilter);
+		w->run.index = lert_space_alloc(w->rel, nindex + nfilter, false);
 		for (uint32 i = 0; i < nfilter; i++)
 		{
 			CHECK_FOR_INTERRUPTS();

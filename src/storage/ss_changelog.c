@@ -1200,9 +1200,104 @@ log_consolidate_locked(Relation rel, const SSStateOps *ops,
 }
 
 /*
+ * A lane's pass, for a structure that consolidates in lanes
+ * (SSStateOps.consolidate_some): call fn for every record of every
+ * committed batch from position start, on page start_blk, up to limit, the
+ * log's end or the first batch still committing, whichever comes first.
+ * Sets *reached and *reached_blk to the batch boundary where it stopped,
+ * and *stopped_at to the xid of the batch still committing, if that is
+ * why (else InvalidTransactionId).  start must be at or past the head and
+ * must stay so: the structure never lets the head pass a lane's position
+ * (ss_log_advance_to), so the pages from start on are not recycled.
+ */
+void
+ss_log_lane_pass(Relation rel, uint64 start, BlockNumber start_blk,
+				 uint64 limit, SSLogRecordFn fn, void *arg,
+				 uint64 *reached, BlockNumber *reached_blk,
+				 TransactionId *stopped_at)
+{
+	SSLogSnapshot snap;
+	LogReader	r;
+	uint64		end;
+
+	ss_log_snapshot(rel, &snap);
+	*reached = start;
+	*reached_blk = start_blk;
+	*stopped_at = InvalidTransactionId;
+	if (start < snap.head_pos || start > snap.end_pos)
+		log_corrupted(rel, start_blk, "A lane's position is outside the change log.");
+	end = Min(snap.end_pos, limit);
+	if (start >= end)
+		return;
+	if (!reader_begin(&r, rel, start_blk, start))
+		log_corrupted(rel, start_blk, "A lane's change log page does not hold its position.");
+	while (r.pos < end)
+	{
+		SSLogBatchHeader bh;
+		BatchStatus status;
+		bool		ok;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!reader_batch(&r, end, &bh))
+			log_corrupted(rel, r.blk, "The change log moved under a lane.");
+		status = batch_status(bh.xid);
+		if (status == BATCH_IN_PROGRESS)
+		{
+			*stopped_at = bh.xid;
+			break;
+		}
+		ok = status == BATCH_COMMITTED ? reader_records(&r, &bh, fn, arg) :
+			reader_read(&r, NULL, bh.length);
+		if (!ok)
+			log_corrupted(rel, r.blk, "The change log moved under a lane.");
+		*reached = r.pos;
+		*reached_blk = r.blk;
+	}
+	reader_end(&r);
+}
+
+/*
+ * Move the head to pos (on page blk, where a lane's pass stopped), a batch
+ * boundary every lane of the structure has reached, adding stats (what
+ * the batches before it add to the metapage, as a round's).  The caller
+ * holds the consolidation lock.
+ */
+void
+ss_log_advance_to(Relation rel, uint64 pos, BlockNumber blk,
+				  const void *stats)
+{
+	const SSStateOps *ops = ss_structure_ops(rel);
+	SSLogSnapshot snap;
+	LogReader	r;
+	uint64		nrecords = 0;
+
+	ss_log_snapshot(rel, &snap);
+	if (pos <= snap.head_pos)
+		return;
+	if (pos > snap.end_pos)
+		log_corrupted(rel, blk, "A lane's position is past the change log's end.");
+	if (!reader_begin(&r, rel, snap.head_blk, snap.head_pos))
+		log_corrupted(rel, snap.head_blk, "The change log's head page does not hold its head.");
+	while (r.pos < pos)
+	{
+		SSLogBatchHeader bh;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!reader_batch(&r, pos, &bh) || !reader_read(&r, NULL, bh.length))
+			log_corrupted(rel, r.blk, "The change log moved under its consolidation.");
+		nrecords += bh.nrecords;
+	}
+	if (r.pos != pos || r.blk != blk)
+		log_corrupted(rel, blk, "A lane's position is not where its page says.");
+	reader_end(&r);
+	log_advance_head(rel, ops, pos, blk, nrecords, stats);
+}
+
+/*
  * A consolidation round (log_consolidate_locked).  With wait, waits for a
  * concurrent round to end first; without, returns at once if one is
- * running.  Returns true if the head moved.
+ * running, and a structure that consolidates in lanes runs what lanes it
+ * can instead.  Returns true if the head moved.
  */
 bool
 ss_log_consolidate(Relation rel, bool wait)
@@ -1212,6 +1307,8 @@ ss_log_consolidate(Relation rel, bool wait)
 
 	if (ops == NULL || ops->consolidate == NULL)
 		return false;
+	if (!wait && ops->consolidate_some != NULL)
+		return ops->consolidate_some(rel, false);
 	if (wait)
 		LockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
 	else if (!ConditionalLockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock))
@@ -1326,14 +1423,21 @@ ss_log_consolidate_if_long(Relation rel, const SSLogSnapshot *snap)
 	if (snap->end_pos - snap->head_pos <= limit ||
 		RecoveryInProgress() || IsInParallelMode())
 		return;
+	ops = ss_structure_ops(rel);
+	if (ops == NULL || ops->consolidate == NULL)
+		return;
+	if (ops->consolidate_some != NULL)
+	{
+		/* lanes: the structure waits as below, lane by lane */
+		(void) ops->consolidate_some(rel, snap->end_pos - snap->head_pos >
+									 SS_LOG_BACKLOG_LIMITS * limit);
+		return;
+	}
 	if (snap->end_pos - snap->head_pos <= SS_LOG_BACKLOG_LIMITS * limit)
 	{
 		(void) ss_log_consolidate(rel, false);
 		return;
 	}
-	ops = ss_structure_ops(rel);
-	if (ops == NULL || ops->consolidate == NULL)
-		return;
 	LockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
 	/* the round we waited for may have left little to do */
 	ss_log_snapshot(rel, &now);

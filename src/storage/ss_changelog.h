@@ -32,9 +32,18 @@
  * still in the log they scan; if its pages were recycled meanwhile, the
  * scan notices (positions are never reused) and the reader starts over.
  *
+ * Lanes.  A structure may consolidate in lanes of its own
+ * (SSStateOps.consolidate_some, a LERT's cones): each lane keeps its own
+ * log position in the metapage and passes over the log under a lock of
+ * its own (ss_log_lane_pass), so that sessions consolidate different lanes
+ * at once; the head moves to the slowest lane's position
+ * (ss_log_advance_to), and a round (consolidate) brings every lane to its
+ * end.
+ *
  * Locking: appenders serialize on a heavyweight page lock
  * (SS_LOG_APPEND_LOCK), consolidators on another (SS_LOG_CONSOLIDATE_LOCK);
- * neither is held by readers.  Buffer locks: one log page at a time, with
+ * neither is held by readers.  A lane's lock comes after the
+ * consolidation lock, the append lock after both.  Buffer locks: one log page at a time, with
  * the metapage locked after it when both change in one WAL record; a
  * structure's partition pages are locked by its callbacks, never together
  * with a log page.
@@ -131,6 +140,12 @@ extern bool ss_log_scan_prefix(Relation rel, const SSLogSnapshot *snap,
 extern bool ss_log_scan_all(Relation rel, SSLogRecordFn fn, void *acc,
 							Size acc_size, void *meta);
 extern bool ss_log_consolidate(Relation rel, bool wait);
+extern void ss_log_lane_pass(Relation rel, uint64 start, BlockNumber start_blk,
+							 uint64 limit, SSLogRecordFn fn, void *arg,
+							 uint64 *reached, BlockNumber *reached_blk,
+							 TransactionId *stopped_at);
+extern void ss_log_advance_to(Relation rel, uint64 pos, BlockNumber blk,
+							  const void *stats);
 
 /* empties a structure's buffers, adding to stats; see ss_log_flush */
 typedef int64 (*SSFlushFn) (Relation rel, void *stats);
