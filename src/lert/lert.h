@@ -468,6 +468,7 @@ typedef enum LertCrashPoint
 } LertCrashPoint;
 
 extern int	ss_test_lert_crash;
+extern int	ss_test_lert_round_wait;
 extern void lert_test_crash(Relation rel, LertCrashPoint point);
 
 /* ---- lert_lanes.c, lert_consolidate.c ---- */

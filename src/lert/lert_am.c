@@ -730,6 +730,7 @@ char	   *ss_lert_taus = NULL;
 char	   *ss_lert_notify = NULL;
 int			ss_test_lert_hash_bits = 64;
 int			ss_test_lert_crash = LERT_CRASH_NONE;
+int			ss_test_lert_round_wait = 0;
 
 static const struct config_enum_entry lert_crash_options[] = {
 	{"none", LERT_CRASH_NONE, false},
@@ -838,4 +839,8 @@ lert_init(void)
 							 "merged: a merge wrote its new levels; reports_written: an install wrote its report pages; installed: a checkpoint installed its metapage record; writeback: a checkpoint wrote one level-0 page back.",
 							 &ss_test_lert_crash, LERT_CRASH_NONE, lert_crash_options,
 							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	DefineCustomIntVariable("streamsketch.test_lert_round_wait",
+							"Makes each LERT cone's round wait, holding the cone's lock, until the advisory lock of this key is free (for tests only; 0: never).",
+							NULL, &ss_test_lert_round_wait, 0, 0, INT_MAX,
+							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 }

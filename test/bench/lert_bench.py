@@ -63,6 +63,10 @@ CONFIG = dict(
     BATCH=env_int("BATCH", 100_000),         # rows per INSERT transaction
     VARIANTS=os.environ.get("VARIANTS", "csl,tsl1,tsl2,tsl3,tsl4,irl,cf").split(","),
     SESSIONS=env_list("SESSIONS", "1,2,4"),
+    # cones of the scaling runs (sessions consolidate different cones at
+    # once); 1 reuses count_stretch's row for one session
+    CONES=env_int("CONES", 1),
+    PENDING_KB=env_int("PENDING_KB", 0),     # streamsketch.pending_memory (0: default)
     # phases to run: a rerun of some variants can leave out the baselines
     PHASES=os.environ.get("PHASES", "variants,scaling,upsert,inram").split(","),
     WINDOW=env_int("WINDOW", 1_000_000),     # upsert baselines: observations measured
@@ -75,7 +79,9 @@ CONFIG = dict(
 )
 C = CONFIG
 L.configure(C["WORK"], C["PORT"], C["SB_MB"], C["LOADER_SB_MB"],
-            measure_extra={"work_mem": f"{C['WORK_MEM_MB']}MB"})
+            measure_extra=dict({"work_mem": f"{C['WORK_MEM_MB']}MB"},
+                               **({"streamsketch.pending_memory": f"{C['PENDING_KB']}kB"}
+                                  if C["PENDING_KB"] > 0 else {})))
 
 VARIANT_ARGS = {
     "csl": "variant => 'count_stretch'",
@@ -192,14 +198,14 @@ def info(table):
 
 # ---------------------------------------------------------------- phases
 
-def run_variant(name, sessions=1, in_ram=False):
+def run_variant(name, sessions=1, in_ram=False, cones=1):
     """name's variant fed the stream by sessions sessions, measured in the
     memory cgroup, or with everything in RAM (in_ram: the same server
     settings but shared_buffers LOADER_SB_MB and no cgroup)."""
-    t = f"l_{name}_{sessions}" + ("_ram" if in_ram else "")
+    t = f"l_{name}_{sessions}" + ("_ram" if in_ram else "") + (f"_c{cones}" if cones > 1 else "")
     L.ensure("loader")
     psql(f"SELECT lert_create('{t}', 'int8', threshold => {C['T']}, growth => {C['GROWTH']}, "
-         f"buffer_size => '{C['BUF_MB']}MB', {VARIANT_ARGS[name]})")
+         f"buffer_size => '{C['BUF_MB']}MB', cones => {cones}, {VARIANT_ARGS[name]})")
     files = []
     for part in range(sessions):
         files.append(L.write_sql(f"feed_{t}_{part}.sql", batches_sql(t, sessions, part)))
@@ -213,7 +219,7 @@ def run_variant(name, sessions=1, in_ram=False):
 
     m = measure([t], feed, C["N"], checkpoint=True)
     L.ensure("loader")
-    res = dict(table=t, sessions=sessions, insert=m, info=info(t))
+    res = dict(table=t, sessions=sessions, cones=cones, insert=m, info=info(t))
     pages = int(res["info"]["relation_pages"])
     res["relation_mb"] = pages * 8192 / 2**20
     res["ratio"] = res["relation_mb"] / ram_mb()
@@ -304,11 +310,14 @@ def main():
             json.dump(results, f, indent=1)
     results["scaling"] = {}
     for s in (C["SESSIONS"] if "scaling" in C["PHASES"] else []):
-        if s == 1 and "csl" in results["variants"]:
+        if s == 1 and "csl" in results["variants"] and C["CONES"] == 1:
             results["scaling"]["1"] = results["variants"]["csl"]
             continue
-        log(f"count_stretch with {s} sessions")
-        results["scaling"][str(s)] = run_variant("csl", s)
+        log(f"count_stretch with {s} sessions, {C['CONES']} cones")
+        key = str(s) + (f"c{C['CONES']}" if C["CONES"] > 1 else "")
+        results["scaling"][key] = run_variant("csl", s, cones=C["CONES"])
+        with open(C["OUT_JSON"], "w") as f:
+            json.dump(results, f, indent=1)
     if "upsert" in C["PHASES"]:
         results["upsert_logged"] = run_upsert(True)
         results["upsert_unlogged"] = run_upsert(False)
@@ -350,7 +359,8 @@ def merge(path):
     for s, r in other.get("scaling", {}).items():
         if s != "1":
             results.setdefault("scaling", {})[s] = note(r)
-            log(f"merged count_stretch with {s} sessions ({r['ram_mb']} MB, build {r['build']})")
+            log(f"merged count_stretch with {r['sessions']} sessions, {r.get('cones', 1)} cones"
+                f" ({r['ram_mb']} MB, build {r['build']})")
     with open(C["OUT_JSON"], "w") as f:
         json.dump(results, f, indent=1)
     import lert_bench_report

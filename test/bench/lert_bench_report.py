@@ -106,10 +106,11 @@ def report(results, C):
                      fmt(r["relation_mb"]), r.get("ram_mb", ram), fmt(r["ratio"], 1),
                      fmt(m["mem_peak_mb"])])
     for sname, r in results.get("scaling", {}).items():
-        if sname == "1":
+        if sname == "1" and r.get("cones", 1) == 1:
             continue
         m = r["insert"]
-        rows.append([NAMES["csl"] + (f" (build `{r['build']}`)" if "build" in r else ""),
+        cones = f", {r['cones']} cones" if r.get("cones", 1) > 1 else ""
+        rows.append([NAMES["csl"] + cones + (f" (build `{r['build']}`)" if "build" in r else ""),
                      r["sessions"], fmt(m["ops_per_s"]), fmt(m["reads_per_op"], 4),
                      fmt(m["buf_writes_per_op"], 4), fmt(m["wal_bytes_per_op"]),
                      fmt(r["relation_mb"]), r.get("ram_mb", ram), fmt(r["ratio"], 1),

@@ -106,7 +106,7 @@ my %variants = (
 # every property; all zero
 my $check = q{
 WITH r AS (SELECT report_id, key::int8 AS k, count, first_position,
-                  reported_position FROM lert_reports('%1$s')),
+                  reported_position, cone FROM lert_reports('%1$s')),
      i AS (SELECT * FROM lert_info('%1$s')),
      must AS (SELECT k FROM truth, i
               WHERE %3$s AND total >= 24
@@ -125,8 +125,9 @@ SELECT format('fp %%s missed %%s dup %%s count %%s first %%s early %%s cbound %%
   (SELECT count(*) FROM r JOIN truth USING (k) WHERE i.time_stretch_bound IS NOT NULL
       AND (r.reported_position - truth.first_pos)::float8 / (truth.t_pos - truth.first_pos)
           > i.time_stretch_bound),
-  (SELECT count(*) FROM r a JOIN r b ON b.report_id = a.report_id + 1
-   WHERE b.reported_position < a.reported_position))
+  (SELECT count(*) FROM (SELECT reported_position < lag(reported_position)
+                           OVER (PARTITION BY cone ORDER BY report_id) AS descends
+                         FROM r) d WHERE descends))
 FROM i
 };
 my $clean = 'fp 0 missed 0 dup 0 count 0 first 0 early 0 cbound 0 tbound 0 order 0';
