@@ -1257,10 +1257,10 @@ ss_log_lane_pass(Relation rel, uint64 start, BlockNumber start_blk,
 }
 
 /*
- * Move the head to pos (on page blk, where a lane's pass stopped), a batch
- * boundary every lane of the structure has reached, adding stats (what
- * the batches before it add to the metapage, as a round's).  The caller
- * holds the consolidation lock.
+ * Move the head to pos, a batch boundary every lane of the structure has
+ * reached (blk: the page a lane's pass stopped on, for the message if it
+ * is not one), adding stats (what the batches before it add to the
+ * metapage, as a round's).  The caller holds the consolidation lock.
  */
 void
 ss_log_advance_to(Relation rel, uint64 pos, BlockNumber blk,
@@ -1287,8 +1287,9 @@ ss_log_advance_to(Relation rel, uint64 pos, BlockNumber blk,
 			log_corrupted(rel, r.blk, "The change log moved under its consolidation.");
 		nrecords += bh.nrecords;
 	}
-	if (r.pos != pos || r.blk != blk)
-		log_corrupted(rel, blk, "A lane's position is not where its page says.");
+	if (r.pos != pos)
+		log_corrupted(rel, blk, "A lane's position is not a batch boundary.");
+	blk = r.blk;
 	reader_end(&r);
 	log_advance_head(rel, ops, pos, blk, nrecords, stats);
 }
