@@ -163,14 +163,15 @@ round_notify(LertRound *r)
 }
 
 /*
- * Install the round's cone and its share of what cones share, settled at
- * log position `settle` (every record before it has its reports and its
- * entry count in this record), in one metapage record.  Under the space
- * lock: the pending reports are written after the valid ones of the
- * metapage as it is now, the extents the round freed join its free list,
- * the counters take the round's increments.  The log part and stream_pos
- * are the storage layer's (stream_pos moves with the log head,
- * lert_add_stats); the other cones are their rounds'.
+ * Install the round's cone (its descriptor and free extents) and its
+ * share of what cones share, settled at log position `settle` (every
+ * record before it has its reports and its entry count in this record),
+ * in one metapage record.  Under the space lock: the pending reports are
+ * written after the valid ones of the metapage as it is now (a new report
+ * extent comes from the cone's free extents), the counters take the
+ * round's increments.  The log part and stream_pos are the storage
+ * layer's (stream_pos moves with the log head, lert_add_stats); the other
+ * cones are their rounds'.
  */
 void
 lert_round_install(LertRound *r, uint64 settle)
@@ -180,23 +181,26 @@ lert_round_install(LertRound *r, uint64 settle)
 	LertMeta   *m;
 	LertMeta   *cur = r->shared;
 	LertCone   *cn = &r->meta.cones[r->cone];
+	uint32		cap = lert_free_cap(&r->meta.params);
+	LertExtent *seg = &r->meta.free_ext[r->cone * cap];
+
+	cn->settled_pos = Max(cn->settled_pos, settle);
+	cn->level0_entries = r->entries[r->cone];
 
 	LockPage(r->rel, LERT_SPACE_LOCK, ExclusiveLock);
 	if (!lert_read_meta(r->rel, cur))
 		elog(ERROR, "LERT \"%s\" has no metapage", RelationGetRelationName(r->rel));
-	lert_reports_append(r->rel, cur, r->reports.data, r->reports.len,
+	cur->cones[r->cone] = *cn;
+	memcpy(&cur->free_ext[r->cone * cap], seg, sizeof(LertExtent) * cap);
+	lert_reports_append(r->rel, cur, r->cone, r->reports.data, r->reports.len,
 						r->npending);
 	if (r->npending > 0)
 		lert_test_crash(r->rel, LERT_CRASH_REPORTS_WRITTEN);
 	cur->nreports += r->npending;
 	r->reports_made += r->npending;
-	for (uint32 i = 0; i < r->meta.nfree; i++)
-		lert_extent_free(cur, r->meta.free_ext[i]);
 	cur->merges += r->meta.merges - r->merges_installed;
 	cur->point_queries += r->meta.point_queries - r->queries_installed;
 	cur->max_keylen = Max(cur->max_keylen, r->meta.max_keylen);
-	cn->settled_pos = Max(cn->settled_pos, settle);
-	cn->level0_entries = r->entries[r->cone];
 
 	state = ss_xlog_start(r->rel);
 	m = ss_meta_register(r->rel, SS_KIND_LERT, state, &buf);
@@ -204,17 +208,18 @@ lert_round_install(LertRound *r, uint64 settle)
 	m->nreport_ext = cur->nreport_ext;
 	memcpy(m->report_ext, cur->report_ext, sizeof(m->report_ext));
 	m->report_tail = cur->report_tail;
-	m->nfree = cur->nfree;
-	memcpy(m->free_ext, cur->free_ext, sizeof(m->free_ext));
 	m->merges = cur->merges;
 	m->point_queries = cur->point_queries;
 	m->max_keylen = cur->max_keylen;
-	m->cones[r->cone] = *cn;
+	m->cones[r->cone] = cur->cones[r->cone];
+	memcpy(&m->free_ext[r->cone * cap], &cur->free_ext[r->cone * cap],
+		   sizeof(LertExtent) * cap);
 	ss_xlog_finish(state);
 	UnlockReleaseBuffer(buf);
 	UnlockPage(r->rel, LERT_SPACE_LOCK, ExclusiveLock);
 
-	r->meta.nfree = 0;
+	*cn = cur->cones[r->cone];
+	memcpy(seg, &cur->free_ext[r->cone * cap], sizeof(LertExtent) * cap);
 	r->meta.nreports = cur->nreports;
 	r->meta.merges = r->merges_installed = cur->merges;
 	r->meta.point_queries = r->queries_installed = cur->point_queries;
@@ -269,7 +274,7 @@ round_create_level0(LertRound *r, uint32 cone, uint64 pos)
 										   st->fixed_key ? 0 : 16);
 	char	   *area = palloc(SS_PAGE_DATA_SIZE);
 
-	cn->level0 = lert_space_alloc(r->rel, npages, false);
+	cn->level0 = lert_extent_alloc(r->rel, &r->meta, cone, npages);
 	cn->level0_gen = lert_new_gen(&r->meta, cone);
 	for (uint32 i = 0; i < npages; i++)
 	{
@@ -557,7 +562,6 @@ round_begin(LertRound *r, Relation rel, uint32 cone)
 	}
 	r->pos = cn->stream_pos;
 	r->entries[cone] = cn->level0_entries;
-	r->meta.nfree = 0;			/* the round's frees, see LertRound */
 	r->merges_installed = r->meta.merges;
 	r->queries_installed = r->meta.point_queries;
 	initStringInfo(&r->reports);

@@ -26,9 +26,8 @@ typedef struct LertL0Page
 
 /*
  * A round of one cone.  meta is the round's copy of the metapage: the
- * cone's descriptor is the round's own, what cones share is read again
- * at each install (lert_round_install), and its free list holds the
- * extents the round has freed since its last install.
+ * cone's descriptor and free extents are the round's own (installed by
+ * lert_round_install), what cones share is read again at each install.
  */
 typedef struct LertRound
 {

@@ -28,7 +28,6 @@
 #include "ss_changelog.h"
 #include "ss_xlog.h"
 #include "storage/bufmgr.h"
-#include "storage/lmgr.h"
 #include "streamsketch.h"
 #include "utils/memutils.h"
 
@@ -52,155 +51,134 @@ lert_read_meta(Relation rel, LertMeta *meta)
 
 /* ---- extents ---- */
 
+/*
+ * Each cone has its own free extents, a segment of the metapage's
+ * free_ext (lert_free_list): what its merges free, its merges reuse.  A
+ * round therefore allocates from its own copy of the metapage, and the
+ * pages it takes leave the free list only with the install that uses them,
+ * as when rounds ran one at a time: a round that fails leaves the free
+ * list as it was.  Cones are hash partitions of one stream, so each frees
+ * about what it needs; beyond that, pages come from the file's end.
+ */
+static inline LertExtent *
+free_segment(LertMeta *meta, uint32 cone, uint32 **n, uint32 *cap)
+{
+	*cap = lert_free_cap(&meta->params);
+	*n = &meta->cones[cone].nfree;
+	return &meta->free_ext[cone * *cap];
+}
+
+/* Take n pages at index i of a free segment (n <= its extent's pages). */
+static LertExtent
+segment_take(LertExtent *f, uint32 *nfree, uint32 i, BlockNumber n)
+{
+	LertExtent	ext;
+
+	ext.start = f[i].start;
+	ext.npages = n;
+	f[i].start += n;
+	f[i].npages -= n;
+	if (f[i].npages == 0)
+	{
+		memmove(&f[i], &f[i + 1], sizeof(LertExtent) * (*nfree - i - 1));
+		(*nfree)--;
+	}
+	return ext;
+}
+
+/*
+ * npages for cone `cone`: the smallest of its free extents that holds
+ * them, else after everything allocated so far (ss_log_alloc_run).
+ */
 LertExtent
-lert_extent_alloc(Relation rel, LertMeta *meta, BlockNumber npages)
+lert_extent_alloc(Relation rel, LertMeta *meta, uint32 cone, BlockNumber npages)
 {
 	LertExtent	ext = {InvalidBlockNumber, 0};
+	uint32	   *nfree;
+	uint32		cap;
+	LertExtent *f = free_segment(meta, cone, &nfree, &cap);
 	int			best = -1;
 
 	if (npages == 0)
 		return ext;
-	for (uint32 i = 0; i < meta->nfree; i++)
-		if (meta->free_ext[i].npages >= npages &&
-			(best < 0 || meta->free_ext[i].npages < meta->free_ext[best].npages))
+	for (uint32 i = 0; i < *nfree; i++)
+		if (f[i].npages >= npages &&
+			(best < 0 || f[i].npages < f[best].npages))
 			best = (int) i;
 	if (best >= 0)
-	{
-		LertExtent *f = &meta->free_ext[best];
-
-		ext.start = f->start;
-		ext.npages = npages;
-		f->start += npages;
-		f->npages -= npages;
-		if (f->npages == 0)
-		{
-			memmove(f, f + 1, sizeof(LertExtent) * (meta->nfree - best - 1));
-			meta->nfree--;
-		}
-		return ext;
-	}
+		return segment_take(f, nfree, (uint32) best, npages);
 	ext.start = ss_log_alloc_run(rel, npages);
 	ext.npages = npages;
 	return ext;
 }
 
-/*
- * Take npages for a cone's round from the free extents every cone shares,
- * under the space lock, in one WAL record: the smallest free extent that
- * holds them, or with partial the lowest free extent, up to npages of it.
- * Without a free extent, npages after everything allocated so far.  The
- * pages are the round's from then on: it gives back what it does not use
- * (lert_extent_free into its copy, made free by its next install), and a
- * crash or error before that install leaves them unused until VACUUM FULL,
- * as ss_log_alloc_run's.  Locking: the space lock, then the metapage.
- */
+/* Up to npages of the cone's lowest free extent, else as lert_extent_alloc. */
 LertExtent
-lert_space_alloc(Relation rel, BlockNumber npages, bool partial)
+lert_extent_alloc_some(Relation rel, LertMeta *meta, uint32 cone,
+					   BlockNumber npages)
 {
-	LertMeta   *cur = palloc(sizeof(LertMeta));
-	LertExtent	ext = {InvalidBlockNumber, 0};
+	uint32	   *nfree;
+	uint32		cap;
+	LertExtent *f = free_segment(meta, cone, &nfree, &cap);
 
-	if (npages == 0)
-		return ext;
-	LockPage(rel, LERT_SPACE_LOCK, ExclusiveLock);
-	if (!lert_read_meta(rel, cur))
-		elog(ERROR, "LERT \"%s\" has no metapage", RelationGetRelationName(rel));
-	if (partial && cur->nfree > 0)
-	{
-		LertExtent *f = &cur->free_ext[0];
-
-		ext.start = f->start;
-		ext.npages = Min(f->npages, npages);
-		f->start += ext.npages;
-		f->npages -= ext.npages;
-		if (f->npages == 0)
-		{
-			memmove(f, f + 1, sizeof(LertExtent) * (cur->nfree - 1));
-			cur->nfree--;
-		}
-	}
-	else if (!partial)
-	{
-		for (uint32 i = 0; i < cur->nfree; i++)
-			if (cur->free_ext[i].npages >= npages)
-			{
-				ext = lert_extent_alloc(rel, cur, npages);
-				break;
-			}
-	}
-	if (ext.npages > 0)
-	{
-		SSXLogState *state = ss_xlog_start(rel);
-		Buffer		buf;
-		LertMeta   *m = ss_meta_register(rel, SS_KIND_LERT, state, &buf);
-
-		m->nfree = cur->nfree;
-		memcpy(m->free_ext, cur->free_ext, sizeof(m->free_ext));
-		ss_xlog_finish(state);
-		UnlockReleaseBuffer(buf);
-	}
-	else
-	{
-		ext.start = ss_log_alloc_run(rel, npages);
-		ext.npages = npages;
-	}
-	UnlockPage(rel, LERT_SPACE_LOCK, ExclusiveLock);
-	pfree(cur);
-	return ext;
+	if (npages > 0 && *nfree > 0)
+		return segment_take(f, nfree, 0, Min(f[0].npages, npages));
+	return lert_extent_alloc(rel, meta, cone, npages);
 }
 
 /*
- * Give an extent back, merging it with its neighbours.  A full list
- * forgets its smallest extent (its blocks stay unused until VACUUM FULL);
- * extents come from a bounded number of levels and cones, so this takes
- * a pathological history.
+ * Give an extent back to the cone's free extents, merging it with its
+ * neighbours.  A full segment forgets its smallest extent (its blocks stay
+ * unused until VACUUM FULL); extents come from a bounded number of levels,
+ * so this takes a pathological history.
  */
 void
-lert_extent_free(LertMeta *meta, LertExtent ext)
+lert_extent_free(LertMeta *meta, uint32 cone, LertExtent ext)
 {
+	uint32	   *nfree;
+	uint32		cap;
+	LertExtent *f = free_segment(meta, cone, &nfree, &cap);
 	uint32		i;
 
 	if (ext.npages == 0 || ext.start == InvalidBlockNumber)
 		return;
-	for (i = 0; i < meta->nfree && meta->free_ext[i].start < ext.start; i++)
+	for (i = 0; i < *nfree && f[i].start < ext.start; i++)
 		;
-	if (i > 0 && meta->free_ext[i - 1].start + meta->free_ext[i - 1].npages == ext.start)
+	if (i > 0 && f[i - 1].start + f[i - 1].npages == ext.start)
 	{
-		meta->free_ext[i - 1].npages += ext.npages;
-		if (i < meta->nfree && ext.start + ext.npages == meta->free_ext[i].start)
+		f[i - 1].npages += ext.npages;
+		if (i < *nfree && ext.start + ext.npages == f[i].start)
 		{
-			meta->free_ext[i - 1].npages += meta->free_ext[i].npages;
-			memmove(&meta->free_ext[i], &meta->free_ext[i + 1],
-					sizeof(LertExtent) * (meta->nfree - i - 1));
-			meta->nfree--;
+			f[i - 1].npages += f[i].npages;
+			memmove(&f[i], &f[i + 1], sizeof(LertExtent) * (*nfree - i - 1));
+			(*nfree)--;
 		}
 		return;
 	}
-	if (i < meta->nfree && ext.start + ext.npages == meta->free_ext[i].start)
+	if (i < *nfree && ext.start + ext.npages == f[i].start)
 	{
-		meta->free_ext[i].start = ext.start;
-		meta->free_ext[i].npages += ext.npages;
+		f[i].start = ext.start;
+		f[i].npages += ext.npages;
 		return;
 	}
-	if (meta->nfree == LERT_MAX_FREE_EXTENTS)
+	if (*nfree == cap)
 	{
 		uint32		smallest = 0;
 
-		for (uint32 j = 1; j < meta->nfree; j++)
-			if (meta->free_ext[j].npages < meta->free_ext[smallest].npages)
+		for (uint32 j = 1; j < *nfree; j++)
+			if (f[j].npages < f[smallest].npages)
 				smallest = j;
-		if (meta->free_ext[smallest].npages >= ext.npages)
+		if (f[smallest].npages >= ext.npages)
 			return;
-		memmove(&meta->free_ext[smallest], &meta->free_ext[smallest + 1],
-				sizeof(LertExtent) * (meta->nfree - smallest - 1));
-		meta->nfree--;
+		memmove(&f[smallest], &f[smallest + 1],
+				sizeof(LertExtent) * (*nfree - smallest - 1));
+		(*nfree)--;
 		if (smallest < i)
 			i--;
 	}
-	memmove(&meta->free_ext[i + 1], &meta->free_ext[i],
-			sizeof(LertExtent) * (meta->nfree - i));
-	meta->free_ext[i] = ext;
-	meta->nfree++;
+	memmove(&f[i + 1], &f[i], sizeof(LertExtent) * (*nfree - i));
+	f[i] = ext;
+	(*nfree)++;
 }
 
 /* ---- pages ---- */
@@ -385,7 +363,7 @@ run_writer_block(LertRunWriter *w)
 	if (w->chunk.npages == 0)
 	{
 		/* the lowest free extent first, whatever its size (up to want) */
-		w->chunk = lert_space_alloc(w->rel, w->next_chunk, true);
+		w->chunk = lert_extent_alloc_some(w->rel, w->meta, w->cone, w->next_chunk);
 		w->next_chunk = Min(w->next_chunk * 2, RUN_CHUNK_MAX);
 	}
 	w->chunk.npages--;
@@ -457,13 +435,14 @@ lert_run_writer_end(LertRunWriter *w)
 	uint32		nindex;
 
 	run_writer_flush_page(w);
-	lert_extent_free(w->meta, w->chunk);
+	lert_extent_free(w->meta, w->cone, w->chunk);
 	if (w->run.ndata > 0)
 	{
 		uint32		nfilter = w->run.nkept > 0 ? w->nfilter : 0;
 
 		nindex = lert_run_index_pages(&w->run);
-		w->run.index = lert_space_alloc(w->rel, nindex + nfilter, false);
+		w->run.index = lert_extent_alloc(w->rel, w->meta, w->cone,
+										 nindex + nfilter);
 		for (uint32 i = 0; i < nfilter; i++)
 		{
 			CHECK_FOR_INTERRUPTS();
@@ -566,7 +545,7 @@ run_index_page(Relation rel, const LertRun *run, uint32 i, char *area,
 
 /* Give a run's pages back (its data pages as listed by its index). */
 void
-lert_run_free(Relation rel, LertMeta *meta, LertRun *run)
+lert_run_free(Relation rel, LertMeta *meta, uint32 cone, LertRun *run)
 {
 	if (run->ndata > 0)
 	{
@@ -587,15 +566,15 @@ lert_run_free(Relation rel, LertMeta *meta, LertRun *run)
 					pending.npages++;
 					continue;
 				}
-				lert_extent_free(meta, pending);
+				lert_extent_free(meta, cone, pending);
 				pending.start = ix[k].blkno;
 				pending.npages = 1;
 			}
 		}
-		lert_extent_free(meta, pending);
+		lert_extent_free(meta, cone, pending);
 		pfree(area);
 	}
-	lert_extent_free(meta, run->index);
+	lert_extent_free(meta, cone, run->index);
 	memset(run, 0, sizeof(*run));
 	run->index.start = InvalidBlockNumber;
 }
@@ -896,7 +875,7 @@ report_block(const LertMeta *meta, uint32 p)
 
 /* Give the report stream a page p, with a new extent if needed. */
 static void
-report_ensure_page(Relation rel, LertMeta *meta, uint32 p)
+report_ensure_page(Relation rel, LertMeta *meta, uint32 cone, uint32 p)
 {
 	BlockNumber np;
 
@@ -908,7 +887,7 @@ report_ensure_page(Relation rel, LertMeta *meta, uint32 p)
 				 errmsg("LERT \"%s\" has too many reports",
 						RelationGetRelationName(rel))));
 	np = Min((BlockNumber) 8 << Min(meta->nreport_ext, 20), LERT_REPORT_EXTENT_MAX);
-	meta->report_ext[meta->nreport_ext++] = lert_extent_alloc(rel, meta, np);
+	meta->report_ext[meta->nreport_ext++] = lert_extent_alloc(rel, meta, cone, np);
 }
 
 static inline Size
@@ -954,8 +933,8 @@ report_page_valid_bytes(Relation rel, BlockNumber blkno, const char *area,
  * whatever a failed attempt left beyond the valid count.
  */
 void
-lert_reports_append(Relation rel, LertMeta *meta, const char *recs, Size len,
-					int64 n)
+lert_reports_append(Relation rel, LertMeta *meta, uint32 cone, const char *recs,
+					Size len, int64 n)
 {
 	char	   *area = palloc(SS_PAGE_DATA_SIZE);
 	LertReportPageHeader *h = (LertReportPageHeader *) area;
@@ -981,7 +960,7 @@ lert_reports_append(Relation rel, LertMeta *meta, const char *recs, Size len,
 	{
 		memset(area, 0, SS_PAGE_DATA_SIZE);
 		h->first_id = 1;
-		report_ensure_page(rel, meta, p);
+		report_ensure_page(rel, meta, cone, p);
 	}
 	/* forget what a failed attempt wrote beyond the valid reports */
 	if (meta->nreports > 0)
@@ -1009,7 +988,7 @@ lert_reports_append(Relation rel, LertMeta *meta, const char *recs, Size len,
 			lert_write_page(rel, report_block(meta, p), SS_PAGE_LERT_REPORT,
 							area, 0, false);
 			p++;
-			report_ensure_page(rel, meta, p);
+			report_ensure_page(rel, meta, cone, p);
 			memset(area, 0, SS_PAGE_DATA_SIZE);
 			h->first_id = next_id;
 		}
