@@ -10,7 +10,7 @@
  * cone's descriptor, the report directory, the free extents); every other
  * block belongs to an extent (level 0 of a cone, a run, a report extent)
  * or to the change log.  Extents are reserved with ss_log_alloc_run and
- * recycled through the metapage's free list.
+ * recycled through the metapage's free list, each extent a cone's.
  *
  * Two kinds of positions: log positions (bytes of the change log, the
  * storage layer's) say which records a page has applied; stream positions
@@ -37,11 +37,12 @@
  * by lert_flush and VACUUM, which take the change log's consolidation lock
  * first.  What cones share is changed under the space lock
  * (LERT_SPACE_LOCK, taken after a cone's): the report stream and the
- * counters (lert_round_install); each cone has free extents of its own
- * (lert_store.c); the storage layer's part of the metapage is its own.  Buffer locks are
- * taken one page at a time everywhere: a page is copied in or written out
- * under its own lock, never while another is held, and the metapage is
- * locked alone (installs, readers).
+ * counters (lert_round_install), and the free extents, each of which
+ * belongs to one cone (lert_store.c); the storage layer's part of the
+ * metapage is its own.
+ * Buffer locks are taken one page at a time everywhere: a page is copied
+ * in or written out under its own lock, never while another is held, and
+ * the metapage is locked alone (installs, readers).
  *
  *-------------------------------------------------------------------------
  */
@@ -171,7 +172,7 @@ typedef struct LertCone
 	uint64		settled_pos;	/* see "Crash safety" above */
 	uint64		next_gen;		/* of its pages (lert_new_gen) */
 	BlockNumber log_blk;
-	uint32		nfree;			/* its free extents (lert_free_cap) */
+	uint32		unused;
 	uint64		flushes;		/* merges so far */
 	int64		last_flush;		/* stream position of the last one */
 	int64		level0_limit;	/* entries that make level 0 full */
@@ -193,8 +194,9 @@ typedef struct LertMeta
 	LertExtent	report_ext[LERT_MAX_REPORT_EXTENTS];
 	uint32		report_tail;	/* page index (over the extents) of the last
 								 * report, or 0 */
-	uint32		unused2;
-	LertExtent	free_ext[LERT_MAX_FREE_EXTENTS];	/* by cone */
+	uint32		nfree;
+	LertExtent	free_ext[LERT_MAX_FREE_EXTENTS];	/* in block order */
+	uint8		free_cone[LERT_MAX_FREE_EXTENTS];	/* whose each one is */
 	int64		merges;
 	int64		point_queries;
 	uint32		max_keylen;		/* longest key consolidated so far */
@@ -315,18 +317,12 @@ lert_new_gen(LertMeta *meta, uint32 cone)
 }
 
 /* ---- lert_store.c: extents, pages, runs, reports ---- */
-/* Cone c's free extents are free_ext[c * cap .. c * cap + nfree - 1]. */
-static inline uint32
-lert_free_cap(const LertParams *p)
-{
-	return LERT_MAX_FREE_EXTENTS / p->ncones;
-}
-
-extern LertExtent lert_extent_alloc(Relation rel, LertMeta *meta, uint32 cone,
+extern LertExtent lert_extent_alloc(Relation rel, LertMeta *meta,
 									BlockNumber npages);
 extern LertExtent lert_extent_alloc_some(Relation rel, LertMeta *meta,
-										 uint32 cone, BlockNumber npages);
-extern void lert_extent_free(LertMeta *meta, uint32 cone, LertExtent ext);
+										 BlockNumber npages);
+extern void lert_extent_free(LertMeta *meta, LertExtent ext);
+extern uint32 lert_free_smallest(const LertMeta *meta);
 extern void lert_write_page(Relation rel, BlockNumber blkno, uint16 page_type,
 							const char *area, uint64 applied_pos, bool full);
 
@@ -345,8 +341,7 @@ extern void lert_read_page_owned(Relation rel, BlockNumber blkno,
 								 uint16 page_type, uint64 gen, char *area,
 								 uint64 *applied_pos);
 extern bool lert_read_meta(Relation rel, LertMeta *meta);
-extern void lert_run_free(Relation rel, LertMeta *meta, uint32 cone,
-						  LertRun *run);
+extern void lert_run_free(Relation rel, LertMeta *meta, LertRun *run);
 
 /* A key's counts in the on-disk levels of its cone from level `from` on. */
 typedef struct LertDiskCount
@@ -440,7 +435,7 @@ typedef struct LertReportRec
 	uint32		unused;
 } LertReportRec;
 
-extern void lert_reports_append(Relation rel, LertMeta *meta, uint32 cone,
+extern void lert_reports_append(Relation rel, LertMeta *meta, LertMeta *space,
 								const char *recs, Size len, int64 n);
 
 typedef struct LertReportIter

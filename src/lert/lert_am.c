@@ -297,7 +297,7 @@ lert_check_meta(Relation rel, const void *metap)
 		elog(ERROR, "the parameters differ from what they derive");
 	if (meta->stream_pos < 0 || meta->nreports < 0 ||
 		meta->nreport_ext > LERT_MAX_REPORT_EXTENTS ||
-		meta->merges < 0)
+		meta->nfree > LERT_MAX_FREE_EXTENTS || meta->merges < 0)
 		elog(ERROR, "a counter is out of range");
 	for (uint32 i = 0; i < meta->nreport_ext; i++)
 	{
@@ -309,19 +309,12 @@ lert_check_meta(Relation rel, const void *metap)
 		meta->report_tail >= report_pages)
 		elog(ERROR, "the report tail page %u is beyond the %u report pages",
 			 meta->report_tail, report_pages);
-	for (uint32 c = 0; c < meta->params.ncones; c++)
-	{
-		uint32		cap = lert_free_cap(&meta->params);
-		const LertExtent *f = &meta->free_ext[c * cap];
-
-		if (meta->cones[c].nfree > cap)
-			elog(ERROR, "cone %u has %u free extents", c, meta->cones[c].nfree);
-		for (uint32 i = 0; i < meta->cones[c].nfree; i++)
-			if (!EXTENT_OK(f[i]) ||
-				(i > 0 && f[i].start < f[i - 1].start + f[i - 1].npages))
-				elog(ERROR, "free extent %u of cone %u is out of range or order",
-						 i, c);
-	}
+	for (uint32 i = 0; i < meta->nfree; i++)
+		if (!EXTENT_OK(meta->free_ext[i]) ||
+			meta->free_cone[i] >= meta->params.ncones ||
+			(i > 0 && meta->free_ext[i].start <
+			 meta->free_ext[i - 1].start + meta->free_ext[i - 1].npages))
+			elog(ERROR, "free extent %u is out of range or order", i);
 	for (uint32 c = 0; c < meta->params.ncones; c++)
 	{
 		const LertCone *cone = &meta->cones[c];

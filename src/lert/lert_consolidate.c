@@ -163,13 +163,63 @@ round_notify(LertRound *r)
 }
 
 /*
+ * Put the round's free extents (its copy's list: its cone's) into cur's
+ * list in place of the cone's there, in block order.  If the list cannot
+ * hold them all, the round forgets its smallest (lert_extent_free's rule).
+ */
+static void
+install_free(LertRound *r, LertMeta *cur)
+{
+	LertMeta   *mine = &r->meta;
+	uint32		others = 0;
+	uint32		n = 0;
+	uint32		i = 0;
+	uint32		j = 0;
+	LertExtent	ext[LERT_MAX_FREE_EXTENTS];
+	uint8		cone[LERT_MAX_FREE_EXTENTS];
+
+	for (uint32 k = 0; k < cur->nfree; k++)
+		if (cur->free_cone[k] != r->cone)
+		{
+			cur->free_ext[others] = cur->free_ext[k];
+			cur->free_cone[others++] = cur->free_cone[k];
+		}
+	while (mine->nfree > LERT_MAX_FREE_EXTENTS - others)
+	{
+		uint32		smallest = lert_free_smallest(mine);
+
+		memmove(&mine->free_ext[smallest], &mine->free_ext[smallest + 1],
+				sizeof(LertExtent) * (mine->nfree - smallest - 1));
+		mine->nfree--;
+	}
+	while (i < others || j < mine->nfree)
+	{
+		if (j == mine->nfree ||
+			(i < others && cur->free_ext[i].start < mine->free_ext[j].start))
+		{
+			ext[n] = cur->free_ext[i];
+			cone[n++] = cur->free_cone[i++];
+		}
+		else
+		{
+			ext[n] = mine->free_ext[j++];
+			cone[n++] = (uint8) r->cone;
+		}
+	}
+	memcpy(cur->free_ext, ext, sizeof(LertExtent) * n);
+	memcpy(cur->free_cone, cone, n);
+	cur->nfree = n;
+}
+
+/*
  * Install the round's cone (its descriptor and free extents) and its
  * share of what cones share, settled at log position `settle` (every
  * record before it has its reports and its entry count in this record),
  * in one metapage record.  Under the space lock: the pending reports are
  * written after the valid ones of the metapage as it is now (a new report
- * extent comes from the cone's free extents), the counters take the
- * round's increments.  The log part and stream_pos are the storage
+ * extent comes from the round's free extents), the round's free extents
+ * replace the cone's in the list, the counters take the round's
+ * increments.  The log part and stream_pos are the storage
  * layer's (stream_pos moves with the log head, lert_add_stats); the other
  * cones are their rounds'.
  */
@@ -181,8 +231,6 @@ lert_round_install(LertRound *r, uint64 settle)
 	LertMeta   *m;
 	LertMeta   *cur = r->shared;
 	LertCone   *cn = &r->meta.cones[r->cone];
-	uint32		cap = lert_free_cap(&r->meta.params);
-	LertExtent *seg = &r->meta.free_ext[r->cone * cap];
 
 	cn->settled_pos = Max(cn->settled_pos, settle);
 	cn->level0_entries = r->entries[r->cone];
@@ -191,9 +239,9 @@ lert_round_install(LertRound *r, uint64 settle)
 	if (!lert_read_meta(r->rel, cur))
 		elog(ERROR, "LERT \"%s\" has no metapage", RelationGetRelationName(r->rel));
 	cur->cones[r->cone] = *cn;
-	memcpy(&cur->free_ext[r->cone * cap], seg, sizeof(LertExtent) * cap);
-	lert_reports_append(r->rel, cur, r->cone, r->reports.data, r->reports.len,
+	lert_reports_append(r->rel, cur, &r->meta, r->reports.data, r->reports.len,
 						r->npending);
+	install_free(r, cur);
 	if (r->npending > 0)
 		lert_test_crash(r->rel, LERT_CRASH_REPORTS_WRITTEN);
 	cur->nreports += r->npending;
@@ -212,14 +260,13 @@ lert_round_install(LertRound *r, uint64 settle)
 	m->point_queries = cur->point_queries;
 	m->max_keylen = cur->max_keylen;
 	m->cones[r->cone] = cur->cones[r->cone];
-	memcpy(&m->free_ext[r->cone * cap], &cur->free_ext[r->cone * cap],
-		   sizeof(LertExtent) * cap);
+	m->nfree = cur->nfree;
+	memcpy(m->free_ext, cur->free_ext, sizeof(m->free_ext));
+	memcpy(m->free_cone, cur->free_cone, sizeof(m->free_cone));
 	ss_xlog_finish(state);
 	UnlockReleaseBuffer(buf);
 	UnlockPage(r->rel, LERT_SPACE_LOCK, ExclusiveLock);
 
-	*cn = cur->cones[r->cone];
-	memcpy(seg, &cur->free_ext[r->cone * cap], sizeof(LertExtent) * cap);
 	r->meta.nreports = cur->nreports;
 	r->meta.merges = r->merges_installed = cur->merges;
 	r->meta.point_queries = r->queries_installed = cur->point_queries;
@@ -274,7 +321,7 @@ round_create_level0(LertRound *r, uint32 cone, uint64 pos)
 										   st->fixed_key ? 0 : 16);
 	char	   *area = palloc(SS_PAGE_DATA_SIZE);
 
-	cn->level0 = lert_extent_alloc(r->rel, &r->meta, cone, npages);
+	cn->level0 = lert_extent_alloc(r->rel, &r->meta, npages);
 	cn->level0_gen = lert_new_gen(&r->meta, cone);
 	for (uint32 i = 0; i < npages; i++)
 	{
@@ -562,6 +609,15 @@ round_begin(LertRound *r, Relation rel, uint32 cone)
 	}
 	r->pos = cn->stream_pos;
 	r->entries[cone] = cn->level0_entries;
+	/* the copy's free list: the cone's extents only, in block order */
+	{
+		uint32		n = 0;
+
+		for (uint32 i = 0; i < r->meta.nfree; i++)
+			if (r->meta.free_cone[i] == cone)
+				r->meta.free_ext[n++] = r->meta.free_ext[i];
+		r->meta.nfree = n;
+	}
 	r->merges_installed = r->meta.merges;
 	r->queries_installed = r->meta.point_queries;
 	initStringInfo(&r->reports);

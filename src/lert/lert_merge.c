@@ -615,7 +615,7 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 		{
 			/* keys too alike to spread: do the flush again, spilling */
 			for (uint32 j = 1; j <= depth; j++)
-				lert_run_free(r->rel, &r->meta, cone, &w[j].run);
+				lert_run_free(r->rel, &r->meta, &w[j].run);
 			r->reports.len = reports_len;
 			r->reports.data[reports_len] = '\0';
 			r->npending = reports_n;
@@ -629,7 +629,7 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 		}
 		npages *= 2;
 	}
-	level0 = lert_extent_alloc(r->rel, &r->meta, cone, npages);
+	level0 = lert_extent_alloc(r->rel, &r->meta, npages);
 	gen = lert_new_gen(&r->meta, cone);
 	area = palloc(SS_PAGE_DATA_SIZE);
 	{
@@ -665,13 +665,13 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 
 	/* switch: the old extents are free once the install is durable */
 	lert_round_forget_cone(r, cone);
-	lert_extent_free(&r->meta, cone, cn->level0);
+	lert_extent_free(&r->meta, cn->level0);
 	cn->level0 = level0;
 	cn->level0_gen = gen;
 	cn->level0_limit = limit;
 	for (uint32 j = 1; j <= depth; j++)
 	{
-		lert_run_free(r->rel, &r->meta, cone, &cn->runs[j]);
+		lert_run_free(r->rel, &r->meta, &cn->runs[j]);
 		cn->runs[j] = w[j].run;
 	}
 	cn->flushes++;

@@ -536,9 +536,8 @@ lert_info(PG_FUNCTION_ARGS)
 	{
 		int64		free_pages = 0;
 
-		for (uint32 c = 0; c < meta->params.ncones; c++)
-			for (uint32 i = 0; i < meta->cones[c].nfree; i++)
-				free_pages += meta->free_ext[c * lert_free_cap(&meta->params) + i].npages;
+		for (uint32 i = 0; i < meta->nfree; i++)
+			free_pages += meta->free_ext[i].npages;
 		values[19] = Int64GetDatum(free_pages);
 	}
 	values[20] = CStringGetTextDatum(p->channel);

@@ -26,8 +26,9 @@ typedef struct LertL0Page
 
 /*
  * A round of one cone.  meta is the round's copy of the metapage: the
- * cone's descriptor and free extents are the round's own (installed by
- * lert_round_install), what cones share is read again at each install.
+ * cone's descriptor is the round's own, its free list holds the cone's
+ * free extents only (both installed by lert_round_install), and what
+ * cones share is read again at each install.
  */
 typedef struct LertRound
 {

@@ -52,133 +52,127 @@ lert_read_meta(Relation rel, LertMeta *meta)
 /* ---- extents ---- */
 
 /*
- * Each cone has its own free extents, a segment of the metapage's
- * free_ext (lert_free_list): what its merges free, its merges reuse.  A
- * round therefore allocates from its own copy of the metapage, and the
- * pages it takes leave the free list only with the install that uses them,
- * as when rounds ran one at a time: a round that fails leaves the free
- * list as it was.  Cones are hash partitions of one stream, so each frees
- * about what it needs; beyond that, pages come from the file's end.
+ * The free extents a round allocates from and frees into are its copy's
+ * meta->free_ext[0 .. nfree - 1]: its cone's own (lert_round_install).
+ * Each cone reuses what its merges free: a round allocates from its copy,
+ * so the pages it takes leave the metapage's list only with the install
+ * that uses them, as when rounds ran one at a time, and a round that fails
+ * leaves the list as it was.  Cones are hash partitions of one stream, so
+ * each frees about what it needs; beyond that, pages come from the file's
+ * end.
  */
-static inline LertExtent *
-free_segment(LertMeta *meta, uint32 cone, uint32 **n, uint32 *cap)
-{
-	*cap = lert_free_cap(&meta->params);
-	*n = &meta->cones[cone].nfree;
-	return &meta->free_ext[cone * *cap];
-}
 
-/* Take n pages at index i of a free segment (n <= its extent's pages). */
+/* Take n pages at index i of the free list (n <= its extent's pages). */
 static LertExtent
-segment_take(LertExtent *f, uint32 *nfree, uint32 i, BlockNumber n)
+free_take(LertMeta *meta, uint32 i, BlockNumber n)
 {
+	LertExtent *f = &meta->free_ext[i];
 	LertExtent	ext;
 
-	ext.start = f[i].start;
+	ext.start = f->start;
 	ext.npages = n;
-	f[i].start += n;
-	f[i].npages -= n;
-	if (f[i].npages == 0)
+	f->start += n;
+	f->npages -= n;
+	if (f->npages == 0)
 	{
-		memmove(&f[i], &f[i + 1], sizeof(LertExtent) * (*nfree - i - 1));
-		(*nfree)--;
+		memmove(f, f + 1, sizeof(LertExtent) * (meta->nfree - i - 1));
+		meta->nfree--;
 	}
 	return ext;
 }
 
 /*
- * npages for cone `cone`: the smallest of its free extents that holds
- * them, else after everything allocated so far (ss_log_alloc_run).
+ * npages: the smallest free extent that holds them, else after everything
+ * allocated so far (ss_log_alloc_run).
  */
 LertExtent
-lert_extent_alloc(Relation rel, LertMeta *meta, uint32 cone, BlockNumber npages)
+lert_extent_alloc(Relation rel, LertMeta *meta, BlockNumber npages)
 {
 	LertExtent	ext = {InvalidBlockNumber, 0};
-	uint32	   *nfree;
-	uint32		cap;
-	LertExtent *f = free_segment(meta, cone, &nfree, &cap);
 	int			best = -1;
 
 	if (npages == 0)
 		return ext;
-	for (uint32 i = 0; i < *nfree; i++)
-		if (f[i].npages >= npages &&
-			(best < 0 || f[i].npages < f[best].npages))
+	for (uint32 i = 0; i < meta->nfree; i++)
+		if (meta->free_ext[i].npages >= npages &&
+			(best < 0 || meta->free_ext[i].npages < meta->free_ext[best].npages))
 			best = (int) i;
 	if (best >= 0)
-		return segment_take(f, nfree, (uint32) best, npages);
+		return free_take(meta, (uint32) best, npages);
 	ext.start = ss_log_alloc_run(rel, npages);
 	ext.npages = npages;
 	return ext;
 }
 
-/* Up to npages of the cone's lowest free extent, else as lert_extent_alloc. */
+/* Up to npages of the lowest free extent, else as lert_extent_alloc. */
 LertExtent
-lert_extent_alloc_some(Relation rel, LertMeta *meta, uint32 cone,
-					   BlockNumber npages)
+lert_extent_alloc_some(Relation rel, LertMeta *meta, BlockNumber npages)
 {
-	uint32	   *nfree;
-	uint32		cap;
-	LertExtent *f = free_segment(meta, cone, &nfree, &cap);
-
-	if (npages > 0 && *nfree > 0)
-		return segment_take(f, nfree, 0, Min(f[0].npages, npages));
-	return lert_extent_alloc(rel, meta, cone, npages);
+	if (npages > 0 && meta->nfree > 0)
+		return free_take(meta, 0, Min(meta->free_ext[0].npages, npages));
+	return lert_extent_alloc(rel, meta, npages);
 }
 
 /*
- * Give an extent back to the cone's free extents, merging it with its
- * neighbours.  A full segment forgets its smallest extent (its blocks stay
- * unused until VACUUM FULL); extents come from a bounded number of levels,
- * so this takes a pathological history.
+ * Give an extent back, merging it with its neighbours.  A full list
+ * forgets its smallest extent (its blocks stay unused until VACUUM FULL);
+ * extents come from a bounded number of levels and cones, so this takes
+ * a pathological history.
  */
 void
-lert_extent_free(LertMeta *meta, uint32 cone, LertExtent ext)
+lert_extent_free(LertMeta *meta, LertExtent ext)
 {
-	uint32	   *nfree;
-	uint32		cap;
-	LertExtent *f = free_segment(meta, cone, &nfree, &cap);
+	LertExtent *f = meta->free_ext;
 	uint32		i;
 
 	if (ext.npages == 0 || ext.start == InvalidBlockNumber)
 		return;
-	for (i = 0; i < *nfree && f[i].start < ext.start; i++)
+	for (i = 0; i < meta->nfree && f[i].start < ext.start; i++)
 		;
 	if (i > 0 && f[i - 1].start + f[i - 1].npages == ext.start)
 	{
 		f[i - 1].npages += ext.npages;
-		if (i < *nfree && ext.start + ext.npages == f[i].start)
+		if (i < meta->nfree && ext.start + ext.npages == f[i].start)
 		{
 			f[i - 1].npages += f[i].npages;
-			memmove(&f[i], &f[i + 1], sizeof(LertExtent) * (*nfree - i - 1));
-			(*nfree)--;
+			memmove(&f[i], &f[i + 1], sizeof(LertExtent) * (meta->nfree - i - 1));
+			meta->nfree--;
 		}
 		return;
 	}
-	if (i < *nfree && ext.start + ext.npages == f[i].start)
+	if (i < meta->nfree && ext.start + ext.npages == f[i].start)
 	{
 		f[i].start = ext.start;
 		f[i].npages += ext.npages;
 		return;
 	}
-	if (*nfree == cap)
+	if (meta->nfree == LERT_MAX_FREE_EXTENTS)
 	{
-		uint32		smallest = 0;
+		uint32		smallest = lert_free_smallest(meta);
 
-		for (uint32 j = 1; j < *nfree; j++)
-			if (f[j].npages < f[smallest].npages)
-				smallest = j;
 		if (f[smallest].npages >= ext.npages)
 			return;
 		memmove(&f[smallest], &f[smallest + 1],
-				sizeof(LertExtent) * (*nfree - smallest - 1));
-		(*nfree)--;
+				sizeof(LertExtent) * (meta->nfree - smallest - 1));
+		meta->nfree--;
 		if (smallest < i)
 			i--;
 	}
-	memmove(&f[i + 1], &f[i], sizeof(LertExtent) * (*nfree - i));
+	memmove(&f[i + 1], &f[i], sizeof(LertExtent) * (meta->nfree - i));
 	f[i] = ext;
-	(*nfree)++;
+	meta->nfree++;
+}
+
+/* The index of the smallest of meta's (nonempty) free extents. */
+uint32
+lert_free_smallest(const LertMeta *meta)
+{
+	uint32		smallest = 0;
+
+	for (uint32 j = 1; j < meta->nfree; j++)
+		if (meta->free_ext[j].npages < meta->free_ext[smallest].npages)
+			smallest = j;
+	return smallest;
 }
 
 /* ---- pages ---- */
@@ -363,7 +357,7 @@ run_writer_block(LertRunWriter *w)
 	if (w->chunk.npages == 0)
 	{
 		/* the lowest free extent first, whatever its size (up to want) */
-		w->chunk = lert_extent_alloc_some(w->rel, w->meta, w->cone, w->next_chunk);
+		w->chunk = lert_extent_alloc_some(w->rel, w->meta, w->next_chunk);
 		w->next_chunk = Min(w->next_chunk * 2, RUN_CHUNK_MAX);
 	}
 	w->chunk.npages--;
@@ -435,14 +429,13 @@ lert_run_writer_end(LertRunWriter *w)
 	uint32		nindex;
 
 	run_writer_flush_page(w);
-	lert_extent_free(w->meta, w->cone, w->chunk);
+	lert_extent_free(w->meta, w->chunk);
 	if (w->run.ndata > 0)
 	{
 		uint32		nfilter = w->run.nkept > 0 ? w->nfilter : 0;
 
 		nindex = lert_run_index_pages(&w->run);
-		w->run.index = lert_extent_alloc(w->rel, w->meta, w->cone,
-										 nindex + nfilter);
+		w->run.index = lert_extent_alloc(w->rel, w->meta, nindex + nfilter);
 		for (uint32 i = 0; i < nfilter; i++)
 		{
 			CHECK_FOR_INTERRUPTS();
@@ -545,7 +538,7 @@ run_index_page(Relation rel, const LertRun *run, uint32 i, char *area,
 
 /* Give a run's pages back (its data pages as listed by its index). */
 void
-lert_run_free(Relation rel, LertMeta *meta, uint32 cone, LertRun *run)
+lert_run_free(Relation rel, LertMeta *meta, LertRun *run)
 {
 	if (run->ndata > 0)
 	{
@@ -566,15 +559,15 @@ lert_run_free(Relation rel, LertMeta *meta, uint32 cone, LertRun *run)
 					pending.npages++;
 					continue;
 				}
-				lert_extent_free(meta, cone, pending);
+				lert_extent_free(meta, pending);
 				pending.start = ix[k].blkno;
 				pending.npages = 1;
 			}
 		}
-		lert_extent_free(meta, cone, pending);
+		lert_extent_free(meta, pending);
 		pfree(area);
 	}
-	lert_extent_free(meta, cone, run->index);
+	lert_extent_free(meta, run->index);
 	memset(run, 0, sizeof(*run));
 	run->index.start = InvalidBlockNumber;
 }
@@ -875,7 +868,7 @@ report_block(const LertMeta *meta, uint32 p)
 
 /* Give the report stream a page p, with a new extent if needed. */
 static void
-report_ensure_page(Relation rel, LertMeta *meta, uint32 cone, uint32 p)
+report_ensure_page(Relation rel, LertMeta *meta, LertMeta *space, uint32 p)
 {
 	BlockNumber np;
 
@@ -887,7 +880,7 @@ report_ensure_page(Relation rel, LertMeta *meta, uint32 cone, uint32 p)
 				 errmsg("LERT \"%s\" has too many reports",
 						RelationGetRelationName(rel))));
 	np = Min((BlockNumber) 8 << Min(meta->nreport_ext, 20), LERT_REPORT_EXTENT_MAX);
-	meta->report_ext[meta->nreport_ext++] = lert_extent_alloc(rel, meta, cone, np);
+	meta->report_ext[meta->nreport_ext++] = lert_extent_alloc(rel, space, np);
 }
 
 static inline Size
@@ -930,11 +923,12 @@ report_page_valid_bytes(Relation rel, BlockNumber blkno, const char *area,
  * meta->nreports valid ones.  They are written to the report pages, one
  * WAL record per page, beyond the valid count; the caller makes them valid
  * by adding n to nreports in its install or settle record.  Writes over
- * whatever a failed attempt left beyond the valid count.
+ * whatever a failed attempt left beyond the valid count.  A new report
+ * extent comes from space's free extents (a round's copy).
  */
 void
-lert_reports_append(Relation rel, LertMeta *meta, uint32 cone, const char *recs,
-					Size len, int64 n)
+lert_reports_append(Relation rel, LertMeta *meta, LertMeta *space,
+					const char *recs, Size len, int64 n)
 {
 	char	   *area = palloc(SS_PAGE_DATA_SIZE);
 	LertReportPageHeader *h = (LertReportPageHeader *) area;
@@ -960,7 +954,7 @@ lert_reports_append(Relation rel, LertMeta *meta, uint32 cone, const char *recs,
 	{
 		memset(area, 0, SS_PAGE_DATA_SIZE);
 		h->first_id = 1;
-		report_ensure_page(rel, meta, cone, p);
+		report_ensure_page(rel, meta, space, p);
 	}
 	/* forget what a failed attempt wrote beyond the valid reports */
 	if (meta->nreports > 0)
@@ -988,7 +982,7 @@ lert_reports_append(Relation rel, LertMeta *meta, uint32 cone, const char *recs,
 			lert_write_page(rel, report_block(meta, p), SS_PAGE_LERT_REPORT,
 							area, 0, false);
 			p++;
-			report_ensure_page(rel, meta, cone, p);
+			report_ensure_page(rel, meta, space, p);
 			memset(area, 0, SS_PAGE_DATA_SIZE);
 			h->first_id = next_id;
 		}
