@@ -28,6 +28,7 @@
 #include "commands/vacuum.h"
 #include "miscadmin.h"
 #include "ss_changelog.h"
+#include "ss_changelog_int.h"
 #include "ss_xlog.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
@@ -37,7 +38,6 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
-#define LOG_DATA_OFFSET		MAXALIGN(sizeof(SSLogPageHeader))
 #define MAX_SCAN_RESTARTS	1000
 #define MAX_ROUND_ATTEMPTS	64
 
@@ -49,22 +49,15 @@
 #define SS_LOG_BACKLOG_LIMITS	4
 
 /* streamsketch.test_fail_after_log_append (tests only) */
-typedef enum
-{
-	FAIL_NONE,
-	FAIL_ERROR,
-	FAIL_PANIC
-} FailMode;
-
-static int	test_fail_after_append = FAIL_NONE;
+int			ss_test_fail_after_append = SS_FAIL_NONE;
 
 /* streamsketch.test_crash_before_log_truncate (tests only) */
 static bool test_crash_before_truncate = false;
 
 static const struct config_enum_entry fail_options[] = {
-	{"none", FAIL_NONE, false},
-	{"error", FAIL_ERROR, false},
-	{"panic", FAIL_PANIC, false},
+	{"none", SS_FAIL_NONE, false},
+	{"error", SS_FAIL_ERROR, false},
+	{"panic", SS_FAIL_PANIC, false},
 	{NULL, 0, false}
 };
 
@@ -74,7 +67,7 @@ ss_log_init(void)
 	DefineCustomEnumVariable("streamsketch.test_fail_after_log_append",
 							 "Fails each commit right after it appended its change-log batch (for tests only).",
 							 "\"error\" raises an error, \"panic\" stops the server, between the batch's WAL and the commit record.",
-							 &test_fail_after_append, FAIL_NONE, fail_options,
+							 &ss_test_fail_after_append, SS_FAIL_NONE, fail_options,
 							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 	DefineCustomBoolVariable("streamsketch.test_crash_before_log_truncate",
 							 "Stops the server when VACUUM has logged giving back a free tail of log pages, before it truncates the file (for tests only).",
@@ -84,8 +77,8 @@ ss_log_init(void)
 	ss_log_cache_init();
 }
 
-static void
-log_corrupted(Relation rel, BlockNumber blkno, const char *detail)
+void
+ss_log_corrupted(Relation rel, BlockNumber blkno, const char *detail)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_DATA_CORRUPTED),
@@ -118,19 +111,19 @@ log_meta_check(Relation rel, const SSLogMeta *log)
 		  log->head_blk == SS_METAPAGE_BLKNO || log->end_blk == SS_METAPAGE_BLKNO)) ||
 		(log->free_blk != InvalidBlockNumber &&
 		 (log->free_blk >= log->alloc_end || log->free_blk == SS_METAPAGE_BLKNO)))
-		log_corrupted(rel, SS_METAPAGE_BLKNO,
+		ss_log_corrupted(rel, SS_METAPAGE_BLKNO,
 					  "The metapage's change log pointers are inconsistent.");
 	/* a record takes at least its header and a 16-byte hash */
 	if (log->nrecords > (log->end_pos - log->head_pos) /
 		(sizeof(SSLogRecordHeader) + sizeof(SSHash)) ||
 		log->consolidations < 0)
-		log_corrupted(rel, SS_METAPAGE_BLKNO,
+		ss_log_corrupted(rel, SS_METAPAGE_BLKNO,
 					  "The metapage's change log counters are impossible.");
 }
 
 /* Read the metapage's log part (share lock, briefly). */
-static void
-log_meta_read(Relation rel, SSLogMeta *log)
+void
+ss_log_meta_read(Relation rel, SSLogMeta *log)
 {
 	Buffer		buf = ss_read_buffer_if_exists(rel, SS_METAPAGE_BLKNO);
 	SSMetaHeader *hdr;
@@ -153,12 +146,12 @@ log_meta_read(Relation rel, SSLogMeta *log)
 void
 ss_log_meta(Relation rel, SSLogMeta *log)
 {
-	log_meta_read(rel, log);
+	ss_log_meta_read(rel, log);
 }
 
 /* Lock the metapage exclusively and register it; returns its log part. */
-static SSLogMeta *
-log_meta_register(Relation rel, SSXLogState *state, Buffer *bufp)
+SSLogMeta *
+ss_log_meta_register(Relation rel, SSXLogState *state, Buffer *bufp)
 {
 	SSMetaHeader *hdr = ss_meta_register(rel, rel_kind(rel), state, bufp);
 
@@ -170,7 +163,7 @@ ss_log_snapshot(Relation rel, SSLogSnapshot *snap)
 {
 	SSLogMeta	log;
 
-	log_meta_read(rel, &log);
+	ss_log_meta_read(rel, &log);
 	snap->head_pos = log.head_pos;
 	snap->end_pos = log.end_pos;
 	snap->head_blk = log.head_blk;
@@ -205,7 +198,7 @@ log_reader_consolidated(Relation rel, const SSLogSnapshot *snap, int attempt,
 						bool indexed)
 {
 	if (attempt >= MAX_SCAN_RESTARTS)
-		log_corrupted(rel, SS_METAPAGE_BLKNO, "The change log kept moving under a scan.");
+		ss_log_corrupted(rel, SS_METAPAGE_BLKNO, "The change log kept moving under a scan.");
 	return snap->end_pos != snap->head_pos && !RecoveryInProgress() &&
 		!IsInParallelMode() &&
 		(!indexed ||
@@ -266,21 +259,21 @@ reader_load(LogReader *r, BlockNumber blk)
 	Page		page;
 
 	if (blk == InvalidBlockNumber || blk == SS_METAPAGE_BLKNO)
-		log_corrupted(r->rel, blk, "A change log pointer is invalid.");
+		ss_log_corrupted(r->rel, blk, "A change log pointer is invalid.");
 	buf = ss_read_buffer_if_exists(r->rel, blk);
 	if (!BufferIsValid(buf))
-		log_corrupted(r->rel, blk, "A change log page is missing.");
+		ss_log_corrupted(r->rel, blk, "A change log page is missing.");
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	page = BufferGetPage(buf);
 	if (PageIsNew(page))
-		log_corrupted(r->rel, blk, "A change log page is uninitialized.");
+		ss_log_corrupted(r->rel, blk, "A change log page is uninitialized.");
 	ss_page_check(r->rel, blk, page, SS_PAGE_LOG);
 	memcpy(&r->ph, SSPageGetData(page), sizeof(SSLogPageHeader));
 	if (r->ph.first_pos != SS_LOG_FREE_POS)
 	{
 		if (r->ph.used > SS_LOG_PAGE_CAPACITY)
-			log_corrupted(r->rel, blk, "A change log page claims more bytes than it holds.");
-		memcpy(r->data, SSPageGetData(page) + LOG_DATA_OFFSET, r->ph.used);
+			ss_log_corrupted(r->rel, blk, "A change log page claims more bytes than it holds.");
+		memcpy(r->data, SSPageGetData(page) + SS_LOG_DATA_OFFSET, r->ph.used);
 	}
 	UnlockReleaseBuffer(buf);
 	r->blk = blk;
@@ -336,7 +329,7 @@ reader_read(LogReader *r, void *dst, uint64 n)
 			 * (a cycle of them would never end) is damage.
 			 */
 			if (r->ph.used == 0)
-				log_corrupted(r->rel, r->blk, "An empty change log page lies within the log's records.");
+				ss_log_corrupted(r->rel, r->blk, "An empty change log page lies within the log's records.");
 			continue;
 		}
 		take = Min(n, r->ph.used - off);
@@ -377,13 +370,13 @@ static bool
 reader_batch(LogReader *r, uint64 end, SSLogBatchHeader *bh)
 {
 	if (end - r->pos < sizeof(*bh))
-		log_corrupted(r->rel, r->blk, "A change log batch header crosses the log's end.");
+		ss_log_corrupted(r->rel, r->blk, "A change log batch header crosses the log's end.");
 	if (!reader_read(r, bh, sizeof(*bh)))
 		return false;
 	/* every record takes at least its header */
 	if (bh->length > end - r->pos || !TransactionIdIsNormal(bh->xid) ||
 		(uint64) bh->nrecords * sizeof(SSLogRecordHeader) > bh->length)
-		log_corrupted(r->rel, r->blk, "A change log batch header is invalid.");
+		ss_log_corrupted(r->rel, r->blk, "A change log batch header is invalid.");
 	return true;
 }
 
@@ -406,7 +399,7 @@ reader_records(LogReader *r, const SSLogBatchHeader *bh, SSLogRecordFn fn,
 		bool		in_page;
 
 		if (stop - r->pos < sizeof(rh))
-			log_corrupted(r->rel, r->blk, "A change log batch holds fewer records than its header says.");
+			ss_log_corrupted(r->rel, r->blk, "A change log batch holds fewer records than its header says.");
 		if ((i & 1023) == 1023)
 			CHECK_FOR_INTERRUPTS();
 		/* most records lie within the page: read them without reader_read */
@@ -427,7 +420,7 @@ reader_records(LogReader *r, const SSLogBatchHeader *bh, SSLogRecordFn fn,
 			(rh.type != SS_PENDING_MERGE && rh.type != SS_PENDING_ITEM &&
 			 rh.len != ((rh.flags & SS_LOG_REC_WEIGHT1) ? sizeof(SSHash) :
 						sizeof(SSPendingKey))))
-			log_corrupted(r->rel, r->blk, "A change log record is invalid.");
+			ss_log_corrupted(r->rel, r->blk, "A change log record is invalid.");
 		if (r->payload_size < Max(rh.len, sizeof(SSPendingKey)))
 		{
 			if (r->payload)
@@ -458,11 +451,11 @@ reader_records(LogReader *r, const SSLogBatchHeader *bh, SSLogRecordFn fn,
 		}
 		else if ((rh.type == SS_PENDING_KEY || rh.type == SS_PENDING_DELETE) &&
 				 ((const SSPendingKey *) r->payload)->weight < 0)
-			log_corrupted(r->rel, r->blk, "A change log record has a negative weight.");
+			ss_log_corrupted(r->rel, r->blk, "A change log record has a negative weight.");
 		fn(pos, &hdr, r->payload, arg);
 	}
 	if (r->pos != stop)
-		log_corrupted(r->rel, r->blk, "A change log batch holds bytes after its records.");
+		ss_log_corrupted(r->rel, r->blk, "A change log batch holds bytes after its records.");
 	return true;
 }
 
@@ -576,10 +569,10 @@ ss_log_alloc_run(Relation rel, BlockNumber n)
 
 	LockPage(rel, SS_LOG_APPEND_LOCK, ExclusiveLock);
 	state = ss_xlog_start(rel);
-	mlog = log_meta_register(rel, state, &metabuf);
+	mlog = ss_log_meta_register(rel, state, &metabuf);
 	base = mlog->alloc_end;
 	if (base == 0 || (uint64) base + n >= InvalidBlockNumber)
-		log_corrupted(rel, SS_METAPAGE_BLKNO, "The structure has no room for a new run of blocks.");
+		ss_log_corrupted(rel, SS_METAPAGE_BLKNO, "The structure has no room for a new run of blocks.");
 	ss_check_structure_pages((uint64) base + n, RelationGetRelationName(rel));
 	mlog->alloc_end = base + n;
 	ss_xlog_finish(state);
@@ -619,400 +612,18 @@ ss_log_scan_all(Relation rel, SSLogRecordFn fn, void *acc, Size acc_size,
 	}
 }
 
-/* ---------------------------------------------------------------------
- * Appending a batch at pre-commit
- * ---------------------------------------------------------------------
- */
-typedef struct LogAppender
-{
-	Relation	rel;
-	uint64		pos;			/* next byte's position */
-	BlockNumber blk;			/* tail page, locked in state */
-	Buffer		buf;
-	SSXLogState *state;
-	Page		page;			/* the record's copy of the tail page */
-} LogAppender;
-
-static SSLogPageHeader *
-page_log_header(Page page)
-{
-	return (SSLogPageHeader *) SSPageGetData(page);
-}
-
-static void
-log_page_init(Page page, uint64 first_pos)
-{
-	SSLogPageHeader *ph;
-
-	ss_page_init(page, SS_PAGE_LOG, LOG_DATA_OFFSET);
-	ph = page_log_header(page);
-	ph->first_pos = first_pos;
-	ph->next = InvalidBlockNumber;
-	ph->used = 0;
-}
-
 /* The next pointer of log page blk (share-locked briefly). */
-static BlockNumber
-page_log_header_next(Relation rel, BlockNumber blk)
+BlockNumber
+ss_log_page_next(Relation rel, BlockNumber blk)
 {
 	Buffer		buf = ReadBuffer(rel, blk);
 	BlockNumber next;
 
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	ss_page_check(rel, blk, BufferGetPage(buf), SS_PAGE_LOG);
-	next = page_log_header(BufferGetPage(buf))->next;
+	next = ss_log_page_header(BufferGetPage(buf))->next;
 	UnlockReleaseBuffer(buf);
 	return next;
-}
-
-static void
-appender_set_used(Page page, uint32 used)
-{
-	page_log_header(page)->used = used;
-	((PageHeader) page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) +
-		LOG_DATA_OFFSET + used;
-}
-
-/* The log form of a pending record (SSLogRecordHeader). */
-static inline void
-log_record_header(const SSPendingHeader *hdr, const char *payload,
-				  SSLogRecordHeader *rh)
-{
-	rh->type = hdr->type;
-	rh->flags = 0;
-	rh->len = hdr->len;
-	if ((hdr->type == SS_PENDING_KEY || hdr->type == SS_PENDING_DELETE) &&
-		hdr->len == sizeof(SSPendingKey))
-	{
-		SSPendingKey key;
-
-		memcpy(&key, payload, sizeof(key));
-		if (key.weight == 1)
-		{
-			/* the hash comes first: the payload's prefix is written */
-			StaticAssertStmt(offsetof(SSPendingKey, hash) == 0,
-							 "an SSPendingKey starts with its hash");
-			rh->flags = SS_LOG_REC_WEIGHT1;
-			rh->len = sizeof(SSHash);
-		}
-	}
-}
-
-/* The bytes a pending record takes in the change log. */
-Size
-ss_log_record_size(const SSPendingHeader *hdr, const char *payload)
-{
-	SSLogRecordHeader rh;
-
-	log_record_header(hdr, payload, &rh);
-	return sizeof(rh) + MAXALIGN(rh.len);
-}
-
-/* Lock and register the tail page holding a->pos. */
-static void
-appender_lock_tail(LogAppender *a)
-{
-	SSLogPageHeader *ph;
-
-	a->state = ss_xlog_start(a->rel);
-	a->buf = ReadBuffer(a->rel, a->blk);
-	LockBuffer(a->buf, BUFFER_LOCK_EXCLUSIVE);
-	ss_page_check(a->rel, a->blk, BufferGetPage(a->buf), SS_PAGE_LOG);
-	a->page = ss_xlog_register(a->state, a->buf, 0);
-	ph = page_log_header(a->page);
-	if (ph->first_pos == SS_LOG_FREE_POS || ph->first_pos > a->pos ||
-		a->pos - ph->first_pos > SS_LOG_PAGE_CAPACITY)
-		log_corrupted(a->rel, a->blk, "The change log's tail page does not hold the log's end.");
-	/* bytes past the end are left over from an append that crashed */
-	appender_set_used(a->page, (uint32) (a->pos - ph->first_pos));
-}
-
-static void
-appender_finish_page(LogAppender *a)
-{
-	ss_xlog_finish(a->state);
-	UnlockReleaseBuffer(a->buf);
-	a->buf = InvalidBuffer;
-}
-
-/*
- * Continue the log on a new page: the next one left linked by a crashed
- * append (whose own successors stay linked after it), else a free page,
- * else a new block at alloc_end.  One WAL record
- * links the old tail (if any) to it, initializes it and updates the
- * metapage.  Lock order: the old tail page, the new page, the metapage.
- * The caller holds the append lock, under which alone the free list and
- * alloc_end change.
- */
-static void
-appender_new_page(LogAppender *a)
-{
-	SSLogMeta	log;
-	BlockNumber newblk;
-	bool		from_free = false;
-	bool		leftover = false;
-	BlockNumber leftover_next = InvalidBlockNumber;
-	SSXLogState *state;
-	Buffer		newbuf;
-	Buffer		metabuf;
-	Page		newpage;
-	SSLogMeta  *mlog;
-	Buffer		tailbuf = InvalidBuffer;
-	Page		tailpage = NULL;
-
-	log_meta_read(a->rel, &log);
-	if (a->blk != InvalidBlockNumber)
-	{
-		/* the old tail is finished; find what follows it */
-		Buffer		b = ReadBuffer(a->rel, a->blk);
-
-		LockBuffer(b, BUFFER_LOCK_SHARE);
-		newblk = page_log_header(BufferGetPage(b))->next;
-		UnlockReleaseBuffer(b);
-	}
-	else
-		newblk = InvalidBlockNumber;
-	leftover = newblk != InvalidBlockNumber;
-
-	if (newblk == InvalidBlockNumber)
-	{
-		if (log.free_blk != InvalidBlockNumber)
-		{
-			newblk = log.free_blk;
-			from_free = true;
-		}
-		else
-		{
-			newblk = log.alloc_end;
-			if (newblk == 0 || newblk == InvalidBlockNumber)
-				log_corrupted(a->rel, SS_METAPAGE_BLKNO, "The structure has no room for a change log.");
-			/* extend before any buffer lock is taken */
-			ss_extend_to(a->rel, newblk);
-		}
-	}
-	if (newblk > log.alloc_end || newblk == SS_METAPAGE_BLKNO ||
-		(newblk == log.alloc_end && from_free))
-		log_corrupted(a->rel, newblk, "A change log page lies outside the log's blocks.");
-
-	state = ss_xlog_start(a->rel);
-	if (a->blk != InvalidBlockNumber)
-	{
-		tailbuf = ReadBuffer(a->rel, a->blk);
-		LockBuffer(tailbuf, BUFFER_LOCK_EXCLUSIVE);
-		tailpage = ss_xlog_register(state, tailbuf, 0);
-	}
-	newbuf = ReadBuffer(a->rel, newblk);
-	LockBuffer(newbuf, BUFFER_LOCK_EXCLUSIVE);
-	if (!PageIsNew(BufferGetPage(newbuf)))
-		ss_page_check(a->rel, newblk, BufferGetPage(newbuf), SS_PAGE_LOG);
-	newpage = ss_xlog_register(state, newbuf, SS_XLOG_FULL_IMAGE);
-	mlog = log_meta_register(a->rel, state, &metabuf);
-
-	if (from_free)
-	{
-		BlockNumber after = PageIsNew(BufferGetPage(newbuf)) ?
-			InvalidBlockNumber : page_log_header(BufferGetPage(newbuf))->next;
-
-		if (mlog->free_blk != newblk || mlog->nfree == 0)
-			log_corrupted(a->rel, newblk, "The change log's free list changed under its appender.");
-		mlog->free_blk = after;
-		mlog->nfree--;
-	}
-	else if (newblk == mlog->alloc_end)
-		mlog->alloc_end++;
-	/* the rest of a crashed append's chain stays linked, to be reused next */
-	if (leftover && !PageIsNew(BufferGetPage(newbuf)))
-		leftover_next = page_log_header(BufferGetPage(newbuf))->next;
-	log_page_init(newpage, a->pos);
-	page_log_header(newpage)->next = leftover_next;
-	if (tailpage)
-		page_log_header(tailpage)->next = newblk;
-	if (mlog->end_blk == InvalidBlockNumber)
-	{
-		/* the log's first page: head and end start on it */
-		mlog->head_blk = mlog->end_blk = newblk;
-		mlog->head_pos = mlog->end_pos = a->pos;
-	}
-	/* a leftover page was counted when the crashed append took it */
-	if (!leftover)
-		mlog->npages++;
-	ss_xlog_finish(state);
-	UnlockReleaseBuffer(metabuf);
-	UnlockReleaseBuffer(newbuf);
-	if (BufferIsValid(tailbuf))
-		UnlockReleaseBuffer(tailbuf);
-	a->blk = newblk;
-	appender_lock_tail(a);
-}
-
-static void
-appender_write(LogAppender *a, const void *data, Size n)
-{
-	const char *in = data;
-
-	while (n > 0)
-	{
-		SSLogPageHeader *ph = page_log_header(a->page);
-		uint32		room = SS_LOG_PAGE_CAPACITY - ph->used;
-		uint32		take = (uint32) Min((Size) room, n);
-
-		if (room == 0)
-		{
-			appender_finish_page(a);
-			CHECK_FOR_INTERRUPTS();
-			appender_new_page(a);
-			continue;
-		}
-		memcpy(SSPageGetData(a->page) + LOG_DATA_OFFSET + ph->used, in, take);
-		appender_set_used(a->page, ph->used + take);
-		a->pos += take;
-		in += take;
-		n -= take;
-	}
-}
-
-/*
- * Append this transaction's pending records for rel as one batch (at
- * pre-commit).  Its cost is the batch's bytes: copied into log pages, one
- * WAL record per page, and one metapage update that makes the batch part
- * of the log.  Interrupts are not held: an error or a cancel aborts the
- * transaction, and whatever was written then lies past the log's end, or
- * is a batch whose transaction never commits.
- */
-void
-ss_log_append(Relation rel)
-{
-	SSPendingIter it;
-	SSPendingHeader hdr;
-	char	   *payload;
-	SSLogBatchHeader bh;
-	LogAppender a;
-	SSLogMeta	log;
-	SSXLogState *state;
-	Buffer		metabuf;
-	SSLogMeta  *mlog;
-	XLogRecPtr	lsn;
-	const SSStateOps *ops = ss_structure_ops(rel);
-	uint64		nrecords;
-	uint64		log_bytes;
-	uint64		written = 0;
-	uint64		nwritten = 0;
-	PGAlignedBlock record;
-
-	memset(&bh, 0, sizeof(bh));
-	nrecords = ss_pending_count(RelationGetRelid(rel), &log_bytes);
-	if (nrecords == 0)
-		return;
-	if (nrecords > PG_UINT32_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("too many changes to \"%s\" in one transaction",
-						RelationGetRelationName(rel)),
-				 errdetail("A transaction may make at most %u changes to one structure.",
-						   PG_UINT32_MAX)));
-	bh.nrecords = (uint32) nrecords;
-	bh.length = log_bytes;
-	bh.xid = GetTopTransactionId();
-
-	LockPage(rel, SS_LOG_APPEND_LOCK, ExclusiveLock);
-	log_meta_read(rel, &log);
-	if (log.alloc_end == 0)
-		elog(ERROR, "structure \"%s\" has no change log",
-			 RelationGetRelationName(rel));
-
-	/*
-	 * A structure that can be full (a quotient filter whose fingerprints
-	 * allow no larger level) refuses here, where the log is stable, a batch
-	 * that it might not be able to take: a committed batch that can never
-	 * be applied would block the log.  When only the records waiting in
-	 * the log make the bound fail, it is consolidated first (near-full
-	 * structures only).
-	 */
-	if (ops->admit != NULL && !ops->admit(rel, log.nrecords, false))
-	{
-		UnlockPage(rel, SS_LOG_APPEND_LOCK, ExclusiveLock);
-		(void) ss_log_consolidate(rel, true);
-		LockPage(rel, SS_LOG_APPEND_LOCK, ExclusiveLock);
-		log_meta_read(rel, &log);
-		(void) ops->admit(rel, log.nrecords, true);
-	}
-	a.rel = rel;
-	a.pos = log.end_pos;
-	a.blk = log.end_blk;
-	a.buf = InvalidBuffer;
-	if (a.blk == InvalidBlockNumber)
-		appender_new_page(&a);
-	else
-		appender_lock_tail(&a);
-
-	appender_write(&a, &bh, sizeof(bh));
-	ss_pending_iter_begin(&it, RelationGetRelid(rel));
-	while (ss_pending_iter_next(&it, &hdr, &payload))
-	{
-		SSLogRecordHeader rh;
-		Size		size;
-
-		log_record_header(&hdr, payload, &rh);
-		size = sizeof(rh) + MAXALIGN(rh.len);
-		written += size;
-		nwritten++;
-		if (size <= SS_LOG_PAGE_CAPACITY - page_log_header(a.page)->used)
-		{
-			/* it fits in the tail page: written in place */
-			uint32		used = page_log_header(a.page)->used;
-			char	   *dst = SSPageGetData(a.page) + LOG_DATA_OFFSET + used;
-
-			memcpy(dst, &rh, sizeof(rh));
-			memcpy(dst + sizeof(rh), payload, rh.len);
-			memset(dst + sizeof(rh) + rh.len, 0, MAXALIGN(rh.len) - rh.len);
-			appender_set_used(a.page, used + (uint32) size);
-			a.pos += size;
-		}
-		else if (size <= sizeof(record.data))
-		{
-			/* a small record is one copy (the padding is zeroed) */
-			memset(record.data + size - MAXIMUM_ALIGNOF, 0, MAXIMUM_ALIGNOF);
-			memcpy(record.data, &rh, sizeof(rh));
-			memcpy(record.data + sizeof(rh), payload, rh.len);
-			appender_write(&a, record.data, size);
-		}
-		else
-		{
-			static const char pad[MAXIMUM_ALIGNOF] = {0};
-
-			appender_write(&a, &rh, sizeof(rh));
-			appender_write(&a, payload, rh.len);
-			appender_write(&a, pad, MAXALIGN(rh.len) - rh.len);
-		}
-	}
-	ss_pending_iter_end(&it);
-	if (written != bh.length || nwritten != bh.nrecords)
-		elog(ERROR, "pending changes of \"%s\" changed while they were appended",
-			 RelationGetRelationName(rel));
-	appender_finish_page(&a);
-
-	/* the batch is complete: make it part of the log */
-	state = ss_xlog_start(rel);
-	mlog = log_meta_register(rel, state, &metabuf);
-	mlog->end_pos = a.pos;
-	mlog->end_blk = a.blk;
-	mlog->nrecords += bh.nrecords;
-	lsn = ss_xlog_finish(state);
-	UnlockReleaseBuffer(metabuf);
-	UnlockPage(rel, SS_LOG_APPEND_LOCK, ExclusiveLock);
-
-	if (test_fail_after_append == FAIL_ERROR)
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("streamsketch.test_fail_after_log_append: failing after the change log append of \"%s\"",
-						RelationGetRelationName(rel))));
-	if (test_fail_after_append == FAIL_PANIC)
-	{
-		if (!XLogRecPtrIsInvalid(lsn))
-			XLogFlush(lsn);
-		elog(PANIC, "streamsketch.test_fail_after_log_append: stopping after the change log append of \"%s\"",
-			 RelationGetRelationName(rel));
-	}
 }
 
 /* ---------------------------------------------------------------------
@@ -1027,7 +638,7 @@ ss_cons_foreach(SSConsolidation *c, SSLogRecordFn fn, void *arg)
 	LogReader	r;
 
 	if (!reader_begin(&r, c->rel, c->start_blk, c->start_pos))
-		log_corrupted(c->rel, c->start_blk, "The change log moved under its consolidation.");
+		ss_log_corrupted(c->rel, c->start_blk, "The change log moved under its consolidation.");
 	while (r.pos < c->end_pos)
 	{
 		SSLogBatchHeader bh;
@@ -1040,7 +651,7 @@ ss_cons_foreach(SSConsolidation *c, SSLogRecordFn fn, void *arg)
 				reader_records(&r, &bh, fn, arg) :
 				reader_read(&r, NULL, bh.length);
 		if (!ok)
-			log_corrupted(c->rel, r.blk, "The change log moved under its consolidation.");
+			ss_log_corrupted(c->rel, r.blk, "The change log moved under its consolidation.");
 	}
 	reader_end(&r);
 }
@@ -1071,12 +682,12 @@ log_advance_head(Relation rel, const SSStateOps *ops, uint64 new_head,
 	Buffer		metabuf;
 	SSMetaHeader *hdr;
 
-	log_meta_read(rel, &log);
-	for (blk = log.head_blk; blk != new_blk; blk = page_log_header_next(rel, blk))
+	ss_log_meta_read(rel, &log);
+	for (blk = log.head_blk; blk != new_blk; blk = ss_log_page_next(rel, blk))
 	{
 		CHECK_FOR_INTERRUPTS();
 		if (blk == InvalidBlockNumber || ++nconsumed > log.npages)
-			log_corrupted(rel, blk == InvalidBlockNumber ? log.head_blk : blk,
+			ss_log_corrupted(rel, blk == InvalidBlockNumber ? log.head_blk : blk,
 						  "The change log's pages do not lead to its new head.");
 		last = blk;
 	}
@@ -1093,7 +704,7 @@ log_advance_head(Relation rel, const SSStateOps *ops, uint64 new_head,
 	hdr = ss_meta_register(rel, ops->kind, state, &metabuf);
 	if (lastpage)
 	{
-		page_log_header(lastpage)->next = hdr->log.free_blk;
+		ss_log_page_header(lastpage)->next = hdr->log.free_blk;
 		hdr->log.free_blk = hdr->log.head_blk;
 		hdr->log.nfree += nconsumed;
 		hdr->log.npages -= Min(hdr->log.npages, nconsumed);
@@ -1138,7 +749,7 @@ log_consolidate_locked(Relation rel, const SSStateOps *ops,
 
 	/* find the round's end: the first batch still committing */
 	if (!reader_begin(&r, rel, snap.head_blk, snap.head_pos))
-		log_corrupted(rel, snap.head_blk, "The change log's head page does not hold its head.");
+		ss_log_corrupted(rel, snap.head_blk, "The change log's head page does not hold its head.");
 	stop = r.pos;
 	stop_blk = r.blk;
 	while (r.pos < snap.end_pos)
@@ -1149,7 +760,7 @@ log_consolidate_locked(Relation rel, const SSStateOps *ops,
 		CHECK_FOR_INTERRUPTS();
 		stop_blk = r.blk;
 		if (!reader_batch(&r, snap.end_pos, &bh))
-			log_corrupted(rel, r.blk, "The change log moved under its consolidation.");
+			ss_log_corrupted(rel, r.blk, "The change log moved under its consolidation.");
 		status = batch_status(bh.xid);
 		if (status == BATCH_IN_PROGRESS)
 		{
@@ -1160,7 +771,7 @@ log_consolidate_locked(Relation rel, const SSStateOps *ops,
 		any_committed |= status == BATCH_COMMITTED;
 		nrecords += bh.nrecords;
 		if (!reader_read(&r, NULL, bh.length))
-			log_corrupted(rel, r.blk, "The change log moved under its consolidation.");
+			ss_log_corrupted(rel, r.blk, "The change log moved under its consolidation.");
 		stop = r.pos;
 		stop_blk = r.blk;
 	}
@@ -1225,12 +836,12 @@ ss_log_lane_pass(Relation rel, uint64 start, BlockNumber start_blk,
 	*reached_blk = start_blk;
 	*stopped_at = InvalidTransactionId;
 	if (start < snap.head_pos || start > snap.end_pos)
-		log_corrupted(rel, start_blk, "A lane's position is outside the change log.");
+		ss_log_corrupted(rel, start_blk, "A lane's position is outside the change log.");
 	end = Min(snap.end_pos, limit);
 	if (start >= end)
 		return;
 	if (!reader_begin(&r, rel, start_blk, start))
-		log_corrupted(rel, start_blk, "A lane's change log page does not hold its position.");
+		ss_log_corrupted(rel, start_blk, "A lane's change log page does not hold its position.");
 	while (r.pos < end)
 	{
 		SSLogBatchHeader bh;
@@ -1239,7 +850,7 @@ ss_log_lane_pass(Relation rel, uint64 start, BlockNumber start_blk,
 
 		CHECK_FOR_INTERRUPTS();
 		if (!reader_batch(&r, end, &bh))
-			log_corrupted(rel, r.blk, "The change log moved under a lane.");
+			ss_log_corrupted(rel, r.blk, "The change log moved under a lane.");
 		status = batch_status(bh.xid);
 		if (status == BATCH_IN_PROGRESS)
 		{
@@ -1249,7 +860,7 @@ ss_log_lane_pass(Relation rel, uint64 start, BlockNumber start_blk,
 		ok = status == BATCH_COMMITTED ? reader_records(&r, &bh, fn, arg) :
 			reader_read(&r, NULL, bh.length);
 		if (!ok)
-			log_corrupted(rel, r.blk, "The change log moved under a lane.");
+			ss_log_corrupted(rel, r.blk, "The change log moved under a lane.");
 		*reached = r.pos;
 		*reached_blk = r.blk;
 	}
@@ -1275,20 +886,20 @@ ss_log_advance_to(Relation rel, uint64 pos, BlockNumber blk,
 	if (pos <= snap.head_pos)
 		return;
 	if (pos > snap.end_pos)
-		log_corrupted(rel, blk, "A lane's position is past the change log's end.");
+		ss_log_corrupted(rel, blk, "A lane's position is past the change log's end.");
 	if (!reader_begin(&r, rel, snap.head_blk, snap.head_pos))
-		log_corrupted(rel, snap.head_blk, "The change log's head page does not hold its head.");
+		ss_log_corrupted(rel, snap.head_blk, "The change log's head page does not hold its head.");
 	while (r.pos < pos)
 	{
 		SSLogBatchHeader bh;
 
 		CHECK_FOR_INTERRUPTS();
 		if (!reader_batch(&r, pos, &bh) || !reader_read(&r, NULL, bh.length))
-			log_corrupted(rel, r.blk, "The change log moved under its consolidation.");
+			ss_log_corrupted(rel, r.blk, "The change log moved under its consolidation.");
 		nrecords += bh.nrecords;
 	}
 	if (r.pos != pos)
-		log_corrupted(rel, blk, "A lane's position is not a batch boundary.");
+		ss_log_corrupted(rel, blk, "A lane's position is not a batch boundary.");
 	blk = r.blk;
 	reader_end(&r);
 	log_advance_head(rel, ops, pos, blk, nrecords, stats);
@@ -1482,7 +1093,7 @@ ss_log_oldest_xid(Relation rel)
 		if (ok)
 			return oldest;
 	}
-	log_corrupted(rel, SS_METAPAGE_BLKNO, "The change log kept moving under a scan.");
+	ss_log_corrupted(rel, SS_METAPAGE_BLKNO, "The change log kept moving under a scan.");
 	return InvalidTransactionId;	/* keep compiler quiet */
 }
 
@@ -1516,7 +1127,7 @@ log_truncate_free_tail(Relation rel)
 	Buffer		metabuf;
 	SSLogMeta  *mlog;
 
-	log_meta_read(rel, &log);
+	ss_log_meta_read(rel, &log);
 	if (log.nfree == 0 || log.head_pos != log.end_pos ||
 		log.head_blk == InvalidBlockNumber ||
 		(uint64) log.nfree + 1 >= log.alloc_end)
@@ -1528,7 +1139,7 @@ log_truncate_free_tail(Relation rel)
 	if (!ConditionalLockRelation(rel, AccessExclusiveLock))
 		return;
 	/* nobody else holds a lock on rel now: the log cannot change */
-	log_meta_read(rel, &log);
+	ss_log_meta_read(rel, &log);
 	seen = palloc0(sizeof(bool) * (log.nfree + 1));
 	seen[log.head_blk - first] = true;
 	blk = log.free_blk;
@@ -1540,13 +1151,13 @@ log_truncate_free_tail(Relation rel)
 		else
 		{
 			seen[blk - first] = true;
-			blk = page_log_header_next(rel, blk);
+			blk = ss_log_page_next(rel, blk);
 		}
 	}
 	if (whole && blk == InvalidBlockNumber && log.head_pos == log.end_pos)
 	{
 		state = ss_xlog_start(rel);
-		mlog = log_meta_register(rel, state, &metabuf);
+		mlog = ss_log_meta_register(rel, state, &metabuf);
 		mlog->head_blk = mlog->end_blk = InvalidBlockNumber;
 		mlog->free_blk = InvalidBlockNumber;
 		mlog->nfree = 0;
