@@ -37,9 +37,9 @@
  * by lert_flush and VACUUM, which take the change log's consolidation lock
  * first.  What cones share is changed under the space lock
  * (LERT_SPACE_LOCK, taken after a cone's): the report stream and the
- * counters (lert_round_install), and the free extents, each of which
- * belongs to one cone (lert_store.c); the storage layer's part of the
- * metapage is its own.
+ * counters (lert_round_install), and the free extents: the pool, and
+ * what each cone's round reserved from it (lert_store.c); the storage
+ * layer's part of the metapage is its own.
  * Buffer locks are taken one page at a time everywhere: a page is copied
  * in or written out under its own lock, never while another is held, and
  * the metapage is locked alone (installs, readers).
@@ -72,6 +72,7 @@
 #define LERT_SPACE_LOCK			((BlockNumber) 0xFFFFFFF0)
 #define LERT_CONE_LOCK(c)		((BlockNumber) (0xFFFFFFE0 + (c)))
 #define LERT_MAX_FREE_EXTENTS	128
+#define LERT_FREE_POOL			0xFF	/* free_cone of an unreserved extent */
 #define LERT_MAX_REPORT_EXTENTS 40
 #define LERT_REPORT_EXTENT_MAX	(1U << 17)	/* pages: 1 GB */
 #define LERT_CHANNEL_LEN		64	/* NAMEDATALEN */
@@ -196,7 +197,9 @@ typedef struct LertMeta
 								 * report, or 0 */
 	uint32		nfree;
 	LertExtent	free_ext[LERT_MAX_FREE_EXTENTS];	/* in block order */
-	uint8		free_cone[LERT_MAX_FREE_EXTENTS];	/* whose each one is */
+	uint8		free_cone[LERT_MAX_FREE_EXTENTS];	/* LERT_FREE_POOL or the
+														 * cone that reserved
+														 * it (lert_store.c) */
 	int64		merges;
 	int64		point_queries;
 	uint32		max_keylen;		/* longest key consolidated so far */
@@ -318,9 +321,11 @@ lert_new_gen(LertMeta *meta, uint32 cone)
 
 /* ---- lert_store.c: extents, pages, runs, reports ---- */
 extern LertExtent lert_extent_alloc(Relation rel, LertMeta *meta,
-									BlockNumber npages);
+									uint32 cone, BlockNumber npages);
 extern LertExtent lert_extent_alloc_some(Relation rel, LertMeta *meta,
-										 BlockNumber npages);
+										 uint32 cone, BlockNumber npages);
+extern LertExtent lert_pool_alloc(Relation rel, LertMeta *cur,
+								  BlockNumber npages);
 extern void lert_extent_free(LertMeta *meta, LertExtent ext);
 extern uint32 lert_free_smallest(const LertMeta *meta);
 extern void lert_write_page(Relation rel, BlockNumber blkno, uint16 page_type,
@@ -435,7 +440,7 @@ typedef struct LertReportRec
 	uint32		unused;
 } LertReportRec;
 
-extern void lert_reports_append(Relation rel, LertMeta *meta, LertMeta *space,
+extern void lert_reports_append(Relation rel, LertMeta *meta,
 								const char *recs, Size len, int64 n);
 
 typedef struct LertReportIter

@@ -311,7 +311,8 @@ lert_check_meta(Relation rel, const void *metap)
 			 meta->report_tail, report_pages);
 	for (uint32 i = 0; i < meta->nfree; i++)
 		if (!EXTENT_OK(meta->free_ext[i]) ||
-			meta->free_cone[i] >= meta->params.ncones ||
+			(meta->free_cone[i] >= meta->params.ncones &&
+			 meta->free_cone[i] != LERT_FREE_POOL) ||
 			(i > 0 && meta->free_ext[i].start <
 			 meta->free_ext[i - 1].start + meta->free_ext[i - 1].npages))
 			elog(ERROR, "free extent %u is out of range or order", i);

@@ -163,51 +163,70 @@ round_notify(LertRound *r)
 }
 
 /*
- * Put the round's free extents (its copy's list: its cone's) into cur's
- * list in place of the cone's there, in block order.  If the list cannot
- * hold them all, the round forgets its smallest (lert_extent_free's rule).
+ * Give the round's free extents (its copy's list) to the pool of cur (the
+ * metapage read under the space lock), in place of what its cone had
+ * reserved there (with one cone, in place of the whole list, which its
+ * copy held), merging neighbouring pool extents.  If the list cannot
+ * hold them all, the pool forgets its smallest (lert_extent_free's rule).
  */
 static void
 install_free(LertRound *r, LertMeta *cur)
 {
-	LertMeta   *mine = &r->meta;
-	uint32		others = 0;
+	const LertMeta *mine = &r->meta;
+	bool		whole = r->meta.params.ncones == 1;
 	uint32		n = 0;
 	uint32		i = 0;
 	uint32		j = 0;
-	LertExtent	ext[LERT_MAX_FREE_EXTENTS];
-	uint8		cone[LERT_MAX_FREE_EXTENTS];
+	LertExtent	ext[2 * LERT_MAX_FREE_EXTENTS];
+	uint8		tag[2 * LERT_MAX_FREE_EXTENTS];
 
-	for (uint32 k = 0; k < cur->nfree; k++)
-		if (cur->free_cone[k] != r->cone)
+	while (i < cur->nfree || j < mine->nfree)
+	{
+		LertExtent	e;
+		uint8		t;
+
+		if (i < cur->nfree &&
+			(whole || cur->free_cone[i] == r->cone))
 		{
-			cur->free_ext[others] = cur->free_ext[k];
-			cur->free_cone[others++] = cur->free_cone[k];
+			i++;				/* the copy lists what is still free of it */
+			continue;
 		}
-	while (mine->nfree > LERT_MAX_FREE_EXTENTS - others)
-	{
-		uint32		smallest = lert_free_smallest(mine);
-
-		memmove(&mine->free_ext[smallest], &mine->free_ext[smallest + 1],
-				sizeof(LertExtent) * (mine->nfree - smallest - 1));
-		mine->nfree--;
-	}
-	while (i < others || j < mine->nfree)
-	{
 		if (j == mine->nfree ||
-			(i < others && cur->free_ext[i].start < mine->free_ext[j].start))
+			(i < cur->nfree && cur->free_ext[i].start < mine->free_ext[j].start))
 		{
-			ext[n] = cur->free_ext[i];
-			cone[n++] = cur->free_cone[i++];
+			e = cur->free_ext[i];
+			t = cur->free_cone[i++];
 		}
 		else
 		{
-			ext[n] = mine->free_ext[j++];
-			cone[n++] = (uint8) r->cone;
+			e = mine->free_ext[j++];
+			t = LERT_FREE_POOL;
+		}
+		if (n > 0 && t == LERT_FREE_POOL && tag[n - 1] == LERT_FREE_POOL &&
+			ext[n - 1].start + ext[n - 1].npages == e.start)
+			ext[n - 1].npages += e.npages;
+		else
+		{
+			ext[n] = e;
+			tag[n++] = t;
 		}
 	}
+	while (n > LERT_MAX_FREE_EXTENTS)
+	{
+		int			smallest = -1;
+
+		for (uint32 k = 0; k < n; k++)
+			if (tag[k] == LERT_FREE_POOL &&
+				(smallest < 0 || ext[k].npages < ext[smallest].npages))
+				smallest = (int) k;
+		Assert(smallest >= 0);	/* over the limit only with the copy's */
+		memmove(&ext[smallest], &ext[smallest + 1],
+				sizeof(LertExtent) * (n - smallest - 1));
+		memmove(&tag[smallest], &tag[smallest + 1], n - smallest - 1);
+		n--;
+	}
 	memcpy(cur->free_ext, ext, sizeof(LertExtent) * n);
-	memcpy(cur->free_cone, cone, n);
+	memcpy(cur->free_cone, tag, n);
 	cur->nfree = n;
 }
 
@@ -215,11 +234,12 @@ install_free(LertRound *r, LertMeta *cur)
  * Install the round's cone (its descriptor and free extents) and its
  * share of what cones share, settled at log position `settle` (every
  * record before it has its reports and its entry count in this record),
- * in one metapage record.  Under the space lock: the pending reports are
- * written after the valid ones of the metapage as it is now (a new report
- * extent comes from the round's free extents), the round's free extents
- * replace the cone's in the list, the counters take the round's
- * increments.  The log part and stream_pos are the storage
+ * in one metapage record.  Under the space lock: the round's free extents
+ * go to the pool (install_free), the pending reports are written after
+ * the valid ones of the metapage as it is now (a new report extent comes
+ * from the pool), the counters take the round's increments.  Afterwards
+ * the round's copy lists no free extent (with one cone, the whole pool
+ * again).  The log part and stream_pos are the storage
  * layer's (stream_pos moves with the log head, lert_add_stats); the other
  * cones are their rounds'.
  */
@@ -239,9 +259,9 @@ lert_round_install(LertRound *r, uint64 settle)
 	if (!lert_read_meta(r->rel, cur))
 		elog(ERROR, "LERT \"%s\" has no metapage", RelationGetRelationName(r->rel));
 	cur->cones[r->cone] = *cn;
-	lert_reports_append(r->rel, cur, &r->meta, r->reports.data, r->reports.len,
-						r->npending);
 	install_free(r, cur);
+	lert_reports_append(r->rel, cur, r->reports.data, r->reports.len,
+						r->npending);
 	if (r->npending > 0)
 		lert_test_crash(r->rel, LERT_CRASH_REPORTS_WRITTEN);
 	cur->nreports += r->npending;
@@ -267,6 +287,12 @@ lert_round_install(LertRound *r, uint64 settle)
 	UnlockReleaseBuffer(buf);
 	UnlockPage(r->rel, LERT_SPACE_LOCK, ExclusiveLock);
 
+	r->meta.nfree = 0;
+	if (r->meta.params.ncones == 1)
+	{
+		r->meta.nfree = cur->nfree;
+		memcpy(r->meta.free_ext, cur->free_ext, sizeof(r->meta.free_ext));
+	}
 	r->meta.nreports = cur->nreports;
 	r->meta.merges = r->merges_installed = cur->merges;
 	r->meta.point_queries = r->queries_installed = cur->point_queries;
@@ -321,7 +347,7 @@ round_create_level0(LertRound *r, uint32 cone, uint64 pos)
 										   st->fixed_key ? 0 : 16);
 	char	   *area = palloc(SS_PAGE_DATA_SIZE);
 
-	cn->level0 = lert_extent_alloc(r->rel, &r->meta, npages);
+	cn->level0 = lert_extent_alloc(r->rel, &r->meta, cone, npages);
 	cn->level0_gen = lert_new_gen(&r->meta, cone);
 	for (uint32 i = 0; i < npages; i++)
 	{
@@ -609,7 +635,11 @@ round_begin(LertRound *r, Relation rel, uint32 cone)
 	}
 	r->pos = cn->stream_pos;
 	r->entries[cone] = cn->level0_entries;
-	/* the copy's free list: the cone's extents only, in block order */
+	/*
+	 * The copy's free list: what the cone reserved (a failed round's), in
+	 * block order; with one cone, the whole list (lert_store.c).
+	 */
+	if (r->meta.params.ncones > 1)
 	{
 		uint32		n = 0;
 

@@ -134,41 +134,65 @@ advance_head(Relation rel)
 }
 
 /*
+ * Run cone's round if its lock is free (or, with wait, once it is);
+ * returns false if it was busy.  *stopped_at as lert_lane_run's.
+ */
+static bool
+lane_try(Relation rel, uint32 cone, bool wait, TransactionId *stopped_at)
+{
+	TransactionId stopped;
+
+	CHECK_FOR_INTERRUPTS();
+	if (wait)
+		LockPage(rel, LERT_CONE_LOCK(cone), ExclusiveLock);
+	else if (!ConditionalLockPage(rel, LERT_CONE_LOCK(cone), ExclusiveLock))
+		return false;
+	(void) lert_lane_run(rel, cone, PG_UINT64_MAX, &stopped);
+	UnlockPage(rel, LERT_CONE_LOCK(cone), ExclusiveLock);
+	if (TransactionIdIsValid(stopped))
+		*stopped_at = stopped;
+	return true;
+}
+
+/*
  * The consolidate_some callback (writers and readers that find the log
- * long): run the round of every cone no other session is running,
- * starting at a cone of this backend's own so that sessions spread over
- * them; with wait (the log is many limits long: ss_log_consolidate_if_long)
- * wait for busy cones too, and then for the transaction a round stopped
- * at.  Then move the head.  Returns true if the head moved.
+ * long): run the round of every cone no other session is running, the
+ * slowest cone first (it holds the log head back), then the others in
+ * turn; with wait (the log is many limits long:
+ * ss_log_consolidate_if_long) wait for the busy cones afterwards, and
+ * then for the transaction a round stopped at.  Then move the head.  The
+ * order depends on the metapage only, so a session alone lays its pages
+ * out the same way each time.  Returns true if the head moved.
  */
 bool
 lert_consolidate_some(Relation rel, bool wait)
 {
 	LertMeta	meta;
 	uint32		ncones;
-	uint32		first;
+	uint32		first = 0;
+	bool		busy[LERT_MAX_CONES] = {0};
+	bool		any_busy = false;
 	TransactionId stopped_at = InvalidTransactionId;
 	bool		moved;
 
 	if (!lert_read_meta(rel, &meta))
 		return false;
 	ncones = meta.params.ncones;
-	first = (uint32) MyProcPid % ncones;
+	for (uint32 c = 1; c < ncones; c++)
+		if (Max(meta.cones[c].log_pos, meta.hdr.log.head_pos) <
+			Max(meta.cones[first].log_pos, meta.hdr.log.head_pos))
+			first = c;
 	for (uint32 i = 0; i < ncones; i++)
 	{
 		uint32		cone = (first + i) % ncones;
-		TransactionId stopped;
 
-		CHECK_FOR_INTERRUPTS();
-		if (wait)
-			LockPage(rel, LERT_CONE_LOCK(cone), ExclusiveLock);
-		else if (!ConditionalLockPage(rel, LERT_CONE_LOCK(cone), ExclusiveLock))
-			continue;
-		(void) lert_lane_run(rel, cone, PG_UINT64_MAX, &stopped);
-		UnlockPage(rel, LERT_CONE_LOCK(cone), ExclusiveLock);
-		if (TransactionIdIsValid(stopped))
-			stopped_at = stopped;
+		busy[cone] = !lane_try(rel, cone, false, &stopped_at);
+		any_busy |= busy[cone];
 	}
+	if (wait && any_busy)
+		for (uint32 i = 0; i < ncones; i++)
+			if (busy[(first + i) % ncones])
+				(void) lane_try(rel, (first + i) % ncones, true, &stopped_at);
 	moved = advance_head(rel);
 
 	/* as ss_log_consolidate_if_long: do not append far past a committer */

@@ -629,7 +629,7 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 		}
 		npages *= 2;
 	}
-	level0 = lert_extent_alloc(r->rel, &r->meta, npages);
+	level0 = lert_extent_alloc(r->rel, &r->meta, cone, npages);
 	gen = lert_new_gen(&r->meta, cone);
 	area = palloc(SS_PAGE_DATA_SIZE);
 	{

@@ -6,12 +6,12 @@
  *	  stream.
  *
  * Extents come from the metapage's free list (best fit) or from new blocks
- * after everything reserved so far (ss_log_alloc_run).  Only the
- * consolidator, holding the change log's consolidation lock, allocates and
- * frees, on its own copy of the metapage; the copy's free list reaches
- * the metapage with the install that makes the new pages live, so a round
- * that fails leaves the free list as it was (blocks taken from new space
- * by such a round stay unused until VACUUM FULL, as a quotient filter's).
+ * after everything reserved so far (ss_log_alloc_run).  Only a cone's
+ * round, holding the cone's lock, allocates and frees, on its own copy of
+ * the metapage; the copy's free list reaches the metapage with the
+ * install that makes the new pages live, so a round that fails leaves the
+ * free list as it was (blocks taken from new space by such a round stay
+ * unused until VACUUM FULL, as a quotient filter's).
  *
  * Readers never lock a level: they check each page's type and generation
  * against the descriptor they read, and a page that was freed and reused
@@ -28,6 +28,7 @@
 #include "ss_changelog.h"
 #include "ss_xlog.h"
 #include "storage/bufmgr.h"
+#include "storage/lmgr.h"
 #include "streamsketch.h"
 #include "utils/memutils.h"
 
@@ -52,17 +53,26 @@ lert_read_meta(Relation rel, LertMeta *meta)
 /* ---- extents ---- */
 
 /*
- * The free extents a round allocates from and frees into are its copy's
- * meta->free_ext[0 .. nfree - 1]: its cone's own (lert_round_install).
- * Each cone reuses what its merges free: a round allocates from its copy,
- * so the pages it takes leave the metapage's list only with the install
- * that uses them, as when rounds ran one at a time, and a round that fails
- * leaves the list as it was.  Cones are hash partitions of one stream, so
- * each frees about what it needs; beyond that, pages come from the file's
- * end.
+ * Free extents.  The metapage's list tags each one: LERT_FREE_POOL for
+ * the pool, else the cone whose round reserved it.  A round allocates from
+ * and frees into its copy's list (meta->free_ext[0 .. nfree - 1], tags
+ * unused), which starts with what its cone reserved and a failed round
+ * left there.  When the copy has no fit, the round reserves pages from
+ * the pool: it tags them with its cone in one metapage record under the
+ * space lock (pool_reserve), so no other cone's round takes them, and a
+ * round that fails leaves them free, for its cone's next round.  Its
+ * install gives everything its copy still lists back to the pool
+ * (lert_round_install), where they merge with their neighbours whatever
+ * cone freed them: with each cone reusing only its own extents, a
+ * four-cone LERT's extents interleaved block by block, never merged and
+ * overflowed the list (twice one cone's file).  A one-cone LERT's copy
+ * holds the whole pool, as no other round can reserve from it.  Pages
+ * taken from the copy leave the metapage's list only with the install
+ * that uses them.  Beyond the free extents, pages come from the file's
+ * end (ss_log_alloc_run).
  */
 
-/* Take n pages at index i of the free list (n <= its extent's pages). */
+/* Take n pages at index i of meta's list (n <= its extent's pages). */
 static LertExtent
 free_take(LertMeta *meta, uint32 i, BlockNumber n)
 {
@@ -76,48 +86,179 @@ free_take(LertMeta *meta, uint32 i, BlockNumber n)
 	if (f->npages == 0)
 	{
 		memmove(f, f + 1, sizeof(LertExtent) * (meta->nfree - i - 1));
+		memmove(&meta->free_cone[i], &meta->free_cone[i + 1],
+				meta->nfree - i - 1);
 		meta->nfree--;
 	}
 	return ext;
 }
 
 /*
- * npages: the smallest free extent that holds them, else after everything
- * allocated so far (ss_log_alloc_run).
+ * The index of meta's smallest extent of at least npages tagged tag
+ * (any tag when tag_any), or -1.
+ */
+static int
+free_best_fit(const LertMeta *meta, BlockNumber npages, bool tag_any,
+			  uint8 tag)
+{
+	int			best = -1;
+
+	for (uint32 i = 0; i < meta->nfree; i++)
+		if ((tag_any || meta->free_cone[i] == tag) &&
+			meta->free_ext[i].npages >= npages &&
+			(best < 0 || meta->free_ext[i].npages < meta->free_ext[best].npages))
+			best = (int) i;
+	return best;
+}
+
+/*
+ * Reserve pages of the pool for cone's round: npages of the pool's best
+ * fit, or with lowest up to npages of its lowest extent.  Under the space
+ * lock (after the cone's), in one metapage record; the rest of the
+ * extent stays in the pool unless the list is full.  Returns the
+ * reserved extent (npages 0 if the pool has none), which the caller
+ * allocates from and puts the rest of into its copy.
+ */
+static LertExtent
+pool_reserve(Relation rel, uint32 cone, BlockNumber npages, bool lowest)
+{
+	LertMeta   *cur = palloc(sizeof(LertMeta));
+	LertExtent	got = {InvalidBlockNumber, 0};
+	int			at = -1;
+
+	LockPage(rel, LERT_SPACE_LOCK, ExclusiveLock);
+	if (!lert_read_meta(rel, cur))
+		elog(ERROR, "LERT \"%s\" has no metapage", RelationGetRelationName(rel));
+	if (lowest)
+	{
+		for (uint32 i = 0; i < cur->nfree && at < 0; i++)
+			if (cur->free_cone[i] == LERT_FREE_POOL)
+				at = (int) i;
+	}
+	else
+		at = free_best_fit(cur, npages, false, LERT_FREE_POOL);
+	if (at >= 0)
+	{
+		SSXLogState *state;
+		Buffer		buf;
+		LertMeta   *m;
+
+		got = cur->free_ext[at];
+		if (Min(npages, got.npages) < got.npages &&
+			cur->nfree < LERT_MAX_FREE_EXTENTS)
+		{
+			/* split: the head is reserved, the rest stays in the pool */
+			memmove(&cur->free_ext[at + 1], &cur->free_ext[at],
+					sizeof(LertExtent) * (cur->nfree - at));
+			memmove(&cur->free_cone[at + 1], &cur->free_cone[at],
+					cur->nfree - at);
+			cur->nfree++;
+			got.npages = npages;
+			cur->free_ext[at].npages = npages;
+			cur->free_ext[at + 1].start += npages;
+			cur->free_ext[at + 1].npages -= npages;
+		}
+		cur->free_cone[at] = (uint8) cone;
+
+		state = ss_xlog_start(rel);
+		m = ss_meta_register(rel, SS_KIND_LERT, state, &buf);
+		m->nfree = cur->nfree;
+		memcpy(m->free_ext, cur->free_ext, sizeof(m->free_ext));
+		memcpy(m->free_cone, cur->free_cone, sizeof(m->free_cone));
+		ss_xlog_finish(state);
+		UnlockReleaseBuffer(buf);
+	}
+	UnlockPage(rel, LERT_SPACE_LOCK, ExclusiveLock);
+	pfree(cur);
+	return got;
+}
+
+/* The first n pages of ext; the rest goes to meta's list. */
+static LertExtent
+extent_use_head(LertMeta *meta, LertExtent ext, BlockNumber n)
+{
+	LertExtent	rest;
+
+	rest.start = ext.start + n;
+	rest.npages = ext.npages - n;
+	lert_extent_free(meta, rest);
+	ext.npages = n;
+	return ext;
+}
+
+/*
+ * npages for cone's round (meta: its copy): the copy's smallest extent
+ * that holds them, else the pool's, else after everything allocated so
+ * far (ss_log_alloc_run).
  */
 LertExtent
-lert_extent_alloc(Relation rel, LertMeta *meta, BlockNumber npages)
+lert_extent_alloc(Relation rel, LertMeta *meta, uint32 cone,
+				  BlockNumber npages)
 {
 	LertExtent	ext = {InvalidBlockNumber, 0};
-	int			best = -1;
+	int			best;
 
 	if (npages == 0)
 		return ext;
-	for (uint32 i = 0; i < meta->nfree; i++)
-		if (meta->free_ext[i].npages >= npages &&
-			(best < 0 || meta->free_ext[i].npages < meta->free_ext[best].npages))
-			best = (int) i;
+	best = free_best_fit(meta, npages, true, 0);
 	if (best >= 0)
 		return free_take(meta, (uint32) best, npages);
+	if (meta->params.ncones > 1)
+	{
+		ext = pool_reserve(rel, cone, npages, false);
+		if (ext.npages > 0)
+			return extent_use_head(meta, ext, npages);
+	}
 	ext.start = ss_log_alloc_run(rel, npages);
 	ext.npages = npages;
 	return ext;
 }
 
-/* Up to npages of the lowest free extent, else as lert_extent_alloc. */
+/*
+ * Up to npages of the copy's lowest extent, else of the pool's, else as
+ * lert_extent_alloc.
+ */
 LertExtent
-lert_extent_alloc_some(Relation rel, LertMeta *meta, BlockNumber npages)
+lert_extent_alloc_some(Relation rel, LertMeta *meta, uint32 cone,
+					   BlockNumber npages)
 {
+	LertExtent	ext;
+
 	if (npages > 0 && meta->nfree > 0)
 		return free_take(meta, 0, Min(meta->free_ext[0].npages, npages));
-	return lert_extent_alloc(rel, meta, npages);
+	if (npages > 0 && meta->params.ncones > 1)
+	{
+		ext = pool_reserve(rel, cone, npages, true);
+		if (ext.npages > 0)
+			return extent_use_head(meta, ext, Min(ext.npages, npages));
+	}
+	ext.start = ss_log_alloc_run(rel, npages);
+	ext.npages = npages;
+	return ext;
 }
 
 /*
- * Give an extent back, merging it with its neighbours.  A full list
- * forgets its smallest extent (its blocks stay unused until VACUUM FULL);
- * extents come from a bounded number of levels and cones, so this takes
- * a pathological history.
+ * npages of the pool of the metapage as read under the space lock (cur),
+ * for the report stream at an install, else from the file's end.
+ */
+LertExtent
+lert_pool_alloc(Relation rel, LertMeta *cur, BlockNumber npages)
+{
+	LertExtent	ext;
+	int			best = free_best_fit(cur, npages, false, LERT_FREE_POOL);
+
+	if (best >= 0)
+		return free_take(cur, (uint32) best, npages);
+	ext.start = ss_log_alloc_run(rel, npages);
+	ext.npages = npages;
+	return ext;
+}
+
+/*
+ * Give an extent back to a round's copy, merging it with its neighbours.
+ * A full list forgets its smallest extent (its blocks stay unused until
+ * VACUUM FULL); extents come from a bounded number of levels, so this
+ * takes a pathological history.
  */
 void
 lert_extent_free(LertMeta *meta, LertExtent ext)
@@ -357,7 +498,8 @@ run_writer_block(LertRunWriter *w)
 	if (w->chunk.npages == 0)
 	{
 		/* the lowest free extent first, whatever its size (up to want) */
-		w->chunk = lert_extent_alloc_some(w->rel, w->meta, w->next_chunk);
+		w->chunk = lert_extent_alloc_some(w->rel, w->meta, w->cone,
+										   w->next_chunk);
 		w->next_chunk = Min(w->next_chunk * 2, RUN_CHUNK_MAX);
 	}
 	w->chunk.npages--;
@@ -435,7 +577,8 @@ lert_run_writer_end(LertRunWriter *w)
 		uint32		nfilter = w->run.nkept > 0 ? w->nfilter : 0;
 
 		nindex = lert_run_index_pages(&w->run);
-		w->run.index = lert_extent_alloc(w->rel, w->meta, nindex + nfilter);
+		w->run.index = lert_extent_alloc(w->rel, w->meta, w->cone,
+										 nindex + nfilter);
 		for (uint32 i = 0; i < nfilter; i++)
 		{
 			CHECK_FOR_INTERRUPTS();
@@ -868,7 +1011,7 @@ report_block(const LertMeta *meta, uint32 p)
 
 /* Give the report stream a page p, with a new extent if needed. */
 static void
-report_ensure_page(Relation rel, LertMeta *meta, LertMeta *space, uint32 p)
+report_ensure_page(Relation rel, LertMeta *meta, uint32 p)
 {
 	BlockNumber np;
 
@@ -880,7 +1023,7 @@ report_ensure_page(Relation rel, LertMeta *meta, LertMeta *space, uint32 p)
 				 errmsg("LERT \"%s\" has too many reports",
 						RelationGetRelationName(rel))));
 	np = Min((BlockNumber) 8 << Min(meta->nreport_ext, 20), LERT_REPORT_EXTENT_MAX);
-	meta->report_ext[meta->nreport_ext++] = lert_extent_alloc(rel, space, np);
+	meta->report_ext[meta->nreport_ext++] = lert_pool_alloc(rel, meta, np);
 }
 
 static inline Size
@@ -923,11 +1066,12 @@ report_page_valid_bytes(Relation rel, BlockNumber blkno, const char *area,
  * meta->nreports valid ones.  They are written to the report pages, one
  * WAL record per page, beyond the valid count; the caller makes them valid
  * by adding n to nreports in its install or settle record.  Writes over
- * whatever a failed attempt left beyond the valid count.  A new report
- * extent comes from space's free extents (a round's copy).
+ * whatever a failed attempt left beyond the valid count.  meta is the
+ * metapage as read under the space lock; a new report extent comes from
+ * its pool (lert_pool_alloc).
  */
 void
-lert_reports_append(Relation rel, LertMeta *meta, LertMeta *space,
+lert_reports_append(Relation rel, LertMeta *meta,
 					const char *recs, Size len, int64 n)
 {
 	char	   *area = palloc(SS_PAGE_DATA_SIZE);
@@ -954,7 +1098,7 @@ lert_reports_append(Relation rel, LertMeta *meta, LertMeta *space,
 	{
 		memset(area, 0, SS_PAGE_DATA_SIZE);
 		h->first_id = 1;
-		report_ensure_page(rel, meta, space, p);
+		report_ensure_page(rel, meta, p);
 	}
 	/* forget what a failed attempt wrote beyond the valid reports */
 	if (meta->nreports > 0)
@@ -982,7 +1126,7 @@ lert_reports_append(Relation rel, LertMeta *meta, LertMeta *space,
 			lert_write_page(rel, report_block(meta, p), SS_PAGE_LERT_REPORT,
 							area, 0, false);
 			p++;
-			report_ensure_page(rel, meta, space, p);
+			report_ensure_page(rel, meta, p);
 			memset(area, 0, SS_PAGE_DATA_SIZE);
 			h->first_id = next_id;
 		}

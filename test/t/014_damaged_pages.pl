@@ -140,6 +140,15 @@ my @structures = (
 		flush => "SELECT lert_flush('%s')",
 	},
 	{
+		# four cones: their rounds reserve free extents from one pool
+		# (lert_store.c), which a failed round must leave free, not leak
+		tag => 'lertcs4', kind => 'lert', reps => 16,
+		create => "SELECT lert_create('%s', 'int8', buffer_size => '64kB', cones => 4)",
+		lookup => "lert_count('%s', k::int8)::text",
+		info => "SELECT (i.observations, i.level_kept, i.level_entries)::text FROM lert_info('%s') i",
+		flush => "SELECT lert_flush('%s')",
+	},
+	{
 		# small buffers: the 20,000 keys make node pages and fragment pages
 		tag => 'cbt', kind => 'cbt',
 		create => "SELECT cbt_create('%s', 'k int8', 'count(*) AS n', root_buffer => '64kB', node_buffer => '16kB', fanout => 4)",
