@@ -25,6 +25,7 @@
 #include "storage/proc.h"
 #include "ss_changelog.h"
 #include "ss_pending.h"
+#include "ss_xlog.h"
 #include "streamsketch.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -64,9 +65,7 @@ bfile_test_crash(Relation rel, BfileCrashPoint point)
 {
 	if (ss_test_bfile_crash != (int) point)
 		return;
-	/* the worst case: everything logged so far is durable */
-	if (RelationNeedsWAL(rel))
-		XLogFlush(GetXLogInsertRecPtr());
+	ss_xlog_flush_own(rel);
 	elog(PANIC, "streamsketch.test_bfile_crash: stopping at \"%s\" in a round of \"%s\"",
 		 bfile_crash_options[point].name, RelationGetRelationName(rel));
 }

@@ -29,6 +29,7 @@
 #include "ss_changelog.h"
 #include "ss_hash.h"
 #include "ss_pending.h"
+#include "ss_xlog.h"
 #include "streamsketch.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -62,9 +63,7 @@ cbt_test_crash(Relation rel, CbtCrashPoint point)
 {
 	if (ss_test_cbt_crash != (int) point)
 		return;
-	/* the worst case: everything logged so far is durable */
-	if (RelationNeedsWAL(rel))
-		XLogFlush(GetXLogInsertRecPtr());
+	ss_xlog_flush_own(rel);
 	elog(PANIC, "streamsketch.test_cbt_crash: stopping at \"%s\" in a round of \"%s\"",
 		 cbt_crash_options[point].name, RelationGetRelationName(rel));
 }

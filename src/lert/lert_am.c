@@ -27,6 +27,7 @@
 #include "ss_changelog.h"
 #include "ss_hash.h"
 #include "ss_pending.h"
+#include "ss_xlog.h"
 #include "streamsketch.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -758,9 +759,7 @@ lert_test_crash(Relation rel, LertCrashPoint point)
 {
 	if (ss_test_lert_crash != (int) point)
 		return;
-	/* the worst case: everything logged so far is durable */
-	if (RelationNeedsWAL(rel))
-		XLogFlush(GetXLogInsertRecPtr());
+	ss_xlog_flush_own(rel);
 	elog(PANIC, "streamsketch.test_lert_crash: stopping at \"%s\" in the consolidation of \"%s\"",
 		 crash_point_name(point), RelationGetRelationName(rel));
 }

@@ -321,9 +321,10 @@ qfam_cons_lock_page(QfCons *qc, const QfamLevel *lv, const QfGeom *g,
 	Buffer		pin = InvalidBuffer;
 	Page		page;
 
-	if (qc->npages > 0 &&
-		(qc->npages == QFAM_RECORD_PAGES ||
-		 !BufferIsValid(pin = ss_pin_if_cached(qc->rel, blkno))))
+	/* not inside BufferIsValid: assert builds evaluate its argument again */
+	if (qc->npages > 0 && qc->npages < QFAM_RECORD_PAGES)
+		pin = ss_pin_if_cached(qc->rel, blkno);
+	if (qc->npages > 0 && !BufferIsValid(pin))
 		qfam_cons_finish(qc);
 	if (qc->state == NULL)
 		qc->state = ss_xlog_start(qc->rel);

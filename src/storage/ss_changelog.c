@@ -1167,7 +1167,7 @@ log_truncate_free_tail(Relation rel)
 		UnlockReleaseBuffer(metabuf);
 		if (test_crash_before_truncate)
 		{
-			XLogFlush(GetXLogInsertRecPtr());
+			ss_xlog_flush_own(rel);
 			elog(PANIC, "streamsketch.test_crash_before_log_truncate: stopping before truncating \"%s\"",
 				 RelationGetRelationName(rel));
 		}

@@ -33,6 +33,7 @@
 #include "postgres.h"
 
 #include "access/rmgr.h"
+#include "access/xlog.h"
 #include "access/xloginsert.h"
 #include "miscadmin.h"
 #include "ss_xlog.h"
@@ -311,4 +312,19 @@ void
 ss_xlog_at_abort(void)
 {
 	cached_in_use = false;
+}
+
+/*
+ * Make every WAL record this backend has inserted durable (tests that stop
+ * the server right after: the worst case for recovery).  Flushes to the
+ * end of the last record, not to the insert position: on a WAL page
+ * boundary that lies past the next page's header, which no record has
+ * made anyone write, and the flush fails ("xlog flush request ... is not
+ * satisfied") instead of the test stopping where it meant to.
+ */
+void
+ss_xlog_flush_own(Relation rel)
+{
+	if (RelationNeedsWAL(rel) && !XLogRecPtrIsInvalid(XactLastRecEnd))
+		XLogFlush(XactLastRecEnd);
 }

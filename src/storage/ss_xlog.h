@@ -35,5 +35,6 @@ extern void ss_xlog_unregister(SSXLogState *state, Buffer buffer);
 extern XLogRecPtr ss_xlog_finish(SSXLogState *state);
 extern void ss_xlog_abort(SSXLogState *state);
 extern void ss_xlog_at_abort(void);
+extern void ss_xlog_flush_own(Relation rel);
 
 #endif							/* SS_XLOG_H */
