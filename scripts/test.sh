@@ -6,6 +6,8 @@
 #   isolation  pg_isolation_regress test/specs/*.spec, test/expected/*.out
 #   tap        prove (PostgreSQL::Test::Cluster) test/t/*.pl
 #   unit       C unit tests of the quotient filter core, test/unit
+#   assert     regress and isolation again against an assert-enabled
+#              PostgreSQL 15 built from Debian's source (scripts/assert-pg.sh)
 #
 # The final line, `summary: N passed, M failed` (CI reads it), counts test
 # files of every kind alike: pg_regress tests, isolation specs, TAP files
@@ -13,7 +15,8 @@
 # counts as one failure).  The line before it gives the counts per kind and
 # prove's number of TAP assertions.
 #
-# Usage: bash scripts/test.sh [unit] [regress] [isolation] [tap]   (default: all)
+# Usage: bash scripts/test.sh [unit] [regress] [isolation] [tap] [assert]
+#        (default: all)
 #
 # The source tree is copied to $STREAMSKETCH_TEST_DIR (default
 # /tmp/streamsketch-test) and the tests run there as the `postgres` OS user
@@ -26,6 +29,9 @@
 #   STREAMSKETCH_PG_TREE=DIR    test a private installation in DIR instead of
 #                               the system's (scripts/setup.sh)
 #   STREAMSKETCH_TAP_TESTS      only these TAP files (e.g. 'test/t/013_*.pl')
+#   STREAMSKETCH_ASSERT_PG=DIR  where the assert-enabled server is built, or
+#                               found from an earlier run (default
+#                               /var/tmp/streamsketch-pg-assert)
 set -uo pipefail
 
 SS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -33,15 +39,17 @@ SS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$SS_ROOT/scripts/setup.sh"
 # shellcheck source=scripts/cluster.sh
 source "$SS_ROOT/scripts/cluster.sh"
+# shellcheck source=scripts/assert-pg.sh
+source "$SS_ROOT/scripts/assert-pg.sh"
 set +e # (setup.sh sets -e) failures are counted, not fatal
 
 SUITES=("$@")
-[ "${#SUITES[@]}" -gt 0 ] || SUITES=(unit regress isolation tap)
+[ "${#SUITES[@]}" -gt 0 ] || SUITES=(unit regress isolation tap assert)
 for s in "${SUITES[@]}"; do
 	case "$s" in
-	unit | regress | isolation | tap) ;;
+	unit | regress | isolation | tap | assert) ;;
 	*)
-		echo "usage: $0 [unit] [regress] [isolation] [tap]" >&2
+		echo "usage: $0 [unit] [regress] [isolation] [tap] [assert]" >&2
 		exit 2
 		;;
 	esac
@@ -71,7 +79,11 @@ tar -C "$SS_ROOT" --exclude=./.git --exclude=./tmp_check --exclude=./results \
 	--exclude=./regression.out -cf - . | tar -C "$TREE" -xf -
 if [ "$(id -u)" -eq 0 ]; then chown -R postgres:postgres "$WORK"; fi
 
-cleanup() { ss_cluster_stop "$CLUSTER"; }
+ASSERT_CLUSTER="$WORK/pg-assert"
+cleanup() {
+	ss_cluster_stop "$CLUSTER"
+	SS_PG_BINDIR="${SS_ASSERT_BINDIR:-$SS_PG_BINDIR}" ss_cluster_stop "$ASSERT_CLUSTER"
+}
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -277,6 +289,77 @@ run_unit() {
 	echo "unit: $((SECONDS - t0)) s"
 }
 
+# The regress and isolation suites against an assert-enabled server, in a
+# copy of the tree built against it, on a cluster of its own.  Assertion
+# failures crash the server (TRAP:); pins the extension leaks show up as
+# "buffer refcount leak" warnings, which assert-enabled servers print at
+# the end of every statement.
+run_assert() {
+	local t0=$SECONDS dir="${STREAMSKETCH_ASSERT_PG:-/var/tmp/streamsketch-pg-assert}"
+	local atree="$WORK/tree-assert" rc name kind
+	if ! ss_assert_pg "$dir"; then
+		echo "!!! assert: could not build an assert-enabled PostgreSQL"
+		count "assert-build suites" 0 1
+		suite_failed assert
+		return 0
+	fi
+	local SS_PG_BINDIR="$dir/bin"
+	SS_ASSERT_BINDIR="$dir/bin"
+	mkdir -p "$atree"
+	tar -C "$TREE" --exclude=./tmp_check --exclude=./results \
+		--exclude=./test/output_iso --exclude=./regression.diffs \
+		--exclude=./regression.out -cf - . | tar -C "$atree" -xf -
+	ss_log "assert: building streamsketch against $("$SS_ASSERT_PG_CONFIG" --version) (assertions on)"
+	{ make -C "$atree" -s clean PG_CONFIG="$SS_ASSERT_PG_CONFIG" &&
+		make -C "$atree" -s -j"$(nproc)" PG_CONFIG="$SS_ASSERT_PG_CONFIG" &&
+		ss_as_root make -C "$atree" -s install PG_CONFIG="$SS_ASSERT_PG_CONFIG"; } \
+		>"$WORK/assert-build.out" 2>&1 || {
+		print_file "$WORK/assert-build.out" 100
+		count "assert-build suites" 0 1
+		suite_failed assert
+		return 0
+	}
+	if [ "$(id -u)" -eq 0 ]; then chown -R postgres:postgres "$atree"; fi
+	ss_cluster_start "$ASSERT_CLUSTER" $((PORT + 1)) \
+		"fsync = off" "full_page_writes = off" "synchronous_commit = off" \
+		"shared_buffers = 128MB" "max_connections = 40" \
+		"max_wal_size = 1GB" "checkpoint_timeout = 30min" \
+		"max_prepared_transactions = 5" || {
+		count "assert-build suites" 0 1
+		suite_failed assert
+		return 0
+	}
+	for name in regress isolation; do
+		kind="assert-build $([ $name = regress ] && echo "pg_regress tests" || echo "isolation specs")"
+		ss_log "assert: $name against the assert-enabled server"
+		if [ $name = regress ]; then
+			set -- installcheck ISOLATION= TAP_TESTS=
+		else
+			set -- installcheck REGRESS= TAP_TESTS=
+		fi
+		ss_as_pg PGHOST="$PGHOST" PGPORT="$PGPORT" PGUSER="$PGUSER" \
+			PGDATABASE="$PGDATABASE" \
+			timeout -k 60 30m make -C "$atree" --no-print-directory \
+			PG_CONFIG="$SS_ASSERT_PG_CONFIG" "$@" 2>&1 |
+			tee "$WORK/assert-$name.out"
+		rc=${PIPESTATUS[0]}
+		count_pg_regress "$kind" "$WORK/assert-$name.out" || count "$kind" 0 1
+		if [ "$rc" -ne 0 ]; then
+			suite_failed "assert-$name"
+			print_file "$atree/$([ $name = regress ] || echo test/output_iso/)regression.diffs" 400
+		fi
+	done
+	if grep -qE 'TRAP:|refcount leak|terminated by signal' "$ASSERT_CLUSTER/postgresql.log"; then
+		echo "!!! assert: the server log shows a failed assertion, a crash or a leaked pin:"
+		grep -nE -B2 -A8 'TRAP:|refcount leak|terminated by signal' \
+			"$ASSERT_CLUSTER/postgresql.log" | tail -n 80
+		count "assert-build suites" 0 1
+		suite_failed assert
+	fi
+	ss_cluster_stop "$ASSERT_CLUSTER"
+	echo "assert: $((SECONDS - t0)) s"
+}
+
 for s in "${SUITES[@]}"; do
 	"run_$s"
 done
@@ -289,7 +372,9 @@ if [ "${#FAILED_SUITES[@]}" -gt 0 ]; then
 fi
 echo "====================================================================="
 kinds=
-for k in "pg_regress tests" "isolation specs" "TAP files" "unit test programs"; do
+for k in "pg_regress tests" "isolation specs" "TAP files" "unit test programs" \
+	"assert-build pg_regress tests" "assert-build isolation specs" \
+	"assert-build suites"; do
 	[ -n "${KIND_COUNTS[$k]:-}" ] || continue
 	kinds+="${kinds:+, }$k ${KIND_COUNTS[$k]% *} passed/${KIND_COUNTS[$k]#* } failed"
 done
