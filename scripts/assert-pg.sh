@@ -47,10 +47,23 @@ ss_assert_pg() {
 	rm -rf "$src"
 	mkdir -p "$src"
 	ss_log "Fetching Debian's postgresql-15 source into $src"
-	(cd "$src" && apt-get source -q postgresql-15 >"$src/apt-source.log" 2>&1) || {
-		cat "$src/apt-source.log"
-		return 1
-	}
+	# the newest version apt lists may have no source on the mirror (a
+	# security update's): try each version it knows, newest first
+	if ! (cd "$src" && apt-get source -q postgresql-15 >"$src/apt-source.log" 2>&1); then
+		local v ok=
+		for v in $(apt-cache showsrc postgresql-15 2>/dev/null |
+			sed -n 's/^Version: //p' | sort -rV | uniq); do
+			if (cd "$src" && apt-get source -q "postgresql-15=$v" \
+				>>"$src/apt-source.log" 2>&1); then
+				ok=1
+				break
+			fi
+		done
+		[ -n "$ok" ] || {
+			cat "$src/apt-source.log"
+			return 1
+		}
+	fi
 	src=$(find "$src" -mindepth 1 -maxdepth 1 -type d -name 'postgresql-15*' | head -n 1)
 	[ -n "$src" ] || return 1
 	ss_log "Building an assert-enabled $(basename "$src") into $dir (configure, make)"

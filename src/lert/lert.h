@@ -324,8 +324,6 @@ extern LertExtent lert_extent_alloc(Relation rel, LertMeta *meta,
 									uint32 cone, BlockNumber npages);
 extern LertExtent lert_extent_alloc_some(Relation rel, LertMeta *meta,
 										 uint32 cone, BlockNumber npages);
-extern LertExtent lert_pool_alloc(Relation rel, LertMeta *cur,
-								  BlockNumber npages);
 extern void lert_extent_free(LertMeta *meta, LertExtent ext);
 extern uint32 lert_free_smallest(const LertMeta *meta);
 extern void lert_write_page(Relation rel, BlockNumber blkno, uint16 page_type,
@@ -365,6 +363,8 @@ extern void lert_run_lookup(Relation rel, const LertRun *run, uint64 fp,
 							const char *key, uint32 keylen,
 							LertDiskCount *out);
 extern bool lert_run_may_keep(Relation rel, const LertRun *run, uint64 fp);
+extern void lert_run_prefetch(Relation rel, const LertRun *run, uint64 fp,
+							  char *iarea);
 
 /* Writing a run: data pages filled in order, then the index. */
 typedef struct LertRunWriter

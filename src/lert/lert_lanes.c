@@ -9,8 +9,9 @@
  * a cone's round (lert_lane_run) passes over the change log from the
  * cone's own position, applies the records of its keys and only counts
  * the positions of the others, under the cone's lock; rounds of different
- * cones share nothing but the metapage's report stream and counters,
- * changed at installs under the space lock (lert.h), and the file's end.  So
+ * cones share nothing but the metapage's report stream, counters and
+ * pool of free extents, changed under the space lock (lert.h,
+ * lert_store.c), and the file's end.  So
  * a writer whose statement finds the log long runs the rounds of the cones
  * no other session is running, and the log head then moves to the slowest
  * cone's position.  Reports come in the order rounds install them, each

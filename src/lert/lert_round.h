@@ -26,9 +26,10 @@ typedef struct LertL0Page
 
 /*
  * A round of one cone.  meta is the round's copy of the metapage: the
- * cone's descriptor is the round's own, its free list holds the cone's
- * free extents only (both installed by lert_round_install), and what
- * cones share is read again at each install.
+ * cone's descriptor is the round's own, its free list holds what the round
+ * reserved from the pool and what its merges freed (with one cone, the
+ * whole pool: lert_store.c), both installed by lert_round_install, and
+ * what cones share is read again at each install.
  */
 typedef struct LertRound
 {
@@ -48,6 +49,10 @@ typedef struct LertRound
 	int64		npending;
 	int64		reports_made;	/* installed by this round */
 	bool		changed;		/* entry counts moved since the last install */
+	/* immediate: records held back while their point queries prefetch */
+	StringInfoData queue;		/* LertQueued + payload, each 8-aligned */
+	int			nqueued;
+	char	   *prefetch_area;	/* a run's index page, for lert_run_prefetch */
 	MemoryContext cxt;
 } LertRound;
 

@@ -8,10 +8,12 @@
  * Extents come from the metapage's free list (best fit) or from new blocks
  * after everything reserved so far (ss_log_alloc_run).  Only a cone's
  * round, holding the cone's lock, allocates and frees, on its own copy of
- * the metapage; the copy's free list reaches the metapage with the
- * install that makes the new pages live, so a round that fails leaves the
- * free list as it was (blocks taken from new space by such a round stay
- * unused until VACUUM FULL, as a quotient filter's).
+ * the metapage, which reserves pages from the pool in the live metapage
+ * as it needs them (pool_reserve); the copy's list reaches the metapage
+ * with the install that makes the new pages live, so a round that fails
+ * leaves every free page free (its reservations tagged for its cone's
+ * next round; blocks taken from new space by such a round stay unused
+ * until VACUUM FULL, as a quotient filter's).
  *
  * Readers never lock a level: they check each page's type and generation
  * against the descriptor they read, and a page that was freed and reused
@@ -232,23 +234,6 @@ lert_extent_alloc_some(Relation rel, LertMeta *meta, uint32 cone,
 		if (ext.npages > 0)
 			return extent_use_head(meta, ext, Min(ext.npages, npages));
 	}
-	ext.start = ss_log_alloc_run(rel, npages);
-	ext.npages = npages;
-	return ext;
-}
-
-/*
- * npages of the pool of the metapage as read under the space lock (cur),
- * for the report stream at an install, else from the file's end.
- */
-LertExtent
-lert_pool_alloc(Relation rel, LertMeta *cur, BlockNumber npages)
-{
-	LertExtent	ext;
-	int			best = free_best_fit(cur, npages, false, LERT_FREE_POOL);
-
-	if (best >= 0)
-		return free_take(cur, (uint32) best, npages);
 	ext.start = ss_log_alloc_run(rel, npages);
 	ext.npages = npages;
 	return ext;
@@ -897,6 +882,71 @@ lert_run_reader_end(LertRunReader *r)
 }
 
 /*
+ * The data page of a (nonempty) run where key fp's entries start: its
+ * index page is read into iarea, whose entries are returned (*n of them),
+ * and *page is set to the data page's number in the run; NULL if an index
+ * page is stale.
+ */
+static const LertIndexEntry *
+run_locate(Relation rel, const LertRun *run, uint64 fp, char *iarea,
+		   uint32 *n, uint32 *page)
+{
+	uint32		lo = 0,
+				hi = lert_run_index_pages(run);
+	const LertIndexEntry *ix;
+	uint32		a = 0;
+
+	/* the last index page whose first fingerprint is below fp */
+	while (hi - lo > 1)
+	{
+		uint32		mid = (lo + hi) / 2;
+
+		ix = run_index_page(rel, run, mid, iarea, n, false);
+		if (ix == NULL)
+			return NULL;
+		if (ix[0].first_fp < fp)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	ix = run_index_page(rel, run, lo, iarea, n, false);
+	if (ix == NULL)
+		return NULL;
+	while (a < *n && ix[a].first_fp < fp)
+		a++;
+	*page = lo * LERT_INDEX_PER_PAGE + (a > 0 ? a - 1 : 0);
+	return ix;
+}
+
+/*
+ * Ask the kernel to read ahead the pages a point query of key fp in run
+ * will read: its filter page (if the run keeps counts) and the data page
+ * where the key's entries start.  The run's index pages, few and hot, are
+ * read now.  A stale index (the run was replaced) prefetches nothing.
+ */
+void
+lert_run_prefetch(Relation rel, const LertRun *run, uint64 fp, char *iarea)
+{
+	const LertIndexEntry *ix;
+	uint32		n;
+	uint32		page;
+
+	if (run->ndata == 0)
+		return;
+	if (run->nkept > 0)
+	{
+		uint32		h1,
+					h2;
+
+		ss_prefetch(rel, run->index.start + lert_run_index_pages(run) +
+					filter_position(fp, lert_run_filter_pages(run), &h1, &h2));
+	}
+	ix = run_locate(rel, run, fp, iarea, &n, &page);
+	if (ix != NULL)
+		ss_prefetch(rel, ix[page % LERT_INDEX_PER_PAGE].blkno);
+}
+
+/*
  * Add the key's entry in a run to *out: binary search of the index for
  * the last data page starting below fp, then the data pages from there
  * while they can hold fp (equal fingerprints of different keys may span
@@ -908,8 +958,7 @@ lert_run_lookup(Relation rel, const LertRun *run, uint64 fp, const char *key,
 {
 	char	   *area;
 	char	   *iarea;
-	uint32		lo = 0,
-				hi;
+	uint32		lo;
 	uint32		page;
 	uint32		n;
 	const LertIndexEntry *ix;
@@ -919,30 +968,10 @@ lert_run_lookup(Relation rel, const LertRun *run, uint64 fp, const char *key,
 	area = palloc(SS_PAGE_DATA_SIZE);
 	iarea = palloc(SS_PAGE_DATA_SIZE);
 
-	/* the last index page whose first fingerprint is below fp */
-	hi = lert_run_index_pages(run);
-	while (hi - lo > 1)
-	{
-		uint32		mid = (lo + hi) / 2;
-
-		ix = run_index_page(rel, run, mid, iarea, &n, false);
-		if (ix == NULL)
-			goto stale;
-		if (ix[0].first_fp < fp)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	ix = run_index_page(rel, run, lo, iarea, &n, false);
+	ix = run_locate(rel, run, fp, iarea, &n, &page);
 	if (ix == NULL)
 		goto stale;
-	{
-		uint32		a = 0;
-
-		while (a < n && ix[a].first_fp < fp)
-			a++;
-		page = lo * LERT_INDEX_PER_PAGE + (a > 0 ? a - 1 : 0);
-	}
+	lo = page / LERT_INDEX_PER_PAGE;
 
 	for (; page < run->ndata; page++)
 	{
@@ -1023,7 +1052,8 @@ report_ensure_page(Relation rel, LertMeta *meta, uint32 p)
 				 errmsg("LERT \"%s\" has too many reports",
 						RelationGetRelationName(rel))));
 	np = Min((BlockNumber) 8 << Min(meta->nreport_ext, 20), LERT_REPORT_EXTENT_MAX);
-	meta->report_ext[meta->nreport_ext++] = lert_pool_alloc(rel, meta, np);
+	meta->report_ext[meta->nreport_ext].start = ss_log_alloc_run(rel, np);
+	meta->report_ext[meta->nreport_ext++].npages = np;
 }
 
 static inline Size
@@ -1067,8 +1097,12 @@ report_page_valid_bytes(Relation rel, BlockNumber blkno, const char *area,
  * WAL record per page, beyond the valid count; the caller makes them valid
  * by adding n to nreports in its install or settle record.  Writes over
  * whatever a failed attempt left beyond the valid count.  meta is the
- * metapage as read under the space lock; a new report extent comes from
- * its pool (lert_pool_alloc).
+ * metapage as read under the space lock.  A new report extent comes from
+ * the file's end, never from free extents: those the installing round
+ * freed are still the installed version's until its install record, and
+ * a report page written there before a cancel or crash would overwrite
+ * them (report extents are never freed, so where they come from only
+ * moves which blocks stay free).
  */
 void
 lert_reports_append(Relation rel, LertMeta *meta,

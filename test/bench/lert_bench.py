@@ -191,9 +191,14 @@ SELECT (SELECT count(*) FROM r),
 def info(table):
     cols = ["variant", "level_thresholds", "count_stretch_bound", "time_stretch_bound",
             "observations", "reports", "flushes", "level0_entries", "max_level0_entries",
-            "level_entries", "level_kept", "relation_pages", "free_pages"]
+            "level_entries", "level_kept", "relation_pages", "free_pages",
+            "level0_pages", "level_pages"]
     v = psql(f"SELECT {', '.join(cols)} FROM lert_info('{table}')").split("|")
-    return dict(zip(cols, v))
+    res = dict(zip(cols, v))
+    # where the rest of the file is: the change log's pages (kept for reuse)
+    log = psql(f"SELECT log_pages, free_log_pages FROM streamsketch_log_info('{table}')").split("|")
+    res["log_pages"], res["free_log_pages"] = log
+    return res
 
 
 # ---------------------------------------------------------------- phases
