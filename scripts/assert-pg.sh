@@ -34,8 +34,9 @@ EOF
 ss_assert_pg() {
 	local dir="$1" src
 	SS_ASSERT_PG_CONFIG="$dir/bin/pg_config"
+	# (not `pg_config | grep -q`: under pipefail, grep's early exit fails it)
 	if [ -x "$SS_ASSERT_PG_CONFIG" ] &&
-		"$SS_ASSERT_PG_CONFIG" --configure | grep -q -- --enable-cassert &&
+		[[ "$("$SS_ASSERT_PG_CONFIG" --configure)" == *--enable-cassert* ]] &&
 		[ -x "$dir/lib/postgresql/pgxs/src/test/isolation/pg_isolation_regress" ]; then
 		ss_log "Assert-enabled PostgreSQL: $("$SS_ASSERT_PG_CONFIG" --version) in $dir"
 		return 0
@@ -47,23 +48,25 @@ ss_assert_pg() {
 	rm -rf "$src"
 	mkdir -p "$src"
 	ss_log "Fetching Debian's postgresql-15 source into $src"
-	# the newest version apt lists may have no source on the mirror (a
-	# security update's): try each version it knows, newest first
-	if ! (cd "$src" && apt-get source -q postgresql-15 >"$src/apt-source.log" 2>&1); then
-		local v ok=
-		for v in $(apt-cache showsrc postgresql-15 2>/dev/null |
-			sed -n 's/^Version: //p' | sort -rV | uniq); do
-			if (cd "$src" && apt-get source -q "postgresql-15=$v" \
-				>>"$src/apt-source.log" 2>&1); then
-				ok=1
-				break
-			fi
-		done
-		[ -n "$ok" ] || {
-			cat "$src/apt-source.log"
-			return 1
-		}
-	fi
+	# Only the upstream tarball is unpacked: Debian's patches fix the
+	# library directory at /usr/lib/postgresql/15/lib whatever the prefix,
+	# so `make install` of a patched tree would overwrite the packaged
+	# server's modules.  The newest version apt lists may have no source on
+	# the mirror (a security update's): try each it knows, newest first.
+	local v ok=
+	for v in "" $(apt-cache showsrc postgresql-15 2>/dev/null |
+		sed -n 's/^Version: //p' | sort -rV | uniq); do
+		if (cd "$src" && apt-get source -q --download-only \
+			"postgresql-15${v:+=$v}" >>"$src/apt-source.log" 2>&1); then
+			ok=1
+			break
+		fi
+	done
+	[ -n "$ok" ] || {
+		cat "$src/apt-source.log"
+		return 1
+	}
+	(cd "$src" && tar -xf postgresql-15_*.orig.tar.*) || return 1
 	src=$(find "$src" -mindepth 1 -maxdepth 1 -type d -name 'postgresql-15*' | head -n 1)
 	[ -n "$src" ] || return 1
 	ss_log "Building an assert-enabled $(basename "$src") into $dir (configure, make)"
@@ -73,6 +76,8 @@ ss_assert_pg() {
 				--without-icu --without-readline --without-zlib \
 				--without-llvm CFLAGS='-O1 -g' \
 				>"$src/configure.log" 2>&1 &&
+			# never install over the packaged server
+			! grep -q '/usr/lib/postgresql' src/Makefile.global &&
 			make -s -j"$(nproc)" >"$src/make.log" 2>&1 &&
 			make -s install >>"$src/make.log" 2>&1 &&
 			make -s -C src/test/isolation install >>"$src/make.log" 2>&1
