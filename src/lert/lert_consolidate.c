@@ -6,16 +6,17 @@
  *	  algorithm of lert_core.h runs over the committed stream.
  *
  * A round of one cone (lert_lane_run, under the cone's lock: lert_lanes.c)
- * reads the committed records from the cone's log position in log order.  Level-0 pages are copied
- * into backend memory when first touched and changed there; a flush of a
- * cone (lert_merge.c) reads its level 0 from that copy.  Every install of
- * the metapage (a merge, the creation of a cone's level 0, a checkpoint)
- * first writes the reports made so far beyond the valid ones, then in one
- * record makes them valid and "settles" the log position: the metapage
- * then holds every cone's level-0 entry count as of that position.  A
- * checkpoint (the end of the round, or when the copies exceed the
- * consolidation memory) settles, then writes the changed level-0 pages
- * back, each marked with the log position it has applied up to.
+ * reads the committed records from the cone's log position in log order.
+ * Level-0 pages are copied into backend memory when first touched and
+ * changed there; a flush of a cone (lert_merge.c) reads its level 0 from
+ * that copy.  Every install of the metapage (a merge, the creation of a
+ * cone's level 0, a checkpoint) first writes the reports made so far
+ * beyond the valid ones, then in one record makes them valid and
+ * "settles" the log position: the metapage then holds every cone's
+ * level-0 entry count as of that position.  A checkpoint (the end of the
+ * round, or when the copies exceed the consolidation memory) settles,
+ * then writes the changed level-0 pages back, each marked with the log
+ * position it has applied up to.
  *
  * A round redone after a crash or an error therefore finds each level-0
  * page as of some position at or after the round's start: it skips the
@@ -237,7 +238,8 @@ install_free(LertRound *r, LertMeta *cur)
  * in one metapage record.  Under the space lock: the round's free extents
  * go to the pool (install_free), the pending reports are written after
  * the valid ones of the metapage as it is now (a new report extent comes
- * from the pool), the counters take the round's increments.  Afterwards
+ * from the file's end: lert_reports_append), the counters take the
+ * round's increments.  Afterwards
  * the round's copy lists no free extent (with one cone, the whole pool
  * again).  The log part and stream_pos are the storage
  * layer's (stream_pos moves with the log head, lert_add_stats); the other
