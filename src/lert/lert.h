@@ -325,7 +325,9 @@ extern LertExtent lert_extent_alloc(Relation rel, LertMeta *meta,
 extern LertExtent lert_extent_alloc_some(Relation rel, LertMeta *meta,
 										 uint32 cone, BlockNumber npages);
 extern void lert_extent_free(LertMeta *meta, LertExtent ext);
-extern uint32 lert_free_smallest(const LertMeta *meta);
+extern int	lert_extent_smallest(const LertExtent *ext, const uint8 *tags,
+								 uint32 n);
+extern void lert_meta_set_free(LertMeta *m, const LertMeta *src);
 extern void lert_write_page(Relation rel, BlockNumber blkno, uint16 page_type,
 							const char *area, uint64 applied_pos, bool full);
 
@@ -363,8 +365,10 @@ extern void lert_run_lookup(Relation rel, const LertRun *run, uint64 fp,
 							const char *key, uint32 keylen,
 							LertDiskCount *out);
 extern bool lert_run_may_keep(Relation rel, const LertRun *run, uint64 fp);
-extern void lert_run_prefetch(Relation rel, const LertRun *run, uint64 fp,
-							  char *iarea);
+extern void lert_run_prefetch_filter(Relation rel, const LertRun *run,
+									 uint64 fp);
+extern void lert_run_prefetch_data(Relation rel, const LertRun *run,
+								   uint64 fp, char *iarea);
 
 /* Writing a run: data pages filled in order, then the index. */
 typedef struct LertRunWriter

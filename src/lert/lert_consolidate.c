@@ -214,12 +214,8 @@ install_free(LertRound *r, LertMeta *cur)
 	}
 	while (n > LERT_MAX_FREE_EXTENTS)
 	{
-		int			smallest = -1;
+		int			smallest = lert_extent_smallest(ext, tag, n);
 
-		for (uint32 k = 0; k < n; k++)
-			if (tag[k] == LERT_FREE_POOL &&
-				(smallest < 0 || ext[k].npages < ext[smallest].npages))
-				smallest = (int) k;
 		Assert(smallest >= 0);	/* over the limit only with the copy's */
 		memmove(&ext[smallest], &ext[smallest + 1],
 				sizeof(LertExtent) * (n - smallest - 1));
@@ -282,9 +278,7 @@ lert_round_install(LertRound *r, uint64 settle)
 	m->point_queries = cur->point_queries;
 	m->max_keylen = cur->max_keylen;
 	m->cones[r->cone] = cur->cones[r->cone];
-	m->nfree = cur->nfree;
-	memcpy(m->free_ext, cur->free_ext, sizeof(m->free_ext));
-	memcpy(m->free_cone, cur->free_cone, sizeof(m->free_cone));
+	lert_meta_set_free(m, cur);
 	ss_xlog_finish(state);
 	UnlockReleaseBuffer(buf);
 	UnlockPage(r->rel, LERT_SPACE_LOCK, ExclusiveLock);
@@ -609,16 +603,19 @@ round_apply(uint64 logpos, const SSPendingHeader *hdr, const char *payload,
 
 /*
  * Immediate reports at the T-th observation, so an observation of a key
- * new to level 0 asks every run for its count at once: random reads, one
- * after another, each waiting for the disk (a round of immediate read
- * 0.45 pages per observation and ran at a third of count stretch's speed
- * with the same I/O).  So a round holds back up to LERT_PREFETCH_RECORDS
- * records, asks the kernel to read ahead the pages their point queries
- * will read (the level-0 page if it has no copy yet, else for a key not
- * in it each run's filter and data page), then applies them in order:
- * the reads overlap.  Applying a record later in the same round changes
- * nothing it computes; the round applies every record held back before it
- * settles or moves its position (lert_lane_run).
+ * new to level 0 takes its kept count from the runs at once
+ * (take_kept_count): random reads, one after another, each waiting for
+ * the disk.  So a round holds back up to LERT_PREFETCH_RECORDS records
+ * and asks the kernel to read ahead what take_kept_count will read, in
+ * two steps: first the level-0 pages the round has no copy of and, for a
+ * key not in its copied page, the filter page of each run that keeps
+ * counts; then, the filters being in (or on their way), the data page of
+ * the runs whose filter may hold the key.  Then it applies the records in
+ * order: the reads overlap.  Only what the point query reads is read
+ * ahead: a first version read every run's data page ahead of its filter
+ * and read 24 times the pages.  Applying a record later in the same round
+ * changes nothing it computes; the round applies every record held back
+ * before it settles or moves its position (lert_lane_run).
  */
 #define LERT_PREFETCH_RECORDS	128
 #define LERT_PREFETCH_BYTES		(256 * 1024)
@@ -631,8 +628,13 @@ typedef struct LertQueued
 
 #define QUEUED_SIZE(len)	MAXALIGN(sizeof(LertQueued) + (len))
 
+/*
+ * Step 1 (filters) or 2 (data pages) of the read-ahead for one record of
+ * key fp (see above).
+ */
 static void
-round_prefetch(LertRound *r, uint64 fp, const char *key, uint32 keylen)
+round_prefetch(LertRound *r, bool data, uint64 fp, const char *key,
+			   uint32 keylen)
 {
 	const LertCone *cn = &r->meta.cones[r->cone];
 	BlockNumber blkno;
@@ -646,36 +648,51 @@ round_prefetch(LertRound *r, uint64 fp, const char *key, uint32 keylen)
 	pg = hash_search(r->pages, &blkno, HASH_FIND, NULL);
 	if (pg == NULL)
 	{
-		ss_prefetch(r->rel, blkno);
+		if (!data)
+			ss_prefetch(r->rel, blkno);
 		return;
 	}
 	(void) lert_l0_search(pg->area, fp, key, keylen, &found);
 	if (found)
 		return;
 	for (uint32 j = 1; j <= r->meta.params.geom.nlevels; j++)
-		lert_run_prefetch(r->rel, &cn->runs[j], fp, r->prefetch_area);
+	{
+		if (!data)
+			lert_run_prefetch_filter(r->rel, &cn->runs[j], fp);
+		else if (lert_run_may_keep(r->rel, &cn->runs[j], fp))
+		{
+			lert_run_prefetch_data(r->rel, &cn->runs[j], fp, r->prefetch_area);
+			break;				/* as take_kept_count, if no false positive */
+		}
+	}
 }
 
-/* Prefetch for the records held back, then apply them in order. */
+/* Read ahead for the records held back, then apply them in order. */
 static void
 round_drain(LertRound *r)
 {
-	int			off = 0;
+	int			off;
 
-	for (int i = 0; i < r->nqueued; i++)
+	for (int step = 0; step < 2; step++)
 	{
-		const LertQueued *q = (const LertQueued *) (r->queue.data + off);
-		LertItem	item;
-
-		if (q->hdr.type == SS_PENDING_ITEM && q->hdr.len >= sizeof(LertItem))
+		off = 0;
+		for (int i = 0; i < r->nqueued; i++)
 		{
-			memcpy(&item, q + 1, sizeof(item));
-			if (item.keylen == q->hdr.len - sizeof(item) &&
-				lert_cone_of(&r->meta.params, item.fp) == r->cone)
-				round_prefetch(r, item.fp, (const char *) (q + 1) + sizeof(item),
-							   item.keylen);
+			const LertQueued *q = (const LertQueued *) (r->queue.data + off);
+			LertItem	item;
+
+			if (q->hdr.type == SS_PENDING_ITEM &&
+				q->hdr.len >= sizeof(LertItem))
+			{
+				memcpy(&item, q + 1, sizeof(item));
+				if (item.keylen == q->hdr.len - sizeof(item) &&
+					lert_cone_of(&r->meta.params, item.fp) == r->cone)
+					round_prefetch(r, step == 1, item.fp,
+								   (const char *) (q + 1) + sizeof(item),
+								   item.keylen);
+			}
+			off += QUEUED_SIZE(q->hdr.len);
 		}
-		off += QUEUED_SIZE(q->hdr.len);
 	}
 	off = 0;
 	for (int i = 0; i < r->nqueued; i++)

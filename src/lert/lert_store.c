@@ -164,9 +164,7 @@ pool_reserve(Relation rel, uint32 cone, BlockNumber npages, bool lowest)
 
 		state = ss_xlog_start(rel);
 		m = ss_meta_register(rel, SS_KIND_LERT, state, &buf);
-		m->nfree = cur->nfree;
-		memcpy(m->free_ext, cur->free_ext, sizeof(m->free_ext));
-		memcpy(m->free_cone, cur->free_cone, sizeof(m->free_cone));
+		lert_meta_set_free(m, cur);
 		ss_xlog_finish(state);
 		UnlockReleaseBuffer(buf);
 	}
@@ -274,7 +272,7 @@ lert_extent_free(LertMeta *meta, LertExtent ext)
 	}
 	if (meta->nfree == LERT_MAX_FREE_EXTENTS)
 	{
-		uint32		smallest = lert_free_smallest(meta);
+		uint32		smallest = (uint32) lert_extent_smallest(f, NULL, meta->nfree);
 
 		if (f[smallest].npages >= ext.npages)
 			return;
@@ -289,16 +287,30 @@ lert_extent_free(LertMeta *meta, LertExtent ext)
 	meta->nfree++;
 }
 
-/* The index of the smallest of meta's (nonempty) free extents. */
-uint32
-lert_free_smallest(const LertMeta *meta)
+/*
+ * The index of the smallest of the n extents ext, or -1 if none; with
+ * tags, of those tagged LERT_FREE_POOL only (a full list forgets its
+ * smallest: lert_extent_free and the pool's install_free).
+ */
+int
+lert_extent_smallest(const LertExtent *ext, const uint8 *tags, uint32 n)
 {
-	uint32		smallest = 0;
+	int			smallest = -1;
 
-	for (uint32 j = 1; j < meta->nfree; j++)
-		if (meta->free_ext[j].npages < meta->free_ext[smallest].npages)
-			smallest = j;
+	for (uint32 j = 0; j < n; j++)
+		if ((tags == NULL || tags[j] == LERT_FREE_POOL) &&
+			(smallest < 0 || ext[j].npages < ext[smallest].npages))
+			smallest = (int) j;
 	return smallest;
+}
+
+/* Set m's free list (extents and tags) to src's. */
+void
+lert_meta_set_free(LertMeta *m, const LertMeta *src)
+{
+	m->nfree = src->nfree;
+	memcpy(m->free_ext, src->free_ext, sizeof(m->free_ext));
+	memcpy(m->free_cone, src->free_cone, sizeof(m->free_cone));
 }
 
 /* ---- pages ---- */
@@ -919,13 +931,30 @@ run_locate(Relation rel, const LertRun *run, uint64 fp, char *iarea,
 }
 
 /*
- * Ask the kernel to read ahead the pages a point query of key fp in run
- * will read: its filter page (if the run keeps counts) and the data page
- * where the key's entries start.  The run's index pages, few and hot, are
- * read now.  A stale index (the run was replaced) prefetches nothing.
+ * Ask the kernel to read ahead the filter page lert_run_may_keep will
+ * test for fp, if the run keeps counts.
  */
 void
-lert_run_prefetch(Relation rel, const LertRun *run, uint64 fp, char *iarea)
+lert_run_prefetch_filter(Relation rel, const LertRun *run, uint64 fp)
+{
+	uint32		h1,
+				h2;
+
+	if (run->nkept == 0)
+		return;
+	ss_prefetch(rel, run->index.start + lert_run_index_pages(run) +
+				filter_position(fp, lert_run_filter_pages(run), &h1, &h2));
+}
+
+/*
+ * Ask the kernel to read ahead the data page where key fp's entries in
+ * run start, which lert_run_lookup will read first.  The run's index
+ * pages, few and hot, are read now (into iarea).  A stale index (the run
+ * was replaced) prefetches nothing.
+ */
+void
+lert_run_prefetch_data(Relation rel, const LertRun *run, uint64 fp,
+					   char *iarea)
 {
 	const LertIndexEntry *ix;
 	uint32		n;
@@ -933,14 +962,6 @@ lert_run_prefetch(Relation rel, const LertRun *run, uint64 fp, char *iarea)
 
 	if (run->ndata == 0)
 		return;
-	if (run->nkept > 0)
-	{
-		uint32		h1,
-					h2;
-
-		ss_prefetch(rel, run->index.start + lert_run_index_pages(run) +
-					filter_position(fp, lert_run_filter_pages(run), &h1, &h2));
-	}
 	ix = run_locate(rel, run, fp, iarea, &n, &page);
 	if (ix != NULL)
 		ss_prefetch(rel, ix[page % LERT_INDEX_PER_PAGE].blkno);
