@@ -65,6 +65,7 @@
 #define SS_PAGE_LERT_INDEX		11
 #define SS_PAGE_LERT_REPORT		12
 #define SS_PAGE_LERT_FILTER		13
+#define SS_PAGE_LERT_FREE		17	/* the pool's spill page (lert_pool.c) */
 
 #define LERT_MAX_CONES			16
 
@@ -205,6 +206,11 @@ typedef struct LertMeta
 	uint32		max_keylen;		/* longest key consolidated so far */
 	uint32		unused;
 	LertCone	cones[LERT_MAX_CONES];
+	/* pool extents beyond free_ext: on spill_blk[spill_cur] (lert_pool.c) */
+	BlockNumber spill_blk[2];	/* 0: not allocated yet */
+	uint32		spill_cur;
+	uint32		nspill;
+	uint64		spill_version;
 } LertMeta;
 
 StaticAssertDecl(sizeof(LertMeta) <= SS_PAGE_DATA_SIZE,
@@ -325,9 +331,14 @@ extern LertExtent lert_extent_alloc(Relation rel, LertMeta *meta,
 extern LertExtent lert_extent_alloc_some(Relation rel, LertMeta *meta,
 										 uint32 cone, BlockNumber npages);
 extern void lert_extent_free(LertMeta *meta, LertExtent ext);
-extern int	lert_extent_smallest(const LertExtent *ext, const uint8 *tags,
-								 uint32 n);
 extern void lert_meta_set_free(LertMeta *m, const LertMeta *src);
+
+/* ---- lert_pool.c: the pool at installs, its spill page ---- */
+struct LertRound;
+extern void lert_pool_give_back(struct LertRound *r, LertMeta *cur);
+extern LertExtent lert_pool_reserve(Relation rel, uint32 cone,
+									BlockNumber npages, bool lowest);
+extern int64 lert_pool_spill_pages(Relation rel, const LertMeta *meta);
 extern void lert_write_page(Relation rel, BlockNumber blkno, uint16 page_type,
 							const char *area, uint64 applied_pos, bool full);
 
@@ -476,11 +487,13 @@ typedef enum LertCrashPoint
 	LERT_CRASH_MERGED,			/* a merge wrote its runs and level 0 */
 	LERT_CRASH_REPORTS_WRITTEN, /* an install wrote its report pages */
 	LERT_CRASH_INSTALLED,		/* a checkpoint installed, no page written */
-	LERT_CRASH_WRITEBACK		/* a checkpoint wrote one level-0 page */
+	LERT_CRASH_WRITEBACK,		/* a checkpoint wrote one level-0 page */
+	LERT_CRASH_SPILLED			/* an install wrote its spill page */
 } LertCrashPoint;
 
 extern int	ss_test_lert_crash;
 extern int	ss_test_lert_round_wait;
+extern int	ss_test_lert_free_extents;
 extern void lert_test_crash(Relation rel, LertCrashPoint point);
 
 /* ---- lert_lanes.c, lert_consolidate.c ---- */

@@ -164,75 +164,11 @@ round_notify(LertRound *r)
 }
 
 /*
- * Give the round's free extents (its copy's list) to the pool of cur (the
- * metapage read under the space lock), in place of what its cone had
- * reserved there (with one cone, in place of the whole list, which its
- * copy held), merging neighbouring pool extents.  If the list cannot
- * hold them all, the pool forgets its smallest (lert_extent_free's rule).
- */
-static void
-install_free(LertRound *r, LertMeta *cur)
-{
-	const LertMeta *mine = &r->meta;
-	bool		whole = r->meta.params.ncones == 1;
-	uint32		n = 0;
-	uint32		i = 0;
-	uint32		j = 0;
-	LertExtent	ext[2 * LERT_MAX_FREE_EXTENTS];
-	uint8		tag[2 * LERT_MAX_FREE_EXTENTS];
-
-	while (i < cur->nfree || j < mine->nfree)
-	{
-		LertExtent	e;
-		uint8		t;
-
-		if (i < cur->nfree &&
-			(whole || cur->free_cone[i] == r->cone))
-		{
-			i++;				/* the copy lists what is still free of it */
-			continue;
-		}
-		if (j == mine->nfree ||
-			(i < cur->nfree && cur->free_ext[i].start < mine->free_ext[j].start))
-		{
-			e = cur->free_ext[i];
-			t = cur->free_cone[i++];
-		}
-		else
-		{
-			e = mine->free_ext[j++];
-			t = LERT_FREE_POOL;
-		}
-		if (n > 0 && t == LERT_FREE_POOL && tag[n - 1] == LERT_FREE_POOL &&
-			ext[n - 1].start + ext[n - 1].npages == e.start)
-			ext[n - 1].npages += e.npages;
-		else
-		{
-			ext[n] = e;
-			tag[n++] = t;
-		}
-	}
-	while (n > LERT_MAX_FREE_EXTENTS)
-	{
-		int			smallest = lert_extent_smallest(ext, tag, n);
-
-		Assert(smallest >= 0);	/* over the limit only with the copy's */
-		memmove(&ext[smallest], &ext[smallest + 1],
-				sizeof(LertExtent) * (n - smallest - 1));
-		memmove(&tag[smallest], &tag[smallest + 1], n - smallest - 1);
-		n--;
-	}
-	memcpy(cur->free_ext, ext, sizeof(LertExtent) * n);
-	memcpy(cur->free_cone, tag, n);
-	cur->nfree = n;
-}
-
-/*
  * Install the round's cone (its descriptor and free extents) and its
  * share of what cones share, settled at log position `settle` (every
  * record before it has its reports and its entry count in this record),
  * in one metapage record.  Under the space lock: the round's free extents
- * go to the pool (install_free), the pending reports are written after
+ * go to the pool (lert_pool_give_back), the pending reports are written after
  * the valid ones of the metapage as it is now (a new report extent comes
  * from the file's end: lert_reports_append), the counters take the
  * round's increments.  Afterwards
@@ -257,7 +193,7 @@ lert_round_install(LertRound *r, uint64 settle)
 	if (!lert_read_meta(r->rel, cur))
 		elog(ERROR, "LERT \"%s\" has no metapage", RelationGetRelationName(r->rel));
 	cur->cones[r->cone] = *cn;
-	install_free(r, cur);
+	lert_pool_give_back(r, cur);
 	lert_reports_append(r->rel, cur, r->reports.data, r->reports.len,
 						r->npending);
 	if (r->npending > 0)

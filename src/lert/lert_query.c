@@ -538,6 +538,7 @@ lert_info(PG_FUNCTION_ARGS)
 
 		for (uint32 i = 0; i < meta->nfree; i++)
 			free_pages += meta->free_ext[i].npages;
+		free_pages += lert_pool_spill_pages(rel, meta);
 		values[19] = Int64GetDatum(free_pages);
 	}
 	values[20] = CStringGetTextDatum(p->channel);

@@ -9,7 +9,7 @@
  * after everything reserved so far (ss_log_alloc_run).  Only a cone's
  * round, holding the cone's lock, allocates and frees, on its own copy of
  * the metapage, which reserves pages from the pool in the live metapage
- * as it needs them (pool_reserve); the copy's list reaches the metapage
+ * as it needs them (lert_pool_reserve); the copy's list reaches the metapage
  * with the install that makes the new pages live, so a round that fails
  * leaves every free page free (its reservations tagged for its cone's
  * next round; blocks taken from new space by such a round stay unused
@@ -61,7 +61,7 @@ lert_read_meta(Relation rel, LertMeta *meta)
  * unused), which starts with what its cone reserved and a failed round
  * left there.  When the copy has no fit, the round reserves pages from
  * the pool: it tags them with its cone in one metapage record under the
- * space lock (pool_reserve), so no other cone's round takes them, and a
+ * space lock (lert_pool_reserve), so no other cone's round takes them, and a
  * round that fails leaves them free, for its cone's next round.  Its
  * install gives everything its copy still lists back to the pool
  * (lert_round_install), where they merge with their neighbours whatever
@@ -73,6 +73,8 @@ lert_read_meta(Relation rel, LertMeta *meta)
  * that uses them.  Beyond the free extents, pages come from the file's
  * end (ss_log_alloc_run).
  */
+
+static uint32 free_smallest(const LertMeta *meta);
 
 /* Take n pages at index i of meta's list (n <= its extent's pages). */
 static LertExtent
@@ -95,82 +97,17 @@ free_take(LertMeta *meta, uint32 i, BlockNumber n)
 	return ext;
 }
 
-/*
- * The index of meta's smallest extent of at least npages tagged tag
- * (any tag when tag_any), or -1.
- */
+/* The index of meta's smallest extent of at least npages, or -1. */
 static int
-free_best_fit(const LertMeta *meta, BlockNumber npages, bool tag_any,
-			  uint8 tag)
+free_best_fit(const LertMeta *meta, BlockNumber npages)
 {
 	int			best = -1;
 
 	for (uint32 i = 0; i < meta->nfree; i++)
-		if ((tag_any || meta->free_cone[i] == tag) &&
-			meta->free_ext[i].npages >= npages &&
+		if (meta->free_ext[i].npages >= npages &&
 			(best < 0 || meta->free_ext[i].npages < meta->free_ext[best].npages))
 			best = (int) i;
 	return best;
-}
-
-/*
- * Reserve pages of the pool for cone's round: npages of the pool's best
- * fit, or with lowest up to npages of its lowest extent.  Under the space
- * lock (after the cone's), in one metapage record; the rest of the
- * extent stays in the pool unless the list is full.  Returns the
- * reserved extent (npages 0 if the pool has none), which the caller
- * allocates from and puts the rest of into its copy.
- */
-static LertExtent
-pool_reserve(Relation rel, uint32 cone, BlockNumber npages, bool lowest)
-{
-	LertMeta   *cur = palloc(sizeof(LertMeta));
-	LertExtent	got = {InvalidBlockNumber, 0};
-	int			at = -1;
-
-	LockPage(rel, LERT_SPACE_LOCK, ExclusiveLock);
-	if (!lert_read_meta(rel, cur))
-		elog(ERROR, "LERT \"%s\" has no metapage", RelationGetRelationName(rel));
-	if (lowest)
-	{
-		for (uint32 i = 0; i < cur->nfree && at < 0; i++)
-			if (cur->free_cone[i] == LERT_FREE_POOL)
-				at = (int) i;
-	}
-	else
-		at = free_best_fit(cur, npages, false, LERT_FREE_POOL);
-	if (at >= 0)
-	{
-		SSXLogState *state;
-		Buffer		buf;
-		LertMeta   *m;
-
-		got = cur->free_ext[at];
-		if (Min(npages, got.npages) < got.npages &&
-			cur->nfree < LERT_MAX_FREE_EXTENTS)
-		{
-			/* split: the head is reserved, the rest stays in the pool */
-			memmove(&cur->free_ext[at + 1], &cur->free_ext[at],
-					sizeof(LertExtent) * (cur->nfree - at));
-			memmove(&cur->free_cone[at + 1], &cur->free_cone[at],
-					cur->nfree - at);
-			cur->nfree++;
-			got.npages = npages;
-			cur->free_ext[at].npages = npages;
-			cur->free_ext[at + 1].start += npages;
-			cur->free_ext[at + 1].npages -= npages;
-		}
-		cur->free_cone[at] = (uint8) cone;
-
-		state = ss_xlog_start(rel);
-		m = ss_meta_register(rel, SS_KIND_LERT, state, &buf);
-		lert_meta_set_free(m, cur);
-		ss_xlog_finish(state);
-		UnlockReleaseBuffer(buf);
-	}
-	UnlockPage(rel, LERT_SPACE_LOCK, ExclusiveLock);
-	pfree(cur);
-	return got;
 }
 
 /* The first n pages of ext; the rest goes to meta's list. */
@@ -200,12 +137,12 @@ lert_extent_alloc(Relation rel, LertMeta *meta, uint32 cone,
 
 	if (npages == 0)
 		return ext;
-	best = free_best_fit(meta, npages, true, 0);
+	best = free_best_fit(meta, npages);
 	if (best >= 0)
 		return free_take(meta, (uint32) best, npages);
 	if (meta->params.ncones > 1)
 	{
-		ext = pool_reserve(rel, cone, npages, false);
+		ext = lert_pool_reserve(rel, cone, npages, false);
 		if (ext.npages > 0)
 			return extent_use_head(meta, ext, npages);
 	}
@@ -228,7 +165,7 @@ lert_extent_alloc_some(Relation rel, LertMeta *meta, uint32 cone,
 		return free_take(meta, 0, Min(meta->free_ext[0].npages, npages));
 	if (npages > 0 && meta->params.ncones > 1)
 	{
-		ext = pool_reserve(rel, cone, npages, true);
+		ext = lert_pool_reserve(rel, cone, npages, true);
 		if (ext.npages > 0)
 			return extent_use_head(meta, ext, Min(ext.npages, npages));
 	}
@@ -272,7 +209,7 @@ lert_extent_free(LertMeta *meta, LertExtent ext)
 	}
 	if (meta->nfree == LERT_MAX_FREE_EXTENTS)
 	{
-		uint32		smallest = (uint32) lert_extent_smallest(f, NULL, meta->nfree);
+		uint32		smallest = free_smallest(meta);
 
 		if (f[smallest].npages >= ext.npages)
 			return;
@@ -287,30 +224,29 @@ lert_extent_free(LertMeta *meta, LertExtent ext)
 	meta->nfree++;
 }
 
-/*
- * The index of the smallest of the n extents ext, or -1 if none; with
- * tags, of those tagged LERT_FREE_POOL only (a full list forgets its
- * smallest: lert_extent_free and the pool's install_free).
- */
-int
-lert_extent_smallest(const LertExtent *ext, const uint8 *tags, uint32 n)
+/* The index of the smallest of meta's (nonempty) free extents. */
+static uint32
+free_smallest(const LertMeta *meta)
 {
-	int			smallest = -1;
+	uint32		smallest = 0;
 
-	for (uint32 j = 0; j < n; j++)
-		if ((tags == NULL || tags[j] == LERT_FREE_POOL) &&
-			(smallest < 0 || ext[j].npages < ext[smallest].npages))
-			smallest = (int) j;
+	for (uint32 j = 1; j < meta->nfree; j++)
+		if (meta->free_ext[j].npages < meta->free_ext[smallest].npages)
+			smallest = j;
 	return smallest;
 }
 
-/* Set m's free list (extents and tags) to src's. */
+/* Set m's free list (extents, tags and spill page) to src's. */
 void
 lert_meta_set_free(LertMeta *m, const LertMeta *src)
 {
 	m->nfree = src->nfree;
 	memcpy(m->free_ext, src->free_ext, sizeof(m->free_ext));
 	memcpy(m->free_cone, src->free_cone, sizeof(m->free_cone));
+	memcpy(m->spill_blk, src->spill_blk, sizeof(m->spill_blk));
+	m->spill_cur = src->spill_cur;
+	m->nspill = src->nspill;
+	m->spill_version = src->spill_version;
 }
 
 /* ---- pages ---- */

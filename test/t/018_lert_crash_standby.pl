@@ -16,6 +16,9 @@
 #     positions: the rules are deterministic in the committed stream; with
 #     two cones, whose rounds may install in either order, the same reports
 #     by key) and the same exact count for every key.
+#     The same for a round stopped after it wrote a new version of the
+#     spill page of free extents (two-cone tables whose metapage lists two
+#     free extents, a test setting).
 #  2. An immediate stop changes nothing either.
 #  3. A streaming standby answers exactly like the primary.
 #  4. An UNLOGGED lert is empty after the crash and usable.
@@ -80,7 +83,7 @@ $node->safe_psql('postgres',
 sub state_sql
 {
 	my ($t) = @_;
-	my $id = $t =~ /_c2$/ ? "0" : "report_id";
+	my $id = $t =~ /_(c2|sp)$/ ? "0" : "report_id";
 	return "SELECT (SELECT count(*) || ' reports ' || "
 	  . "coalesce(md5(string_agg(format('%s %s %s %s %s %s', $id, key, count, "
 	  . "first_position, reported_position, cone), ',' ORDER BY $id, key)), '-') "
@@ -119,6 +122,45 @@ foreach my $part (0 .. 3)
 		is($node->safe_psql('postgres', state_sql("l_$v")), $ref,
 			"l_$v: part $part: after the crash at $point, the reports and counts are the reference's");
 	}
+}
+
+# 1b. the spill page of free extents: with room for two extents in the
+# metapage (a test setting), every install and reservation keeps the rest
+# of the pool on a new version of its spill page; a round stopped after
+# writing one, before its metapage record, leaves the previous version in
+# force, and the redone round gives the reference's reports and counts
+foreach my $t ('l_sp', 'ref_sp')
+{
+	$node->safe_psql('postgres',
+		"SELECT lert_create('$t', 'int8', buffer_size => '64kB', cones => 2)");
+	foreach my $part (0 .. 3)
+	{
+		my $lo = int($n * $part / 4);
+		my $hi = int($n * ($part + 1) / 4);
+		$node->safe_psql('postgres',
+			"SET streamsketch.test_lert_free_extents = 2;\n"
+			  . "INSERT INTO $t SELECT k FROM stream WHERE pos >= $lo AND pos < $hi ORDER BY pos;\n"
+			  . ($part < 3 || $t eq 'ref_sp' ? "SELECT count(*) FROM $t;\n" : ""));
+	}
+}
+{
+	my $ref = $node->safe_psql('postgres', state_sql('ref_sp'));
+	my $offset = -s $node->logfile;
+	my ($err) = ss_run_sql($node,
+		"SET streamsketch.test_lert_free_extents = 2;\n"
+		  . "SET streamsketch.test_lert_crash = spilled;\nSELECT count(*) FROM l_sp;\n");
+	is($err,
+		"XX000: streamsketch.test_lert_crash: stopping at \"spilled\" in the consolidation of \"l_sp\"",
+		'l_sp: the consolidation PANICs after writing its spill page');
+	ss_wait_restart($node, $offset);
+	is($node->safe_psql('postgres', state_sql('l_sp')), $ref,
+		'l_sp: after the crash at spilled, the reports and counts are the reference\'s');
+	$node->safe_psql('postgres',
+		"SET streamsketch.test_lert_free_extents = 2;\n"
+		  . "SELECT lert_flush('l_sp'), lert_flush('ref_sp')");
+	is($node->safe_psql('postgres', state_sql('l_sp')),
+		$node->safe_psql('postgres', state_sql('ref_sp')),
+		'l_sp: after lert_flush, the reference\'s reports and counts');
 }
 
 # every heavy key is reported once lert_flush merged everything

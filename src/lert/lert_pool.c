@@ -1,0 +1,395 @@
+/*-------------------------------------------------------------------------
+ *
+ * lert_pool.c
+ *	  A LERT's pool of free extents at an install: the round's free
+ *	  extents go back to the pool, and extents the metapage's list has no
+ *	  room for go to a spill page instead of being forgotten.
+ *
+ * The metapage lists LERT_MAX_FREE_EXTENTS extents (the pool's and the
+ * cones' reservations, lert_store.c).  With several sessions, the rounds
+ * of different cones free and reserve extents in between each other's,
+ * and the list overflowed: four sessions on 32 M observations forgot
+ * 11,965 pages in 739 extents, which then also kept their neighbours from
+ * merging, and the file grew by them.  So an install keeps the largest
+ * pool extents in the metapage (those the rounds allocate from) and the
+ * rest, in block order, on a spill page; the next install merges them
+ * with their neighbours again, and one that has grown back into the
+ * largest returns to the metapage.
+ *
+ * The spill page is copy on write, so the metapage record of the install
+ * is what switches to the new list: two pages, allocated once at the end
+ * of the file, alternate (spill_blk[spill_cur] is current), and each
+ * version is stamped with spill_version in its first 8 bytes, which
+ * readers check as the generation of other LERT pages.  An install that
+ * fails before its metapage record leaves the current version as it was.
+ * Only installs, under the space lock, write it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "lert.h"
+#include "lert_round.h"
+#include "miscadmin.h"
+#include "ss_changelog.h"
+#include "ss_xlog.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+
+#define SPILL_HEADER		16	/* version, count, padding */
+#define LERT_MAX_SPILL_EXTENTS \
+	((uint32) ((SS_PAGE_DATA_SIZE - SPILL_HEADER) / sizeof(LertExtent)))
+
+/*
+ * A run's chunk takes the pool's lowest extent of at least this many pages
+ * (or of the chunk's size, if smaller): crumbs would make a reservation
+ * each.
+ */
+#define LERT_POOL_CHUNK_MIN	64
+
+/* The metapage's list, the round's copy and the spill page together. */
+#define POOL_CAPACITY	(2 * LERT_MAX_FREE_EXTENTS + LERT_MAX_SPILL_EXTENTS)
+
+typedef struct PoolEntry
+{
+	LertExtent	ext;
+	uint8		tag;			/* LERT_FREE_POOL or the reserving cone */
+	bool		in_meta;
+} PoolEntry;
+
+static int
+entry_start_cmp(const void *a, const void *b)
+{
+	BlockNumber x = ((const PoolEntry *) a)->ext.start;
+	BlockNumber y = ((const PoolEntry *) b)->ext.start;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* Larger first; equal sizes lower block first (the same choice each time). */
+static int
+entry_size_cmp(const void *a, const void *b)
+{
+	const PoolEntry *x = *(const PoolEntry *const *) a;
+	const PoolEntry *y = *(const PoolEntry *const *) b;
+
+	if (x->ext.npages != y->ext.npages)
+		return x->ext.npages > y->ext.npages ? -1 : 1;
+	return entry_start_cmp(x, y);
+}
+
+/*
+ * Read the current spill page of meta into area, checking its version and
+ * its extents; returns how many it lists.  lert_pool_spill_pages' readers
+ * (no space lock) may find a newer version: then false, with owned false;
+ * under the space lock any mismatch is damage.
+ */
+static bool
+spill_read(Relation rel, const LertMeta *meta, char *area, uint32 *n,
+		   bool owned)
+{
+	BlockNumber blkno = meta->spill_blk[meta->spill_cur];
+	const LertExtent *ext = (const LertExtent *) (area + SPILL_HEADER);
+
+	*n = 0;
+	if (meta->nspill == 0)
+		return true;
+	if (owned)
+		lert_read_page_owned(rel, blkno, SS_PAGE_LERT_FREE, meta->spill_version,
+							 area, NULL);
+	else if (lert_read_page(rel, blkno, SS_PAGE_LERT_FREE, meta->spill_version,
+							area, NULL) != LERT_OK)
+		return false;
+	memcpy(n, area + sizeof(uint64), sizeof(uint32));
+	if (*n != meta->nspill)
+		ss_page_corrupted(rel, blkno,
+						  "The LERT spill page lists %u free extents, the metapage %u.",
+						  *n, meta->nspill);
+	for (uint32 i = 0; i < *n; i++)
+		if (ext[i].npages == 0 || ext[i].start == 0 ||
+			(i > 0 && ext[i].start < ext[i - 1].start + ext[i - 1].npages))
+			ss_page_corrupted(rel, blkno,
+							  "Free extent %u of the LERT spill page is empty or out of order.",
+							  i);
+	return true;
+}
+
+/*
+ * Write a new version of the spill page listing ext[0 .. n - 1] (block
+ * order) and point cur at it; the caller's metapage record makes it
+ * current.  Nothing is written when neither version lists anything.
+ */
+static void
+spill_write(Relation rel, LertMeta *cur, const LertExtent *ext, uint32 n)
+{
+	uint32		next = 1 - cur->spill_cur;
+	bool		fresh = false;
+	char	   *area;
+
+	if (n == 0)
+	{
+		cur->nspill = 0;
+		return;
+	}
+	if (cur->spill_blk[next] == 0)
+	{
+		cur->spill_blk[next] = ss_log_alloc_run(rel, 1);
+		fresh = true;
+	}
+	cur->spill_version++;
+	area = palloc0(SS_PAGE_DATA_SIZE);
+	memcpy(area, &cur->spill_version, sizeof(uint64));
+	memcpy(area + sizeof(uint64), &n, sizeof(uint32));
+	memcpy(area + SPILL_HEADER, ext, sizeof(LertExtent) * n);
+	lert_write_page(rel, cur->spill_blk[next], SS_PAGE_LERT_FREE, area, 0,
+					fresh);
+	pfree(area);
+	lert_test_crash(rel, LERT_CRASH_SPILLED);
+	cur->spill_cur = next;
+	cur->nspill = n;
+}
+
+/*
+ * The pool as one list: cur's extents (the metapage read under the space
+ * lock) and its spill page's, in block order, with their tags.
+ */
+typedef struct Pool
+{
+	PoolEntry  *e;
+	uint32		n;
+	char	   *area;			/* the spill page's data as read */
+	const LertExtent *spilled;
+	uint32		nspilled;
+} Pool;
+
+static void
+pool_add(Pool *p, LertExtent ext, uint8 tag, bool in_meta)
+{
+	Assert(p->n < POOL_CAPACITY);
+	p->e[p->n].ext = ext;
+	p->e[p->n].tag = tag;
+	p->e[p->n++].in_meta = in_meta;
+}
+
+/*
+ * Read cur's pool: every extent of its list but those tagged skip_cone
+ * (all of them with skip_all), then the spill page's.
+ */
+static void
+pool_load(Relation rel, const LertMeta *cur, Pool *p, int skip_cone,
+		  bool skip_all)
+{
+	p->e = palloc(sizeof(PoolEntry) * POOL_CAPACITY);
+	p->n = 0;
+	p->area = palloc(SS_PAGE_DATA_SIZE);
+	p->spilled = (const LertExtent *) (p->area + SPILL_HEADER);
+	(void) spill_read(rel, cur, p->area, &p->nspilled, true);
+	if (!skip_all)
+		for (uint32 i = 0; i < cur->nfree; i++)
+			if ((int) cur->free_cone[i] != skip_cone)
+				pool_add(p, cur->free_ext[i], cur->free_cone[i], true);
+	for (uint32 i = 0; i < p->nspilled; i++)
+		pool_add(p, p->spilled[i], LERT_FREE_POOL, false);
+}
+
+static void
+pool_release(Pool *p)
+{
+	pfree(p->e);
+	pfree(p->area);
+}
+
+/* Sort the pool by block and merge neighbouring pool extents. */
+static void
+pool_merge(Pool *p)
+{
+	uint32		m = 0;
+
+	qsort(p->e, p->n, sizeof(PoolEntry), entry_start_cmp);
+	for (uint32 i = 0; i < p->n; i++)
+	{
+		if (m > 0 && p->e[i].tag == LERT_FREE_POOL &&
+			p->e[m - 1].tag == LERT_FREE_POOL &&
+			p->e[m - 1].ext.start + p->e[m - 1].ext.npages == p->e[i].ext.start)
+			p->e[m - 1].ext.npages += p->e[i].ext.npages;
+		else
+			p->e[m++] = p->e[i];
+	}
+	p->n = m;
+}
+
+/*
+ * Store the (merged) pool into cur: every reservation and the largest
+ * pool extents in its list, the rest on a new version of the spill page
+ * if they differ from the current one's.  Only when the spill page is
+ * full too does the pool forget its smallest extents (their blocks stay
+ * unused until VACUUM FULL).  The caller's metapage record makes it so.
+ */
+static void
+pool_store(Relation rel, LertMeta *cur, Pool *p)
+{
+	PoolEntry **by_size = palloc(sizeof(PoolEntry *) * Max(p->n, 1));
+	LertExtent *rest = palloc(sizeof(LertExtent) * LERT_MAX_SPILL_EXTENTS);
+	uint32		ntagged = 0;
+	uint32		npool = 0;
+	uint32		nrest = 0;
+	uint32		room;
+
+	for (uint32 i = 0; i < p->n; i++)
+	{
+		p->e[i].in_meta = p->e[i].tag != LERT_FREE_POOL;
+		if (p->e[i].in_meta)
+			ntagged++;
+		else
+			by_size[npool++] = &p->e[i];
+	}
+	Assert(ntagged <= LERT_MAX_FREE_EXTENTS);	/* each took a free slot */
+	qsort(by_size, npool, sizeof(PoolEntry *), entry_size_cmp);
+	room = (uint32) ss_test_lert_free_extents > ntagged ?
+		(uint32) ss_test_lert_free_extents - ntagged : 0;
+	for (uint32 i = 0; i < npool && i < room; i++)
+		by_size[i]->in_meta = true;
+	for (uint32 i = room + LERT_MAX_SPILL_EXTENTS; i < npool; i++)
+		by_size[i]->ext.npages = 0;
+
+	cur->nfree = 0;
+	for (uint32 i = 0; i < p->n; i++)
+	{
+		if (p->e[i].in_meta)
+		{
+			cur->free_ext[cur->nfree] = p->e[i].ext;
+			cur->free_cone[cur->nfree++] = p->e[i].tag;
+		}
+		else if (p->e[i].ext.npages > 0)
+			rest[nrest++] = p->e[i].ext;
+	}
+	if (nrest != p->nspilled ||
+		memcmp(rest, p->spilled, sizeof(LertExtent) * nrest) != 0)
+		spill_write(rel, cur, rest, nrest);
+	pfree(rest);
+	pfree(by_size);
+}
+
+/*
+ * Give the round's free extents (its copy's list) to the pool of cur (the
+ * metapage read under the space lock, after the cone's lock), in place of
+ * what its cone had reserved there (with one cone, in place of the whole
+ * list, which its copy held), and store the pool (pool_store).
+ */
+void
+lert_pool_give_back(LertRound *r, LertMeta *cur)
+{
+	Pool		p;
+
+	pool_load(r->rel, cur, &p, (int) r->cone, r->meta.params.ncones == 1);
+	for (uint32 i = 0; i < r->meta.nfree; i++)
+		pool_add(&p, r->meta.free_ext[i], LERT_FREE_POOL, false);
+	pool_merge(&p);
+	pool_store(r->rel, cur, &p);
+	pool_release(&p);
+}
+
+/*
+ * Reserve pages of the pool for cone's round: npages of the pool's best
+ * fit, or with lowest up to npages of its lowest extent, spilled extents
+ * included.  Under the space lock (after the cone's), in one metapage
+ * record (and a spill page version when the spilled extents change); the
+ * rest of the extent stays in the pool.  Returns the reserved extent
+ * (npages 0 if the pool has none), which the caller allocates from and
+ * puts the rest of into its copy.
+ */
+LertExtent
+lert_pool_reserve(Relation rel, uint32 cone, BlockNumber npages, bool lowest)
+{
+	LertMeta   *cur = palloc(sizeof(LertMeta));
+	LertExtent	got = {InvalidBlockNumber, 0};
+	Pool		p;
+	int			at = -1;
+	uint32		ntagged = 0;
+	bool		first_fits = false;
+
+	LockPage(rel, LERT_SPACE_LOCK, ExclusiveLock);
+	if (!lert_read_meta(rel, cur))
+		elog(ERROR, "LERT \"%s\" has no metapage", RelationGetRelationName(rel));
+	pool_load(rel, cur, &p, -1, false);
+	qsort(p.e, p.n, sizeof(PoolEntry), entry_start_cmp);
+	for (uint32 i = 0; i < p.n; i++)
+	{
+		const LertExtent *x = &p.e[i].ext;
+
+		if (p.e[i].tag != LERT_FREE_POOL)
+		{
+			/* the metapage lists every reservation: keep one slot free */
+			if (++ntagged >= LERT_MAX_FREE_EXTENTS)
+			{
+				at = -1;
+				break;
+			}
+			continue;
+		}
+		if (lowest)
+		{
+			/* the lowest that is not a crumb, else the metapage's lowest */
+			if (x->npages >= Min(npages, LERT_POOL_CHUNK_MIN) &&
+				(at < 0 || !first_fits))
+			{
+				at = (int) i;
+				first_fits = true;
+			}
+			else if (at < 0 && p.e[i].in_meta)
+				at = (int) i;
+			continue;
+		}
+		if (x->npages >= npages &&
+			(at < 0 || x->npages < p.e[at].ext.npages))
+			at = (int) i;
+	}
+	if (at >= 0)
+	{
+		SSXLogState *state;
+		Buffer		buf;
+		LertMeta   *m;
+
+		got = p.e[at].ext;
+		if (npages < got.npages)
+		{
+			/* the head is reserved, the rest stays in the pool */
+			got.npages = npages;
+			p.e[at].ext.start += npages;
+			p.e[at].ext.npages -= npages;
+			pool_add(&p, got, (uint8) cone, true);
+		}
+		else
+			p.e[at].tag = (uint8) cone;
+		pool_merge(&p);
+		pool_store(rel, cur, &p);
+
+		state = ss_xlog_start(rel);
+		m = ss_meta_register(rel, SS_KIND_LERT, state, &buf);
+		lert_meta_set_free(m, cur);
+		ss_xlog_finish(state);
+		UnlockReleaseBuffer(buf);
+	}
+	UnlockPage(rel, LERT_SPACE_LOCK, ExclusiveLock);
+	pool_release(&p);
+	pfree(cur);
+	return got;
+}
+
+/*
+ * The pages the spill page of meta lists, for lert_info (without the space
+ * lock: a version replaced meanwhile counts as none).
+ */
+int64
+lert_pool_spill_pages(Relation rel, const LertMeta *meta)
+{
+	char	   *area = palloc(SS_PAGE_DATA_SIZE);
+	int64		pages = 0;
+	uint32		n;
+
+	if (spill_read(rel, meta, area, &n, false))
+		for (uint32 i = 0; i < n; i++)
+			pages += ((const LertExtent *) (area + SPILL_HEADER))[i].npages;
+	pfree(area);
+	return pages;
+}
