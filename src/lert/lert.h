@@ -9,8 +9,9 @@
  * Relation layout: block 0 is the metapage (LertMeta: parameters, every
  * cone's descriptor, the report directory, the free extents); every other
  * block belongs to an extent (level 0 of a cone, a run, a report extent)
- * or to the change log.  Extents are reserved with ss_log_alloc_run and
- * recycled through the metapage's free list, each extent a cone's.
+ * or to the change log, but the pool's two spill pages.  Extents are
+ * reserved with ss_log_alloc_run and recycled through the pool of free
+ * extents (the metapage's list and a spill page, lert_pool.c).
  *
  * Two kinds of positions: log positions (bytes of the change log, the
  * storage layer's) say which records a page has applied; stream positions
@@ -74,6 +75,10 @@
 #define LERT_CONE_LOCK(c)		((BlockNumber) (0xFFFFFFE0 + (c)))
 #define LERT_MAX_FREE_EXTENTS	128
 #define LERT_FREE_POOL			0xFF	/* free_cone of an unreserved extent */
+/* the spill page: version, count, padding, then extents (lert_pool.c) */
+#define LERT_SPILL_HEADER		16
+#define LERT_MAX_SPILL_EXTENTS \
+	((uint32) ((SS_PAGE_DATA_SIZE - LERT_SPILL_HEADER) / sizeof(SSExtent)))
 #define LERT_MAX_REPORT_EXTENTS 40
 #define LERT_REPORT_EXTENT_MAX	(1U << 17)	/* pages: 1 GB */
 #define LERT_CHANNEL_LEN		64	/* NAMEDATALEN */
@@ -332,6 +337,8 @@ extern LertExtent lert_extent_alloc_some(Relation rel, LertMeta *meta,
 										 uint32 cone, BlockNumber npages);
 extern void lert_extent_free(LertMeta *meta, LertExtent ext);
 extern void lert_meta_set_free(LertMeta *m, const LertMeta *src);
+extern void lert_copy_overflow_reset(const LertMeta *copy);
+extern const LertExtent *lert_copy_overflow(const LertMeta *copy, uint32 *n);
 
 /* ---- lert_pool.c: the pool at installs, its spill page ---- */
 struct LertRound;
@@ -488,7 +495,7 @@ typedef enum LertCrashPoint
 	LERT_CRASH_REPORTS_WRITTEN, /* an install wrote its report pages */
 	LERT_CRASH_INSTALLED,		/* a checkpoint installed, no page written */
 	LERT_CRASH_WRITEBACK,		/* a checkpoint wrote one level-0 page */
-	LERT_CRASH_SPILLED			/* an install wrote its spill page */
+	LERT_CRASH_SPILLED			/* a round wrote a new spill page version */
 } LertCrashPoint;
 
 extern int	ss_test_lert_crash;

@@ -317,9 +317,9 @@ lert_check_meta(Relation rel, const void *metap)
 			(i > 0 && meta->free_ext[i].start <
 			 meta->free_ext[i - 1].start + meta->free_ext[i - 1].npages))
 			elog(ERROR, "free extent %u is out of range or order", i);
-	if (meta->spill_cur > 1 ||
-		meta->nspill > SS_PAGE_DATA_SIZE / sizeof(LertExtent) ||
+	if (meta->spill_cur > 1 || meta->nspill > LERT_MAX_SPILL_EXTENTS ||
 		meta->spill_blk[0] >= end || meta->spill_blk[1] >= end ||
+		(meta->spill_blk[0] != 0 && meta->spill_blk[0] == meta->spill_blk[1]) ||
 		(meta->nspill > 0 && meta->spill_blk[meta->spill_cur] == 0))
 		elog(ERROR, "the spill page of the free extents is out of range");
 	for (uint32 c = 0; c < meta->params.ncones; c++)
@@ -844,7 +844,7 @@ lert_init(void)
 							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 	DefineCustomEnumVariable("streamsketch.test_lert_crash",
 							 "Stops the server at a point of each LERT consolidation (for tests only).",
-							 "merged: a merge wrote its new levels; reports_written: an install wrote its report pages; installed: a checkpoint installed its metapage record; writeback: a checkpoint wrote one level-0 page back; spilled: an install wrote its spill page of free extents.",
+							 "merged: a merge wrote its new levels; reports_written: an install wrote its report pages; installed: a checkpoint installed its metapage record; writeback: a checkpoint wrote one level-0 page back; spilled: a round wrote a new version of the spill page of free extents.",
 							 &ss_test_lert_crash, LERT_CRASH_NONE, lert_crash_options,
 							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 	DefineCustomIntVariable("streamsketch.test_lert_round_wait",
@@ -852,7 +852,7 @@ lert_init(void)
 							NULL, &ss_test_lert_round_wait, 0, 0, INT_MAX,
 							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 	DefineCustomIntVariable("streamsketch.test_lert_free_extents",
-							"Test only: how many free extents of the pool an install keeps in the LERT metapage; the rest go to its spill page.",
+							"Test only: how many free extents of the pool the LERT metapage lists; the rest wait on its spill page.",
 							NULL, &ss_test_lert_free_extents, LERT_MAX_FREE_EXTENTS,
 							1, LERT_MAX_FREE_EXTENTS,
 							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);

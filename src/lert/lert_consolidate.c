@@ -172,8 +172,8 @@ round_notify(LertRound *r)
  * the valid ones of the metapage as it is now (a new report extent comes
  * from the file's end: lert_reports_append), the counters take the
  * round's increments.  Afterwards
- * the round's copy lists no free extent (with one cone, the whole pool
- * again).  The log part and stream_pos are the storage
+ * the round's copy lists no free extent (with one cone, the metapage's
+ * list again).  The log part and stream_pos are the storage
  * layer's (stream_pos moves with the log head, lert_add_stats); the other
  * cones are their rounds'.
  */
@@ -220,6 +220,7 @@ lert_round_install(LertRound *r, uint64 settle)
 	UnlockPage(r->rel, LERT_SPACE_LOCK, ExclusiveLock);
 
 	r->meta.nfree = 0;
+	lert_copy_overflow_reset(&r->meta);
 	if (r->meta.params.ncones == 1)
 	{
 		r->meta.nfree = cur->nfree;
@@ -716,6 +717,7 @@ round_begin(LertRound *r, Relation rel, uint32 cone)
 		/* the round's install gives what it does not use back to the pool */
 		r->changed = n > 0;
 	}
+	lert_copy_overflow_reset(&r->meta);
 	r->merges_installed = r->meta.merges;
 	r->queries_installed = r->meta.point_queries;
 	initStringInfo(&r->reports);

@@ -1,28 +1,30 @@
 /*-------------------------------------------------------------------------
  *
  * lert_pool.c
- *	  A LERT's pool of free extents at an install: the round's free
- *	  extents go back to the pool, and extents the metapage's list has no
- *	  room for go to a spill page instead of being forgotten.
+ *	  A LERT's pool of free extents: reservations for a cone's round,
+ *	  what an install gives back, and a spill page for the extents the
+ *	  metapage's list has no room for.
  *
  * The metapage lists LERT_MAX_FREE_EXTENTS extents (the pool's and the
  * cones' reservations, lert_store.c).  With several sessions, the rounds
  * of different cones free and reserve extents in between each other's,
  * and the list overflowed: four sessions on 32 M observations forgot
  * 11,965 pages in 739 extents, which then also kept their neighbours from
- * merging, and the file grew by them.  So an install keeps the largest
- * pool extents in the metapage (those the rounds allocate from) and the
- * rest, in block order, on a spill page; the next install merges them
- * with their neighbours again, and one that has grown back into the
- * largest returns to the metapage.
+ * merging, and the file grew by them.  So the metapage keeps every
+ * reservation and the largest pool extents, and the rest wait, in block
+ * order, on a spill page, where an install merges them with their
+ * neighbours again and a reservation finds them too (a run's chunk takes
+ * the lowest extent that is not a crumb; the best fit may be spilled).
  *
  * The spill page is copy on write, so the metapage record of the install
- * is what switches to the new list: two pages, allocated once at the end
- * of the file, alternate (spill_blk[spill_cur] is current), and each
- * version is stamped with spill_version in its first 8 bytes, which
- * readers check as the generation of other LERT pages.  An install that
- * fails before its metapage record leaves the current version as it was.
- * Only installs, under the space lock, write it.
+ * or reservation is what switches to the new list: two pages, allocated
+ * at the end of the file at their first use (a round that fails before
+ * its metapage record leaves that block unused), alternate (spill_blk[spill_cur] is
+ * current), and each version is stamped with spill_version in its first
+ * 8 bytes, which readers check as the generation of other LERT pages.  A
+ * round that fails before its metapage record leaves the current version
+ * as it was.  Only writers holding the space lock write it; a new version
+ * is written only when the spilled extents change.
  *
  *-------------------------------------------------------------------------
  */
@@ -36,9 +38,7 @@
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 
-#define SPILL_HEADER		16	/* version, count, padding */
-#define LERT_MAX_SPILL_EXTENTS \
-	((uint32) ((SS_PAGE_DATA_SIZE - SPILL_HEADER) / sizeof(LertExtent)))
+#define SPILL_HEADER		LERT_SPILL_HEADER
 
 /*
  * A run's chunk takes the pool's lowest extent of at least this many pages
@@ -47,8 +47,11 @@
  */
 #define LERT_POOL_CHUNK_MIN	64
 
-/* The metapage's list, the round's copy and the spill page together. */
-#define POOL_CAPACITY	(2 * LERT_MAX_FREE_EXTENTS + LERT_MAX_SPILL_EXTENTS)
+/*
+ * The metapage's list, the round's copy, its overflow and the spill page
+ * together.
+ */
+#define POOL_CAPACITY	(2 * LERT_MAX_FREE_EXTENTS + 2 * LERT_MAX_SPILL_EXTENTS)
 
 typedef struct PoolEntry
 {
@@ -79,10 +82,11 @@ entry_size_cmp(const void *a, const void *b)
 }
 
 /*
- * Read the current spill page of meta into area, checking its version and
- * its extents; returns how many it lists.  lert_pool_spill_pages' readers
- * (no space lock) may find a newer version: then false, with owned false;
- * under the space lock any mismatch is damage.
+ * Read the current spill page of meta into area and set *n to how many
+ * extents it lists, checking its version and every extent (inside the
+ * blocks allocated so far, in order).  With owned (the space lock held) a
+ * page of another version is damage; without (lert_info), a writer may
+ * have replaced it since meta was read: then false.
  */
 static bool
 spill_read(Relation rel, const LertMeta *meta, char *area, uint32 *n,
@@ -101,15 +105,17 @@ spill_read(Relation rel, const LertMeta *meta, char *area, uint32 *n,
 							area, NULL) != LERT_OK)
 		return false;
 	memcpy(n, area + sizeof(uint64), sizeof(uint32));
-	if (*n != meta->nspill)
+	if (*n != meta->nspill || *n > LERT_MAX_SPILL_EXTENTS)
 		ss_page_corrupted(rel, blkno,
 						  "The LERT spill page lists %u free extents, the metapage %u.",
 						  *n, meta->nspill);
 	for (uint32 i = 0; i < *n; i++)
 		if (ext[i].npages == 0 || ext[i].start == 0 ||
+			ext[i].start >= meta->hdr.log.alloc_end ||
+			ext[i].npages > meta->hdr.log.alloc_end - ext[i].start ||
 			(i > 0 && ext[i].start < ext[i - 1].start + ext[i - 1].npages))
 			ss_page_corrupted(rel, blkno,
-							  "Free extent %u of the LERT spill page is empty or out of order.",
+							  "Free extent %u of the LERT spill page is empty, out of order or beyond the structure's blocks.",
 							  i);
 	return true;
 }
@@ -117,7 +123,7 @@ spill_read(Relation rel, const LertMeta *meta, char *area, uint32 *n,
 /*
  * Write a new version of the spill page listing ext[0 .. n - 1] (block
  * order) and point cur at it; the caller's metapage record makes it
- * current.  Nothing is written when neither version lists anything.
+ * current.  Nothing is written for an empty list.
  */
 static void
 spill_write(Relation rel, LertMeta *cur, const LertExtent *ext, uint32 n)
@@ -160,6 +166,7 @@ typedef struct Pool
 	char	   *area;			/* the spill page's data as read */
 	const LertExtent *spilled;
 	uint32		nspilled;
+	uint64		version;		/* the spill page's, as read */
 } Pool;
 
 static void
@@ -184,6 +191,7 @@ pool_load(Relation rel, const LertMeta *cur, Pool *p, int skip_cone,
 	p->area = palloc(SS_PAGE_DATA_SIZE);
 	p->spilled = (const LertExtent *) (p->area + SPILL_HEADER);
 	(void) spill_read(rel, cur, p->area, &p->nspilled, true);
+	p->version = cur->spill_version;
 	if (!skip_all)
 		for (uint32 i = 0; i < cur->nfree; i++)
 			if ((int) cur->free_cone[i] != skip_cone)
@@ -265,7 +273,11 @@ pool_store(Relation rel, LertMeta *cur, Pool *p)
 	}
 	if (nrest != p->nspilled ||
 		memcmp(rest, p->spilled, sizeof(LertExtent) * nrest) != 0)
+	{
+		/* once per metapage record: a second would overwrite the current */
+		Assert(cur->spill_version == p->version);
 		spill_write(rel, cur, rest, nrest);
+	}
 	pfree(rest);
 	pfree(by_size);
 }
@@ -280,10 +292,15 @@ void
 lert_pool_give_back(LertRound *r, LertMeta *cur)
 {
 	Pool		p;
+	const LertExtent *over;
+	uint32		nover;
 
 	pool_load(r->rel, cur, &p, (int) r->cone, r->meta.params.ncones == 1);
 	for (uint32 i = 0; i < r->meta.nfree; i++)
 		pool_add(&p, r->meta.free_ext[i], LERT_FREE_POOL, false);
+	over = lert_copy_overflow(&r->meta, &nover);
+	for (uint32 i = 0; i < nover; i++)
+		pool_add(&p, over[i], LERT_FREE_POOL, false);
 	pool_merge(&p);
 	pool_store(r->rel, cur, &p);
 	pool_release(&p);
@@ -292,7 +309,9 @@ lert_pool_give_back(LertRound *r, LertMeta *cur)
 /*
  * Reserve pages of the pool for cone's round: npages of the pool's best
  * fit, or with lowest up to npages of its lowest extent, spilled extents
- * included.  Under the space lock (after the cone's), in one metapage
+ * included.  Not with one cone, whose round's copy holds the metapage's
+ * list (a reservation may move extents between that list and the spill
+ * page).  Under the space lock (after the cone's), in one metapage
  * record (and a spill page version when the spilled extents change); the
  * rest of the extent stays in the pool.  Returns the reserved extent
  * (npages 0 if the pool has none), which the caller allocates from and
@@ -311,6 +330,8 @@ lert_pool_reserve(Relation rel, uint32 cone, BlockNumber npages, bool lowest)
 	LockPage(rel, LERT_SPACE_LOCK, ExclusiveLock);
 	if (!lert_read_meta(rel, cur))
 		elog(ERROR, "LERT \"%s\" has no metapage", RelationGetRelationName(rel));
+	/* one cone's copy holds the metapage's list: it never reserves */
+	Assert(cur->params.ncones > 1);
 	pool_load(rel, cur, &p, -1, false);
 	qsort(p.e, p.n, sizeof(PoolEntry), entry_start_cmp);
 	for (uint32 i = 0; i < p.n; i++)

@@ -28,7 +28,7 @@ typedef struct LertL0Page
  * A round of one cone.  meta is the round's copy of the metapage: the
  * cone's descriptor is the round's own, its free list holds what the round
  * reserved from the pool and what its merges freed (with one cone, the
- * whole pool: lert_store.c), both installed by lert_round_install, and
+ * metapage's list: lert_store.c), both installed by lert_round_install, and
  * what cones share is read again at each install.
  */
 typedef struct LertRound

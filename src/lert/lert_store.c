@@ -68,7 +68,9 @@ lert_read_meta(Relation rel, LertMeta *meta)
  * cone freed them: with each cone reusing only its own extents, a
  * four-cone LERT's extents interleaved block by block, never merged and
  * overflowed the list (twice one cone's file).  A one-cone LERT's copy
- * holds the whole pool, as no other round can reserve from it.  Pages
+ * holds the metapage's whole list, as no other round can reserve from it
+ * (spilled extents come back to the list when they are among the
+ * largest, lert_pool.c).  Pages
  * taken from the copy leave the metapage's list only with the install
  * that uses them.  Beyond the free extents, pages come from the file's
  * end (ss_log_alloc_run).
@@ -175,10 +177,38 @@ lert_extent_alloc_some(Relation rel, LertMeta *meta, uint32 cone,
 }
 
 /*
+ * Extents a round's full copy had no room for (lert_extent_free), kept in
+ * backend memory until the round's install gives them to the pool with
+ * the copy's list (lert_pool_give_back).  Only the copy begun last
+ * (lert_copy_overflow_reset) keeps them: a round that fails loses them
+ * with its copy, as it must (its merges' frees are still the installed
+ * version's pages).
+ */
+static const LertMeta *overflow_owner = NULL;
+static LertExtent overflow_ext[LERT_MAX_SPILL_EXTENTS];
+static uint32 overflow_n = 0;
+
+/* A round's copy begins (or was installed): it has no overflow yet. */
+void
+lert_copy_overflow_reset(const LertMeta *copy)
+{
+	overflow_owner = copy;
+	overflow_n = 0;
+}
+
+/* The overflow of copy (*n extents), which the caller gives away. */
+const LertExtent *
+lert_copy_overflow(const LertMeta *copy, uint32 *n)
+{
+	*n = overflow_owner == copy ? overflow_n : 0;
+	return overflow_ext;
+}
+
+/*
  * Give an extent back to a round's copy, merging it with its neighbours.
- * A full list forgets its smallest extent (its blocks stay unused until
- * VACUUM FULL); extents come from a bounded number of levels, so this
- * takes a pathological history.
+ * A full list moves its smallest extent to the copy's overflow; only when
+ * that is full too is an extent forgotten (its blocks stay unused until
+ * VACUUM FULL).
  */
 void
 lert_extent_free(LertMeta *meta, LertExtent ext)
@@ -210,14 +240,21 @@ lert_extent_free(LertMeta *meta, LertExtent ext)
 	if (meta->nfree == LERT_MAX_FREE_EXTENTS)
 	{
 		uint32		smallest = free_smallest(meta);
+		LertExtent	out = ext;
 
-		if (f[smallest].npages >= ext.npages)
+		if (f[smallest].npages < ext.npages)
+		{
+			out = f[smallest];
+			memmove(&f[smallest], &f[smallest + 1],
+					sizeof(LertExtent) * (meta->nfree - smallest - 1));
+			meta->nfree--;
+			if (smallest < i)
+				i--;
+		}
+		if (overflow_owner == meta && overflow_n < LERT_MAX_SPILL_EXTENTS)
+			overflow_ext[overflow_n++] = out;
+		if (out.start == ext.start)
 			return;
-		memmove(&f[smallest], &f[smallest + 1],
-				sizeof(LertExtent) * (meta->nfree - smallest - 1));
-		meta->nfree--;
-		if (smallest < i)
-			i--;
 	}
 	memmove(&f[i + 1], &f[i], sizeof(LertExtent) * (meta->nfree - i));
 	f[i] = ext;

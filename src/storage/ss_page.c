@@ -374,10 +374,21 @@ ss_meta_register(Relation rel, uint32 kind, SSXLogState *state, Buffer *bufp)
 {
 	Buffer		buf = ReadBuffer(rel, SS_METAPAGE_BLKNO);
 
+	Page		page;
+
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	ss_meta_check(rel, BufferGetPage(buf), kind);
 	*bufp = buf;
-	return SSPageGetData(ss_xlog_register(state, buf, 0));
+	page = ss_xlog_register(state, buf, 0);
+
+	/*
+	 * The whole data area: a structure's metadata may have grown since its
+	 * metapage was made (pd_lower then covered less), and generic WAL
+	 * zeroes what lies past pd_lower.  The new fields read as zeros until
+	 * set.
+	 */
+	((PageHeader) page)->pd_lower = ((PageHeader) page)->pd_special;
+	return SSPageGetData(page);
 }
 
 /*
