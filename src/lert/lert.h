@@ -75,9 +75,17 @@
 #define LERT_CONE_LOCK(c)		((BlockNumber) (0xFFFFFFE0 + (c)))
 #define LERT_MAX_FREE_EXTENTS	128
 #define LERT_FREE_POOL			0xFF	/* free_cone of an unreserved extent */
-/* the spill page: version, count, padding, then extents (lert_pool.c) */
+/*
+ * The spill page: version, count, flags, then extents, then (with
+ * LERT_SPILL_TAGGED) each extent's tag (lert_pool.c).  Pages of builds
+ * before the tags have flags 0 and list up to LERT_MAX_SPILL_UNTAGGED
+ * pool extents.
+ */
 #define LERT_SPILL_HEADER		16
+#define LERT_SPILL_TAGGED		0x1
 #define LERT_MAX_SPILL_EXTENTS \
+	((uint32) ((SS_PAGE_DATA_SIZE - LERT_SPILL_HEADER) / (sizeof(SSExtent) + 1)))
+#define LERT_MAX_SPILL_UNTAGGED \
 	((uint32) ((SS_PAGE_DATA_SIZE - LERT_SPILL_HEADER) / sizeof(SSExtent)))
 #define LERT_MAX_REPORT_EXTENTS 40
 #define LERT_REPORT_EXTENT_MAX	(1U << 17)	/* pages: 1 GB */
@@ -346,6 +354,8 @@ extern void lert_pool_give_back(struct LertRound *r, LertMeta *cur);
 extern LertExtent lert_pool_reserve(Relation rel, uint32 cone,
 									BlockNumber npages, bool lowest);
 extern int64 lert_pool_spill_pages(Relation rel, const LertMeta *meta);
+extern void lert_pool_take_reserved(Relation rel, uint32 cone,
+									LertMeta *copy);
 extern void lert_write_page(Relation rel, BlockNumber blkno, uint16 page_type,
 							const char *area, uint64 applied_pos, bool full);
 
@@ -495,7 +505,9 @@ typedef enum LertCrashPoint
 	LERT_CRASH_REPORTS_WRITTEN, /* an install wrote its report pages */
 	LERT_CRASH_INSTALLED,		/* a checkpoint installed, no page written */
 	LERT_CRASH_WRITEBACK,		/* a checkpoint wrote one level-0 page */
-	LERT_CRASH_SPILLED			/* a round wrote a new spill page version */
+	LERT_CRASH_SPILLED,			/* a round wrote a new spill page version */
+	LERT_CRASH_RESERVED			/* a reservation's record, with a
+								 * reservation on the spill page */
 } LertCrashPoint;
 
 extern int	ss_test_lert_crash;

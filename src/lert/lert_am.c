@@ -317,7 +317,7 @@ lert_check_meta(Relation rel, const void *metap)
 			(i > 0 && meta->free_ext[i].start <
 			 meta->free_ext[i - 1].start + meta->free_ext[i - 1].npages))
 			elog(ERROR, "free extent %u is out of range or order", i);
-	if (meta->spill_cur > 1 || meta->nspill > LERT_MAX_SPILL_EXTENTS ||
+	if (meta->spill_cur > 1 || meta->nspill > LERT_MAX_SPILL_UNTAGGED ||
 		meta->spill_blk[0] >= end || meta->spill_blk[1] >= end ||
 		(meta->spill_blk[0] != 0 && meta->spill_blk[0] == meta->spill_blk[1]) ||
 		(meta->nspill > 0 && meta->spill_blk[meta->spill_cur] == 0))
@@ -748,6 +748,7 @@ static const struct config_enum_entry lert_crash_options[] = {
 	{"installed", LERT_CRASH_INSTALLED, false},
 	{"writeback", LERT_CRASH_WRITEBACK, false},
 	{"spilled", LERT_CRASH_SPILLED, false},
+	{"reserved", LERT_CRASH_RESERVED, false},
 	{NULL, 0, false}
 };
 

@@ -703,21 +703,16 @@ round_begin(LertRound *r, Relation rel, uint32 cone)
 	r->pos = cn->stream_pos;
 	r->entries[cone] = cn->level0_entries;
 	/*
-	 * The copy's free list: what the cone reserved (a failed round's), in
-	 * block order; with one cone, the whole list (lert_store.c).
+	 * The copy's free list: what the cone reserved (a failed round's); with
+	 * one cone, the whole list (lert_store.c).
 	 */
+	lert_copy_overflow_reset(&r->meta);
 	if (r->meta.params.ncones > 1)
 	{
-		uint32		n = 0;
-
-		for (uint32 i = 0; i < r->meta.nfree; i++)
-			if (r->meta.free_cone[i] == cone)
-				r->meta.free_ext[n++] = r->meta.free_ext[i];
-		r->meta.nfree = n;
+		lert_pool_take_reserved(rel, cone, &r->meta);
 		/* the round's install gives what it does not use back to the pool */
-		r->changed = n > 0;
+		r->changed = r->meta.nfree > 0;
 	}
-	lert_copy_overflow_reset(&r->meta);
 	r->merges_installed = r->meta.merges;
 	r->queries_installed = r->meta.point_queries;
 	initStringInfo(&r->reports);

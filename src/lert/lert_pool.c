@@ -10,11 +10,14 @@
  * of different cones free and reserve extents in between each other's,
  * and the list overflowed: four sessions on 32 M observations forgot
  * 11,965 pages in 739 extents, which then also kept their neighbours from
- * merging, and the file grew by them.  So the metapage keeps every
- * reservation and the largest pool extents, and the rest wait, in block
- * order, on a spill page, where an install merges them with their
- * neighbours again and a reservation finds them too (a run's chunk takes
- * the lowest extent that is not a crumb; the best fit may be spilled).
+ * merging, and the file grew by them.  So the metapage keeps the
+ * reservations and the largest pool extents, and the rest wait, in block
+ * order and with their tags, on a spill page, where an install merges
+ * them with their neighbours again and a reservation finds them too (a
+ * run's chunk takes the lowest extent that is not a crumb; the best fit
+ * may be spilled).  Reservations spill too: four rounds writing deep runs
+ * out of a fragmented pool held the metapage's 128 entries in
+ * reservations, and every chunk after that came from the file's end.
  *
  * The spill page is copy on write, so the metapage record of the install
  * or reservation is what switches to the new list: two pages, allocated
@@ -60,6 +63,10 @@ typedef struct PoolEntry
 	bool		in_meta;
 } PoolEntry;
 
+/* Reservations the metapage and the spill page can list (one spare). */
+#define POOL_MAX_RESERVED \
+	((uint32) ss_test_lert_free_extents + LERT_MAX_SPILL_EXTENTS - 1)
+
 static int
 entry_start_cmp(const void *a, const void *b)
 {
@@ -69,33 +76,42 @@ entry_start_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y ? 1 : 0;
 }
 
-/* Larger first; equal sizes lower block first (the same choice each time). */
+/*
+ * Reservations first, then larger first; equal sizes lower block first
+ * (the same choice each time).
+ */
 static int
-entry_size_cmp(const void *a, const void *b)
+entry_keep_cmp(const void *a, const void *b)
 {
 	const PoolEntry *x = *(const PoolEntry *const *) a;
 	const PoolEntry *y = *(const PoolEntry *const *) b;
 
+	if ((x->tag == LERT_FREE_POOL) != (y->tag == LERT_FREE_POOL))
+		return x->tag == LERT_FREE_POOL ? 1 : -1;
 	if (x->ext.npages != y->ext.npages)
 		return x->ext.npages > y->ext.npages ? -1 : 1;
 	return entry_start_cmp(x, y);
 }
 
 /*
- * Read the current spill page of meta into area and set *n to how many
- * extents it lists, checking its version and every extent (inside the
- * blocks allocated so far, in order).  With owned (the space lock held) a
- * page of another version is damage; without (lert_info), a writer may
- * have replaced it since meta was read: then false.
+ * Read the current spill page of meta into area, set *n to how many
+ * extents it lists and *tags to their tags (NULL on a page of a build
+ * before the tags: all the pool's), checking its version and every extent
+ * (inside the blocks allocated so far, in order) and tag.  With owned (the
+ * space lock held) a page of another version is damage; without
+ * (lert_info), a writer may have replaced it since meta was read: then
+ * false.
  */
 static bool
 spill_read(Relation rel, const LertMeta *meta, char *area, uint32 *n,
-		   bool owned)
+		   const uint8 **tags, bool owned)
 {
 	BlockNumber blkno = meta->spill_blk[meta->spill_cur];
 	const LertExtent *ext = (const LertExtent *) (area + SPILL_HEADER);
+	uint32		flags;
 
 	*n = 0;
+	*tags = NULL;
 	if (meta->nspill == 0)
 		return true;
 	if (owned)
@@ -105,10 +121,23 @@ spill_read(Relation rel, const LertMeta *meta, char *area, uint32 *n,
 							area, NULL) != LERT_OK)
 		return false;
 	memcpy(n, area + sizeof(uint64), sizeof(uint32));
-	if (*n != meta->nspill || *n > LERT_MAX_SPILL_EXTENTS)
+	memcpy(&flags, area + sizeof(uint64) + sizeof(uint32), sizeof(uint32));
+	if (*n != meta->nspill || (flags & ~LERT_SPILL_TAGGED) != 0 ||
+		*n > ((flags & LERT_SPILL_TAGGED) ? LERT_MAX_SPILL_EXTENTS :
+			  LERT_MAX_SPILL_UNTAGGED))
 		ss_page_corrupted(rel, blkno,
-						  "The LERT spill page lists %u free extents, the metapage %u.",
-						  *n, meta->nspill);
+						  "The LERT spill page lists %u free extents (flags %u), the metapage %u.",
+						  *n, flags, meta->nspill);
+	if (flags & LERT_SPILL_TAGGED)
+	{
+		*tags = (const uint8 *) (ext + *n);
+		for (uint32 i = 0; i < *n; i++)
+			if ((*tags)[i] != LERT_FREE_POOL &&
+				(*tags)[i] >= meta->params.ncones)
+				ss_page_corrupted(rel, blkno,
+								  "Free extent %u of the LERT spill page is reserved by cone %u of %u.",
+								  i, (*tags)[i], meta->params.ncones);
+	}
 	for (uint32 i = 0; i < *n; i++)
 		if (ext[i].npages == 0 || ext[i].start == 0 ||
 			ext[i].start >= meta->hdr.log.alloc_end ||
@@ -122,12 +151,15 @@ spill_read(Relation rel, const LertMeta *meta, char *area, uint32 *n,
 
 /*
  * Write a new version of the spill page listing ext[0 .. n - 1] (block
- * order) and point cur at it; the caller's metapage record makes it
- * current.  Nothing is written for an empty list.
+ * order) with their tags and point cur at it; the caller's metapage
+ * record makes it current.  Nothing is written for an empty list.
  */
 static void
-spill_write(Relation rel, LertMeta *cur, const LertExtent *ext, uint32 n)
+spill_write(Relation rel, LertMeta *cur, const LertExtent *ext,
+			const uint8 *tags, uint32 n)
 {
+	uint32		flags = LERT_SPILL_TAGGED;
+
 	uint32		next = 1 - cur->spill_cur;
 	bool		fresh = false;
 	char	   *area;
@@ -146,7 +178,9 @@ spill_write(Relation rel, LertMeta *cur, const LertExtent *ext, uint32 n)
 	area = palloc0(SS_PAGE_DATA_SIZE);
 	memcpy(area, &cur->spill_version, sizeof(uint64));
 	memcpy(area + sizeof(uint64), &n, sizeof(uint32));
+	memcpy(area + sizeof(uint64) + sizeof(uint32), &flags, sizeof(uint32));
 	memcpy(area + SPILL_HEADER, ext, sizeof(LertExtent) * n);
+	memcpy(area + SPILL_HEADER + sizeof(LertExtent) * n, tags, n);
 	lert_write_page(rel, cur->spill_blk[next], SS_PAGE_LERT_FREE, area, 0,
 					fresh);
 	pfree(area);
@@ -165,9 +199,17 @@ typedef struct Pool
 	uint32		n;
 	char	   *area;			/* the spill page's data as read */
 	const LertExtent *spilled;
+	const uint8 *spilled_tags;	/* NULL: all the pool's */
 	uint32		nspilled;
 	uint64		version;		/* the spill page's, as read */
 } Pool;
+
+/* The tag of p's spilled extent i. */
+static inline uint8
+spilled_tag(const Pool *p, uint32 i)
+{
+	return p->spilled_tags ? p->spilled_tags[i] : LERT_FREE_POOL;
+}
 
 static void
 pool_add(Pool *p, LertExtent ext, uint8 tag, bool in_meta)
@@ -179,8 +221,8 @@ pool_add(Pool *p, LertExtent ext, uint8 tag, bool in_meta)
 }
 
 /*
- * Read cur's pool: every extent of its list but those tagged skip_cone
- * (all of them with skip_all), then the spill page's.
+ * Read cur's pool: every extent of its list and of its spill page but
+ * those tagged skip_cone (and with skip_all, the whole list).
  */
 static void
 pool_load(Relation rel, const LertMeta *cur, Pool *p, int skip_cone,
@@ -190,14 +232,15 @@ pool_load(Relation rel, const LertMeta *cur, Pool *p, int skip_cone,
 	p->n = 0;
 	p->area = palloc(SS_PAGE_DATA_SIZE);
 	p->spilled = (const LertExtent *) (p->area + SPILL_HEADER);
-	(void) spill_read(rel, cur, p->area, &p->nspilled, true);
+	(void) spill_read(rel, cur, p->area, &p->nspilled, &p->spilled_tags, true);
 	p->version = cur->spill_version;
 	if (!skip_all)
 		for (uint32 i = 0; i < cur->nfree; i++)
 			if ((int) cur->free_cone[i] != skip_cone)
 				pool_add(p, cur->free_ext[i], cur->free_cone[i], true);
 	for (uint32 i = 0; i < p->nspilled; i++)
-		pool_add(p, p->spilled[i], LERT_FREE_POOL, false);
+		if ((int) spilled_tag(p, i) != skip_cone)
+			pool_add(p, p->spilled[i], spilled_tag(p, i), false);
 }
 
 static void
@@ -207,7 +250,11 @@ pool_release(Pool *p)
 	pfree(p->area);
 }
 
-/* Sort the pool by block and merge neighbouring pool extents. */
+/*
+ * Sort the pool by block and merge neighbouring extents of one tag (the
+ * pool's, or one cone's reservations: a round reserving chunk after chunk
+ * of one extent holds one entry).
+ */
 static void
 pool_merge(Pool *p)
 {
@@ -216,8 +263,7 @@ pool_merge(Pool *p)
 	qsort(p->e, p->n, sizeof(PoolEntry), entry_start_cmp);
 	for (uint32 i = 0; i < p->n; i++)
 	{
-		if (m > 0 && p->e[i].tag == LERT_FREE_POOL &&
-			p->e[m - 1].tag == LERT_FREE_POOL &&
+		if (m > 0 && p->e[i].tag == p->e[m - 1].tag &&
 			p->e[m - 1].ext.start + p->e[m - 1].ext.npages == p->e[i].ext.start)
 			p->e[m - 1].ext.npages += p->e[i].ext.npages;
 		else
@@ -227,38 +273,37 @@ pool_merge(Pool *p)
 }
 
 /*
- * Store the (merged) pool into cur: every reservation and the largest
- * pool extents in its list, the rest on a new version of the spill page
- * if they differ from the current one's.  Only when the spill page is
- * full too does the pool forget its smallest extents (their blocks stay
- * unused until VACUUM FULL).  The caller's metapage record makes it so.
+ * Store the (merged) pool into cur: the reservations and then the largest
+ * pool extents in its list, the rest with their tags on a new version of
+ * the spill page if they differ from the current one's.  Only when the
+ * spill page is full too does the pool forget its smallest extents (their
+ * blocks stay unused until VACUUM FULL); reservations are never forgotten
+ * (lert_pool_reserve keeps them fewer than both lists hold).  The caller's
+ * metapage record makes it so.
  */
 static void
 pool_store(Relation rel, LertMeta *cur, Pool *p)
 {
-	PoolEntry **by_size = palloc(sizeof(PoolEntry *) * Max(p->n, 1));
+	PoolEntry **order = palloc(sizeof(PoolEntry *) * Max(p->n, 1));
 	LertExtent *rest = palloc(sizeof(LertExtent) * LERT_MAX_SPILL_EXTENTS);
-	uint32		ntagged = 0;
-	uint32		npool = 0;
+	uint8	   *rest_tags = palloc(LERT_MAX_SPILL_EXTENTS);
+	uint32		room = (uint32) ss_test_lert_free_extents;
 	uint32		nrest = 0;
-	uint32		room;
+	bool		same;
 
 	for (uint32 i = 0; i < p->n; i++)
 	{
-		p->e[i].in_meta = p->e[i].tag != LERT_FREE_POOL;
-		if (p->e[i].in_meta)
-			ntagged++;
-		else
-			by_size[npool++] = &p->e[i];
+		order[i] = &p->e[i];
+		p->e[i].in_meta = false;
 	}
-	Assert(ntagged <= LERT_MAX_FREE_EXTENTS);	/* each took a free slot */
-	qsort(by_size, npool, sizeof(PoolEntry *), entry_size_cmp);
-	room = (uint32) ss_test_lert_free_extents > ntagged ?
-		(uint32) ss_test_lert_free_extents - ntagged : 0;
-	for (uint32 i = 0; i < npool && i < room; i++)
-		by_size[i]->in_meta = true;
-	for (uint32 i = room + LERT_MAX_SPILL_EXTENTS; i < npool; i++)
-		by_size[i]->ext.npages = 0;
+	qsort(order, p->n, sizeof(PoolEntry *), entry_keep_cmp);
+	for (uint32 i = 0; i < p->n && i < room; i++)
+		order[i]->in_meta = true;
+	for (uint32 i = room + LERT_MAX_SPILL_EXTENTS; i < p->n; i++)
+	{
+		Assert(order[i]->tag == LERT_FREE_POOL);
+		order[i]->ext.npages = 0;
+	}
 
 	cur->nfree = 0;
 	for (uint32 i = 0; i < p->n; i++)
@@ -269,17 +314,24 @@ pool_store(Relation rel, LertMeta *cur, Pool *p)
 			cur->free_cone[cur->nfree++] = p->e[i].tag;
 		}
 		else if (p->e[i].ext.npages > 0)
-			rest[nrest++] = p->e[i].ext;
+		{
+			rest[nrest] = p->e[i].ext;
+			rest_tags[nrest++] = p->e[i].tag;
+		}
 	}
-	if (nrest != p->nspilled ||
-		memcmp(rest, p->spilled, sizeof(LertExtent) * nrest) != 0)
+	same = nrest == p->nspilled &&
+		memcmp(rest, p->spilled, sizeof(LertExtent) * nrest) == 0;
+	for (uint32 i = 0; same && i < nrest; i++)
+		same = rest_tags[i] == spilled_tag(p, i);
+	if (!same)
 	{
 		/* once per metapage record: a second would overwrite the current */
 		Assert(cur->spill_version == p->version);
-		spill_write(rel, cur, rest, nrest);
+		spill_write(rel, cur, rest, rest_tags, nrest);
 	}
+	pfree(rest_tags);
 	pfree(rest);
-	pfree(by_size);
+	pfree(order);
 }
 
 /*
@@ -340,8 +392,8 @@ lert_pool_reserve(Relation rel, uint32 cone, BlockNumber npages, bool lowest)
 
 		if (p.e[i].tag != LERT_FREE_POOL)
 		{
-			/* the metapage lists every reservation: keep one slot free */
-			if (++ntagged >= LERT_MAX_FREE_EXTENTS)
+			/* the lists keep every reservation: keep room for one more */
+			if (++ntagged >= POOL_MAX_RESERVED)
 			{
 				at = -1;
 				break;
@@ -390,11 +442,63 @@ lert_pool_reserve(Relation rel, uint32 cone, BlockNumber npages, bool lowest)
 		lert_meta_set_free(m, cur);
 		ss_xlog_finish(state);
 		UnlockReleaseBuffer(buf);
+		for (uint32 i = 0; i < p.n; i++)
+			if (p.e[i].tag != LERT_FREE_POOL && !p.e[i].in_meta)
+				lert_test_crash(rel, LERT_CRASH_RESERVED);
 	}
 	UnlockPage(rel, LERT_SPACE_LOCK, ExclusiveLock);
 	pool_release(&p);
 	pfree(cur);
 	return got;
+}
+
+/*
+ * Set the free list of the copy of cone's round (the metapage as read
+ * under the cone's lock) to what the cone reserved, which a round that
+ * failed left there, in block order (the copy's overflow takes what its
+ * list has no room for).  The copy names a spill page version that a
+ * writer may have replaced since: when it spilled anything, the live
+ * metapage and its spill page are read under the space lock instead.
+ * Either is a whole list: only the cone's rounds, which its lock
+ * serializes, take or give back its reservations.
+ */
+void
+lert_pool_take_reserved(Relation rel, uint32 cone, LertMeta *copy)
+{
+	LertMeta   *src = copy;
+	LertExtent *mine;
+	uint32		n = 0;
+
+	mine = palloc(sizeof(LertExtent) *
+				  (LERT_MAX_FREE_EXTENTS + LERT_MAX_SPILL_UNTAGGED));
+	if (copy->nspill > 0)
+	{
+		char	   *area = palloc(SS_PAGE_DATA_SIZE);
+		const LertExtent *spilled = (const LertExtent *) (area + SPILL_HEADER);
+		const uint8 *tags;
+		uint32		nspilled;
+
+		src = palloc(sizeof(LertMeta));
+		LockPage(rel, LERT_SPACE_LOCK, ExclusiveLock);
+		if (!lert_read_meta(rel, src))
+			elog(ERROR, "LERT \"%s\" has no metapage",
+				 RelationGetRelationName(rel));
+		(void) spill_read(rel, src, area, &nspilled, &tags, true);
+		UnlockPage(rel, LERT_SPACE_LOCK, ExclusiveLock);
+		for (uint32 i = 0; tags != NULL && i < nspilled; i++)
+			if (tags[i] == cone)
+				mine[n++] = spilled[i];
+		pfree(area);
+	}
+	for (uint32 i = 0; i < src->nfree; i++)
+		if (src->free_cone[i] == cone)
+			mine[n++] = src->free_ext[i];
+	copy->nfree = 0;
+	for (uint32 i = 0; i < n; i++)
+		lert_extent_free(copy, mine[i]);
+	if (src != copy)
+		pfree(src);
+	pfree(mine);
 }
 
 /*
@@ -407,8 +511,9 @@ lert_pool_spill_pages(Relation rel, const LertMeta *meta)
 	char	   *area = palloc(SS_PAGE_DATA_SIZE);
 	int64		pages = 0;
 	uint32		n;
+	const uint8 *tags;
 
-	if (spill_read(rel, meta, area, &n, false))
+	if (spill_read(rel, meta, area, &n, &tags, false))
 		for (uint32 i = 0; i < n; i++)
 			pages += ((const LertExtent *) (area + SPILL_HEADER))[i].npages;
 	pfree(area);

@@ -83,7 +83,7 @@ $node->safe_psql('postgres',
 sub state_sql
 {
 	my ($t) = @_;
-	my $id = $t =~ /_(c2|sp)$/ ? "0" : "report_id";
+	my $id = $t =~ /_(c2|sp|rs)$/ ? "0" : "report_id";
 	return "SELECT (SELECT count(*) || ' reports ' || "
 	  . "coalesce(md5(string_agg(format('%s %s %s %s %s %s', $id, key, count, "
 	  . "first_position, reported_position, cone), ',' ORDER BY $id, key)), '-') "
@@ -161,6 +161,45 @@ foreach my $t ('l_sp', 'ref_sp')
 	is($node->safe_psql('postgres', state_sql('l_sp')),
 		$node->safe_psql('postgres', state_sql('ref_sp')),
 		'l_sp: after lert_flush, the reference\'s reports and counts');
+}
+
+# 1c. reservations on the spill page: with four cones and room for two
+# extents in the metapage, a round's reservations spill too; a round
+# stopped right after a reservation's record, with one on the spill page,
+# leaves them reserved for its cone's next round, which takes them from
+# the spill page and gives the reference's reports and counts
+foreach my $t ('l_rs', 'ref_rs')
+{
+	$node->safe_psql('postgres',
+		"SELECT lert_create('$t', 'int8', buffer_size => '64kB', cones => 4)");
+	foreach my $part (0 .. 3)
+	{
+		my $lo = int($n * $part / 4);
+		my $hi = int($n * ($part + 1) / 4);
+		$node->safe_psql('postgres',
+			"SET streamsketch.test_lert_free_extents = 2;\n"
+			  . "INSERT INTO $t SELECT k FROM stream WHERE pos >= $lo AND pos < $hi ORDER BY pos;\n"
+			  . ($part < 3 || $t eq 'ref_rs' ? "SELECT count(*) FROM $t;\n" : ""));
+	}
+}
+{
+	my $ref = $node->safe_psql('postgres', state_sql('ref_rs'));
+	my $offset = -s $node->logfile;
+	my ($err) = ss_run_sql($node,
+		"SET streamsketch.test_lert_free_extents = 2;\n"
+		  . "SET streamsketch.test_lert_crash = reserved;\nSELECT count(*) FROM l_rs;\n");
+	is($err,
+		"XX000: streamsketch.test_lert_crash: stopping at \"reserved\" in the consolidation of \"l_rs\"",
+		'l_rs: the consolidation PANICs after a reservation, with reservations spilled');
+	ss_wait_restart($node, $offset);
+	is($node->safe_psql('postgres', state_sql('l_rs')), $ref,
+		'l_rs: after the crash at reserved, the reports and counts are the reference\'s');
+	$node->safe_psql('postgres',
+		"SET streamsketch.test_lert_free_extents = 2;\n"
+		  . "SELECT lert_flush('l_rs'), lert_flush('ref_rs')");
+	is($node->safe_psql('postgres', state_sql('l_rs')),
+		$node->safe_psql('postgres', state_sql('ref_rs')),
+		'l_rs: after lert_flush, the reference\'s reports and counts');
 }
 
 # every heavy key is reported once lert_flush merged everything
