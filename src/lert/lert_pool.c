@@ -52,9 +52,10 @@
 
 /*
  * The metapage's list, the round's copy, its overflow and the spill page
- * together.
+ * (of an earlier build, untagged, the longest) together.
  */
-#define POOL_CAPACITY	(2 * LERT_MAX_FREE_EXTENTS + 2 * LERT_MAX_SPILL_EXTENTS)
+#define POOL_CAPACITY \
+	(2 * LERT_MAX_FREE_EXTENTS + LERT_MAX_SPILL_EXTENTS + LERT_MAX_SPILL_UNTAGGED)
 
 typedef struct PoolEntry
 {

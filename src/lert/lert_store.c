@@ -55,25 +55,25 @@ lert_read_meta(Relation rel, LertMeta *meta)
 /* ---- extents ---- */
 
 /*
- * Free extents.  The metapage's list tags each one: LERT_FREE_POOL for
- * the pool, else the cone whose round reserved it.  A round allocates from
- * and frees into its copy's list (meta->free_ext[0 .. nfree - 1], tags
- * unused), which starts with what its cone reserved and a failed round
- * left there.  When the copy has no fit, the round reserves pages from
- * the pool: it tags them with its cone in one metapage record under the
- * space lock (lert_pool_reserve), so no other cone's round takes them, and a
- * round that fails leaves them free, for its cone's next round.  Its
- * install gives everything its copy still lists back to the pool
+ * Free extents.  The pool's lists (the metapage's and its spill page's,
+ * lert_pool.c) tag each one: LERT_FREE_POOL for the pool, else the cone
+ * whose round reserved it.  A round allocates from and frees into its
+ * copy's list (meta->free_ext[0 .. nfree - 1], tags unused), which starts
+ * with what its cone reserved and a failed round left there.  When the
+ * copy has no fit, the round reserves pages from the pool: it tags them
+ * with its cone in one metapage record under the space lock
+ * (lert_pool_reserve), so no other cone's round takes them, and a round
+ * that fails leaves them free, for its cone's next round.  Its install
+ * gives everything its copy still lists back to the pool
  * (lert_round_install), where they merge with their neighbours whatever
  * cone freed them: with each cone reusing only its own extents, a
  * four-cone LERT's extents interleaved block by block, never merged and
  * overflowed the list (twice one cone's file).  A one-cone LERT's copy
  * holds the metapage's whole list, as no other round can reserve from it
  * (spilled extents come back to the list when they are among the
- * largest, lert_pool.c).  Pages
- * taken from the copy leave the metapage's list only with the install
- * that uses them.  Beyond the free extents, pages come from the file's
- * end (ss_log_alloc_run).
+ * largest, lert_pool.c).  Pages taken from the copy leave the metapage's
+ * list only with the install that uses them.  Beyond the free extents,
+ * pages come from the file's end (ss_log_alloc_run).
  */
 
 static uint32 free_smallest(const LertMeta *meta);

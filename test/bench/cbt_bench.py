@@ -26,7 +26,10 @@ side on the same stream fed in BATCH-row transactions:
     fast: on SWEEP_DATASET, the cbt's and the upsert table's ingestion with
     each shared_buffers (in a cgroup of that plus CG_EXTRA_MB); SWEEP_ONLY=1
     runs only that, and `cbt_bench.py --merge-sweep FILE` takes such a
-    run's sweep into the results file.
+    run's sweep into the results file;
+  * `cbt_bench.py --merge-datasets FILE` takes the datasets of another run
+    (e.g. a larger N for one dataset, or a rerun of some) into the results
+    file, each with its rows and build.
 
 Writes docs/bench-cbt.md, docs/bench-cbt.png and
 test/bench/cbt_bench_results.json.  Configuration: environment variables
@@ -296,7 +299,7 @@ def run_sb_sweep(ds):
 def run_dataset(spec):
     ds = parse_dataset(spec)
     log(f"dataset {ds['name']}: {ds['dist']}, {ds['keys']:,} distinct keys, {ds['keylen']}-byte words")
-    res = dict(dataset=ds, stream=load_stream(ds))
+    res = dict(dataset=ds, rows=C["N"], stream=load_stream(ds))
     if C["SWEEP_ONLY"]:
         res["sb_sweep"] = run_sb_sweep(ds)
         L.ensure("loader")
@@ -341,6 +344,24 @@ def main():
     cbt_bench_report.report(results, C)
 
 
+def merge_datasets(path):
+    """Take every dataset of another run (its own N and build, noted with
+    it) into the results file in place of the one of that name, and
+    re-render."""
+    results = json.load(open(C["OUT_JSON"]))
+    other = json.load(open(path))
+    for name, r in other["datasets"].items():
+        r["rows"] = r.get("rows", other["config"]["N"])
+        r["build"] = other["ext"].get("head", "?")
+        r["started"] = other["started"]
+        results["datasets"][name] = r
+        log(f"merged dataset {name} (build {r['build']}, {r['rows']:,} rows)")
+    with open(C["OUT_JSON"], "w") as f:
+        json.dump(results, f, indent=1)
+    import cbt_bench_report
+    cbt_bench_report.report(results, C)
+
+
 def merge_sweep(path):
     """Take the shared_buffers sweep of another run (SWEEP_ONLY=1, the same
     N and datasets) into the results file, noting its build, and
@@ -361,5 +382,7 @@ def merge_sweep(path):
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--merge-sweep":
         merge_sweep(sys.argv[2])
+    elif len(sys.argv) > 2 and sys.argv[1] == "--merge-datasets":
+        merge_datasets(sys.argv[2])
     else:
         L.run(main, "cbt_bench_report", C)

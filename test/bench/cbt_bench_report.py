@@ -64,7 +64,7 @@ def report(results, C):
            f"`test/bench/cbt_bench.py`). Run {results['started']} on "
            f"{results['machine'].get('cpu', '?')}, {results['machine'].get('cores', '?')} cores; "
            f"build `{results['ext'].get('head', '?')}`.\n",
-           f"Each dataset is a stream of {C['N']:,} words, fed in {C['BATCH']:,}-row transactions "
+           f"Each dataset is a stream of {C['N']:,} words (unless the datasets table says otherwise), fed in {C['BATCH']:,}-row transactions "
            f"into a cbt `count(*)` per word (the paper's wordcount) and its baselines, with "
            f"shared_buffers {C['SB_MB']} MB and work_mem {C['WORK_MEM_MB']} MB in a memory cgroup "
            f"of {ram} MB, the page cache dropped before each phase. The upsert table is "
@@ -73,10 +73,12 @@ def report(results, C):
     rows = []
     for d, r in R.items():
         ds, s = r["dataset"], r["stream"]
-        rows.append([d, ds["dist"], fmt(ds["keys"]), ds["keylen"], fmt(s["groups"]),
-                     fmt(C["N"] / s["groups"], 1), fmt(s["max_count"]), fmt(s["stream_mb"])])
-    out.append(table(["dataset", "distribution", "key space", "word bytes", "groups",
-                      "rows per group", "largest group", "stream heap MB"], rows))
+        n = r.get("rows", C["N"])
+        rows.append([d, ds["dist"], fmt(ds["keys"]), ds["keylen"], fmt(n), fmt(s["groups"]),
+                     fmt(n / s["groups"], 1), fmt(s["max_count"]), fmt(s["stream_mb"]),
+                     f"`{r['build']}` ({r['started'][:10]})" if "build" in r else "this run"])
+    out.append(table(["dataset", "distribution", "key space", "word bytes", "rows", "groups",
+                      "rows per group", "largest group", "stream heap MB", "run"], rows))
     out.append(f"\n![ingestion, sizes, GROUP BY]({os.path.basename(C['OUT_PNG'])})\n")
     out.append("## Ingestion\n")
     rows = []
