@@ -328,7 +328,7 @@ SELECT pg_relation_size('lt_space4') <= pg_relation_size('lt_space1') AS four_no
 -- page, where they still merge and are reserved, instead of being
 -- forgotten (four sessions on 32 M observations forgot 12,000 pages).
 -- With room for two in the metapage (a test setting) the same stream
--- takes about the pages it takes with 128 (9,115 pages against 8,777 when
+-- takes about the pages it takes with 128 (8,688 pages against 8,630 when
 -- this was written), its free pages the spill page's included, and the
 -- same reports.  One cone (whose round's copy then starts with the
 -- metapage's two and keeps what it frees beyond them in memory until its

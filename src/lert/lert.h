@@ -187,7 +187,7 @@ typedef struct LertCone
 	uint64		settled_pos;	/* see "Crash safety" above */
 	uint64		next_gen;		/* of its pages (lert_new_gen) */
 	BlockNumber log_blk;
-	uint32		unused;
+	uint32		flush_offset;	/* added to its flushes' numbers (lert_am.c) */
 	uint64		flushes;		/* merges so far */
 	int64		last_flush;		/* stream position of the last one */
 	int64		level0_limit;	/* entries that make level 0 full */

@@ -393,7 +393,8 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 {
 	LertCone   *cn = &r->meta.cones[cone];
 	const LertGeom *g = &r->meta.params.geom;
-	uint32		depth = final ? g->nlevels : lert_merge_depth(g, cn->flushes + 1);
+	uint32		depth = final ? g->nlevels :
+		lert_merge_depth(g, cn->flushes + cn->flush_offset + 1);
 	uint16		form = lert_level0_form(r->st);
 	bool		deeper = false;
 	MergeSrc	src[LERT_MAX_LEVELS + 1];
