@@ -124,82 +124,52 @@ foreach my $part (0 .. 3)
 	}
 }
 
-# 1b. the spill page of free extents: with room for two extents in the
-# metapage (a test setting), every install and reservation keeps the rest
-# of the pool on a new version of its spill page; a round stopped after
-# writing one, before its metapage record, leaves the previous version in
-# force, and the redone round gives the reference's reports and counts
-foreach my $t ('l_sp', 'ref_sp')
+# 1b. the pool's spill page, with room for two extents in the metapage (a
+# test setting), so that every install and reservation keeps the rest of
+# the pool on a new version of the spill page:
+# - sp (two cones): a round stopped after writing one, before its
+#   metapage record, leaves the previous version in force;
+# - rs (four cones): a round stopped right after a reservation's record,
+#   with a reservation on the spill page, leaves it reserved for its cone's
+#   next round, which takes it from there;
+# either way the redone round gives the reference's reports and counts
+foreach my $case (
+	[ 'sp', 2, 'spilled', 'after writing its spill page' ],
+	[ 'rs', 4, 'reserved', 'after a reservation, with reservations spilled' ])
 {
-	$node->safe_psql('postgres',
-		"SELECT lert_create('$t', 'int8', buffer_size => '64kB', cones => 2)");
-	foreach my $part (0 .. 3)
+	my ($s, $cones, $point, $when) = @$case;
+	my ($l, $r) = ("l_$s", "ref_$s");
+	foreach my $t ($l, $r)
 	{
-		my $lo = int($n * $part / 4);
-		my $hi = int($n * ($part + 1) / 4);
 		$node->safe_psql('postgres',
-			"SET streamsketch.test_lert_free_extents = 2;\n"
-			  . "INSERT INTO $t SELECT k FROM stream WHERE pos >= $lo AND pos < $hi ORDER BY pos;\n"
-			  . ($part < 3 || $t eq 'ref_sp' ? "SELECT count(*) FROM $t;\n" : ""));
+			"SELECT lert_create('$t', 'int8', buffer_size => '64kB', cones => $cones)");
+		foreach my $part (0 .. 3)
+		{
+			my $lo = int($n * $part / 4);
+			my $hi = int($n * ($part + 1) / 4);
+			$node->safe_psql('postgres',
+				"SET streamsketch.test_lert_free_extents = 2;\n"
+				  . "INSERT INTO $t SELECT k FROM stream WHERE pos >= $lo AND pos < $hi ORDER BY pos;\n"
+				  . ($part < 3 || $t eq $r ? "SELECT count(*) FROM $t;\n" : ""));
+		}
 	}
-}
-{
-	my $ref = $node->safe_psql('postgres', state_sql('ref_sp'));
+	my $ref = $node->safe_psql('postgres', state_sql($r));
 	my $offset = -s $node->logfile;
 	my ($err) = ss_run_sql($node,
 		"SET streamsketch.test_lert_free_extents = 2;\n"
-		  . "SET streamsketch.test_lert_crash = spilled;\nSELECT count(*) FROM l_sp;\n");
+		  . "SET streamsketch.test_lert_crash = $point;\nSELECT count(*) FROM $l;\n");
 	is($err,
-		"XX000: streamsketch.test_lert_crash: stopping at \"spilled\" in the consolidation of \"l_sp\"",
-		'l_sp: the consolidation PANICs after writing its spill page');
+		"XX000: streamsketch.test_lert_crash: stopping at \"$point\" in the consolidation of \"$l\"",
+		"$l: the consolidation PANICs $when");
 	ss_wait_restart($node, $offset);
-	is($node->safe_psql('postgres', state_sql('l_sp')), $ref,
-		'l_sp: after the crash at spilled, the reports and counts are the reference\'s');
+	is($node->safe_psql('postgres', state_sql($l)), $ref,
+		"$l: after the crash at $point, the reports and counts are the reference's");
 	$node->safe_psql('postgres',
 		"SET streamsketch.test_lert_free_extents = 2;\n"
-		  . "SELECT lert_flush('l_sp'), lert_flush('ref_sp')");
-	is($node->safe_psql('postgres', state_sql('l_sp')),
-		$node->safe_psql('postgres', state_sql('ref_sp')),
-		'l_sp: after lert_flush, the reference\'s reports and counts');
-}
-
-# 1c. reservations on the spill page: with four cones and room for two
-# extents in the metapage, a round's reservations spill too; a round
-# stopped right after a reservation's record, with one on the spill page,
-# leaves them reserved for its cone's next round, which takes them from
-# the spill page and gives the reference's reports and counts
-foreach my $t ('l_rs', 'ref_rs')
-{
-	$node->safe_psql('postgres',
-		"SELECT lert_create('$t', 'int8', buffer_size => '64kB', cones => 4)");
-	foreach my $part (0 .. 3)
-	{
-		my $lo = int($n * $part / 4);
-		my $hi = int($n * ($part + 1) / 4);
-		$node->safe_psql('postgres',
-			"SET streamsketch.test_lert_free_extents = 2;\n"
-			  . "INSERT INTO $t SELECT k FROM stream WHERE pos >= $lo AND pos < $hi ORDER BY pos;\n"
-			  . ($part < 3 || $t eq 'ref_rs' ? "SELECT count(*) FROM $t;\n" : ""));
-	}
-}
-{
-	my $ref = $node->safe_psql('postgres', state_sql('ref_rs'));
-	my $offset = -s $node->logfile;
-	my ($err) = ss_run_sql($node,
-		"SET streamsketch.test_lert_free_extents = 2;\n"
-		  . "SET streamsketch.test_lert_crash = reserved;\nSELECT count(*) FROM l_rs;\n");
-	is($err,
-		"XX000: streamsketch.test_lert_crash: stopping at \"reserved\" in the consolidation of \"l_rs\"",
-		'l_rs: the consolidation PANICs after a reservation, with reservations spilled');
-	ss_wait_restart($node, $offset);
-	is($node->safe_psql('postgres', state_sql('l_rs')), $ref,
-		'l_rs: after the crash at reserved, the reports and counts are the reference\'s');
-	$node->safe_psql('postgres',
-		"SET streamsketch.test_lert_free_extents = 2;\n"
-		  . "SELECT lert_flush('l_rs'), lert_flush('ref_rs')");
-	is($node->safe_psql('postgres', state_sql('l_rs')),
-		$node->safe_psql('postgres', state_sql('ref_rs')),
-		'l_rs: after lert_flush, the reference\'s reports and counts');
+		  . "SELECT lert_flush('$l'), lert_flush('$r')");
+	is($node->safe_psql('postgres', state_sql($l)),
+		$node->safe_psql('postgres', state_sql($r)),
+		"$l: after lert_flush, the reference's reports and counts");
 }
 
 # every heavy key is reported once lert_flush merged everything
