@@ -222,7 +222,7 @@ typedef struct SimEntry
 {
 	uint64		key;
 	LertCount	c;
-	bool		fresh;			/* observed since the last flush */
+	bool		fresh;			/* in Sim.rest: moved into level 0's table */
 } SimEntry;
 
 typedef struct SimLevel
@@ -234,13 +234,24 @@ typedef struct SimLevel
 typedef struct Sim
 {
 	LertGeom	g;
-	/* level 0: open addressing, power-of-two size, key 0 never used */
+
+	/*
+	 * Level 0 is the keys observed since the last flush, in an open
+	 * addressing table (power-of-two size, key 0 never used), and what the
+	 * last flush put back, sorted by key.  A put-back entry moves into the
+	 * table when its key is observed.  A flush then sorts only the table
+	 * (up to C0 keys) and merges it with the put-back entries and the
+	 * levels, instead of sorting all of level 0, which holds every key
+	 * below the threshold and grows with the stream.
+	 */
 	SimEntry   *l0;
 	uint64		l0_size;
-	int64		l0_n;
+	int64		l0_fresh;		/* keys in the table */
+	SimEntry   *rest;			/* put back by the last flush, by key */
+	int64		nrest;
+	int64		l0_n;			/* keys at level 0: table and unmoved rest */
 	int64		l0_limit;		/* flush when l0_n reaches it */
 	int64		max_l0;
-	int64		l0_fresh;		/* entries observed since the last flush */
 	int64		max_fresh;
 	SimLevel	level[LERT_MAX_LEVELS + 1];
 	uint64		flushes;
@@ -285,11 +296,36 @@ l0_find(Sim *sim, uint64 key, bool create)
 	sim->l0[i].c.disk_sum = 0;
 	sim->l0[i].c.flags = 0;
 	sim->l0[i].fresh = false;
-	sim->l0_n++;
-	sim->max_l0 = Max(sim->max_l0, sim->l0_n);
+	sim->l0_fresh++;
+	sim->max_fresh = Max(sim->max_fresh, sim->l0_fresh);
 	return &sim->l0[i];
 }
 
+/* The put-back entry of key not yet moved into the table, or NULL. */
+static SimEntry *
+rest_find(Sim *sim, uint64 key)
+{
+	int64		lo = 0,
+				hi = sim->nrest;
+
+	while (lo < hi)
+	{
+		int64		mid = (lo + hi) / 2;
+
+		if (sim->rest[mid].key < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < sim->nrest && sim->rest[lo].key == key && !sim->rest[lo].fresh)
+		return &sim->rest[lo];
+	return NULL;
+}
+
+/*
+ * An empty table for up to capacity keys; the flush emptied the old one
+ * slot by slot, so it is reused when large enough.
+ */
 static void
 l0_reset(Sim *sim, int64 capacity)
 {
@@ -297,11 +333,13 @@ l0_reset(Sim *sim, int64 capacity)
 
 	while (size < (uint64) capacity * 2)
 		size <<= 1;
-	free(sim->l0);
-	sim->l0 = xmalloc(sizeof(SimEntry) * size);
-	memset(sim->l0, 0, sizeof(SimEntry) * size);
-	sim->l0_size = size;
-	sim->l0_n = 0;
+	if (size > sim->l0_size)
+	{
+		free(sim->l0);
+		sim->l0 = xmalloc(sizeof(SimEntry) * size);
+		memset(sim->l0, 0, sizeof(SimEntry) * size);
+		sim->l0_size = size;
+	}
 	sim->l0_fresh = 0;
 }
 
@@ -381,6 +419,23 @@ cmp_entry(const void *a, const void *b)
 	return x->key < y->key ? -1 : x->key > y->key;
 }
 
+/* out = a and b merged by key (both sorted); returns its length */
+static int64
+merge_by_key(const SimEntry *a, int64 na, const SimEntry *b, int64 nb, SimEntry *out)
+{
+	int64		i = 0,
+				j = 0,
+				n = 0;
+
+	while (i < na && j < nb)
+		out[n++] = b[j].key < a[i].key ? b[j++] : a[i++];
+	while (i < na)
+		out[n++] = a[i++];
+	while (j < nb)
+		out[n++] = b[j++];
+	return n;
+}
+
 /* A flush: shuffle-merge levels 0..depth at position pos. */
 static void
 sim_flush(Sim *sim, int64 pos, bool final)
@@ -389,7 +444,9 @@ sim_flush(Sim *sim, int64 pos, bool final)
 	uint32		depth;
 	int64		total = sim->l0_n;
 	SimEntry   *all;
-	int64		n = 0;
+	SimEntry   *merged;
+	int64		n = 0,
+				nfresh = 0;
 	bool		deeper = false;
 	SimLevel	out[LERT_MAX_LEVELS + 1];
 	SimEntry   *rests;
@@ -401,16 +458,36 @@ sim_flush(Sim *sim, int64 pos, bool final)
 		total += sim->level[j].n;
 	for (uint32 j = depth + 1; j <= g->nlevels; j++)
 		deeper |= sim->level[j].n > 0;
-	all = xmalloc(sizeof(SimEntry) * total);
+	all = xmalloc(sizeof(SimEntry) * Max(total, 1));
+	merged = xmalloc(sizeof(SimEntry) * Max(total, 1));
+	/* the table's keys, sorted; the slots emptied for the next interval */
 	for (uint64 i = 0; i < sim->l0_size; i++)
 		if (sim->l0[i].key != 0)
-			all[n++] = sim->l0[i];
+		{
+			merged[nfresh++] = sim->l0[i];
+			sim->l0[i].key = 0;
+		}
+	qsort(merged, nfresh, sizeof(SimEntry), cmp_entry);
+	/* with the put-back entries not moved into the table */
+	for (int64 i = 0, f = 0; i < sim->nrest || f < nfresh;)
+	{
+		if (i < sim->nrest && sim->rest[i].fresh)
+			i++;
+		else if (f < nfresh && (i == sim->nrest || merged[f].key < sim->rest[i].key))
+			all[n++] = merged[f++];
+		else
+			all[n++] = sim->rest[i++];
+	}
+	CHECK(n == sim->l0_n, "level 0 holds %lld keys, counted %lld", (long long) n, (long long) sim->l0_n);
 	for (uint32 j = 1; j <= depth; j++)
 	{
-		memcpy(all + n, sim->level[j].e, sizeof(SimEntry) * sim->level[j].n);
-		n += sim->level[j].n;
+		SimEntry   *swap = all;
+
+		n = merge_by_key(all, n, sim->level[j].e, sim->level[j].n, merged);
+		all = merged;
+		merged = swap;
 	}
-	qsort(all, n, sizeof(SimEntry), cmp_entry);
+	free(merged);
 
 	for (uint32 j = 1; j <= depth; j++)
 	{
@@ -465,12 +542,14 @@ sim_flush(Sim *sim, int64 pos, bool final)
 		sim->level[j] = out[j];
 	}
 
-	/* level 0 keeps what the merge put back */
+	/* level 0 keeps what the merge put back (in key order) */
+	free(sim->rest);
+	sim->rest = rests;
+	sim->nrest = nrests;
+	sim->l0_n = nrests;
+	sim->max_l0 = Max(sim->max_l0, nrests);
 	sim->l0_limit = lert_level0_limit(g, nrests);
-	l0_reset(sim, sim_runs_keep(sim) ? nrests + g->level0_capacity : sim->l0_limit);
-	for (int64 i = 0; i < nrests; i++)
-		*l0_find(sim, rests[i].key, true) = rests[i];
-	free(rests);
+	l0_reset(sim, sim_runs_keep(sim) ? g->level0_capacity : sim->l0_limit);
 	sim->last_flush = pos;
 }
 
@@ -485,20 +564,29 @@ sim_observe(Sim *sim, uint64 key, int64 pos)
 		pos - sim->last_flush >= lert_level0_period(&sim->g))
 		sim_flush(sim, pos, false);
 	e = l0_find(sim, key, false);
-	if (sim_runs_keep(sim) ?
-		(e == NULL || !e->fresh) && sim->l0_fresh >= sim->g.level0_capacity :
-		e == NULL && sim->l0_n >= sim->l0_limit)
+	if (e == NULL &&
+		(sim_runs_keep(sim) ? sim->l0_fresh >= sim->g.level0_capacity :
+		 sim->l0_n >= sim->l0_limit && rest_find(sim, key) == NULL))
 	{
 		sim_flush(sim, pos, false);
 		e = l0_find(sim, key, false);
 	}
 	if (e == NULL)
-		e = l0_find(sim, key, true);
-	if (!e->fresh)
 	{
-		e->fresh = true;
-		sim->l0_fresh++;
-		sim->max_fresh = Max(sim->max_fresh, sim->l0_fresh);
+		SimEntry   *r = rest_find(sim, key);
+
+		e = l0_find(sim, key, true);
+		if (r != NULL)
+		{
+			/* a put-back count moves into the table */
+			e->c = r->c;
+			r->fresh = true;
+		}
+		else
+		{
+			sim->l0_n++;
+			sim->max_l0 = Max(sim->max_l0, sim->l0_n);
+		}
 	}
 	if (lert_observe(&sim->g, &e->c, 1, pos, query_levels, &q, &r))
 		record_report(sim, key, &r);
@@ -629,6 +717,7 @@ run_one(const Stream *s, const LertGeom *geom, const char *label)
 	for (uint32 j = 1; j <= geom->nlevels; j++)
 		free(sim.level[j].e);
 	free(sim.l0);
+	free(sim.rest);
 	free(sim.rep);
 	free(sim.reported);
 	free(cs);
