@@ -60,6 +60,8 @@ struct CbtAggRun
 	TupleDesc	input_desc;
 	ExprContext *row_econtext;	/* arguments, deserialized states */
 	ExprContext *state_econtext;	/* per-tuple memory: the states */
+	MemoryContext serial_cxt;	/* a serial function's garbage, reset after
+								 * each call: a round serializes every group */
 	AggState   *aggstate;
 	AggFns	   *fns;
 	FmgrInfo   *key_hash;		/* the keys' extended hash functions */
@@ -91,6 +93,8 @@ cbt_agg_begin(const CbtDef *def, MemoryContext cxt)
 	}
 	run->row_econtext = CreateStandaloneExprContext();
 	run->state_econtext = CreateStandaloneExprContext();
+	run->serial_cxt = AllocSetContextCreate(cxt, "cbt serialize",
+											ALLOCSET_SMALL_SIZES);
 	run->aggstate = makeNode(AggState);
 	run->aggstate->curaggcontext = run->state_econtext;
 	run->aggstate->tmpcontext = run->row_econtext;
@@ -392,6 +396,9 @@ value_put(StringInfo buf, Datum value, bool isnull, int16 typlen, bool byval)
 	appendStringInfoChar(buf, STATE_VALUE);
 	appendBinaryStringInfo(buf, (const char *) &len, sizeof(len));
 	appendBinaryStringInfo(buf, bytes, len);
+	/* a detoasted (or short-header) varlena was copied */
+	if (typlen == -1 && bytes != DatumGetPointer(value))
+		pfree((void *) bytes);
 }
 
 /*
@@ -471,6 +478,7 @@ cbt_agg_serialize(CbtAggRun *run, const CbtStates *st, StringInfo buf)
 		else if (f->internal && !st->isnull[a])
 		{
 			LOCAL_FCINFO(fcinfo, 1);
+			MemoryContext old = MemoryContextSwitchTo(run->serial_cxt);
 			Datum		b;
 
 			InitFunctionCallInfoData(*fcinfo, &f->serial, 1, InvalidOid,
@@ -485,10 +493,13 @@ cbt_agg_serialize(CbtAggRun *run, const CbtStates *st, StringInfo buf)
 				bytea	   *v = DatumGetByteaPP(b);
 				uint32		len = VARSIZE_ANY_EXHDR(v);
 
+				/* buf grows in its own context */
 				appendStringInfoChar(buf, STATE_VALUE);
 				appendBinaryStringInfo(buf, (const char *) &len, sizeof(len));
 				appendBinaryStringInfo(buf, VARDATA_ANY(v), len);
 			}
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(run->serial_cxt);
 		}
 		else
 			value_put(buf, st->values[a], st->isnull[a], f->translen,

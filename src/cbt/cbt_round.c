@@ -369,7 +369,7 @@ static List *empty_node(CbtRound *r, CbtNode *node, BlockNumber oldblk);
 /*
  * Replace the children of node (in memory) with the references in refs,
  * splitting node into several when they are more than the fan-out.
- * Returns node's references (one per node it became), written.
+ * Returns node's references (one per node it became), written; frees refs.
  */
 static List *
 pack_children(CbtRound *r, CbtNode *node, BlockNumber oldblk, List *refs)
@@ -412,6 +412,7 @@ pack_children(CbtRound *r, CbtNode *node, BlockNumber oldblk, List *refs)
 	}
 	if (nnodes > 1)
 		r->meta.splits++;
+	list_free_deep(refs);
 	return out;
 }
 
@@ -446,8 +447,10 @@ empty_leaf(CbtRound *r, CbtNode *node, BlockNumber oldblk)
 	while (merge_next(r, m, leaf_writer_for, w))
 		;
 	merge_close(m);
+	pfree(m);
 	free_fragments(r, node);
 	nparts = cbt_frag_writer_end_split(w, budget, CBT_MAX_FANOUT, parts);
+	pfree(w);
 
 	for (int k = 0; k < Max(nparts, 1); k++)
 	{
@@ -465,6 +468,7 @@ empty_leaf(CbtRound *r, CbtNode *node, BlockNumber oldblk)
 		*ref = write_node(r, &leaf, k == 0 ? oldblk : InvalidBlockNumber);
 		out = lappend(out, ref);
 	}
+	pfree(parts);
 	if (nparts > 1)
 		r->meta.splits++;
 	return out;
@@ -492,6 +496,7 @@ spill(CbtRound *r, CbtNode *node)
 	while (merge_next(r, m, spill_writer_for, sp))
 		;
 	merge_close(m);
+	pfree(m);
 	free_fragments(r, node);
 	r->meta.spills++;
 	return sp;
@@ -562,7 +567,9 @@ empty_internal(CbtRound *r, CbtNode *node, BlockNumber oldblk)
 		/* the first piece keeps the child's lower bound */
 		((NodeRef *) linitial(cr))->pivot = node->pivot[i];
 		refs = list_concat(refs, cr);
+		list_free(cr);
 	}
+	pfree(sp);
 	return pack_children(r, node, oldblk, refs);
 }
 
@@ -628,9 +635,15 @@ finalize_node(CbtRound *r, CbtNode *node, BlockNumber oldblk, bool dirty,
 			changed = true;
 		((NodeRef *) linitial(cr))->pivot = node->pivot[i];
 		refs = list_concat(refs, cr);
+		list_free(cr);
 	}
+	if (sp)
+		pfree(sp);
 	if (!changed)
+	{
+		list_free_deep(refs);
 		return node_ref(node, oldblk);
+	}
 	return pack_children(r, node, oldblk, refs);
 }
 
