@@ -95,6 +95,16 @@ typedef struct SSStateOps
 	/* parse and validate a label (ss_label_split) into st's parameters */
 	void		(*params_from_label) (Relation rel, const char *label, void *st);
 	/*
+	 * Optional: does the label name the parameters of st (a metapage's)?
+	 * Without it, params_from_label's result is compared with st through
+	 * params_to_label.  A structure whose label also holds what is not a
+	 * parameter (a cbt's definition, bound by object ids in the metapage
+	 * and only copied into the label as text) compares the parameters
+	 * alone.
+	 */
+	bool		(*label_agrees) (Relation rel, const char *label,
+								 const void *st);
+	/*
 	 * Optional: a SECURITY LABEL statement gave rel the parameters st
 	 * (also in binary-upgrade mode, where rel's files are not there yet);
 	 * record what they make the table depend on.
@@ -133,6 +143,20 @@ extern Oid	ss_create_structure(const SSStateOps *ops, const void *st,
 								const char *amname, bool unlogged);
 extern List *ss_parse_column_list(const char *list, const char *what,
 								  const char *hint);
+
+/*
+ * A user's text parsed inside SQL of ours, which starts offset bytes
+ * before it: an error context callback (arg: an SSUserText) makes a parse
+ * error's position point into the text, as PL/pgSQL does for a function
+ * body, instead of into the statement that called us.
+ */
+typedef struct SSUserText
+{
+	const char *text;
+	int			offset;
+} SSUserText;
+
+extern void ss_user_text_error_callback(void *arg);
 extern char *ss_column_list_sql(List *coldefs, Oid *types);
 extern Oid	ss_create_structure_columns(const SSStateOps *ops, const void *st,
 										text *name, const char *columns,

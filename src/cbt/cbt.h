@@ -7,7 +7,7 @@
  *	  aggregates' runtime in cbt_agg.h, the block format in cbt_codec.h.
  *
  * Relation layout: block 0 is the metapage (CbtMeta, with the
- * definition's stored text); every other block belongs to an extent (a
+ * definition's bound query); every other block belongs to an extent (a
  * node page, a fragment) or to the change log.  Extents are
  * reserved with ss_log_alloc_run and recycled through the metapage's
  * free list, each freed extent stamped with the full xid after which no
@@ -57,12 +57,14 @@
  */
 #define CBT_MAX_OVERFLOW_EXTENTS	(64 * 1024)
 /*
- * The definition's stored text lives in the metapage, so that the
- * storage layer's creation, TRUNCATE and label code handle it as any
- * parameter; a definition whose deparsed query is longer is refused
- * (about twenty aggregates fit).
+ * The definition's bound query lives in the metapage (cbt_defstore.c), so
+ * that the storage layer's creation, TRUNCATE and label code handle it as
+ * any parameter; a definition whose compressed node tree is larger is
+ * refused (about forty aggregates fit).  Its text in a label is bounded
+ * too.
  */
 #define CBT_DEF_MAX				5120
+#define CBT_DEF_MAX_TEXT		(256 * 1024)
 
 /* parameters, captured at creation (streamsketch.cbt_*) */
 typedef struct CbtParams
@@ -172,7 +174,7 @@ typedef struct CbtMeta
 	uint64		fragments;
 	uint64		nodes;
 	CbtFreeExtent free_ext[CBT_MAX_FREE_EXTENTS];	/* by start block */
-	char		definition[CBT_DEF_MAX];	/* NUL-terminated (cbt_def.h) */
+	char		definition[CBT_DEF_MAX];	/* bound query (cbt_defstore.c) */
 
 	/*
 	 * The rest of the free list, written by the install whose generation

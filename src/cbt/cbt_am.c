@@ -99,18 +99,117 @@ static const char *const cbt_label_keys[] = {
 #define CBT_LABEL_NKEYS lengthof(cbt_label_keys)
 
 /*
- * The definition goes into the label base64-encoded: the label is a list
- * of name=value words, and a query has spaces.
+ * The label's parameters, and its definition's text (NULL for "-").  The
+ * definition goes into the label base64-encoded: the label is a list of
+ * name=value words, and a query has spaces.
  */
+static char *
+label_parse(const char *label, CbtParams *p)
+{
+	char	   *v[CBT_LABEL_NKEYS];
+	int			enclen;
+	int			maxlen;
+	char	   *dec;
+	int			declen;
+
+	ss_label_split(label, CBT_LABEL_NKEYS, cbt_label_keys, v);
+	memset(p, 0, sizeof(*p));
+	p->root_buffer_kb = (uint32) ss_label_int("root_buffer_kb", v[0], 64, CBT_MAX_BUFFER_KB);
+	p->node_buffer_kb = (uint32) ss_label_int("node_buffer_kb", v[1], 16, CBT_MAX_BUFFER_KB);
+	p->fanout = (uint32) ss_label_int("fanout", v[2], CBT_MIN_FANOUT, CBT_MAX_FANOUT_PARAM);
+	p->compression = ss_label_bool("compression", v[3]);
+	p->hash_bits = (uint32) ss_label_int("hash_bits", v[4], 1, 64);
+	p->seed = (uint32) ss_label_int("seed", v[5], 0, PG_UINT32_MAX);
+	if (strcmp(v[6], "-") == 0)
+		return NULL;
+	enclen = (int) strlen(v[6]);
+	maxlen = pg_b64_dec_len(enclen);
+	dec = palloc(maxlen + 1);
+	declen = pg_b64_decode(v[6], enclen, dec, maxlen);
+	if (declen <= 0 || declen > CBT_DEF_MAX_TEXT ||
+		memchr(dec, '\0', declen) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid cbt definition in the label")));
+	dec[declen] = '\0';
+	return dec;
+}
+
+/* The text of relid's definition as its label has it, or NULL. */
+static char *
+label_definition(Oid relid)
+{
+	char	   *label = OidIsValid(relid) ? ss_get_label(relid) : NULL;
+	CbtParams	p;
+
+	return label ? label_parse(label, &p) : NULL;
+}
+
+/*
+ * The definition st's table runs: its bound query, or, if the metapage's
+ * ids are another cluster's or it holds text, the label's text resolved
+ * now (cbt_defstore.c).  NULL if there is none.
+ */
+static CbtDef *
+state_definition(const CbtState *st)
+{
+	char	   *text;
+
+	switch (cbt_def_stored_form(st->definition))
+	{
+		case CBT_DEF_NONE:
+			return NULL;
+		case CBT_DEF_BOUND:
+			return cbt_def_from_tree(cbt_def_stored_tree(st->definition),
+									 st->owner);
+		case CBT_DEF_BOUND_ELSEWHERE:
+		case CBT_DEF_TEXT:
+			break;
+	}
+	text = label_definition(st->relid);
+	if (text == NULL && cbt_def_stored_form(st->definition) == CBT_DEF_TEXT)
+		text = pstrdup(st->definition);
+	if (text == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the definition of cbt \"%s\" was bound in another cluster",
+						get_rel_name(st->relid)),
+				 errdetail("Its metapage names the objects it uses by ids of another cluster, and the table has no label to resolve them from."),
+				 errhint("Restore the table's label from a dump of the cluster it was copied from.")));
+	return cbt_def_load(text, st->owner);
+}
+
+/* The text of st's definition, with its columns' current names. */
+static char *
+state_definition_text(const CbtState *st)
+{
+	CbtDef	   *def = state_definition(st);
+	const char *names[CBT_MAX_COLUMNS];
+
+	if (def == NULL)
+		return NULL;
+	for (int i = 0; i < st->ncols; i++)
+		names[i] = NameStr(st->colnames[i]);
+	return cbt_def_deparse(def, st->ncols, names);
+}
+
+/* cbt_info's definition: what a dump's label would hold now. */
+char *
+cbt_definition_text(Relation rel)
+{
+	return state_definition_text(cbt_get_state(rel));
+}
+
 static char *
 cbt_params_to_label(const void *stp)
 {
 	const CbtState *st = (const CbtState *) stp;
 	const CbtParams *p = &st->params;
 	StringInfoData buf;
-	int			len = (int) strlen(st->definition);
+	char	   *text = state_definition_text(st);
+	int			len = text ? (int) strlen(text) : 0;
 	char	   *enc = palloc(pg_b64_enc_len(len) + 1);
-	int			enclen = pg_b64_encode(st->definition, len, enc,
+	int			enclen = pg_b64_encode(text ? text : "", len, enc,
 									   pg_b64_enc_len(len));
 
 	if (enclen < 0)
@@ -124,50 +223,73 @@ cbt_params_to_label(const void *stp)
 	return buf.data;
 }
 
+/* The relation's columns, for the definition's text. */
+static void
+state_set_columns(Relation rel, CbtState *st)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	st->relid = RelationGetRelid(rel);
+	st->owner = rel->rd_rel->relowner;
+	st->ncols = 0;
+	for (int i = 0; i < desc->natts && st->ncols < CBT_MAX_COLUMNS; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped)
+			st->colnames[st->ncols++] = att->attname;
+	}
+}
+
+/*
+ * A label's definition is resolved as the owner would resolve it, once,
+ * and kept bound (a restore, pg_upgrade's schema, TRUNCATE of a table
+ * whose metapage is damaged).
+ */
 static void
 cbt_params_from_label(Relation rel, const char *label, void *stp)
 {
 	CbtState   *st = (CbtState *) stp;
-	CbtParams  *p = &st->params;
-	char	   *v[CBT_LABEL_NKEYS];
+	CbtParams	p;
+	char	   *text = label_parse(label, &p);
 
-	ss_label_split(label, CBT_LABEL_NKEYS, cbt_label_keys, v);
 	memset(st, 0, sizeof(*st));
-	p->root_buffer_kb = (uint32) ss_label_int("root_buffer_kb", v[0], 64, CBT_MAX_BUFFER_KB);
-	p->node_buffer_kb = (uint32) ss_label_int("node_buffer_kb", v[1], 16, CBT_MAX_BUFFER_KB);
-	p->fanout = (uint32) ss_label_int("fanout", v[2], CBT_MIN_FANOUT, CBT_MAX_FANOUT_PARAM);
-	p->compression = ss_label_bool("compression", v[3]);
-	p->hash_bits = (uint32) ss_label_int("hash_bits", v[4], 1, 64);
-	p->seed = (uint32) ss_label_int("seed", v[5], 0, PG_UINT32_MAX);
-	if (strcmp(v[6], "-") != 0)
-	{
-		int			enclen = (int) strlen(v[6]);
-		int			maxlen = pg_b64_dec_len(enclen);
-		char	   *dec = palloc(maxlen + 1);
-		int			declen = pg_b64_decode(v[6], enclen, dec, maxlen);
+	st->params = p;
+	state_set_columns(rel, st);
+	if (text != NULL)
+		cbt_def_store(cbt_def_load(text, rel->rd_rel->relowner),
+					  st->definition);
+}
 
-		if (declen < 0 || declen >= CBT_DEF_MAX ||
-			memchr(dec, '\0', declen) != NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid cbt definition in the label")));
-		memcpy(st->definition, dec, declen);
-		st->definition[declen] = '\0';
-		/* it must resolve, as its owner would resolve it */
-		(void) cbt_def_load(st->definition, rel->rd_rel->relowner);
-	}
+/*
+ * The metapage agrees with the label if the parameters do: the definition
+ * is bound by ids in the metapage, protected by its checksum, and the
+ * label's text of it is only the dump's copy, stale until the event
+ * trigger that follows renames has run.
+ */
+static bool
+cbt_label_agrees(Relation rel, const char *label, const void *stp)
+{
+	const CbtState *st = (const CbtState *) stp;
+	CbtParams	p;
+
+	(void) label_parse(label, &p);
+	return p.root_buffer_kb == st->params.root_buffer_kb &&
+		p.node_buffer_kb == st->params.node_buffer_kb &&
+		p.fanout == st->params.fanout &&
+		p.compression == st->params.compression &&
+		p.hash_bits == st->params.hash_bits &&
+		p.seed == st->params.seed;
 }
 
 /* A restored definition: the table depends on what it names. */
 static void
 cbt_label_set(Relation rel, const void *stp)
 {
-	const CbtState *st = (const CbtState *) stp;
+	CbtDef	   *def = state_definition((const CbtState *) stp);
 
-	if (st->definition[0] != '\0')
-		cbt_def_record_dependencies(cbt_def_load(st->definition,
-												 rel->rd_rel->relowner),
-									RelationGetRelid(rel));
+	if (def != NULL)
+		cbt_def_record_dependencies(def, RelationGetRelid(rel));
 }
 
 /* ---- state ops ---- */
@@ -181,6 +303,8 @@ cbt_state_columns(Relation rel, void *st)
 				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 				 errmsg("a cbt table has group keys and aggregates"),
 				 errhint("Create it with cbt_create().")));
+	if (st != NULL)
+		state_set_columns(rel, (CbtState *) st);
 }
 
 static void
@@ -198,8 +322,7 @@ cbt_check_meta(Relation rel, const void *metap)
 		p->fanout < CBT_MIN_FANOUT || p->fanout > CBT_MAX_FANOUT_PARAM ||
 		p->hash_bits < 1 || p->hash_bits > 64)
 		elog(ERROR, "a parameter is out of range");
-	if (memchr(m->definition, '\0', CBT_DEF_MAX) == NULL)
-		elog(ERROR, "the definition is not terminated");
+	cbt_def_check_stored(m->definition);
 	if (m->nfree > CBT_MAX_FREE_EXTENTS || m->height > CBT_MAX_HEIGHT ||
 		(m->root == InvalidBlockNumber) != (m->height == 0) ||
 		(m->root != InvalidBlockNumber &&
@@ -231,7 +354,7 @@ cbt_params_from_meta(const void *metap, void *stp)
 	CbtState   *st = (CbtState *) stp;
 
 	st->params = m->params;
-	strlcpy(st->definition, m->definition, CBT_DEF_MAX);
+	memcpy(st->definition, m->definition, CBT_DEF_MAX);
 }
 
 static void
@@ -244,7 +367,7 @@ cbt_init_meta(const void *stp, void *metap)
 	ss_meta_header_init(&m->hdr, SS_KIND_CBT, st->params.seed, 1);
 	m->params = st->params;
 	m->root = InvalidBlockNumber;
-	strlcpy(m->definition, st->definition, CBT_DEF_MAX);
+	memcpy(m->definition, st->definition, CBT_DEF_MAX);
 }
 
 /*
@@ -258,6 +381,7 @@ cbt_state_defaults(Relation rel, void *stp)
 
 	memset(st, 0, sizeof(*st));
 	cbt_params_from_gucs(&st->params);
+	state_set_columns(rel, st);
 }
 
 static bool cbt_consolidate(SSConsolidation *c);
@@ -275,6 +399,7 @@ const SSStateOps cbt_state_ops = {
 	.default_params = cbt_state_defaults,
 	.params_to_label = cbt_params_to_label,
 	.params_from_label = cbt_params_from_label,
+	.label_agrees = cbt_label_agrees,
 	.label_set = cbt_label_set,
 };
 
@@ -289,9 +414,9 @@ cbt_get_state(Relation rel)
 /*
  * The runtimes of this backend, by relation.  A relcache invalidation of
  * the relation (ALTER, GRANT, VACUUM's statistics, DROP, a changed
- * label) marks its entry stale: the next use builds the runtime again,
- * so names the definition uses are resolved anew, and the entries of
- * relations that no longer exist are dropped.  A replaced runtime may
+ * label) marks its entry stale: the next use builds the runtime again
+ * (the owner, or the aggregates' privileges, may have changed), and the
+ * entries of relations that no longer exist are dropped.  A replaced runtime may
  * still be used by a scan of this transaction (a cursor), so it is freed
  * at the transaction's end, when no scan is left.
  */
@@ -316,7 +441,12 @@ column_mismatch(Relation rel, const char *detail)
 			 errdetail_internal("%s", detail)));
 }
 
-/* Map the relation's columns to the definition's keys, results, inputs. */
+/*
+ * Map the relation's columns to the definition's keys, results, inputs, by
+ * position: cbt_create made them in cbt_def_relation_columns' order, and
+ * columns cannot be added, dropped or retyped (the guard rails), only
+ * renamed.
+ */
 static void
 map_columns(Relation rel, CbtRuntime *rt)
 {
@@ -324,9 +454,21 @@ map_columns(Relation rel, CbtRuntime *rt)
 	TupleDesc	desc = RelationGetDescr(rel);
 	CbtColumn	cols[CBT_MAX_COLUMNS];
 	int			ncols = cbt_def_relation_columns(def, cols);
+	int			uncarried[CBT_MAX_COLUMNS];
+	int			nuncarried = 0;
 	int			n = 0;
 
-	if (desc->natts - 0 < ncols)
+	/* the inputs no result carries, in order: the last columns */
+	for (int in = 0; in < def->ninputs; in++)
+	{
+		bool		carried = false;
+
+		for (int a = 0; a < def->naggs; a++)
+			carried |= def->aggs[a].carried_input == in;
+		if (!carried)
+			uncarried[nuncarried++] = in;
+	}
+	if (desc->natts < ncols)
 		column_mismatch(rel, "The table has fewer columns than its definition.");
 	rt->input_src = MemoryContextAllocZero(rt->cxt, sizeof(int) * (def->nkeys + def->ninputs));
 	rt->result_takes_input = MemoryContextAllocZero(rt->cxt, sizeof(bool) * def->naggs);
@@ -336,8 +478,7 @@ map_columns(Relation rel, CbtRuntime *rt)
 
 		if (att->attisdropped)
 			continue;
-		if (n >= ncols || strcmp(NameStr(att->attname), cols[n].name) != 0 ||
-			att->atttypid != cols[n].type)
+		if (n >= ncols || att->atttypid != cols[n].type)
 			column_mismatch(rel, psprintf("Column %d is \"%s\" of type %s.", i + 1,
 										  NameStr(att->attname),
 										  format_type_be(att->atttypid)));
@@ -355,12 +496,7 @@ map_columns(Relation rel, CbtRuntime *rt)
 			}
 		}
 		else
-		{
-			/* the inputs no result carries, in order */
-			for (int in = 0; in < def->ninputs; in++)
-				if (strcmp(def->inputs[in].name, cols[n].name) == 0)
-					rt->input_src[def->nkeys + in] = i;
-		}
+			rt->input_src[def->nkeys + uncarried[n - def->nkeys - def->naggs]] = i;
 		n++;
 	}
 	if (n != ncols)
@@ -456,7 +592,7 @@ cbt_runtime(Relation rel)
 	MemoryContext cxt;
 	MemoryContext old;
 
-	if (st->definition[0] == '\0')
+	if (cbt_def_stored_form(st->definition) == CBT_DEF_NONE)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("cbt \"%s\" has no definition", RelationGetRelationName(rel)),
@@ -478,7 +614,7 @@ cbt_runtime(Relation rel)
 	if (found && e->rt != NULL)
 	{
 		rt = e->rt;
-		if (!e->stale && strcmp(rt->definition, st->definition) == 0 &&
+		if (!e->stale && memcmp(rt->definition, st->definition, CBT_DEF_MAX) == 0 &&
 			rt->owner == rel->rd_rel->relowner &&
 			rt->natts == RelationGetDescr(rel)->natts)
 			return rt;
@@ -493,12 +629,13 @@ cbt_runtime(Relation rel)
 	old = MemoryContextSwitchTo(cxt);
 	rt = palloc0(sizeof(CbtRuntime));
 	rt->cxt = cxt;
-	rt->definition = pstrdup(st->definition);
+	rt->definition = palloc(CBT_DEF_MAX);
+	memcpy(rt->definition, st->definition, CBT_DEF_MAX);
 	rt->owner = rel->rd_rel->relowner;
 	rt->natts = RelationGetDescr(rel)->natts;
 	PG_TRY();
 	{
-		rt->def = cbt_def_load(rt->definition, rt->owner);
+		rt->def = state_definition(st);
 		rt->result_attno = palloc0(sizeof(int) * rt->def->naggs);
 		map_columns(rel, rt);
 		rt->run = cbt_agg_begin(rt->def, cxt);

@@ -16,18 +16,26 @@
 #include "cbt_agg.h"
 #include "streamsketch.h"
 
-/* rd_amcache: the metapage's parameters and definition */
+/*
+ * rd_amcache: the metapage's parameters and definition, and what the
+ * definition's text needs of the relation (its columns' names name the
+ * keys, results and inputs; cbt_def_deparse).
+ */
 typedef struct CbtState
 {
 	CbtParams	params;
-	char		definition[CBT_DEF_MAX];	/* "" until a label gives one */
+	Oid			relid;			/* InvalidOid in a constructor's state */
+	Oid			owner;
+	int			ncols;
+	NameData	colnames[CBT_MAX_COLUMNS];
+	char		definition[CBT_DEF_MAX];	/* as stored (cbt_defstore.c) */
 } CbtState;
 
 /* What running a definition needs, per backend (cbt_runtime). */
 typedef struct CbtRuntime
 {
 	MemoryContext cxt;
-	char	   *definition;		/* the stored text it was built from */
+	char	   *definition;		/* the stored form it was built from */
 	Oid			owner;
 	int			natts;
 	CbtDef	   *def;
@@ -50,6 +58,7 @@ extern const SSStateOps cbt_state_ops;
 extern void cbt_params_from_gucs(CbtParams *p);
 extern CbtState *cbt_get_state(Relation rel);
 extern CbtRuntime *cbt_runtime(Relation rel);
+extern char *cbt_definition_text(Relation rel);
 extern void cbt_as_owner(Relation rel, CbtOwnerSave *save);
 extern void cbt_as_caller(CbtOwnerSave *save);
 extern void cbt_init(void);

@@ -10,15 +10,27 @@
  * every function, operator and type exactly as in a query, and its result
  * is checked node by node before anything is taken from it.
  *
+ * Names are resolved once: by cbt_create with the caller's search_path,
+ * as CREATE VIEW does, and when a dump's label is restored, from its
+ * qualified text with search_path pinned to pg_catalog, pg_temp (the
+ * session's temporary schema last, so that it cannot shadow a type).
+ * Afterwards the definition is its bound query (cbt_def_from_tree).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_proc.h"
 #include "catalog/dependency.h"
+#include "catalog/namespace.h"
+#include "catalog/objectaddress.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_depend.h"
 #include "catalog/pg_type.h"
 #include "cbt_def.h"
 #include "miscadmin.h"
@@ -30,9 +42,10 @@
 #include "parser/parse_coerce.h"
 #include "parser/parse_type.h"
 #include "parser/parser.h"
-#include "utils/acl.h"
 #include "streamsketch.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
@@ -338,6 +351,26 @@ resolve_aggregate(CbtAgg *agg, Oid owner)
 	agg->transtype = resolve_aggregate_transtype(aggref->aggfnoid,
 												 form->aggtranstype,
 												 inputTypes, numArguments);
+
+	/*
+	 * The pages hold states of the type the aggregate had when the
+	 * definition was bound (kept in the bound query's Aggref, a field the
+	 * parser leaves unset).  CREATE OR REPLACE AGGREGATE can change it.
+	 */
+	if (!OidIsValid(aggref->aggtranstype))
+		aggref->aggtranstype = agg->transtype;
+	else if (aggref->aggtranstype != agg->transtype)
+	{
+		ReleaseSysCache(tup);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("aggregate %s of column \"%s\" has changed its state type from %s to %s",
+						format_procedure(aggref->aggfnoid), agg->name,
+						format_type_be(aggref->aggtranstype),
+						format_type_be(agg->transtype)),
+				 errdetail("The table holds states of the old type."),
+				 errhint("Restore the aggregate's old definition.")));
+	}
 	textInitVal = SysCacheGetAttr(AGGFNOID, tup, Anum_pg_aggregate_agginitval,
 								  &agg->initval_isnull);
 	if (!agg->initval_isnull)
@@ -391,6 +424,29 @@ uses_input(Node *node, int *attno)
 	if (IsA(node, Var))
 		return ((Var *) node)->varno == 1 && ((Var *) node)->varattno == *attno;
 	return expression_tree_walker(node, uses_input, (void *) attno);
+}
+
+/*
+ * NULL::type AS name, where the type may be a domain (a CoerceToDomain
+ * over the constant) and the column may have a collation of its own (a
+ * CollateExpr).
+ */
+static bool
+is_typed_null(Node *node)
+{
+	for (;;)
+	{
+		if (node == NULL)
+			return false;
+		if (IsA(node, CollateExpr))
+			node = (Node *) ((CollateExpr *) node)->arg;
+		else if (IsA(node, CoerceToDomain))
+			node = (Node *) ((CoerceToDomain *) node)->arg;
+		else if (IsA(node, RelabelType))
+			node = (Node *) ((RelabelType *) node)->arg;
+		else
+			return IsA(node, Const) && ((Const *) node)->constisnull;
+	}
 }
 
 static void
@@ -448,8 +504,7 @@ definition_from_query(Query *q, Oid owner)
 		CbtColumn  *col = attno < def->nkeys ? &def->keys[attno] :
 			&def->inputs[attno - def->nkeys];
 
-		if (!IsA(te->expr, Const) || !((Const *) te->expr)->constisnull ||
-			te->resname == NULL)
+		if (!is_typed_null((Node *) te->expr) || te->resname == NULL)
 			invalid_definition("The inputs are not typed NULL columns.");
 		col->name = pstrdup(te->resname);
 		col->type = exprType((Node *) te->expr);
@@ -557,8 +612,11 @@ definition_from_query(Query *q, Oid owner)
 }
 
 /*
- * Run fn(arg) with search_path set to pg_catalog alone, so that names are
- * resolved, and deparsed, the same way whoever's session it is.
+ * Run fn(arg) with search_path pinned to pg_catalog, pg_temp, so that
+ * names are resolved, and deparsed, the same way whoever's session it is:
+ * pg_catalog first, and the session's temporary schema, which PostgreSQL
+ * would otherwise search first for types, last (it is never searched for
+ * functions and operators).
  */
 static void *
 with_pinned_path(void *(*fn) (void *), void *arg)
@@ -566,27 +624,28 @@ with_pinned_path(void *(*fn) (void *), void *arg)
 	int			nest = NewGUCNestLevel();
 	void	   *result;
 
-	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET,
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	result = fn(arg);
 	AtEOXact_GUC(true, nest);
 	return result;
 }
 
-static void *
-deparse_query(void *q)
-{
-	return pg_get_querydef((Query *) q, false);
-}
-
 CbtDef *
 cbt_def_create(const char *group_by, const char *aggregates)
 {
-	Query	   *q = analyze_user_definition(group_by, aggregates);
-	CbtDef	   *def = definition_from_query(q, GetUserId());
+	SSUserText	pos = {aggregates, strlen("SELECT ")};
+	ErrorContextCallback callback;
+	Query	   *q;
 
-	def->query = with_pinned_path(deparse_query, q);
-	return def;
+	/* errors point into the select list, not into the query around it */
+	callback.callback = ss_user_text_error_callback;
+	callback.arg = &pos;
+	callback.previous = error_context_stack;
+	error_context_stack = &callback;
+	q = analyze_user_definition(group_by, aggregates);
+	error_context_stack = callback.previous;
+	return definition_from_query(q, GetUserId());
 }
 
 static void *
@@ -600,29 +659,176 @@ analyze_stored(void *query)
 									 (const char *) query, NULL, 0, NULL);
 }
 
-CbtDef *
-cbt_def_load(const char *query, Oid owner)
+typedef struct LoadArgs
+{
+	const char *query;			/* text to resolve, or */
+	Query	   *tree;			/* a bound query */
+	Oid			owner;
+} LoadArgs;
+
+static void *
+load_definition(void *arg)
+{
+	LoadArgs   *args = (LoadArgs *) arg;
+	Query	   *q = args->tree;
+
+	if (q == NULL)
+		q = analyze_stored((void *) args->query);
+	return definition_from_query(q, args->owner);
+}
+
+/*
+ * Resolve or check a definition as its table's owner, restricted (a
+ * type's input function, run for an aggregate's initial value, is the
+ * owner's code, as in nodeAgg), with the pinned search_path.
+ */
+static CbtDef *
+load_as_owner(LoadArgs *args)
 {
 	Oid			save_userid;
 	int			save_sec_context;
-	Query	   *q;
 	CbtDef	   *def;
 
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(owner,
+	SetUserIdAndSecContext(args->owner,
 						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
 	PG_TRY();
 	{
-		q = with_pinned_path(analyze_stored, (void *) query);
-		def = definition_from_query(q, owner);
+		def = with_pinned_path(load_definition, args);
 	}
 	PG_FINALLY();
 	{
 		SetUserIdAndSecContext(save_userid, save_sec_context);
 	}
 	PG_END_TRY();
-	def->query = pstrdup(query);
 	return def;
+}
+
+CbtDef *
+cbt_def_load(const char *query, Oid owner)
+{
+	LoadArgs	args = {query, NULL, owner};
+
+	return load_as_owner(&args);
+}
+
+CbtDef *
+cbt_def_from_tree(Query *q, Oid owner)
+{
+	LoadArgs	args = {NULL, q, owner};
+
+	return load_as_owner(&args);
+}
+
+/* ---- the definition as text ---- */
+
+static void *
+deparse_query(void *q)
+{
+	return pg_get_querydef((Query *) q, false);
+}
+
+static void
+rename_input(Query *q, int attno, const char *name)
+{
+	RangeTblEntry *rte = linitial_node(RangeTblEntry, q->rtable);
+	TargetEntry *te = list_nth_node(TargetEntry, rte->subquery->targetList,
+									attno - 1);
+
+	te->resname = pstrdup(name);
+	if (attno <= list_length(rte->eref->colnames))
+		list_nth_cell(rte->eref->colnames, attno - 1)->ptr_value =
+			makeString(pstrdup(name));
+}
+
+char *
+cbt_def_deparse(const CbtDef *def, int ncols, const char *const *colnames)
+{
+	Query	   *q = copyObject(def->analyzed);
+	CbtColumn	cols[CBT_MAX_COLUMNS];
+	int			n = cbt_def_relation_columns(def, cols);
+	int			col;
+
+	if (n != ncols)
+		elog(ERROR, "a cbt definition of %d columns deparsed with %d names",
+			 n, ncols);
+
+	/* keys, then results, then the inputs no result carries, in order */
+	for (int k = 0; k < def->nkeys; k++)
+	{
+		list_nth_node(TargetEntry, q->targetList, k)->resname =
+			pstrdup(colnames[k]);
+		rename_input(q, k + 1, colnames[k]);
+	}
+	for (int a = 0; a < def->naggs; a++)
+	{
+		const char *name = colnames[def->nkeys + a];
+
+		list_nth_node(TargetEntry, q->targetList, def->nkeys + a)->resname =
+			pstrdup(name);
+		if (def->aggs[a].carried_input >= 0)
+			rename_input(q, def->nkeys + def->aggs[a].carried_input + 1, name);
+	}
+	col = def->nkeys + def->naggs;
+	for (int i = 0; i < def->ninputs; i++)
+	{
+		bool		carried = false;
+
+		for (int a = 0; a < def->naggs; a++)
+			carried |= def->aggs[a].carried_input == i;
+		if (!carried)
+			rename_input(q, def->nkeys + i + 1, colnames[col++]);
+	}
+	return with_pinned_path(deparse_query, q);
+}
+
+/* ---- dependencies ---- */
+
+/*
+ * Refuse a temporary object in the definition of a table that outlives
+ * the session: dropping the session's temporary objects would drop the
+ * table with them (a view using one is made temporary for that reason).
+ */
+static void
+refuse_temporary_objects(Oid relid)
+{
+	Relation	depRel;
+	ScanKeyData key[3];
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	if (isAnyTempNamespace(get_rel_namespace(relid)))
+		return;
+	depRel = table_open(DependRelationId, AccessShareLock);
+	ScanKeyInit(&key[0], Anum_pg_depend_classid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(RelationRelationId));
+	ScanKeyInit(&key[1], Anum_pg_depend_objid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(relid));
+	ScanKeyInit(&key[2], Anum_pg_depend_objsubid, BTEqualStrategyNumber,
+				F_INT4EQ, Int32GetDatum(0));
+	scan = systable_beginscan(depRel, DependDependerIndexId, true, NULL, 3,
+							  key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tup);
+		ObjectAddress ref;
+		Oid			nsp;
+
+		ObjectAddressSubSet(ref, dep->refclassid, dep->refobjid,
+							dep->refobjsubid);
+		if (dep->deptype != DEPENDENCY_NORMAL)
+			continue;
+		nsp = get_object_namespace(&ref);
+		if (OidIsValid(nsp) && isAnyTempNamespace(nsp))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("the definition of cbt \"%s\" uses the temporary object %s",
+							get_rel_name(relid), getObjectDescription(&ref, false)),
+					 errdetail("The temporary object goes away with its session."),
+					 errhint("Create the cbt as a temporary table (pg_temp.name), or use objects that are not temporary.")));
+	}
+	systable_endscan(scan);
+	table_close(depRel, AccessShareLock);
 }
 
 void
@@ -633,6 +839,8 @@ cbt_def_record_dependencies(const CbtDef *def, Oid relid)
 	ObjectAddressSet(myself, RelationRelationId, relid);
 	recordDependencyOnExpr(&myself, (Node *) def->analyzed, NIL,
 						   DEPENDENCY_NORMAL);
+	CommandCounterIncrement();
+	refuse_temporary_objects(relid);
 }
 
 /*

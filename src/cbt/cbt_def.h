@@ -14,9 +14,13 @@
  *	FROM (SELECT NULL::text AS url, NULL::bigint AS bytes) cbt_input
  *	GROUP BY url
  *
- * and that query, deparsed with every name outside pg_catalog qualified,
- * is what is stored; it is parsed and analyzed again (same rules) when a
- * backend first needs the definition.
+ * The analyzed query is what a cbt keeps: its node tree, whose functions,
+ * operators, types and collations are object ids, as a view's rule keeps
+ * them (cbt_defstore.c stores it in the metapage).  Nothing in it is
+ * looked up by name again, so renames follow and no object created later
+ * under any name can change what runs.  Text is only the dump's copy (the
+ * table's label): it is deparsed from the ids with the table's current
+ * column names, and resolved once, when a dump is restored.
  *
  *-------------------------------------------------------------------------
  */
@@ -62,8 +66,7 @@ typedef struct CbtDef
 	CbtColumn  *inputs;			/* cbt_input's columns nkeys+1.. */
 	int			naggs;
 	CbtAgg	   *aggs;
-	char	   *query;			/* the stored, qualified text */
-	Query	   *analyzed;		/* the query it was resolved from */
+	Query	   *analyzed;		/* the bound query: object ids, not names */
 } CbtDef;
 
 /*
@@ -72,8 +75,23 @@ typedef struct CbtDef
  */
 extern CbtDef *cbt_def_create(const char *group_by, const char *aggregates);
 
-/* Resolve a stored definition again, as its table's owner would. */
+/*
+ * Resolve a definition's text (a restored label, or a table made before
+ * definitions were bound) as its table's owner, with qualified names and
+ * search_path pinned to pg_catalog, pg_temp.
+ */
 extern CbtDef *cbt_def_load(const char *query, Oid owner);
+
+/* The definition a bound query (the metapage's) describes, checked. */
+extern CbtDef *cbt_def_from_tree(Query *q, Oid owner);
+
+/*
+ * The definition as SQL, with the given names for the relation's columns
+ * (keys, results, inputs no result carries: cbt_def_relation_columns'
+ * order) and every object named as it is named now.
+ */
+extern char *cbt_def_deparse(const CbtDef *def, int ncols,
+							 const char *const *colnames);
 
 /*
  * Whether a row of final values (a dump's) can become its group again:
@@ -86,11 +104,27 @@ extern bool cbt_def_restorable(const CbtDef *def, int *bad);
 /*
  * Record that relation relid depends on what its definition names
  * (aggregates, functions, operators, types, collations), as a view does,
- * so that they cannot be dropped from under it without CASCADE.
+ * so that they cannot be dropped from under it without CASCADE; refuse a
+ * temporary object in the definition of a table that is not temporary.
  */
 extern void cbt_def_record_dependencies(const CbtDef *def, Oid relid);
 
 /* The relation's columns: keys, results, inputs no result carries. */
 extern int	cbt_def_relation_columns(const CbtDef *def, CbtColumn *cols);
+
+/* cbt_defstore.c: the bound query in the metapage (CbtMeta.definition) */
+typedef enum CbtDefForm
+{
+	CBT_DEF_NONE,				/* no definition yet (CREATE TABLE ... USING) */
+	CBT_DEF_BOUND,				/* a node tree of this cluster's ids */
+	CBT_DEF_BOUND_ELSEWHERE,	/* a node tree of another cluster's ids
+								 * (pg_upgrade copied the file) */
+	CBT_DEF_TEXT				/* SQL text (tables of earlier versions) */
+} CbtDefForm;
+
+extern void cbt_def_store(const CbtDef *def, char *stored);
+extern CbtDefForm cbt_def_stored_form(const char *stored);
+extern void cbt_def_check_stored(const char *stored);
+extern Query *cbt_def_stored_tree(const char *stored);
 
 #endif							/* CBT_DEF_H */

@@ -100,19 +100,15 @@ cbt_create(PG_FUNCTION_ARGS)
 
 	def = cbt_def_create(text_to_cstring(PG_GETARG_TEXT_PP(1)),
 						 text_to_cstring(PG_GETARG_TEXT_PP(2)));
-	if (strlen(def->query) >= CBT_DEF_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("the cbt definition is too long"),
-				 errdetail("Its stored form takes %zu bytes; a cbt keeps at most %d.",
-						   strlen(def->query), CBT_DEF_MAX - 1),
-				 errhint("Split the aggregates over several cbt tables.")));
-	strlcpy(st->definition, def->query, CBT_DEF_MAX);
+	cbt_def_store(def, st->definition);
 
 	ncols = cbt_def_relation_columns(def, cols);
+	st->owner = GetUserId();
+	st->ncols = ncols;
 	initStringInfo(&sql);
 	for (int i = 0; i < ncols; i++)
 	{
+		namestrcpy(&st->colnames[i], cols[i].name);
 		if (i > 0)
 			appendStringInfoString(&sql, ", ");
 		appendStringInfo(&sql, "%s %s", quote_identifier(cols[i].name),
@@ -145,6 +141,7 @@ cbt_info(PG_FUNCTION_ARGS)
 	bool		nulls[19] = {0};
 	int64		free_pages = 0;
 	SSLogSnapshot snap;
+	char	   *definition;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -156,8 +153,9 @@ cbt_info(PG_FUNCTION_ARGS)
 		meta->root = InvalidBlockNumber;
 	}
 
-	values[0] = CStringGetTextDatum(st->definition);
-	nulls[0] = st->definition[0] == '\0';
+	definition = cbt_definition_text(rel);
+	values[0] = definition ? CStringGetTextDatum(definition) : (Datum) 0;
+	nulls[0] = definition == NULL;
 	values[1] = Int64GetDatum((int64) meta->params.root_buffer_kb * 1024);
 	values[2] = Int64GetDatum((int64) meta->params.node_buffer_kb * 1024);
 	values[3] = Int32GetDatum((int32) meta->params.fanout);

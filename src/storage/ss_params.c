@@ -48,6 +48,8 @@
 #include "nodes/parsenodes.h"
 #include "parser/parse_type.h"
 #include "parser/parser.h"
+#include "parser/scanner.h"
+#include "common/keywords.h"
 #include "miscadmin.h"
 #include "postmaster/autovacuum.h"
 #include "storage/bufmgr.h"
@@ -315,6 +317,67 @@ ss_relabel_in_progress(Oid relid)
 
 /* ---- column lists given as text ---- */
 
+void
+ss_user_text_error_callback(void *arg)
+{
+	SSUserText *pos = (SSUserText *) arg;
+	int			cursor = geterrposition();
+	int			len = (int) strlen(pos->text);
+
+	if (cursor <= 0)
+		return;
+	/* a character of ours before or after the text: its first or its end */
+	cursor = Min(Max(cursor - pos->offset, 1), len + 1);
+	errposition(0);
+	internalerrposition(cursor);
+	internalerrquery(pos->text);
+}
+
+/*
+ * Refuse a list that closes the parenthesis it is put in, or ends the
+ * statement: "k int) ON COMMIT DROP" or "k int); --" would otherwise
+ * parse as a table with options, or lose the rest to a comment.  The
+ * list's tokens, as the parser sees them, must keep their parentheses
+ * balanced and hold no semicolon.
+ */
+static void
+check_list_is_enclosed(const char *list, const char *what, const char *hint)
+{
+	core_yy_extra_type extra;
+	core_YYSTYPE yylval;
+	YYLTYPE		yylloc;
+	core_yyscan_t scanner;
+	int			depth = 0;
+	int			token;
+
+	scanner = scanner_init(list, &extra, &ScanKeywords, ScanKeywordTokens);
+	while ((token = core_yylex(&yylval, &yylloc, scanner)) != 0)
+	{
+		if (token == '(')
+			depth++;
+		else if (token == ')')
+			depth--;
+		if (depth < 0 || token == ';')
+		{
+			scanner_finish(scanner);
+			ereport(ERROR,
+					(errcode(ERRCODE_SYNTAX_ERROR),
+					 errmsg("invalid %s \"%s\"", what, list),
+					 errdetail("It has %s at position %d.",
+							   token == ';' ? "a semicolon" : "an unmatched closing parenthesis",
+							   yylloc + 1),
+					 errhint("%s", hint)));
+		}
+	}
+	scanner_finish(scanner);
+	if (depth != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("invalid %s \"%s\"", what, list),
+				 errdetail("It has an unmatched opening parenthesis."),
+				 errhint("%s", hint)));
+}
+
 /*
  * A column list as CREATE TABLE takes it ('url text, day date'), parsed,
  * never pasted into a statement: each entry a name and a type (with a
@@ -324,10 +387,24 @@ ss_relabel_in_progress(Oid relid)
 List *
 ss_parse_column_list(const char *list, const char *what, const char *hint)
 {
-	char	   *sql = psprintf("CREATE TABLE ss_columns (%s)", list);
-	List	   *raw = raw_parser(sql, RAW_PARSE_DEFAULT);
+	static const char prefix[] = "CREATE TABLE ss_columns (";
+	/* a newline before the parenthesis: a trailing comment cannot hide it */
+	char	   *sql = psprintf("%s%s\n)", prefix, list);
+	SSUserText	pos = {list, 0};
+	ErrorContextCallback callback;
+	List	   *raw;
 	CreateStmt *cs;
 	ListCell   *lc;
+
+	callback.callback = ss_user_text_error_callback;
+	callback.arg = &pos;
+	callback.previous = error_context_stack;
+	error_context_stack = &callback;
+	pos.offset = 0;
+	check_list_is_enclosed(list, what, hint);
+	pos.offset = sizeof(prefix) - 1;
+	raw = raw_parser(sql, RAW_PARSE_DEFAULT);
+	error_context_stack = callback.previous;
 
 	if (list_length(raw) != 1 ||
 		!IsA(linitial_node(RawStmt, raw)->stmt, CreateStmt))

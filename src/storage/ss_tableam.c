@@ -478,31 +478,41 @@ ss_check_meta_against_label(Relation rel, const SSStateOps *ops,
 							const void *st)
 {
 	char	   *label;
-	void	   *lst;
-	char	   *want;
-	char	   *have;
+	char	   *want = NULL;
+	char	   *have = NULL;
+	bool		agrees;
 
 	if (IsBinaryUpgrade || ss_relabel_in_progress(RelationGetRelid(rel)))
 		return;
 	label = ss_get_label(RelationGetRelid(rel));
 	if (label == NULL)
 		return;
-	lst = palloc0(ops->state_size);
-	ops->check_columns(rel, lst);
-	ops->params_from_label(rel, label, lst);
-	want = ops->params_to_label(lst);
-	have = ops->params_to_label(st);
-	if (strcmp(want, have) != 0)
+	if (ops->label_agrees != NULL)
+		agrees = ops->label_agrees(rel, label, st);
+	else
+	{
+		void	   *lst = palloc0(ops->state_size);
+
+		ops->check_columns(rel, lst);
+		ops->params_from_label(rel, label, lst);
+		want = ops->params_to_label(lst);
+		have = ops->params_to_label(st);
+		agrees = strcmp(want, have) == 0;
+		pfree(lst);
+	}
+	if (!agrees)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("metapage (block 0) of %s table \"%s\" is corrupted",
 						ss_structure_name(rel), RelationGetRelationName(rel)),
 				 errdetail("The metapage's parameters \"%s\" differ from the table's label \"%s\".",
-						   have, want),
+						   have ? have : ops->params_to_label(st),
+						   want ? want : label),
 				 errhint("Restore the table from a backup, or TRUNCATE it to start over with the parameters of its label.")));
-	pfree(lst);
-	pfree(want);
-	pfree(have);
+	if (have)
+		pfree(have);
+	if (want)
+		pfree(want);
 }
 
 void *
