@@ -202,6 +202,11 @@ extern int64 ss_int_datum(Oid inttype, Datum d);
 /* ss_guard.c: refuse operations that would silently lose data */
 extern void ss_guard_init(void);
 
+/* ss_evtrigger.c: an event trigger support function's rows */
+struct Tuplestorestate;
+extern struct Tuplestorestate *ss_event_trigger_rows(Oid fnoid,
+													 TupleDesc *desc);
+
 /* Extend rel (under the extension lock) so that blkno exists. */
 extern void ss_extend_to(Relation rel, BlockNumber blkno);
 

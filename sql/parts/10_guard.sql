@@ -28,6 +28,10 @@ CREATE FUNCTION streamsketch_guard_drop() RETURNS event_trigger
 AS 'MODULE_PATHNAME', 'streamsketch_guard_drop' LANGUAGE C;
 COMMENT ON FUNCTION streamsketch_guard_drop() IS 'refuses a DROP ... CASCADE that drops a column of a streamsketch structure, or of a type one of its columns uses, but not the structure';
 
+CREATE FUNCTION streamsketch_follow_renames() RETURNS event_trigger
+AS 'MODULE_PATHNAME', 'streamsketch_follow_renames' LANGUAGE C;
+COMMENT ON FUNCTION streamsketch_follow_renames() IS 'writes again the labels (the copies a dump restores) whose text a rename or a change of schema changed: a cbt''s definition names columns and objects it holds by their ids';
+
 -- SECURITY LABEL is here only to load the library, which registers the
 -- label provider, before PostgreSQL looks the provider up: it refuses
 -- nothing.
@@ -55,3 +59,12 @@ ALTER EVENT TRIGGER streamsketch_guard_end ENABLE ALWAYS;
 CREATE EVENT TRIGGER streamsketch_guard_drop ON sql_drop
 	EXECUTE FUNCTION streamsketch_guard_drop();
 ALTER EVENT TRIGGER streamsketch_guard_drop ENABLE ALWAYS;
+
+-- A cbt's definition is bound by object ids; its label's text names them.
+CREATE EVENT TRIGGER streamsketch_follow_renames ON ddl_command_end
+	WHEN TAG IN ('ALTER AGGREGATE', 'ALTER COLLATION', 'ALTER DOMAIN',
+				 'ALTER EXTENSION', 'ALTER FUNCTION', 'ALTER OPERATOR',
+				 'ALTER PROCEDURE', 'ALTER ROUTINE', 'ALTER SCHEMA',
+				 'ALTER TABLE', 'ALTER TYPE')
+	EXECUTE FUNCTION streamsketch_follow_renames();
+ALTER EVENT TRIGGER streamsketch_follow_renames ENABLE ALWAYS;

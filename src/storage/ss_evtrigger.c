@@ -969,8 +969,8 @@ guard_rewrite(Node *parsetree, CommandTag tag)
  * fmgr, not SQL, and return its rows as a tuplestore; *desc is set to
  * their descriptor.
  */
-static Tuplestorestate *
-event_trigger_rows(Oid fnoid, TupleDesc *desc)
+Tuplestorestate *
+ss_event_trigger_rows(Oid fnoid, TupleDesc *desc)
 {
 	FmgrInfo	flinfo;
 	LOCAL_FCINFO(fcinfo, 0);
@@ -1001,7 +1001,7 @@ static List *
 collected_commands(void)
 {
 	TupleDesc	desc;
-	Tuplestorestate *rows = event_trigger_rows(F_PG_EVENT_TRIGGER_DDL_COMMANDS, &desc);
+	Tuplestorestate *rows = ss_event_trigger_rows(F_PG_EVENT_TRIGGER_DDL_COMMANDS, &desc);
 	TupleTableSlot *slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
 	List	   *result = NIL;
 
@@ -1189,7 +1189,7 @@ static void
 guard_drop(CommandTag tag)
 {
 	TupleDesc	desc;
-	Tuplestorestate *rows = event_trigger_rows(F_PG_EVENT_TRIGGER_DROPPED_OBJECTS, &desc);
+	Tuplestorestate *rows = ss_event_trigger_rows(F_PG_EVENT_TRIGGER_DROPPED_OBJECTS, &desc);
 	TupleTableSlot *slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
 	List	   *dropped_rels = NIL;
 	List	   *columns = NIL;
