@@ -23,6 +23,7 @@
 #include "fmgr.h"
 #include "nodes/execnodes.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "parser/parse_agg.h"
 #include "utils/datum.h"
 #include "utils/expandeddatum.h"
@@ -174,9 +175,14 @@ cbt_agg_begin(const CbtDef *def, MemoryContext cxt)
 			fmgr_info_set_expr((Node *) expr, &f->final);
 		}
 
+		/*
+		 * As the planner prepares a query's expressions: default arguments
+		 * inserted, COLLATE clauses reduced to what the executor runs.
+		 */
 		f->args = palloc0(sizeof(ExprState *) * Max(nargs, 1));
 		foreach(lc, aggref->args)
-			f->args[i++] = ExecInitExpr(lfirst_node(TargetEntry, lc)->expr, NULL);
+			f->args[i++] = ExecInitExpr(expression_planner(lfirst_node(TargetEntry, lc)->expr),
+										NULL);
 		if (i != nargs)
 			elog(ERROR, "aggregate %u has %d arguments, %d expected",
 				 aggref->aggfnoid, i, nargs);

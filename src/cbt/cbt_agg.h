@@ -15,8 +15,9 @@
  * finalized; resetting also runs the callbacks transition functions
  * registered (AggRegisterCallback).
  *
- * The caller runs all of this as the table's owner (cbt_def_load): the
- * support functions are user code.
+ * The caller runs all of this as the table's owner (cbt_as_owner): the
+ * support functions are user code, and so are the argument expressions
+ * (constant folding at cbt_agg_begin may run them).
  *
  *-------------------------------------------------------------------------
  */

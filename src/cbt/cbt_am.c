@@ -591,6 +591,7 @@ cbt_runtime(Relation rel)
 	CbtRuntime *rt;
 	MemoryContext cxt;
 	MemoryContext old;
+	CbtOwnerSave save;
 
 	if (cbt_def_stored_form(st->definition) == CBT_DEF_NONE)
 		ereport(ERROR,
@@ -638,7 +639,9 @@ cbt_runtime(Relation rel)
 		rt->def = state_definition(st);
 		rt->result_attno = palloc0(sizeof(int) * rt->def->naggs);
 		map_columns(rel, rt);
+		cbt_as_owner(rel, &save);
 		rt->run = cbt_agg_begin(rt->def, cxt);
+		cbt_as_caller(&save);
 		rt->input_slot = MakeSingleTupleTableSlot(cbt_agg_input_desc(rt->run),
 												  &TTSOpsVirtual);
 	}
