@@ -110,6 +110,12 @@ typedef struct SSStateOps
 	 * record what they make the table depend on.
 	 */
 	void		(*label_set) (Relation rel, const void *st);
+	/*
+	 * Optional: before a label is written again after DDL (ss_relabel.c),
+	 * store in the metapage, bound to this cluster's object ids, what it
+	 * still holds as text or as another cluster's ids, or refuse the DDL.
+	 */
+	void		(*rebind) (Relation rel);
 } SSStateOps;
 
 extern bool ss_read_structure_meta(Relation rel, const SSStateOps *ops,

@@ -31,12 +31,14 @@
 #include "ss_pending.h"
 #include "ss_xlog.h"
 #include "streamsketch.h"
+#include "storage/bufmgr.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/syscache.h"
 
 PG_FUNCTION_INFO_V1(cbt_handler);
@@ -282,6 +284,65 @@ cbt_label_agrees(Relation rel, const char *label, const void *stp)
 		p.seed == st->params.seed;
 }
 
+/*
+ * Before its label is written again after a rename: a definition still
+ * held as another cluster's ids (pg_upgrade) or as text is resolved from
+ * the label and stored bound to this cluster's ids now, while the label
+ * can still name what it uses; if it no longer can (the statement renamed
+ * one of them), the statement is refused, which undoes the rename.
+ */
+static void
+cbt_rebind(Relation rel)
+{
+	CbtState   *st = cbt_get_state(rel);
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	CbtDef	   *def = NULL;
+	SSXLogState *state;
+	Buffer		metabuf;
+	CbtMeta    *live;
+
+	if (cbt_def_stored_form(st->definition) == CBT_DEF_NONE ||
+		cbt_def_stored_form(st->definition) == CBT_DEF_BOUND ||
+		RecoveryInProgress())
+		return;
+	BeginInternalSubTransaction(NULL);
+	PG_TRY();
+	{
+		def = state_definition(st);
+		MemoryContextSwitchTo(cxt);
+		ReleaseCurrentSubTransaction();
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		CurrentResourceOwner = owner;
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cbt \"%s\" cannot follow this statement",
+						RelationGetRelationName(rel)),
+				 errdetail("Its definition is still held by another cluster's object ids (pg_upgrade) or as text, and its label no longer resolves: %s",
+						   edata->message),
+				 errhint("Run cbt_finalize() on the table before the statement: it stores the definition bound to this cluster's objects.")));
+	}
+	PG_END_TRY();
+
+	/* the definition field alone: a round's install writes the same bytes */
+	state = ss_xlog_start(rel);
+	live = (CbtMeta *) ss_meta_register(rel, SS_KIND_CBT, state, &metabuf);
+	cbt_def_store(def, live->definition);
+	ss_xlog_finish(state);
+	UnlockReleaseBuffer(metabuf);
+	CacheInvalidateRelcache(rel);
+	ss_forget_state(rel);
+}
+
 /* A restored definition: the table depends on what it names. */
 static void
 cbt_label_set(Relation rel, const void *stp)
@@ -401,6 +462,7 @@ const SSStateOps cbt_state_ops = {
 	.params_from_label = cbt_params_from_label,
 	.label_agrees = cbt_label_agrees,
 	.label_set = cbt_label_set,
+	.rebind = cbt_rebind,
 };
 
 CbtState *

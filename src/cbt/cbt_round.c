@@ -807,6 +807,18 @@ cbt_round_begin(CbtRound *r, Relation rel, const CbtMeta *meta,
 	r->meta = *meta;
 	r->run = run;
 	r->def = def;
+
+	/*
+	 * A definition bound in another cluster (pg_upgrade copied the file) or
+	 * kept as text by an earlier version was resolved from its text by the
+	 * runtime: the round installs, if only to store it bound to this
+	 * cluster's ids.
+	 */
+	if (cbt_def_stored_form(r->meta.definition) != CBT_DEF_BOUND)
+	{
+		cbt_def_store(def, r->meta.definition);
+		r->dirty = true;
+	}
 	cbt_free_list_load(rel, meta, &r->free);
 	r->memory = ss_consolidation_memory();
 	r->memory = Min(r->memory, (Size) meta->params.root_buffer_kb * 1024);

@@ -166,6 +166,8 @@ relabel(Oid relid)
 		relation_close(rel, AccessShareLock);
 		return;
 	}
+	if (ops->rebind != NULL)
+		ops->rebind(rel);
 	now = ops->params_to_label(ss_get_state(rel, ops));
 	if (strcmp(now, label) != 0)
 		ss_set_label(relid, now);

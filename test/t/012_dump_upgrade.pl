@@ -470,6 +470,12 @@ SELECT cbt_create('cbt_fn', group_by => 'k int8, t text',
                   aggregates => 'count(*) AS n, sum(v::int4) AS sv, min(v) AS mn,
                                  max(x::int) AS x, bool_and(b::bool) AS ba',
                   root_buffer => '64kB', node_buffer => '16kB', fanout => 4);
+-- a definition naming user objects, whose ids an upgraded cluster does not
+-- share (pg_upgrade restores them with ids from the old cluster's next)
+CREATE FUNCTION app.dbl(int4) RETURNS int4 LANGUAGE sql IMMUTABLE AS 'SELECT $1 * 2';
+CREATE AGGREGATE app.tot(int4) (sfunc = int4pl, stype = int4, combinefunc = int4pl);
+SELECT cbt_create('app.cbt_ua', 'k int4', 'count(*) AS n, app.tot(app.dbl(w::int4)) AS tw',
+                  root_buffer => '64kB', node_buffer => '16kB', fanout => 4);
 SET ROLE ss_owner;
 SET streamsketch.cbt_root_buffer = '128kB';
 SET streamsketch.cbt_node_buffer = '32kB';
@@ -678,7 +684,16 @@ my %CBT = (
 		groups => 'count(*) AS n, sum(w) AS sw, min(w) AS lo, bit_or(f) AS f, '
 		  . 'NULL::float8 AS w',
 		fill => [ [ 1, 9000 ], [ 9001, 16000 ] ],
-		more => [ 16001, 17000 ] });
+		more => [ 16001, 17000 ] },
+	'app.cbt_ua' => {
+		keys => 'k',
+		cols => 'k, w',
+		inputs => sub {
+			"SELECT i % 1500, i % 100 FROM generate_series($_[0], $_[1]) i";
+		},
+		groups => 'count(*) AS n, app.tot(app.dbl(w)) AS tw, NULL::int4 AS w',
+		fill => [ [ 1, 12000 ], [ 12001, 14000 ] ],
+		more => [ 14001, 15000 ] });
 my @cbts = sort keys %CBT;
 
 # the INSERT of the inputs $from..$to of cbt $t
@@ -1328,6 +1343,19 @@ foreach my $t (@lerts)
 	is($r . '|' . query($new, 'src', "SELECT lert_count('$t', $key) FROM (VALUES (3)) v(g)"),
 		'|7', "pg_upgrade: $t is usable (insert + lert_count)");
 }
+# app.cbt_ua's metapage holds the old cluster's ids: each backend resolves
+# its label until a round stores the tree bound to the new ids.  A rename
+# of what the label names cannot be followed before that, and is refused
+# (undone); after cbt_finalize it is followed.
+is(query($new, 'src', "SELECT count(*) FROM app.cbt_ua"), '1500',
+	'pg_upgrade: a cbt naming user objects is read through its label');
+like(
+	query($new, 'src',
+		"\\set VERBOSITY verbose\nALTER FUNCTION app.dbl(int4) RENAME TO dbl2"),
+	qr/ERROR:  0A000: cbt "cbt_ua" cannot follow this statement/,
+	'pg_upgrade: a rename before the definition is bound here is refused');
+is(query($new, 'src', "SELECT count(*) FROM pg_proc WHERE proname = 'dbl'"), '1',
+	'pg_upgrade: the refused rename is undone');
 my $cup = cbt_collect($new, 'src', \@cbts);
 foreach my $t (@cbts)
 {
@@ -1338,6 +1366,18 @@ foreach my $t (@cbts)
 	is($cup->{$t}{rows}, $csrc->{$t}{rows}, "pg_upgrade: $t has the source's groups");
 	check_cbt_usable($new, 'src', 'pg_upgrade', $t);
 }
+is(query($new, 'src', "SELECT cbt_finalize('app.cbt_ua')"), '1500',
+	'pg_upgrade: cbt_finalize binds the definition in the new cluster');
+is(query($new, 'src', "ALTER FUNCTION app.dbl(int4) RENAME TO dbl2; "
+	  . "ALTER AGGREGATE app.tot(int4) RENAME TO tot2"), '',
+	'pg_upgrade: then renames are followed');
+like(query($new, 'src', "SELECT definition FROM cbt_info('app.cbt_ua')"),
+	qr/app\.tot2\(app\.dbl2\(w\)\)/, 'pg_upgrade: the definition names the new names');
+is( query(
+		$new, 'src',
+		"ALTER FUNCTION app.dbl2(int4) RENAME TO dbl; "
+		  . "ALTER AGGREGATE app.tot2(int4) RENAME TO tot"), '',
+	'pg_upgrade: and renamed back');
 my $bup = bfile_collect($new, 'src', \@bfiles);
 foreach my $t (@bfiles)
 {
