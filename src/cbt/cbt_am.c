@@ -150,10 +150,12 @@ label_definition(Oid relid)
 /*
  * The definition st's table runs: its bound query, or, if the metapage's
  * ids are another cluster's or it holds text, the label's text resolved
- * now (cbt_defstore.c).  NULL if there is none.
+ * now (cbt_defstore.c).  NULL if there is none.  restoring: for a label
+ * being given or a definition only deparsed, without the owner's
+ * privilege checks (cbt_def_load); running it checks them.
  */
 static CbtDef *
-state_definition(const CbtState *st)
+state_definition(const CbtState *st, bool restoring)
 {
 	char	   *text;
 
@@ -163,7 +165,7 @@ state_definition(const CbtState *st)
 			return NULL;
 		case CBT_DEF_BOUND:
 			return cbt_def_from_tree(cbt_def_stored_tree(st->definition),
-									 st->owner);
+									 st->owner, !restoring);
 		case CBT_DEF_BOUND_ELSEWHERE:
 		case CBT_DEF_TEXT:
 			break;
@@ -178,14 +180,14 @@ state_definition(const CbtState *st)
 						get_rel_name(st->relid)),
 				 errdetail("Its metapage names the objects it uses by ids of another cluster, and the table has no label to resolve them from."),
 				 errhint("Restore the table's label from a dump of the cluster it was copied from.")));
-	return cbt_def_load(text, st->owner);
+	return cbt_def_load(text, st->owner, restoring);
 }
 
 /* The text of st's definition, with its columns' current names. */
 static char *
 state_definition_text(const CbtState *st)
 {
-	CbtDef	   *def = state_definition(st);
+	CbtDef	   *def = state_definition(st, true);
 	const char *names[CBT_MAX_COLUMNS];
 
 	if (def == NULL)
@@ -259,7 +261,7 @@ cbt_params_from_label(Relation rel, const char *label, void *stp)
 	st->params = p;
 	state_set_columns(rel, st);
 	if (text != NULL)
-		cbt_def_store(cbt_def_load(text, rel->rd_rel->relowner),
+		cbt_def_store(cbt_def_load(text, rel->rd_rel->relowner, true),
 					  st->definition);
 }
 
@@ -309,7 +311,7 @@ cbt_rebind(Relation rel)
 	BeginInternalSubTransaction(NULL);
 	PG_TRY();
 	{
-		def = state_definition(st);
+		def = state_definition(st, false);
 		MemoryContextSwitchTo(cxt);
 		ReleaseCurrentSubTransaction();
 		CurrentResourceOwner = owner;
@@ -347,7 +349,7 @@ cbt_rebind(Relation rel)
 static void
 cbt_label_set(Relation rel, const void *stp)
 {
-	CbtDef	   *def = state_definition((const CbtState *) stp);
+	CbtDef	   *def = state_definition((const CbtState *) stp, true);
 
 	if (def != NULL)
 		cbt_def_record_dependencies(def, RelationGetRelid(rel));
@@ -698,7 +700,7 @@ cbt_runtime(Relation rel)
 	rt->natts = RelationGetDescr(rel)->natts;
 	PG_TRY();
 	{
-		rt->def = state_definition(st);
+		rt->def = state_definition(st, false);
 		rt->result_attno = palloc0(sizeof(int) * rt->def->naggs);
 		map_columns(rel, rt);
 		cbt_as_owner(rel, &save);

@@ -315,7 +315,7 @@ refuse(const char *msg_name, Oid aggfnoid, const char *detail)
 
 /* Fill agg from its Aggref's catalog entries; refuse what a cbt cannot run. */
 static void
-resolve_aggregate(CbtAgg *agg, Oid owner)
+resolve_aggregate(CbtAgg *agg, Oid owner, bool check_privileges)
 {
 	Aggref	   *aggref = agg->aggref;
 	Oid			inputTypes[FUNC_MAX_ARGS];
@@ -396,6 +396,8 @@ resolve_aggregate(CbtAgg *agg, Oid owner)
 		agg->serialfn = agg->deserialfn = InvalidOid;
 
 	/* as nodeAgg: the caller may call the aggregate, its owner its parts */
+	if (!check_privileges)
+		return;
 	if (pg_proc_aclcheck(aggref->aggfnoid, owner, ACL_EXECUTE) != ACLCHECK_OK)
 		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_AGGREGATE,
 					   get_func_name(aggref->aggfnoid));
@@ -463,7 +465,7 @@ invalid_definition(const char *detail)
  * stored query is read back through here too).
  */
 static CbtDef *
-definition_from_query(Query *q, Oid owner)
+definition_from_query(Query *q, Oid owner, bool check_privileges)
 {
 	CbtDef	   *def = palloc0(sizeof(CbtDef));
 	RangeTblEntry *rte;
@@ -550,7 +552,7 @@ definition_from_query(Query *q, Oid owner)
 			agg->name = pstrdup(te->resname);
 			agg->aggref = (Aggref *) te->expr;
 			agg->carried_input = -1;
-			resolve_aggregate(agg, owner);
+			resolve_aggregate(agg, owner, check_privileges);
 		}
 		attno++;
 	}
@@ -645,7 +647,7 @@ cbt_def_create(const char *group_by, const char *aggregates)
 	error_context_stack = &callback;
 	q = analyze_user_definition(group_by, aggregates);
 	error_context_stack = callback.previous;
-	return definition_from_query(q, GetUserId());
+	return definition_from_query(q, GetUserId(), true);
 }
 
 static void *
@@ -664,6 +666,8 @@ typedef struct LoadArgs
 	const char *query;			/* text to resolve, or */
 	Query	   *tree;			/* a bound query */
 	Oid			owner;
+	Oid			as_user;		/* whose privileges name lookups use */
+	bool		check_privileges;	/* the owner's on the aggregates */
 } LoadArgs;
 
 static void *
@@ -674,13 +678,14 @@ load_definition(void *arg)
 
 	if (q == NULL)
 		q = analyze_stored((void *) args->query);
-	return definition_from_query(q, args->owner);
+	return definition_from_query(q, args->owner, args->check_privileges);
 }
 
 /*
- * Resolve or check a definition as its table's owner, restricted (a
- * type's input function, run for an aggregate's initial value, is the
- * owner's code, as in nodeAgg), with the pinned search_path.
+ * Resolve or check a definition as its table's owner (or the restoring
+ * user), restricted (a type's input function, run for an aggregate's
+ * initial value, is the owner's code, as in nodeAgg), with the pinned
+ * search_path.
  */
 static CbtDef *
 load_as_owner(LoadArgs *args)
@@ -690,7 +695,7 @@ load_as_owner(LoadArgs *args)
 	CbtDef	   *def;
 
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(args->owner,
+	SetUserIdAndSecContext(args->as_user,
 						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
 	PG_TRY();
 	{
@@ -704,18 +709,25 @@ load_as_owner(LoadArgs *args)
 	return def;
 }
 
+/*
+ * A restore (restoring) gives a table its label before it grants
+ * privileges: pg_dump emits GRANTs last.  Its names are then resolved as
+ * the user giving the label (the owner, or a superuser), and the owner's
+ * privileges on the aggregates are checked when the table is used.
+ */
 CbtDef *
-cbt_def_load(const char *query, Oid owner)
+cbt_def_load(const char *query, Oid owner, bool restoring)
 {
-	LoadArgs	args = {query, NULL, owner};
+	LoadArgs	args = {query, NULL, owner, restoring ? GetUserId() : owner,
+	!restoring};
 
 	return load_as_owner(&args);
 }
 
 CbtDef *
-cbt_def_from_tree(Query *q, Oid owner)
+cbt_def_from_tree(Query *q, Oid owner, bool check_privileges)
 {
-	LoadArgs	args = {NULL, q, owner};
+	LoadArgs	args = {NULL, q, owner, owner, check_privileges};
 
 	return load_as_owner(&args);
 }

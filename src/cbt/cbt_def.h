@@ -76,14 +76,16 @@ typedef struct CbtDef
 extern CbtDef *cbt_def_create(const char *group_by, const char *aggregates);
 
 /*
- * Resolve a definition's text (a restored label, or a table made before
- * definitions were bound) as its table's owner, with qualified names and
- * search_path pinned to pg_catalog, pg_temp.
+ * Resolve a definition's text (a restored label, an upgraded cluster's
+ * label, a table made before definitions were bound) as its table's
+ * owner, or, restoring, as the user giving the label, without the
+ * privilege checks a restore's later GRANTs satisfy; with qualified names
+ * and search_path pinned to pg_catalog, pg_temp.
  */
-extern CbtDef *cbt_def_load(const char *query, Oid owner);
+extern CbtDef *cbt_def_load(const char *query, Oid owner, bool restoring);
 
 /* The definition a bound query (the metapage's) describes, checked. */
-extern CbtDef *cbt_def_from_tree(Query *q, Oid owner);
+extern CbtDef *cbt_def_from_tree(Query *q, Oid owner, bool check_privileges);
 
 /*
  * The definition as SQL, with the given names for the relation's columns

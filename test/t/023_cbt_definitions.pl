@@ -830,6 +830,28 @@ rename_step('renaming the column weight (sum(weight) AS weight, input and result
 is(planted_since($mark), '', 'renames: no object planted under an old name ran');
 is(superusers(), '', 'renames: no role became a superuser');
 
+# A cbt of an ordinary role naming objects it reaches only through GRANTs
+# (a schema's USAGE, an aggregate's EXECUTE revoked from PUBLIC): a restore
+# applies GRANTs after the table's label, which must resolve anyway.
+$node->safe_psql(
+	'postgres', q{
+CREATE SCHEMA gx;
+CREATE TYPE gx.color AS ENUM ('red', 'blue');
+CREATE AGGREGATE gx.gsum(int4) (sfunc = int4pl, stype = int4, combinefunc = int4pl);
+REVOKE EXECUTE ON FUNCTION gx.gsum(int4) FROM PUBLIC;
+GRANT USAGE ON SCHEMA gx TO tab_owner;
+GRANT EXECUTE ON FUNCTION gx.gsum(int4) TO tab_owner;
+SET ROLE tab_owner;
+SELECT cbt_create('app.granted', 'c gx.color', 'count(*) AS n, gx.gsum(v::int4) AS sv');
+INSERT INTO app.granted (c, v)
+	SELECT CASE WHEN i % 3 = 0 THEN 'red' ELSE 'blue' END::gx.color, i
+	FROM generate_series(1, 100) i;
+RESET ROLE;
+});
+my $granted_sql = 'SELECT c, n, sv FROM app.granted ORDER BY c';
+is(clean($granted_sql), "red|33|1683\nblue|67|3367",
+	'a cbt naming objects its owner reaches through GRANTs');
+
 # ---------------------------------------------------------------------------
 # Part 3: a dump after the renames restores
 
@@ -874,6 +896,12 @@ foreach my $t (sort keys %restored)
 		sorted(clean($restored{$t}{ref}->(), 'restored')),
 		"restored: $t goes on aggregating (equals GROUP BY after more rows)");
 }
+is(clean($granted_sql, 'restored'), "red|33|1683\nblue|67|3367",
+	'restored: the cbt naming objects its owner reaches through GRANTs');
+my ($gerr) = session('tab_owner',
+	"INSERT INTO app.granted (c, v) VALUES ('red', 1000);", 'restored');
+is($gerr . '|' . clean($granted_sql, 'restored'), "|red|34|2683\nblue|67|3367",
+	'restored: its owner goes on inserting (the GRANTs were restored)');
 is(planted_since($rmark, 'restored'), '', 'restored: nothing planted ran');
 is(superusers(), '', 'restored: no role became a superuser');
 
