@@ -416,6 +416,7 @@ bfile_subsample(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("bfile_subsample size " INT64_FORMAT " is negative", n)));
 	rel = bfile_open_for(relid, AccessShareLock, NULL, ACL_SELECT);
+	ss_sql_check_row_security(rel, "bfile_subsample()");
 	InitMaterializedSRF(fcinfo, 0);
 	desc = rsinfo->setDesc;
 	if (desc->natts != RelationGetDescr(rel)->natts)
@@ -659,6 +660,7 @@ bfile_window(PG_FUNCTION_ARGS)
 				 errmsg("the first argument of bfile_window must be a bfile table's row type"),
 				 errhint("Pass NULL::table_name.")));
 	rel = bfile_open_for(relid, AccessShareLock, NULL, ACL_SELECT);
+	ss_sql_check_row_security(rel, "bfile_window()");
 	InitMaterializedSRF(fcinfo, 0);
 	memset(&w, 0, sizeof(w));
 	w.rel = rel;

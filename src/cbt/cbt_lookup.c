@@ -262,6 +262,7 @@ cbt_lookup(PG_FUNCTION_ARGS)
 				 errmsg("the first argument of cbt_lookup must be a cbt table's row type"),
 				 errhint("Pass NULL::table_name.")));
 	rel = cbt_open_for(relid, AccessShareLock, NULL, ACL_SELECT);
+	ss_sql_check_row_security(rel, "cbt_lookup()");
 	rt = cbt_runtime(rel);
 	def = rt->def;
 	st = cbt_get_state(rel);

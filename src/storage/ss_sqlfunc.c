@@ -27,6 +27,7 @@
 #include "utils/lsyscache.h"
 #include "utils/acl.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 #include "utils/syscache.h"
 
 PG_FUNCTION_INFO_V1(streamsketch_log_info);
@@ -103,6 +104,36 @@ ss_sql_open_structure(Oid relid, LOCKMODE lockmode, const char *writer,
 		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
 					   RelationGetRelationName(rel));
 	return rel;
+}
+
+void
+ss_sql_check_row_security(Relation rel, const char *fname)
+{
+	Oid			relid = RelationGetRelid(rel);
+
+	/*
+	 * The decision SELECT's rewriter takes (get_row_security_policies):
+	 * with noError false, row_security = off where policies would apply is
+	 * its error, raised here.  Nothing of the structure has been read yet.
+	 */
+	if (check_enable_rls(relid, InvalidOid, false) != RLS_ENABLED)
+		return;
+
+	/*
+	 * The functions answer from the whole structure (a sketch's counters, a
+	 * filter's fingerprints, a tree's groups): a policy's quals cannot be
+	 * applied to what they read, so they refuse.
+	 */
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("%s cannot read table \"%s\" under row-level security",
+					fname, RelationGetRelationName(rel)),
+			 errdetail("Row-level security policies of the table apply to role \"%s\", and %s answers from the whole structure: it could show rows or keys that the policies hide.",
+					   GetUserNameFromId(GetUserId(), false), fname),
+			 pg_class_ownercheck(relid, GetUserId()) ?
+			 errhint("Read the table with SELECT, which applies the policies, or let its owner bypass them with ALTER TABLE ... NO FORCE ROW LEVEL SECURITY.") :
+			 errhint("Read the table with SELECT, which applies the policies, or call %s as the table's owner or as a role with BYPASSRLS.",
+					 fname)));
 }
 
 /*

@@ -43,6 +43,19 @@ extern Datum ss_coerce_argument(Datum value, Oid argtype, Oid typid,
 								int32 typmod, const char *what, int argno,
 								const char *colname, const char *fname);
 
+/*
+ * Call in every function that returns a structure's rows or facts about
+ * its keys (estimates, membership, counts, reports, samples, groups),
+ * after the ACL check: such a function reads the whole structure, so it
+ * refuses (42501) when row-level security policies apply to the caller,
+ * rather than show what they hide.  Where PostgreSQL lets a query bypass
+ * the policies (a BYPASSRLS role, the owner without FORCE ROW LEVEL
+ * SECURITY, a table without row security), it goes on; with row_security
+ * off where they would apply, it raises the error SELECT raises.  fname is
+ * the function's SQL name, e.g. "bcms_estimate()".
+ */
+extern void ss_sql_check_row_security(Relation rel, const char *fname);
+
 struct SSStateOps;
 extern Relation ss_sql_open_structure(Oid relid, LOCKMODE lockmode,
 									  const char *writer, AclMode mode,
