@@ -173,6 +173,28 @@ SET ROLE regress_rls_reader;
 SELECT id, fn, pg_temp.outcome(stmt) FROM rls_calls ORDER BY id;
 RESET ROLE;
 
+-- The functions that return a table's rows take the table as a NULL of its
+-- row type, which is also their result type.  The table's name in quotes
+-- (text), as a varchar or as a regclass is refused with a hint that names
+-- the table.
+SELECT * FROM bfile_window('rls_bfile', 0, 100);
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM bfile_subsample('regress_rls.rls_bfile'::varchar, 1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM cbt_lookup('rls_cbt'::regclass, 15);
+\echo :LAST_ERROR_SQLSTATE
+-- a name that is no table: the hint says what to write
+SELECT * FROM cbt_lookup('no_such_table', 15);
+\echo :LAST_ERROR_SQLSTATE
+-- an untyped NULL is text too
+SELECT * FROM bfile_subsample(NULL, 1);
+\echo :LAST_ERROR_SQLSTATE
+-- NULL::table still works, and the rows are of the table's type
+SELECT pg_typeof(c), c.* FROM cbt_lookup(NULL::rls_cbt, 15) c;
+SELECT pg_typeof(s), count(*) FROM bfile_subsample(NULL::regress_rls.rls_bfile, 5) s GROUP BY 1;
+SELECT pg_typeof(w), count(*), min(k), max(k)
+FROM bfile_window(NULL::rls_bfile, 4, 8) w GROUP BY 1;
+
 DROP SCHEMA regress_rls CASCADE;
 DROP ROLE regress_rls_owner;
 DROP ROLE regress_rls_reader;

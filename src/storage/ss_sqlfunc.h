@@ -12,6 +12,7 @@
 
 #include "postgres.h"
 
+#include "fmgr.h"
 #include "nodes/parsenodes.h"
 #include "storage/lockdefs.h"
 #include "utils/relcache.h"
@@ -55,6 +56,16 @@ extern Datum ss_coerce_argument(Datum value, Oid argtype, Oid typid,
  * the function's SQL name, e.g. "bcms_estimate()".
  */
 extern void ss_sql_check_row_security(Relation rel, const char *fname);
+
+/*
+ * The table named by a function's first argument, a NULL of the table's row
+ * type (cbt_lookup(NULL::t, ...)), which also makes the function's result
+ * of that type.  42809 if the argument is of another type, with a hint
+ * that names the table when the argument was its name as a string or a
+ * regclass.  fname is the function's SQL name, amname the access method.
+ */
+extern Oid	ss_sql_rowtype_relid(FunctionCallInfo fcinfo, const char *fname,
+								 const char *amname);
 
 struct SSStateOps;
 extern Relation ss_sql_open_structure(Oid relid, LOCKMODE lockmode,
