@@ -86,14 +86,14 @@ INSERT INTO null_calls VALUES
 ('cbt_info(regclass)', ARRAY['''nt_cbt''::regclass']),
 ('sample_agg(anyelement,int)', ARRAY['1', '3']),
 ('bfile_info(regclass)', ARRAY['''nt_bfile''::regclass']),
-('bfile_subsample(anyelement,bigint)', ARRAY['NULL::nt_bfile', '3::bigint']),
-('bfile_window(anyelement,"any","any")', ARRAY['NULL::nt_bfile', '0::bigint', '10::bigint']),
+('bfile_subsample(anycompatible,bigint)', ARRAY['NULL::nt_bfile', '3::bigint']),
+('bfile_window(anycompatible,"any","any")', ARRAY['NULL::nt_bfile', '0::bigint', '10::bigint']),
 ('bfile_flush(regclass)', ARRAY['''nt_bfile''::regclass']),
 ('bfile_create(text,text,"any",float8,int,text,text,text,bool)',
  ARRAY['''nt_bfile_new''::text', '''id int''::text', '100::bigint', '0.5::float8',
        '4', '''uniform''::text', 'NULL::text', 'NULL::text', 'false']),
 ('sample_agg(anyelement,int,float8)', ARRAY['1', '3', '1.0::float8']),
-('cbt_lookup(anyelement,"any")', ARRAY['NULL::nt_cbt', '0::int']),
+('cbt_lookup(anycompatible,"any")', ARRAY['NULL::nt_cbt', '0::int']),
 ('cbt_finalize(regclass)', ARRAY['''nt_cbt''::regclass']),
 ('cbt_create(text,text,text,text,text,int,bool,bool)',
  ARRAY['''nt_cbt_new''::text', '''k int''::text', '''count(*) AS n''::text',
@@ -194,9 +194,9 @@ SELECT fn, null_arg, name, outcome FROM null_outcomes ORDER BY fn::text, null_ar
 SELECT fn, null_arg, outcome FROM null_outcomes
 WHERE outcome LIKE 'error XX%'
    OR (outcome = 'value' AND NOT (fn::text LIKE '%\_create(%' AND null_arg > 2)
-       AND NOT (fn IN ('cbt_lookup(anyelement,"any")'::regprocedure,
-                       'bfile_subsample(anyelement,bigint)'::regprocedure,
-                       'bfile_window(anyelement,"any","any")'::regprocedure)
+       AND NOT (fn IN ('cbt_lookup(anycompatible,"any")'::regprocedure,
+                       'bfile_subsample(anycompatible,bigint)'::regprocedure,
+                       'bfile_window(anycompatible,"any","any")'::regprocedure)
                 AND null_arg = 1));
 
 -- every valid call works, in positional and in named notation (aggregates

@@ -35,8 +35,10 @@ AS 'MODULE_PATHNAME', 'cbt_finalize' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION cbt_finalize(regclass) IS 'push every buffer of a cbt down to its leaves, one fragment per leaf; returns the groups';
 
 -- Not STRICT on purpose: the first argument is NULL (it names the table
--- by its row type), and a NULL key looks up the NULL group.
-CREATE FUNCTION cbt_lookup(cbt anyelement, VARIADIC group_keys "any")
-RETURNS SETOF anyelement
+-- by its row type), and a NULL key looks up the NULL group.  anycompatible
+-- rather than anyelement: the table's name in quotes resolves to text
+-- instead of failing in the parser, so the function can say what to write.
+CREATE FUNCTION cbt_lookup(cbt anycompatible, VARIADIC group_keys "any")
+RETURNS SETOF anycompatible
 AS 'MODULE_PATHNAME', 'cbt_lookup' LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1;
-COMMENT ON FUNCTION cbt_lookup(anyelement, "any") IS 'one group of a cbt table, read from its root-to-leaf path: cbt_lookup(NULL::table, key, ...)';
+COMMENT ON FUNCTION cbt_lookup(anycompatible, "any") IS 'one group of a cbt table, read from its root-to-leaf path: cbt_lookup(NULL::table, key, ...)';

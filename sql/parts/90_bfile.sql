@@ -91,15 +91,18 @@ AS 'MODULE_PATHNAME', 'bfile_flush' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION bfile_flush(regclass) IS 'draw every committed row of a bfile into its sample now; returns the sample''s size';
 
 -- Not STRICT on purpose: the first argument is NULL (it names the table
--- by its row type); a NULL size is an error (22004).
-CREATE FUNCTION bfile_subsample(sample anyelement, n bigint)
-RETURNS SETOF anyelement
+-- by its row type); a NULL size is an error (22004).  anycompatible rather
+-- than anyelement (here and in bfile_window): the table's name in quotes
+-- resolves to text instead of failing in the parser, so the function can
+-- say what to write.
+CREATE FUNCTION bfile_subsample(sample anycompatible, n bigint)
+RETURNS SETOF anycompatible
 AS 'MODULE_PATHNAME', 'bfile_subsample' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
-COMMENT ON FUNCTION bfile_subsample(anyelement, bigint) IS 'a random subsample of exactly n rows of a bfile''s sample (all of it if it is smaller): bfile_subsample(NULL::table, n)';
+COMMENT ON FUNCTION bfile_subsample(anycompatible, bigint) IS 'a random subsample of exactly n rows of a bfile''s sample (all of it if it is smaller): bfile_subsample(NULL::table, n)';
 
 -- Not STRICT on purpose: the first argument is NULL (it names the table
 -- by its row type); NULL bounds are an error (22004).
-CREATE FUNCTION bfile_window(sample anyelement, t1 "any", t2 "any")
-RETURNS SETOF anyelement
+CREATE FUNCTION bfile_window(sample anycompatible, t1 "any", t2 "any")
+RETURNS SETOF anycompatible
 AS 'MODULE_PATHNAME', 'bfile_window' LANGUAGE C STABLE PARALLEL RESTRICTED;
-COMMENT ON FUNCTION bfile_window(anyelement, "any", "any") IS 'the rows of a bfile''s sample whose time (its time column, or the position in the stream) is in [t1, t2], through each bucket''s skip list: bfile_window(NULL::table, t1, t2)';
+COMMENT ON FUNCTION bfile_window(anycompatible, "any", "any") IS 'the rows of a bfile''s sample whose time (its time column, or the position in the stream) is in [t1, t2], through each bucket''s skip list: bfile_window(NULL::table, t1, t2)';

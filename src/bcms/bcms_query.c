@@ -420,6 +420,7 @@ bcms_estimate(PG_FUNCTION_ARGS)
 					AccessShareLock);
 	ss_sql_check_access(rel, NULL);
 	bcms_check_acl(rel, ACL_SELECT);
+	ss_sql_check_row_security(rel, "bcms_estimate()");
 	st = bcms_get_state(rel);
 	if (!OidIsValid(argtype))
 		elog(ERROR, "could not determine the type of the key");

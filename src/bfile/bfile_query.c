@@ -383,8 +383,7 @@ Datum
 bfile_subsample(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Oid			rowtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
-	Oid			relid = OidIsValid(rowtype) ? get_typ_typrelid(rowtype) : InvalidOid;
+	Oid			relid = ss_sql_rowtype_relid(fcinfo, "bfile_subsample", "bfile");
 	Relation	rel;
 	BfileView	v;
 	BfileMeta  *m;
@@ -401,11 +400,6 @@ bfile_subsample(PG_FUNCTION_ARGS)
 	bool	   *nulls;
 	TupleDesc	desc;
 
-	if (!OidIsValid(relid))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("the first argument of bfile_subsample must be a bfile table's row type"),
-				 errhint("Pass NULL::table_name.")));
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -416,6 +410,7 @@ bfile_subsample(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("bfile_subsample size " INT64_FORMAT " is negative", n)));
 	rel = bfile_open_for(relid, AccessShareLock, NULL, ACL_SELECT);
+	ss_sql_check_row_security(rel, "bfile_subsample()");
 	InitMaterializedSRF(fcinfo, 0);
 	desc = rsinfo->setDesc;
 	if (desc->natts != RelationGetDescr(rel)->natts)
@@ -645,20 +640,15 @@ Datum
 bfile_window(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Oid			rowtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
-	Oid			relid = OidIsValid(rowtype) ? get_typ_typrelid(rowtype) : InvalidOid;
+	Oid			relid = ss_sql_rowtype_relid(fcinfo, "bfile_window", "bfile");
 	Relation	rel;
 	BfileView	v;
 	BfileMeta  *m;
 	int32		time_attnum;
 	Window		w;
 
-	if (!OidIsValid(relid))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("the first argument of bfile_window must be a bfile table's row type"),
-				 errhint("Pass NULL::table_name.")));
 	rel = bfile_open_for(relid, AccessShareLock, NULL, ACL_SELECT);
+	ss_sql_check_row_security(rel, "bfile_window()");
 	InitMaterializedSRF(fcinfo, 0);
 	memset(&w, 0, sizeof(w));
 	w.rel = rel;

@@ -272,6 +272,7 @@ bloom_contains(PG_FUNCTION_ARGS)
 					 AccessShareLock);
 	ss_sql_check_access(rel, NULL);
 	bloom_check_acl(rel, ACL_SELECT);
+	ss_sql_check_row_security(rel, "bloom_contains()");
 	st = bloom_get_state(rel);
 	if (!OidIsValid(argtype))
 		elog(ERROR, "could not determine the type of the key");

@@ -237,8 +237,7 @@ Datum
 cbt_lookup(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Oid			rowtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
-	Oid			relid = OidIsValid(rowtype) ? get_typ_typrelid(rowtype) : InvalidOid;
+	Oid			relid = ss_sql_rowtype_relid(fcinfo, "cbt_lookup", "cbt");
 	Relation	rel;
 	CbtRuntime *rt;
 	const CbtDef *def;
@@ -256,12 +255,8 @@ cbt_lookup(PG_FUNCTION_ARGS)
 	Oid			elemtype;
 	int			nargs;
 
-	if (!OidIsValid(relid))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("the first argument of cbt_lookup must be a cbt table's row type"),
-				 errhint("Pass NULL::table_name.")));
 	rel = cbt_open_for(relid, AccessShareLock, NULL, ACL_SELECT);
+	ss_sql_check_row_security(rel, "cbt_lookup()");
 	rt = cbt_runtime(rel);
 	def = rt->def;
 	st = cbt_get_state(rel);

@@ -55,15 +55,22 @@ lert_check_acl(Relation rel, AclMode mode)
 					   RelationGetRelationName(rel));
 }
 
-/* Open a LERT for a reading function: locked, checked, readable. */
+/*
+ * Open a LERT for a reading function: locked, checked, readable.  fname
+ * names a function that returns keys or facts about them (refused where
+ * row-level security applies, ss_sql_check_row_security); NULL for
+ * lert_info, whose counters say nothing about any key.
+ */
 static Relation
-lert_open_reader(Oid relid)
+lert_open_reader(Oid relid, const char *fname)
 {
 	Relation	rel = lert_open(ss_sql_lock_relid(relid, AccessShareLock, NULL),
 								AccessShareLock);
 
 	ss_sql_check_access(rel, NULL);
 	lert_check_acl(rel, ACL_SELECT);
+	if (fname != NULL)
+		ss_sql_check_row_security(rel, fname);
 	return rel;
 }
 
@@ -204,7 +211,7 @@ Datum
 lert_reports(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Relation	rel = lert_open_reader(PG_GETARG_OID(0));
+	Relation	rel = lert_open_reader(PG_GETARG_OID(0), "lert_reports()");
 	int64		after = PG_GETARG_INT64(1);
 	LertState  *st = lert_get_state(rel);
 	LertMeta   *meta = palloc(sizeof(LertMeta));
@@ -390,7 +397,7 @@ key_arg(FunctionCallInfo fcinfo, const LertState *st)
 Datum
 lert_count(PG_FUNCTION_ARGS)
 {
-	Relation	rel = lert_open_reader(PG_GETARG_OID(0));
+	Relation	rel = lert_open_reader(PG_GETARG_OID(0), "lert_count()");
 	LertState  *st = lert_get_state(rel);
 	int64		count;
 	bool		reported;
@@ -411,7 +418,7 @@ lert_count(PG_FUNCTION_ARGS)
 Datum
 lert_reported(PG_FUNCTION_ARGS)
 {
-	Relation	rel = lert_open_reader(PG_GETARG_OID(0));
+	Relation	rel = lert_open_reader(PG_GETARG_OID(0), "lert_reported()");
 	LertState  *st = lert_get_state(rel);
 	int64		count;
 	bool		reported;
@@ -468,7 +475,7 @@ int8_array(const int64 *v, int n)
 Datum
 lert_info(PG_FUNCTION_ARGS)
 {
-	Relation	rel = lert_open_reader(PG_GETARG_OID(0));
+	Relation	rel = lert_open_reader(PG_GETARG_OID(0), NULL);
 	LertState  *st = lert_get_state(rel);
 	LertParams *p = &st->p;
 	LertMeta   *meta = palloc0(sizeof(LertMeta));

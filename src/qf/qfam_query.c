@@ -366,6 +366,7 @@ qf_count_sql(PG_FUNCTION_ARGS)
 	uint64		count;
 
 	qfam_check_acl(rel, ACL_SELECT);
+	ss_sql_check_row_security(rel, "qf_count()");
 	st = qfam_get_state(rel);
 	count = qfam_count_hash(rel, st, qfam_key_hash(fcinfo, 1, st));
 	relation_close(rel, AccessShareLock);
@@ -380,6 +381,7 @@ qf_contains_sql(PG_FUNCTION_ARGS)
 	bool		found;
 
 	qfam_check_acl(rel, ACL_SELECT);
+	ss_sql_check_row_security(rel, "qf_contains()");
 	st = qfam_get_state(rel);
 	found = qfam_contains_hash(rel, st, qfam_key_hash(fcinfo, 1, st));
 	relation_close(rel, AccessShareLock);
@@ -434,6 +436,8 @@ qf_merge_sql(PG_FUNCTION_ARGS)
 
 	qfam_check_acl(dst, ACL_INSERT);
 	qfam_check_acl(src, ACL_SELECT);
+	/* the source's keys would become readable in the target */
+	ss_sql_check_row_security(src, "qf_merge()");
 	dst_st = qfam_get_state(dst);
 	src_st = qfam_get_state(src);
 	if (RelationGetRelid(dst) == RelationGetRelid(src))

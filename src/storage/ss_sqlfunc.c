@@ -12,6 +12,7 @@
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/xlog.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
@@ -27,7 +28,9 @@
 #include "utils/lsyscache.h"
 #include "utils/acl.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 #include "utils/syscache.h"
+#include "utils/varlena.h"
 
 PG_FUNCTION_INFO_V1(streamsketch_log_info);
 
@@ -103,6 +106,111 @@ ss_sql_open_structure(Oid relid, LOCKMODE lockmode, const char *writer,
 		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
 					   RelationGetRelationName(rel));
 	return rel;
+}
+
+void
+ss_sql_check_row_security(Relation rel, const char *fname)
+{
+	Oid			relid = RelationGetRelid(rel);
+
+	/*
+	 * The decision SELECT's rewriter takes (get_row_security_policies):
+	 * with noError false, row_security = off where policies would apply is
+	 * its error, raised here.  Nothing of the structure has been read yet.
+	 */
+	if (check_enable_rls(relid, InvalidOid, false) != RLS_ENABLED)
+		return;
+
+	/*
+	 * The functions answer from the whole structure (a sketch's counters, a
+	 * filter's fingerprints, a tree's groups): a policy's quals cannot be
+	 * applied to what they read, so they refuse.
+	 */
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("%s cannot read table \"%s\" under row-level security",
+					fname, RelationGetRelationName(rel)),
+			 errdetail("Row-level security policies of the table apply to role \"%s\", and %s answers from the whole structure: it could show rows or keys that the policies hide.",
+					   GetUserNameFromId(GetUserId(), false), fname),
+			 pg_class_ownercheck(relid, GetUserId()) ?
+			 errhint("Read the table with SELECT, which applies the policies, or let its owner bypass them with ALTER TABLE ... NO FORCE ROW LEVEL SECURITY.") :
+			 errhint("Read the table with SELECT, which applies the policies, or call %s as the table's owner or as a role with BYPASSRLS.",
+					 fname)));
+}
+
+/*
+ * The relation a string or regclass argument names, as a qualified name
+ * for a hint, or NULL when it names none (nothing is locked or raised).
+ */
+static char *
+relation_named_by(Oid argtype, Datum value)
+{
+	Oid			relid = InvalidOid;
+
+	if (argtype == REGCLASSOID)
+		relid = DatumGetObjectId(value);
+	else
+	{
+		char	   *str = argtype == NAMEOID ?
+			pstrdup(NameStr(*DatumGetName(value))) : TextDatumGetCString(value);
+		List	   *names;
+
+		/*
+		 * SplitIdentifierString reports bad syntax instead of raising it;
+		 * the lookups raise nothing either (not even a schema's USAGE).
+		 */
+		if (SplitIdentifierString(str, '.', &names))
+		{
+			if (list_length(names) == 1)
+				relid = RelnameGetRelid(linitial(names));
+			else if (list_length(names) == 2)
+				relid = get_relname_relid(lsecond(names),
+										  get_namespace_oid(linitial(names), true));
+		}
+	}
+	if (!OidIsValid(relid) || !SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+		return NULL;
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  get_rel_name(relid));
+}
+
+Oid
+ss_sql_rowtype_relid(FunctionCallInfo fcinfo, const char *fname,
+					 const char *amname)
+{
+	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, 0);
+	Oid			relid = OidIsValid(argtype) ? get_typ_typrelid(argtype) : InvalidOid;
+	char	   *named = NULL;
+
+	if (OidIsValid(relid))
+		return relid;
+
+	/*
+	 * The table's name in quotes, bfile_window('t', ...), is the natural
+	 * mistake: the first parameter is anycompatible, which resolves the
+	 * unknown literal to text (anyelement would fail in the parser with no
+	 * hint), so that it can be answered here.
+	 */
+	if (argtype != TEXTOID && argtype != VARCHAROID && argtype != BPCHAROID &&
+		argtype != NAMEOID && argtype != REGCLASSOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("the first argument of %s must be a %s table's row type",
+						fname, amname),
+				 errhint("Pass NULL::table_name.")));
+	if (!PG_ARGISNULL(0))
+		named = relation_named_by(argtype, PG_GETARG_DATUM(0));
+	ereport(ERROR,
+			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+			 errmsg("the first argument of %s must be a %s table's row type, not its name",
+					fname, amname),
+			 errdetail("The argument is of type %s.  The function finds the table, and the type of the rows it returns, from the type of its first argument.",
+					   format_type_be(argtype)),
+			 named != NULL ?
+			 errhint("Write %s(NULL::%s, ...).", fname, named) :
+			 errhint("Write the table as NULL::table_name, e.g. %s(NULL::public.t, ...).",
+					 fname)));
+	return InvalidOid;			/* keep compiler quiet */
 }
 
 /*

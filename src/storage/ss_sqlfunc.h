@@ -12,6 +12,7 @@
 
 #include "postgres.h"
 
+#include "fmgr.h"
 #include "nodes/parsenodes.h"
 #include "storage/lockdefs.h"
 #include "utils/relcache.h"
@@ -42,6 +43,29 @@ extern void ss_check_key_type(Oid typid, const char *typname);
 extern Datum ss_coerce_argument(Datum value, Oid argtype, Oid typid,
 								int32 typmod, const char *what, int argno,
 								const char *colname, const char *fname);
+
+/*
+ * Call in every function that returns a structure's rows or facts about
+ * its keys (estimates, membership, counts, reports, samples, groups),
+ * after the ACL check: such a function reads the whole structure, so it
+ * refuses (42501) when row-level security policies apply to the caller,
+ * rather than show what they hide.  Where PostgreSQL lets a query bypass
+ * the policies (a BYPASSRLS role, the owner without FORCE ROW LEVEL
+ * SECURITY, a table without row security), it goes on; with row_security
+ * off where they would apply, it raises the error SELECT raises.  fname is
+ * the function's SQL name, e.g. "bcms_estimate()".
+ */
+extern void ss_sql_check_row_security(Relation rel, const char *fname);
+
+/*
+ * The table named by a function's first argument, a NULL of the table's row
+ * type (cbt_lookup(NULL::t, ...)), which also makes the function's result
+ * of that type.  42809 if the argument is of another type, with a hint
+ * that names the table when the argument was its name as a string or a
+ * regclass.  fname is the function's SQL name, amname the access method.
+ */
+extern Oid	ss_sql_rowtype_relid(FunctionCallInfo fcinfo, const char *fname,
+								 const char *amname);
 
 struct SSStateOps;
 extern Relation ss_sql_open_structure(Oid relid, LOCKMODE lockmode,
