@@ -249,6 +249,16 @@ FROM bfile_window(NULL::bf_shuffled, 100, 300);
 SELECT bfile_create('bf_bad', 'id int, t text', time_column => 't');
 SELECT bfile_create('bf_bad', 'id int', time_column => 'nope');
 INSERT INTO bf_shuffled VALUES (1, NULL);
+-- ALTER TABLE checks a new constraint by scanning the sample, resetting
+-- its memory after each row: SET NOT NULL passes, a CHECK constraint is
+-- refused as on every structure (23514 if a row violates it, else 0A000)
+ALTER TABLE bf_shuffled ALTER COLUMN t SET NOT NULL;
+ALTER TABLE bf_shuffled ALTER COLUMN t DROP NOT NULL;
+ALTER TABLE bf_shuffled ADD CONSTRAINT bf_ck CHECK (id >= 0);
+\echo :LAST_ERROR_SQLSTATE
+ALTER TABLE bf_shuffled ADD CONSTRAINT bf_ck CHECK (id < 100);
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) AS constraints FROM pg_constraint WHERE conrelid = 'bf_shuffled'::regclass;
 RESET streamsketch.test_bfile_seed;
 
 -- weighted: rows of weight 4 are four times as likely as rows of weight 1
