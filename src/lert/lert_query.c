@@ -87,6 +87,7 @@ typedef struct LertScanDesc
 {
 	TableScanDescData base;
 	LertState  *st;
+	MemoryContext cxt;			/* the metapage copy and the page being read */
 	bool		started;
 	bool		claimed;
 	bool		has_meta;
@@ -103,6 +104,14 @@ lert_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
 
 	ss_scan_desc_init(&scan->base, rel, snapshot, nkeys, key, pscan, flags);
 	scan->st = lert_get_state(rel);
+
+	/*
+	 * What the scan keeps between rows has a context of its own: callers
+	 * such as ALTER TABLE's constraint validation fetch each row in a
+	 * context that they reset after it.
+	 */
+	scan->cxt = AllocSetContextCreate(CurrentMemoryContext, "lert scan",
+									  ALLOCSET_DEFAULT_SIZES);
 	return &scan->base;
 }
 
@@ -124,6 +133,7 @@ lert_scan_end(TableScanDesc sscan)
 	LertScanDesc *scan = (LertScanDesc *) sscan;
 
 	lert_scan_stop(scan);
+	MemoryContextDelete(scan->cxt);
 	ss_scan_desc_free(sscan);
 }
 
@@ -168,10 +178,15 @@ lert_scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
 		scan->claimed = ss_scan_claim(sscan);
 		if (!scan->claimed)
 			return false;
-		scan->meta = palloc(sizeof(LertMeta));
+		scan->meta = MemoryContextAlloc(scan->cxt, sizeof(LertMeta));
 		scan->has_meta = lert_read_current(sscan->rs_rd, scan->meta);
 		if (scan->has_meta)
+		{
+			MemoryContext old = MemoryContextSwitchTo(scan->cxt);
+
 			lert_report_iter_begin(&scan->it, sscan->rs_rd, scan->meta, 0);
+			MemoryContextSwitchTo(old);
+		}
 	}
 	if (!scan->claimed || !scan->has_meta)
 		return false;
