@@ -259,6 +259,23 @@ ALTER TABLE bf_shuffled ADD CONSTRAINT bf_ck CHECK (id >= 0);
 ALTER TABLE bf_shuffled ADD CONSTRAINT bf_ck CHECK (id < 100);
 \echo :LAST_ERROR_SQLSTATE
 SELECT count(*) AS constraints FROM pg_constraint WHERE conrelid = 'bf_shuffled'::regclass;
+-- a column may be declared NOT NULL, the time column among them: the
+-- table's definition then refuses a NULL time (23502)
+SELECT bfile_create('bf_nn', 'id int, ts timestamptz NOT NULL', time_column => 'ts');
+SELECT attname, attnotnull FROM pg_attribute
+WHERE attrelid = 'bf_nn'::regclass AND attnum > 0 ORDER BY attnum;
+INSERT INTO bf_nn VALUES (1, '2026-01-05 00:00+00'), (2, '2026-01-06 00:00+00');
+INSERT INTO bf_nn VALUES (3, NULL);
+\echo :LAST_ERROR_SQLSTATE
+SELECT id FROM bfile_window(NULL::bf_nn, '2026-01-01 00:00+00', '2026-01-31 00:00+00') ORDER BY id;
+DROP TABLE bf_nn;
+-- only unnamed NOT NULL: other constraints and defaults are refused
+SELECT bfile_create('bf_bad', 'id int CONSTRAINT nn NOT NULL');
+\echo :LAST_ERROR_SQLSTATE
+SELECT bfile_create('bf_bad', 'id int NOT NULL DEFAULT 1');
+\echo :LAST_ERROR_SQLSTATE
+SELECT bfile_create('bf_bad', 'id int NOT NULL CHECK (id > 0)');
+\echo :LAST_ERROR_SQLSTATE
 RESET streamsketch.test_bfile_seed;
 
 -- weighted: rows of weight 4 are four times as likely as rows of weight 1
