@@ -299,6 +299,35 @@ ALTER TABLE lt_alter ADD CONSTRAINT lt_ck CHECK (key >= 0);
 ALTER TABLE lt_alter ADD CONSTRAINT lt_ck CHECK (key < 400);
 \echo :LAST_ERROR_SQLSTATE
 DROP TABLE lt_alter;
+-- the smallest threshold, in the hint: 2, and for count_stretch and
+-- immediate more than the level thresholds' sum (each at least 1), so the
+-- number of levels plus one when they are derived
+SELECT lert_create('bad', 'int', threshold => 3);
+\echo :LAST_ERROR_SQLSTATE
+SELECT lert_create('lt_min', 'int', threshold => 4);
+SELECT threshold, levels, level_thresholds FROM lert_info('lt_min');
+SELECT lert_create('bad', 'int', threshold => 1, variant => 'time_stretch');
+\echo :LAST_ERROR_SQLSTATE
+SET streamsketch.lert_levels = 5;
+SELECT lert_create('bad', 'int', threshold => 5, variant => 'immediate');
+\echo :LAST_ERROR_SQLSTATE
+SET streamsketch.lert_levels = 1;
+SELECT lert_create('bad', 'int', threshold => 1);
+\echo :LAST_ERROR_SQLSTATE
+SET streamsketch.lert_levels = 3;
+SET streamsketch.lert_taus = '8,4,2';
+SELECT lert_create('bad', 'int', threshold => 14);
+\echo :LAST_ERROR_SQLSTATE
+SELECT lert_create('lt_min_taus', 'int', threshold => 15);
+SELECT threshold, levels, level_thresholds FROM lert_info('lt_min_taus');
+SET streamsketch.lert_taus = '8,0,2';
+SELECT lert_create('bad', 'int', threshold => 15);
+\echo :LAST_ERROR_SQLSTATE
+RESET streamsketch.lert_taus;
+RESET streamsketch.lert_levels;
+SELECT lert_create('bad', 'int', threshold => 3000000000);
+\echo :LAST_ERROR_SQLSTATE
+DROP TABLE lt_min, lt_min_taus;
 
 -- streamsketch_log_info shows the change log as it is, without
 -- consolidating it: the batches of two committed transactions (a rolled

@@ -588,17 +588,12 @@ lert_create(PG_FUNCTION_ARGS)
 				 errmsg("lert_create needs a table name and a key type")));
 	memset(&st, 0, sizeof(st));
 	lert_params_from_gucs(p);
+	/*
+	 * The threshold is checked with the other parameters (lert_derive): its
+	 * smallest value depends on the variant and the number of levels.
+	 */
 	if (!PG_ARGISNULL(2))
-	{
-		int64		t = PG_GETARG_INT64(2);
-
-		if (t < 1 || t > PG_INT64_MAX / 4)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("LERT threshold " INT64_FORMAT " is out of range", t),
-					 errhint("Use a threshold of at least 1.")));
-		p->geom.threshold = t;
-	}
+		p->geom.threshold = PG_GETARG_INT64(2);
 	if (!PG_ARGISNULL(3))
 	{
 		char	   *v = text_to_cstring(PG_GETARG_TEXT_PP(3));
