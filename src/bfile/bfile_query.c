@@ -212,7 +212,7 @@ bfile_create(PG_FUNCTION_ARGS)
 				 errmsg("bfile_create needs a table name and its columns")));
 	list = take_not_null(text_to_cstring(PG_GETARG_TEXT_PP(1)), &notnull);
 	cols = ss_parse_column_list(list, "columns list",
-								"List the columns: 'sensor int, value float8, ts timestamptz NOT NULL'.");
+								"List the columns: 'sensor int, value float8'.");
 	types = palloc(sizeof(Oid) * list_length(cols));
 	initStringInfo(&sql);
 	foreach(lcol, cols)
