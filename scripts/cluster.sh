@@ -31,6 +31,8 @@ ss_as_pg() {
 # ss_cluster_start DIR PORT [postgresql.conf line ...]
 # Creates a fresh cluster in DIR/data (removing any old DIR), starts it with
 # its socket in DIR, and exports PGHOST/PGPORT/PGDATABASE/PGUSER for clients.
+# Only where it listens and how it logs are set here: every other setting is
+# PostgreSQL's default unless given as an argument.
 ss_cluster_start() {
 	local dir="$1" port="$2" line
 	shift 2
@@ -51,7 +53,6 @@ ss_cluster_start() {
 		echo "port = $port"
 		echo "listen_addresses = ''"
 		echo "unix_socket_directories = '$dir'"
-		echo "max_prepared_transactions = 10"
 		echo "lc_messages = 'C'"
 		echo "log_line_prefix = '%m [%p] %q%a '"
 		echo "log_min_messages = warning"

@@ -105,19 +105,7 @@ SELECT bcms_estimate('clicks', 'tr'::text) AS tr_after_truncate;
 ROLLBACK;
 SELECT bcms_estimate('clicks', 'u7'::text) AS u7_kept, bcms_estimate('clicks', 'tr'::text) AS tr_gone;
 SELECT objname, label FROM pg_catalog.pg_seclabels WHERE provider = 'streamsketch' AND objname = 'clicks';
--- a prepared transaction's rows count once COMMIT PREPARED runs, in any
--- session; ROLLBACK PREPARED leaves no trace
-BEGIN;
-INSERT INTO clicks VALUES ('p'), ('p');
-PREPARE TRANSACTION 'p1';
-SELECT bcms_estimate('clicks', 'p'::text) AS p_prepared;
-COMMIT PREPARED 'p1';
-SELECT bcms_estimate('clicks', 'p'::text) AS p_committed;
-BEGIN;
-INSERT INTO clicks VALUES ('q');
-PREPARE TRANSACTION 'p2';
-ROLLBACK PREPARED 'p2';
-SELECT bcms_estimate('clicks', 'q'::text) AS q_rolled_back;
+-- prepared transactions (two-phase commit) are tested in twophase.sql
 
 -- weighted updates
 SELECT bcms_create('bytes', 'inet', epsilon => 0.001, weighted => true);

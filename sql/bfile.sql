@@ -249,6 +249,33 @@ FROM bfile_window(NULL::bf_shuffled, 100, 300);
 SELECT bfile_create('bf_bad', 'id int, t text', time_column => 't');
 SELECT bfile_create('bf_bad', 'id int', time_column => 'nope');
 INSERT INTO bf_shuffled VALUES (1, NULL);
+-- ALTER TABLE checks a new constraint by scanning the sample, resetting
+-- its memory after each row: SET NOT NULL passes, a CHECK constraint is
+-- refused as on every structure (23514 if a row violates it, else 0A000)
+ALTER TABLE bf_shuffled ALTER COLUMN t SET NOT NULL;
+ALTER TABLE bf_shuffled ALTER COLUMN t DROP NOT NULL;
+ALTER TABLE bf_shuffled ADD CONSTRAINT bf_ck CHECK (id >= 0);
+\echo :LAST_ERROR_SQLSTATE
+ALTER TABLE bf_shuffled ADD CONSTRAINT bf_ck CHECK (id < 100);
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) AS constraints FROM pg_constraint WHERE conrelid = 'bf_shuffled'::regclass;
+-- a column may be declared NOT NULL, the time column among them: the
+-- table's definition then refuses a NULL time (23502)
+SELECT bfile_create('bf_nn', 'id int, ts timestamptz NOT NULL', time_column => 'ts');
+SELECT attname, attnotnull FROM pg_attribute
+WHERE attrelid = 'bf_nn'::regclass AND attnum > 0 ORDER BY attnum;
+INSERT INTO bf_nn VALUES (1, '2026-01-05 00:00+00'), (2, '2026-01-06 00:00+00');
+INSERT INTO bf_nn VALUES (3, NULL);
+\echo :LAST_ERROR_SQLSTATE
+SELECT id FROM bfile_window(NULL::bf_nn, '2026-01-01 00:00+00', '2026-01-31 00:00+00') ORDER BY id;
+DROP TABLE bf_nn;
+-- only unnamed NOT NULL: other constraints and defaults are refused
+SELECT bfile_create('bf_bad', 'id int CONSTRAINT nn NOT NULL');
+\echo :LAST_ERROR_SQLSTATE
+SELECT bfile_create('bf_bad', 'id int NOT NULL DEFAULT 1');
+\echo :LAST_ERROR_SQLSTATE
+SELECT bfile_create('bf_bad', 'id int NOT NULL CHECK (id > 0)');
+\echo :LAST_ERROR_SQLSTATE
 RESET streamsketch.test_bfile_seed;
 
 -- weighted: rows of weight 4 are four times as likely as rows of weight 1

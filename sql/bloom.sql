@@ -358,19 +358,7 @@ SELECT bloom_test_error($$ALTER TABLE seen ADD COLUMN x int$$);
 SELECT bloom_test_error($$CREATE TRIGGER t BEFORE INSERT ON seen FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger()$$);
 SELECT bloom_test_error($$ALTER TABLE heap_b SET ACCESS METHOD bloom_filter$$);
 SELECT proname FROM pg_proc WHERE proname LIKE 'bloom%delete%';
--- a prepared transaction's keys are found once COMMIT PREPARED runs;
--- ROLLBACK PREPARED leaves no trace
-BEGIN;
-INSERT INTO seen VALUES (-1), (-2);
-PREPARE TRANSACTION 'p';
-SELECT bloom_contains('seen', -1) AS prepared_found;
-COMMIT PREPARED 'p';
-SELECT bloom_contains('seen', -1) AS committed_found, (bloom_info('seen')).items;
-BEGIN;
-INSERT INTO seen VALUES (-3);
-PREPARE TRANSACTION 'p';
-ROLLBACK PREPARED 'p';
-SELECT bloom_contains('seen', -3) AS rolled_back_found, (bloom_info('seen')).items;
+-- prepared transactions (two-phase commit) are tested in twophase.sql
 
 -- parameters are kept for pg_dump and forgotten on DROP
 DROP TABLE seen, words, heap_b;

@@ -285,6 +285,49 @@ SELECT pg_temp.lert_error($$INSERT INTO lt_weighted VALUES ('a', -1)$$);
 SELECT pg_temp.lert_error($$SELECT lert_count('lt_stream', 1)$$);
 SELECT pg_temp.lert_error($$SELECT lert_count('lt_cs', 'x'::text)$$);
 SELECT pg_temp.lert_error($$DELETE FROM lt_cs$$);
+-- ALTER TABLE checks a new constraint by scanning the reports, resetting
+-- its memory after each row: SET NOT NULL passes, a CHECK constraint is
+-- refused as on every structure (23514 if a row violates it, else 0A000)
+SELECT lert_create('lt_alter', 'int', threshold => 4);
+INSERT INTO lt_alter SELECT g % 500 FROM generate_series(1, 2000) g;
+SELECT lert_flush('lt_alter') >= 0 AS flushed;
+SELECT count(*) AS reports FROM lt_alter;
+ALTER TABLE lt_alter ALTER COLUMN key SET NOT NULL;
+ALTER TABLE lt_alter ALTER COLUMN key DROP NOT NULL;
+ALTER TABLE lt_alter ADD CONSTRAINT lt_ck CHECK (key >= 0);
+\echo :LAST_ERROR_SQLSTATE
+ALTER TABLE lt_alter ADD CONSTRAINT lt_ck CHECK (key < 400);
+\echo :LAST_ERROR_SQLSTATE
+DROP TABLE lt_alter;
+-- the smallest threshold, in the hint: 2, and for count_stretch and
+-- immediate more than the level thresholds' sum (each at least 1), so the
+-- number of levels plus one when they are derived
+SELECT lert_create('bad', 'int', threshold => 3);
+\echo :LAST_ERROR_SQLSTATE
+SELECT lert_create('lt_min', 'int', threshold => 4);
+SELECT threshold, levels, level_thresholds FROM lert_info('lt_min');
+SELECT lert_create('bad', 'int', threshold => 1, variant => 'time_stretch');
+\echo :LAST_ERROR_SQLSTATE
+SET streamsketch.lert_levels = 5;
+SELECT lert_create('bad', 'int', threshold => 5, variant => 'immediate');
+\echo :LAST_ERROR_SQLSTATE
+SET streamsketch.lert_levels = 1;
+SELECT lert_create('bad', 'int', threshold => 1);
+\echo :LAST_ERROR_SQLSTATE
+SET streamsketch.lert_levels = 3;
+SET streamsketch.lert_taus = '8,4,2';
+SELECT lert_create('bad', 'int', threshold => 14);
+\echo :LAST_ERROR_SQLSTATE
+SELECT lert_create('lt_min_taus', 'int', threshold => 15);
+SELECT threshold, levels, level_thresholds FROM lert_info('lt_min_taus');
+SET streamsketch.lert_taus = '8,0,2';
+SELECT lert_create('bad', 'int', threshold => 15);
+\echo :LAST_ERROR_SQLSTATE
+RESET streamsketch.lert_taus;
+RESET streamsketch.lert_levels;
+SELECT lert_create('bad', 'int', threshold => 3000000000);
+\echo :LAST_ERROR_SQLSTATE
+DROP TABLE lt_min, lt_min_taus;
 
 -- streamsketch_log_info shows the change log as it is, without
 -- consolidating it: the batches of two committed transactions (a rolled

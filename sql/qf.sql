@@ -283,17 +283,5 @@ INSERT INTO qf_sat VALUES (2, 9223372036854775807);
 INSERT INTO qf_sat VALUES (3, 9223372036854775807);
 SELECT items, total_count FROM qf_info('qf_sat');
 SELECT qf_count('qf_sat', 1), qf_count('qf_sat', 2), qf_count('qf_sat', 4);
--- a prepared transaction's inserts and deletes count once COMMIT PREPARED
--- runs; ROLLBACK PREPARED leaves no trace
-BEGIN;
-INSERT INTO qf_sat VALUES (5, 7);
-PREPARE TRANSACTION 'qfp';
-SELECT qf_count('qf_sat', 5) AS prepared;
-COMMIT PREPARED 'qfp';
-SELECT qf_count('qf_sat', 5) AS committed;
-BEGIN;
-SELECT qf_delete('qf_sat', 5, 3);
-PREPARE TRANSACTION 'qfp';
-ROLLBACK PREPARED 'qfp';
-SELECT qf_count('qf_sat', 5) AS delete_rolled_back;
+-- prepared transactions (two-phase commit) are tested in twophase.sql
 DROP TABLE qf_sat;

@@ -15,11 +15,14 @@
 #include "bfile.h"
 #include "bfile_am.h"
 #include "catalog/pg_type.h"
+#include "common/keywords.h"
 #include "common/pg_prng.h"
 #include "executor/tuptable.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
+#include "parser/parser.h"
+#include "parser/scanner.h"
 #include "ss_changelog.h"
 #include "ss_sqlfunc.h"
 #include "storage/bufmgr.h"
@@ -90,6 +93,99 @@ sample_size_argument(FunctionCallInfo fcinfo, BfileParams *p)
 }
 
 /*
+ * NOT NULL in bfile_create's column list.  ss_parse_column_list takes a
+ * name, a type and a COLLATE clause per column; a bfile's columns may also
+ * be declared NOT NULL, as its time column should be (the access method
+ * refuses a NULL time anyway; the constraint puts that in the table's
+ * definition, where the executor checks it before the row reaches us).
+ *
+ * Each unnamed NOT NULL clause is found with PostgreSQL's parser, its
+ * column noted in *notnull, and its tokens blanked out of the list, which
+ * keeps its length, so the list then parses as usual.  A list with
+ * anything else beside NOT NULL that ss_parse_column_list refuses is
+ * returned unchanged (and *notnull set to NULL): the error then quotes the
+ * user's own text.
+ */
+static char *
+take_not_null(const char *list, bool **notnull)
+{
+	static const char prefix[] = "CREATE TABLE ss_columns (";
+	int			plen = sizeof(prefix) - 1;
+	char	   *sql = psprintf("%s%s)", prefix, list);
+	List	   *raw = raw_parser(sql, RAW_PARSE_DEFAULT);
+	RawStmt    *rs;
+	CreateStmt *cs;
+	List	   *starts = NIL;	/* where each NOT NULL clause begins */
+	bool	   *marks;
+	ListCell   *lc;
+	int			i = 0;
+
+	*notnull = NULL;
+	if (list_length(raw) != 1)
+		return (char *) list;
+	rs = linitial_node(RawStmt, raw);
+	if (!IsA(rs->stmt, CreateStmt) || rs->stmt_len != 0)
+		return (char *) list;
+	cs = (CreateStmt *) rs->stmt;
+	if (cs->inhRelations || cs->partbound || cs->partspec || cs->ofTypename ||
+		cs->constraints || cs->options || cs->oncommit != ONCOMMIT_NOOP ||
+		cs->tablespacename || cs->accessMethod || cs->tableElts == NIL)
+		return (char *) list;
+	marks = palloc0(sizeof(bool) * list_length(cs->tableElts));
+	foreach(lc, cs->tableElts)
+	{
+		ColumnDef  *cd = (ColumnDef *) lfirst(lc);
+		ListCell   *lcc;
+
+		if (!IsA(cd, ColumnDef))
+			return (char *) list;
+		foreach(lcc, cd->constraints)
+		{
+			Constraint *c = (Constraint *) lfirst(lcc);
+
+			if (!IsA(c, Constraint) || c->contype != CONSTR_NOTNULL ||
+				c->conname != NULL || c->location < plen)
+				return (char *) list;
+			starts = lappend_int(starts, c->location);
+			marks[i] = true;
+		}
+		i++;
+	}
+	if (starts != NIL)
+	{
+		core_yy_extra_type yyextra;
+		core_YYSTYPE yylval;
+		YYLTYPE		loc;
+		core_yyscan_t scanner = scanner_init(sql, &yyextra, &ScanKeywords,
+											 ScanKeywordTokens);
+		char	   *blanked = pstrdup(sql);
+		int			prev = -1;
+		int			done = 0;
+
+		/* NOT, then the next token, NULL: blank both and what is between */
+		while (core_yylex(&yylval, &loc, scanner) != 0)
+		{
+			if (prev >= 0 && list_member_int(starts, prev))
+			{
+				if (pg_strncasecmp(sql + prev, "not", 3) != 0 ||
+					pg_strncasecmp(sql + loc, "null", 4) != 0)
+					elog(ERROR, "unexpected NOT NULL clause in \"%s\"", list);
+				memset(blanked + prev, ' ', loc + 4 - prev);
+				done++;
+			}
+			prev = loc;
+		}
+		scanner_finish(scanner);
+		if (done != list_length(starts))
+			elog(ERROR, "unexpected NOT NULL clause in \"%s\"", list);
+		sql = blanked;
+	}
+	*notnull = marks;
+	sql[strlen(sql) - 1] = '\0';	/* the closing parenthesis added above */
+	return sql + plen;
+}
+
+/*
  * bfile_create(name, columns, sample_size, min_fraction, buckets, mode,
  *				weight_column, time_column, unlogged) returns regclass
  *
@@ -103,18 +199,29 @@ bfile_create(PG_FUNCTION_ARGS)
 	BfileParams *p = &st->params;
 	List	   *cols;
 	Oid		   *types;
-	char	   *sql;
+	bool	   *notnull;
+	char	   *list;
+	StringInfoData sql;
+	ListCell   *lcol;
+	int			ncols = 0;
 	bool		unlogged = PG_ARGISNULL(8) ? false : PG_GETARG_BOOL(8);
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("bfile_create needs a table name and its columns")));
-	cols = ss_parse_column_list(text_to_cstring(PG_GETARG_TEXT_PP(1)),
-								"columns list",
+	list = take_not_null(text_to_cstring(PG_GETARG_TEXT_PP(1)), &notnull);
+	cols = ss_parse_column_list(list, "columns list",
 								"List the columns: 'sensor int, value float8'.");
 	types = palloc(sizeof(Oid) * list_length(cols));
-	sql = ss_column_list_sql(cols, types);
+	initStringInfo(&sql);
+	foreach(lcol, cols)
+	{
+		appendStringInfo(&sql, "%s%s%s", ncols > 0 ? ", " : "",
+						 ss_column_list_sql(list_make1(lfirst(lcol)), &types[ncols]),
+						 notnull && notnull[ncols] ? " NOT NULL" : "");
+		ncols++;
+	}
 
 	bfile_check_settings();
 	sample_size_argument(fcinfo, p);
@@ -191,7 +298,7 @@ bfile_create(PG_FUNCTION_ARGS)
 		}
 	}
 	PG_RETURN_OID(ss_create_structure_columns(&bfile_state_ops, st,
-											  PG_GETARG_TEXT_PP(0), sql,
+											  PG_GETARG_TEXT_PP(0), sql.data,
 											  "bfile", unlogged));
 }
 

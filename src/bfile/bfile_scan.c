@@ -10,6 +10,11 @@
  * copying one page at a time.  It writes nothing; the pages it can reach
  * are not reused while its snapshot lives (bfile_store.c).
  *
+ * What the scan keeps between rows (the view, the page copy, the change
+ * log's rows) lives in a memory context of its own, made at scan_begin:
+ * callers such as ALTER TABLE's constraint validation fetch each row in a
+ * context that they reset after it.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -211,6 +216,7 @@ bfile_read_meta(Relation rel, BfileMeta *meta)
 typedef struct BfileScanDesc
 {
 	TableScanDescData base;
+	MemoryContext cxt;			/* what the scan keeps between rows */
 	bool		started;
 	bool		claimed;
 	bool		done;
@@ -230,23 +236,25 @@ bfile_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
 	BfileScanDesc *scan = palloc0(sizeof(BfileScanDesc));
 
 	ss_scan_desc_init(&scan->base, rel, snapshot, nkeys, key, pscan, flags);
+	scan->cxt = AllocSetContextCreate(CurrentMemoryContext, "bfile scan",
+									  ALLOCSET_DEFAULT_SIZES);
 	return &scan->base;
 }
 
+/* Forget what the scan read (rescan, end): the next row starts it again. */
 static void
 scan_stop(BfileScanDesc *scan)
 {
-	if (scan->view.meta)
-		pfree(scan->view.meta);
-	scan->view.meta = NULL;
-	bfile_chain_end(&scan->chain);
-	scan->chain_open = false;
 	if (scan->log_rows)
-		tuplestore_end(scan->log_rows);
+		tuplestore_end(scan->log_rows); /* closes its temporary file */
 	scan->log_rows = NULL;
 	if (scan->log_slot)
 		ExecDropSingleTupleTableSlot(scan->log_slot);
 	scan->log_slot = NULL;
+	MemoryContextReset(scan->cxt);
+	memset(&scan->view, 0, sizeof(scan->view));
+	memset(&scan->chain, 0, sizeof(scan->chain));
+	scan->chain_open = false;
 	scan->started = false;
 	scan->done = false;
 }
@@ -257,6 +265,7 @@ bfile_scan_end(TableScanDesc sscan)
 	BfileScanDesc *scan = (BfileScanDesc *) sscan;
 
 	scan_stop(scan);
+	MemoryContextDelete(scan->cxt);
 	ss_scan_desc_free(sscan);
 }
 
@@ -279,13 +288,13 @@ scan_bucket(BfileScanDesc *scan, int i)
 
 /*
  * Every bucket's chain in the view, newest page first, then the tail's
- * items at the view's level or above, then the change log's rows.
+ * items at the view's level or above, then the change log's rows.  Runs
+ * in the scan's memory context.
  */
 static bool
-bfile_scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
-					   TupleTableSlot *slot)
+scan_next(BfileScanDesc *scan, TupleTableSlot *slot)
 {
-	BfileScanDesc *scan = (BfileScanDesc *) sscan;
+	TableScanDesc sscan = &scan->base;
 	Relation	rel = sscan->rs_rd;
 	HeapTupleData htup;
 	const BfileBucket *b;
@@ -341,6 +350,18 @@ bfile_scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
 	}
 	ExecCopySlot(slot, scan->log_slot);
 	return true;
+}
+
+static bool
+bfile_scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
+					   TupleTableSlot *slot)
+{
+	BfileScanDesc *scan = (BfileScanDesc *) sscan;
+	MemoryContext old = MemoryContextSwitchTo(scan->cxt);
+	bool		found = scan_next(scan, slot);
+
+	MemoryContextSwitchTo(old);
+	return found;
 }
 
 void

@@ -111,6 +111,59 @@ lert_parse_taus(const char *s, LertGeom *g)
 }
 
 /*
+ * The hint for parameters lert_geom_check refused, for the first thing it
+ * found wrong.  A threshold T is at least 2; count_stretch and immediate
+ * also keep every level threshold at least 1 and their sum below T, so
+ * their smallest T is that sum plus one: with derived level thresholds
+ * (halved down to 1 each until they fit), the number of levels plus one.
+ */
+static char *
+lert_geom_hint(const LertGeom *g, bool derived_taus)
+{
+	bool		taus = (g->variant == LERT_COUNT_STRETCH ||
+						g->variant == LERT_IMMEDIATE) &&
+		g->nlevels >= 1 && g->nlevels <= LERT_MAX_LEVELS;
+	bool		taus_below_1 = false;
+	int64		min_threshold = 2;
+
+	if (g->variant < LERT_COUNT_STRETCH || g->variant > LERT_CASCADE)
+		return pstrdup("Use 'count_stretch', 'time_stretch', 'immediate' or 'cascade'.");
+	if (taus && derived_taus)
+		min_threshold = (int64) g->nlevels + 1;
+	else if (taus)
+	{
+		for (uint32 i = 1; i <= g->nlevels; i++)
+			taus_below_1 |= g->tau[i] < 1;
+		if (!taus_below_1)
+			min_threshold = Max(lert_tau_sum(g) + 1, 2);
+	}
+	if (g->threshold > PG_INT32_MAX)
+		return psprintf("Use a threshold of at most %d.", PG_INT32_MAX);
+	if (g->threshold >= 2)
+	{
+		/* lert_geom_check's order: the threshold's range came first */
+		if (g->growth < 2 || g->growth > LERT_MAX_GROWTH)
+			return psprintf("Use a growth factor from 2 to %d.", LERT_MAX_GROWTH);
+		if (g->nlevels < 1 || g->nlevels > LERT_MAX_LEVELS)
+			return psprintf("Use 1 to %d on-disk levels.", LERT_MAX_LEVELS);
+		if (g->variant == LERT_TIME_STRETCH)
+			return psprintf("Use 1 to %d age bits, with 2^age_bits at most level 0's capacity per cone (" INT64_FORMAT " keys).",
+							LERT_MAX_AGE_BITS, g->level0_capacity);
+		if (taus_below_1)
+			return pstrdup("Give level thresholds of at least 1 each.");
+	}
+	if (taus && derived_taus)
+		return psprintf("The %s variant with %u on-disk %s needs a threshold of at least " INT64_FORMAT ": each level threshold is at least 1 and their sum stays below the threshold.%s",
+						lert_variant_name(g->variant), g->nlevels,
+						g->nlevels == 1 ? "level" : "levels", min_threshold,
+						g->nlevels > 1 ? " Use a larger threshold or fewer levels." : "");
+	if (taus && !taus_below_1)
+		return psprintf("The level thresholds add up to " INT64_FORMAT ": the threshold must be at least " INT64_FORMAT " (or give smaller level thresholds).",
+						min_threshold - 1, min_threshold);
+	return pstrdup("The threshold must be at least 2.");
+}
+
+/*
  * Validate the parameters and derive level 0's capacity per cone and, if
  * not given (tau[1] < 0), the level thresholds.
  */
@@ -119,6 +172,7 @@ lert_derive(LertParams *p)
 {
 	const char *msg;
 	LertGeom   *g = &p->geom;
+	bool		derived_taus = false;
 
 	if (p->ncones < 1 || p->ncones > LERT_MAX_CONES || (p->ncones & (p->ncones - 1)) != 0)
 		ereport(ERROR,
@@ -137,6 +191,7 @@ lert_derive(LertParams *p)
 	if (g->nlevels >= 1 && g->nlevels <= LERT_MAX_LEVELS && g->tau[1] < 0)
 	{
 		/* the design notes' thresholds, halved until they fit below T */
+		derived_taus = true;
 		lert_default_taus(g->growth, g->nlevels, g->tau);
 		while (lert_tau_sum(g) >= g->threshold && g->tau[1] > 1)
 			for (uint32 j = 1; j <= g->nlevels; j++)
@@ -146,7 +201,7 @@ lert_derive(LertParams *p)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid LERT parameters: %s", msg),
-				 errhint("The threshold must be at least 2; count_stretch and immediate need level thresholds of at least 1 each that add up to less than it (fewer levels, or a larger threshold).")));
+				 errhint("%s", lert_geom_hint(g, derived_taus))));
 	p->channel[LERT_CHANNEL_LEN - 1] = '\0';
 }
 

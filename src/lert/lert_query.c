@@ -94,6 +94,7 @@ typedef struct LertScanDesc
 {
 	TableScanDescData base;
 	LertState  *st;
+	MemoryContext cxt;			/* the metapage copy and the page being read */
 	bool		started;
 	bool		claimed;
 	bool		has_meta;
@@ -110,6 +111,14 @@ lert_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
 
 	ss_scan_desc_init(&scan->base, rel, snapshot, nkeys, key, pscan, flags);
 	scan->st = lert_get_state(rel);
+
+	/*
+	 * What the scan keeps between rows has a context of its own: callers
+	 * such as ALTER TABLE's constraint validation fetch each row in a
+	 * context that they reset after it.
+	 */
+	scan->cxt = AllocSetContextCreate(CurrentMemoryContext, "lert scan",
+									  ALLOCSET_DEFAULT_SIZES);
 	return &scan->base;
 }
 
@@ -131,6 +140,7 @@ lert_scan_end(TableScanDesc sscan)
 	LertScanDesc *scan = (LertScanDesc *) sscan;
 
 	lert_scan_stop(scan);
+	MemoryContextDelete(scan->cxt);
 	ss_scan_desc_free(sscan);
 }
 
@@ -175,10 +185,15 @@ lert_scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
 		scan->claimed = ss_scan_claim(sscan);
 		if (!scan->claimed)
 			return false;
-		scan->meta = palloc(sizeof(LertMeta));
+		scan->meta = MemoryContextAlloc(scan->cxt, sizeof(LertMeta));
 		scan->has_meta = lert_read_current(sscan->rs_rd, scan->meta);
 		if (scan->has_meta)
+		{
+			MemoryContext old = MemoryContextSwitchTo(scan->cxt);
+
 			lert_report_iter_begin(&scan->it, sscan->rs_rd, scan->meta, 0);
+			MemoryContextSwitchTo(old);
+		}
 	}
 	if (!scan->claimed || !scan->has_meta)
 		return false;
@@ -580,17 +595,12 @@ lert_create(PG_FUNCTION_ARGS)
 				 errmsg("lert_create needs a table name and a key type")));
 	memset(&st, 0, sizeof(st));
 	lert_params_from_gucs(p);
+	/*
+	 * The threshold is checked with the other parameters (lert_derive): its
+	 * smallest value depends on the variant and the number of levels.
+	 */
 	if (!PG_ARGISNULL(2))
-	{
-		int64		t = PG_GETARG_INT64(2);
-
-		if (t < 1 || t > PG_INT64_MAX / 4)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("LERT threshold " INT64_FORMAT " is out of range", t),
-					 errhint("Use a threshold of at least 1.")));
-		p->geom.threshold = t;
-	}
+		p->geom.threshold = PG_GETARG_INT64(2);
 	if (!PG_ARGISNULL(3))
 	{
 		char	   *v = text_to_cstring(PG_GETARG_TEXT_PP(3));
