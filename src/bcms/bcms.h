@@ -43,11 +43,6 @@
 #include "ss_page.h"
 #include "utils/rel.h"
 
-/* kind and page types (ss_page.h) */
-#define SS_KIND_BCMS		1
-#define SS_PAGE_BCMS_SKETCH	2
-#define SS_PAGE_BCMS_BUFFER	3
-
 #define BCMS_MODE_BUFFERED	0
 #define BCMS_MODE_PLAIN		1
 

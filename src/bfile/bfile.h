@@ -36,10 +36,6 @@
 #include "ss_page.h"
 #include "utils/rel.h"
 
-/* kind and page type (ss_page.h) */
-#define SS_KIND_BFILE			6
-#define SS_PAGE_BFILE			16
-
 #define BFILE_MAX_BUCKETS		32	/* N */
 #define BFILE_MAX_FREE			96	/* free chains the metapage holds */
 #define BFILE_MAX_LEVEL			(1 << 24)

@@ -69,11 +69,6 @@
 #include "ss_page.h"
 #include "utils/rel.h"
 
-/* kind and page types (ss_page.h) */
-#define SS_KIND_BLOOM		3
-#define SS_PAGE_BLOOM_BITS	5
-#define SS_PAGE_BLOOM_BUFFER	6
-
 #define BLOOM_MODE_PLAIN		0
 #define BLOOM_MODE_ELEVATOR		1
 #define BLOOM_MODE_LOCALIZED	2

@@ -38,12 +38,6 @@
 #include "ss_page.h"
 #include "utils/rel.h"
 
-/* kind and page types (ss_page.h) */
-#define SS_KIND_CBT				5
-#define SS_PAGE_CBT_NODE		14
-#define SS_PAGE_CBT_FRAGMENT	15
-#define SS_PAGE_CBT_FREE		16	/* the free list's overflow */
-
 #define CBT_MAX_FANOUT			64
 #define CBT_MAX_FRAGMENTS		16	/* per node: bounds a scan's cursors */
 #define CBT_MAX_HEIGHT			16

@@ -59,15 +59,6 @@
 #include "port/pg_bitutils.h"
 #include "utils/rel.h"
 
-/* kind and page types (ss_page.h) */
-#define SS_KIND_LERT			4
-#define SS_PAGE_LERT_LEVEL0		9
-#define SS_PAGE_LERT_RUN		10
-#define SS_PAGE_LERT_INDEX		11
-#define SS_PAGE_LERT_REPORT		12
-#define SS_PAGE_LERT_FILTER		13
-#define SS_PAGE_LERT_FREE		17	/* the pool's spill page (lert_pool.c) */
-
 #define LERT_MAX_CONES			16
 
 /* lock tags (LockPage), never real blocks; below the storage layer's */

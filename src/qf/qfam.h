@@ -59,11 +59,6 @@
 #include "ss_page.h"
 #include "utils/rel.h"
 
-/* kind and page types (ss_page.h) */
-#define SS_KIND_QF			2	/* the quotient filter family */
-#define SS_PAGE_QF_AREA		4
-#define SS_PAGE_QF_UNDO		7
-
 #define QFAM_MAX_LEVELS		32
 #define QFAM_MAX_LOAD		QF_MAX_LOAD
 #define QFAM_MAX_PAGE_BITS	27	/* 1 TB of pages */

@@ -84,7 +84,10 @@ ss_page_check(Relation rel, BlockNumber blkno, Page page, uint16 page_type)
 						  (unsigned) PageGetSpecialSize(page),
 						  (size_t) MAXALIGN(sizeof(SSPageOpaqueData)));
 	opaque = SSPageGetOpaque(page);
-	if (opaque->page_id != SS_PAGE_ID || opaque->page_type != page_type)
+	if (opaque->page_id != SS_PAGE_ID ||
+		(opaque->page_type != page_type &&
+		 !(page_type == SS_PAGE_CBT_FREE &&
+		   opaque->page_type == CBT_FREE_PAGE_TYPE_EARLIER)))
 		ss_page_corrupted(rel, blkno,
 						  "Found page id 0x%04X type %u, expected 0x%04X type %u.",
 						  opaque->page_id, opaque->page_type,

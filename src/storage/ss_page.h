@@ -30,14 +30,8 @@
 #define SS_META_VERSION		3
 #define SS_METAPAGE_BLKNO	0
 
-/*
- * Page types (SSPageOpaqueData.page_type): the metapage's is the storage
- * layer's; each structure defines its own in its header, with numbers
- * unique across structures (so a page of one is never taken for another's),
- * as it defines its kind, the number its metapage is stamped with.
- */
-#define SS_PAGE_META		1
-#define SS_PAGE_LOG			8	/* change log pages (ss_changelog.c) */
+/* kinds and page types: one list (ss_ids.h) */
+#include "ss_ids.h"
 
 typedef struct SSPageOpaqueData
 {
