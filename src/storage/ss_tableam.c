@@ -51,6 +51,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
@@ -572,40 +573,53 @@ ss_forget_state(Relation rel)
  * The parameters a structure keeps when its storage is replaced (TRUNCATE):
  * those of its metapage, or of its label if the metapage cannot be read,
  * so that TRUNCATE starts over even a damaged structure.
+ *
+ * Reading a damaged metapage fails anywhere in the read: in the buffer
+ * manager (a checksum failure, with the buffer pinned and its I/O in
+ * progress) or under the page's lock.  Only aborting cleans that up, so
+ * the read runs in a subtransaction, which is rolled back on a damage
+ * error before the label is used instead.
  */
 static void *
 ss_kept_params(Relation rel, const SSStateOps *ops)
 {
 	void	   *st = palloc0(ops->state_size);
 	MemoryContext ctx = CurrentMemoryContext;
-	char	   *label = NULL;
-	bool		from_meta = false;
+	ResourceOwner owner = CurrentResourceOwner;
+	ErrorData  *edata = NULL;
+	char	   *label;
 
+	BeginInternalSubTransaction(NULL);
 	PG_TRY();
 	{
 		memcpy(st, ss_get_state(rel, ops), ops->state_size);
-		from_meta = true;
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(ctx);
+		CurrentResourceOwner = owner;
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
-
 		MemoryContextSwitchTo(ctx);
 		edata = CopyErrorData();
-		if (edata->sqlerrcode != ERRCODE_DATA_CORRUPTED)
-			PG_RE_THROW();
 		FlushErrorState();
-		label = ss_get_label(RelationGetRelid(rel));
-		if (label == NULL)
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(ctx);
+		CurrentResourceOwner = owner;
+		if (edata->sqlerrcode != ERRCODE_DATA_CORRUPTED)
 			ReThrowError(edata);
-		ereport(WARNING,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("%s", edata->message),
-				 errdetail("The new, empty structure gets the parameters of the table's label.")));
 	}
 	PG_END_TRY();
-	if (from_meta)
+	if (edata == NULL)
 		return st;
+
+	label = ss_get_label(RelationGetRelid(rel));
+	if (label == NULL)
+		ReThrowError(edata);
+	ereport(WARNING,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("%s", edata->message),
+			 errdetail("The new, empty structure gets the parameters of the table's label.")));
+	ss_forget_state(rel);
 	ops->check_columns(rel, st);
 	ops->params_from_label(rel, label, st);
 	return st;
@@ -704,6 +718,8 @@ ss_set_new_filenode(Relation rel, const SSStateOps *ops,
 	ss_create_storage(newrnode, persistence, ops, st);
 	if (ss_relation_is_new(rel))
 		ss_set_label(RelationGetRelid(rel), ops->params_to_label(st));
+	if (ss_relation_is_new(rel) || given != NULL)
+		ss_describe(rel, ops, st);
 	else if (ss_pending_has(RelationGetRelid(rel)))
 		ss_pending_add(rel, SS_PENDING_TRUNCATE, NULL, 0);
 	ss_forget_state(rel);
