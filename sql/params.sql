@@ -152,3 +152,20 @@ CREATE TABLE p_reset_q (k int) USING quotient_filter;
 SELECT epsilon FROM bcms_info('p_reset_b');
 SELECT capacity FROM qf_info('p_reset_q');
 DROP TABLE p_reset_b, p_reset_q;
+
+-- a structure's comment (\dt+) names its kind and parameters, set when it
+-- gets them: at creation, and when a label gives a table never written new
+-- ones
+SELECT bcms_create('p_desc_b', 'int', epsilon => 0.001, delta => 0.05);
+SELECT obj_description('p_desc_b'::regclass, 'pg_class');
+SELECT cbt_create('p_desc_c', 'k int', 'count(*) AS n', fanout => 8);
+SELECT obj_description('p_desc_c'::regclass, 'pg_class');
+CREATE TABLE p_desc_q (k int) USING quotient_filter;
+SELECT obj_description('p_desc_q'::regclass, 'pg_class') LIKE 'quotient_filter: capacity %' AS described;
+SELECT format('SECURITY LABEL FOR streamsketch ON TABLE p_desc_q IS %L',
+	replace(label, 'capacity=' || (SELECT capacity FROM qf_info('p_desc_q')), 'capacity=5000'))
+FROM pg_seclabels WHERE objoid = 'p_desc_q'::regclass
+\gexec
+SELECT capacity FROM qf_info('p_desc_q');
+SELECT obj_description('p_desc_q'::regclass, 'pg_class') LIKE 'quotient_filter: capacity 5000,%' AS follows_label;
+DROP TABLE p_desc_b, p_desc_c, p_desc_q;

@@ -136,6 +136,7 @@ extern void ss_tableam_register(const TableAmRoutine *routine,
 extern void ss_params_init(void);
 extern void ss_set_label(Oid relid, const char *label);
 extern char *ss_get_label(Oid relid);
+extern void ss_describe(Relation rel, const SSStateOps *ops, const void *st);
 extern void ss_label_split(const char *label, int nkeys,
 						   const char *const *keys, char **values);
 extern double ss_label_float(const char *key, const char *value);

@@ -41,6 +41,7 @@
 #include "catalog/namespace.h"
 #include "catalog/objectaddress.h"
 #include "catalog/pg_class.h"
+#include "commands/comment.h"
 #include "commands/dbcommands.h"
 #include "commands/seclabel.h"
 #include "common/shortest_dec.h"
@@ -85,6 +86,42 @@ ss_set_label(Oid relid, const char *label)
 	ObjectAddress addr = relation_address(relid);
 
 	SetSecurityLabel(&addr, SS_LABEL_PROVIDER, label);
+}
+
+/*
+ * The table's comment, which \dt+ shows: its kind and parameters, as its
+ * label names them ("bcms: mode buffered, epsilon 0.0001, ..."), without
+ * the hash seed and what only the label needs (a cbt's definition, which
+ * cbt_info shows).  Written when the table gets its parameters (creation,
+ * a label given to a table never written), like the label.
+ */
+void
+ss_describe(Relation rel, const SSStateOps *ops, const void *st)
+{
+	char	   *label = ops->params_to_label(st);
+	StringInfoData buf;
+	char	   *word;
+	char	   *save = NULL;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "%s:", ss_structure_name(rel));
+	for (word = strtok_r(label, " ", &save); word != NULL;
+		 word = strtok_r(NULL, " ", &save))
+	{
+		char	   *eq = strchr(word, '=');
+
+		if (eq == NULL)
+			continue;
+		*eq = '\0';
+		if (strcmp(word, "seed") == 0 || strcmp(word, "hash_bits") == 0 ||
+			strcmp(word, "definition") == 0)
+			continue;
+		appendStringInfo(&buf, "%s %s %s", buf.data[buf.len - 1] == ':' ? "" : ",",
+						 word, eq + 1);
+	}
+	CreateComments(RelationGetRelid(rel), RelationRelationId, 0, buf.data);
+	pfree(buf.data);
+	pfree(label);
 }
 
 /* relid's label, or NULL. */
