@@ -220,7 +220,8 @@ SELECT c.n = 2 * d.n AND c.sv = 2 * d.sv AND c.mn = d.mn AND c.x = d.x AS merged
 FROM ct_dump d JOIN ct_dump_copy c USING (k, t) WHERE k = 1 AND t = 't1';
 SELECT n, x FROM cbt_lookup(NULL::ct_dump_copy, 1, 't1');
 -- a group's row with an input too is refused
-INSERT INTO ct_dump_copy (k, t, n, v) VALUES (1, 't1', 1, 5);
+INSERT INTO ct_dump_copy (k, t, n, sv, mn, x, ba, v, b)
+VALUES (1, 't1', 1, NULL, NULL, NULL, NULL, 5, NULL);
 -- results that are not states (avg's final function, numeric sum's
 -- internal state) cannot become a group again: refused, with the hint
 -- that such a table's dump cannot be restored
@@ -294,7 +295,8 @@ END
 $$;
 -- a value in a result column makes the row a group; ct_pages' bigint sum
 -- keeps an internal state, not its result, so ct_pages cannot take it
-INSERT INTO ct_pages (url, hits) VALUES ('/c', 5);
+INSERT INTO ct_pages (url, hits, total_bytes, mean_latency, last_seen, smallest, bytes, latency, ts)
+VALUES ('/c', 5, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 
 -- CREATE TABLE ... USING cbt has no definition: refused at the first use
 CREATE TABLE ct_nodef (k int, n bigint) USING cbt;

@@ -144,3 +144,18 @@ DROP TABLE cbtb_t, cbtb_ref, cbtb_c, cbtb_planted CASCADE;
 DROP SCHEMA cbtb_s, cbtb_s2 CASCADE;
 DROP DOMAIN cbtb_posint;
 DROP ROLE regress_cbtb_reader;
+
+-- The natural positional INSERT (keys, then inputs) would fill the
+-- aggregates' columns, which come first: refused, naming the columns.
+SELECT cbt_create('cbtb_pos', 'url text',
+	'count(*) AS hits, sum(bytes::int) AS total_bytes, max(w::int) AS w');
+INSERT INTO cbtb_pos SELECT 'u' || g, g FROM generate_series(1, 3) g;
+\echo :LAST_ERROR_SQLSTATE
+\set VERBOSITY default
+INSERT INTO cbtb_pos VALUES ('u1', 5);
+\set VERBOSITY terse
+-- named columns, or every column as a dump writes it, are accepted
+INSERT INTO cbtb_pos (url, bytes, w) SELECT 'u' || g, g, g FROM generate_series(1, 3) g;
+INSERT INTO cbtb_pos VALUES ('u1', 2, 10, 7, NULL);
+SELECT * FROM cbtb_pos ORDER BY url;
+DROP TABLE cbtb_pos;

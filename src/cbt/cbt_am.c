@@ -14,6 +14,7 @@
  */
 #include "postgres.h"
 
+#include "access/relation.h"
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
@@ -25,6 +26,8 @@
 #include "common/base64.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "parser/analyze.h"
+#include "parser/parsetree.h"
 #include "pgstat.h"
 #include "ss_changelog.h"
 #include "ss_hash.h"
@@ -746,6 +749,80 @@ cbt_as_caller(CbtOwnerSave *save)
 
 /* ---- INSERT ---- */
 
+static post_parse_analyze_hook_type prev_post_parse_analyze = NULL;
+
+/*
+ * A row with values in the aggregates' columns is a group, as a dump
+ * writes it: with every column of the table.  The natural positional
+ * INSERT INTO t SELECT key, input ... fills the aggregates' columns, which
+ * come before the inputs, with the inputs; an INSERT that gives an
+ * aggregate's column (one that carries no input) a value but does not
+ * name every column is refused when it is analyzed, naming the columns to
+ * write.  (The library is loaded by then: analysis opened the table.)
+ */
+static void
+cbt_post_parse_analyze(ParseState *pstate, Query *query, JumbleState *jstate)
+{
+	RangeTblEntry *rte;
+	Relation	rel;
+	CbtRuntime *rt;
+	TupleDesc	desc;
+	int			ncols = 0;
+	int			ntargets = 0;
+	int			agg_named = -1;
+	ListCell   *lc;
+
+	if (prev_post_parse_analyze)
+		prev_post_parse_analyze(pstate, query, jstate);
+	if (query->commandType != CMD_INSERT || query->resultRelation <= 0)
+		return;
+	rte = rt_fetch(query->resultRelation, query->rtable);
+	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_RELATION)
+		return;
+	rel = relation_open(rte->relid, NoLock);	/* the parser locked it */
+	if (ss_structure_ops(rel) != &cbt_state_ops ||
+		cbt_def_stored_form(cbt_get_state(rel)->definition) == CBT_DEF_NONE)
+	{
+		relation_close(rel, NoLock);
+		return;
+	}
+	rt = cbt_runtime(rel);
+	desc = RelationGetDescr(rel);
+	for (int i = 0; i < desc->natts; i++)
+		ncols += !TupleDescAttr(desc, i)->attisdropped;
+	foreach(lc, query->targetList)
+	{
+		TargetEntry *te = lfirst_node(TargetEntry, lc);
+
+		if (te->resjunk)
+			continue;
+		ntargets++;
+		for (int a = 0; a < rt->def->naggs; a++)
+			if (!rt->result_takes_input[a] &&
+				te->resno == rt->result_attno[a] + 1 && agg_named < 0)
+				agg_named = a;
+	}
+	if (agg_named >= 0 && ntargets < ncols)
+	{
+		StringInfoData cols;
+
+		/* the keys, then the columns that take inputs */
+		initStringInfo(&cols);
+		for (int i = 0; i < rt->def->nkeys + rt->def->ninputs; i++)
+			appendStringInfo(&cols, "%s%s", i > 0 ? ", " : "",
+							 quote_identifier(NameStr(TupleDescAttr(desc, rt->input_src[i])->attname)));
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
+				 errmsg("INSERT into cbt \"%s\" gives aggregate column \"%s\" a value",
+						RelationGetRelationName(rel),
+						NameStr(TupleDescAttr(desc, rt->result_attno[agg_named])->attname)),
+				 errdetail("A cbt's columns are its group keys, its aggregates, then its inputs; a row with aggregate values is a group, as a dump writes it with every column."),
+				 errhint("Name the columns to write: INSERT INTO %s (%s) ...",
+						 quote_identifier(RelationGetRelationName(rel)), cols.data)));
+	}
+	relation_close(rel, NoLock);
+}
+
 /*
  * A row with a value in an aggregate's own column is a group, as a dump
  * writes it: its key and final values, merged into the table's group of
@@ -769,7 +846,7 @@ insert_group(Relation rel, CbtRuntime *rt, TupleTableSlot *slot,
 				 errmsg("cbt \"%s\" cannot take a group's final values back",
 						RelationGetRelationName(rel)),
 				 errdetail("A row with a value in an aggregate's column is read as a group, as a dump writes it, but the result of aggregate column \"%s\" is not its state.",
-						   def->aggs[bad].name),
+						   NameStr(TupleDescAttr(RelationGetDescr(rel), rt->result_attno[bad])->attname)),
 				 errhint("Insert the inputs and leave the aggregates' columns NULL.  Back up this table physically (pg_basebackup, pg_upgrade): its dump cannot be restored.")));
 	for (int i = 0; i < def->ninputs; i++)
 	{
@@ -783,7 +860,7 @@ insert_group(Relation rel, CbtRuntime *rt, TupleTableSlot *slot,
 					 errmsg("a row of cbt \"%s\" cannot have both inputs and aggregate values",
 							RelationGetRelationName(rel)),
 					 errdetail("A row with a value in an aggregate's column is a group, as a dump writes it; input \"%s\" is not NULL.",
-							   def->inputs[i].name),
+							   NameStr(TupleDescAttr(RelationGetDescr(rel), rt->input_src[def->nkeys + i])->attname)),
 					 errhint("Insert the inputs and leave the aggregates' columns NULL.")));
 	}
 	for (int a = 0; a < def->naggs; a++)
@@ -906,6 +983,8 @@ cbt_init(void)
 {
 	CacheRegisterRelcacheCallback(runtimes_invalidate, (Datum) 0);
 	RegisterXactCallback(runtimes_at_xact_end, NULL);
+	prev_post_parse_analyze = post_parse_analyze_hook;
+	post_parse_analyze_hook = cbt_post_parse_analyze;
 	DefineCustomIntVariable("streamsketch.cbt_root_buffer",
 							"Change log a round of a new cbt empties into its tree at once.",
 							"The root buffer of the compressed buffer tree: larger rounds aggregate more rows per group before they reach the tree.",
