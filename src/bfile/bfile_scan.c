@@ -358,8 +358,11 @@ bfile_scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
 {
 	BfileScanDesc *scan = (BfileScanDesc *) sscan;
 	MemoryContext old = MemoryContextSwitchTo(scan->cxt);
+	BufferAccessStrategy prev = ss_bulk_read_begin();
 	bool		found = scan_next(scan, slot);
 
+	/* the sample's pages through the bulk-read ring */
+	ss_bulk_read_end(prev);
 	MemoryContextSwitchTo(old);
 	return found;
 }

@@ -192,13 +192,17 @@ finalize_tree(Relation rel, void *stats)
 	CbtRound	r;
 	CbtOwnerSave save;
 	int64		groups;
+	BufferAccessStrategy prev;
 
 	if (!ss_read_structure_meta(rel, &cbt_state_ops, meta))
 		return 0;
 	cbt_as_owner(rel, &save);
+	/* every fragment is read once: through the bulk-read ring */
+	prev = ss_bulk_read_begin();
 	cbt_round_begin(&r, rel, meta, rt->run, rt->def);
 	groups = cbt_round_finalize(&r);
 	cbt_round_end(&r);
+	ss_bulk_read_end(prev);
 	cbt_as_caller(&save);
 	pfree(meta);
 	return groups;

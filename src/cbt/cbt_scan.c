@@ -510,10 +510,9 @@ cbt_scan_rescan(TableScanDesc sscan, struct ScanKeyData *key, bool set_params,
 }
 
 static bool
-cbt_scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
-					 TupleTableSlot *slot)
+scan_next(CbtScanDesc *scan, TupleTableSlot *slot)
 {
-	CbtScanDesc *scan = (CbtScanDesc *) sscan;
+	TableScanDesc sscan = &scan->base;
 
 	ExecClearTuple(slot);
 	if (!scan->started)
@@ -543,6 +542,18 @@ cbt_scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
 	scan->next++;
 	ExecStoreVirtualTuple(slot);
 	return true;
+}
+
+/* The next group, its pages read through the bulk-read ring. */
+static bool
+cbt_scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
+					 TupleTableSlot *slot)
+{
+	BufferAccessStrategy prev = ss_bulk_read_begin();
+	bool		found = scan_next((CbtScanDesc *) sscan, slot);
+
+	ss_bulk_read_end(prev);
+	return found;
 }
 
 void

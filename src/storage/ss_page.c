@@ -18,6 +18,7 @@
 #include "storage/lmgr.h"
 #include "storage/smgr.h"
 #include "streamsketch.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 
 void
@@ -269,13 +270,64 @@ ss_prefetch(Relation rel, BlockNumber blkno)
 		(void) PrefetchBuffer(rel, MAIN_FORKNUM, blkno);
 }
 
+/*
+ * The ring of buffers a whole-relation read (a scan of every group or
+ * sampled row, cbt_finalize) reads through, as a heap's sequential scan
+ * does: the pages it brings in are recycled within the ring instead of
+ * evicting the rest of shared_buffers (pages already there are used where
+ * they are).  Set around each call that reads (ss_bulk_read_begin/end),
+ * so that statements run between two fetches of a cursor do not inherit
+ * it; an error resets it at the end of the (sub)transaction.
+ */
+static BufferAccessStrategy bulk_read_ring = NULL;
+static BufferAccessStrategy current_strategy = NULL;
+
+static void
+reset_strategy_at_xact_end(XactEvent event, void *arg)
+{
+	current_strategy = NULL;
+}
+
+static void
+reset_strategy_at_subxact_end(SubXactEvent event, SubTransactionId mySubid,
+							  SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		current_strategy = NULL;
+}
+
+BufferAccessStrategy
+ss_bulk_read_begin(void)
+{
+	BufferAccessStrategy prev = current_strategy;
+
+	if (bulk_read_ring == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		bulk_read_ring = GetAccessStrategy(BAS_BULKREAD);
+		MemoryContextSwitchTo(old);
+		RegisterXactCallback(reset_strategy_at_xact_end, NULL);
+		RegisterSubXactCallback(reset_strategy_at_subxact_end, NULL);
+	}
+	current_strategy = bulk_read_ring;
+	return prev;
+}
+
+void
+ss_bulk_read_end(BufferAccessStrategy prev)
+{
+	current_strategy = prev;
+}
+
 Buffer
 ss_read_buffer_if_exists(Relation rel, BlockNumber blkno)
 {
 	if (!ss_block_known_to_exist(rel, blkno) &&
 		blkno >= RelationGetNumberOfBlocks(rel))
 		return InvalidBuffer;
-	return ReadBuffer(rel, blkno);
+	return ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL,
+							  current_strategy);
 }
 
 /*

@@ -22,6 +22,7 @@
 #include "access/transam.h"
 
 #include "storage/buf.h"
+#include "storage/bufmgr.h"
 #include "storage/bufpage.h"
 #include "utils/relcache.h"
 
@@ -111,6 +112,9 @@ extern void ss_meta_validate(Relation rel,
 							 void (*check) (Relation rel, const void *meta),
 							 const void *meta);
 extern bool ss_block_known_to_exist(Relation rel, BlockNumber blkno);
+/* whole-relation reads through a ring of buffers (ss_page.c) */
+extern BufferAccessStrategy ss_bulk_read_begin(void);
+extern void ss_bulk_read_end(BufferAccessStrategy prev);
 extern Buffer ss_read_buffer_if_exists(Relation rel, BlockNumber blkno);
 extern void ss_prefetch(Relation rel, BlockNumber blkno);
 extern Buffer ss_lock_buffer_for_rewrite(Relation rel, BlockNumber blkno,
