@@ -178,7 +178,7 @@ def plot(D, path, cfg):
 
 
 def changelog_section(before, after):
-    """Issue 8: the same benchmark before the change log (updates applied
+    """The same benchmark before the change log (updates applied
     at pre-commit) and now, ratio by ratio."""
     def by_ratio(res):
         return {R["geometry"]["ratio"]: R for R in res["ratios"]}
@@ -233,7 +233,7 @@ def changelog_section(before, after):
              "(PostgreSQL's own tables, which the change does not touch) show how much the "
              "machine moved between them.  The BEFORE results are kept in "
              "`test/bench/bcms_bench_results.before-changelog.json`.")
-    return bench_compare.section("Before and after the change log (issue 8)", intro, rows, cal)
+    return bench_compare.section("Before and after the change log", intro, rows, cal)
 
 
 def report(res, cfg):

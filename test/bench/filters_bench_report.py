@@ -235,7 +235,7 @@ def plot_inserts(res, path):
 # ---------------------------------------------------------------- report
 
 def changelog_section(before, after):
-    """Issue 8: the same benchmark before the change log (inserts applied
+    """The same benchmark before the change log (inserts applied
     at pre-commit) and now: every structure's insert and lookup rates at
     every RAM:filter ratio, and the in-RAM table."""
     rows, cal = [], []
@@ -283,7 +283,7 @@ def changelog_section(before, after):
              "phases, and the page reads per lookup, which do not depend on the device, are the "
              "controlled comparison of the lookups.  The BEFORE results are kept in "
              "`test/bench/filters_bench_results.before-changelog.json`.")
-    return bench_compare.section("Before and after the change log (issue 8)", intro, rows, cal)
+    return bench_compare.section("Before and after the change log", intro, rows, cal)
 
 
 def report(res, cfg):
