@@ -129,56 +129,64 @@ def plot(D, path, cfg):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     xs = [d["ratio"] for d in D]
-    fig, ax = plt.subplots(1, 3, figsize=(16, 6.2))
+    fig, ax = plt.subplots(1, 3, figsize=(16, 6.6))
     a = ax[0]
     a.plot(xs, [d["bcms_upd"] for d in D], "o-", color="C0", label="BCMS (steady state)")
     a.plot(xs, [d["bcms_upd_win"] for d in D], "o--", color="C0", alpha=0.6,
-           label="BCMS incl. final flush (window)")
-    a.plot(xs, [d["plain_upd"] for d in D], "s-", color="C3", label="plain CMS")
+           label="BCMS incl. the final bcms_flush, charged to the measured window")
+    a.plot(xs, [d["plain_upd"] for d in D], "s-", color="C3", label="plain count-min sketch")
     bx = [d for d in D if "upsert_upd" in d]
+    # the exact-count baselines ran at some ratios only: their dotted
+    # lines join those
+    at = " (measured at " + ", ".join(f"1:{d['ratio']}" for d in bx) + ")"
     if bx:
         a.plot([d["ratio"] for d in bx], [d["upsert_upd"] for d in bx], "^:", color="C2",
-               label="upsert table (exact)", markersize=9)
+               label="upsert table (exact counts)" + at, markersize=9)
         a.plot([d["ratio"] for d in bx], [d["heap_upd"] for d in bx], "v:", color="C4",
-               label="heap + btree (exact)", markersize=9)
+               label="heap table + btree index (exact counts)" + at, markersize=9)
     sm = [d for d in D if "bcms_small" in d]
     if sm:
         a.plot([d["ratio"] for d in sm], [d["bcms_small"] for d in sm], "o", color="C0", mfc="none",
-               markersize=10, label=f"BCMS, {cfg['SMALL_BATCH']}-row txns")
+               markersize=10, label=f"BCMS, {cfg['SMALL_BATCH']}-row transactions")
         a.plot([d["ratio"] for d in sm], [d["plain_small"] for d in sm], "s", color="C3", mfc="none",
-               markersize=10, label=f"plain, {cfg['SMALL_BATCH']}-row txns")
-    a.set_title(f"Updates/s ({cfg['BATCH']}-row transactions unless noted)")
+               markersize=10, label=f"plain count-min sketch, {cfg['SMALL_BATCH']}-row transactions")
+    a.set_title(f"Updates ({cfg['BATCH']:,}-row transactions unless noted)")
+    a.set_ylabel("updates (stream items) per second, log scale")
     a = ax[1]
     a.plot(xs, [d["bcms_est"] for d in D], "o-", color="C0", label="BCMS estimate")
-    a.plot(xs, [d["plain_est"] for d in D], "s-", color="C3", label="plain CMS estimate")
+    a.plot(xs, [d["plain_est"] for d in D], "s-", color="C3", label="plain count-min sketch estimate")
     if bx:
         a.plot([d["ratio"] for d in bx], [d["upsert_q"] for d in bx], "^:", color="C2",
-               label="upsert: SELECT n WHERE key=", markersize=9)
+               label="upsert table: SELECT n WHERE key = k" + at, markersize=9)
         a.plot([d["ratio"] for d in bx], [d["heap_q"] for d in bx], "v:", color="C4",
-               label="heap: count(*) WHERE key=", markersize=9)
-    a.set_title("Estimates (point queries)/s, random absent keys, cold cache")
+               label="heap table: count(*) WHERE key = k" + at, markersize=9)
+    a.set_title("Estimates (point queries) of random absent keys, cold cache")
+    a.set_ylabel("estimates per second, log scale")
     a = ax[2]
     a.plot(xs, [d["bcms_est_reads"] for d in D], "o-", color="C0", label="BCMS estimate")
-    a.plot(xs, [d["plain_est_reads"] for d in D], "s-", color="C3", label="plain estimate")
+    a.plot(xs, [d["plain_est_reads"] for d in D], "s-", color="C3", label="plain count-min sketch estimate")
     a.plot(xs, [d["bcms_upd_reads"] for d in D], "o--", color="C0", alpha=0.6, label="BCMS update")
-    a.plot(xs, [d["plain_upd_reads"] for d in D], "s--", color="C3", alpha=0.6, label="plain update")
-    a.set_title("Page reads (shared_buffers misses) per operation")
+    a.plot(xs, [d["plain_upd_reads"] for d in D], "s--", color="C3", alpha=0.6, label="plain count-min sketch update")
+    a.set_title("Page reads per operation (shared_buffers misses)")
+    a.set_ylabel("8 kB pages read per operation, log scale")
     for a in ax:
         a.set_xscale("log", base=2)
         a.set_yscale("log")
         a.set_xticks(xs)
         a.set_xticklabels([f"1:{x}" for x in xs])
-        a.set_xlabel(f"RAM : sketch (RAM = {cfg['SB_MB']} MB shared_buffers, cgroup-limited)")
+        a.set_xlabel(f"RAM : sketch size\n(RAM = {cfg['SB_MB']} MB of shared_buffers in a memory cgroup)")
         a.grid(True, which="both", alpha=0.3)
-        a.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
-    fig.suptitle("streamsketch BCMS vs plain count-min sketch inside PostgreSQL 15 "
-                 "(delta = 0.01, max overestimate 8, n = C*O/(D*e))")
+        a.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, frameon=False)
+    fig.suptitle("Buffered count-min sketch (BCMS) against the plain count-min sketch and exact counting in "
+                 "PostgreSQL 15, as the sketch outgrows RAM\n"
+                 "sketch depth 5 (delta = 0.01), overestimate at most 8; each sketch holds the paper's stream "
+                 "length for its size", fontsize=12)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
 
 def changelog_section(before, after):
-    """Issue 8: the same benchmark before the change log (updates applied
+    """The same benchmark before the change log (updates applied
     at pre-commit) and now, ratio by ratio."""
     def by_ratio(res):
         return {R["geometry"]["ratio"]: R for R in res["ratios"]}
@@ -233,7 +241,7 @@ def changelog_section(before, after):
              "(PostgreSQL's own tables, which the change does not touch) show how much the "
              "machine moved between them.  The BEFORE results are kept in "
              "`test/bench/bcms_bench_results.before-changelog.json`.")
-    return bench_compare.section("Before and after the change log (issue 8)", intro, rows, cal)
+    return bench_compare.section("Before and after the change log", intro, rows, cal)
 
 
 def report(res, cfg):

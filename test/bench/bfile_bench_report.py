@@ -13,32 +13,46 @@ def plot(results, C):
     import matplotlib.pyplot as plt
 
     b, r, h = results["bfile"], results["reservoir"], results["stream_heap"]
-    fig, ax = plt.subplots(1, 2, figsize=(12, 4.5))
-    names = ["bfile", "heap reservoir", "whole stream in a heap"]
+    ram = C["SB_MB"] + C["CG_EXTRA_MB"]
+    fig, ax = plt.subplots(1, 2, figsize=(15, 6.4), gridspec_kw=dict(width_ratios=(1, 1.3)))
+    names = ["bfile", "heap reservoir\n(UPDATE of a random slot)", "whole stream\nin a heap table"]
     us = [1e6 / x["insert"]["ops_per_s"] for x in (b, r, h)]
     g = results.get("generate")
     gen = 1e6 / g["insert"]["ops_per_s"] if g else 0.0
-    ax[0].bar(range(3), [gen] * 3, label="producing the item")
-    ax[0].bar(range(3), [u - gen for u in us], bottom=[gen] * 3, label="keeping the sample")
+    ax[0].bar(range(3), [gen] * 3, label="producing the item (the same statements, not stored)", color="C7")
+    ax[0].bar(range(3), [u - gen for u in us], bottom=[gen] * 3, label="keeping the sample", color="C1")
     for i, u in enumerate(us):
-        ax[0].text(i, u, f"{u:.2f}", ha="center", va="bottom")
+        ax[0].text(i, u, f"{u:.2f} µs", ha="center", va="bottom")
     ax[0].set_xticks(range(3))
     ax[0].set_xticklabels(names)
-    ax[0].set_ylabel("us per stream item")
-    ax[0].set_ylim(0, max(us) * 1.2)
-    ax[0].legend(loc="upper left")
-    ax[0].set_title("maintenance cost per stream item")
-    qn = [f"bfile_subsample({C['SUBSAMPLE']:,})", "scan of the sample", "bfile_window",
-          "filter of the sample", "TABLESAMPLE BERNOULLI", "TABLESAMPLE SYSTEM"]
+    ax[0].set_ylabel("µs per stream item (lower is better)")
+    ax[0].set_ylim(0, max(us) * 1.15)
+    ax[0].legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
+    ax[0].set_title(f"Maintenance cost per stream item\n(the last {C['WINDOW']:,} items, "
+                    f"{C['BATCH']:,}-item transactions)", fontsize=11)
+    qn = [f"bfile_subsample\n({C['SUBSAMPLE']:,} rows)", "count(*) of the\nwhole sample",
+          f"bfile_window\n(last {C['WINDOW_Q']:,}\nitems)", "the same rows,\nby filtering\nthe sample",
+          "TABLESAMPLE\nBERNOULLI,\nwhole stream", "TABLESAMPLE\nSYSTEM,\nwhole stream"]
     qv = [b["subsample"]["ms"], b["scan"]["ms"], b["window"]["ms"], b["window_filter"]["ms"],
           h["bernoulli"]["ms"], h["system"]["ms"]]
-    ax[1].bar(range(len(qn)), qv)
+    col = ["C0"] * 4 + ["C2"] * 2
+    ax[1].bar(range(len(qn)), qv, color=col)
+    for i, v in enumerate(qv):
+        ax[1].text(i, v * 1.05, f"{v:,.0f} ms", ha="center", va="bottom", fontsize=9)
     ax[1].set_xticks(range(len(qn)))
-    ax[1].set_xticklabels(qn, rotation=30, ha="right")
+    ax[1].set_xticklabels(qn, fontsize=8.5)
     ax[1].set_yscale("log")
-    ax[1].set_title("query, ms (cold)")
+    ax[1].set_ylim(min(qv) / 2, max(qv) * 3)
+    ax[1].set_ylabel("query time, ms (log scale; lower is better)")
+    ax[1].set_title("Query time, cold cache: on the bfile sample (blue) and on a heap table\nof the whole "
+                    "stream (green)", fontsize=11)
+    ax[1].grid(True, axis="y", alpha=0.3)
+    fig.suptitle(f"bfile (a sample of a stream kept in a table) against a heap reservoir and a heap of the whole "
+                 f"stream\n{C['N']:,} items into a sample of at most {C['S']:,} rows; shared_buffers "
+                 f"{C['SB_MB']} MB in a memory cgroup of {ram} MB", fontsize=12)
     fig.tight_layout()
     fig.savefig(C["OUT_PNG"], dpi=100)
+    plt.close(fig)
 
 
 def report(results, C):
@@ -77,11 +91,11 @@ def report(results, C):
             return f"{fmt(net['r'] / net['b'], 0)}x bfile's"
 
         out.append(f"\nProducing the items alone (the same statements, counted instead of stored) runs at "
-                   f"{fmt(g['insert']['ops_per_s'])} items/s ({fmt(gen_us, 2)} us/item), which every row "
+                   f"{fmt(g['insert']['ops_per_s'])} items/s ({fmt(gen_us, 2)} µs/item), which every row "
                    f"above includes. The rest, the maintenance cost per stream item: bfile "
-                   f"{fmt(net['b'], 3)} us, heap reservoir {fmt(net['r'], 2)} us "
+                   f"{fmt(net['b'], 3)} µs, heap reservoir {fmt(net['r'], 2)} µs "
                    f"({net_ratio()}), whole stream in a heap "
-                   f"{fmt(net['h'], 2)} us.")
+                   f"{fmt(net['h'], 2)} µs.")
     out.append(f"\nbfile: {b['added']:,} items put in the sample during the timed part, "
                f"{fmt(b['written_pages'])} sample pages written (full images; the change log, which holds "
                f"the items that can enter the sample until a round, is in the buffer writes and WAL "

@@ -7,6 +7,23 @@ import os
 from benchlib import fmt, notes_section, table
 
 
+def count_words(n):
+    """100000 -> '100 k', 10000000 -> '10 M'."""
+    for div, unit in ((10**9, "G"), (10**6, "M"), (10**3, "k")):
+        if n >= div and n % div == 0:
+            return f"{n // div:,} {unit}"
+    return f"{n:,}"
+
+
+def dataset_label(name, r, N):
+    """A dataset's tick label: its code and what it is."""
+    ds = r["dataset"]
+    dist = "uniform" if ds["dist"] == "uniform" else "Zipf (exponent 1)" if ds["dist"] == "zipf" else ds["dist"]
+    rows = r.get("rows", N)
+    return (f"{name}\n{dist} over\n{count_words(ds['keys'])} words, {ds['keylen']} bytes each\n"
+            f"{count_words(rows)} rows")
+
+
 def plot(results, C):
     import matplotlib
     matplotlib.use("Agg")
@@ -17,42 +34,52 @@ def plot(results, C):
     D = list(R)
     if not D:
         return
-    fig, ax = plt.subplots(1, 3, figsize=(16, 4.8))
-    series = [("cbt", lambda r: r["cbt"]["insert"]["ops_per_s"]),
-              ("cbt, no compression", lambda r: r["cbt_nocomp"]["insert"]["ops_per_s"]),
-              ("raw heap", lambda r: r["raw"]["insert"]["ops_per_s"]),
-              ("upsert", lambda r: r["upsert_logged"]["insert"]["ops_per_s"]),
-              ("upsert, unlogged", lambda r: r["upsert_unlogged"]["insert"]["ops_per_s"])]
-    w = 0.8 / len(series)
-    for i, (label, f) in enumerate(series):
-        ax[0].bar([x + i * w for x in range(len(D))], [f(R[d]) for d in D], w, label=label)
-    ax[0].set_yscale("log")
-    ax[0].set_title("ingestion, rows/s")
-    sizes = [("cbt", lambda r: r["cbt"]["relation_mb"]),
-             ("cbt finalized", lambda r: r["cbt"]["finalized_mb"]),
-             ("cbt, no compression", lambda r: r["cbt_nocomp"]["relation_mb"]),
-             ("upsert heap + index", lambda r: r["upsert_logged"]["size_mb"]),
-             ("raw heap", lambda r: r["raw"]["size_mb"])]
-    w = 0.8 / len(sizes)
-    for i, (label, f) in enumerate(sizes):
-        ax[1].bar([x + i * w for x in range(len(D))], [f(R[d]) for d in D], w, label=label)
-    ax[1].set_yscale("log")
-    ax[1].set_title("size, MB")
-    qs = [("cbt scan (finalizing)", lambda r: r["cbt"]["scan_s"]),
-          ("cbt scan after cbt_finalize", lambda r: r["cbt"]["scan_final_s"]),
-          (f"HashAgg, work_mem {C['WORK_MEM_MB']} MB", lambda r: r["raw"]["hashagg"]["ms"] / 1000),
-          ("HashAgg, no spill", lambda r: r["raw"]["hashagg_nospill"]["ms"] / 1000)]
-    w = 0.8 / len(qs)
-    for i, (label, f) in enumerate(qs):
-        ax[2].bar([x + i * w for x in range(len(D))], [f(R[d]) for d in D], w, label=label)
-    ax[2].set_yscale("log")
-    ax[2].set_title("GROUP BY answer, seconds (cold)")
-    for a in ax:
-        a.set_xticks([x + 0.3 for x in range(len(D))])
-        a.set_xticklabels(D)
-        a.legend(fontsize=7)
-    fig.tight_layout()
+    fig, ax = plt.subplots(3, 1, figsize=(15, 14.5))
+    window = count_words(C["WINDOW"])
+    panels = [
+        ("Ingestion throughput (higher is better)", "rows per second (log scale)", [
+            ("cbt", "C0", lambda r: r["cbt"]["insert"]["ops_per_s"]),
+            ("cbt, compression off", "C1", lambda r: r["cbt_nocomp"]["insert"]["ops_per_s"]),
+            ("raw rows in a heap table (no counting)", "C2", lambda r: r["raw"]["insert"]["ops_per_s"]),
+            (f"upsert table (INSERT ... ON CONFLICT), logged;\nlast {window} rows, preloaded with the others",
+             "C3", lambda r: r["upsert_logged"]["insert"]["ops_per_s"]),
+            ("upsert table, unlogged (same)", "C4", lambda r: r["upsert_unlogged"]["insert"]["ops_per_s"])]),
+        ("Size on disk after ingestion (lower is better)", "MB (log scale)", [
+            ("cbt", "C0", lambda r: r["cbt"]["relation_mb"]),
+            ("cbt after cbt_finalize", "C9", lambda r: r["cbt"]["finalized_mb"]),
+            ("cbt, compression off", "C1", lambda r: r["cbt_nocomp"]["relation_mb"]),
+            ("upsert table (heap + primary key index)", "C3", lambda r: r["upsert_logged"]["size_mb"]),
+            ("raw rows in a heap table", "C2", lambda r: r["raw"]["size_mb"])]),
+        ("Time to the GROUP BY answer (count per word), cold cache (lower is better)", "seconds (log scale)", [
+            ("cbt scan (finalizes as it reads)", "C0", lambda r: r["cbt"]["scan_s"]),
+            ("cbt scan after cbt_finalize", "C9", lambda r: r["cbt"]["scan_final_s"]),
+            (f"raw heap table, GROUP BY with HashAggregate,\nwork_mem {C['WORK_MEM_MB']} MB (spills to disk)", "C2",
+             lambda r: r["raw"]["hashagg"]["ms"] / 1000),
+            ("raw heap table, GROUP BY with HashAggregate,\nwork_mem large enough not to spill", "C8",
+             lambda r: r["raw"]["hashagg_nospill"]["ms"] / 1000)]),
+    ]
+    for a, (title, ylabel, series) in zip(ax, panels):
+        w = 0.8 / len(series)
+        for i, (label, color, f) in enumerate(series):
+            a.bar([x + (i - len(series) / 2 + 0.5) * w for x in range(len(D))], [f(R[d]) for d in D], w,
+                  label=label, color=color)
+        a.set_yscale("log")
+        a.set_title(title, fontsize=11)
+        a.set_ylabel(ylabel)
+        a.set_xticks(range(len(D)))
+        a.set_xticklabels([dataset_label(d, R[d], C["N"]) for d in D], fontsize=8.5)
+        a.set_xlim(-0.5, len(D) - 0.5)
+        a.grid(True, axis="y", which="major", alpha=0.3)
+        a.legend(fontsize=8.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax[-1].set_xlabel("dataset: a stream of words (its code; how words are drawn from a vocabulary of that size; "
+                      "word length; rows in the stream)")
+    ram = C["SB_MB"] + C["CG_EXTRA_MB"]
+    fig.suptitle(f"cbt (a count(*) per word kept by the table) against a heap table of the raw rows and an "
+                 f"upsert table\n{C['BATCH']:,}-row transactions; shared_buffers {C['SB_MB']} MB, "
+                 f"work_mem {C['WORK_MEM_MB']} MB, memory cgroup of {ram} MB", fontsize=13)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
     fig.savefig(C["OUT_PNG"], dpi=100)
+    plt.close(fig)
 
 
 def report(results, C):

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """
-Change-log benchmark (issue 8): BEFORE (pre-change-log commit, updates
+Change-log benchmark: BEFORE (pre-change-log commit, updates
 applied at pre-commit) against AFTER (this tree, updates appended to the
 xid-stamped change log and consolidated later) for bcms (buffered, plain)
 and bloom_filter (plain, elevator, localized).
@@ -56,6 +56,7 @@ Configuration: environment variables, see C.
 """
 import json
 import os
+import platform
 import re
 import statistics
 import subprocess
@@ -615,8 +616,15 @@ def fill_qf(cls, am, t, plan):
     return out
 
 
+def machine_info():
+    """The machine of the run, for the report."""
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    mem = int(open("/proc/meminfo").readline().split()[1]) // 1024
+    return dict(cpu=cpu, cores=os.cpu_count(), ram_mb=mem, kernel=platform.release())
+
+
 def main():
-    res = dict(config=C, started=time.strftime("%Y-%m-%d %H:%M:%S"), runs=[])
+    res = dict(config=C, started=time.strftime("%Y-%m-%d %H:%M:%S"), machine=machine_info(), runs=[])
     res["after_head"] = L.sh(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture=True).strip()
     earlier = None
     if C["MERGE"] and os.path.exists(C["OUT_JSON"]):
@@ -722,7 +730,7 @@ def main():
         kinds = {k for k, _ in structs}
         kept = [r for r in earlier["runs"] if r["kind"] not in kinds]
         if kept:
-            meta = {k: earlier.get(k) for k in ("config", "started", "finished", "so_md5", "after_head")}
+            meta = {k: earlier.get(k) for k in ("config", "started", "finished", "so_md5", "after_head", "machine")}
             if not meta["after_head"]:
                 meta["after_head"] = os.environ.get("EARLIER_AFTER_HEAD", "not recorded")
             meta["qf_fill"] = earlier.get("qf_fill")

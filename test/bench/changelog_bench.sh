@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Change-log benchmark (issue 8): BEFORE (commit $BEFORE, default 0f8eaff,
+# Change-log benchmark: BEFORE (commit $BEFORE, default 0f8eaff,
 # updates applied at pre-commit) against AFTER (this work tree, updates
 # through the xid-stamped change log) for bcms (buffered, plain),
 # bloom_filter (plain, elevator, localized) and the quotient filter family

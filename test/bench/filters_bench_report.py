@@ -130,36 +130,74 @@ def targets(res):
 
 # ---------------------------------------------------------------- plots
 
+# the structures spelled out for the plots
+PLOT_LABEL = {"cf2": "cascade filter (CF), fanout 2", "cf4": "cascade filter (CF), fanout 4",
+              "cf16": "cascade filter (CF), fanout 16", "bqf": "buffered quotient filter (BQF)",
+              "ebf": "elevator Bloom filter (EBF)", "bbf": "buffered Bloom filter (BBF, mode localized)",
+              "btree": "table with a btree index (exact)", "hash": "table with a hash index (exact)"}
+
+
+def ratio_tick(R):
+    r = R["geometry"]["ratio"]
+    return f"RAM:filter 1:{r}\n(each filter about {r}x the RAM)"
+
+
 def plot_disk(res, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(1, 3, figsize=(16, 5.6))
+    from matplotlib.patches import Patch
+    c = res["config"]
+    fig, ax = plt.subplots(1, 3, figsize=(17, 7))
     ratios = [R["geometry"]["ratio"] for R in res["ratios"]]
     keys = [k for k in ORDER if any(k in R["structures"] for R in res["ratios"])]
     w = 0.8 / max(1, len(keys))
-    titles = ["Inserts/s (10,000-row transactions)", "Uniform random lookups/s (cold cache)",
-              "Successful lookups/s (cold cache)"]
+    titles = [f"Inserts ({c['BATCH']:,}-row transactions)", "Lookups of random absent keys (uniform), cold cache",
+              "Lookups of inserted keys (successful), cold cache"]
+    ylabels = ["inserts per second (log scale)", "lookups per second (log scale)", "lookups per second (log scale)"]
+    any_full = False
     for j, a in enumerate(ax):
+        missing = []
         for i, k in enumerate(keys):
-            xs, ys = [], []
+            xs, ys, hatch = [], [], []
             for ri, R in enumerate(res["ratios"]):
                 st = R["structures"].get(k)
+                x = ri + (i - len(keys) / 2 + 0.5) * w
                 if not st:
+                    missing.append(x)
                     continue
-                xs.append(ri + (i - len(keys) / 2 + 0.5) * w)
+                xs.append(x)
                 ys.append(ins_rate(st) if j == 0 else lk(st, "uniform" if j == 1 else "successful"))
-            a.bar(xs, ys, w, label=LABEL[k], color=f"C{ORDER.index(k)}")
-        a.set_xticks(range(len(ratios)))
-        a.set_xticklabels([f"RAM:filter 1:{r}" for r in ratios])
+                hatch.append(j == 0 and st["insert"]["mode"] == "full")
+            bars = a.bar(xs, ys, w, label=PLOT_LABEL[k], color=f"C{ORDER.index(k)}")
+            for bar, h in zip(bars, hatch):
+                if h:
+                    bar.set_hatch("///")
+                    bar.set_edgecolor("white")
+                    any_full = True
         a.set_yscale("log")
-        a.set_title(titles[j], fontsize=10)
+        lo = a.get_ylim()[0]
+        for x in missing:
+            a.text(x, lo * 1.08, "not run", rotation=90, ha="center", va="bottom", fontsize=8, color="dimgrey")
+        a.set_xticks(range(len(ratios)))
+        a.set_xticklabels([ratio_tick(R) for R in res["ratios"]])
+        a.set_xlim(-0.5, len(ratios) - 0.5)
+        a.set_title(titles[j], fontsize=11)
+        a.set_ylabel(ylabels[j])
         a.grid(True, axis="y", which="both", alpha=0.3)
-    ax[0].legend(fontsize=8)
+    handles = [Patch(facecolor=f"C{ORDER.index(k)}") for k in keys]
+    labels = [PLOT_LABEL[k] for k in keys]
+    if any_full:
+        handles.append(Patch(facecolor="lightgrey", hatch="///", edgecolor="white"))
+        labels.append("hatched: inserts timed over the whole stream from empty; plain: the last keys of the stream")
+    handles.append(Patch(facecolor="none", edgecolor="none"))
+    labels.append('"not run": the structure was not measured at that ratio')
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=9, frameon=False)
     bl = "" if res.get("have_bloom") else f" (Bloom filters {NA})"
-    fig.suptitle(f"streamsketch filters on disk, fp 1/{res['config']['FP_INV']}, RAM = "
-                 f"{res['config']['SB_MB']} MB shared_buffers in a memory cgroup{bl}")
-    fig.tight_layout()
+    fig.suptitle(f"Filters on disk: the quotient filter family (CF, BQF) against Bloom filters (EBF, BBF) and "
+                 f"indexed tables{bl}\nfalse-positive rate 1/{c['FP_INV']}; RAM = {c['SB_MB']} MB of "
+                 f"shared_buffers in a memory cgroup of {c['SB_MB'] + c['CG_EXTRA_MB']} MB", fontsize=13)
+    fig.tight_layout(rect=(0, 0.13, 1, 0.99))
     fig.savefig(path, dpi=100)
     plt.close(fig)
 
@@ -169,14 +207,17 @@ def plot_inram(res, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     rows = res.get("inram", [])
+    c = res["config"]
     kinds = [k for k in ("qf", "bf", "qfilter") if any(r["kind"] == k for r in rows)]
-    lab = {"qf": "quotient_filter (unlogged table)", "bf": "bloom_filter plain (unlogged table)",
-           "qfilter": "qfilter value (in memory)"}
-    fps = res["config"]["INRAM_FPS"]
-    fig, ax = plt.subplots(1, 3, figsize=(15, 5))
+    lab = {"qf": "quotient_filter table (unlogged)", "bf": "bloom_filter table, mode plain (unlogged)",
+           "qfilter": "qfilter value in backend memory"}
+    fps = c["INRAM_FPS"]
+    fig, ax = plt.subplots(1, 3, figsize=(15, 5.6))
     w = 0.8 / max(1, len(kinds))
-    for j, (m, title) in enumerate((("insert", "Inserts/s"), ("uniform", "Uniform random lookups/s"),
-                                    ("successful", "Successful lookups/s"))):
+    for j, (m, title, ylabel) in enumerate((
+            ("insert", "Inserts", "million inserts per second"),
+            ("uniform", "Lookups of random absent keys (uniform)", "million lookups per second"),
+            ("successful", "Lookups of inserted keys (successful)", "million lookups per second"))):
         a = ax[j]
         for i, k in enumerate(kinds):
             xs, ys = [], []
@@ -184,16 +225,22 @@ def plot_inram(res, path):
                 r = [r for r in rows if r["kind"] == k and r["fp_inv"] == fp]
                 if r:
                     xs.append(fi + (i - len(kinds) / 2 + 0.5) * w)
-                    ys.append(r[0]["insert_per_s"] if m == "insert" else r[0][m]["per_s"])
-            a.bar(xs, ys, w, label=lab[k])
+                    ys.append((r[0]["insert_per_s"] if m == "insert" else r[0][m]["per_s"]) / 1e6)
+            a.bar(xs, ys, w, label=lab[k], color=f"C{i}")
         a.set_xticks(range(len(fps)))
-        a.set_xticklabels([f"fp 1/{f}" for f in fps])
-        a.set_title(title, fontsize=10)
+        a.set_xticklabels([f"1/{f}" for f in fps])
+        a.set_xlabel("false-positive rate")
+        a.set_ylabel(ylabel)
+        a.set_title(title, fontsize=11)
         a.grid(True, axis="y", alpha=0.3)
-    ax[0].legend(fontsize=8)
+    handles, labels = ax[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=9.5, frameon=False)
     bl = "" if res.get("have_bloom") else f" (bloom_filter {NA})"
-    fig.suptitle(f"In RAM: QF vs Bloom filter, {rows[0]['n']:,} keys, SQL calls{bl}" if rows else "In RAM")
-    fig.tight_layout()
+    fig.suptitle((f"In RAM: quotient filter against Bloom filter (and the in-memory qfilter value), "
+                  f"{rows[0]['n']:,} keys{bl}\none SQL function call "
+                  f"per key; shared_buffers {c['LOADER_SB_MB']:,} MB, larger than the filters") if rows else "In RAM",
+                 fontsize=13)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=100)
     plt.close(fig)
 
@@ -202,31 +249,58 @@ def plot_inserts(res, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    c = res["config"]
     full = [R for R in res["ratios"] if any(st["insert"]["mode"] == "full" for st in R["structures"].values())]
     if not full:
         return False
-    fig, ax = plt.subplots(1, len(full), figsize=(8 * len(full), 5.5), squeeze=False)
+    fig, ax = plt.subplots(1, len(full), figsize=(13 * len(full), 10), squeeze=False)
     for a, R in zip(ax[0], full):
         n = R["geometry"]["n"]
+        flat = []
         for k in names(R):
             st = R["structures"][k]
-            c = f"C{ORDER.index(k)}"
+            col = f"C{ORDER.index(k)}"
             if st["insert"]["mode"] == "full":
                 ch = st["insert"]["chunks"]
-                a.plot([100 * c_["items"] / n for c_ in ch], [c_["ops_per_s"] for c_ in ch], "o-", color=c,
-                       label=f"{LABEL[k]} (per chunk)")
-                a.plot([100 * c_["items"] / n for c_ in ch], [c_["cum_per_s"] for c_ in ch], ":", color=c,
-                       alpha=0.7, label=f"{LABEL[k]} (cumulative)")
+                a.plot([100 * c_["items"] / n for c_ in ch], [c_["ops_per_s"] for c_ in ch], "o-", color=col,
+                       label=f"{PLOT_LABEL[k]}: each tenth of the stream")
+                a.plot([100 * c_["items"] / n for c_ in ch], [c_["cum_per_s"] for c_ in ch], ":", color=col,
+                       alpha=0.8, label=f"{PLOT_LABEL[k]}: cumulative from the start")
             else:
-                a.axhline(ins_rate(st), color=c, ls="--", label=f"{LABEL[k]} (window at the end)")
+                # dashes, or dash-dots for the hash index, whose line
+                # may overlap the btree's
+                a.axhline(ins_rate(st), color=col, ls="-." if k == "hash" else "--",
+                          label=f"{PLOT_LABEL[k]}: the last {st['insert']['ops']:,} keys of the stream "
+                                f"(drawn across)")
+                flat.append((ins_rate(st), k))
         a.set_yscale("log")
         a.set_xlabel("% of the stream inserted")
-        a.set_ylabel("inserts/s")
-        a.set_title(f"RAM:filter 1:{R['geometry']['ratio']}, n = {n:,}", fontsize=10)
+        a.set_ylabel("inserts per second (log scale)")
+        a.set_title(f"RAM:filter 1:{R['geometry']['ratio']} (each filter about {R['geometry']['ratio']}x the RAM), "
+                    f"{n:,} keys, {c['BATCH']:,}-row transactions", fontsize=11)
         a.grid(True, which="both", alpha=0.3)
-        a.legend(fontsize=7, ncol=2)
-    fig.suptitle("Insert throughput over the stream (10,000-row transactions, RAM-limited server)")
-    fig.tight_layout()
+        a.set_xlim(0, 138)
+        a.set_xticks(range(0, 101, 10))
+        # the dashed lines, named at their right end; lines closer than
+        # 10% share one label, which says they overlap
+        flat.sort()
+        groups = []
+        for v, k in flat:
+            if groups and v / groups[-1][-1][0] < 1.1:
+                groups[-1].append((v, k))
+            else:
+                groups.append([(v, k)])
+        for g in groups:
+            txt = "\n".join(f"{PLOT_LABEL[k]}: {v:,.0f}/s" for v, k in reversed(g))
+            if len(g) > 1:
+                txt += "\n(these lines overlap)"
+            a.text(102, max(v for v, _ in g) * 1.04, txt, ha="left", va="bottom", fontsize=8.5,
+                   bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1))
+        a.legend(fontsize=8.5, loc="upper center", bbox_to_anchor=(0.5, -0.09), ncol=2, frameon=False)
+    fig.suptitle("Insert throughput over the stream on the RAM-limited server: the quotient filter family inserted "
+                 "from empty,\nthe Bloom filters and the indexed tables measured on the last keys of the stream",
+                 fontsize=13)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return True
@@ -235,7 +309,7 @@ def plot_inserts(res, path):
 # ---------------------------------------------------------------- report
 
 def changelog_section(before, after):
-    """Issue 8: the same benchmark before the change log (inserts applied
+    """The same benchmark before the change log (inserts applied
     at pre-commit) and now: every structure's insert and lookup rates at
     every RAM:filter ratio, and the in-RAM table."""
     rows, cal = [], []
@@ -283,7 +357,7 @@ def changelog_section(before, after):
              "phases, and the page reads per lookup, which do not depend on the device, are the "
              "controlled comparison of the lookups.  The BEFORE results are kept in "
              "`test/bench/filters_bench_results.before-changelog.json`.")
-    return bench_compare.section("Before and after the change log (issue 8)", intro, rows, cal)
+    return bench_compare.section("Before and after the change log", intro, rows, cal)
 
 
 def report(res, cfg):

@@ -4,6 +4,7 @@ of the count- and time-stretch distributions of every variant (the paper's
 Figure 1) and of the throughput against the baselines.
 """
 import os
+import re
 
 from benchlib import fmt, notes_section, table
 
@@ -19,41 +20,111 @@ def variant_order(results):
     return [v for v in NAMES if v in vs] + [v for v in vs if v not in NAMES]
 
 
+# the variants spelled out for the plot (CF is the LERT's cascade variant,
+# not the cascade filter)
+PLOT_NAMES = {"csl": "count_stretch (CSL)", "tsl1": "time_stretch, a = 1 (TSL1)",
+              "tsl2": "time_stretch, a = 2 (TSL2)", "tsl3": "time_stretch, a = 3 (TSL3)",
+              "tsl4": "time_stretch, a = 4 (TSL4)", "irl": "immediate (IRL)",
+              "cf": "cascade variant (CF), no timeliness bound"}
+TICKS = {"csl": "CSL\ncount\nstretch", "tsl1": "TSL1\ntime stretch\na = 1", "tsl2": "TSL2\ntime stretch\na = 2",
+         "tsl3": "TSL3\ntime stretch\na = 3", "tsl4": "TSL4\ntime stretch\na = 4", "irl": "IRL\nimmediate",
+         "cf": "CF\ncascade\nvariant"}
+
+
+def reused(r, ram=True):
+    """' (earlier run, in N MB RAM)' for a row taken from an earlier run."""
+    src = r.get("reused_from")
+    if not src:
+        return ""
+    m = re.search(r"(\d+) MB cgroup", src) if ram else None
+    return " (earlier run" + (f", in {m.group(1)} MB RAM)" if m else ")")
+
+
 def plot(results, C):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FormatStrFormatter
 
+    ram = C["SB_MB"] + C["CG_EXTRA_MB"]
     V = [v for v in variant_order(results) if "check" in results["variants"][v]]
-    fig, ax = plt.subplots(1, 3, figsize=(15, 4.5))
+    fig = plt.figure(figsize=(15, 11.5), layout="constrained")
+    top, bottom = fig.subfigures(2, 1, height_ratios=(1, 1.05))
+    ax = list(top.subplots(1, 2)) + [bottom.subplots(1, 1)]
     x = range(len(V))
-    for i, (what, title) in enumerate((("cs", "count stretch (count at report / T)"),
-                                       ("ts", "time stretch ((reported - first) / (T-th - first))"))):
-        for j, (stat, mark) in enumerate((("max", "v"), ("p99", "o"), ("mean", "s"))):
+    for i, (what, title, ylabel) in enumerate((
+            ("cs", "Count stretch: how far past T the count is at the report",
+             "count at the report / T\n(1 = reported at the T-th observation)"),
+            ("ts", "Time stretch: how late the report comes",
+             "(report position - first) / (T-th position - first)\n(1 = reported at the T-th observation)"))):
+        # side by side, so that close values do not hide each other
+        for dx, (stat, mark, label) in zip((-0.15, 0, 0.15), (("max", "v", "maximum"), ("p99", "o", "99th percentile"),
+                                                             ("mean", "s", "mean"))):
             y = [results["variants"][v]["check"][f"{what}_{stat}"] or 0 for v in V]
-            ax[i].plot(x, y, mark, label=stat)
+            ax[i].plot([xi + dx for xi in x], y, mark, label=label, markersize=8)
         ax[i].set_xticks(list(x))
-        ax[i].set_xticklabels([v.upper() for v in V])
-        ax[i].set_title(title)
-        ax[i].set_yscale("log")
-        ax[i].legend()
-    names = [v.upper() for v in V]
-    thr = [results["variants"][v]["insert"]["ops_per_s"] for v in V]
-    for key, name in (("upsert_logged", "upsert"), ("upsert_unlogged", "upsert unl."),
-                      ("inram_pg", "CSL in RAM")):
+        ax[i].set_xticklabels([TICKS.get(v, v) for v in V], fontsize=8.5)
+        ax[i].set_xlim(-0.5, len(V) - 0.5)
+        ax[i].yaxis.set_major_formatter(FormatStrFormatter("%.2f"))
+        ax[i].set_title(title, fontsize=11)
+        ax[i].set_ylabel(ylabel)
+        ax[i].grid(True, axis="y", alpha=0.3)
+        ax[i].legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3, frameon=False)
+        ax[i].set_xlabel(f"LERT variant, over all reported keys (T = {C['T']}); CF has no timeliness bound",
+                         fontsize=9)
+    names, thr, colors = [], [], []
+    for v in V:
+        r = results["variants"][v]
+        names.append(PLOT_NAMES.get(v, v) + (f" (in {r['ram_mb']} MB RAM)" if r.get("ram_mb", ram) != ram else ""))
+        thr.append(r["insert"]["ops_per_s"])
+        colors.append("C0")
+    for key, name in (("upsert_logged", "upsert-and-report table, logged"),
+                      ("upsert_unlogged", "upsert-and-report table, unlogged")):
         if key in results:
-            names.append(name)
+            names.append(name + f",\nlast {results[key]['window']:,} observations" + reused(results[key]))
             thr.append(results[key]["insert"]["ops_per_s"])
+            colors.append("C3")
+    if "inram_pg" in results:
+        names.append(f"count_stretch with everything in RAM\n(shared_buffers {C['LOADER_SB_MB']:,} MB, no cgroup)"
+                     + reused(results["inram_pg"], ram=False))
+        thr.append(results["inram_pg"]["insert"]["ops_per_s"])
+        colors.append("C2")
     if "inram" in results:
-        names.append("simulated")
+        names.append("simulated count_stretch LERT in RAM\n(unit test, without PostgreSQL)" + reused(results["inram"], False))
         thr.append(results["inram"]["obs_per_s"])
-    ax[2].bar(range(len(names)), thr)
-    ax[2].set_xticks(range(len(names)))
-    ax[2].set_xticklabels(names, rotation=45, ha="right")
-    ax[2].set_yscale("log")
-    ax[2].set_title("observations/s")
-    fig.tight_layout()
+        colors.append("C2")
+    a = ax[2]
+    y = list(range(len(names)))[::-1]
+    a.barh(y, thr, color=colors)
+    for yi, t in zip(y, thr):
+        a.text(t * 1.05, yi, f"{t:,.0f}", va="center", fontsize=8.5)
+    a.set_yticks(y)
+    a.set_yticklabels(names, fontsize=8.5)
+    a.set_xscale("log")
+    a.set_xlim(min(thr) / 2, max(thr) * 3)
+    a.set_xlabel("observations inserted per second (log scale; higher is better)")
+    a.set_title(f"Insert throughput: LERT variants (blue), the upsert-and-report table a PostgreSQL user\n"
+                f"would write (red), in-RAM references (green); RAM: a memory cgroup of {ram} MB "
+                f"(shared_buffers {C['SB_MB']} MB) unless the label says otherwise", fontsize=11)
+    a.grid(True, axis="x", which="major", alpha=0.3)
+    fig.suptitle(f"LERT benchmark: {C['N'] / 1e6:,.0f} M observations; each variant reports every key whose "
+                 f"count reaches T = {C['T']}", fontsize=13)
     fig.savefig(C["OUT_PNG"], dpi=100)
+    plt.close(fig)
+
+
+def kept_run_files(C):
+    """The title and notes of the page: for a kept run's results
+    (lert_bench_results.LABEL.json), lert_bench_intro.LABEL.md (the page's
+    title and what the run was) and lert_bench_notes.LABEL.md, if there;
+    for the current run, the plain title and lert_bench_notes.md."""
+    m = re.fullmatch(r"lert_bench_results\.(.+)\.json", os.path.basename(C.get("OUT_JSON", "")))
+    if not m:
+        return "# LERT benchmark\n", "lert_bench_notes.md"
+    here = os.path.dirname(os.path.abspath(__file__))
+    intro = os.path.join(here, f"lert_bench_intro.{m.group(1)}.md")
+    title = open(intro).read().strip() + "\n" if os.path.exists(intro) else "# LERT benchmark\n"
+    return title, f"lert_bench_notes.{m.group(1)}.md"
 
 
 def report(results, C):
@@ -62,7 +133,8 @@ def report(results, C):
     C = dict(results.get("config", {}), **{k: v for k, v in C.items() if k.startswith("OUT_")})
     s = results["stream"]
     ram = C["SB_MB"] + C["CG_EXTRA_MB"]
-    out = [f"# LERT benchmark\n",
+    title, notes = kept_run_files(C)
+    out = [title,
            f"Command: `bash test/bench/lert_bench.sh` (as root; parameters in "
            f"`test/bench/lert_bench.py`). Run {results['started']} on "
            f"{results['machine'].get('cpu', '?')}, {results['machine'].get('cores', '?')} cores; "
@@ -150,7 +222,7 @@ def report(results, C):
         else:
             target += f"the in-RAM reference {ram_ref / csl['insert']['ops_per_s']:.1f}x count_stretch (target <= 4x).\n"
         out.append(target)
-    out.extend(notes_section("lert_bench_notes.md"))
+    out.extend(notes_section(notes))
     with open(C["OUT_MD"], "w") as f:
         f.write("\n".join(out) + "\n")
     plot(results, C)
