@@ -2,7 +2,8 @@
  *
  * streamsketch.h
  *	  Declarations shared by every streamsketch structure: GUCs, the table
- *	  access method helpers, and the catalog of structure parameters.
+ *	  access method helpers, the ops table each structure registers
+ *	  (SSStateOps), and its parameters' labels.
  *
  *-------------------------------------------------------------------------
  */

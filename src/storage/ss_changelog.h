@@ -43,10 +43,11 @@
  * Locking: appenders serialize on a heavyweight page lock
  * (SS_LOG_APPEND_LOCK), consolidators on another (SS_LOG_CONSOLIDATE_LOCK);
  * neither is held by readers.  A lane's lock comes after the
- * consolidation lock, the append lock after both.  Buffer locks: one log page at a time, with
- * the metapage locked after it when both change in one WAL record; a
- * structure's partition pages are locked by its callbacks, never together
- * with a log page.
+ * consolidation lock, the append lock after both.  Buffer locks: log
+ * pages in chain order (an append that starts a page locks the tail, then
+ * the new page), then the metapage, when they change in one WAL record;
+ * a structure's partition pages are locked by its callbacks, never
+ * together with a log page.
  *
  *-------------------------------------------------------------------------
  */

@@ -7,8 +7,9 @@
  * indexes.  The callbacks here give every structure the same guard rails:
  * row-level operations other than INSERT fail with a clear error, VACUUM
  * consolidates the change log and advances relfrozenxid (the oldest xid a
- * log batch may hold), ANALYZE has nothing to do, VACUUM FULL/CLUSTER and
- * SET TABLESPACE copy the pages as they are.
+ * log batch may hold), ANALYZE has nothing to do, VACUUM FULL/CLUSTER
+ * copy the pages as they are (the quotient filters keep their live levels
+ * only: qfam_compact.c) and SET TABLESPACE copies them too.
  *
  * Every new relfilenode gets its metapage when it is created: a new table
  * from the constructor's arguments or the settings, TRUNCATE from the old
@@ -809,7 +810,8 @@ ss_cluster_init_fork(Relation OldTable, Relation NewTable)
 
 /*
  * VACUUM FULL and CLUSTER: the structure's pages are copied as they are
- * (there is nothing to compact or sort), so no data is lost.
+ * (nothing to sort), so no data is lost.  A structure that has space to
+ * give back installs its own (the quotient filters: qfam_compact.c).
  */
 static void
 ss_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
