@@ -680,10 +680,8 @@ bloom_apply_global(Relation rel, const BloomParams *p, HashFeed *feed)
 	 * in memory and the positions are many (sorting 8-byte positions cost
 	 * more than scanning the bitmap's words), or when the positions would
 	 * spill and a few runs of the feed cover the filter (reading the feed
-	 * again is cheaper than writing and reading every position).  A
-	 * 100,000-key round into an in-memory 4 MB filter spilled its 600,000
-	 * positions with the default work_mem and ran at 0.8 of the layer
-	 * before the change log, which ORed them into page masks.
+	 * again is cheaper than writing and reading every position, which a
+	 * round of many keys into a small filter would otherwise spill).
 	 */
 	if (mem >= page_bytes &&
 		((passes == 1 && positions * 64 >= (double) filter_bytes) ||

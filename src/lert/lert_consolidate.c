@@ -50,8 +50,7 @@
 /*
  * Forget every copy.  The copies live in a context of their own, reset
  * here: a round spanning many checkpoints would otherwise keep each
- * checkpoint's copies until its end (a 20-million observation load grew a
- * backend past 2 GB).
+ * checkpoint's copies until its end, without bound.
  */
 static void
 round_pages_reset(LertRound *r)

@@ -141,11 +141,9 @@ qfam_lock_level_page(Relation rel, SSXLogState *state,
 	/*
 	 * qfam_page_valid checks the area's header.  The whole area
 	 * (qf_area_check, O(slots)) is checked when a merge reads it and, on the
-	 * runs they walk, by lookups; checking it before every write made
-	 * consolidation 3x slower (1M-row commits into an 80M-capacity
-	 * quotient_filter: 8.7 s per commit became 23-28 s, 45% of the CPU in
-	 * the check, even when only pages read from disk were checked), so
-	 * damage that no merge or lookup has seen can reach a write.
+	 * runs they walk, by lookups; checking it before every write would
+	 * dominate consolidation, whose writes touch few slots of large areas,
+	 * so damage that no merge or lookup has seen can reach a write.
 	 */
 	if (isnew || !qfam_page_valid(rel, blkno, page, lv, merged, true))
 	{

@@ -190,8 +190,7 @@ ss_log_snapshot_of(Relation rel, const SSMetaHeader *hdr, SSLogSnapshot *snap)
  * streamsketch.change_log_limit (which the index may not hold): in between,
  * the log is left to the writers, the flush functions and VACUUM, which
  * consolidate it in large rounds, instead of making one lookup pay for a
- * whole round (a 20,000 lookup statement ran 2-4x slower paying for 1 MB
- * of log).
+ * whole round.
  */
 static bool
 log_reader_consolidated(Relation rel, const SSLogSnapshot *snap, int attempt,
@@ -1003,18 +1002,15 @@ ss_log_flush(Relation rel, SSFlushFn flush)
  * this backend may write: not during recovery (a standby reads the log as
  * it is) nor in a parallel worker.  Like heap page pruning, a reader may do
  * it: it changes how committed changes are stored, not what any query
- * sees.  Large rounds group many records per page: a 10,000-row commit
- * touches each page of a 24 MB sketch about three times, 1 MB of log
- * (~43,000 records) fourteen times, and 30 such commits and a flush ran
- * 1.4x faster with the 1 MB default than with 8 pages.
+ * sees.  Large rounds group many records per page, so each page a round
+ * writes takes many of them (docs/bench-changelog.md).
  *
  * A writer does not wait for another backend's round while the log is
  * shorter than SS_LOG_BACKLOG_LIMITS limits.  Beyond that it waits and
  * runs the next round itself: appending is far cheaper than consolidating,
- * so writers that never waited outran the rounds without bound (four
- * sessions of 20,000-row inserts into a lert left 5.6 GB of log after a
- * minute, three rounds each larger than the last, and every page of it
- * stayed in the relation).  A round stops at a batch whose transaction is
+ * so writers that never waited outran the rounds without bound, each
+ * round larger than the last, and every page of that log stayed in the
+ * relation.  A round stops at a batch whose transaction is
  * still committing, and a writer that went on would append behind it (one
  * backend appended ten batches while another was between its append and
  * its commit): it waits for that transaction, as the heap waits for a

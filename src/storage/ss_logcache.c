@@ -8,8 +8,8 @@
  * the log (ss_log_scan).  On a primary the log is short: lookups
  * consolidate it first.  A standby never consolidates, so while the
  * primary has no readers each standby lookup would read up to
- * streamsketch.change_log_limit of log (a 37,000-record log made a bcms
- * estimate 85x slower).  Here the committed records of a log range are
+ * streamsketch.change_log_limit of log, many times the structure's one
+ * page.  Here the committed records of a log range are
  * copied once, grouped by the partition they change (the structure's
  * SSPartsOfFn, as consolidation groups them), and a lookup visits only
  * the records of its own partitions.

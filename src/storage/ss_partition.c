@@ -17,8 +17,7 @@
  * The entry arrays (and the sort's second array) outlive the round, up to
  * KEEP_BYTES each: a writer consolidates at the start of most statements,
  * and arrays allocated afresh each round were faulted in from the kernel
- * every time (glibc hands large freed blocks back; ~4% of an in-memory
- * quotient filter insert).
+ * every time (glibc hands large freed blocks back to the kernel).
  *
  *-------------------------------------------------------------------------
  */

@@ -548,7 +548,8 @@ ss_pending_init(void)
  * order) by page, keeping their order within a page, which is what keeps
  * one key's changes in commit order.  A stable counting sort when the
  * pages are not many more than the elements (the common case: a commit's
- * batch over a structure's hot pages; qsort was 8-19% of an insert), else
+ * batch over a structure's hot pages, where qsort was a visible part of
+ * an insert), else
  * qsort with cmp, which must order by page and then arrival.
  */
 void

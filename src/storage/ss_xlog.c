@@ -14,8 +14,7 @@
  * pd_lower and pd_upper.  What differs is how the delta is found.
  * GenericXLog walks the page a byte at a time (computeRegionDelta); a
  * sketch or filter page is ~8 kB of live data of which a commit changes a
- * few dozen bytes, so that loop dominated every write (perf: 75% of a BCMS
- * update, 51% of a cascade filter insert).  Here unchanged blocks of
+ * few dozen bytes, so that loop dominated every write.  Here unchanged blocks of
  * SKIP_BLOCK (256) bytes are skipped with memcmp() and the rest is compared a 64-bit word at a
  * time, so a fragment covers whole words and ends at the first equal word
  * (8 bytes, more than a fragment header, as GenericXLog's threshold).  The
