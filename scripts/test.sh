@@ -56,10 +56,17 @@
 #   STREAMSKETCH_TEST_SCALE     the TAP tests' long stream and fuzz volumes:
 #                               unset or `ci` (default), smaller volumes
 #                               that still reach every code path; `full`,
-#                               the full volumes (019_lert_streams: 10^6
-#                               observations per stream; 014_damaged_pages:
-#                               24 trials per access method and region;
-#                               about 8 minutes more)
+#                               the full volumes: 019_lert_streams, 10^6
+#                               observations per stream (ci: half, with
+#                               half the keys and level 0);
+#                               013_transactional, long consolidations of
+#                               4 to 10 million rows (ci: half);
+#                               014_damaged_pages, 80 trials per access
+#                               method and region (ci: 24); the unit test
+#                               lert_test, 10^6 observations per stream
+#                               (ci: half, with half the level 0).  Each
+#                               TAP file's header says what its ci volume
+#                               still reaches.
 #   STREAMSKETCH_ASSERT_PG=DIR  where the assert-enabled server is built, or
 #                               found from an earlier run (default
 #                               /var/tmp/streamsketch-pg-assert; its source
@@ -359,6 +366,17 @@ run_tap() {
 	fi
 }
 
+# unit_args PROGRAM: its arguments at the scale in force.  lert_test's
+# streams (10^6 observations, level 0 of 4,096 keys by default) run at
+# half the length and half the level 0 at the ci scale, where they reach
+# the same lines and branches (gcov: all but the argument parsing).
+unit_args() {
+	[ "${STREAMSKETCH_TEST_SCALE:-ci}" = ci ] || return 0
+	case "$1" in
+	lert_test) echo 500000 2048 ;;
+	esac
+}
+
 # C unit tests of the server-independent cores (test/unit): no cluster
 # needed.  Each test program is run and counted on its own.
 run_unit() {
@@ -371,7 +389,7 @@ run_unit() {
 	for t in $tests; do
 		# (pipefail: the test's status, not tee's)
 		if [ "$rc" -eq 0 ] &&
-			ss_as_pg sh -c "cd '$TREE/test/unit' && timeout -k 60 10m ./$t" 2>&1 |
+			ss_as_pg sh -c "cd '$TREE/test/unit' && timeout -k 60 10m ./$t $(unit_args "$t")" 2>&1 |
 			tee -a "$WORK/unit.out"; then
 			count "unit test programs" 1 0
 		else
