@@ -7,12 +7,21 @@
 #              as packagers run it: the twophase test takes its
 #              twophase_1.out variant there, prepared transactions being off)
 #   isolation  pg_isolation_regress test/specs/*.spec, test/expected/*.out
-#   tap        prove (PostgreSQL::Test::Cluster) test/t/*.pl
+#   tap        prove (PostgreSQL::Test::Cluster) test/t/*.pl, several files
+#              at once (each makes its own clusters), the longest first
 #   unit       C unit tests of the quotient filter core, test/unit
 #   assert     regress and isolation again against an assert-enabled
 #              PostgreSQL 15 built from Debian's source (scripts/assert-pg.sh),
 #              on a cluster that allows prepared transactions: the twophase
 #              test must run its two-phase commits there (twophase.out)
+#
+# The suites run side by side in three lanes (tap | unit, regress,
+# isolation | assert); each suite's output is printed in one piece when it
+# ends, and the time each suite took (side by side with the others) is
+# printed at the end.  On the 2-core machine with everything built a full
+# run takes about 7 minutes; on a fresh machine, about 14 (apt, the build,
+# and the assert-enabled server's one-time build, about 5 minutes, which is
+# kept for later runs: see STREAMSKETCH_ASSERT_PG).
 #
 # The final line, `summary: N passed, M failed` (CI reads it), counts test
 # files of every kind alike: pg_regress tests, isolation specs, TAP files
@@ -26,17 +35,42 @@
 # The source tree is copied to $STREAMSKETCH_TEST_DIR (default
 # /tmp/streamsketch-test) and the tests run there as the `postgres` OS user
 # (initdb refuses root).  pg_regress and the isolation tests run against a
-# throwaway cluster created for this run and stopped at exit; the TAP tests
-# create their own clusters.  On failure the diffs and logs are printed.
-# Exits non-zero if any test failed.  Environment:
+# throwaway cluster created for this run; the TAP tests create their own
+# clusters.  On failure the diffs and logs are printed.  At exit, whether
+# the tests passed or not (or the run was interrupted), every cluster under
+# $STREAMSKETCH_TEST_DIR is stopped and the directory removed, unless
+# STREAMSKETCH_KEEP=1.  Only the assert-enabled PostgreSQL (its source and
+# build in /var/tmp) is kept, as the cache of later runs.  Exits non-zero
+# if any test failed.  Environment:
 #   STREAMSKETCH_SKIP_SETUP=1   do not install packages / build / install
-#   STREAMSKETCH_TEST_PORT      port of the throwaway cluster (default 5544)
+#   STREAMSKETCH_TEST_DIR=DIR   scratch directory (default
+#                               /tmp/streamsketch-test), removed at exit
+#   STREAMSKETCH_KEEP=1         keep it (outputs, clusters' data and logs)
+#   STREAMSKETCH_TEST_PORT      port of the throwaway cluster (default 5544;
+#                               the assert suite's is the next one)
 #   STREAMSKETCH_PG_TREE=DIR    test a private installation in DIR instead of
 #                               the system's (scripts/setup.sh)
 #   STREAMSKETCH_TAP_TESTS      only these TAP files (e.g. 'test/t/013_*.pl')
+#   STREAMSKETCH_TAP_JOBS       TAP files run at once (default: the number
+#                               of CPUs, at least 2)
+#   STREAMSKETCH_TEST_SCALE     the TAP tests' long stream and fuzz volumes:
+#                               unset or `ci` (default), smaller volumes
+#                               that still reach every code path; `full`,
+#                               the full volumes: 019_lert_streams, 10^6
+#                               observations per stream (ci: half, with
+#                               half the keys and level 0);
+#                               013_transactional, long consolidations of
+#                               4 to 10 million rows (ci: half);
+#                               014_damaged_pages, 80 trials per access
+#                               method and region (ci: 24); the unit test
+#                               lert_test, 10^6 observations per stream
+#                               (ci: half, with half the level 0).  Each
+#                               TAP file's header says what its ci volume
+#                               still reaches.
 #   STREAMSKETCH_ASSERT_PG=DIR  where the assert-enabled server is built, or
 #                               found from an earlier run (default
-#                               /var/tmp/streamsketch-pg-assert)
+#                               /var/tmp/streamsketch-pg-assert; its source
+#                               is unpacked and built in DIR.src)
 set -uo pipefail
 
 SS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -48,8 +82,16 @@ source "$SS_ROOT/scripts/cluster.sh"
 source "$SS_ROOT/scripts/assert-pg.sh"
 set +e # (setup.sh sets -e) failures are counted, not fatal
 
+ALL_SUITES=(unit regress isolation tap assert)
+# The lanes that run side by side, each running its suites in turn.
+LANES=("tap" "unit regress isolation" "assert")
+# TAP files started first (the longest, longest first): prove -j starts
+# the files in the order given, so the last to end is not a long one
+# started late.  Files not listed follow in name order.
+TAP_FIRST=(013 015 020 014 019 021 022 017 009 018 012)
+
 SUITES=("$@")
-[ "${#SUITES[@]}" -gt 0 ] || SUITES=(unit regress isolation tap assert)
+[ "${#SUITES[@]}" -gt 0 ] || SUITES=("${ALL_SUITES[@]}")
 for s in "${SUITES[@]}"; do
 	case "$s" in
 	unit | regress | isolation | tap | assert) ;;
@@ -59,6 +101,13 @@ for s in "${SUITES[@]}"; do
 		;;
 	esac
 done
+case "${STREAMSKETCH_TEST_SCALE:-ci}" in
+ci | full) ;;
+*)
+	echo "STREAMSKETCH_TEST_SCALE must be ci or full" >&2
+	exit 2
+	;;
+esac
 
 T_START=$SECONDS
 if [ "${STREAMSKETCH_SKIP_SETUP:-}" != 1 ]; then
@@ -68,44 +117,73 @@ if [ "${STREAMSKETCH_SKIP_SETUP:-}" != 1 ]; then
 	}
 fi
 [ -z "${STREAMSKETCH_PG_TREE:-}" ] || ss_private_tree "$STREAMSKETCH_PG_TREE"
+T_SETUP=$((SECONDS - T_START))
 
 WORK="${STREAMSKETCH_TEST_DIR:-/tmp/streamsketch-test}"
 TREE="$WORK/tree"
 CLUSTER="$WORK/pg"
+ASSERT_CLUSTER="$WORK/pg-assert"
+STATUS="$WORK/status"
 PORT="${STREAMSKETCH_TEST_PORT:-5544}"
+KEEP="${STREAMSKETCH_KEEP:-}"
+
+# stop_clusters: stop every cluster under $WORK (ours, the assert
+# suite's and any the TAP tests left running), immediately.
+stop_clusters() {
+	local pid data
+	[ -d "$WORK" ] || return 0
+	while IFS= read -r pid; do
+		data=$(dirname "$pid")
+		ss_as_pg pg_ctl -D "$data" stop -m immediate -w >/dev/null 2>&1 || true
+	done < <(find "$WORK" -name postmaster.pid 2>/dev/null)
+}
 
 # A leftover cluster of an earlier run would keep files open: stop it first.
-ss_cluster_stop "$CLUSTER"
+stop_clusters
 rm -rf "$WORK"
-mkdir -p "$TREE"
+mkdir -p "$TREE" "$STATUS"
 ss_log "Copying the tree to $TREE"
 tar -C "$SS_ROOT" --exclude=./.git --exclude=./tmp_check --exclude=./results \
 	--exclude=./test/output_iso --exclude=./regression.diffs \
 	--exclude=./regression.out -cf - . | tar -C "$TREE" -xf -
 if [ "$(id -u)" -eq 0 ]; then chown -R postgres:postgres "$WORK"; fi
 
-ASSERT_CLUSTER="$WORK/pg-assert"
+# kill_tree PID: end a lane and everything it started (its descendants,
+# found through their parents; clusters are stopped by stop_clusters).
+kill_tree() {
+	local pid="$1" child
+	for child in $(ps -o pid= --ppid "$pid" 2>/dev/null); do
+		kill_tree "$child"
+	done
+	kill -TERM "$pid" 2>/dev/null || true
+}
+
+LANE_PIDS=()
+CLEANED=
 cleanup() {
-	ss_cluster_stop "$CLUSTER"
-	SS_PG_BINDIR="${SS_ASSERT_BINDIR:-$SS_PG_BINDIR}" ss_cluster_stop "$ASSERT_CLUSTER"
+	[ -z "$CLEANED" ] || return 0
+	CLEANED=1
+	local pid
+	for pid in "${LANE_PIDS[@]}"; do
+		kill -0 "$pid" 2>/dev/null && kill_tree "$pid"
+	done
+	stop_clusters
+	if [ "$KEEP" = 1 ]; then
+		echo "(STREAMSKETCH_KEEP=1: outputs and clusters' data kept in $WORK)"
+	else
+		rm -rf "$WORK"
+	fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-NPASS=0
-NFAIL=0
-FAILED_SUITES=()
-# per kind: "passed failed", and prove's assertion count
-declare -A KIND_COUNTS=()
-TAP_ASSERTIONS=
-
-# count KIND PASSED FAILED: add to the totals and to the kind's counts
+# --- what a suite reports, in $STATUS/SUITE (read back by the main shell) ---
+# count KIND PASSED FAILED: test files of a kind that passed and failed
 count() {
-	local kind="$1" p="$2" f="$3" old
-	NPASS=$((NPASS + p))
-	NFAIL=$((NFAIL + f))
-	old=${KIND_COUNTS[$kind]:-0 0}
-	KIND_COUNTS[$kind]="$((${old% *} + p)) $((${old#* } + f))"
+	printf 'count\t%s\t%s\t%s\n' "$1" "$2" "$3" >>"$STATUS/$SUITE"
+}
+suite_failed() {
+	printf 'failed\t%s\n' "$1" >>"$STATUS/$SUITE"
 }
 
 # print_file FILE [MAXLINES]: print (the end of) a file under a header.
@@ -142,6 +220,8 @@ run_make() {
 	shift 2
 	ss_as_pg PGHOST="${PGHOST:-}" PGPORT="${PGPORT:-}" PGUSER="${PGUSER:-}" \
 		PGDATABASE="${PGDATABASE:-}" \
+		STREAMSKETCH_TEST_SCALE="${STREAMSKETCH_TEST_SCALE:-}" \
+		TMPDIR="${TMPDIR:-/tmp}" \
 		timeout -k 60 "$limit" make -C "$TREE" --no-print-directory \
 		PG_CONFIG="$PG_CONFIG" ${STREAMSKETCH_PG_TREE:+bindir="$SS_PG_BINDIR"} \
 		"$@" 2>&1 | tee "$WORK/$name.out"
@@ -154,10 +234,6 @@ server_log_problems() {
 		echo "!!! the server crashed during the $1 tests:"
 		grep -nE -B2 -A8 'terminated by signal|PANIC|TRAP:|was terminated' "$log" | tail -n 80
 	fi
-}
-
-suite_failed() {
-	FAILED_SUITES+=("$1")
 }
 
 CLUSTER_UP=
@@ -173,7 +249,7 @@ need_cluster() {
 }
 
 run_regress() {
-	local t0=$SECONDS rc
+	local rc
 	# the Makefile's REGRESS: sql/*.sql but the built extension script
 	if ! find "$TREE/sql" -maxdepth 1 -name '*.sql' ! -name 'streamsketch--*' |
 		grep -q .; then
@@ -197,11 +273,10 @@ run_regress() {
 		server_log_problems regress
 		print_file "$CLUSTER/postgresql.log" 60
 	fi
-	echo "regress: $((SECONDS - t0)) s"
 }
 
 run_isolation() {
-	local t0=$SECONDS rc
+	local rc
 	if ! compgen -G "$TREE/test/specs/*.spec" >/dev/null; then
 		ss_log "isolation: no isolation tests (test/specs/*.spec)"
 		return 0
@@ -223,27 +298,52 @@ run_isolation() {
 		server_log_problems isolation
 		print_file "$CLUSTER/postgresql.log" 60
 	fi
-	echo "isolation: $((SECONDS - t0)) s"
+}
+
+# The TAP files to run: STREAMSKETCH_TAP_TESTS, or every test/t/*.pl with
+# those of TAP_FIRST first (paths relative to the tree).
+tap_files() {
+	local p f listed=" "
+	if [ -n "${STREAMSKETCH_TAP_TESTS:-}" ]; then
+		(cd "$TREE" && for f in $STREAMSKETCH_TAP_TESTS; do echo "$f"; done)
+		return
+	fi
+	for p in "${TAP_FIRST[@]}"; do
+		for f in "$TREE"/test/t/"$p"_*.pl; do
+			[ -f "$f" ] || continue
+			echo "test/t/$(basename "$f")"
+			listed+="$(basename "$f") "
+		done
+	done
+	for f in "$TREE"/test/t/*.pl; do
+		[[ "$listed" == *" $(basename "$f") "* ]] || echo "test/t/$(basename "$f")"
+	done
 }
 
 run_tap() {
-	local t0=$SECONDS rc out files failed f base log
+	local rc out files failed f base log jobs list
 	if ! compgen -G "$TREE/test/t/*.pl" >/dev/null; then
 		ss_log "tap: no TAP tests (test/t/*.pl)"
 		return 0
 	fi
-	ss_log "tap: prove (make installcheck, PostgreSQL::Test::Cluster)"
-	# Debian's PGXS may be configured without TAP: force it on.
-	run_make tap 30m installcheck REGRESS= ISOLATION= \
-		enable_tap_tests=yes PROVE=/usr/bin/prove PROVE_FLAGS=--timer \
-		${STREAMSKETCH_TAP_TESTS:+PROVE_TESTS="$STREAMSKETCH_TAP_TESTS"}
+	jobs=${STREAMSKETCH_TAP_JOBS:-$(nproc)}
+	[ "$jobs" -ge 2 ] || jobs=2
+	list=$(tap_files | tr '\n' ' ')
+	ss_log "tap: prove -j$jobs (make installcheck, PostgreSQL::Test::Cluster), scale ${STREAMSKETCH_TEST_SCALE:-ci}"
+	# Debian's PGXS may be configured without TAP: force it on.  TMPDIR:
+	# the tests' socket directories (tempdir_short) go under $WORK too.
+	mkdir -p "$WORK/tmp"
+	[ "$(id -u)" -ne 0 ] || chown postgres:postgres "$WORK/tmp"
+	TMPDIR="$WORK/tmp" run_make tap 30m installcheck REGRESS= ISOLATION= \
+		enable_tap_tests=yes PROVE=/usr/bin/prove \
+		PROVE_FLAGS="--timer -j$jobs" PROVE_TESTS="$list"
 	rc=$?
 	out="$WORK/tap.out"
 	files=$(grep -oE '^Files=[0-9]+' "$out" | tail -n 1 | cut -d= -f2)
 	# failed test files, from prove's summary table
 	failed=$(grep -E '^test/t/[^ ]+\.pl +\(Wstat' "$out" | awk '{print $1}' | sort -u)
-	TAP_ASSERTIONS=$(grep -oE '^Files=[0-9]+, Tests=[0-9]+' "$out" | tail -n 1 |
-		sed 's/.*Tests=//')
+	printf 'assertions\t%s\n' "$(grep -oE '^Files=[0-9]+, Tests=[0-9]+' "$out" |
+		tail -n 1 | sed 's/.*Tests=//')" >>"$STATUS/$SUITE"
 	if [ -n "$files" ]; then
 		local nf
 		nf=$(printf '%s\n' "$failed" | grep -c . || true)
@@ -255,7 +355,7 @@ run_tap() {
 		suite_failed tap
 		[ "$rc" -eq 124 ] && echo "!!! tap: timed out"
 		# no summary table (timeout, prove died): show every test's log
-		[ -n "$failed" ] || failed=$(cd "$TREE" && ls test/t/*.pl)
+		[ -n "$failed" ] || failed=$list
 		for f in $failed; do
 			base=$(basename "$f" .pl)
 			print_file "$TREE/tmp_check/log/regress_log_$base" 250
@@ -264,13 +364,23 @@ run_tap() {
 			done
 		done
 	fi
-	echo "tap: $((SECONDS - t0)) s"
+}
+
+# unit_args PROGRAM: its arguments at the scale in force.  lert_test's
+# streams (10^6 observations, level 0 of 4,096 keys by default) run at
+# half the length and half the level 0 at the ci scale, where they reach
+# the same lines and branches (gcov: all but the argument parsing).
+unit_args() {
+	[ "${STREAMSKETCH_TEST_SCALE:-ci}" = ci ] || return 0
+	case "$1" in
+	lert_test) echo 500000 2048 ;;
+	esac
 }
 
 # C unit tests of the server-independent cores (test/unit): no cluster
 # needed.  Each test program is run and counted on its own.
 run_unit() {
-	local t0=$SECONDS rc t tests failed=0
+	local rc t tests failed=0
 	ss_log "unit: make -C test/unit"
 	tests=$(make -s -C "$TREE/test/unit" --no-print-directory print-tests)
 	ss_as_pg timeout -k 60 10m make -C "$TREE/test/unit" --no-print-directory tests 2>&1 |
@@ -279,7 +389,7 @@ run_unit() {
 	for t in $tests; do
 		# (pipefail: the test's status, not tee's)
 		if [ "$rc" -eq 0 ] &&
-			ss_as_pg sh -c "cd '$TREE/test/unit' && timeout -k 60 10m ./$t" 2>&1 |
+			ss_as_pg sh -c "cd '$TREE/test/unit' && timeout -k 60 10m ./$t $(unit_args "$t")" 2>&1 |
 			tee -a "$WORK/unit.out"; then
 			count "unit test programs" 1 0
 		else
@@ -291,7 +401,6 @@ run_unit() {
 	if [ "$rc" -ne 0 ] || [ "$failed" -ne 0 ] || [ -z "$tests" ]; then
 		suite_failed unit
 	fi
-	echo "unit: $((SECONDS - t0)) s"
 }
 
 # The regress and isolation suites against an assert-enabled server, in a
@@ -300,7 +409,7 @@ run_unit() {
 # "buffer refcount leak" warnings, which assert-enabled servers print at
 # the end of every statement.
 run_assert() {
-	local t0=$SECONDS dir="${STREAMSKETCH_ASSERT_PG:-/var/tmp/streamsketch-pg-assert}"
+	local dir="${STREAMSKETCH_ASSERT_PG:-/var/tmp/streamsketch-pg-assert}"
 	local atree="$WORK/tree-assert" rc name kind
 	if ! ss_assert_pg "$dir"; then
 		echo "!!! assert: could not build an assert-enabled PostgreSQL"
@@ -309,7 +418,6 @@ run_assert() {
 		return 0
 	fi
 	local SS_PG_BINDIR="$dir/bin"
-	SS_ASSERT_BINDIR="$dir/bin"
 	mkdir -p "$atree"
 	tar -C "$TREE" --exclude=./tmp_check --exclude=./results \
 		--exclude=./test/output_iso --exclude=./regression.diffs \
@@ -372,18 +480,107 @@ run_assert() {
 		suite_failed assert
 	fi
 	ss_cluster_stop "$ASSERT_CLUSTER"
-	echo "assert: $((SECONDS - t0)) s"
 }
 
-for s in "${SUITES[@]}"; do
-	"run_$s"
+# run_suite SUITE: run it, its output to $WORK/SUITE.log, its time and a
+# done mark to $STATUS/SUITE (the main shell prints the log once done).
+run_suite() {
+	local t0=$SECONDS
+	SUITE="$1"
+	: >"$STATUS/$SUITE"
+	echo "==> $SUITE: started"
+	"run_$SUITE" >"$WORK/$SUITE.log" 2>&1
+	printf 'time\t%s\n' $((SECONDS - t0)) >>"$STATUS/$SUITE"
+	touch "$STATUS/$SUITE.done"
+}
+
+# run_lane SUITE...: the selected ones of these suites, in turn; the
+# cluster the lane started (regress, isolation) is stopped at its end.
+run_lane() {
+	local s
+	for s in "$@"; do
+		[[ " ${SUITES[*]} " == *" $s "* ]] && run_suite "$s"
+	done
+	[ -z "$CLUSTER_UP" ] || ss_cluster_stop "$CLUSTER"
+}
+
+# print_done: print the log of each suite that ended since the last call
+PRINTED=" "
+print_done() {
+	local s
+	for s in "${ALL_SUITES[@]}"; do
+		[ -f "$STATUS/$s.done" ] || continue
+		[[ "$PRINTED" == *" $s "* ]] && continue
+		PRINTED+="$s "
+		echo
+		echo "===================== $s: ended after $(sed -n 's/^time\t//p' "$STATUS/$s") s ====================="
+		cat "$WORK/$s.log"
+	done
+}
+
+ss_log "Running ${SUITES[*]} side by side (lanes: $(printf '[%s] ' "${LANES[@]}"))"
+T_TESTS=$SECONDS
+for lane in "${LANES[@]}"; do
+	# shellcheck disable=SC2086
+	set -- $lane
+	want=
+	for s in "$@"; do [[ " ${SUITES[*]} " == *" $s "* ]] && want=1; done
+	[ -n "$want" ] || continue
+	run_lane "$@" &
+	LANE_PIDS+=($!)
 done
+while :; do
+	running=
+	for pid in "${LANE_PIDS[@]}"; do
+		kill -0 "$pid" 2>/dev/null && running=1
+	done
+	print_done
+	[ -n "$running" ] || break
+	sleep 2
+done
+wait
+print_done
+T_TESTS=$((SECONDS - T_TESTS))
+
+# --- the totals, from what each suite reported ---
+NPASS=0
+NFAIL=0
+FAILED_SUITES=()
+declare -A KIND_COUNTS=()
+TAP_ASSERTIONS=
+TIMES=
+for s in "${SUITES[@]}"; do
+	if [ ! -f "$STATUS/$s.done" ]; then
+		# the lane died before the suite ended
+		FAILED_SUITES+=("$s")
+		NFAIL=$((NFAIL + 1))
+		continue
+	fi
+	while IFS=$'\t' read -r what a b c; do
+		case "$what" in
+		count)
+			NPASS=$((NPASS + b))
+			NFAIL=$((NFAIL + c))
+			old=${KIND_COUNTS[$a]:-0 0}
+			KIND_COUNTS[$a]="$((${old% *} + b)) $((${old#* } + c))"
+			;;
+		failed) FAILED_SUITES+=("$a") ;;
+		assertions) TAP_ASSERTIONS=$a ;;
+		time) TIMES+="${TIMES:+, }$s $a s" ;;
+		esac
+	done <"$STATUS/$s"
+done
+
+# Clean up now, so that the summary stays the last line.
+cleanup
 
 echo
 echo "====================================================================="
-echo "streamsketch tests: ${#SUITES[@]} suite(s) in $((SECONDS - T_START)) s"
+echo "streamsketch tests: ${#SUITES[@]} suite(s) in $((SECONDS - T_START)) s" \
+	"(set-up $T_SETUP s, tests $T_TESTS s)"
+echo "time per suite (side by side): $TIMES"
 if [ "${#FAILED_SUITES[@]}" -gt 0 ]; then
-	echo "FAILED suites: ${FAILED_SUITES[*]}  (outputs in $WORK)"
+	echo "FAILED suites: ${FAILED_SUITES[*]}$([ "$KEEP" = 1 ] && echo "  (outputs in $WORK)")"
 fi
 echo "====================================================================="
 kinds=

@@ -13,6 +13,18 @@
 # the variant must have reported (and none at all after lert_flush), each
 # key at most once, the count and first position at the report exact,
 # never before the T-th occurrence, and every variant's bound.
+#
+# Size: STREAMSKETCH_TEST_SCALE=full runs the streams above (10^6
+# observations each); the CI default (ci) runs each at half the length,
+# with half the keys (active set, heavy keys, round robin) and half the
+# level 0 (a 128kB buffer), so that keys meet level 0, its flushes and the
+# runs' merges as often per observation as in the full streams: every
+# variant still flushes level 0 into every on-disk level and merges them,
+# time stretch still spills young keys to a temporary file (asserted
+# below), and the four cones still flush on their staggered schedule.
+# STREAMSKETCH_LERT_STREAM=N sets the length (and with it the rest) to N
+# observations.  The memory part keeps its volume at every scale (its
+# bound is meant against a leak of that load).
 
 use strict;
 use warnings;
@@ -25,7 +37,14 @@ use PostgreSQL::Test::Utils;
 use StreamsketchTest;
 use Test::More;
 
-my $n = $ENV{STREAMSKETCH_LERT_STREAM} // 1_000_000;
+my $n = $ENV{STREAMSKETCH_LERT_STREAM}
+  // ss_scale(ci => 500_000, full => 1_000_000);
+# keys and level 0 follow the length (see above)
+my $f = $n / 1_000_000;
+my $active = int(65536 * $f);
+my $heavy = int(10000 * $f);
+my $rr = int(20000 * $f);
+my $buffer = int(256 * $f) . 'kB';
 
 my $node = ss_node(
 	'streams',
@@ -85,12 +104,12 @@ $$;
 });
 
 my %streams = (
-	firehose => "SELECT * FROM firehose($n, 65536)",
-	noise => "SELECT * FROM counted($n, ARRAY(SELECT CASE WHEN g <= 10000 "
+	firehose => "SELECT * FROM firehose($n, $active)",
+	noise => "SELECT * FROM counted($n, ARRAY(SELECT CASE WHEN g <= $heavy "
 	  . "THEN 24 + (hashint8(g) & 32767) % 27 ELSE 1 END FROM generate_series(1, $n) g))",
-	t24v23 => "SELECT * FROM counted($n, ARRAY(SELECT CASE WHEN g <= 10000 "
+	t24v23 => "SELECT * FROM counted($n, ARRAY(SELECT CASE WHEN g <= $heavy "
 	  . "THEN 24 ELSE 23 END FROM generate_series(1, $n / 23) g))",
-	roundrobin => "SELECT g - 1 AS pos, (g - 1) % 20000 AS k FROM generate_series(1, $n) g",
+	roundrobin => "SELECT g - 1 AS pos, (g - 1) % $rr AS k FROM generate_series(1, $n) g",
 	uniform => "SELECT * FROM counted($n, ARRAY(SELECT 1 + (hashint8(g) & 32767) % 25 "
 	  . "FROM generate_series(1, $n / 13) g))");
 
@@ -151,7 +170,7 @@ foreach my $sname (sort keys %streams)
 	{
 		my $t = "l_${sname}_$v";
 		$node->safe_psql('postgres',
-			"SELECT lert_create('$t', 'int8', buffer_size => '256kB', $variants{$v})");
+			"SELECT lert_create('$t', 'int8', buffer_size => '$buffer', $variants{$v})");
 		# ten transactions, in stream order; time stretch with a small
 		# consolidation memory (work_mem, streamsketch.pending_memory), so
 		# that the young keys a flush puts back in level 0 exceed a quarter
@@ -172,7 +191,7 @@ foreach my $sname (sort keys %streams)
 		}
 		my $info = $node->safe_psql('postgres',
 			"SELECT flushes || ' flushes, ' || reports || ' reports, level 0 max ' || "
-			  . "max_level0_entries FROM lert_info('$t')");
+			  . "max_level0_entries || ', levels ' || level_entries::text FROM lert_info('$t')");
 		is($node->safe_psql('postgres', sprintf($check, $t, $st, 'false')),
 			$clean, "$sname $v: reports exact and within the bounds ($info)");
 		$node->safe_psql('postgres', "SELECT lert_flush('$t')");

@@ -8,6 +8,12 @@
 #   use FindBin;
 #   use lib $FindBin::RealBin;
 #   use StreamsketchTest;
+#
+# The size knob: STREAMSKETCH_TEST_SCALE=full runs the long stream and fuzz
+# volumes; unset (or ci, what CI runs) smaller ones, which still reach
+# every code path the full ones reach (each file's header says what it
+# scales and what its CI volume still exercises).  ss_scale picks the
+# value for the scale in force.
 
 package StreamsketchTest;
 
@@ -23,13 +29,24 @@ use Time::HiRes qw(usleep time);
 
 our @EXPORT = qw(ss_node ss_standby ss_run_sql ss_wait_restart
   ss_create_stop_and_wait ss_start_bg ss_stop_bg ss_pgbench_scripts
-  ss_pgbench_cmd ss_qf_exact_sql ss_qf_exact_check
+  ss_pgbench_cmd ss_qf_exact_sql ss_qf_exact_check ss_scale
   $SS_CANCELED $SS_TERMINATED);
 
 # the "SQLSTATE: message" of a canceled and of a terminated statement
 our $SS_CANCELED = '57014: canceling statement due to user request';
 our $SS_TERMINATED =
   '57P01: terminating connection due to administrator command';
+
+# ss_scale(ci => X, full => Y): X or Y, as STREAMSKETCH_TEST_SCALE says
+# (ci when unset); dies on another value.
+sub ss_scale
+{
+	my (%by) = @_;
+	my $scale = $ENV{STREAMSKETCH_TEST_SCALE} || 'ci';
+	die "STREAMSKETCH_TEST_SCALE is '$scale': ci or full expected\n"
+	  unless exists $by{$scale};
+	return $by{$scale};
+}
 
 # A started node.  Options: streaming => 1 (it will have standbys),
 # conf => more postgresql.conf lines, consistency => 0 to leave out
