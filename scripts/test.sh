@@ -9,7 +9,9 @@
 #   isolation  pg_isolation_regress test/specs/*.spec, test/expected/*.out
 #   tap        prove (PostgreSQL::Test::Cluster) test/t/*.pl, several files
 #              at once (each makes its own clusters), the longest first
-#   unit       C unit tests of the quotient filter core, test/unit
+#   unit       C unit tests of the quotient filter core, test/unit, and
+#              scripts/check_docs.sh (links, no issue numbers, every SQL
+#              function documented)
 #   assert     regress and isolation again against an assert-enabled
 #              PostgreSQL 15 built from Debian's source (scripts/assert-pg.sh),
 #              on a cluster that allows prepared transactions: the twophase
@@ -398,6 +400,14 @@ run_unit() {
 		fi
 	done
 	[ -n "$tests" ] || count "unit test programs" 0 1
+	# the documentation: links resolve, no issue numbers, every SQL
+	# function documented (scripts/check_docs.sh)
+	if bash "$TREE/scripts/check_docs.sh" 2>&1 | tee -a "$WORK/unit.out"; then
+		count "unit test programs" 1 0
+	else
+		count "unit test programs" 0 1
+		failed=1
+	fi
 	if [ "$rc" -ne 0 ] || [ "$failed" -ne 0 ] || [ -z "$tests" ]; then
 		suite_failed unit
 	fi
