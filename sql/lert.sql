@@ -108,6 +108,15 @@ SELECT lert_create('lt_ts3', 'int8', variant => 'time_stretch', age_bits => 3,
 SELECT lert_create('lt_ts2c4', 'int8', variant => 'time_stretch', age_bits => 2,
                    buffer_size => '64kB', cones => 4);
 SELECT lert_create('lt_cf', 'int8', variant => 'cascade', buffer_size => '64kB');
+-- autovacuum would consolidate them at a time of its own, which what is
+-- left in their logs below must not depend on
+ALTER TABLE lt_cs SET (autovacuum_enabled = off);
+ALTER TABLE lt_cs4 SET (autovacuum_enabled = off);
+ALTER TABLE lt_ir SET (autovacuum_enabled = off);
+ALTER TABLE lt_ts1 SET (autovacuum_enabled = off);
+ALTER TABLE lt_ts3 SET (autovacuum_enabled = off);
+ALTER TABLE lt_ts2c4 SET (autovacuum_enabled = off);
+ALTER TABLE lt_cf SET (autovacuum_enabled = off);
 SELECT variant, threshold, age_bits, growth, levels, level_thresholds, cones,
        level0_capacity, count_stretch_bound, time_stretch_bound
 FROM unnest(ARRAY['lt_cs', 'lt_cs4', 'lt_ir', 'lt_ts1', 'lt_ts3', 'lt_ts2c4', 'lt_cf']::regclass[]) t,
