@@ -274,8 +274,8 @@ my $fl_file = $node->data_dir . '/'
   . $node->safe_psql('postgres', "SELECT pg_relation_filepath('c_fl')");
 $node->stop;
 my $fl_img = do { open my $fh, '<:raw', $fl_file or die; local $/; <$fh> };
-# the overflow pages: page type 16 (SS_PAGE_CBT_FREE), 8 bytes before the end
-my @fl_pages = grep { unpack('v', substr($fl_img, $_ * 8192 + 8192 - 8, 2)) == 16 }
+# the overflow pages: page type 18 (SS_PAGE_CBT_FREE), 8 bytes before the end
+my @fl_pages = grep { unpack('v', substr($fl_img, $_ * 8192 + 8192 - 8, 2)) == 18 }
   1 .. length($fl_img) / 8192 - 1;
 cmp_ok(scalar(@fl_pages), '>=', 1, 'c_fl: the free list has overflow pages');
 # in each (the installed list's, and those earlier installs freed), the
