@@ -21,7 +21,7 @@
 # isolation | assert); each suite's output is printed in one piece when it
 # ends, and the time each suite took (side by side with the others) is
 # printed at the end.  On the 2-core machine with everything built a full
-# run takes about 7 minutes; on a fresh machine, about 14 (apt, the build,
+# run takes about 10 minutes; on a fresh machine, about 14 (apt, the build,
 # and the assert-enabled server's one-time build, about 5 minutes, which is
 # kept for later runs: see STREAMSKETCH_ASSERT_PG).
 #
