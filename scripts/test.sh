@@ -18,10 +18,13 @@
 # The suites run side by side in three lanes (tap, at a lower CPU
 # priority | regress, isolation, assert | unit); each suite's output is
 # printed in one piece when it ends, and the time each suite took (side by
-# side with the others) is printed at the end.  On the 2-core machine with everything built a full
-# run takes about 7 minutes; on a fresh machine, about 14 (apt, the build,
-# and the assert-enabled server's one-time build, about 5 minutes, which is
-# kept for later runs: see STREAMSKETCH_ASSERT_PG).
+# side with the others) is printed at the end.  On the 2-core machine,
+# alone on it, a run takes about 10 minutes once everything is built,
+# and about 14 on a machine where the Debian packages are installed but
+# nothing is built yet (plus apt's time on a fresh machine): the
+# assert-enabled server's one-time build takes about 5 minutes alone, 10
+# beside the other suites, and is kept for later runs (see
+# STREAMSKETCH_ASSERT_PG).
 #
 # The final line, `summary: N passed, M failed` (CI reads it), counts test
 # files of every kind alike: pg_regress tests, isolation specs, TAP files
