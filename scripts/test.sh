@@ -17,13 +17,16 @@
 #              on a cluster that allows prepared transactions: the twophase
 #              test must run its two-phase commits there (twophase.out)
 #
-# The suites run side by side in three lanes (tap | unit, regress,
-# isolation | assert); each suite's output is printed in one piece when it
-# ends, and the time each suite took (side by side with the others) is
-# printed at the end.  On the 2-core machine with everything built a full
-# run takes about 10 minutes; on a fresh machine, about 14 (apt, the build,
-# and the assert-enabled server's one-time build, about 5 minutes, which is
-# kept for later runs: see STREAMSKETCH_ASSERT_PG).
+# The suites run side by side in three lanes (tap, at a lower CPU
+# priority | regress, isolation, assert | unit); each suite's output is
+# printed in one piece when it ends, and the time each suite took (side by
+# side with the others) is printed at the end.  On the 2-core machine,
+# alone on it, a run takes about 10 minutes once everything is built,
+# and about 14 on a machine where the Debian packages are installed but
+# nothing is built yet (plus apt's time on a fresh machine): the
+# assert-enabled server's one-time build takes about 5 minutes alone, 10
+# beside the other suites, and is kept for later runs (see
+# STREAMSKETCH_ASSERT_PG).
 #
 # The final line, `summary: N passed, M failed` (CI reads it), counts test
 # files of every kind alike: pg_regress tests, isolation specs, TAP files
@@ -72,7 +75,10 @@
 #   STREAMSKETCH_ASSERT_PG=DIR  where the assert-enabled server is built, or
 #                               found from an earlier run (default
 #                               /var/tmp/streamsketch-pg-assert; its source
-#                               is unpacked and built in DIR.src)
+#                               is unpacked and built in DIR.src); each run
+#                               installs the extension into a copy of it
+#                               under STREAMSKETCH_TEST_DIR, so runs of
+#                               several trees at once do not mix
 set -uo pipefail
 
 SS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -85,8 +91,14 @@ source "$SS_ROOT/scripts/assert-pg.sh"
 set +e # (setup.sh sets -e) failures are counted, not fatal
 
 ALL_SUITES=(unit regress isolation tap assert)
-# The lanes that run side by side, each running its suites in turn.
-LANES=("tap" "unit regress isolation" "assert")
+# The lanes that run side by side, each running its suites in turn.  The
+# TAP lane runs at a lower CPU priority (nice 10): pg_regress and the
+# isolation specs then run about as fast as alone, which some of their
+# tests need (a few expect a change log that autovacuum has not yet
+# consolidated, so a slow run is more exposed to it), and the TAP files
+# take every cycle they leave.
+LANES=("tap" "regress isolation assert" "unit")
+TAP_NICE=10
 # TAP files started first (the longest, longest first): prove -j starts
 # the files in the order given, so the last to end is not a long one
 # started late.  Files not listed follow in name order.
@@ -427,7 +439,18 @@ run_assert() {
 		suite_failed assert
 		return 0
 	fi
-	local SS_PG_BINDIR="$dir/bin"
+	# The extension goes into a copy of that installation, private to this
+	# run (it is relocatable, 80 MB): runs of other trees at the same time
+	# share the build in $dir, and installing there would replace each
+	# other's extension under their servers.
+	local inst="$WORK/pg-assert-install"
+	cp -a "$dir" "$inst" || {
+		count "assert-build suites" 0 1
+		suite_failed assert
+		return 0
+	}
+	SS_ASSERT_PG_CONFIG="$inst/bin/pg_config"
+	local SS_PG_BINDIR="$inst/bin"
 	mkdir -p "$atree"
 	tar -C "$TREE" --exclude=./tmp_check --exclude=./results \
 		--exclude=./test/output_iso --exclude=./regression.diffs \
@@ -435,7 +458,8 @@ run_assert() {
 	ss_log "assert: building streamsketch against $("$SS_ASSERT_PG_CONFIG" --version) (assertions on)"
 	{ make -C "$atree" -s clean PG_CONFIG="$SS_ASSERT_PG_CONFIG" &&
 		make -C "$atree" -s -j"$(nproc)" PG_CONFIG="$SS_ASSERT_PG_CONFIG" &&
-		ss_as_root make -C "$atree" -s install PG_CONFIG="$SS_ASSERT_PG_CONFIG"; } \
+		make -C "$atree" -s install PG_CONFIG="$SS_ASSERT_PG_CONFIG" &&
+		chmod -R a+rX "$inst"; } \
 		>"$WORK/assert-build.out" 2>&1 || {
 		print_file "$WORK/assert-build.out" 100
 		count "assert-build suites" 0 1
@@ -498,7 +522,7 @@ run_suite() {
 	local t0=$SECONDS
 	SUITE="$1"
 	: >"$STATUS/$SUITE"
-	echo "==> $SUITE: started"
+	touch "$STATUS/$SUITE.started"
 	"run_$SUITE" >"$WORK/$SUITE.log" 2>&1
 	printf 'time\t%s\n' $((SECONDS - t0)) >>"$STATUS/$SUITE"
 	touch "$STATUS/$SUITE.done"
@@ -508,16 +532,27 @@ run_suite() {
 # cluster the lane started (regress, isolation) is stopped at its end.
 run_lane() {
 	local s
+	if [ "$*" = tap ]; then
+		renice -n "$TAP_NICE" -p "$BASHPID" >/dev/null
+	fi
 	for s in "$@"; do
 		[[ " ${SUITES[*]} " == *" $s "* ]] && run_suite "$s"
 	done
 	[ -z "$CLUSTER_UP" ] || ss_cluster_stop "$CLUSTER"
 }
 
-# print_done: print the log of each suite that ended since the last call
+# print_done: say which suites started, and print the log of each suite
+# that ended, since the last call
 PRINTED=" "
+STARTED=" "
 print_done() {
 	local s
+	for s in "${ALL_SUITES[@]}"; do
+		[ -f "$STATUS/$s.started" ] || continue
+		[[ "$STARTED" == *" $s "* ]] && continue
+		STARTED+="$s "
+		echo "==> $s: started after $((SECONDS - T_TESTS)) s"
+	done
 	for s in "${ALL_SUITES[@]}"; do
 		[ -f "$STATUS/$s.done" ] || continue
 		[[ "$PRINTED" == *" $s "* ]] && continue
