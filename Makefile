@@ -11,7 +11,9 @@ OBJS = $(patsubst %.c,%.o,$(sort $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.c))))
 SQL_PARTS = $(sort $(wildcard sql/parts/*.sql))
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 
-PG_CPPFLAGS = $(foreach d,$(SRC_DIRS),-I$(srcdir)/$(d))
+# Structures include the storage layer's headers and their own folder's;
+# no folder includes another structure's.
+PG_CPPFLAGS = -I$(srcdir)/src/storage
 SHLIB_LINK = -lmurmurhash -llz4
 
 REGRESS = $(sort $(filter-out $(EXTENSION)--%,$(basename $(notdir $(wildcard sql/*.sql)))))

@@ -151,7 +151,7 @@ bcms_entry_hash(const BcmsBufEntry *e)
 static inline uint64
 bcms_plain_index(const BcmsParams *p, SSHash h, uint32 row)
 {
-	uint64		col = (uint64) (((unsigned __int128) cms_row_hash(h.h2, row) * p->width) >> 64);
+	uint64		col = (uint64) (((unsigned __int128) ss_hash_row(h.h2, row) * p->width) >> 64);
 
 	return (uint64) row * p->width + col;
 }

@@ -88,28 +88,11 @@ cms_page_of(const CmsGeometry *g, SSHash h)
 	return ss_hash_range(h.h1, g->npages);
 }
 
-/*
- * The row hashes must be independent: with double hashing (g1 + i*g2) over
- * the few hundred columns of a page, two keys that agree on g1 and g2
- * modulo cols_per_page collide in every row, which happens with
- * probability 1/cols^2 instead of 1/cols^depth.  Each row instead takes a
- * splitmix64 finalizer of h2 and its own odd constant multiple.
- */
-static inline uint64
-cms_row_hash(uint64 h2, uint32 row)
-{
-	uint64		x = h2 + (uint64) (row + 1) * UINT64CONST(0x9E3779B97F4A7C15);
-
-	x = (x ^ (x >> 30)) * UINT64CONST(0xBF58476D1CE4E5B9);
-	x = (x ^ (x >> 27)) * UINT64CONST(0x94D049BB133111EB);
-	return x ^ (x >> 31);
-}
-
 static inline uint32
 cms_cell(const CmsGeometry *g, SSHash h, uint32 row)
 {
 	return row * g->cols_per_page +
-		ss_hash_range(cms_row_hash(h.h2, row), g->cols_per_page);
+		ss_hash_range(ss_hash_row(h.h2, row), g->cols_per_page);
 }
 
 static inline int64

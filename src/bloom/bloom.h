@@ -41,7 +41,7 @@
  *				(like bcms); a full sub-buffer is applied to its page in one
  *				WAL record with the buffer page.
  *
- * mix(h, i) is the splitmix64 row hash of cms_geom.h: every hash function
+ * mix(h, i) is the splitmix64 row hash of ss_hash.h: every hash function
  * is an independent mix of h2, not double hashing (g1 + i*g2), whose
  * positions collide all together for two keys agreeing on g1 and g2 modulo
  * the small range of one page.
@@ -64,7 +64,6 @@
 
 #include "postgres.h"
 
-#include "cms_geom.h"
 #include "ss_hash.h"
 #include "ss_page.h"
 #include "utils/rel.h"
@@ -141,7 +140,7 @@ bloom_range64(uint64 h, uint64 n)
 static inline uint64
 bloom_global_bit(const BloomParams *p, uint64 h2, uint32 i)
 {
-	return bloom_range64(cms_row_hash(h2, i), p->nbits);
+	return bloom_range64(ss_hash_row(h2, i), p->nbits);
 }
 
 /* localized: the key's page, and bit i inside it */
@@ -154,7 +153,7 @@ bloom_local_page(const BloomParams *p, uint64 h1)
 static inline uint32
 bloom_local_bit(const BloomParams *p, uint64 h2, uint32 i)
 {
-	return ss_hash_range(cms_row_hash(h2, i), p->bits_per_page);
+	return ss_hash_range(ss_hash_row(h2, i), p->bits_per_page);
 }
 
 /* the sub-buffer of a key: its bit page (localized) or an h1 partition */

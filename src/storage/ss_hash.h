@@ -49,4 +49,21 @@ ss_hash_range(uint64 h, uint32 n)
  * cast, because hashing a different binary form would silently miss.
  */
 extern Datum ss_coerce_key(Datum value, Oid argtype, Oid keytype);
+/*
+ * The row hashes must be independent: with double hashing (g1 + i*g2) over
+ * the few hundred columns of a page, two keys that agree on g1 and g2
+ * modulo cols_per_page collide in every row, which happens with
+ * probability 1/cols^2 instead of 1/cols^depth.  Each row instead takes a
+ * splitmix64 finalizer of h2 and its own odd constant multiple.
+ */
+static inline uint64
+ss_hash_row(uint64 h2, uint32 row)
+{
+	uint64		x = h2 + (uint64) (row + 1) * UINT64CONST(0x9E3779B97F4A7C15);
+
+	x = (x ^ (x >> 30)) * UINT64CONST(0xBF58476D1CE4E5B9);
+	x = (x ^ (x >> 27)) * UINT64CONST(0x94D049BB133111EB);
+	return x ^ (x >> 31);
+}
+
 #endif							/* SS_HASH_H */
