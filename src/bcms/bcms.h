@@ -157,13 +157,10 @@ bcms_plain_index(const BcmsParams *p, SSHash h, uint32 row)
 }
 
 /* bcms_am.c */
-extern bool bcms_relation_is_bcms(Relation rel);
-extern Relation bcms_open(Oid relid, LOCKMODE lockmode);
 extern BcmsState *bcms_get_state(Relation rel);
 extern void bcms_derive_geometry(BcmsParams *p);
-extern void bcms_params_from_gucs(BcmsParams *p);
 extern void bcms_check_epsilon_delta(double epsilon, double delta);
-extern const struct SSStateOps bcms_state_ops;
+extern const struct SSStructure bcms_structure;
 
 /* What a consolidation round adds to the metapage. */
 typedef struct BcmsStats
@@ -197,13 +194,5 @@ extern void bcms_check_merge_record(Relation rel, const BcmsParams *p,
 
 /* bcms_query.c */
 extern int64 bcms_estimate_hash(Relation rel, const BcmsState *st, SSHash h);
-
-/* settings: defaults of new bcms tables (bcms_am.c) */
-extern double ss_bcms_epsilon;
-extern double ss_bcms_delta;
-extern int	ss_bcms_mode;
-extern bool ss_bcms_conservative;
-extern int	ss_bcms_buffer_size_kb;
-extern void bcms_init(void);
 
 #endif							/* BCMS_H */

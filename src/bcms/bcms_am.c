@@ -38,27 +38,6 @@ PG_FUNCTION_INFO_V1(bcms_handler);
 static TableAmRoutine bcms_routine;
 static bool bcms_routine_ready = false;
 
-bool
-bcms_relation_is_bcms(Relation rel)
-{
-	return rel->rd_tableam == &bcms_routine;
-}
-
-/* Open relid and check that it is a bcms table. */
-Relation
-bcms_open(Oid relid, LOCKMODE lockmode)
-{
-	Relation	rel = relation_open(relid, lockmode);
-
-	if (rel->rd_rel->relkind != RELKIND_RELATION || !bcms_relation_is_bcms(rel))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("relation \"%s\" is not a bcms table",
-						RelationGetRelationName(rel)),
-				 errhint("Create one with CREATE TABLE ... USING bcms or bcms_create().")));
-	return rel;
-}
-
 /*
  * Compute the page geometry from the parameters, validating them.  The
  * result depends on nothing else, so the metapage, the catalog row and an
@@ -162,88 +141,6 @@ bcms_check_epsilon_delta(double epsilon, double delta)
 				 errdetail("Delta must be greater than 0 and less than 1.")));
 }
 
-static const char *const bcms_settings[] = {
-	"streamsketch.bcms_epsilon", "streamsketch.bcms_delta",
-	"streamsketch.bcms_mode", "streamsketch.bcms_conservative",
-	"streamsketch.bcms_buffer_size", NULL
-};
-
-void
-bcms_params_from_gucs(BcmsParams *p)
-{
-	ss_check_settings(bcms_settings);
-	memset(p, 0, sizeof(*p));
-	bcms_check_epsilon_delta(ss_bcms_epsilon, ss_bcms_delta);
-	p->mode = (uint32) ss_bcms_mode;
-	p->epsilon = ss_bcms_epsilon;
-	p->delta = ss_bcms_delta;
-	p->depth = cms_depth_for_delta(p->delta);
-	p->width = cms_width_for_epsilon(p->epsilon);
-	p->buffer_kb = (uint32) ss_bcms_buffer_size_kb;
-	p->conservative = ss_bcms_conservative && p->mode == BCMS_MODE_BUFFERED;
-	p->seed = SS_DEFAULT_SEED;
-	bcms_derive_geometry(p);
-}
-
-static const char *
-bcms_mode_name(uint32 mode)
-{
-	return mode == BCMS_MODE_PLAIN ? "plain" : "buffered";
-}
-
-/* The parameters in a label, in this order (ss_params.c). */
-static const char *const bcms_label_keys[] = {
-	"mode", "epsilon", "delta", "width", "depth", "buffer_size_kb",
-	"conservative", "seed"
-};
-#define BCMS_LABEL_NKEYS lengthof(bcms_label_keys)
-
-static char *
-bcms_params_to_label(const void *st)
-{
-	const BcmsParams *p = &((const BcmsState *) st)->p;
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	appendStringInfo(&buf, "mode=%s", bcms_mode_name(p->mode));
-	ss_label_append_float(&buf, "epsilon", p->epsilon);
-	ss_label_append_float(&buf, "delta", p->delta);
-	appendStringInfo(&buf, " width=" UINT64_FORMAT " depth=%u buffer_size_kb=%u conservative=%s seed=%u",
-					 p->width, p->depth, p->buffer_kb,
-					 p->conservative ? "on" : "off", p->seed);
-	return buf.data;
-}
-
-/* Parse and validate a label, with bcms_create's checks. */
-static void
-bcms_params_from_label(Relation rel, const char *label, void *st)
-{
-	BcmsParams *p = &((BcmsState *) st)->p;
-	char	   *v[BCMS_LABEL_NKEYS];
-
-	ss_label_split(label, BCMS_LABEL_NKEYS, bcms_label_keys, v);
-	memset(p, 0, sizeof(*p));
-	if (strcmp(v[0], "buffered") == 0)
-		p->mode = BCMS_MODE_BUFFERED;
-	else if (strcmp(v[0], "plain") == 0)
-		p->mode = BCMS_MODE_PLAIN;
-	else
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid bcms mode \"%s\"", v[0]),
-				 errhint("Use 'buffered' or 'plain'.")));
-	p->epsilon = ss_label_float("epsilon", v[1]);
-	p->delta = ss_label_float("delta", v[2]);
-	bcms_check_epsilon_delta(p->epsilon, p->delta);
-	p->width = (uint64) ss_label_int("width", v[3], 1, PG_INT64_MAX);
-	p->depth = (uint32) ss_label_int("depth", v[4], 1, CMS_MAX_DEPTH);
-	p->buffer_kb = (uint32) ss_label_int("buffer_size_kb", v[5], 0,
-										 64 * 1024 * 1024);
-	p->conservative = ss_label_bool("conservative", v[6]);
-	p->seed = (uint32) ss_label_int("seed", v[7], 0, PG_UINT32_MAX);
-	bcms_derive_geometry(p);
-}
-
 /* Check the table's columns: (key [, weight integer]). */
 static void
 bcms_check_columns(TupleDesc desc, const char *relname, BcmsState *st)
@@ -323,13 +220,75 @@ bcms_init_meta(const void *st, void *meta)
 	m->params = *p;
 }
 
+/* Cross-checks, and the geometry the parameters give. */
 static void
-bcms_state_defaults(Relation rel, void *st)
+bcms_check_params(Relation rel, void *stp, SSParamSource source)
 {
-	bcms_params_from_gucs(&((BcmsState *) st)->p);
+	BcmsParams *p = &((BcmsState *) stp)->p;
+
+	bcms_check_epsilon_delta(p->epsilon, p->delta);
+	if (source == SS_PARAMS_SETTINGS)
+	{
+		p->width = cms_width_for_epsilon(p->epsilon);
+		p->depth = cms_depth_for_delta(p->delta);
+		/* the setting is for buffered tables: a plain one does without */
+		p->conservative = p->conservative && p->mode == BCMS_MODE_BUFFERED;
+	}
+	bcms_derive_geometry(p);
 }
 
-const SSStateOps bcms_state_ops = {
+static const struct config_enum_entry bcms_mode_options[] = {
+	{"buffered", BCMS_MODE_BUFFERED, false},
+	{"plain", BCMS_MODE_PLAIN, false},
+	{NULL, 0, false}
+};
+
+/* The parameters, in label order. */
+static const SSParam bcms_params[] = {
+	{.name = "mode", .type = SS_PARAM_ENUM, SS_FIELD(BcmsState, p.mode),
+		.options = bcms_mode_options,
+		.setting = "bcms_mode",
+		.short_desc = "Default layout of new bcms tables.",
+		.long_desc = "buffered: hash-localized pages with in-page sub-buffers (the buffered count-min sketch); plain: the classic count-min sketch, one page per row hash.",
+	.boot = BCMS_MODE_BUFFERED},
+	{.name = "epsilon", .type = SS_PARAM_REAL, SS_FIELD(BcmsState, p.epsilon),
+		.setting = "bcms_epsilon",
+		.short_desc = "Default error factor epsilon of new bcms tables.",
+		.long_desc = "Estimates exceed the true count by at most epsilon times the stream's total weight, with probability 1 - delta.  Width = ceil(e/epsilon).",
+	.setting_min = 1e-12, .setting_max = 0.5, .boot = 0.0001},
+	{.name = "delta", .type = SS_PARAM_REAL, SS_FIELD(BcmsState, p.delta),
+		.setting = "bcms_delta",
+		.short_desc = "Default failure probability delta of new bcms tables.",
+		.long_desc = "Depth = ceil(ln(1/delta)).",
+	.setting_min = 1e-12, .setting_max = 0.5, .boot = 0.01},
+	{.name = "width", .type = SS_PARAM_INT, SS_FIELD(BcmsState, p.width),
+	.min = 1, .max = (double) PG_INT64_MAX, .derived = true},
+	{.name = "depth", .type = SS_PARAM_INT, SS_FIELD(BcmsState, p.depth),
+	.min = 1, .max = CMS_MAX_DEPTH, .derived = true},
+	{.name = "buffer_size_kb", .type = SS_PARAM_INT,
+		SS_FIELD(BcmsState, p.buffer_kb), .min = 0, .max = 64 * 1024 * 1024,
+		.setting = "bcms_buffer_size",
+		.short_desc = "Default total size M of the sub-buffers of new buffered bcms tables.",
+		.long_desc = "The sub-buffers live in the table's own pages and stay hot in shared_buffers; 0 disables buffering.",
+		.setting_flags = GUC_UNIT_KB, .setting_min = 0,
+	.setting_max = 64 * 1024 * 1024, .boot = 8192},
+	{.name = "conservative", .type = SS_PARAM_BOOL,
+		SS_FIELD(BcmsState, p.conservative),
+		.setting = "bcms_conservative",
+		.short_desc = "Default for conservative update in new buffered bcms tables.",
+	.boot = false},
+	{.name = "seed", .type = SS_PARAM_INT, SS_FIELD(BcmsState, p.seed),
+	.min = 0, .max = PG_UINT32_MAX, .boot = SS_DEFAULT_SEED, .internal = true},
+};
+
+static const uint16 bcms_page_types[] = {SS_PAGE_BCMS_SKETCH, SS_PAGE_BCMS_BUFFER};
+
+const SSStructure bcms_structure = {
+	.name = "bcms",
+	.amname = "bcms",
+	.constructor = "bcms_create()",
+	.page_types = bcms_page_types,
+	.npage_types = lengthof(bcms_page_types),
 	.kind = SS_KIND_BCMS,
 	.state_size = sizeof(BcmsState),
 	.meta_size = sizeof(BcmsMetaData),
@@ -340,16 +299,16 @@ const SSStateOps bcms_state_ops = {
 	.check_meta = bcms_check_meta,
 	.params_from_meta = bcms_params_from_meta,
 	.init_meta = bcms_init_meta,
-	.default_params = bcms_state_defaults,
-	.params_to_label = bcms_params_to_label,
-	.params_from_label = bcms_params_from_label,
+	.params = bcms_params,
+	.nparams = lengthof(bcms_params),
+	.check_params = bcms_check_params,
 };
 
 /* The relation's parameters and column info (ss_get_state). */
 BcmsState *
 bcms_get_state(Relation rel)
 {
-	return (BcmsState *) ss_get_state(rel, &bcms_state_ops);
+	return (BcmsState *) ss_get_state(rel, &bcms_structure);
 }
 
 /*
@@ -383,60 +342,10 @@ bcms_handler(PG_FUNCTION_ARGS)
 	if (!bcms_routine_ready)
 	{
 		MemSet(&bcms_routine, 0, sizeof(bcms_routine));
-		ss_tableam_init_common(&bcms_routine, &bcms_state_ops);
+		ss_tableam_init_common(&bcms_routine, &bcms_structure);
 		bcms_routine.tuple_insert = bcms_tuple_insert;
 		bcms_routine_ready = true;
 	}
 	PG_RETURN_POINTER(&bcms_routine);
 }
 
-/* ---- settings (streamsketch.*): the defaults of new bcms tables ---- */
-
-double		ss_bcms_epsilon = 0.0001;
-double		ss_bcms_delta = 0.01;
-int			ss_bcms_mode = BCMS_MODE_BUFFERED;
-bool		ss_bcms_conservative = false;
-int			ss_bcms_buffer_size_kb = 8192;
-
-static const struct config_enum_entry bcms_mode_options[] = {
-	{"buffered", BCMS_MODE_BUFFERED, false},
-	{"plain", BCMS_MODE_PLAIN, false},
-	{NULL, 0, false}
-};
-
-SS_ASSIGN_HOOK(bcms_epsilon, double)
-SS_ASSIGN_HOOK(bcms_delta, double)
-SS_ASSIGN_HOOK(bcms_mode, int)
-SS_ASSIGN_HOOK(bcms_conservative, bool)
-SS_ASSIGN_HOOK(bcms_buffer_size, int)
-
-/* Called by _PG_init. */
-void
-bcms_init(void)
-{
-	DefineCustomRealVariable("streamsketch.bcms_epsilon",
-							 "Default error factor epsilon of new bcms tables.",
-							 "Estimates exceed the true count by at most epsilon times the stream's total weight, with probability 1 - delta.  Width = ceil(e/epsilon).",
-							 &ss_bcms_epsilon, 0.0001, 1e-12, 0.5,
-							 PGC_USERSET, 0, NULL, assign_bcms_epsilon, NULL);
-	DefineCustomRealVariable("streamsketch.bcms_delta",
-							 "Default failure probability delta of new bcms tables.",
-							 "Depth = ceil(ln(1/delta)).",
-							 &ss_bcms_delta, 0.01, 1e-12, 0.5,
-							 PGC_USERSET, 0, NULL, assign_bcms_delta, NULL);
-	DefineCustomEnumVariable("streamsketch.bcms_mode",
-							 "Default layout of new bcms tables.",
-							 "buffered: hash-localized pages with in-page sub-buffers (the buffered count-min sketch); plain: the classic count-min sketch, one page per row hash.",
-							 &ss_bcms_mode, BCMS_MODE_BUFFERED, bcms_mode_options,
-							 PGC_USERSET, 0, NULL, assign_bcms_mode, NULL);
-	DefineCustomBoolVariable("streamsketch.bcms_conservative",
-							 "Default for conservative update in new buffered bcms tables.",
-							 NULL,
-							 &ss_bcms_conservative, false,
-							 PGC_USERSET, 0, NULL, assign_bcms_conservative, NULL);
-	DefineCustomIntVariable("streamsketch.bcms_buffer_size",
-							"Default total size M of the sub-buffers of new buffered bcms tables.",
-							"The sub-buffers live in the table's own pages and stay hot in shared_buffers; 0 disables buffering.",
-							&ss_bcms_buffer_size_kb, 8192, 0, 64 * 1024 * 1024,
-							PGC_USERSET, GUC_UNIT_KB, NULL, assign_bcms_buffer_size, NULL);
-}

@@ -26,7 +26,7 @@
 bool
 bcms_read_meta(Relation rel, BcmsMetaData *meta)
 {
-	return ss_read_structure_meta(rel, &bcms_state_ops, meta);
+	return ss_read_structure_meta(rel, &bcms_structure, meta);
 }
 
 /* Add a consolidation round's counts to the metapage contents. */

@@ -39,16 +39,6 @@ PG_FUNCTION_INFO_V1(bcms_info);
 PG_FUNCTION_INFO_V1(bcms_merge);
 PG_FUNCTION_INFO_V1(bcms_create);
 
-static void
-bcms_check_acl(Relation rel, AclMode mode)
-{
-	AclResult	aclresult = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), mode);
-
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
-					   RelationGetRelationName(rel));
-}
-
 /* What a reader adds from the change log (bcms_log_record). */
 typedef struct EstimateLog
 {
@@ -416,10 +406,8 @@ bcms_estimate(PG_FUNCTION_ARGS)
 	int64		est;
 	SSHash		h;
 
-	rel = bcms_open(ss_sql_lock_relid(relid, AccessShareLock, NULL),
-					AccessShareLock);
-	ss_sql_check_access(rel, NULL);
-	bcms_check_acl(rel, ACL_SELECT);
+	rel = ss_sql_open_structure(relid, AccessShareLock, NULL, ACL_SELECT,
+								&bcms_structure);
 	ss_sql_check_row_security(rel, "bcms_estimate()");
 	st = bcms_get_state(rel);
 	if (!OidIsValid(argtype))
@@ -437,11 +425,8 @@ bcms_flush(PG_FUNCTION_ARGS)
 	Relation	rel;
 	int64		applied;
 
-	rel = bcms_open(ss_sql_lock_relid(PG_GETARG_OID(0), RowExclusiveLock,
-									  "bcms_flush()"),
-					RowExclusiveLock);
-	ss_sql_check_access(rel, "bcms_flush()");
-	bcms_check_acl(rel, ACL_INSERT);
+	rel = ss_sql_open_structure(PG_GETARG_OID(0), RowExclusiveLock, "bcms_flush()", ACL_INSERT,
+								&bcms_structure);
 	/* with an xid, the commit waits for the flush's WAL to be flushed */
 	(void) GetCurrentTransactionId();
 	applied = ss_log_flush(rel, bcms_flush_all);
@@ -483,10 +468,8 @@ bcms_info(PG_FUNCTION_ARGS)
 	BlockNumber nblocks;
 	double		width;
 
-	rel = bcms_open(ss_sql_lock_relid(PG_GETARG_OID(0), AccessShareLock, NULL),
-					AccessShareLock);
-	ss_sql_check_access(rel, NULL);
-	bcms_check_acl(rel, ACL_SELECT);
+	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock, NULL, ACL_SELECT,
+								&bcms_structure);
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	st = bcms_get_state(rel);
@@ -556,11 +539,8 @@ bcms_merge(PG_FUNCTION_ARGS)
 	BcmsState  *st;
 	BcmsParams *p;
 
-	rel = bcms_open(ss_sql_lock_relid(PG_GETARG_OID(0), RowExclusiveLock,
-									  "bcms_merge()"),
-					RowExclusiveLock);
-	ss_sql_check_access(rel, "bcms_merge()");
-	bcms_check_acl(rel, ACL_INSERT);
+	rel = ss_sql_open_structure(PG_GETARG_OID(0), RowExclusiveLock, "bcms_merge()", ACL_INSERT,
+								&bcms_structure);
 	cms_check(cms);
 	st = bcms_get_state(rel);
 	p = &st->p;
@@ -604,7 +584,6 @@ bcms_create(PG_FUNCTION_ARGS)
 	Oid			keytype;
 	bool		weighted = PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6);
 	bool		unlogged = PG_ARGISNULL(10) ? false : PG_GETARG_BOOL(10);
-	BcmsParams	p;
 	BcmsState	st;
 	Oid			relid;
 
@@ -615,79 +594,28 @@ bcms_create(PG_FUNCTION_ARGS)
 	name = PG_GETARG_TEXT_PP(0);
 	keytype = PG_GETARG_OID(1);
 
-	bcms_params_from_gucs(&p);
-	if (!PG_ARGISNULL(7))
-	{
-		char	   *mode = text_to_cstring(PG_GETARG_TEXT_PP(7));
-
-		if (strcmp(mode, "buffered") == 0)
-			p.mode = BCMS_MODE_BUFFERED;
-		else if (strcmp(mode, "plain") == 0)
-			p.mode = BCMS_MODE_PLAIN;
-		else
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid bcms mode \"%s\"", mode),
-					 errhint("Use 'buffered' or 'plain'.")));
-		if (p.mode == BCMS_MODE_PLAIN)
-			p.conservative = false;
-	}
-	if (!PG_ARGISNULL(2) || !PG_ARGISNULL(3))
-	{
-		if (!PG_ARGISNULL(2))
-			p.epsilon = PG_GETARG_FLOAT8(2);
-		if (!PG_ARGISNULL(3))
-			p.delta = PG_GETARG_FLOAT8(3);
-		bcms_check_epsilon_delta(p.epsilon, p.delta);
-		p.width = cms_width_for_epsilon(p.epsilon);
-		p.depth = cms_depth_for_delta(p.delta);
-	}
-	if (!PG_ARGISNULL(4))
-	{
-		int64		width = PG_GETARG_INT64(4);
-
-		if (width < 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("bcms width " INT64_FORMAT " is out of range", width),
-					 errdetail("The width must be at least 1.")));
-		p.width = (uint64) width;
-		p.epsilon = M_E / (double) width;
-	}
-	if (!PG_ARGISNULL(5))
-	{
-		int32		depth = PG_GETARG_INT32(5);
-
-		if (depth < 1 || depth > CMS_MAX_DEPTH)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("bcms depth %d is out of range", depth),
-					 errdetail("The depth must be between 1 and %d.", CMS_MAX_DEPTH)));
-		p.depth = (uint32) depth;
-		p.delta = exp(-(double) depth);
-	}
-	if (!PG_ARGISNULL(8))
-		p.conservative = PG_GETARG_BOOL(8);
-	if (!PG_ARGISNULL(9))
-	{
-		char	   *s = text_to_cstring(PG_GETARG_TEXT_PP(9));
-		int			kb;
-		const char *hint = NULL;
-
-		/* the range of streamsketch.bcms_buffer_size, and of labels */
-		if (!parse_int(s, &kb, GUC_UNIT_KB, &hint) || kb < 0 ||
-			kb > 64 * 1024 * 1024)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid bcms buffer size \"%s\"", s),
-					 hint ? errhint("%s", hint) : errhint("Use a size between 0 (no buffering) and 64GB, such as '8MB'.")));
-		p.buffer_kb = (uint32) kb;
-	}
-	bcms_derive_geometry(&p);
-
 	memset(&st, 0, sizeof(st));
-	st.p = p;
-	relid = ss_create_structure(&bcms_state_ops, &st, name, keytype,
+	ss_params_from_settings(&bcms_structure, NULL, &st);
+	if (ss_param_from_arg(&bcms_structure, "mode", fcinfo, 7, &st) &&
+		st.p.mode == BCMS_MODE_PLAIN)
+		st.p.conservative = false;
+	/* epsilon and delta give the width and depth, or the other way round */
+	if (ss_param_from_arg(&bcms_structure, "epsilon", fcinfo, 2, &st) |
+		ss_param_from_arg(&bcms_structure, "delta", fcinfo, 3, &st))
+	{
+		bcms_check_epsilon_delta(st.p.epsilon, st.p.delta);
+		st.p.width = cms_width_for_epsilon(st.p.epsilon);
+		st.p.depth = cms_depth_for_delta(st.p.delta);
+	}
+	if (ss_param_from_arg(&bcms_structure, "width", fcinfo, 4, &st))
+		st.p.epsilon = M_E / (double) Max(st.p.width, 1);
+	if (ss_param_from_arg(&bcms_structure, "depth", fcinfo, 5, &st))
+		st.p.delta = exp(-(double) st.p.depth);
+	ss_param_from_arg(&bcms_structure, "conservative", fcinfo, 8, &st);
+	ss_param_from_arg(&bcms_structure, "buffer_size_kb", fcinfo, 9, &st);
+	ss_params_check(&bcms_structure, NULL, &st, SS_PARAMS_CONSTRUCTOR);
+
+	relid = ss_create_structure(&bcms_structure, &st, name, keytype,
 								weighted ? "weight" : NULL, "bcms", unlogged);
 	PG_RETURN_OID(relid);
 }

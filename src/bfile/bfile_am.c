@@ -508,7 +508,15 @@ bfile_init_meta(const void *stp, void *metap)
 
 static bool bfile_consolidate(SSConsolidation *c);
 
-const SSStateOps bfile_state_ops = {
+static const uint16 bfile_page_types[] = {SS_PAGE_BFILE};
+
+const SSStructure bfile_structure = {
+	.name = "bfile",
+	.amname = "bfile",
+	.constructor = "bfile_create()",
+	.page_types = bfile_page_types,
+	.npage_types = lengthof(bfile_page_types),
+	.init = bfile_init,
 	.kind = SS_KIND_BFILE,
 	.state_size = sizeof(BfileState),
 	.meta_size = sizeof(BfileMeta),
@@ -525,7 +533,7 @@ const SSStateOps bfile_state_ops = {
 BfileState *
 bfile_get_state(Relation rel)
 {
-	return (BfileState *) ss_get_state(rel, &bfile_state_ops);
+	return (BfileState *) ss_get_state(rel, &bfile_structure);
 }
 
 /* ---- INSERT ---- */
@@ -614,7 +622,7 @@ level_floor(Relation rel, BfileState *st)
 		BfileMeta  *meta = palloc(sizeof(BfileMeta));
 
 		st->level_floor = 1;
-		if (ss_read_structure_meta(rel, &bfile_state_ops, meta))
+		if (ss_read_structure_meta(rel, &bfile_structure, meta))
 			st->level_floor = Max(meta->level, 1);
 		pfree(meta);
 		st->floor_lxid = lxid;
@@ -779,7 +787,7 @@ bfile_consolidate(SSConsolidation *c)
 	Relation	rel = c->rel;
 	BfileMeta  *meta = palloc(sizeof(BfileMeta));
 
-	if (!ss_read_structure_meta(rel, &bfile_state_ops, meta))
+	if (!ss_read_structure_meta(rel, &bfile_structure, meta))
 		elog(ERROR, "bfile \"%s\" has a change log but no metapage",
 			 RelationGetRelationName(rel));
 	bfile_round(rel, meta, c);
@@ -798,7 +806,7 @@ bfile_handler(PG_FUNCTION_ARGS)
 	if (!bfile_routine_ready)
 	{
 		MemSet(&bfile_routine, 0, sizeof(bfile_routine));
-		ss_tableam_init_common(&bfile_routine, &bfile_state_ops);
+		ss_tableam_init_common(&bfile_routine, &bfile_structure);
 		bfile_routine.tuple_insert = bfile_tuple_insert;
 		bfile_scan_init(&bfile_routine);
 		bfile_routine_ready = true;

@@ -35,7 +35,7 @@ typedef struct BfileState
 	double		keep_probability;
 } BfileState;
 
-extern const SSStateOps bfile_state_ops;
+extern const SSStructure bfile_structure;
 
 /* settings (streamsketch.bfile_*) */
 extern char *ss_bfile_sample_size;

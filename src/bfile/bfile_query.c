@@ -43,7 +43,7 @@ PG_FUNCTION_INFO_V1(bfile_window);
 static Relation
 bfile_open_for(Oid relid, LOCKMODE lockmode, const char *writer, AclMode mode)
 {
-	return ss_sql_open_structure(relid, lockmode, writer, mode, &bfile_state_ops, "bfile");
+	return ss_sql_open_structure(relid, lockmode, writer, mode, &bfile_structure);
 }
 
 /*
@@ -297,7 +297,7 @@ bfile_create(PG_FUNCTION_ARGS)
 								tname, format_type_be(types[p->time_attnum - 1]))));
 		}
 	}
-	PG_RETURN_OID(ss_create_structure_columns(&bfile_state_ops, st,
+	PG_RETURN_OID(ss_create_structure_columns(&bfile_structure, st,
 											  PG_GETARG_TEXT_PP(0), sql.data,
 											  "bfile", unlogged));
 }
@@ -323,7 +323,7 @@ bfile_info(PG_FUNCTION_ARGS)
 	v.meta = m;
 	if (!bfile_view_read(rel, &v, NULL, NULL, 0, 0))
 	{
-		bfile_state_ops.init_meta(bfile_get_state(rel), m);
+		bfile_structure.init_meta(bfile_get_state(rel), m);
 		v.level = m->level;
 		v.size = m->size;
 		v.bytes = (int64) m->data_bytes;
@@ -384,7 +384,7 @@ flush_done(Relation rel, void *stats)
 	BfileMeta  *m = palloc(sizeof(BfileMeta));
 	int64		size = 0;
 
-	if (ss_read_structure_meta(rel, &bfile_state_ops, m))
+	if (ss_read_structure_meta(rel, &bfile_structure, m))
 		size = m->size;
 	pfree(m);
 	return size;

@@ -208,7 +208,7 @@ bfile_read_meta(Relation rel, BfileMeta *meta)
 	SSLogSnapshot snap;
 
 	ss_log_read_begin(rel, &snap, 0, false);
-	return ss_read_structure_meta(rel, &bfile_state_ops, meta);
+	return ss_read_structure_meta(rel, &bfile_structure, meta);
 }
 
 /* ---- the scan ---- */

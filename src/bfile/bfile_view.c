@@ -205,7 +205,7 @@ bfile_view_read(Relation rel, BfileView *v, Tuplestorestate *rows,
 
 		MemoryContextReset(cxt);
 		ss_log_read_begin(rel, &snap, attempt, false);
-		if (!ss_read_structure_meta(rel, &bfile_state_ops, v->meta))
+		if (!ss_read_structure_meta(rel, &bfile_structure, v->meta))
 		{
 			found = false;
 			break;

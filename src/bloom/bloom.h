@@ -212,7 +212,7 @@ extern void bloom_derive(BloomParams *p);
 extern void bloom_params_from_gucs(BloomParams *p);
 extern uint32 bloom_parse_mode(const char *mode);
 extern const char *bloom_mode_name(uint32 mode);
-extern const struct SSStateOps bloom_state_ops;
+extern const struct SSStructure bloom_structure;
 
 /* bloom_apply.c */
 struct SSConsolidation;

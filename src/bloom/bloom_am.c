@@ -326,7 +326,15 @@ bloom_state_defaults(Relation rel, void *st)
 	bloom_params_from_gucs(&((BloomState *) st)->p);
 }
 
-const SSStateOps bloom_state_ops = {
+static const uint16 bloom_page_types[] = {SS_PAGE_BLOOM_BITS, SS_PAGE_BLOOM_BUFFER};
+
+const SSStructure bloom_structure = {
+	.name = "bloom_filter",
+	.amname = "bloom_filter",
+	.constructor = "bloom_create()",
+	.page_types = bloom_page_types,
+	.npage_types = lengthof(bloom_page_types),
+	.init = bloom_init,
 	.kind = SS_KIND_BLOOM,
 	.state_size = sizeof(BloomState),
 	.meta_size = sizeof(BloomMetaData),
@@ -346,7 +354,7 @@ const SSStateOps bloom_state_ops = {
 BloomState *
 bloom_get_state(Relation rel)
 {
-	return (BloomState *) ss_get_state(rel, &bloom_state_ops);
+	return (BloomState *) ss_get_state(rel, &bloom_structure);
 }
 
 /* One row inserts its key; rows with a NULL key are skipped. */
@@ -369,7 +377,7 @@ bloom_filter_handler(PG_FUNCTION_ARGS)
 	if (!bloom_routine_ready)
 	{
 		MemSet(&bloom_routine, 0, sizeof(bloom_routine));
-		ss_tableam_init_common(&bloom_routine, &bloom_state_ops);
+		ss_tableam_init_common(&bloom_routine, &bloom_structure);
 		bloom_routine.tuple_insert = bloom_tuple_insert;
 		bloom_routine_ready = true;
 	}

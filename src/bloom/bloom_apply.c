@@ -55,7 +55,7 @@ bloom_work_mem(void)
 bool
 bloom_read_meta(Relation rel, BloomMetaData *meta)
 {
-	return ss_read_structure_meta(rel, &bloom_state_ops, meta);
+	return ss_read_structure_meta(rel, &bloom_structure, meta);
 }
 
 /* Add a consolidation round's or a flush's counts to the metapage contents. */

@@ -426,7 +426,7 @@ bloom_create(PG_FUNCTION_ARGS)
 
 	memset(&st, 0, sizeof(st));
 	st.p = p;
-	relid = ss_create_structure(&bloom_state_ops, &st, PG_GETARG_TEXT_PP(0),
+	relid = ss_create_structure(&bloom_structure, &st, PG_GETARG_TEXT_PP(0),
 								PG_GETARG_OID(1), NULL, "bloom_filter",
 								unlogged);
 	PG_RETURN_OID(relid);

@@ -452,7 +452,15 @@ cbt_state_defaults(Relation rel, void *stp)
 
 static bool cbt_consolidate(SSConsolidation *c);
 
-const SSStateOps cbt_state_ops = {
+static const uint16 cbt_page_types[] = {SS_PAGE_CBT_NODE, SS_PAGE_CBT_FRAGMENT, SS_PAGE_CBT_FREE};	/* not CBT_FREE_PAGE_TYPE_EARLIER, which only a cbt reads */
+
+const SSStructure cbt_structure = {
+	.name = "cbt",
+	.amname = "cbt",
+	.constructor = "cbt_create()",
+	.page_types = cbt_page_types,
+	.npage_types = lengthof(cbt_page_types),
+	.init = cbt_init,
 	.kind = SS_KIND_CBT,
 	.state_size = sizeof(CbtState),
 	.meta_size = sizeof(CbtMeta),
@@ -473,7 +481,7 @@ const SSStateOps cbt_state_ops = {
 CbtState *
 cbt_get_state(Relation rel)
 {
-	return (CbtState *) ss_get_state(rel, &cbt_state_ops);
+	return (CbtState *) ss_get_state(rel, &cbt_structure);
 }
 
 /* ---- the definition's runtime ---- */
@@ -780,7 +788,7 @@ cbt_post_parse_analyze(ParseState *pstate, Query *query, JumbleState *jstate)
 	if (rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_RELATION)
 		return;
 	rel = relation_open(rte->relid, NoLock);	/* the parser locked it */
-	if (ss_structure_ops(rel) != &cbt_state_ops ||
+	if (ss_structure_ops(rel) != &cbt_structure ||
 		cbt_def_stored_form(cbt_get_state(rel)->definition) == CBT_DEF_NONE)
 	{
 		relation_close(rel, NoLock);
@@ -942,7 +950,7 @@ cbt_consolidate(SSConsolidation *c)
 	CbtRound	r;
 	CbtOwnerSave save;
 
-	if (!ss_read_structure_meta(rel, &cbt_state_ops, meta))
+	if (!ss_read_structure_meta(rel, &cbt_structure, meta))
 		elog(ERROR, "cbt \"%s\" has a change log but no metapage",
 			 RelationGetRelationName(rel));
 	cbt_as_owner(rel, &save);
@@ -965,7 +973,7 @@ cbt_handler(PG_FUNCTION_ARGS)
 	if (!cbt_routine_ready)
 	{
 		MemSet(&cbt_routine, 0, sizeof(cbt_routine));
-		ss_tableam_init_common(&cbt_routine, &cbt_state_ops);
+		ss_tableam_init_common(&cbt_routine, &cbt_structure);
 		cbt_routine.tuple_insert = cbt_tuple_insert;
 		cbt_scan_init(&cbt_routine);
 		cbt_routine_ready = true;

@@ -53,7 +53,7 @@ typedef struct CbtOwnerSave
 	int			nest;
 } CbtOwnerSave;
 
-extern const SSStateOps cbt_state_ops;
+extern const SSStructure cbt_structure;
 
 extern void cbt_params_from_gucs(CbtParams *p);
 extern CbtState *cbt_get_state(Relation rel);

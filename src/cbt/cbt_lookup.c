@@ -104,7 +104,7 @@ lookup_snapshot(Lookup *lk)
 		 * when the log is short or over its limit, else it reads the log
 		 */
 		ss_log_read_begin(lk->rel, &snap, attempt, true);
-		if (!ss_read_structure_meta(lk->rel, &cbt_state_ops, lk->meta))
+		if (!ss_read_structure_meta(lk->rel, &cbt_structure, lk->meta))
 			return false;
 		ss_log_snapshot_of(lk->rel, &lk->meta->hdr, &snap);
 		list_free_deep(lk->rows);

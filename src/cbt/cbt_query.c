@@ -31,7 +31,7 @@ PG_FUNCTION_INFO_V1(cbt_finalize);
 Relation
 cbt_open_for(Oid relid, LOCKMODE lockmode, const char *writer, AclMode mode)
 {
-	return ss_sql_open_structure(relid, lockmode, writer, mode, &cbt_state_ops, "cbt");
+	return ss_sql_open_structure(relid, lockmode, writer, mode, &cbt_structure);
 }
 
 /* A size argument in kB, in [min, max], or an error naming what it is. */
@@ -120,7 +120,7 @@ cbt_create(PG_FUNCTION_ARGS)
 			appendStringInfo(&sql, " COLLATE %s",
 							 generate_collation_name(cols[i].collation));
 	}
-	relid = ss_create_structure_columns(&cbt_state_ops, st,
+	relid = ss_create_structure_columns(&cbt_structure, st,
 										PG_GETARG_TEXT_PP(0), sql.data,
 										"cbt", unlogged);
 	cbt_def_record_dependencies(def, relid);
@@ -147,7 +147,7 @@ cbt_info(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 	st = cbt_get_state(rel);
 	ss_log_read_begin(rel, &snap, 0, false);
-	if (!ss_read_structure_meta(rel, &cbt_state_ops, meta))
+	if (!ss_read_structure_meta(rel, &cbt_structure, meta))
 	{
 		meta->params = st->params;
 		meta->root = InvalidBlockNumber;
@@ -194,7 +194,7 @@ finalize_tree(Relation rel, void *stats)
 	int64		groups;
 	BufferAccessStrategy prev;
 
-	if (!ss_read_structure_meta(rel, &cbt_state_ops, meta))
+	if (!ss_read_structure_meta(rel, &cbt_structure, meta))
 		return 0;
 	cbt_as_owner(rel, &save);
 	/* every fragment is read once: through the bulk-read ring */

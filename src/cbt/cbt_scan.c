@@ -183,7 +183,7 @@ scan_start(CbtScanDesc *scan)
 
 		/* like every reader: consolidate first if that needs no waiting */
 		ss_log_read_begin(rel, &snap, attempt, false);
-		if (!ss_read_structure_meta(rel, &cbt_state_ops, scan->meta))
+		if (!ss_read_structure_meta(rel, &cbt_structure, scan->meta))
 		{
 			scan->done = true;
 			return;

@@ -259,7 +259,7 @@ lert_level0_form(const LertState *st)
 }
 
 /* ---- lert_am.c ---- */
-extern const struct SSStateOps lert_state_ops;
+extern const struct SSStructure lert_structure;
 extern int	ss_lert_threshold;
 extern int	ss_lert_variant;
 extern int	ss_lert_age_bits;

@@ -457,7 +457,15 @@ lert_state_defaults(Relation rel, void *st)
 	lert_params_from_gucs(&((LertState *) st)->p);
 }
 
-const SSStateOps lert_state_ops = {
+static const uint16 lert_page_types[] = {SS_PAGE_LERT_LEVEL0, SS_PAGE_LERT_RUN, SS_PAGE_LERT_INDEX, SS_PAGE_LERT_REPORT, SS_PAGE_LERT_FILTER, SS_PAGE_LERT_FREE};
+
+const SSStructure lert_structure = {
+	.name = "lert",
+	.amname = "lert",
+	.constructor = "lert_create()",
+	.page_types = lert_page_types,
+	.npage_types = lengthof(lert_page_types),
+	.init = lert_init,
 	.kind = SS_KIND_LERT,
 	.state_size = sizeof(LertState),
 	.meta_size = sizeof(LertMeta),
@@ -477,7 +485,7 @@ const SSStateOps lert_state_ops = {
 LertState *
 lert_get_state(Relation rel)
 {
-	LertState  *st = (LertState *) ss_get_state(rel, &lert_state_ops);
+	LertState  *st = (LertState *) ss_get_state(rel, &lert_structure);
 
 	/* the fingerprint is the key for fixed-size keys of at most 8 bytes */
 	st->fixed_key = st->keylen > 0 && st->keylen <= 8 && st->p.hash_bits == 64;
@@ -789,7 +797,7 @@ lert_handler(PG_FUNCTION_ARGS)
 	if (!lert_routine_ready)
 	{
 		MemSet(&lert_routine, 0, sizeof(lert_routine));
-		ss_tableam_init_common(&lert_routine, &lert_state_ops);
+		ss_tableam_init_common(&lert_routine, &lert_structure);
 		lert_routine.tuple_insert = lert_tuple_insert;
 		lert_scan_init(&lert_routine);
 		lert_routine_ready = true;

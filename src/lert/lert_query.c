@@ -667,7 +667,7 @@ lert_create(PG_FUNCTION_ARGS)
 	if (!(ss_lert_taus && ss_lert_taus[0]))
 		p->geom.tau[1] = -1;
 	lert_derive(p);
-	relid = ss_create_structure(&lert_state_ops, &st, PG_GETARG_TEXT_PP(0),
+	relid = ss_create_structure(&lert_structure, &st, PG_GETARG_TEXT_PP(0),
 								PG_GETARG_OID(1), NULL, "lert", unlogged);
 	PG_RETURN_OID(relid);
 }

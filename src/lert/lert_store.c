@@ -49,7 +49,7 @@ typedef struct LertReportPageHeader
 bool
 lert_read_meta(Relation rel, LertMeta *meta)
 {
-	return ss_read_structure_meta(rel, &lert_state_ops, meta);
+	return ss_read_structure_meta(rel, &lert_structure, meta);
 }
 
 /* ---- extents ---- */

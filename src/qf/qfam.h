@@ -168,7 +168,7 @@ extern Relation qfam_open(Oid relid, LOCKMODE lockmode);
 extern QfamState *qfam_get_state(Relation rel);
 extern void qfam_derive(QfamParams *p);
 extern void qfam_params_from_gucs(QfamParams *p, uint32 kind);
-extern const struct SSStateOps qfam_state_ops;
+extern const struct SSStructure qfam_structure;
 extern void qfam_level_geom(const QfamLevel *lv, QfGeom *g);
 extern void qfam_level_shape(QfamLevel *lv, uint32 fp_bits, uint32 t);
 extern const char *qfam_kind_name(uint32 kind);

@@ -373,7 +373,15 @@ qfam_state_defaults(Relation rel, void *st)
 	qfam_params_from_gucs(&((QfamState *) st)->p, qfam_relation_kind(rel));
 }
 
-const SSStateOps qfam_state_ops = {
+static const uint16 qfam_page_types[] = {SS_PAGE_QF_AREA, SS_PAGE_QF_UNDO};
+
+const SSStructure qfam_structure = {
+	.name = "quotient filter",
+	.amname = "quotient_filter",
+	.constructor = "qf_create()",
+	.page_types = qfam_page_types,
+	.npage_types = lengthof(qfam_page_types),
+	.init = qfam_init,
 	.kind = SS_KIND_QF,
 	.state_size = sizeof(QfamState),
 	.meta_size = sizeof(QfamMeta),
@@ -392,7 +400,7 @@ const SSStateOps qfam_state_ops = {
 QfamState *
 qfam_get_state(Relation rel)
 {
-	return (QfamState *) ss_get_state(rel, &qfam_state_ops);
+	return (QfamState *) ss_get_state(rel, &qfam_structure);
 }
 
 /*
@@ -431,7 +439,7 @@ qfam_handler(uint32 kind)
 			TableAmRoutine *r = &qfam_routines[k];
 
 			MemSet(r, 0, sizeof(*r));
-			ss_tableam_init_common(r, &qfam_state_ops);
+			ss_tableam_init_common(r, &qfam_structure);
 			r->tuple_insert = qfam_tuple_insert;
 			r->relation_copy_for_cluster = qfam_relation_copy_for_cluster;
 		}

@@ -28,7 +28,7 @@
 bool
 qfam_read_meta(Relation rel, QfamMeta *meta)
 {
-	return ss_read_structure_meta(rel, &qfam_state_ops, meta);
+	return ss_read_structure_meta(rel, &qfam_structure, meta);
 }
 
 /* The metapage of a new filter: an empty level 0 after the metapage. */
@@ -737,7 +737,7 @@ qfam_levels_have(Relation rel, const QfamMeta *meta, uint64 h1)
 }
 
 /*
- * Can the filter take this transaction's inserts (SSStateOps.admit)?
+ * Can the filter take this transaction's inserts (SSStructure.admit)?
  * Fast bound: its fingerprints, the records waiting in the log and the
  * batch's records (then its inserts) within qfam_max_items.  Otherwise, with final, count the
  * batch's distinct fingerprints not yet in the levels, in memory bounded

@@ -730,7 +730,7 @@ qf_create_sql(PG_FUNCTION_ARGS)
 
 	memset(&st, 0, sizeof(st));
 	st.p = p;
-	relid = ss_create_structure(&qfam_state_ops, &st, PG_GETARG_TEXT_PP(0),
+	relid = ss_create_structure(&qfam_structure, &st, PG_GETARG_TEXT_PP(0),
 								PG_GETARG_OID(1), counted ? "count" : NULL,
 								amname, unlogged);
 	PG_RETURN_OID(relid);

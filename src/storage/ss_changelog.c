@@ -91,7 +91,7 @@ ss_log_corrupted(Relation rel, BlockNumber blkno, const char *detail)
 static uint32
 rel_kind(Relation rel)
 {
-	const SSStateOps *ops = ss_structure_ops(rel);
+	const SSStructure *ops = ss_structure_ops(rel);
 
 	if (ops == NULL)
 		elog(ERROR, "relation \"%s\" is not a streamsketch structure",
@@ -593,7 +593,7 @@ bool
 ss_log_scan_all(Relation rel, SSLogRecordFn fn, void *acc, Size acc_size,
 				void *meta)
 {
-	const SSStateOps *ops = ss_structure_ops(rel);
+	const SSStructure *ops = ss_structure_ops(rel);
 
 	for (int attempt = 0;; attempt++)
 	{
@@ -668,7 +668,7 @@ ss_cons_foreach(SSConsolidation *c, SSLogRecordFn fn, void *arg)
  * guards the free list against appenders.
  */
 static void
-log_advance_head(Relation rel, const SSStateOps *ops, uint64 new_head,
+log_advance_head(Relation rel, const SSStructure *ops, uint64 new_head,
 				 BlockNumber new_blk, uint64 nrecords, const void *stats)
 {
 	SSLogMeta	log;
@@ -729,7 +729,7 @@ log_advance_head(Relation rel, const SSStateOps *ops, uint64 new_head,
  * batch the round stopped at, or InvalidTransactionId.
  */
 static bool
-log_consolidate_locked(Relation rel, const SSStateOps *ops,
+log_consolidate_locked(Relation rel, const SSStructure *ops,
 					   TransactionId *stopped_at)
 {
 	SSLogSnapshot snap;
@@ -811,7 +811,7 @@ log_consolidate_locked(Relation rel, const SSStateOps *ops,
 
 /*
  * A lane's pass, for a structure that consolidates in lanes
- * (SSStateOps.consolidate_some): call fn for every record of every
+ * (SSStructure.consolidate_some): call fn for every record of every
  * committed batch from position start, on page start_blk, up to limit, the
  * log's end or the first batch still committing, whichever comes first.
  * Sets *reached and *reached_blk to the batch boundary where it stopped,
@@ -876,7 +876,7 @@ void
 ss_log_advance_to(Relation rel, uint64 pos, BlockNumber blk,
 				  const void *stats)
 {
-	const SSStateOps *ops = ss_structure_ops(rel);
+	const SSStructure *ops = ss_structure_ops(rel);
 	SSLogSnapshot snap;
 	LogReader	r;
 	uint64		nrecords = 0;
@@ -913,7 +913,7 @@ ss_log_advance_to(Relation rel, uint64 pos, BlockNumber blk,
 bool
 ss_log_consolidate(Relation rel, bool wait)
 {
-	const SSStateOps *ops = ss_structure_ops(rel);
+	const SSStructure *ops = ss_structure_ops(rel);
 	bool		moved;
 
 	if (ops == NULL || ops->consolidate == NULL)
@@ -936,7 +936,7 @@ ss_log_consolidate(Relation rel, bool wait)
  * (ss_consolidation_memory).  Returns what flush returns.
  */
 static int64
-log_consolidate_maintenance(Relation rel, const SSStateOps *ops,
+log_consolidate_maintenance(Relation rel, const SSStructure *ops,
 							SSFlushFn flush, void *stats)
 {
 	volatile int64 result = 0;
@@ -971,7 +971,7 @@ log_consolidate_maintenance(Relation rel, const SSStateOps *ops,
 int64
 ss_log_flush(Relation rel, SSFlushFn flush)
 {
-	const SSStateOps *ops = ss_structure_ops(rel);
+	const SSStructure *ops = ss_structure_ops(rel);
 	void	   *stats;
 	int64		result;
 
@@ -1023,7 +1023,7 @@ ss_log_flush(Relation rel, SSFlushFn flush)
 void
 ss_log_consolidate_if_long(Relation rel, const SSLogSnapshot *snap)
 {
-	const SSStateOps *ops;
+	const SSStructure *ops;
 	uint64		limit = (uint64) ss_change_log_limit_kb * 1024;
 	SSLogSnapshot now;
 	TransactionId stopped_at = InvalidTransactionId;

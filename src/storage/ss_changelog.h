@@ -33,7 +33,7 @@
  * scan notices (positions are never reused) and the reader starts over.
  *
  * Lanes.  A structure may consolidate in lanes of its own
- * (SSStateOps.consolidate_some, a LERT's cones): each lane keeps its own
+ * (SSStructure.consolidate_some, a LERT's cones): each lane keeps its own
  * log position in the metapage and passes over the log under a lock of
  * its own (ss_log_lane_pass), so that sessions consolidate different lanes
  * at once; the head moves to the slowest lane's position
@@ -119,7 +119,7 @@ typedef struct SSLogSnapshot
 typedef void (*SSLogRecordFn) (uint64 pos, const SSPendingHeader *hdr,
 							   const char *payload, void *arg);
 
-struct SSStateOps;
+struct SSStructure;
 
 extern void ss_log_init(void);
 extern void ss_log_append(Relation rel);

@@ -5,8 +5,10 @@
  *	  page is: structure kinds (stamped in the metapage, SSMetaHeader.kind)
  *	  and page types (SSPageOpaqueData.page_type).  One list, so that no
  *	  number is given twice: a page of one structure is never taken for
- *	  another's.  _PG_init checks the list (ss_check_ids).  A number, once
- *	  written by a released build, is never reused for something else.
+ *	  another's.  Each structure's descriptor claims its kind and page
+ *	  types, and _PG_init checks that no two claim one (ss_check_structures).
+ *	  A number, once written by a released build, is never reused for
+ *	  something else.
  *
  *-------------------------------------------------------------------------
  */
@@ -47,7 +49,5 @@
  * bfile pages), and writes 18.
  */
 #define CBT_FREE_PAGE_TYPE_EARLIER	16
-
-extern void ss_check_ids(void);
 
 #endif							/* SS_IDS_H */

@@ -275,7 +275,7 @@ ss_log_append(Relation rel)
 	Buffer		metabuf;
 	SSLogMeta  *mlog;
 	XLogRecPtr	lsn;
-	const SSStateOps *ops = ss_structure_ops(rel);
+	const SSStructure *ops = ss_structure_ops(rel);
 	uint64		nrecords;
 	uint64		log_bytes;
 	uint64		written = 0;

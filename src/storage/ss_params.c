@@ -96,9 +96,9 @@ ss_set_label(Oid relid, const char *label)
  * a label given to a table never written), like the label.
  */
 void
-ss_describe(Relation rel, const SSStateOps *ops, const void *st)
+ss_describe(Relation rel, const SSStructure *ops, const void *st)
 {
-	char	   *label = ops->params_to_label(st);
+	char	   *label = ss_params_to_label(ops, st);
 	StringInfoData buf;
 	char	   *word;
 	char	   *save = NULL;
@@ -113,8 +113,9 @@ ss_describe(Relation rel, const SSStateOps *ops, const void *st)
 		if (eq == NULL)
 			continue;
 		*eq = '\0';
-		if (strcmp(word, "seed") == 0 || strcmp(word, "hash_bits") == 0 ||
-			strcmp(word, "definition") == 0)
+		if (ops->params != NULL ? ss_param_find(ops, word)->internal :
+			(strcmp(word, "seed") == 0 || strcmp(word, "hash_bits") == 0 ||
+			 strcmp(word, "definition") == 0))
 			continue;
 		appendStringInfo(&buf, "%s %s %s", buf.data[buf.len - 1] == ':' ? "" : ",",
 						 word, eq + 1);
@@ -262,7 +263,7 @@ static void
 ss_label_check(const ObjectAddress *object, const char *seclabel)
 {
 	Relation	rel;
-	const SSStateOps *ops;
+	const SSStructure *ops;
 	void	   *st;
 	char	   *wanted;
 	char	   *current;
@@ -284,7 +285,7 @@ ss_label_check(const ObjectAddress *object, const char *seclabel)
 		if (ops != NULL && ops->label_set != NULL && seclabel != NULL)
 		{
 			st = palloc0(ops->state_size);
-			ops->params_from_label(rel, seclabel, st);
+			ss_params_from_label(ops, rel, seclabel, st);
 			ops->label_set(rel, st);
 		}
 		relation_close(rel, NoLock);
@@ -309,9 +310,9 @@ ss_label_check(const ObjectAddress *object, const char *seclabel)
 
 	st = palloc0(ops->state_size);
 	ops->check_columns(rel, st);
-	ops->params_from_label(rel, seclabel, st);
-	wanted = ops->params_to_label(st);
-	current = ops->params_to_label(ss_get_state(rel, ops));
+	ss_params_from_label(ops, rel, seclabel, st);
+	wanted = ss_params_to_label(ops, st);
+	current = ss_params_to_label(ops, ss_get_state(rel, ops));
 	if (strcmp(wanted, current) != 0)
 	{
 		if (!ss_structure_is_pristine(rel))
@@ -511,7 +512,7 @@ ss_column_list_sql(List *coldefs, Oid *types)
 
 static struct
 {
-	const SSStateOps *ops;
+	const SSStructure *ops;
 	const void *st;
 	const char *relname;
 	Oid			relid;			/* set when consumed */
@@ -524,7 +525,7 @@ static struct
  * the new table's OID.
  */
 Oid
-ss_create_structure(const SSStateOps *ops, const void *st, text *name,
+ss_create_structure(const SSStructure *ops, const void *st, text *name,
 					Oid keytype, const char *second_column,
 					const char *amname, bool unlogged)
 {
@@ -545,7 +546,7 @@ ss_create_structure(const SSStateOps *ops, const void *st, text *name,
  * catalog lookups, never from user text).
  */
 Oid
-ss_create_structure_columns(const SSStateOps *ops, const void *st, text *name,
+ss_create_structure_columns(const SSStructure *ops, const void *st, text *name,
 							const char *columns, const char *amname,
 							bool unlogged)
 {
@@ -598,7 +599,7 @@ ss_create_structure_columns(const SSStateOps *ops, const void *st, text *name,
  * the old metapage for TRUNCATE).
  */
 const void *
-ss_creation_params(Relation rel, const SSStateOps *ops)
+ss_creation_params(Relation rel, const SSStructure *ops)
 {
 	if (OidIsValid(relabel_relid) && relabel_relid == RelationGetRelid(rel))
 		return relabel_state;
@@ -653,26 +654,31 @@ ss_setting_assigned(const char *name)
 }
 
 /*
- * Refuse to use the settings names (NULL-terminated) if one of them was
- * rejected when the library was loaded and has not been assigned since.
+ * Refuse to use the setting name if it was rejected when the library was
+ * loaded and has not been assigned since.
  */
 void
-ss_check_settings(const char *const *names)
+ss_check_setting(const char *name)
 {
 	ListCell   *lc;
 
 	foreach(lc, rejected_settings)
 	{
-		const char *name = lfirst(lc);
-
-		for (const char *const *n = names; *n; n++)
-			if (strcmp(*n, name) == 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("setting \"%s\" has an invalid value", name),
-						 errdetail("It was set before the streamsketch library was loaded, and its value was rejected when the library was loaded (see the WARNING then)."),
-						 errhint("SET %s to a valid value, or RESET it, before creating the structure.", name)));
+		if (strcmp((const char *) lfirst(lc), name) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("setting \"%s\" has an invalid value", name),
+					 errdetail("It was set before the streamsketch library was loaded, and its value was rejected when the library was loaded (see the WARNING then)."),
+					 errhint("SET %s to a valid value, or RESET it, before creating the structure.", name)));
 	}
+}
+
+/* ss_check_setting for each of names (NULL-terminated). */
+void
+ss_check_settings(const char *const *names)
+{
+	for (const char *const *n = names; *n; n++)
+		ss_check_setting(*n);
 }
 
 /*

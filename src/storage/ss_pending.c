@@ -172,7 +172,7 @@ ss_pending_add(Relation rel, SSPendingType type, const void *payload,
 	 */
 	if (pr->cid != cid && type != SS_PENDING_TRUNCATE)
 	{
-		const SSStateOps *ops = ss_structure_ops(rel);
+		const SSStructure *ops = ss_structure_ops(rel);
 
 		pr->cid = cid;
 		if (ops != NULL && ops->consolidate != NULL)

@@ -157,7 +157,7 @@ static void
 relabel(Oid relid)
 {
 	Relation	rel = relation_open(relid, AccessShareLock);
-	const SSStateOps *ops = ss_structure_ops(rel);
+	const SSStructure *ops = ss_structure_ops(rel);
 	char	   *label;
 	char	   *now;
 
@@ -168,7 +168,7 @@ relabel(Oid relid)
 	}
 	if (ops->rebind != NULL)
 		ops->rebind(rel);
-	now = ops->params_to_label(ss_get_state(rel, ops));
+	now = ss_params_to_label(ops, ss_get_state(rel, ops));
 	if (strcmp(now, label) != 0)
 		ss_set_label(relid, now);
 	relation_close(rel, AccessShareLock);

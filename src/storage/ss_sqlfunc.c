@@ -83,23 +83,25 @@ ss_sql_check_access(Relation rel, const char *writer)
 }
 
 /*
- * Open relid for a SQL function of the structure ops describes (amname
- * in errors): locked (ss_sql_lock_relid), of that structure, usable here
+ * Open relid for a SQL function of structure s: locked
+ * (ss_sql_lock_relid), a table of that structure, usable here
  * (ss_sql_check_access), and allowed to the caller (mode).
  */
 Relation
 ss_sql_open_structure(Oid relid, LOCKMODE lockmode, const char *writer,
-					  AclMode mode, const SSStateOps *ops, const char *amname)
+					  AclMode mode, const SSStructure *s)
 {
 	Relation	rel = relation_open(ss_sql_lock_relid(relid, lockmode, writer),
 									lockmode);
 	AclResult	aclresult;
 
-	if (ss_structure_ops(rel) != ops)
+	if (rel->rd_rel->relkind != RELKIND_RELATION || ss_structure_ops(rel) != s)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a %s table", RelationGetRelationName(rel),
-						amname)));
+				 errmsg("relation \"%s\" is not a %s table",
+						RelationGetRelationName(rel), s->name),
+				 errhint("Create one with CREATE TABLE ... USING %s or %s.",
+						 s->amname, s->constructor)));
 	ss_sql_check_access(rel, writer);
 	aclresult = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), mode);
 	if (aclresult != ACLCHECK_OK)

@@ -67,10 +67,15 @@ extern void ss_sql_check_row_security(Relation rel, const char *fname);
 extern Oid	ss_sql_rowtype_relid(FunctionCallInfo fcinfo, const char *fname,
 								 const char *amname);
 
-struct SSStateOps;
+/*
+ * Open relid for a SQL function of structure s, locked with lockmode: the
+ * access method is checked (42809), then ss_sql_check_access, then the
+ * caller's privilege mode on the table (42501).  writer as for
+ * ss_sql_lock_relid.
+ */
+struct SSStructure;
 extern Relation ss_sql_open_structure(Oid relid, LOCKMODE lockmode,
 									  const char *writer, AclMode mode,
-									  const struct SSStateOps *ops,
-									  const char *amname);
+									  const struct SSStructure *s);
 
 #endif							/* SS_SQLFUNC_H */

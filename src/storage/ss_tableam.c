@@ -134,12 +134,12 @@ ss_relam_is_streamsketch(Oid amoid)
 static struct
 {
 	const TableAmRoutine *routine;
-	const SSStateOps *ops;
+	const SSStructure *ops;
 }			registered[SS_MAX_ROUTINES];
 static int	nregistered = 0;
 
 void
-ss_tableam_register(const TableAmRoutine *routine, const SSStateOps *ops)
+ss_tableam_register(const TableAmRoutine *routine, const SSStructure *ops)
 {
 	for (int i = 0; i < nregistered; i++)
 		if (registered[i].routine == routine)
@@ -156,7 +156,7 @@ ss_tableam_register(const TableAmRoutine *routine, const SSStateOps *ops)
  * methods (a materialized view can, if the guard's event triggers were
  * disabled when it was created).
  */
-const SSStateOps *
+const SSStructure *
 ss_structure_ops(Relation rel)
 {
 	if (rel->rd_tableam == NULL)
@@ -396,7 +396,7 @@ ss_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
  */
 static void
 ss_write_metapage(SMgrRelation srel, ForkNumber fork, bool use_wal,
-				  const SSStateOps *ops, const void *st)
+				  const SSStructure *ops, const void *st)
 {
 	PGAlignedBlock page;
 
@@ -420,7 +420,7 @@ ss_write_metapage(SMgrRelation srel, ForkNumber fork, bool use_wal,
  */
 static void
 ss_create_storage(const RelFileNode *newrnode, char persistence,
-				  const SSStateOps *ops, const void *st)
+				  const SSStructure *ops, const void *st)
 {
 	SMgrRelation srel = RelationCreateStorage(*newrnode, persistence, true);
 
@@ -450,7 +450,7 @@ ss_relation_is_new(Relation rel)
  * has no metapage (block 0 missing or all zeros).
  */
 bool
-ss_read_structure_meta(Relation rel, const SSStateOps *ops, void *meta)
+ss_read_structure_meta(Relation rel, const SSStructure *ops, void *meta)
 {
 	if (!ss_read_metapage(rel, ops->kind, meta, ops->meta_size))
 		return false;
@@ -476,7 +476,7 @@ ss_read_structure_meta(Relation rel, const SSStateOps *ops, void *meta)
  * metapage).
  */
 static void
-ss_check_meta_against_label(Relation rel, const SSStateOps *ops,
+ss_check_meta_against_label(Relation rel, const SSStructure *ops,
 							const void *st)
 {
 	char	   *label;
@@ -496,9 +496,9 @@ ss_check_meta_against_label(Relation rel, const SSStateOps *ops,
 		void	   *lst = palloc0(ops->state_size);
 
 		ops->check_columns(rel, lst);
-		ops->params_from_label(rel, label, lst);
-		want = ops->params_to_label(lst);
-		have = ops->params_to_label(st);
+		ss_params_from_label(ops, rel, label, lst);
+		want = ss_params_to_label(ops, lst);
+		have = ss_params_to_label(ops, st);
 		agrees = strcmp(want, have) == 0;
 		pfree(lst);
 	}
@@ -508,7 +508,7 @@ ss_check_meta_against_label(Relation rel, const SSStateOps *ops,
 				 errmsg("metapage (block 0) of %s table \"%s\" is corrupted",
 						ss_structure_name(rel), RelationGetRelationName(rel)),
 				 errdetail("The metapage's parameters \"%s\" differ from the table's label \"%s\".",
-						   have ? have : ops->params_to_label(st),
+						   have ? have : ss_params_to_label(ops, st),
 						   want ? want : label),
 				 errhint("Restore the table from a backup, or TRUNCATE it to start over with the parameters of its label.")));
 	if (have)
@@ -518,7 +518,7 @@ ss_check_meta_against_label(Relation rel, const SSStateOps *ops,
 }
 
 void *
-ss_get_state(Relation rel, const SSStateOps *ops)
+ss_get_state(Relation rel, const SSStructure *ops)
 {
 	void	   *st;
 	void	   *meta;
@@ -582,7 +582,7 @@ ss_forget_state(Relation rel)
  * error before the label is used instead.
  */
 static void *
-ss_kept_params(Relation rel, const SSStateOps *ops)
+ss_kept_params(Relation rel, const SSStructure *ops)
 {
 	void	   *st = palloc0(ops->state_size);
 	MemoryContext ctx = CurrentMemoryContext;
@@ -622,7 +622,7 @@ ss_kept_params(Relation rel, const SSStateOps *ops)
 			 errdetail("The new, empty structure gets the parameters of the table's label.")));
 	ss_forget_state(rel);
 	ops->check_columns(rel, st);
-	ops->params_from_label(rel, label, st);
+	ss_params_from_label(ops, rel, label, st);
 	return st;
 }
 
@@ -669,7 +669,7 @@ ss_copy_storage(Relation rel, const RelFileNode *newrnode)
  * transaction's earlier pending records.
  */
 void
-ss_set_new_filenode(Relation rel, const SSStateOps *ops,
+ss_set_new_filenode(Relation rel, const SSStructure *ops,
 					const RelFileNode *newrnode, char persistence,
 					TransactionId *freezeXid, MultiXactId *minmulti)
 {
@@ -711,14 +711,14 @@ ss_set_new_filenode(Relation rel, const SSStateOps *ops,
 	else if (ss_relation_is_new(rel))
 	{
 		st = palloc0(ops->state_size);
-		ops->default_params(rel, st);
+		ss_params_from_settings(ops, rel, st);
 	}
 	else
 		st = ss_kept_params(rel, ops);
 
 	ss_create_storage(newrnode, persistence, ops, st);
 	if (ss_relation_is_new(rel))
-		ss_set_label(RelationGetRelid(rel), ops->params_to_label(st));
+		ss_set_label(RelationGetRelid(rel), ss_params_to_label(ops, st));
 	if (ss_relation_is_new(rel) || given != NULL)
 		ss_describe(rel, ops, st);
 	else if (ss_pending_has(RelationGetRelid(rel)))
@@ -727,10 +727,10 @@ ss_set_new_filenode(Relation rel, const SSStateOps *ops,
 }
 
 /* The ops of rel, which our routine's callback was called for. */
-static const SSStateOps *
+static const SSStructure *
 ss_routine_ops(Relation rel)
 {
-	const SSStateOps *ops = ss_structure_ops(rel);
+	const SSStructure *ops = ss_structure_ops(rel);
 
 	if (ops == NULL)
 		elog(ERROR, "relation \"%s\" has no registered streamsketch structure",
@@ -753,7 +753,7 @@ ss_relation_set_new_filenode(Relation rel, const RelFileNode *newrnode,
  * metapage.  The init fork of an unlogged table keeps its metapage.
  */
 void
-ss_truncate_in_place(Relation rel, const SSStateOps *ops)
+ss_truncate_in_place(Relation rel, const SSStructure *ops)
 {
 	void	   *st = ss_kept_params(rel, ops);
 	void	   *meta = palloc0(ops->meta_size);
@@ -791,7 +791,7 @@ ss_relation_copy_data(Relation rel, const RelFileNode *newrnode)
 void
 ss_cluster_init_fork(Relation OldTable, Relation NewTable)
 {
-	const SSStateOps *ops = ss_routine_ops(OldTable);
+	const SSStructure *ops = ss_routine_ops(OldTable);
 	SMgrRelation srel = RelationGetSmgr(NewTable);
 	PGAlignedBlock page;
 
@@ -1022,7 +1022,7 @@ ss_int_datum(Oid inttype, Datum d)
  * the scan.
  */
 void
-ss_tableam_init_common(TableAmRoutine *r, const SSStateOps *ops)
+ss_tableam_init_common(TableAmRoutine *r, const SSStructure *ops)
 {
 	ss_tableam_register(r, ops);
 	r->type = T_TableAmRoutine;

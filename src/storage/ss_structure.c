@@ -1,0 +1,594 @@
+/*-------------------------------------------------------------------------
+ *
+ * ss_structure.c
+ *	  What the storage layer derives from a structure's descriptor
+ *	  (ss_structure.h): the settings that give new structures their
+ *	  parameters, the label's text and its parsing, the range checks that
+ *	  labels and constructors share, and the uniqueness of the kinds and
+ *	  page types that the descriptors claim.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "lib/stringinfo.h"
+#include "ss_page.h"
+#include "streamsketch.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+/* ---- settings ---- */
+
+/*
+ * Every parameter setting's value lives in a slot here; its assign hook
+ * (one per slot: a hook is not told which setting it serves) tells
+ * ss_params.c that the setting was assigned since the library loaded.
+ */
+#define SS_MAX_SETTINGS 64
+
+typedef struct SettingSlot
+{
+	const SSParam *param;
+	char	   *name;			/* "streamsketch.<setting>" */
+	int			ival;			/* INT, ENUM */
+	double		rval;			/* REAL */
+	bool		bval;			/* BOOL */
+	char	   *sval;			/* TEXT */
+} SettingSlot;
+
+static SettingSlot slots[SS_MAX_SETTINGS];
+static int	nslots = 0;
+
+#define SLOT_HOOKS(n, i) \
+static void assign_int_##n(int v, void *e) { ss_setting_assigned(slots[i].name); } \
+static void assign_real_##n(double v, void *e) { ss_setting_assigned(slots[i].name); } \
+static void assign_bool_##n(bool v, void *e) { ss_setting_assigned(slots[i].name); } \
+static void assign_text_##n(const char *v, void *e) { ss_setting_assigned(slots[i].name); }
+#define SLOT_HOOKS8(r) \
+	SLOT_HOOKS(r##0, (r - 1) * 8 + 0) SLOT_HOOKS(r##1, (r - 1) * 8 + 1) \
+	SLOT_HOOKS(r##2, (r - 1) * 8 + 2) SLOT_HOOKS(r##3, (r - 1) * 8 + 3) \
+	SLOT_HOOKS(r##4, (r - 1) * 8 + 4) SLOT_HOOKS(r##5, (r - 1) * 8 + 5) \
+	SLOT_HOOKS(r##6, (r - 1) * 8 + 6) SLOT_HOOKS(r##7, (r - 1) * 8 + 7)
+
+/* the hooks of slots 0..63, named by row (1..8) and column (0..7) */
+SLOT_HOOKS8(1)
+SLOT_HOOKS8(2)
+SLOT_HOOKS8(3)
+SLOT_HOOKS8(4)
+SLOT_HOOKS8(5)
+SLOT_HOOKS8(6)
+SLOT_HOOKS8(7)
+SLOT_HOOKS8(8)
+
+#define SLOT_ROW(r, kind) kind##_##r##0, kind##_##r##1, kind##_##r##2, \
+	kind##_##r##3, kind##_##r##4, kind##_##r##5, kind##_##r##6, kind##_##r##7
+#define SLOT_TABLE(kind) { SLOT_ROW(1, kind), SLOT_ROW(2, kind), \
+	SLOT_ROW(3, kind), SLOT_ROW(4, kind), SLOT_ROW(5, kind), \
+	SLOT_ROW(6, kind), SLOT_ROW(7, kind), SLOT_ROW(8, kind) }
+
+static const GucIntAssignHook int_hooks[SS_MAX_SETTINGS] = SLOT_TABLE(assign_int);
+static const GucRealAssignHook real_hooks[SS_MAX_SETTINGS] = SLOT_TABLE(assign_real);
+static const GucBoolAssignHook bool_hooks[SS_MAX_SETTINGS] = SLOT_TABLE(assign_bool);
+static const GucStringAssignHook text_hooks[SS_MAX_SETTINGS] = SLOT_TABLE(assign_text);
+
+/* Define the settings of s's parameters (called by _PG_init). */
+void
+ss_structure_define_settings(const SSStructure *s)
+{
+	for (int i = 0; i < s->nparams; i++)
+	{
+		const SSParam *p = &s->params[i];
+		SettingSlot *slot;
+		int			n;
+
+		if (p->setting == SS_NO_SETTING)
+			continue;
+		if (nslots >= SS_MAX_SETTINGS)
+			elog(ERROR, "streamsketch defines more than %d parameter settings",
+				 SS_MAX_SETTINGS);
+		n = nslots++;
+		slot = &slots[n];
+		slot->param = p;
+		slot->name = MemoryContextStrdup(TopMemoryContext,
+										 psprintf("streamsketch.%s", p->setting));
+		switch (p->type)
+		{
+			case SS_PARAM_INT:
+				DefineCustomIntVariable(slot->name, p->short_desc, p->long_desc,
+										&slot->ival, (int) p->boot,
+										(int) p->setting_min,
+										(int) p->setting_max, PGC_USERSET,
+										p->setting_flags, NULL, int_hooks[n],
+										NULL);
+				break;
+			case SS_PARAM_REAL:
+				DefineCustomRealVariable(slot->name, p->short_desc,
+										 p->long_desc, &slot->rval, p->boot,
+										 p->setting_min, p->setting_max,
+										 PGC_USERSET, p->setting_flags, NULL,
+										 real_hooks[n], NULL);
+				break;
+			case SS_PARAM_BOOL:
+				DefineCustomBoolVariable(slot->name, p->short_desc,
+										 p->long_desc, &slot->bval,
+										 p->boot != 0, PGC_USERSET,
+										 p->setting_flags, NULL,
+										 bool_hooks[n], NULL);
+				break;
+			case SS_PARAM_ENUM:
+				DefineCustomEnumVariable(slot->name, p->short_desc,
+										 p->long_desc, &slot->ival,
+										 (int) p->boot, p->options,
+										 PGC_USERSET, p->setting_flags, NULL,
+										 int_hooks[n], NULL);
+				break;
+			case SS_PARAM_TEXT:
+				DefineCustomStringVariable(slot->name, p->short_desc,
+										   p->long_desc, &slot->sval,
+										   p->boot_text, PGC_USERSET,
+										   p->setting_flags, p->check_text,
+										   text_hooks[n], NULL);
+				break;
+		}
+	}
+}
+
+static SettingSlot *
+param_slot(const SSParam *p)
+{
+	for (int i = 0; i < nslots; i++)
+		if (slots[i].param == p)
+			return &slots[i];
+	elog(ERROR, "parameter \"%s\" has no setting", p->name);
+	return NULL;				/* keep compiler quiet */
+}
+
+/* ---- a parameter's field ---- */
+
+static void *
+param_field(const SSParam *p, const void *st)
+{
+	return (char *) st + p->offset;
+}
+
+static int64
+get_int(const SSParam *p, const void *st)
+{
+	const void *f = param_field(p, st);
+
+	switch (p->size)
+	{
+		case 1:
+			return p->is_signed ? *(const int8 *) f : *(const uint8 *) f;
+		case 2:
+			return p->is_signed ? *(const int16 *) f : *(const uint16 *) f;
+		case 4:
+			return p->is_signed ? *(const int32 *) f : *(const uint32 *) f;
+		case 8:
+			return *(const int64 *) f;
+	}
+	elog(ERROR, "parameter \"%s\" has field size %d", p->name, p->size);
+	return 0;					/* keep compiler quiet */
+}
+
+static void
+set_int(const SSParam *p, void *st, int64 v)
+{
+	void	   *f = param_field(p, st);
+
+	switch (p->size)
+	{
+		case 1:
+			*(uint8 *) f = (uint8) v;
+			return;
+		case 2:
+			*(uint16 *) f = (uint16) v;
+			return;
+		case 4:
+			*(uint32 *) f = (uint32) v;
+			return;
+		case 8:
+			*(int64 *) f = v;
+			return;
+	}
+	elog(ERROR, "parameter \"%s\" has field size %d", p->name, p->size);
+}
+
+static const char *
+enum_name(const SSParam *p, int value)
+{
+	for (const struct config_enum_entry *o = p->options; o->name; o++)
+		if (o->val == value && !o->hidden)
+			return o->name;
+	elog(ERROR, "parameter \"%s\" has no option %d", p->name, value);
+	return NULL;				/* keep compiler quiet */
+}
+
+/* 'a', 'b' or 'c': the options a user may give */
+static char *
+enum_choices(const SSParam *p)
+{
+	StringInfoData buf;
+	int			n = 0;
+	int			i = 0;
+
+	for (const struct config_enum_entry *o = p->options; o->name; o++)
+		n += !o->hidden;
+	initStringInfo(&buf);
+	for (const struct config_enum_entry *o = p->options; o->name; o++)
+	{
+		if (o->hidden)
+			continue;
+		if (i > 0)
+			appendStringInfoString(&buf, i == n - 1 ? " or " : ", ");
+		appendStringInfo(&buf, "'%s'", o->name);
+		i++;
+	}
+	return buf.data;
+}
+
+static void
+set_enum(const SSStructure *s, const SSParam *p, void *st, const char *value)
+{
+	for (const struct config_enum_entry *o = p->options; o->name; o++)
+		if (pg_strcasecmp(o->name, value) == 0)
+		{
+			*(uint32 *) param_field(p, st) = (uint32) o->val;
+			return;
+		}
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid value for %s parameter \"%s\": \"%s\"",
+					s->name, p->name, value),
+			 errhint("Use %s.", enum_choices(p))));
+}
+
+/* ---- settings, labels, checks ---- */
+
+/* An INT parameter's bound as an int64 (a double cannot hold INT64_MAX). */
+static int64
+int_bound(double d)
+{
+	if (d >= (double) PG_INT64_MAX)
+		return PG_INT64_MAX;
+	if (d <= (double) PG_INT64_MIN)
+		return PG_INT64_MIN;
+	return (int64) d;
+}
+
+/*
+ * st's parameters from the settings (for a new table, and what a
+ * constructor's NULL arguments take), checked.
+ */
+void
+ss_params_from_settings(const SSStructure *s, Relation rel, void *st)
+{
+	if (s->params == NULL)
+	{
+		s->default_params(rel, st);
+		return;
+	}
+	for (int i = 0; i < s->nparams; i++)
+	{
+		const SSParam *p = &s->params[i];
+		SettingSlot *slot;
+
+		if (p->setting == SS_NO_SETTING)
+		{
+			if (p->type == SS_PARAM_REAL)
+				*(double *) param_field(p, st) = p->boot;
+			else if (p->type == SS_PARAM_BOOL)
+				*(bool *) param_field(p, st) = p->boot != 0;
+			else if (p->type != SS_PARAM_TEXT)
+				set_int(p, st, (int64) p->boot);
+			continue;
+		}
+		slot = param_slot(p);
+		ss_check_setting(slot->name);
+		switch (p->type)
+		{
+			case SS_PARAM_INT:
+				set_int(p, st, slot->ival);
+				break;
+			case SS_PARAM_ENUM:
+				*(uint32 *) param_field(p, st) = (uint32) slot->ival;
+				break;
+			case SS_PARAM_REAL:
+				*(double *) param_field(p, st) = slot->rval;
+				break;
+			case SS_PARAM_BOOL:
+				*(bool *) param_field(p, st) = slot->bval;
+				break;
+			case SS_PARAM_TEXT:
+				p->from_text(slot->sval ? slot->sval : "", st);
+				break;
+		}
+	}
+	ss_params_check(s, rel, st, SS_PARAMS_SETTINGS);
+}
+
+/* st's parameters as a label, "name=value ..." in table order (palloc'd). */
+char *
+ss_params_to_label(const SSStructure *s, const void *st)
+{
+	StringInfoData buf;
+
+	if (s->params == NULL)
+		return s->params_to_label(st);
+	initStringInfo(&buf);
+	for (int i = 0; i < s->nparams; i++)
+	{
+		const SSParam *p = &s->params[i];
+		const void *f = param_field(p, st);
+
+		if (p->type == SS_PARAM_REAL)
+		{
+			ss_label_append_float(&buf, p->name, *(const double *) f);
+			continue;
+		}
+		appendStringInfo(&buf, "%s%s=", i > 0 ? " " : "", p->name);
+		switch (p->type)
+		{
+			case SS_PARAM_INT:
+				if (!p->is_signed && p->size == 8)
+					appendStringInfo(&buf, UINT64_FORMAT, *(const uint64 *) f);
+				else
+					appendStringInfo(&buf, INT64_FORMAT, get_int(p, st));
+				break;
+			case SS_PARAM_BOOL:
+				appendStringInfoString(&buf, *(const bool *) f ? "on" : "off");
+				break;
+			case SS_PARAM_ENUM:
+				appendStringInfoString(&buf, enum_name(p, *(const uint32 *) f));
+				break;
+			case SS_PARAM_TEXT:
+				appendStringInfoString(&buf, p->to_text(st));
+				break;
+			case SS_PARAM_REAL:
+				break;
+		}
+	}
+	return buf.data;
+}
+
+/* Parse a label (ss_label_split) into st's parameters, checked. */
+void
+ss_params_from_label(const SSStructure *s, Relation rel, const char *label,
+					 void *st)
+{
+	const char **keys;
+	char	  **values;
+
+	if (s->params == NULL)
+	{
+		s->params_from_label(rel, label, st);
+		return;
+	}
+	keys = palloc(sizeof(char *) * s->nparams);
+	values = palloc(sizeof(char *) * s->nparams);
+	for (int i = 0; i < s->nparams; i++)
+		keys[i] = s->params[i].name;
+	ss_label_split(label, s->nparams, keys, values);
+	for (int i = 0; i < s->nparams; i++)
+	{
+		const SSParam *p = &s->params[i];
+		const char *v = values[i];
+
+		switch (p->type)
+		{
+			case SS_PARAM_INT:
+				set_int(p, st, ss_label_int(p->name, v, int_bound(p->min),
+											int_bound(p->max)));
+				break;
+			case SS_PARAM_REAL:
+				*(double *) param_field(p, st) = ss_label_float(p->name, v);
+				break;
+			case SS_PARAM_BOOL:
+				*(bool *) param_field(p, st) = ss_label_bool(p->name, v);
+				break;
+			case SS_PARAM_ENUM:
+				set_enum(s, p, st, v);
+				break;
+			case SS_PARAM_TEXT:
+				p->from_text(v, st);
+				break;
+		}
+	}
+	pfree(keys);
+	pfree(values);
+	ss_params_check(s, rel, st, SS_PARAMS_LABEL);
+}
+
+/* kB as a setting would show it: "8MB" */
+static char *
+kb_text(int64 kb)
+{
+	if (kb != 0 && kb % (1024 * 1024) == 0)
+		return psprintf(INT64_FORMAT "GB", kb / (1024 * 1024));
+	if (kb != 0 && kb % 1024 == 0)
+		return psprintf(INT64_FORMAT "MB", kb / 1024);
+	return psprintf(INT64_FORMAT "kB", kb);
+}
+
+static void
+range_error(const SSStructure *s, const SSParam *p, const char *value)
+{
+	if (p->type == SS_PARAM_INT && (p->setting_flags & GUC_UNIT_KB))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("value %s out of bounds for %s parameter \"%s\"",
+						value, s->name, p->name),
+				 errdetail("Valid values are between %s and %s.",
+						   kb_text(int_bound(p->min)),
+						   kb_text(int_bound(p->max)))));
+	if (p->type == SS_PARAM_INT)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("value %s out of bounds for %s parameter \"%s\"",
+						value, s->name, p->name),
+				 errdetail("Valid values are between " INT64_FORMAT " and " INT64_FORMAT ".",
+						   int_bound(p->min), int_bound(p->max))));
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("value %s out of bounds for %s parameter \"%s\"",
+					value, s->name, p->name),
+			 errdetail("Valid values are between %g and %g.", p->min, p->max)));
+}
+
+static void
+check_ranges(const SSStructure *s, void *st, bool derived)
+{
+	for (int i = 0; i < s->nparams; i++)
+	{
+		const SSParam *p = &s->params[i];
+
+		if (p->derived != derived)
+			continue;
+		if (p->type == SS_PARAM_INT)
+		{
+			int64		v = get_int(p, st);
+
+			if (v < int_bound(p->min) || v > int_bound(p->max))
+				range_error(s, p, psprintf(INT64_FORMAT, v));
+		}
+		else if (p->type == SS_PARAM_REAL && p->min < p->max)
+		{
+			double		v = *(double *) param_field(p, st);
+
+			if (!(v >= p->min && v <= p->max))
+				range_error(s, p, psprintf("%g", v));
+		}
+	}
+}
+
+/*
+ * The range checks of the parameter table (a REAL parameter without a
+ * range is checked by check_params alone), then the structure's own.
+ * Derived parameters coming from the settings are computed by
+ * check_params, and checked after it.
+ */
+void
+ss_params_check(const SSStructure *s, Relation rel, void *st,
+				SSParamSource source)
+{
+	check_ranges(s, st, false);
+	if (source != SS_PARAMS_SETTINGS)
+		check_ranges(s, st, true);
+	if (s->check_params)
+		s->check_params(rel, st, source);
+	if (source == SS_PARAMS_SETTINGS)
+		check_ranges(s, st, true);
+}
+
+const SSParam *
+ss_param_find(const SSStructure *s, const char *name)
+{
+	for (int i = 0; i < s->nparams; i++)
+		if (strcmp(s->params[i].name, name) == 0)
+			return &s->params[i];
+	elog(ERROR, "%s has no parameter \"%s\"", s->name, name);
+	return NULL;				/* keep compiler quiet */
+}
+
+/*
+ * A constructor's argument argno, if not NULL, as the parameter name of
+ * st: a number, a boolean, or a text (an option's name, a size with a unit
+ * as SET takes it, or the structure's own text form).  The range is
+ * checked by ss_params_check once every argument is in.  False if the
+ * argument is NULL (the parameter keeps its setting's value).
+ */
+bool
+ss_param_from_arg(const SSStructure *s, const char *name,
+				  FunctionCallInfo fcinfo, int argno, void *st)
+{
+	const SSParam *p = ss_param_find(s, name);
+	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, argno);
+	Datum		d = PG_GETARG_DATUM(argno);
+
+	if (PG_ARGISNULL(argno))
+		return false;
+	switch (p->type)
+	{
+		case SS_PARAM_INT:
+			if (argtype == INT8OID)
+				set_int(p, st, DatumGetInt64(d));
+			else if (argtype == INT4OID)
+				set_int(p, st, DatumGetInt32(d));
+			else if (argtype == INT2OID)
+				set_int(p, st, DatumGetInt16(d));
+			else
+			{
+				char	   *str = text_to_cstring(DatumGetTextPP(d));
+				const char *hint = NULL;
+				int			v;
+
+				if (!parse_int(str, &v, p->setting_flags, &hint))
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							 errmsg("invalid value for %s parameter \"%s\": \"%s\"",
+									s->name, p->name, str),
+							 hint ? errhint("%s", hint) :
+							 (p->setting_flags & GUC_UNIT_KB) ?
+							 errhint("Use a size such as '8MB'.") : 0));
+				if (v < p->min || v > p->max)
+					range_error(s, p, str);
+				set_int(p, st, v);
+			}
+			break;
+		case SS_PARAM_REAL:
+			*(double *) param_field(p, st) = DatumGetFloat8(d);
+			break;
+		case SS_PARAM_BOOL:
+			*(bool *) param_field(p, st) = DatumGetBool(d);
+			break;
+		case SS_PARAM_ENUM:
+			set_enum(s, p, st, text_to_cstring(DatumGetTextPP(d)));
+			break;
+		case SS_PARAM_TEXT:
+			p->from_text(text_to_cstring(DatumGetTextPP(d)), st);
+			break;
+	}
+	return true;
+}
+
+/* ---- the list of structures ---- */
+
+/*
+ * Every kind, name and page type is claimed once (a build with a clash
+ * must not run); the metapage and change log pages, which every structure
+ * has, belong to the storage layer and to no descriptor.
+ */
+void
+ss_check_structures(const SSStructure *const *list, int n)
+{
+	for (int i = 0; i < n; i++)
+	{
+		const SSStructure *a = list[i];
+
+		for (int k = 0; k < a->npage_types; k++)
+			if (a->page_types[k] == SS_PAGE_META ||
+				a->page_types[k] == SS_PAGE_LOG)
+				elog(ERROR, "%s claims the storage layer's page type %u",
+					 a->name, a->page_types[k]);
+		for (int j = 0; j < i; j++)
+		{
+			const SSStructure *b = list[j];
+
+			if (a->kind == b->kind)
+				elog(ERROR, "structures %s and %s have kind %u", a->name,
+					 b->name, a->kind);
+			if (strcmp(a->name, b->name) == 0)
+				elog(ERROR, "structure name %s is given twice", a->name);
+			for (int k = 0; k < a->npage_types; k++)
+				for (int l = 0; l < b->npage_types; l++)
+					if (a->page_types[k] == b->page_types[l])
+						elog(ERROR, "structures %s and %s have page type %u",
+							 a->name, b->name, a->page_types[k]);
+		}
+	}
+}

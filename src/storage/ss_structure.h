@@ -1,0 +1,209 @@
+/*-------------------------------------------------------------------------
+ *
+ * ss_structure.h
+ *	  A structure's descriptor: everything the storage layer needs to know
+ *	  of one kind of structure (bcms, the quotient filter family, ...),
+ *	  declared once in the structure's folder and listed in
+ *	  src/streamsketch.c.  From its parameter table the storage layer
+ *	  derives the settings that give new structures their parameters, the
+ *	  label that pg_dump keeps, the constructors' argument checks and the
+ *	  table comment (ss_structure.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SS_STRUCTURE_H
+#define SS_STRUCTURE_H
+
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "utils/guc.h"
+#include "utils/relcache.h"
+
+struct SSConsolidation;
+
+/*
+ * How a parameter is stored in the structure's state, written in a label
+ * and given by a setting:
+ *	INT:	an integer field of size bytes (signed or not); setting: integer
+ *			(with its unit, e.g. GUC_UNIT_KB: a constructor's text argument
+ *			may then name a unit, as SET does)
+ *	REAL:	a double; setting: real
+ *	BOOL:	a bool, "on"/"off" in a label; setting: boolean
+ *	ENUM:	a uint32 holding one of options' values, written by its name;
+ *			setting: enum
+ *	TEXT:	converted by the structure's own to_text/from_text (a size with
+ *			units, a column name, a definition); setting: string
+ */
+typedef enum SSParamType
+{
+	SS_PARAM_INT,
+	SS_PARAM_REAL,
+	SS_PARAM_BOOL,
+	SS_PARAM_ENUM,
+	SS_PARAM_TEXT
+} SSParamType;
+
+/* A parameter that a SET can not give: only constructors and labels do. */
+#define SS_NO_SETTING NULL
+
+/* .offset and .size of an INT parameter's field in state type T */
+#define SS_FIELD(T, field) \
+	.offset = offsetof(T, field), .size = sizeof(((T *) 0)->field)
+
+typedef struct SSParam
+{
+	const char *name;			/* label key and constructor argument */
+	SSParamType type;
+	uint16		offset;			/* of the field in the structure's state */
+	uint8		size;			/* INT: of the field, 1, 2, 4 or 8 bytes */
+	bool		is_signed;		/* INT */
+	/* INT, REAL: the range labels and constructors accept (inclusive) */
+	double		min;
+	double		max;
+	const struct config_enum_entry *options;	/* ENUM */
+	/* TEXT: st's value as text (palloc'd); set st's value or raise 22023 */
+	char	   *(*to_text) (const void *st);
+	void		(*from_text) (const char *text, void *st);
+	bool		internal;		/* left out of the table's comment (\dt+) */
+	/*
+	 * Computed by check_params from other parameters when they come from
+	 * the settings (a sketch's width from its epsilon); its range is
+	 * checked after check_params then.
+	 */
+	bool		derived;
+
+	/*
+	 * The setting (streamsketch.<setting>) whose value new structures get,
+	 * or SS_NO_SETTING: then they get boot (INT, REAL, BOOL, ENUM), or
+	 * nothing (TEXT: the structure's check_params fills it in).
+	 */
+	const char *setting;
+	const char *short_desc;
+	const char *long_desc;
+	int			setting_flags;	/* GUC_UNIT_KB, ... */
+	double		setting_min;	/* INT, REAL: the setting's range */
+	double		setting_max;
+	double		boot;			/* the default */
+	const char *boot_text;		/* TEXT: the default */
+	GucStringCheckHook check_text;	/* TEXT: the setting's check hook */
+} SSParam;
+
+/* Where check_params' parameters came from. */
+typedef enum SSParamSource
+{
+	SS_PARAMS_SETTINGS,			/* the settings, for a new table */
+	SS_PARAMS_LABEL,			/* a label (a restore, or the check against it) */
+	SS_PARAMS_CONSTRUCTOR		/* the settings, then the constructor's arguments */
+} SSParamSource;
+
+/*
+ * The descriptor.  The state struct is the structure's own, of state_size
+ * bytes, cached in rd_amcache: its parameters (in the parameter table) and
+ * column info.  The metapage's contents are meta_size bytes starting with
+ * an SSMetaHeader.
+ */
+typedef struct SSStructure
+{
+	const char *name;			/* in messages: "bcms", "quotient filter" */
+	const char *amname;			/* its (first) access method */
+	const char *constructor;	/* its constructor: "bcms_create()" */
+	uint32		kind;			/* the kind its metapage is stamped with */
+	const uint16 *page_types;	/* the page types its pages may have */
+	int			npage_types;
+	const SSParam *params;		/* in label order */
+	int			nparams;
+	/* Called by _PG_init after the parameter settings are defined. */
+	void		(*init) (void);
+
+	/*
+	 * Cross-checks the ranges cannot express, and the parameters derived
+	 * from others (a sketch's geometry); raise 22023 for a bad value.  Run
+	 * after the parameter table's range checks, whatever the source.
+	 */
+	void		(*check_params) (Relation rel, void *st, SSParamSource source);
+	Size		state_size;
+	Size		meta_size;
+	/*
+	 * How committed changes reach the structure (ss_changelog.h):
+	 * consolidate moves a round of committed records into it (false: run
+	 * the round again); stats_size and add_stats (adds a round's stats to
+	 * the metapage contents, whose log part it must not touch).
+	 */
+	bool		(*consolidate) (struct SSConsolidation *c);
+	/*
+	 * Optional, for a structure whose partitions consolidate in lanes of
+	 * their own, each with its log position (a LERT's cones: sessions then
+	 * consolidate different lanes at once): run what lanes can be run
+	 * (with wait, wait for busy ones), then move the head to the slowest
+	 * lane's position (ss_log_advance_to).  Called by writers and readers
+	 * instead of a round; consolidate (every lane up to the round's end)
+	 * still serves the callers that need every committed batch applied
+	 * (flushes, VACUUM).  Returns true if the head moved.
+	 */
+	bool		(*consolidate_some) (Relation rel, bool wait);
+	/*
+	 * Optional: can the structure take this transaction's pending records
+	 * on top of its contents and the log_records waiting in its change
+	 * log?  Called at pre-commit under the log's append lock; with final,
+	 * raise the error instead of returning false.
+	 */
+	bool		(*admit) (Relation rel, uint64 log_records, bool final);
+	Size		stats_size;
+	void		(*add_stats) (void *meta, const void *stats);
+	/* check the table's columns; fill st's column fields unless st is NULL */
+	void		(*check_columns) (Relation rel, void *st);
+	/*
+	 * check a metapage's contents read from disk (run by ss_meta_validate:
+	 * raise any error on a violated invariant)
+	 */
+	void		(*check_meta) (Relation rel, const void *meta);
+	/* copy the parameters of a checked metapage's contents into st */
+	void		(*params_from_meta) (const void *meta, void *st);
+	/* the metapage contents of a new, empty structure with st's parameters */
+	void		(*init_meta) (const void *st, void *meta);
+	/* parameters from the streamsketch.* settings */
+	void		(*default_params) (Relation rel, void *st);
+	/* st's parameters as a label, "name=value ..." (palloc'd) */
+	char	   *(*params_to_label) (const void *st);
+	/* parse and validate a label (ss_label_split) into st's parameters */
+	void		(*params_from_label) (Relation rel, const char *label, void *st);
+	/*
+	 * Optional: does the label name the parameters of st (a metapage's)?
+	 * Without it, params_from_label's result is compared with st through
+	 * params_to_label.  A structure whose label also holds what is not a
+	 * parameter (a cbt's definition, bound by object ids in the metapage
+	 * and only copied into the label as text) compares the parameters
+	 * alone.
+	 */
+	bool		(*label_agrees) (Relation rel, const char *label,
+								 const void *st);
+	/*
+	 * Optional: a SECURITY LABEL statement gave rel the parameters st
+	 * (also in binary-upgrade mode, where rel's files are not there yet);
+	 * record what they make the table depend on.
+	 */
+	void		(*label_set) (Relation rel, const void *st);
+	/*
+	 * Optional: before a label is written again after DDL (ss_relabel.c),
+	 * store in the metapage, bound to this cluster's object ids, what it
+	 * still holds as text or as another cluster's ids, or refuse the DDL.
+	 */
+	void		(*rebind) (Relation rel);
+} SSStructure;
+
+/* ss_structure.c: the parameter table's uses */
+extern void ss_structure_define_settings(const SSStructure *s);
+extern void ss_params_from_settings(const SSStructure *s, Relation rel,
+									void *st);
+extern char *ss_params_to_label(const SSStructure *s, const void *st);
+extern void ss_params_from_label(const SSStructure *s, Relation rel,
+								 const char *label, void *st);
+extern void ss_params_check(const SSStructure *s, Relation rel, void *st,
+							SSParamSource source);
+extern const SSParam *ss_param_find(const SSStructure *s, const char *name);
+extern bool ss_param_from_arg(const SSStructure *s, const char *name,
+							  FunctionCallInfo fcinfo, int argno, void *st);
+extern void ss_check_structures(const SSStructure *const *list, int n);
+
+#endif							/* SS_STRUCTURE_H */
