@@ -37,11 +37,12 @@ static const SSStructure *const structures[] = {
 void
 _PG_init(void)
 {
-	/* settings SET before the library was loaded: see ss_params.c */
+	/* settings SET before the library was loaded: see ss_settings.c */
 	ss_check_structures(structures, lengthof(structures));
 	ss_params_note_placeholders("streamsketch.");
 	ss_storage_init();
 	ss_log_init();
+	ss_log_cache_init();
 	for (int i = 0; i < lengthof(structures); i++)
 	{
 		ss_structure_define_settings(structures[i]);

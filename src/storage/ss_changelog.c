@@ -74,7 +74,6 @@ ss_log_init(void)
 							 NULL,
 							 &test_crash_before_truncate, false,
 							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
-	ss_log_cache_init();
 }
 
 void

@@ -732,3 +732,17 @@ ss_read_stamped_page(Relation rel, BlockNumber blkno, uint16 page_type,
 	memcpy(&page_stamp, area, sizeof(page_stamp));
 	return page_stamp == stamp;
 }
+
+/*
+ * Read rel's metapage contents into meta (ops->meta_size bytes) and
+ * validate them with the structure's check_meta.  False if the relation
+ * has no metapage (block 0 missing or all zeros).
+ */
+bool
+ss_read_structure_meta(Relation rel, const SSStructure *ops, void *meta)
+{
+	if (!ss_read_metapage(rel, ops->kind, meta, ops->meta_size))
+		return false;
+	ss_meta_validate(rel, ops->check_meta, meta);
+	return true;
+}

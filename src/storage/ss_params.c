@@ -28,8 +28,8 @@
  * existing metapage.
  *
  * Also here: creating a structure with explicit parameters (the
- * constructors' CREATE TABLE), and refusing to create one from a setting
- * whose value was rejected when the library was loaded.
+ * constructors' CREATE TABLE), and the structure's state (parameters and
+ * column info) cached in rd_amcache, checked against the label.
  *
  *-------------------------------------------------------------------------
  */
@@ -132,115 +132,6 @@ ss_get_label(Oid relid)
 	ObjectAddress addr = relation_address(relid);
 
 	return GetSecurityLabel(&addr, SS_LABEL_PROVIDER);
-}
-
-static void
-label_error(const char *detail, const char *key)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("invalid streamsketch parameter label"),
-			 errdetail(detail, key),
-			 errhint("A label lists every parameter as name=value, separated by spaces, as pg_seclabels shows for a table created by this version.")));
-}
-
-/*
- * Split label into the values of the nkeys names keys, in that order.
- * Every name must appear exactly once, and no other.  The values are
- * palloc'd.
- */
-void
-ss_label_split(const char *label, int nkeys, const char *const *keys,
-			   char **values)
-{
-	const char *p = label;
-
-	for (int i = 0; i < nkeys; i++)
-		values[i] = NULL;
-	for (;;)
-	{
-		const char *start;
-		const char *eq = NULL;
-		int			len;
-		int			i;
-
-		while (*p == ' ' || *p == '\t' || *p == '\n')
-			p++;
-		if (*p == '\0')
-			break;
-		start = p;
-		while (*p && *p != ' ' && *p != '\t' && *p != '\n')
-		{
-			if (*p == '=' && eq == NULL)
-				eq = p;
-			p++;
-		}
-		if (eq == NULL || eq == start || eq + 1 == p)
-			label_error("\"%s\" is not of the form name=value.",
-						pnstrdup(start, p - start));
-		len = eq - start;
-		for (i = 0; i < nkeys; i++)
-			if (strlen(keys[i]) == len && strncmp(keys[i], start, len) == 0)
-				break;
-		if (i == nkeys)
-			label_error("Unknown parameter \"%s\".", pnstrdup(start, len));
-		if (values[i] != NULL)
-			label_error("Parameter \"%s\" appears twice.", keys[i]);
-		values[i] = pnstrdup(eq + 1, p - eq - 1);
-	}
-	for (int i = 0; i < nkeys; i++)
-		if (values[i] == NULL)
-			label_error("Parameter \"%s\" is missing.", keys[i]);
-}
-
-double
-ss_label_float(const char *key, const char *value)
-{
-	char	   *end;
-	double		d;
-
-	errno = 0;
-	d = strtod(value, &end);
-	if (*end != '\0' || errno != 0 || !isfinite(d))
-		label_error("Parameter \"%s\" is not a finite number.", key);
-	return d;
-}
-
-int64
-ss_label_int(const char *key, const char *value, int64 min, int64 max)
-{
-	char	   *end;
-	long long	v;
-
-	errno = 0;
-	v = strtoll(value, &end, 10);
-	if (*end != '\0' || errno != 0 || end == value || v < min || v > max)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid streamsketch parameter label"),
-				 errdetail("Parameter \"%s\" must be an integer between " INT64_FORMAT " and " INT64_FORMAT ".",
-						   key, min, max)));
-	return (int64) v;
-}
-
-bool
-ss_label_bool(const char *key, const char *value)
-{
-	bool		b;
-
-	if (!parse_bool(value, &b))
-		label_error("Parameter \"%s\" is not a boolean.", key);
-	return b;
-}
-
-/* Append " key=v" with v in the shortest form that reads back exactly. */
-void
-ss_label_append_float(StringInfo buf, const char *key, double v)
-{
-	char		digits[DOUBLE_SHORTEST_DECIMAL_LEN];
-
-	double_to_shortest_decimal_buf(v, digits);
-	appendStringInfo(buf, "%s%s=%s", buf->len > 0 ? " " : "", key, digits);
 }
 
 /* Never written: only the metapage exists, and nothing is pending. */
@@ -612,172 +503,116 @@ ss_creation_params(Relation rel, const SSStructure *ops)
 	return NULL;
 }
 
-/* ---- settings rejected when the library was loaded ---- */
-
-/*
- * A SET streamsketch.x issued before the library is loaded makes a
- * placeholder, which PostgreSQL checks only when our _PG_init defines the
- * setting: an invalid value is then dropped with a WARNING, and the
- * setting keeps its default.  A structure created from it would silently
- * get a parameter the user did not ask for, so such settings are
- * remembered and creation from them fails until they are assigned again
- * (SET or RESET: the settings' assign hooks call ss_setting_assigned).
- */
-static List *rejected_settings = NIL;
-
-static struct config_generic *
-find_setting(const char *name)
-{
-	struct config_generic **vars = get_guc_variables();
-	int			n = GetNumConfigOptions();
-
-	for (int i = 0; i < n; i++)
-		if (strcmp(vars[i]->name, name) == 0)
-			return vars[i];
-	return NULL;
-}
-
-/* A setting was assigned since the library loaded: it is valid now. */
-void
-ss_setting_assigned(const char *name)
-{
-	ListCell   *lc;
-
-	foreach(lc, rejected_settings)
-	{
-		if (strcmp((const char *) lfirst(lc), name) == 0)
-		{
-			rejected_settings = foreach_delete_current(rejected_settings, lc);
-			break;
-		}
-	}
-}
-
-/*
- * Refuse to use the setting name if it was rejected when the library was
- * loaded and has not been assigned since.
- */
-void
-ss_check_setting(const char *name)
-{
-	ListCell   *lc;
-
-	foreach(lc, rejected_settings)
-	{
-		if (strcmp((const char *) lfirst(lc), name) == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("setting \"%s\" has an invalid value", name),
-					 errdetail("It was set before the streamsketch library was loaded, and its value was rejected when the library was loaded (see the WARNING then)."),
-					 errhint("SET %s to a valid value, or RESET it, before creating the structure.", name)));
-	}
-}
-
-/* ss_check_setting for each of names (NULL-terminated). */
-void
-ss_check_settings(const char *const *names)
-{
-	for (const char *const *n = names; *n; n++)
-		ss_check_setting(*n);
-}
-
-/*
- * _PG_init calls ss_params_note_placeholders before defining the settings
- * and ss_params_find_rejected after: a placeholder whose value did not
- * survive the definition (the setting is still at its default) was
- * rejected.
- */
-static List *placeholders = NIL;
-
-void
-ss_params_note_placeholders(const char *prefix)
-{
-	struct config_generic **vars = get_guc_variables();
-	int			n = GetNumConfigOptions();
-	size_t		len = strlen(prefix);
-	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-	/* only placeholders holding a value: RESET or an expired SET LOCAL leave one at its default */
-	for (int i = 0; i < n; i++)
-		if ((vars[i]->flags & GUC_CUSTOM_PLACEHOLDER) &&
-			vars[i]->source != PGC_S_DEFAULT &&
-			strncmp(vars[i]->name, prefix, len) == 0)
-			placeholders = lappend(placeholders, pstrdup(vars[i]->name));
-	MemoryContextSwitchTo(old);
-}
-
-void
-ss_params_find_rejected(void)
-{
-	ListCell   *lc;
-	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-	foreach(lc, placeholders)
-	{
-		struct config_generic *conf = find_setting(lfirst(lc));
-
-		if (conf != NULL && !(conf->flags & GUC_CUSTOM_PLACEHOLDER) &&
-			conf->source == PGC_S_DEFAULT)
-			rejected_settings = lappend(rejected_settings, lfirst(lc));
-	}
-	placeholders = NIL;
-	MemoryContextSwitchTo(old);
-}
-
 void
 ss_params_init(void)
 {
 	register_label_provider(SS_LABEL_PROVIDER, ss_label_check);
 }
 
-/* ---- the storage layer's settings ---- */
-
-int			ss_pending_memory_kb = 4096;
-int			ss_change_log_limit_kb = 1024;
-int			ss_max_structure_size_mb = 64 * 1024;
-
-/* Set while a flush function or VACUUM consolidates (ss_changelog.c). */
-bool		ss_maintenance_consolidation = false;
+/* ---- the state cached in rd_amcache ---- */
 
 /*
- * Memory one consolidation pass may collect the log into, as GIN's
- * pending-list cleanup: work_mem when a writing statement (or a reader)
- * consolidates, maintenance_work_mem (autovacuum_work_mem in autovacuum)
- * in the flush functions and VACUUM, never less than
- * streamsketch.pending_memory.  Each pass costs a read and a WAL record
- * per page it touches, so fewer, larger passes are cheaper.
+ * The metapage's parameters must be those of the table's label (the copy
+ * pg_dump keeps, ss_params.c): the metapage checks can only tell whether
+ * parameters are consistent, and a damaged hash seed, epsilon or capacity
+ * that is still consistent would change every answer silently.  Checked
+ * once per relcache entry, when the state is built, so it costs lookups
+ * nothing.  Skipped for a table without a label (made before labels
+ * existed), in binary-upgrade mode, and while a SECURITY LABEL statement
+ * gives the table new parameters (the label is stored after the new
+ * metapage).
  */
-Size
-ss_consolidation_memory(void)
+static void
+ss_check_meta_against_label(Relation rel, const SSStructure *ops,
+							const void *st)
 {
-	int			kb = work_mem;
+	char	   *label;
+	char	   *want = NULL;
+	char	   *have = NULL;
+	bool		agrees;
 
-	if (ss_maintenance_consolidation)
+	if (IsBinaryUpgrade || ss_relabel_in_progress(RelationGetRelid(rel)))
+		return;
+	label = ss_get_label(RelationGetRelid(rel));
+	if (label == NULL)
+		return;
+	if (ops->label_agrees != NULL)
+		agrees = ops->label_agrees(rel, label, st);
+	else
 	{
-		kb = maintenance_work_mem;
-		if (IsAutoVacuumWorkerProcess() && autovacuum_work_mem != -1)
-			kb = autovacuum_work_mem;
+		void	   *lst = palloc0(ops->state_size);
+
+		ops->check_columns(rel, lst);
+		ss_params_from_label(ops, rel, label, lst);
+		want = ss_params_to_label(ops, lst);
+		have = ss_params_to_label(ops, st);
+		agrees = strcmp(want, have) == 0;
+		pfree(lst);
 	}
-	return (Size) Max(kb, ss_pending_memory_kb) * 1024;
+	if (!agrees)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("metapage (block 0) of %s table \"%s\" is corrupted",
+						ss_structure_name(rel), RelationGetRelationName(rel)),
+				 errdetail("The metapage's parameters \"%s\" differ from the table's label \"%s\".",
+						   have ? have : ss_params_to_label(ops, st),
+						   want ? want : label),
+				 errhint("Restore the table from a backup, or TRUNCATE it to start over with the parameters of its label.")));
+	if (have)
+		pfree(have);
+	if (want)
+		pfree(want);
 }
 
-/* Called by _PG_init. */
-void
-ss_storage_init(void)
+void *
+ss_get_state(Relation rel, const SSStructure *ops)
 {
-	DefineCustomIntVariable("streamsketch.pending_memory",
-							"Memory a transaction's pending streamsketch changes may use before spilling to a temporary file.",
-							NULL,
-							&ss_pending_memory_kb, 4096, 64, MAX_KILOBYTES,
-							PGC_USERSET, GUC_UNIT_KB, NULL, NULL, NULL);
-	DefineCustomIntVariable("streamsketch.change_log_limit",
-							"Length of a structure's change log beyond which a writing statement consolidates it.",
-							"Larger values consolidate in larger, cheaper rounds; a standby, which never consolidates, scans up to this much log per lookup.",
-							&ss_change_log_limit_kb, 1024, 64, MAX_KILOBYTES,
-							PGC_USERSET, GUC_UNIT_KB, NULL, NULL, NULL);
-	DefineCustomIntVariable("streamsketch.max_structure_size",
-							"Largest size a streamsketch structure may reach.",
-							"Creating a structure whose parameters need more, and growing or writing a structure beyond it, fail.",
-							&ss_max_structure_size_mb, 64 * 1024, 1, INT_MAX,
-							PGC_SUSET, GUC_UNIT_MB, NULL, NULL, NULL);
+	void	   *st;
+	void	   *meta;
+
+	if (rel->rd_amcache)
+		return rel->rd_amcache;
+
+	/* only the init fork of an unlogged relation exists on a standby */
+	if (RecoveryInProgress() &&
+		rel->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot access unlogged %s table \"%s\" during recovery",
+						ss_structure_name(rel), RelationGetRelationName(rel)),
+				 errdetail("An unlogged table is empty on a standby and is not replicated."),
+				 errhint("Query it on the primary, or create it as a logged table.")));
+
+	st = MemoryContextAllocZero(CacheMemoryContext, ops->state_size);
+	meta = palloc(ops->meta_size);
+	PG_TRY();
+	{
+		ops->check_columns(rel, st);
+		if (!ss_read_structure_meta(rel, ops, meta))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("%s table \"%s\" has no metapage",
+							ss_structure_name(rel), RelationGetRelationName(rel)),
+					 errdetail("Block 0 is missing or all zeros."),
+					 errhint("Restore the table from a backup, or TRUNCATE it to start over with the parameters of its label.")));
+		ops->params_from_meta(meta, st);
+		ss_check_meta_against_label(rel, ops, st);
+	}
+	PG_CATCH();
+	{
+		pfree(st);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	pfree(meta);
+	rel->rd_amcache = st;
+	return st;
+}
+
+void
+ss_forget_state(Relation rel)
+{
+	if (rel->rd_amcache)
+		pfree(rel->rd_amcache);
+	rel->rd_amcache = NULL;
 }

@@ -400,3 +400,46 @@ ss_cons_by_partition(SSConsolidation *c, uint32 nparts, SSPartsOfFn parts_of,
 	groups_arrays_release(&g);
 	return !g.stopped;
 }
+
+/*
+ * Sort a batch of n elements of elemsize bytes (built from the log in
+ * order) by page, keeping their order within a page, which is what keeps
+ * one key's changes in commit order.  A stable counting sort when the
+ * pages are not many more than the elements (the common case: a commit's
+ * batch over a structure's hot pages, where qsort was a visible part of
+ * an insert), else
+ * qsort with cmp, which must order by page and then arrival.
+ */
+void
+ss_sort_batch_by_page(void *batch, int n, Size elemsize,
+					  uint32 (*page_of) (const void *elem),
+					  int (*cmp) (const void *a, const void *b))
+{
+	char	   *b = batch;
+	uint32		maxpage = 0;
+	uint32	   *start;
+	char	   *sorted;
+
+	for (int i = 0; i < n; i++)
+		maxpage = Max(maxpage, page_of(b + (Size) i * elemsize));
+	if (n < 64 || (uint64) maxpage + 1 > Max((uint64) 4 * n, 4096))
+	{
+		qsort(batch, n, elemsize, cmp);
+		return;
+	}
+	start = palloc0(((Size) maxpage + 2) * sizeof(uint32));
+	sorted = palloc((Size) n * elemsize);
+	for (int i = 0; i < n; i++)
+		start[page_of(b + (Size) i * elemsize) + 1]++;
+	for (uint32 pg = 1; pg <= maxpage + 1; pg++)
+		start[pg] += start[pg - 1];
+	for (int i = 0; i < n; i++)
+	{
+		const char *e = b + (Size) i * elemsize;
+
+		memcpy(sorted + (Size) start[page_of(e)]++ * elemsize, e, elemsize);
+	}
+	memcpy(batch, sorted, (Size) n * elemsize);
+	pfree(sorted);
+	pfree(start);
+}

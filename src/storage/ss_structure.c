@@ -14,6 +14,8 @@
 #include <math.h>
 
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "common/shortest_dec.h"
 #include "lib/stringinfo.h"
 #include "ss_page.h"
 #include "streamsketch.h"
@@ -27,7 +29,7 @@
 /*
  * Every parameter setting's value lives in a slot here; its assign hook
  * (one per slot: a hook is not told which setting it serves) tells
- * ss_params.c that the setting was assigned since the library loaded.
+ * ss_settings.c that the setting was assigned since the library loaded.
  */
 #define SS_MAX_SETTINGS 64
 
@@ -246,6 +248,117 @@ set_enum(const SSStructure *s, const SSParam *p, void *st, const char *value)
 			 errmsg("invalid value for %s parameter \"%s\": \"%s\"",
 					s->name, p->name, value),
 			 errhint("Use %s.", enum_choices(p))));
+}
+
+/* ---- label text ---- */
+
+static void
+label_error(const char *detail, const char *key)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid streamsketch parameter label"),
+			 errdetail(detail, key),
+			 errhint("A label lists every parameter as name=value, separated by spaces, as pg_seclabels shows for a table created by this version.")));
+}
+
+/*
+ * Split label into the values of the nkeys names keys, in that order.
+ * Every name must appear exactly once, and no other.  The values are
+ * palloc'd.
+ */
+void
+ss_label_split(const char *label, int nkeys, const char *const *keys,
+			   char **values)
+{
+	const char *p = label;
+
+	for (int i = 0; i < nkeys; i++)
+		values[i] = NULL;
+	for (;;)
+	{
+		const char *start;
+		const char *eq = NULL;
+		int			len;
+		int			i;
+
+		while (*p == ' ' || *p == '\t' || *p == '\n')
+			p++;
+		if (*p == '\0')
+			break;
+		start = p;
+		while (*p && *p != ' ' && *p != '\t' && *p != '\n')
+		{
+			if (*p == '=' && eq == NULL)
+				eq = p;
+			p++;
+		}
+		if (eq == NULL || eq == start || eq + 1 == p)
+			label_error("\"%s\" is not of the form name=value.",
+						pnstrdup(start, p - start));
+		len = eq - start;
+		for (i = 0; i < nkeys; i++)
+			if (strlen(keys[i]) == len && strncmp(keys[i], start, len) == 0)
+				break;
+		if (i == nkeys)
+			label_error("Unknown parameter \"%s\".", pnstrdup(start, len));
+		if (values[i] != NULL)
+			label_error("Parameter \"%s\" appears twice.", keys[i]);
+		values[i] = pnstrdup(eq + 1, p - eq - 1);
+	}
+	for (int i = 0; i < nkeys; i++)
+		if (values[i] == NULL)
+			label_error("Parameter \"%s\" is missing.", keys[i]);
+}
+
+double
+ss_label_float(const char *key, const char *value)
+{
+	char	   *end;
+	double		d;
+
+	errno = 0;
+	d = strtod(value, &end);
+	if (*end != '\0' || errno != 0 || !isfinite(d))
+		label_error("Parameter \"%s\" is not a finite number.", key);
+	return d;
+}
+
+int64
+ss_label_int(const char *key, const char *value, int64 min, int64 max)
+{
+	char	   *end;
+	long long	v;
+
+	errno = 0;
+	v = strtoll(value, &end, 10);
+	if (*end != '\0' || errno != 0 || end == value || v < min || v > max)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid streamsketch parameter label"),
+				 errdetail("Parameter \"%s\" must be an integer between " INT64_FORMAT " and " INT64_FORMAT ".",
+						   key, min, max)));
+	return (int64) v;
+}
+
+bool
+ss_label_bool(const char *key, const char *value)
+{
+	bool		b;
+
+	if (!parse_bool(value, &b))
+		label_error("Parameter \"%s\" is not a boolean.", key);
+	return b;
+}
+
+/* Append " key=v" with v in the shortest form that reads back exactly. */
+void
+ss_label_append_float(StringInfo buf, const char *key, double v)
+{
+	char		digits[DOUBLE_SHORTEST_DECIMAL_LEN];
+
+	double_to_shortest_decimal_buf(v, digits);
+	appendStringInfo(buf, "%s%s=%s", buf->len > 0 ? " " : "", key, digits);
 }
 
 /* ---- settings, labels, checks ---- */
@@ -557,6 +670,58 @@ ss_param_from_arg(const SSStructure *s, const char *name,
 }
 
 /* ---- the list of structures ---- */
+
+/*
+ * The structure ops of each of the extension's table AM routines, registered
+ * by their handlers, so that code that meets a relation (the label hook)
+ * finds its structure.
+ */
+#define SS_MAX_ROUTINES 16
+
+static struct
+{
+	const TableAmRoutine *routine;
+	const SSStructure *ops;
+}			registered[SS_MAX_ROUTINES];
+static int	nregistered = 0;
+
+void
+ss_tableam_register(const TableAmRoutine *routine, const SSStructure *ops)
+{
+	for (int i = 0; i < nregistered; i++)
+		if (registered[i].routine == routine)
+			return;
+	if (nregistered == SS_MAX_ROUTINES)
+		elog(ERROR, "too many streamsketch table access methods");
+	registered[nregistered].routine = routine;
+	registered[nregistered].ops = ops;
+	nregistered++;
+}
+
+/*
+ * rel's structure ops, or NULL if rel does not use one of our access
+ * methods (a materialized view can, if the guard's event triggers were
+ * disabled when it was created).
+ */
+const SSStructure *
+ss_structure_ops(Relation rel)
+{
+	if (rel->rd_tableam == NULL)
+		return NULL;
+	for (int i = 0; i < nregistered; i++)
+		if (registered[i].routine == rel->rd_tableam)
+			return registered[i].ops;
+	return NULL;
+}
+
+const char *
+ss_structure_name(Relation rel)
+{
+	char	   *name = get_am_name(rel->rd_rel->relam);
+
+	return name ? name : "streamsketch";
+}
+
 
 /*
  * Every kind, name and page type is claimed once (a build with a clash

@@ -73,14 +73,6 @@ refuse(Relation rel, const char *what)
 					   ss_structure_name(rel))));
 }
 
-const char *
-ss_structure_name(Relation rel)
-{
-	char	   *name = get_am_name(rel->rd_rel->relam);
-
-	return name ? name : "streamsketch";
-}
-
 /*
  * Is amoid one of the extension's table access methods?  Those are the
  * table AMs whose handler is a function of this library, whatever their
@@ -122,49 +114,6 @@ ss_relam_is_streamsketch(Oid amoid)
 	}
 	ReleaseSysCache(tp);
 	return result;
-}
-
-/*
- * The structure ops of each of the extension's table AM routines, registered
- * by their handlers, so that code that meets a relation (the label hook)
- * finds its structure.
- */
-#define SS_MAX_ROUTINES 16
-
-static struct
-{
-	const TableAmRoutine *routine;
-	const SSStructure *ops;
-}			registered[SS_MAX_ROUTINES];
-static int	nregistered = 0;
-
-void
-ss_tableam_register(const TableAmRoutine *routine, const SSStructure *ops)
-{
-	for (int i = 0; i < nregistered; i++)
-		if (registered[i].routine == routine)
-			return;
-	if (nregistered == SS_MAX_ROUTINES)
-		elog(ERROR, "too many streamsketch table access methods");
-	registered[nregistered].routine = routine;
-	registered[nregistered].ops = ops;
-	nregistered++;
-}
-
-/*
- * rel's structure ops, or NULL if rel does not use one of our access
- * methods (a materialized view can, if the guard's event triggers were
- * disabled when it was created).
- */
-const SSStructure *
-ss_structure_ops(Relation rel)
-{
-	if (rel->rd_tableam == NULL)
-		return NULL;
-	for (int i = 0; i < nregistered; i++)
-		if (registered[i].routine == rel->rd_tableam)
-			return registered[i].ops;
-	return NULL;
 }
 
 /* ---- scans ---- */
@@ -445,130 +394,11 @@ ss_relation_is_new(Relation rel)
 }
 
 /*
- * Read rel's metapage contents into meta (ops->meta_size bytes) and
- * validate them with the structure's check_meta.  False if the relation
- * has no metapage (block 0 missing or all zeros).
- */
-bool
-ss_read_structure_meta(Relation rel, const SSStructure *ops, void *meta)
-{
-	if (!ss_read_metapage(rel, ops->kind, meta, ops->meta_size))
-		return false;
-	ss_meta_validate(rel, ops->check_meta, meta);
-	return true;
-}
-
-/*
  * A structure's state (parameters and column info) cached in rd_amcache,
  * which the relcache frees on invalidation (e.g. after TRUNCATE).  The
  * parameters come from the metapage, which every structure has from its
  * creation on.
  */
-/*
- * The metapage's parameters must be those of the table's label (the copy
- * pg_dump keeps, ss_params.c): the metapage checks can only tell whether
- * parameters are consistent, and a damaged hash seed, epsilon or capacity
- * that is still consistent would change every answer silently.  Checked
- * once per relcache entry, when the state is built, so it costs lookups
- * nothing.  Skipped for a table without a label (made before labels
- * existed), in binary-upgrade mode, and while a SECURITY LABEL statement
- * gives the table new parameters (the label is stored after the new
- * metapage).
- */
-static void
-ss_check_meta_against_label(Relation rel, const SSStructure *ops,
-							const void *st)
-{
-	char	   *label;
-	char	   *want = NULL;
-	char	   *have = NULL;
-	bool		agrees;
-
-	if (IsBinaryUpgrade || ss_relabel_in_progress(RelationGetRelid(rel)))
-		return;
-	label = ss_get_label(RelationGetRelid(rel));
-	if (label == NULL)
-		return;
-	if (ops->label_agrees != NULL)
-		agrees = ops->label_agrees(rel, label, st);
-	else
-	{
-		void	   *lst = palloc0(ops->state_size);
-
-		ops->check_columns(rel, lst);
-		ss_params_from_label(ops, rel, label, lst);
-		want = ss_params_to_label(ops, lst);
-		have = ss_params_to_label(ops, st);
-		agrees = strcmp(want, have) == 0;
-		pfree(lst);
-	}
-	if (!agrees)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("metapage (block 0) of %s table \"%s\" is corrupted",
-						ss_structure_name(rel), RelationGetRelationName(rel)),
-				 errdetail("The metapage's parameters \"%s\" differ from the table's label \"%s\".",
-						   have ? have : ss_params_to_label(ops, st),
-						   want ? want : label),
-				 errhint("Restore the table from a backup, or TRUNCATE it to start over with the parameters of its label.")));
-	if (have)
-		pfree(have);
-	if (want)
-		pfree(want);
-}
-
-void *
-ss_get_state(Relation rel, const SSStructure *ops)
-{
-	void	   *st;
-	void	   *meta;
-
-	if (rel->rd_amcache)
-		return rel->rd_amcache;
-
-	/* only the init fork of an unlogged relation exists on a standby */
-	if (RecoveryInProgress() &&
-		rel->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("cannot access unlogged %s table \"%s\" during recovery",
-						ss_structure_name(rel), RelationGetRelationName(rel)),
-				 errdetail("An unlogged table is empty on a standby and is not replicated."),
-				 errhint("Query it on the primary, or create it as a logged table.")));
-
-	st = MemoryContextAllocZero(CacheMemoryContext, ops->state_size);
-	meta = palloc(ops->meta_size);
-	PG_TRY();
-	{
-		ops->check_columns(rel, st);
-		if (!ss_read_structure_meta(rel, ops, meta))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("%s table \"%s\" has no metapage",
-							ss_structure_name(rel), RelationGetRelationName(rel)),
-					 errdetail("Block 0 is missing or all zeros."),
-					 errhint("Restore the table from a backup, or TRUNCATE it to start over with the parameters of its label.")));
-		ops->params_from_meta(meta, st);
-		ss_check_meta_against_label(rel, ops, st);
-	}
-	PG_CATCH();
-	{
-		pfree(st);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	pfree(meta);
-	rel->rd_amcache = st;
-	return st;
-}
-
-void
-ss_forget_state(Relation rel)
-{
-	if (rel->rd_amcache)
-		pfree(rel->rd_amcache);
-	rel->rd_amcache = NULL;
-}
 
 /*
  * The parameters a structure keeps when its storage is replaced (TRUNCATE):

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * streamsketch.h
- *	  Declarations shared by every streamsketch structure: GUCs, the table
- *	  access method helpers, the ops table each structure registers
- *	  (SSStructure), and its parameters' labels.
+ *	  The storage layer's API that every structure uses: its settings, the
+ *	  table access method helpers, the structure's descriptor
+ *	  (ss_structure.h), its state and its parameters' labels.
  *
  *-------------------------------------------------------------------------
  */
@@ -16,7 +16,7 @@
 #include "lib/stringinfo.h"
 #include "utils/rel.h"
 
-/* the storage layer's settings (streamsketch.*) */
+/* ss_settings.c: the storage layer's settings (streamsketch.*) */
 extern int	ss_pending_memory_kb;
 extern int	ss_change_log_limit_kb;
 extern int	ss_max_structure_size_mb;
@@ -30,7 +30,6 @@ extern void ss_tableam_init_common(TableAmRoutine *routine,
 								   const struct SSStructure *ops);
 extern bool ss_relation_is_new(Relation rel);
 extern bool ss_relam_is_streamsketch(Oid amoid);
-extern const char *ss_structure_name(Relation rel);
 extern bool ss_scan_claim(TableScanDesc scan);
 extern void ss_scan_desc_init(TableScanDesc scan, Relation rel,
 							  Snapshot snapshot, int nkeys,
@@ -38,27 +37,36 @@ extern void ss_scan_desc_init(TableScanDesc scan, Relation rel,
 							  ParallelTableScanDesc pscan, uint32 flags);
 extern void ss_scan_desc_free(TableScanDesc scan);
 
-#include "ss_structure.h"
-
-extern bool ss_read_structure_meta(Relation rel, const SSStructure *ops,
-								   void *meta);
-extern void *ss_get_state(Relation rel, const SSStructure *ops);
-extern void ss_forget_state(Relation rel);
-extern void ss_set_new_filenode(Relation rel, const SSStructure *ops,
+extern void ss_set_new_filenode(Relation rel, const struct SSStructure *ops,
 								const RelFileNode *newrnode, char persistence,
 								TransactionId *freezeXid, MultiXactId *minmulti);
-extern void ss_truncate_in_place(Relation rel, const SSStructure *ops);
+extern void ss_truncate_in_place(Relation rel, const struct SSStructure *ops);
+
+#include "ss_structure.h"
+
+/* ss_structure.c: which structure a relation is */
 extern const SSStructure *ss_structure_ops(Relation rel);
+extern const char *ss_structure_name(Relation rel);
 extern void ss_tableam_register(const TableAmRoutine *routine,
 								const SSStructure *ops);
 
-/* ss_params.c: parameters in labels, constructors, settings */
+/* ss_page.c: the metapage's contents, validated */
+extern bool ss_read_structure_meta(Relation rel, const SSStructure *ops,
+								   void *meta);
+
+/*
+ * ss_params.c: the state (parameters and column info) cached in
+ * rd_amcache, the label, constructors
+ */
 #define SS_LABEL_PROVIDER "streamsketch"
 
+extern void *ss_get_state(Relation rel, const SSStructure *ops);
+extern void ss_forget_state(Relation rel);
 extern void ss_params_init(void);
 extern void ss_set_label(Oid relid, const char *label);
 extern char *ss_get_label(Oid relid);
 extern void ss_describe(Relation rel, const SSStructure *ops, const void *st);
+/* ss_structure.c: label text */
 extern void ss_label_split(const char *label, int nkeys,
 						   const char *const *keys, char **values);
 extern double ss_label_float(const char *key, const char *value);
@@ -93,6 +101,8 @@ extern Oid	ss_create_structure_columns(const SSStructure *ops, const void *st,
 extern const void *ss_creation_params(Relation rel, const SSStructure *ops);
 extern bool ss_relabel_in_progress(Oid relid);
 extern void ss_cluster_init_fork(Relation OldTable, Relation NewTable);
+
+/* ss_settings.c: settings whose value was rejected when the library loaded */
 extern void ss_check_setting(const char *name);
 extern void ss_check_settings(const char *const *names);
 extern void ss_params_note_placeholders(const char *prefix);
@@ -103,7 +113,7 @@ extern void ss_storage_init(void);
 /*
  * An assign hook for a setting that gives new structures a parameter: an
  * assignment after the library was loaded (SET, RESET) replaces a value
- * that was rejected when it loaded (ss_params.c).
+ * that was rejected when it loaded (ss_settings.c).
  */
 #define SS_ASSIGN_HOOK(setting, ctype) \
 static void \
