@@ -486,9 +486,9 @@ cms_out(PG_FUNCTION_ARGS)
 	StringInfoData hdr;
 	char		epsilon[DOUBLE_SHORTEST_DECIMAL_LEN];
 	char		delta[DOUBLE_SHORTEST_DECIMAL_LEN];
-	char	   *tname;
 	Size		datalen;
 	char	   *result;
+	char	   *data;
 
 	cms_check_header(cms);
 	double_to_shortest_decimal_buf(cms->epsilon, epsilon);
@@ -499,32 +499,11 @@ cms_out(PG_FUNCTION_ARGS)
 					 "version=%u seed=%u epsilon=%s delta=%s depth=%u cols_per_page=%u pages=%u total=" INT64_FORMAT,
 					 cms->version, cms->seed, epsilon, delta, cms->depth,
 					 cms->cols_per_page, cms->npages, cms->total);
-	tname = ss_elemtype_out(cms->elemtype);
-	if (tname)
-	{
-		appendStringInfoString(&hdr, " type=\"");
-		for (const char *s = tname; *s; s++)
-		{
-			if (*s == '"')
-				appendStringInfoChar(&hdr, '"');
-			appendStringInfoChar(&hdr, *s);
-		}
-		appendStringInfoChar(&hdr, '"');
-	}
+	ss_text_append_elemtype(&hdr, cms->elemtype);
 	appendStringInfoString(&hdr, " counters=");
-
-	/*
-	 * Allocate the exact size: a StringInfo would round a large text up to
-	 * MaxAllocSize.  cms.h's size limit guarantees that the sum fits.
-	 */
 	datalen = cms_encode_counters(cms, NULL);
-	Assert(hdr.len + datalen < MaxAllocSize);
-	result = palloc(hdr.len + datalen + 1);
-	memcpy(result, hdr.data, hdr.len);
-	cms_encode_counters(cms, result + hdr.len);
-	result[hdr.len + datalen] = '\0';
-	pfree(hdr.data);
-
+	result = ss_text_join(&hdr, datalen, &data);
+	cms_encode_counters(cms, data);
 	PG_RETURN_CSTRING(result);
 }
 

@@ -215,6 +215,32 @@ qfilter_params(int64 capacity, double fp_rate, int *rbits, int *slot_bits,
 					   t, 1 << QFILTER_MAX_PAGE_BITS, (int) QFILTER_AREA_BYTES)));
 }
 
+/*
+ * A value with these header fields and zeroed areas, as many as page_bits
+ * gives (the caller validated the geometry with qfilter_geometry_problem).
+ */
+QFilterData *
+qfilter_alloc(uint32 version, Oid elemtype, uint32 seed, int rbits,
+			  int slot_bits, int page_bits, uint32 area_bytes,
+			  int64 capacity, double fp_rate, uint64 total)
+{
+	Size		size = qfilter_value_size(page_bits);
+	QFilterData *qf = (QFilterData *) palloc0(size);
+
+	SET_VARSIZE(qf, size);
+	qf->version = version;
+	qf->elemtype = elemtype;
+	qf->seed = seed;
+	qf->rbits = (uint8) rbits;
+	qf->slot_bits = (uint8) slot_bits;
+	qf->page_bits = (uint8) page_bits;
+	qf->area_bytes = area_bytes;
+	qf->capacity = capacity;
+	qf->fp_rate = fp_rate;
+	qf->total = total;
+	return qf;
+}
+
 QFilterData *
 qfilter_create_empty(int rbits, int slot_bits, int page_bits, uint32 seed,
 					 Oid elemtype, int64 capacity, double fp_rate)
@@ -222,7 +248,6 @@ qfilter_create_empty(int rbits, int slot_bits, int page_bits, uint32 seed,
 	char	   *problem;
 	QFilterData *qf;
 	QfGeom		g;
-	Size		size;
 	uint32		npages;
 
 	problem = qfilter_geometry_problem(rbits, slot_bits, page_bits,
@@ -230,20 +255,8 @@ qfilter_create_empty(int rbits, int slot_bits, int page_bits, uint32 seed,
 	if (problem)
 		elog(ERROR, "invalid quotient filter geometry: %s", problem);
 
-	size = qfilter_value_size(page_bits);
-	qf = (QFilterData *) palloc0(size);
-	SET_VARSIZE(qf, size);
-	qf->version = QFILTER_VERSION;
-	qf->elemtype = elemtype;
-	qf->seed = seed;
-	qf->rbits = (uint8) rbits;
-	qf->slot_bits = (uint8) slot_bits;
-	qf->page_bits = (uint8) page_bits;
-	qf->flags = 0;
-	qf->area_bytes = QFILTER_AREA_BYTES;
-	qf->capacity = capacity;
-	qf->fp_rate = fp_rate;
-	qf->total = 0;
+	qf = qfilter_alloc(QFILTER_VERSION, elemtype, seed, rbits, slot_bits,
+					   page_bits, QFILTER_AREA_BYTES, capacity, fp_rate, 0);
 
 	qfilter_geom(qf, &g);
 	npages = qfilter_npages(qf);

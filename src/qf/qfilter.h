@@ -157,6 +157,10 @@ extern void qfilter_params(int64 capacity, double fp_rate, int *rbits,
 						   int *slot_bits, int *page_bits);
 
 /* A new empty filter in CurrentMemoryContext (parameters already valid). */
+extern QFilterData *qfilter_alloc(uint32 version, Oid elemtype, uint32 seed,
+								  int rbits, int slot_bits, int page_bits,
+								  uint32 area_bytes, int64 capacity,
+								  double fp_rate, uint64 total);
 extern QFilterData *qfilter_create_empty(int rbits, int slot_bits,
 										 int page_bits, uint32 seed,
 										 Oid elemtype, int64 capacity,

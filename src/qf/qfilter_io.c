@@ -179,10 +179,10 @@ qfilter_out(PG_FUNCTION_ARGS)
 	QFilterData *qf = PG_GETARG_QFILTER_P(0);
 	StringInfoData hdr;
 	char		fp_rate[DOUBLE_SHORTEST_DECIMAL_LEN];
-	char	   *tname;
 	const char *ext;
 	Size		datalen;
 	char	   *result;
+	char	   *data;
 
 	qfilter_check_header(qf);
 	double_to_shortest_decimal_buf(qf->fp_rate, fp_rate);
@@ -192,33 +192,12 @@ qfilter_out(PG_FUNCTION_ARGS)
 					 "version=%u seed=%u capacity=" INT64_FORMAT " fp_rate=%s rbits=%d slot_bits=%d page_bits=%d area_bytes=%u total=" UINT64_FORMAT,
 					 qf->version, qf->seed, qf->capacity, fp_rate, qf->rbits,
 					 qf->slot_bits, qf->page_bits, qf->area_bytes, qf->total);
-	tname = ss_elemtype_out(qf->elemtype);
-	if (tname)
-	{
-		appendStringInfoString(&hdr, " type=\"");
-		for (const char *s = tname; *s; s++)
-		{
-			if (*s == '"')
-				appendStringInfoChar(&hdr, '"');
-			appendStringInfoChar(&hdr, *s);
-		}
-		appendStringInfoChar(&hdr, '"');
-	}
+	ss_text_append_elemtype(&hdr, qf->elemtype);
 	appendStringInfoString(&hdr, " areas=");
-
-	/*
-	 * Allocate the exact size: a StringInfo would round a large text up to
-	 * MaxAllocSize.  qfilter.h's size limit guarantees that the sum fits.
-	 */
 	ext = qfilter_external_areas(qf);
 	datalen = qfilter_encode_areas(qf, ext, NULL);
-	Assert(hdr.len + datalen < MaxAllocSize);
-	result = palloc(hdr.len + datalen + 1);
-	memcpy(result, hdr.data, hdr.len);
-	qfilter_encode_areas(qf, ext, result + hdr.len);
-	result[hdr.len + datalen] = '\0';
-	pfree(hdr.data);
-
+	result = ss_text_join(&hdr, datalen, &data);
+	qfilter_encode_areas(qf, ext, data);
 	PG_RETURN_CSTRING(result);
 }
 
@@ -359,7 +338,6 @@ qfilter_in(PG_FUNCTION_ARGS)
 	Oid			elemtype = InvalidOid;
 	char	   *problem;
 	QFilterData *qf;
-	Size		size;
 	uint32		npages;
 
 	ss_text_parser_init(&ps, "qfilter", str);
@@ -419,20 +397,8 @@ qfilter_in(PG_FUNCTION_ARGS)
 		pfree(scratch);
 	}
 
-	size = qfilter_value_size(page_bits);
-	qf = (QFilterData *) palloc0(size);
-	SET_VARSIZE(qf, size);
-	qf->version = version;
-	qf->elemtype = elemtype;
-	qf->seed = seed;
-	qf->rbits = (uint8) rbits;
-	qf->slot_bits = (uint8) slot_bits;
-	qf->page_bits = (uint8) page_bits;
-	qf->flags = 0;
-	qf->area_bytes = area_bytes;
-	qf->capacity = capacity;
-	qf->fp_rate = fp_rate;
-	qf->total = total;
+	qf = qfilter_alloc(version, elemtype, seed, rbits, slot_bits,
+							  page_bits, area_bytes, capacity, fp_rate, total);
 
 	qfilter_decode_areas(&ps, npages, (unsigned char *) qf->areas,
 						 qf->area_bytes);
@@ -565,19 +531,8 @@ qfilter_recv(PG_FUNCTION_ARGS)
 				 errdetail("%d bytes of areas follow the header, but the filter has %zu.",
 						   buf->len - buf->cursor, size - QFILTER_HEADER_SIZE)));
 
-	qf = (QFilterData *) palloc(size);
-	SET_VARSIZE(qf, size);
-	qf->version = version;
-	qf->elemtype = elemtype;
-	qf->seed = seed;
-	qf->rbits = (uint8) rbits;
-	qf->slot_bits = (uint8) slot_bits;
-	qf->page_bits = (uint8) page_bits;
-	qf->flags = 0;
-	qf->area_bytes = area_bytes;
-	qf->capacity = capacity;
-	qf->fp_rate = fp_rate;
-	qf->total = total;
+	qf = qfilter_alloc(version, elemtype, seed, rbits, slot_bits,
+							  page_bits, area_bytes, capacity, fp_rate, total);
 	pq_copymsgbytes(buf, qf->areas, size - QFILTER_HEADER_SIZE);
 	qfilter_areas_swap_external(qf->areas, qfilter_npages(qf));
 	qfilter_check(qf);

@@ -628,12 +628,16 @@ ss_param_from_arg(const SSStructure *s, const char *name,
 	switch (p->type)
 	{
 		case SS_PARAM_INT:
-			if (argtype == INT8OID)
-				set_int(p, st, DatumGetInt64(d));
-			else if (argtype == INT4OID)
-				set_int(p, st, DatumGetInt32(d));
-			else if (argtype == INT2OID)
-				set_int(p, st, DatumGetInt16(d));
+			if (argtype == INT8OID || argtype == INT4OID || argtype == INT2OID)
+			{
+				int64		v = argtype == INT8OID ? DatumGetInt64(d) :
+					argtype == INT4OID ? DatumGetInt32(d) : DatumGetInt16(d);
+
+				/* before the store: a negative value must not wrap */
+				if (v < int_bound(p->min) || v > int_bound(p->max))
+					range_error(s, p, psprintf(INT64_FORMAT, v));
+				set_int(p, st, v);
+			}
 			else
 			{
 				char	   *str = text_to_cstring(DatumGetTextPP(d));

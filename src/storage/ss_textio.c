@@ -152,6 +152,48 @@ ss_elemtype_out(Oid elemtype)
 }
 
 /*
+ * Append ' type="name"' (quotes in the name doubled) for a value whose keys
+ * have type elemtype; nothing for a value without a key type.
+ */
+void
+ss_text_append_elemtype(StringInfo buf, Oid elemtype)
+{
+	char	   *tname = ss_elemtype_out(elemtype);
+
+	if (tname == NULL)
+		return;
+	appendStringInfoString(buf, " type=\"");
+	for (const char *s = tname; *s; s++)
+	{
+		if (*s == '"')
+			appendStringInfoChar(buf, '"');
+		appendStringInfoChar(buf, *s);
+	}
+	appendStringInfoChar(buf, '"');
+	pfree(tname);
+}
+
+/*
+ * The output text: hdr (freed) followed by datalen bytes, which the caller
+ * writes at *data.  Allocated to the exact size: a StringInfo would round
+ * a large text up to MaxAllocSize.  The value's size limit guarantees
+ * that the sum fits.
+ */
+char *
+ss_text_join(StringInfo hdr, Size datalen, char **data)
+{
+	char	   *result;
+
+	Assert(hdr->len + datalen < MaxAllocSize);
+	result = palloc(hdr->len + datalen + 1);
+	memcpy(result, hdr->data, hdr->len);
+	result[hdr->len + datalen] = '\0';
+	*data = result + hdr->len;
+	pfree(hdr->data);
+	return result;
+}
+
+/*
  * Inverse of ss_elemtype_out, via regtypein (names or OIDs).  regtypein
  * takes any number as an OID without looking it up, and a value naming a
  * type that does not exist would fail later as an internal error, so the

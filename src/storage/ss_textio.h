@@ -12,6 +12,8 @@
 
 #include "postgres.h"
 
+#include "lib/stringinfo.h"
+
 /* State of a type's text input parser, for errors with a position. */
 typedef struct SSTextParser
 {
@@ -32,6 +34,8 @@ extern double ss_text_parse_float(SSTextParser *ps, const char *field);
 extern char *ss_text_parse_quoted(SSTextParser *ps);
 
 extern char *ss_elemtype_out(Oid elemtype);
+extern void ss_text_append_elemtype(StringInfo buf, Oid elemtype);
+extern char *ss_text_join(StringInfo hdr, Size datalen, char **data);
 extern Oid	ss_elemtype_in(char *name);
 
 #endif							/* SS_TEXTIO_H */
