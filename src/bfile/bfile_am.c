@@ -37,11 +37,11 @@
 
 PG_FUNCTION_INFO_V1(bfile_handler);
 
-/* settings (streamsketch.bfile_*): the defaults of new bfile tables */
-char	   *ss_bfile_sample_size = NULL;
-double		ss_bfile_min_fraction = 0.8;
-int			ss_bfile_buckets = 16;
-int			ss_bfile_mode = BFILE_UNIFORM;
+/*
+ * The settings of new bfile tables' columns (streamsketch.bfile_*_column),
+ * and the test-only settings.  The other parameters' settings come from
+ * bfile_params.
+ */
 char	   *ss_bfile_weight_column = NULL;
 char	   *ss_bfile_time_column = NULL;
 int			ss_test_bfile_seed = 0;
@@ -87,41 +87,17 @@ bfile_mode_name(uint32 mode)
 	return "?";
 }
 
-int
-bfile_mode_from_name(const char *name)
-{
-	for (int i = 0; bfile_mode_options[i].name; i++)
-		if (pg_strcasecmp(bfile_mode_options[i].name, name) == 0)
-			return bfile_mode_options[i].val;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("invalid bfile mode \"%s\"", name),
-			 errhint("Use uniform, weighted, decayed or weighted_decayed.")));
-	return -1;					/* keep compiler quiet */
-}
-
-static const char *const bfile_settings[] = {
-	"streamsketch.bfile_sample_size", "streamsketch.bfile_min_fraction",
-	"streamsketch.bfile_buckets", "streamsketch.bfile_mode",
-	"streamsketch.bfile_weight_column", "streamsketch.bfile_time_column", NULL
-};
-
-/* Refuse a misspelled streamsketch.bfile_* setting (ss_check_settings). */
-void
-bfile_check_settings(void)
-{
-	ss_check_settings(bfile_settings);
-}
-
 #define BFILE_MIN_BYTES		(INT64CONST(64) * 1024)
 #define BFILE_MAX_BYTES		(INT64CONST(1) << 50)
+#define BFILE_SAMPLE_SIZE_HINT \
+	"Use 2 to " INT64_FORMAT " rows, or a size from 64kB to 1PB such as '10GB'."
 
 /*
  * s_max as given: a number of rows ("1000000") or a size with a unit
  * ("10GB", as for memory settings); false if it is neither, or out of
  * range.  Bytes count the items as stored (rows with their headers).
  */
-bool
+static bool
 bfile_parse_sample_size(const char *s, BfileParams *p)
 {
 	const char *c = s;
@@ -151,7 +127,7 @@ bfile_parse_sample_size(const char *s, BfileParams *p)
 }
 
 /* s_max as bfile_parse_sample_size reads it (labels, errors). */
-char *
+static char *
 bfile_sample_size_text(const BfileParams *p)
 {
 	if (p->sample_bytes > 0)
@@ -170,18 +146,8 @@ bfile_sample_bytes(const BfileMeta *m)
 	return bytes;
 }
 
-void
-bfile_sample_size_error(const char *given)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("invalid bfile sample size \"%s\"", given),
-			 errhint("Use 2 to " INT64_FORMAT " rows, or a size from 64kB to 1PB such as '10GB'.",
-					 (int64) BFILE_MAX_SAMPLE)));
-}
-
 /* The seed of a new bfile: streamsketch.test_bfile_seed in tests. */
-uint32
+static uint32
 bfile_new_seed(void)
 {
 	return ss_test_bfile_seed != 0 ? (uint32) ss_test_bfile_seed : SS_DEFAULT_SEED;
@@ -200,13 +166,29 @@ bfile_unroll_every(double alpha, uint32 nbuckets)
 	return (uint32) u;
 }
 
-/* Can a column of type typid be a bfile's time column? */
-bool
-bfile_time_type_ok(Oid typid)
+/* Refuse a weight column name of type typid if it is not numeric. */
+void
+bfile_check_weight_type(const char *name, Oid typid)
 {
-	return typid == TIMESTAMPTZOID || typid == TIMESTAMPOID ||
-		typid == DATEOID || typid == INT2OID || typid == INT4OID ||
-		typid == INT8OID;
+	if (typid != FLOAT8OID && typid != FLOAT4OID && typid != INT2OID &&
+		typid != INT4OID && typid != INT8OID && typid != NUMERICOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("weight column \"%s\" of a bfile must be of a numeric type, not %s",
+						name, format_type_be(typid))));
+}
+
+/* Refuse a time column name of type typid if items cannot be ordered by it. */
+void
+bfile_check_time_type(const char *name, Oid typid)
+{
+	if (typid != TIMESTAMPTZOID && typid != TIMESTAMPOID &&
+		typid != DATEOID && typid != INT2OID && typid != INT4OID &&
+		typid != INT8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("time column \"%s\" of a bfile must be a timestamp, timestamptz, date or integer, not %s",
+						name, format_type_be(typid))));
 }
 
 /* A time column's value as the int64 key items are ordered by. */
@@ -232,79 +214,8 @@ bfile_time_key(Oid typid, Datum d)
 	return 0;					/* keep compiler quiet */
 }
 
-/*
- * Check a set of parameters (from arguments, settings or a label) against
- * rel's columns; weight_attnum must name a column of a numeric type in a
- * weighted mode, and no column otherwise.
- */
-void
-bfile_check_params(Relation rel, const BfileParams *p)
-{
-	if (p->sample_size < 2 || p->sample_size > BFILE_MAX_SAMPLE ||
-		(p->sample_bytes != 0 &&
-		 (p->sample_size != BFILE_MAX_SAMPLE || p->sample_bytes < BFILE_MIN_BYTES ||
-		  p->sample_bytes > BFILE_MAX_BYTES)))
-		bfile_sample_size_error(bfile_sample_size_text(p));
-	if (!(p->alpha > 0.0 && p->alpha < 1.0))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("bfile min_fraction %g is out of range", p->alpha),
-				 errhint("Use a fraction strictly between 0 and 1: the smallest sample size over the largest.")));
-	if (p->nbuckets < 1 || p->nbuckets > BFILE_MAX_BUCKETS)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("bfile buckets %u is out of range", p->nbuckets),
-				 errhint("Use 1 to %d.", BFILE_MAX_BUCKETS)));
-	if (p->mode > BFILE_WEIGHTED_DECAYED ||
-		p->unroll_every != bfile_unroll_every(p->alpha, p->nbuckets))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid bfile parameters")));
-	if (BFILE_MODE_WEIGHTED(p->mode))
-	{
-		TupleDesc	desc = RelationGetDescr(rel);
-		Form_pg_attribute att;
-
-		if (p->weight_attnum < 1 || p->weight_attnum > desc->natts ||
-			TupleDescAttr(desc, p->weight_attnum - 1)->attisdropped)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("a weighted bfile needs a weight column"),
-					 errhint("Name it with weight_column, or streamsketch.bfile_weight_column.")));
-		att = TupleDescAttr(desc, p->weight_attnum - 1);
-		if (att->atttypid != FLOAT8OID && att->atttypid != FLOAT4OID &&
-			att->atttypid != INT2OID && att->atttypid != INT4OID &&
-			att->atttypid != INT8OID && att->atttypid != NUMERICOID)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("weight column \"%s\" of a bfile must be of a numeric type, not %s",
-							NameStr(att->attname), format_type_be(att->atttypid))));
-	}
-	else if (p->weight_attnum != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a weight column needs mode weighted or weighted_decayed")));
-	if (p->time_attnum != 0)
-	{
-		TupleDesc	desc = RelationGetDescr(rel);
-		Form_pg_attribute att;
-
-		if (p->time_attnum < 0 || p->time_attnum > desc->natts ||
-			TupleDescAttr(desc, p->time_attnum - 1)->attisdropped)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("the time column of a bfile must be one of its columns")));
-		att = TupleDescAttr(desc, p->time_attnum - 1);
-		if (!bfile_time_type_ok(att->atttypid))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("time column \"%s\" of a bfile must be a timestamp, timestamptz, date or integer, not %s",
-							NameStr(att->attname), format_type_be(att->atttypid))));
-	}
-}
-
 /* The attnum of column name in rel; an error if there is none. */
-int32
+static int32
 bfile_column_attnum(Relation rel, const char *name)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
@@ -323,77 +234,148 @@ bfile_column_attnum(Relation rel, const char *name)
 	return 0;					/* keep compiler quiet */
 }
 
+/*
+ * rel's weight and time columns: weight_attnum must name a column of a
+ * numeric type in a weighted mode, and no column otherwise.
+ */
 static void
-bfile_state_defaults(Relation rel, void *stp)
+check_columns(Relation rel, const BfileParams *p)
 {
-	BfileState *st = (BfileState *) stp;
-	BfileParams *p = &st->params;
+	TupleDesc	desc = RelationGetDescr(rel);
 
-	ss_check_settings(bfile_settings);
-	memset(st, 0, sizeof(*st));
-	if (!bfile_parse_sample_size(ss_bfile_sample_size, p))
-		bfile_sample_size_error(ss_bfile_sample_size);
-	p->alpha = ss_bfile_min_fraction;
-	p->nbuckets = (uint32) ss_bfile_buckets;
-	p->unroll_every = bfile_unroll_every(p->alpha, p->nbuckets);
-	p->mode = (uint32) ss_bfile_mode;
-	p->seed = bfile_new_seed();
-	if (BFILE_MODE_WEIGHTED(p->mode) && ss_bfile_weight_column && ss_bfile_weight_column[0])
-		p->weight_attnum = bfile_column_attnum(rel, ss_bfile_weight_column);
-	if (ss_bfile_time_column && ss_bfile_time_column[0])
-		p->time_attnum = bfile_column_attnum(rel, ss_bfile_time_column);
-	bfile_check_params(rel, p);
-}
-
-/* ---- the label ---- */
-
-static const char *const bfile_label_keys[] = {
-	"sample_size", "min_fraction", "buckets", "mode", "weight_attnum", "seed",
-	"time_attnum"
-};
-#define BFILE_LABEL_NKEYS lengthof(bfile_label_keys)
-
-static char *
-bfile_params_to_label(const void *stp)
-{
-	const BfileParams *p = &((const BfileState *) stp)->params;
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	appendStringInfo(&buf, "sample_size=%s", bfile_sample_size_text(p));
-	ss_label_append_float(&buf, "min_fraction", p->alpha);
-	appendStringInfo(&buf, " buckets=%u mode=%s weight_attnum=%d seed=%u time_attnum=%d",
-					 p->nbuckets, bfile_mode_name(p->mode), p->weight_attnum,
-					 p->seed, p->time_attnum);
-	return buf.data;
-}
-
-static void
-bfile_params_from_label(Relation rel, const char *label, void *stp)
-{
-	BfileState *st = (BfileState *) stp;
-	BfileParams *p = &st->params;
-	char	   *v[BFILE_LABEL_NKEYS];
-
-	ss_label_split(label, BFILE_LABEL_NKEYS, bfile_label_keys, v);
-	memset(st, 0, sizeof(*st));
-	if (v[0] == NULL || !bfile_parse_sample_size(v[0], p))
+	if (BFILE_MODE_WEIGHTED(p->mode))
+	{
+		if (p->weight_attnum < 1 || p->weight_attnum > desc->natts ||
+			TupleDescAttr(desc, p->weight_attnum - 1)->attisdropped)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("a weighted bfile needs a weight column"),
+					 errhint("Name it with weight_column, or streamsketch.bfile_weight_column.")));
+		bfile_check_weight_type(NameStr(TupleDescAttr(desc, p->weight_attnum - 1)->attname),
+								TupleDescAttr(desc, p->weight_attnum - 1)->atttypid);
+	}
+	else if (p->weight_attnum != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid bfile sample_size in the label")));
-	p->alpha = ss_label_float("min_fraction", v[1]);
-	p->nbuckets = (uint32) ss_label_int("buckets", v[2], 1, BFILE_MAX_BUCKETS);
-	p->mode = (uint32) bfile_mode_from_name(v[3]);
-	p->weight_attnum = (int32) ss_label_int("weight_attnum", v[4], 0, MaxAttrNumber);
-	p->seed = (uint32) ss_label_int("seed", v[5], 0, PG_UINT32_MAX);
-	p->time_attnum = (int32) ss_label_int("time_attnum", v[6], 0, MaxAttrNumber);
+				 errmsg("a weight column needs mode weighted or weighted_decayed")));
+	if (p->time_attnum != 0)
+	{
+		if (p->time_attnum > desc->natts ||
+			TupleDescAttr(desc, p->time_attnum - 1)->attisdropped)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("the time column of a bfile must be one of its columns")));
+		bfile_check_time_type(NameStr(TupleDescAttr(desc, p->time_attnum - 1)->attname),
+							  TupleDescAttr(desc, p->time_attnum - 1)->atttypid);
+	}
+}
+
+/*
+ * What the parameter table cannot say: min_fraction is strictly between 0
+ * and 1 (a range the table, inclusive, cannot express), u follows from it
+ * and N, and the columns fit.  From the settings, the seed is
+ * streamsketch.test_bfile_seed's (a test-only setting), and the weight and
+ * time columns are named by streamsketch.bfile_weight_column and
+ * bfile_time_column: names, while the label keeps attnums, so those two
+ * settings are defined in bfile_init and resolved here against rel (a
+ * constructor, without a relation yet, resolves them against its column
+ * list).
+ */
+static void
+bfile_check_params(Relation rel, void *stp, SSParamSource source)
+{
+	BfileParams *p = &((BfileState *) stp)->params;
+
 	if (!(p->alpha > 0.0 && p->alpha < 1.0))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid bfile min_fraction in the label")));
+				 errmsg("bfile min_fraction %g is out of range", p->alpha),
+				 errhint("Use a fraction strictly between 0 and 1: the smallest sample size over the largest.")));
 	p->unroll_every = bfile_unroll_every(p->alpha, p->nbuckets);
-	bfile_check_params(rel, p);
+	if (source == SS_PARAMS_SETTINGS)
+	{
+		ss_check_setting("streamsketch.bfile_weight_column");
+		ss_check_setting("streamsketch.bfile_time_column");
+		p->seed = bfile_new_seed();
+		if (rel != NULL && BFILE_MODE_WEIGHTED(p->mode) &&
+			ss_bfile_weight_column && ss_bfile_weight_column[0])
+			p->weight_attnum = bfile_column_attnum(rel, ss_bfile_weight_column);
+		if (rel != NULL && ss_bfile_time_column && ss_bfile_time_column[0])
+			p->time_attnum = bfile_column_attnum(rel, ss_bfile_time_column);
+	}
+	if (rel != NULL)
+		check_columns(rel, p);
 }
+
+/* s_max as a label and a constructor's text give it */
+static char *
+sample_size_to_text(const void *stp)
+{
+	return bfile_sample_size_text(&((const BfileState *) stp)->params);
+}
+
+static void
+sample_size_from_text(const char *value, void *stp)
+{
+	if (!bfile_parse_sample_size(value, &((BfileState *) stp)->params))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for bfile parameter \"sample_size\": \"%s\"",
+						value),
+				 errhint(BFILE_SAMPLE_SIZE_HINT, (int64) BFILE_MAX_SAMPLE)));
+}
+
+static bool
+check_bfile_sample_size(char **newval, void **extra, GucSource source)
+{
+	BfileParams p;
+
+	if (bfile_parse_sample_size(*newval, &p))
+		return true;
+	GUC_check_errdetail(BFILE_SAMPLE_SIZE_HINT, (int64) BFILE_MAX_SAMPLE);
+	return false;
+}
+
+/*
+ * The parameters, in label order.  s_max is text: a number of rows or a
+ * size with a unit, in the two fields sample_size and sample_bytes.  The
+ * uint32 buckets is read as signed (its range fits): a negative argument
+ * is then reported as itself.  The seed comes from a test-only setting
+ * (bfile_check_params).
+ */
+static const SSParam bfile_params[] = {
+	{.name = "sample_size", .type = SS_PARAM_TEXT,
+		.to_text = sample_size_to_text, .from_text = sample_size_from_text,
+		.setting = "bfile_sample_size",
+		.short_desc = "Largest sample of a new bfile: rows, or a size such as '10GB'.",
+	.boot_text = "1000000", .check_text = check_bfile_sample_size},
+	{.name = "min_fraction", .type = SS_PARAM_REAL,
+		SS_FIELD(BfileState, params.alpha),
+		.setting = "bfile_min_fraction",
+		.short_desc = "Smallest sample of a new bfile over its largest (alpha = s_min / s_max).",
+		.long_desc = "Right after a discard the sample holds this fraction of the largest size, in expectation.",
+	.setting_min = 0.01, .setting_max = 0.99, .boot = 0.8},
+	{.name = "buckets", .type = SS_PARAM_INT,
+		SS_FIELD(BfileState, params.nbuckets), .is_signed = true,
+		.min = 1, .max = BFILE_MAX_BUCKETS,
+		.setting = "bfile_buckets",
+		.short_desc = "Individual buckets of a new bfile (N); higher levels share the tail.",
+	.setting_min = 1, .setting_max = BFILE_MAX_BUCKETS, .boot = 16},
+	{.name = "mode", .type = SS_PARAM_ENUM, SS_FIELD(BfileState, params.mode),
+		.options = bfile_mode_options,
+		.setting = "bfile_mode",
+		.short_desc = "Sampling mode of a new bfile.",
+	.boot = BFILE_UNIFORM},
+	{.name = "weight_attnum", .type = SS_PARAM_INT,
+		SS_FIELD(BfileState, params.weight_attnum), .is_signed = true,
+	.min = 0, .max = MaxAttrNumber},
+	{.name = "seed", .type = SS_PARAM_INT, SS_FIELD(BfileState, params.seed),
+		.min = 0, .max = PG_UINT32_MAX, .boot = SS_DEFAULT_SEED,
+	.internal = true, .derived = true},
+	{.name = "time_attnum", .type = SS_PARAM_INT,
+		SS_FIELD(BfileState, params.time_attnum), .is_signed = true,
+	.min = 0, .max = MaxAttrNumber},
+};
 
 /* ---- state ops ---- */
 
@@ -525,9 +507,9 @@ const SSStructure bfile_structure = {
 	.check_meta = bfile_check_meta,
 	.params_from_meta = bfile_params_from_meta,
 	.init_meta = bfile_init_meta,
-	.default_params = bfile_state_defaults,
-	.params_to_label = bfile_params_to_label,
-	.params_from_label = bfile_params_from_label,
+	.params = bfile_params,
+	.nparams = lengthof(bfile_params),
+	.check_params = bfile_check_params,
 };
 
 BfileState *
@@ -821,49 +803,13 @@ assign_test_bfile_coins(int newval, void *extra)
 	pg_prng_seed(&test_coins, (uint64) newval);
 }
 
-SS_ASSIGN_HOOK(bfile_sample_size, const char *)
-
-static bool
-check_bfile_sample_size(char **newval, void **extra, GucSource source)
-{
-	BfileParams p;
-
-	if (bfile_parse_sample_size(*newval, &p))
-		return true;
-	GUC_check_errdetail("Use 2 to " INT64_FORMAT " rows, or a size from 64kB to 1PB such as '10GB'.",
-						(int64) BFILE_MAX_SAMPLE);
-	return false;
-}
-SS_ASSIGN_HOOK(bfile_min_fraction, double)
-SS_ASSIGN_HOOK(bfile_buckets, int)
-SS_ASSIGN_HOOK(bfile_mode, int)
 SS_ASSIGN_HOOK(bfile_weight_column, const char *)
 SS_ASSIGN_HOOK(bfile_time_column, const char *)
 
+/* Called by _PG_init after the settings of bfile_params are defined. */
 void
 bfile_init(void)
 {
-	DefineCustomStringVariable("streamsketch.bfile_sample_size",
-							   "Largest sample of a new bfile: rows, or a size such as '10GB'.",
-							   NULL,
-							   &ss_bfile_sample_size, "1000000",
-							   PGC_USERSET, 0, check_bfile_sample_size,
-							   assign_bfile_sample_size, NULL);
-	DefineCustomRealVariable("streamsketch.bfile_min_fraction",
-							 "Smallest sample of a new bfile over its largest (alpha = s_min / s_max).",
-							 "Right after a discard the sample holds this fraction of the largest size, in expectation.",
-							 &ss_bfile_min_fraction, 0.8, 0.01, 0.99,
-							 PGC_USERSET, 0, NULL, assign_bfile_min_fraction, NULL);
-	DefineCustomIntVariable("streamsketch.bfile_buckets",
-							"Individual buckets of a new bfile (N); higher levels share the tail.",
-							NULL,
-							&ss_bfile_buckets, 16, 1, BFILE_MAX_BUCKETS,
-							PGC_USERSET, 0, NULL, assign_bfile_buckets, NULL);
-	DefineCustomEnumVariable("streamsketch.bfile_mode",
-							 "Sampling mode of a new bfile.",
-							 NULL,
-							 &ss_bfile_mode, BFILE_UNIFORM, bfile_mode_options,
-							 PGC_USERSET, 0, NULL, assign_bfile_mode, NULL);
 	DefineCustomStringVariable("streamsketch.bfile_weight_column",
 							   "Weight column of a new weighted bfile.",
 							   NULL,
@@ -889,5 +835,4 @@ bfile_init(void)
 							 NULL,
 							 &ss_test_bfile_crash, BFILE_CRASH_NONE, bfile_crash_options,
 							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
-	ss_params_note_placeholders("streamsketch.bfile_");
 }

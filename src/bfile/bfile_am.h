@@ -37,17 +37,9 @@ typedef struct BfileState
 
 extern const SSStructure bfile_structure;
 
-/* settings (streamsketch.bfile_*) */
-extern char *ss_bfile_sample_size;
-extern double ss_bfile_min_fraction;
-extern int	ss_bfile_buckets;
-extern int	ss_bfile_mode;
+/* settings of the columns (streamsketch.bfile_*_column) */
 extern char *ss_bfile_weight_column;
 extern char *ss_bfile_time_column;
-extern void bfile_check_settings(void);
-extern bool bfile_parse_sample_size(const char *s, BfileParams *p);
-extern char *bfile_sample_size_text(const BfileParams *p);
-extern void bfile_sample_size_error(const char *given) pg_attribute_noreturn();
 extern int64 bfile_sample_bytes(const BfileMeta *m);
 
 /* Is a sample of size rows and bytes of items over its bound s_max? */
@@ -57,15 +49,12 @@ bfile_over_bound(const BfileParams *p, int64 size, int64 bytes)
 	return size >= p->sample_size ||
 		(p->sample_bytes > 0 && bytes >= p->sample_bytes);
 }
-extern uint32 bfile_new_seed(void);
 
 extern BfileState *bfile_get_state(Relation rel);
 extern const char *bfile_mode_name(uint32 mode);
-extern int	bfile_mode_from_name(const char *name);
 extern uint32 bfile_unroll_every(double alpha, uint32 nbuckets);
-extern void bfile_check_params(Relation rel, const BfileParams *p);
-extern int32 bfile_column_attnum(Relation rel, const char *name);
-extern bool bfile_time_type_ok(Oid typid);
+extern void bfile_check_weight_type(const char *name, Oid typid);
+extern void bfile_check_time_type(const char *name, Oid typid);
 extern int64 bfile_time_key(Oid typid, Datum d);
 extern void bfile_init(void);
 

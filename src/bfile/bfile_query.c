@@ -39,57 +39,49 @@ PG_FUNCTION_INFO_V1(bfile_flush);
 PG_FUNCTION_INFO_V1(bfile_subsample);
 PG_FUNCTION_INFO_V1(bfile_window);
 
-/* Open a bfile for a SQL function: locked, checked, allowed (mode). */
-static Relation
-bfile_open_for(Oid relid, LOCKMODE lockmode, const char *writer, AclMode mode)
-{
-	return ss_sql_open_structure(relid, lockmode, writer, mode, &bfile_structure);
-}
-
 /*
  * bfile_create's sample_size ("any"): a number of rows (an integer or
- * numeric), or a text such as '10GB' (or '1000000' rows); NULL: the
- * setting's.
+ * numeric), or a text such as '10GB' (or '1000000' rows), read by the
+ * parameter's from_text; NULL: the setting's.  ss_param_from_arg takes a
+ * TEXT parameter's argument as text only, hence this narrow hook.
  */
 static void
-sample_size_argument(FunctionCallInfo fcinfo, BfileParams *p)
+sample_size_argument(FunctionCallInfo fcinfo, BfileState *st)
 {
 	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, 2);
 	char	   *given;
 
 	if (PG_ARGISNULL(2))
-		given = ss_bfile_sample_size;
-	else
-		switch (argtype)
-		{
-			case INT2OID:
-				given = psprintf("%d", (int) PG_GETARG_INT16(2));
-				break;
-			case INT4OID:
-				given = psprintf("%d", PG_GETARG_INT32(2));
-				break;
-			case INT8OID:
-				given = psprintf(INT64_FORMAT, PG_GETARG_INT64(2));
-				break;
-			case NUMERICOID:
-				given = DatumGetCString(DirectFunctionCall1(numeric_out, PG_GETARG_DATUM(2)));
-				break;
-			case TEXTOID:
-			case VARCHAROID:
-				given = TextDatumGetCString(PG_GETARG_DATUM(2));
-				break;
-			case UNKNOWNOID:
-			case CSTRINGOID:
-				given = pstrdup(DatumGetCString(PG_GETARG_DATUM(2)));
-				break;
-			default:
-				ereport(ERROR,
-						(errcode(ERRCODE_DATATYPE_MISMATCH),
-						 errmsg("bfile sample_size must be a number of rows or a size such as '10GB', not %s",
-								format_type_be(argtype))));
-		}
-	if (!bfile_parse_sample_size(given, p))
-		bfile_sample_size_error(given);
+		return;
+	switch (argtype)
+	{
+		case INT2OID:
+			given = psprintf("%d", (int) PG_GETARG_INT16(2));
+			break;
+		case INT4OID:
+			given = psprintf("%d", PG_GETARG_INT32(2));
+			break;
+		case INT8OID:
+			given = psprintf(INT64_FORMAT, PG_GETARG_INT64(2));
+			break;
+		case NUMERICOID:
+			given = DatumGetCString(DirectFunctionCall1(numeric_out, PG_GETARG_DATUM(2)));
+			break;
+		case TEXTOID:
+		case VARCHAROID:
+			given = TextDatumGetCString(PG_GETARG_DATUM(2));
+			break;
+		case UNKNOWNOID:
+		case CSTRINGOID:
+			given = pstrdup(DatumGetCString(PG_GETARG_DATUM(2)));
+			break;
+		default:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("bfile sample_size must be a number of rows or a size such as '10GB', not %s",
+							format_type_be(argtype))));
+	}
+	ss_param_find(&bfile_structure, "sample_size")->from_text(given, st);
 }
 
 /*
@@ -185,6 +177,23 @@ take_not_null(const char *list, bool **notnull)
 	return sql + plen;
 }
 
+/* 1 + the position of column name in cols (the last, if twice), or 0 */
+static int32
+column_position(List *cols, const char *name)
+{
+	ListCell   *lc;
+	int32		i = 0;
+	int32		found = 0;
+
+	foreach(lc, cols)
+	{
+		i++;
+		if (name && strcmp(((ColumnDef *) lfirst(lc))->colname, name) == 0)
+			found = i;
+	}
+	return found;
+}
+
 /*
  * bfile_create(name, columns, sample_size, min_fraction, buckets, mode,
  *				weight_column, time_column, unlogged) returns regclass
@@ -223,50 +232,26 @@ bfile_create(PG_FUNCTION_ARGS)
 		ncols++;
 	}
 
-	bfile_check_settings();
-	sample_size_argument(fcinfo, p);
-	p->alpha = PG_ARGISNULL(3) ? ss_bfile_min_fraction : PG_GETARG_FLOAT8(3);
-	p->nbuckets = PG_ARGISNULL(4) ? (uint32) ss_bfile_buckets :
-		(uint32) Max(PG_GETARG_INT32(4), 0);
-	p->mode = PG_ARGISNULL(5) ? (uint32) ss_bfile_mode :
-		(uint32) bfile_mode_from_name(text_to_cstring(PG_GETARG_TEXT_PP(5)));
-	p->seed = bfile_new_seed();
-	if (!(p->alpha > 0.0 && p->alpha < 1.0))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("bfile min_fraction %g is out of range", p->alpha),
-				 errhint("Use a fraction strictly between 0 and 1: the smallest sample size over the largest.")));
-	if (p->nbuckets < 1 || p->nbuckets > BFILE_MAX_BUCKETS)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("bfile buckets %u is out of range", p->nbuckets),
-				 errhint("Use 1 to %d.", BFILE_MAX_BUCKETS)));
-	p->unroll_every = bfile_unroll_every(p->alpha, p->nbuckets);
+	ss_params_from_settings(&bfile_structure, NULL, st);
+	sample_size_argument(fcinfo, st);
+	ss_param_from_arg(&bfile_structure, "min_fraction", fcinfo, 3, st);
+	ss_param_from_arg(&bfile_structure, "buckets", fcinfo, 4, st);
+	ss_param_from_arg(&bfile_structure, "mode", fcinfo, 5, st);
+	ss_params_check(&bfile_structure, NULL, st, SS_PARAMS_CONSTRUCTOR);
+
+	/* the weight and time columns: named among the columns of the list */
 	if (BFILE_MODE_WEIGHTED(p->mode))
 	{
 		const char *wname = PG_ARGISNULL(6) ? ss_bfile_weight_column :
 			text_to_cstring(PG_GETARG_TEXT_PP(6));
-		ListCell   *lc;
-		int			i = 0;
 
-		foreach(lc, cols)
-		{
-			if (wname && strcmp(((ColumnDef *) lfirst(lc))->colname, wname) == 0)
-				p->weight_attnum = i + 1;
-			i++;
-		}
+		p->weight_attnum = column_position(cols, wname);
 		if (p->weight_attnum == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("a weighted bfile needs a weight column among its columns"),
 					 errhint("Name it with weight_column.")));
-		if (types[p->weight_attnum - 1] != FLOAT8OID && types[p->weight_attnum - 1] != FLOAT4OID &&
-			types[p->weight_attnum - 1] != INT2OID && types[p->weight_attnum - 1] != INT4OID &&
-			types[p->weight_attnum - 1] != INT8OID && types[p->weight_attnum - 1] != NUMERICOID)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("weight column \"%s\" of a bfile must be of a numeric type, not %s",
-							wname, format_type_be(types[p->weight_attnum - 1]))));
+		bfile_check_weight_type(wname, types[p->weight_attnum - 1]);
 	}
 	else if (!PG_ARGISNULL(6))
 		ereport(ERROR,
@@ -275,26 +260,15 @@ bfile_create(PG_FUNCTION_ARGS)
 	{
 		const char *tname = PG_ARGISNULL(7) ? ss_bfile_time_column :
 			text_to_cstring(PG_GETARG_TEXT_PP(7));
-		ListCell   *lc;
-		int			i = 0;
 
 		if (tname && tname[0])
 		{
-			foreach(lc, cols)
-			{
-				if (strcmp(((ColumnDef *) lfirst(lc))->colname, tname) == 0)
-					p->time_attnum = i + 1;
-				i++;
-			}
+			p->time_attnum = column_position(cols, tname);
 			if (p->time_attnum == 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_UNDEFINED_COLUMN),
 						 errmsg("time column \"%s\" is not among the bfile's columns", tname)));
-			if (!bfile_time_type_ok(types[p->time_attnum - 1]))
-				ereport(ERROR,
-						(errcode(ERRCODE_DATATYPE_MISMATCH),
-						 errmsg("time column \"%s\" of a bfile must be a timestamp, timestamptz, date or integer, not %s",
-								tname, format_type_be(types[p->time_attnum - 1]))));
+			bfile_check_time_type(tname, types[p->time_attnum - 1]);
 		}
 	}
 	PG_RETURN_OID(ss_create_structure_columns(&bfile_structure, st,
@@ -307,8 +281,8 @@ bfile_create(PG_FUNCTION_ARGS)
 Datum
 bfile_info(PG_FUNCTION_ARGS)
 {
-	Relation	rel = bfile_open_for(PG_GETARG_OID(0), AccessShareLock, NULL,
-									 ACL_SELECT);
+	Relation	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock,
+											NULL, ACL_SELECT, &bfile_structure);
 	BfileMeta  *m = palloc0(sizeof(BfileMeta));
 	TupleDesc	tupdesc;
 	Datum		values[22];
@@ -397,8 +371,9 @@ flush_done(Relation rel, void *stats)
 Datum
 bfile_flush(PG_FUNCTION_ARGS)
 {
-	Relation	rel = bfile_open_for(PG_GETARG_OID(0), RowExclusiveLock,
-									 "bfile_flush()", ACL_INSERT);
+	Relation	rel = ss_sql_open_structure(PG_GETARG_OID(0), RowExclusiveLock,
+											"bfile_flush()", ACL_INSERT,
+											&bfile_structure);
 	int64		size = ss_log_flush(rel, flush_done);
 
 	relation_close(rel, RowExclusiveLock);
@@ -516,7 +491,8 @@ bfile_subsample(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("bfile_subsample size " INT64_FORMAT " is negative", n)));
-	rel = bfile_open_for(relid, AccessShareLock, NULL, ACL_SELECT);
+	rel = ss_sql_open_structure(relid, AccessShareLock, NULL, ACL_SELECT,
+								&bfile_structure);
 	ss_sql_check_row_security(rel, "bfile_subsample()");
 	InitMaterializedSRF(fcinfo, 0);
 	desc = rsinfo->setDesc;
@@ -754,7 +730,8 @@ bfile_window(PG_FUNCTION_ARGS)
 	int32		time_attnum;
 	Window		w;
 
-	rel = bfile_open_for(relid, AccessShareLock, NULL, ACL_SELECT);
+	rel = ss_sql_open_structure(relid, AccessShareLock, NULL, ACL_SELECT,
+								&bfile_structure);
 	ss_sql_check_row_security(rel, "bfile_window()");
 	InitMaterializedSRF(fcinfo, 0);
 	memset(&w, 0, sizeof(w));

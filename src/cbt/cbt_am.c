@@ -46,11 +46,7 @@
 
 PG_FUNCTION_INFO_V1(cbt_handler);
 
-/* settings (streamsketch.cbt_*): the defaults of new cbt tables */
-int			ss_cbt_root_buffer_kb = 4096;
-int			ss_cbt_node_buffer_kb = 1024;
-int			ss_cbt_fanout = 16;
-bool		ss_cbt_compression = true;
+/* test-only settings (streamsketch.test_cbt_*) */
 int			ss_test_cbt_hash_bits = 64;
 int			ss_test_cbt_crash = CBT_CRASH_NONE;
 
@@ -77,67 +73,50 @@ cbt_test_crash(Relation rel, CbtCrashPoint point)
 #define CBT_MAX_FANOUT_PARAM 32
 #define CBT_MAX_BUFFER_KB (1024 * 1024)
 
-static const char *const cbt_settings[] = {
-	"streamsketch.cbt_root_buffer", "streamsketch.cbt_node_buffer",
-	"streamsketch.cbt_fanout", "streamsketch.cbt_compression", NULL
-};
-
-void
-cbt_params_from_gucs(CbtParams *p)
-{
-	ss_check_settings(cbt_settings);
-	memset(p, 0, sizeof(*p));
-	p->root_buffer_kb = (uint32) ss_cbt_root_buffer_kb;
-	p->node_buffer_kb = (uint32) ss_cbt_node_buffer_kb;
-	p->fanout = (uint32) ss_cbt_fanout;
-	p->compression = ss_cbt_compression;
-	p->hash_bits = (uint32) ss_test_cbt_hash_bits;
-	p->seed = SS_DEFAULT_SEED;
-}
-
-/* ---- the label ---- */
-
-static const char *const cbt_label_keys[] = {
-	"root_buffer_kb", "node_buffer_kb", "fanout", "compression",
-	"hash_bits", "seed", "definition"
-};
-#define CBT_LABEL_NKEYS lengthof(cbt_label_keys)
+/* ---- the label's definition ---- */
 
 /*
- * The label's parameters, and its definition's text (NULL for "-").  The
- * definition goes into the label base64-encoded: the label is a list of
- * name=value words, and a query has spaces.
+ * The definition is a TEXT parameter: the label holds its text
+ * base64-encoded ("-" for none), the label being a list of name=value
+ * words and a query having spaces.  A label's text is only kept here
+ * (label_definition); check_params resolves it as the table's owner, for
+ * which it needs the relation that from_text is not given.
  */
-static char *
-label_parse(const char *label, CbtParams *p)
+static void
+definition_from_text(const char *value, void *stp)
 {
-	char	   *v[CBT_LABEL_NKEYS];
+	CbtState   *st = (CbtState *) stp;
 	int			enclen;
 	int			maxlen;
 	char	   *dec;
 	int			declen;
 
-	ss_label_split(label, CBT_LABEL_NKEYS, cbt_label_keys, v);
-	memset(p, 0, sizeof(*p));
-	p->root_buffer_kb = (uint32) ss_label_int("root_buffer_kb", v[0], 64, CBT_MAX_BUFFER_KB);
-	p->node_buffer_kb = (uint32) ss_label_int("node_buffer_kb", v[1], 16, CBT_MAX_BUFFER_KB);
-	p->fanout = (uint32) ss_label_int("fanout", v[2], CBT_MIN_FANOUT, CBT_MAX_FANOUT_PARAM);
-	p->compression = ss_label_bool("compression", v[3]);
-	p->hash_bits = (uint32) ss_label_int("hash_bits", v[4], 1, 64);
-	p->seed = (uint32) ss_label_int("seed", v[5], 0, PG_UINT32_MAX);
-	if (strcmp(v[6], "-") == 0)
-		return NULL;
-	enclen = (int) strlen(v[6]);
+	memset(st->definition, 0, CBT_DEF_MAX);
+	st->label_definition = NULL;
+	if (strcmp(value, "-") == 0)
+		return;
+	enclen = (int) strlen(value);
 	maxlen = pg_b64_dec_len(enclen);
 	dec = palloc(maxlen + 1);
-	declen = pg_b64_decode(v[6], enclen, dec, maxlen);
+	declen = pg_b64_decode(value, enclen, dec, maxlen);
 	if (declen <= 0 || declen > CBT_DEF_MAX_TEXT ||
 		memchr(dec, '\0', declen) != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid cbt definition in the label")));
 	dec[declen] = '\0';
-	return dec;
+	st->label_definition = dec;
+}
+
+/*
+ * A label's parameters and definition text, unresolved (check_params
+ * without a relation resolves nothing).
+ */
+static void
+label_read(const char *label, CbtState *st)
+{
+	memset(st, 0, sizeof(*st));
+	ss_params_from_label(&cbt_structure, NULL, label, st);
 }
 
 /* The text of relid's definition as its label has it, or NULL. */
@@ -145,9 +124,13 @@ static char *
 label_definition(Oid relid)
 {
 	char	   *label = OidIsValid(relid) ? ss_get_label(relid) : NULL;
-	CbtParams	p;
+	CbtState   *st;
 
-	return label ? label_parse(label, &p) : NULL;
+	if (label == NULL)
+		return NULL;
+	st = palloc(sizeof(CbtState));
+	label_read(label, st);
+	return st->label_definition;
 }
 
 /*
@@ -207,13 +190,11 @@ cbt_definition_text(Relation rel)
 	return state_definition_text(cbt_get_state(rel));
 }
 
+/* The definition's label text: what cbt_definition_text gives, encoded. */
 static char *
-cbt_params_to_label(const void *stp)
+definition_to_text(const void *stp)
 {
-	const CbtState *st = (const CbtState *) stp;
-	const CbtParams *p = &st->params;
-	StringInfoData buf;
-	char	   *text = state_definition_text(st);
+	char	   *text = state_definition_text((const CbtState *) stp);
 	int			len = text ? (int) strlen(text) : 0;
 	char	   *enc = palloc(pg_b64_enc_len(len) + 1);
 	int			enclen = pg_b64_encode(text ? text : "", len, enc,
@@ -222,12 +203,7 @@ cbt_params_to_label(const void *stp)
 	if (enclen < 0)
 		elog(ERROR, "could not encode a cbt definition");
 	enc[enclen] = '\0';
-	initStringInfo(&buf);
-	appendStringInfo(&buf, "root_buffer_kb=%u node_buffer_kb=%u fanout=%u compression=%s hash_bits=%u seed=%u definition=%s",
-					 p->root_buffer_kb, p->node_buffer_kb, p->fanout,
-					 p->compression ? "on" : "off", p->hash_bits, p->seed,
-					 enclen > 0 ? enc : "-");
-	return buf.data;
+	return enclen > 0 ? enc : pstrdup("-");
 }
 
 /* The relation's columns, for the definition's text. */
@@ -249,26 +225,6 @@ state_set_columns(Relation rel, CbtState *st)
 }
 
 /*
- * A label's definition is resolved as the owner would resolve it, once,
- * and kept bound (a restore, pg_upgrade's schema, TRUNCATE of a table
- * whose metapage is damaged).
- */
-static void
-cbt_params_from_label(Relation rel, const char *label, void *stp)
-{
-	CbtState   *st = (CbtState *) stp;
-	CbtParams	p;
-	char	   *text = label_parse(label, &p);
-
-	memset(st, 0, sizeof(*st));
-	st->params = p;
-	state_set_columns(rel, st);
-	if (text != NULL)
-		cbt_def_store(cbt_def_load(text, rel->rd_rel->relowner, true),
-					  st->definition);
-}
-
-/*
  * The metapage agrees with the label if the parameters do: the definition
  * is bound by ids in the metapage, protected by its checksum, and the
  * label's text of it is only the dump's copy, stale until the event
@@ -277,16 +233,17 @@ cbt_params_from_label(Relation rel, const char *label, void *stp)
 static bool
 cbt_label_agrees(Relation rel, const char *label, const void *stp)
 {
-	const CbtState *st = (const CbtState *) stp;
-	CbtParams	p;
+	const CbtParams *have = &((const CbtState *) stp)->params;
+	CbtState   *st = palloc(sizeof(CbtState));
+	const CbtParams *p = &st->params;
 
-	(void) label_parse(label, &p);
-	return p.root_buffer_kb == st->params.root_buffer_kb &&
-		p.node_buffer_kb == st->params.node_buffer_kb &&
-		p.fanout == st->params.fanout &&
-		p.compression == st->params.compression &&
-		p.hash_bits == st->params.hash_bits &&
-		p.seed == st->params.seed;
+	label_read(label, st);
+	return p->root_buffer_kb == have->root_buffer_kb &&
+		p->node_buffer_kb == have->node_buffer_kb &&
+		p->fanout == have->fanout &&
+		p->compression == have->compression &&
+		p->hash_bits == have->hash_bits &&
+		p->seed == have->seed;
 }
 
 /*
@@ -437,18 +394,73 @@ cbt_init_meta(const void *stp, void *metap)
 }
 
 /*
- * CREATE TABLE ... USING cbt has no definition to take: the table gets
- * one from a label (a restored dump); until then it refuses inserts.
+ * What the parameter table cannot say.  From the settings, the hash's
+ * bits are streamsketch.test_cbt_hash_bits (a test-only setting, defined
+ * in cbt_init).  With a relation (CREATE TABLE ... USING cbt, a label),
+ * the state gets its columns, and a label's definition is resolved as the
+ * owner would resolve it, once, and kept bound (a restore, pg_upgrade's
+ * schema, TRUNCATE of a table whose metapage is damaged).  CREATE TABLE
+ * ... USING cbt has no definition to take: the table gets one from a label
+ * (a restored dump); until then it refuses inserts.  Without a relation (a
+ * constructor's parameters, a label only read) nothing is resolved.
  */
 static void
-cbt_state_defaults(Relation rel, void *stp)
+cbt_check_params(Relation rel, void *stp, SSParamSource source)
 {
 	CbtState   *st = (CbtState *) stp;
 
-	memset(st, 0, sizeof(*st));
-	cbt_params_from_gucs(&st->params);
+	if (source == SS_PARAMS_SETTINGS)
+		st->params.hash_bits = (uint32) ss_test_cbt_hash_bits;
+	if (rel == NULL)
+		return;
 	state_set_columns(rel, st);
+	if (st->label_definition != NULL)
+		cbt_def_store(cbt_def_load(st->label_definition,
+								   rel->rd_rel->relowner, true),
+					  st->definition);
+	st->label_definition = NULL;
 }
+
+/*
+ * The parameters, in label order.  fanout is a uint32 read as signed (its
+ * range fits): a negative argument is then reported as itself.
+ */
+static const SSParam cbt_params[] = {
+	{.name = "root_buffer_kb", .type = SS_PARAM_INT,
+		SS_FIELD(CbtState, params.root_buffer_kb),
+		.min = 64, .max = CBT_MAX_BUFFER_KB,
+		.setting = "cbt_root_buffer",
+		.short_desc = "Change log a round of a new cbt empties into its tree at once.",
+		.long_desc = "The root buffer of the compressed buffer tree: larger rounds aggregate more rows per group before they reach the tree.",
+		.setting_flags = GUC_UNIT_KB, .setting_min = 64,
+	.setting_max = CBT_MAX_BUFFER_KB, .boot = 4096},
+	{.name = "node_buffer_kb", .type = SS_PARAM_INT,
+		SS_FIELD(CbtState, params.node_buffer_kb),
+		.min = 16, .max = CBT_MAX_BUFFER_KB,
+		.setting = "cbt_node_buffer",
+		.short_desc = "Compressed partial aggregates a node of a new cbt holds before it is emptied.",
+		.setting_flags = GUC_UNIT_KB, .setting_min = 16,
+	.setting_max = CBT_MAX_BUFFER_KB, .boot = 1024},
+	{.name = "fanout", .type = SS_PARAM_INT, SS_FIELD(CbtState, params.fanout),
+		.is_signed = true, .min = CBT_MIN_FANOUT, .max = CBT_MAX_FANOUT_PARAM,
+		.setting = "cbt_fanout",
+		.short_desc = "Children of a node of a new cbt (the b of its (a,b)-tree).",
+		.setting_min = CBT_MIN_FANOUT, .setting_max = CBT_MAX_FANOUT_PARAM,
+	.boot = 16},
+	{.name = "compression", .type = SS_PARAM_BOOL,
+		SS_FIELD(CbtState, params.compression),
+		.setting = "cbt_compression",
+		.short_desc = "Whether a new cbt compresses its fragments (LZ4).",
+	.boot = true},
+	{.name = "hash_bits", .type = SS_PARAM_INT,
+		SS_FIELD(CbtState, params.hash_bits), .min = 1, .max = 64,
+	.boot = 64, .internal = true, .derived = true},
+	{.name = "seed", .type = SS_PARAM_INT, SS_FIELD(CbtState, params.seed),
+	.min = 0, .max = PG_UINT32_MAX, .boot = SS_DEFAULT_SEED, .internal = true},
+	{.name = "definition", .type = SS_PARAM_TEXT,
+		.to_text = definition_to_text, .from_text = definition_from_text,
+	.internal = true},
+};
 
 static bool cbt_consolidate(SSConsolidation *c);
 
@@ -470,9 +482,9 @@ const SSStructure cbt_structure = {
 	.check_meta = cbt_check_meta,
 	.params_from_meta = cbt_params_from_meta,
 	.init_meta = cbt_init_meta,
-	.default_params = cbt_state_defaults,
-	.params_to_label = cbt_params_to_label,
-	.params_from_label = cbt_params_from_label,
+	.params = cbt_params,
+	.nparams = lengthof(cbt_params),
+	.check_params = cbt_check_params,
 	.label_agrees = cbt_label_agrees,
 	.label_set = cbt_label_set,
 	.rebind = cbt_rebind,
@@ -981,11 +993,7 @@ cbt_handler(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(&cbt_routine);
 }
 
-SS_ASSIGN_HOOK(cbt_root_buffer, int)
-SS_ASSIGN_HOOK(cbt_node_buffer, int)
-SS_ASSIGN_HOOK(cbt_fanout, int)
-SS_ASSIGN_HOOK(cbt_compression, bool)
-
+/* Called by _PG_init; the parameters' settings come from cbt_params. */
 void
 cbt_init(void)
 {
@@ -993,26 +1001,6 @@ cbt_init(void)
 	RegisterXactCallback(runtimes_at_xact_end, NULL);
 	prev_post_parse_analyze = post_parse_analyze_hook;
 	post_parse_analyze_hook = cbt_post_parse_analyze;
-	DefineCustomIntVariable("streamsketch.cbt_root_buffer",
-							"Change log a round of a new cbt empties into its tree at once.",
-							"The root buffer of the compressed buffer tree: larger rounds aggregate more rows per group before they reach the tree.",
-							&ss_cbt_root_buffer_kb, 4096, 64, CBT_MAX_BUFFER_KB,
-							PGC_USERSET, GUC_UNIT_KB, NULL, assign_cbt_root_buffer, NULL);
-	DefineCustomIntVariable("streamsketch.cbt_node_buffer",
-							"Compressed partial aggregates a node of a new cbt holds before it is emptied.",
-							NULL,
-							&ss_cbt_node_buffer_kb, 1024, 16, CBT_MAX_BUFFER_KB,
-							PGC_USERSET, GUC_UNIT_KB, NULL, assign_cbt_node_buffer, NULL);
-	DefineCustomIntVariable("streamsketch.cbt_fanout",
-							"Children of a node of a new cbt (the b of its (a,b)-tree).",
-							NULL,
-							&ss_cbt_fanout, 16, CBT_MIN_FANOUT, CBT_MAX_FANOUT_PARAM,
-							PGC_USERSET, 0, NULL, assign_cbt_fanout, NULL);
-	DefineCustomBoolVariable("streamsketch.cbt_compression",
-							 "Whether a new cbt compresses its fragments (LZ4).",
-							 NULL,
-							 &ss_cbt_compression, true,
-							 PGC_USERSET, 0, NULL, assign_cbt_compression, NULL);
 	DefineCustomIntVariable("streamsketch.test_cbt_hash_bits",
 							"Bits of the group key hash a new cbt keeps (for tests: fewer bits force collisions).",
 							NULL,
@@ -1023,5 +1011,4 @@ cbt_init(void)
 							 NULL,
 							 &ss_test_cbt_crash, CBT_CRASH_NONE, cbt_crash_options,
 							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
-	ss_params_note_placeholders("streamsketch.cbt_");
 }

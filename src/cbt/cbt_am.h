@@ -29,6 +29,8 @@ typedef struct CbtState
 	int			ncols;
 	NameData	colnames[CBT_MAX_COLUMNS];
 	char		definition[CBT_DEF_MAX];	/* as stored (cbt_defstore.c) */
+	/* a label's definition text, until check_params resolves it */
+	char	   *label_definition;
 } CbtState;
 
 /* What running a definition needs, per backend (cbt_runtime). */
@@ -55,17 +57,12 @@ typedef struct CbtOwnerSave
 
 extern const SSStructure cbt_structure;
 
-extern void cbt_params_from_gucs(CbtParams *p);
 extern CbtState *cbt_get_state(Relation rel);
 extern CbtRuntime *cbt_runtime(Relation rel);
 extern char *cbt_definition_text(Relation rel);
 extern void cbt_as_owner(Relation rel, CbtOwnerSave *save);
 extern void cbt_as_caller(CbtOwnerSave *save);
 extern void cbt_init(void);
-
-/* cbt_query.c */
-extern Relation cbt_open_for(Oid relid, LOCKMODE lockmode, const char *writer,
-							 AclMode mode);
 
 /* cbt_scan.c */
 extern void cbt_scan_init(TableAmRoutine *routine);

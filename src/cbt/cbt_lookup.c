@@ -255,7 +255,8 @@ cbt_lookup(PG_FUNCTION_ARGS)
 	Oid			elemtype;
 	int			nargs;
 
-	rel = cbt_open_for(relid, AccessShareLock, NULL, ACL_SELECT);
+	rel = ss_sql_open_structure(relid, AccessShareLock, NULL, ACL_SELECT,
+								&cbt_structure);
 	ss_sql_check_row_security(rel, "cbt_lookup()");
 	rt = cbt_runtime(rel);
 	def = rt->def;

@@ -18,7 +18,6 @@
 #include "ss_sqlfunc.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
 #include "storage/bufmgr.h"
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
@@ -27,47 +26,18 @@ PG_FUNCTION_INFO_V1(cbt_create);
 PG_FUNCTION_INFO_V1(cbt_info);
 PG_FUNCTION_INFO_V1(cbt_finalize);
 
-/* Open a cbt for a SQL function: locked, checked, allowed (mode). */
-Relation
-cbt_open_for(Oid relid, LOCKMODE lockmode, const char *writer, AclMode mode)
-{
-	return ss_sql_open_structure(relid, lockmode, writer, mode, &cbt_structure);
-}
-
-/* A size argument in kB, in [min, max], or an error naming what it is. */
-static uint32
-size_arg(FunctionCallInfo fcinfo, int arg, const char *what, int min_kb,
-		 int max_kb, uint32 dflt)
-{
-	char	   *s;
-	int			kb;
-	const char *hint = NULL;
-
-	if (PG_ARGISNULL(arg))
-		return dflt;
-	s = text_to_cstring(PG_GETARG_TEXT_PP(arg));
-	if (!parse_int(s, &kb, GUC_UNIT_KB, &hint) || kb < min_kb || kb > max_kb)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid cbt %s \"%s\"", what, s),
-				 hint ? errhint("%s", hint) :
-				 errhint("Use a size from %dkB to %dMB, such as '4MB'.",
-						 min_kb, max_kb / 1024)));
-	return (uint32) kb;
-}
-
 /*
  * cbt_create(name, group_by, aggregates, root_buffer, node_buffer,
  *			  fanout, compression, unlogged) returns regclass
  *
  * Not STRICT: a NULL optional argument means the setting's value; a NULL
- * name, group_by or aggregates is an error.
+ * name, group_by or aggregates is an error.  The sizes are texts with
+ * units, as SET takes them.
  */
 Datum
 cbt_create(PG_FUNCTION_ARGS)
 {
 	CbtState   *st = palloc0(sizeof(CbtState));
-	CbtParams  *p = &st->params;
 	CbtDef	   *def;
 	CbtColumn	cols[CBT_MAX_COLUMNS];
 	int			ncols;
@@ -79,24 +49,12 @@ cbt_create(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("cbt_create needs a table name, group keys and aggregates")));
-	cbt_params_from_gucs(p);
-	p->root_buffer_kb = size_arg(fcinfo, 3, "root buffer size", 64, 1024 * 1024,
-								 p->root_buffer_kb);
-	p->node_buffer_kb = size_arg(fcinfo, 4, "node buffer size", 16, 1024 * 1024,
-								 p->node_buffer_kb);
-	if (!PG_ARGISNULL(5))
-	{
-		int32		b = PG_GETARG_INT32(5);
-
-		if (b < 4 || b > 32)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("cbt fan-out %d is out of range", b),
-					 errhint("Use 4 to 32.")));
-		p->fanout = (uint32) b;
-	}
-	if (!PG_ARGISNULL(6))
-		p->compression = PG_GETARG_BOOL(6);
+	ss_params_from_settings(&cbt_structure, NULL, st);
+	ss_param_from_arg(&cbt_structure, "root_buffer_kb", fcinfo, 3, st);
+	ss_param_from_arg(&cbt_structure, "node_buffer_kb", fcinfo, 4, st);
+	ss_param_from_arg(&cbt_structure, "fanout", fcinfo, 5, st);
+	ss_param_from_arg(&cbt_structure, "compression", fcinfo, 6, st);
+	ss_params_check(&cbt_structure, NULL, st, SS_PARAMS_CONSTRUCTOR);
 
 	def = cbt_def_create(text_to_cstring(PG_GETARG_TEXT_PP(1)),
 						 text_to_cstring(PG_GETARG_TEXT_PP(2)));
@@ -132,8 +90,8 @@ cbt_create(PG_FUNCTION_ARGS)
 Datum
 cbt_info(PG_FUNCTION_ARGS)
 {
-	Relation	rel = cbt_open_for(PG_GETARG_OID(0), AccessShareLock, NULL,
-								   ACL_SELECT);
+	Relation	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock,
+											NULL, ACL_SELECT, &cbt_structure);
 	CbtMeta    *meta = palloc0(sizeof(CbtMeta));
 	CbtState   *st;
 	TupleDesc	tupdesc;
@@ -217,8 +175,9 @@ finalize_tree(Relation rel, void *stats)
 Datum
 cbt_finalize(PG_FUNCTION_ARGS)
 {
-	Relation	rel = cbt_open_for(PG_GETARG_OID(0), RowExclusiveLock,
-								   "cbt_finalize()", ACL_INSERT);
+	Relation	rel = ss_sql_open_structure(PG_GETARG_OID(0), RowExclusiveLock,
+											"cbt_finalize()", ACL_INSERT,
+											&cbt_structure);
 	int64		groups;
 
 	(void) cbt_runtime(rel);	/* no definition: refused before any work */
