@@ -40,51 +40,6 @@ PG_FUNCTION_INFO_V1(bfile_subsample);
 PG_FUNCTION_INFO_V1(bfile_window);
 
 /*
- * bfile_create's sample_size ("any"): a number of rows (an integer or
- * numeric), or a text such as '10GB' (or '1000000' rows), read by the
- * parameter's from_text; NULL: the setting's.  ss_param_from_arg takes a
- * TEXT parameter's argument as text only, hence this narrow hook.
- */
-static void
-sample_size_argument(FunctionCallInfo fcinfo, BfileState *st)
-{
-	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, 2);
-	char	   *given;
-
-	if (PG_ARGISNULL(2))
-		return;
-	switch (argtype)
-	{
-		case INT2OID:
-			given = psprintf("%d", (int) PG_GETARG_INT16(2));
-			break;
-		case INT4OID:
-			given = psprintf("%d", PG_GETARG_INT32(2));
-			break;
-		case INT8OID:
-			given = psprintf(INT64_FORMAT, PG_GETARG_INT64(2));
-			break;
-		case NUMERICOID:
-			given = DatumGetCString(DirectFunctionCall1(numeric_out, PG_GETARG_DATUM(2)));
-			break;
-		case TEXTOID:
-		case VARCHAROID:
-			given = TextDatumGetCString(PG_GETARG_DATUM(2));
-			break;
-		case UNKNOWNOID:
-		case CSTRINGOID:
-			given = pstrdup(DatumGetCString(PG_GETARG_DATUM(2)));
-			break;
-		default:
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("bfile sample_size must be a number of rows or a size such as '10GB', not %s",
-							format_type_be(argtype))));
-	}
-	ss_param_find(&bfile_structure, "sample_size")->from_text(given, st);
-}
-
-/*
  * NOT NULL in bfile_create's column list.  ss_parse_column_list takes a
  * name, a type and a COLLATE clause per column; a bfile's columns may also
  * be declared NOT NULL, as its time column should be (the access method
@@ -233,7 +188,7 @@ bfile_create(PG_FUNCTION_ARGS)
 	}
 
 	ss_params_from_settings(&bfile_structure, NULL, st);
-	sample_size_argument(fcinfo, st);
+	ss_param_from_arg(&bfile_structure, "sample_size", fcinfo, 2, st);
 	ss_param_from_arg(&bfile_structure, "min_fraction", fcinfo, 3, st);
 	ss_param_from_arg(&bfile_structure, "buckets", fcinfo, 4, st);
 	ss_param_from_arg(&bfile_structure, "mode", fcinfo, 5, st);

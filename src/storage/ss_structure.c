@@ -609,6 +609,30 @@ ss_param_find(const SSStructure *s, const char *name)
 }
 
 /*
+ * A TEXT parameter's argument of any type as text (its output function): a
+ * size may be given as a number of rows or as '10GB'.
+ */
+static char *
+argument_text(const SSStructure *s, const SSParam *p, Oid argtype, Datum d)
+{
+	Oid			outfunc;
+	bool		isvarlena;
+	char		category;
+	bool		preferred;
+
+	if (argtype == UNKNOWNOID || argtype == CSTRINGOID)
+		return pstrdup(DatumGetCString(d));
+	get_type_category_preferred(argtype, &category, &preferred);
+	if (category != TYPCATEGORY_STRING && category != TYPCATEGORY_NUMERIC)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("%s parameter \"%s\" must be given as a number or a text, not %s",
+						s->name, p->name, format_type_be(argtype))));
+	getTypeOutputInfo(argtype, &outfunc, &isvarlena);
+	return OidOutputFunctionCall(outfunc, d);
+}
+
+/*
  * A constructor's argument argno, if not NULL, as the parameter name of
  * st: a number, a boolean, or a text (an option's name, a size with a unit
  * as SET takes it, or the structure's own text form).  The range is
@@ -667,7 +691,7 @@ ss_param_from_arg(const SSStructure *s, const char *name,
 			set_enum(s, p, st, text_to_cstring(DatumGetTextPP(d)));
 			break;
 		case SS_PARAM_TEXT:
-			p->from_text(text_to_cstring(DatumGetTextPP(d)), st);
+			p->from_text(argument_text(s, p, argtype, d), st);
 			break;
 	}
 	return true;
