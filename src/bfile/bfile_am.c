@@ -510,6 +510,7 @@ const SSStructure bfile_structure = {
 	.params = bfile_params,
 	.nparams = lengthof(bfile_params),
 	.check_params = bfile_check_params,
+	.scan = &bfile_scan_ops,
 };
 
 BfileState *
@@ -790,7 +791,6 @@ bfile_handler(PG_FUNCTION_ARGS)
 		MemSet(&bfile_routine, 0, sizeof(bfile_routine));
 		ss_tableam_init_common(&bfile_routine, &bfile_structure);
 		bfile_routine.tuple_insert = bfile_tuple_insert;
-		bfile_scan_init(&bfile_routine);
 		bfile_routine_ready = true;
 	}
 	PG_RETURN_POINTER(&bfile_routine);

@@ -124,6 +124,6 @@ extern bool bfile_view_bucket_visible(const BfileView *v, const BfileBucket *b);
 extern void bfile_item_tuple(Relation rel, const char *item, HeapTuple htup);
 extern void bfile_minimal_tuple(Relation rel, MinimalTuple mt, uint32 len,
 								HeapTuple htup);
-extern void bfile_scan_init(TableAmRoutine *routine);
+extern const SSScanOps bfile_scan_ops;
 
 #endif							/* BFILE_AM_H */

@@ -11,9 +11,9 @@
  * are not reused while its snapshot lives (bfile_store.c).
  *
  * What the scan keeps between rows (the view, the page copy, the change
- * log's rows) lives in a memory context of its own, made at scan_begin:
- * callers such as ALTER TABLE's constraint validation fetch each row in a
- * context that they reset after it.
+ * log's rows) lives in the scan's memory context (ss_tableam.c): callers
+ * such as ALTER TABLE's constraint validation fetch each row in a context
+ * that they reset after it.
  *
  *-------------------------------------------------------------------------
  */
@@ -215,11 +215,7 @@ bfile_read_meta(Relation rel, BfileMeta *meta)
 
 typedef struct BfileScanDesc
 {
-	TableScanDescData base;
-	MemoryContext cxt;			/* what the scan keeps between rows */
-	bool		started;
-	bool		claimed;
-	bool		done;
+	SSScanDesc	ss;
 	BfileView	view;
 	int			bucket;			/* 0 .. nbuckets_live-1, the tail, then the log */
 	BfileChain	chain;
@@ -227,54 +223,6 @@ typedef struct BfileScanDesc
 	Tuplestorestate *log_rows;	/* the change log's rows in the sample */
 	TupleTableSlot *log_slot;
 } BfileScanDesc;
-
-static TableScanDesc
-bfile_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
-				 struct ScanKeyData *key, ParallelTableScanDesc pscan,
-				 uint32 flags)
-{
-	BfileScanDesc *scan = palloc0(sizeof(BfileScanDesc));
-
-	ss_scan_desc_init(&scan->base, rel, snapshot, nkeys, key, pscan, flags);
-	scan->cxt = AllocSetContextCreate(CurrentMemoryContext, "bfile scan",
-									  ALLOCSET_DEFAULT_SIZES);
-	return &scan->base;
-}
-
-/* Forget what the scan read (rescan, end): the next row starts it again. */
-static void
-scan_stop(BfileScanDesc *scan)
-{
-	if (scan->log_rows)
-		tuplestore_end(scan->log_rows); /* closes its temporary file */
-	scan->log_rows = NULL;
-	if (scan->log_slot)
-		ExecDropSingleTupleTableSlot(scan->log_slot);
-	scan->log_slot = NULL;
-	MemoryContextReset(scan->cxt);
-	memset(&scan->view, 0, sizeof(scan->view));
-	memset(&scan->chain, 0, sizeof(scan->chain));
-	scan->chain_open = false;
-	scan->started = false;
-	scan->done = false;
-}
-
-static void
-bfile_scan_end(TableScanDesc sscan)
-{
-	BfileScanDesc *scan = (BfileScanDesc *) sscan;
-
-	scan_stop(scan);
-	MemoryContextDelete(scan->cxt);
-	ss_scan_desc_free(sscan);
-}
-
-static void
-bfile_scan_rescan(TableScanDesc sscan, struct ScanKeyData *key, bool set_params,
-				  bool allow_strat, bool allow_sync, bool allow_pagemode)
-{
-	scan_stop((BfileScanDesc *) sscan);
-}
 
 /* Bucket i of the scan (nbuckets_live: the tail); NULL past the tail. */
 static const BfileBucket *
@@ -291,29 +239,27 @@ scan_bucket(BfileScanDesc *scan, int i)
  * items at the view's level or above, then the change log's rows.  Runs
  * in the scan's memory context.
  */
-static bool
-scan_next(BfileScanDesc *scan, TupleTableSlot *slot)
+static void
+bfile_scan_start(SSScanDesc *sscan)
 {
-	TableScanDesc sscan = &scan->base;
-	Relation	rel = sscan->rs_rd;
+	BfileScanDesc *scan = (BfileScanDesc *) sscan;
+	Relation	rel = sscan->base.rs_rd;
+
+	scan->log_rows = tuplestore_begin_heap(false, false, work_mem);
+	sscan->done = !bfile_view_read(rel, &scan->view, scan->log_rows,
+								   RelationGetDescr(rel), PG_INT64_MIN,
+								   PG_INT64_MAX);
+	scan->bucket = -1;
+}
+
+static bool
+bfile_scan_next(SSScanDesc *sscan, TupleTableSlot *slot)
+{
+	BfileScanDesc *scan = (BfileScanDesc *) sscan;
+	Relation	rel = sscan->base.rs_rd;
 	HeapTupleData htup;
 	const BfileBucket *b;
 
-	ExecClearTuple(slot);
-	if (!scan->started)
-	{
-		scan->started = true;
-		scan->claimed = ss_scan_claim(sscan);
-		if (!scan->claimed)
-			return false;
-		scan->log_rows = tuplestore_begin_heap(false, false, work_mem);
-		scan->done = !bfile_view_read(rel, &scan->view, scan->log_rows,
-									  RelationGetDescr(rel), PG_INT64_MIN,
-									  PG_INT64_MAX);
-		scan->bucket = -1;
-	}
-	if (!scan->claimed || scan->done)
-		return false;
 	for (;;)
 	{
 		if (scan->chain_open)
@@ -344,34 +290,26 @@ scan_next(BfileScanDesc *scan, TupleTableSlot *slot)
 		scan->log_slot = MakeSingleTupleTableSlot(RelationGetDescr(rel),
 												  &TTSOpsMinimalTuple);
 	if (!tuplestore_gettupleslot(scan->log_rows, true, false, scan->log_slot))
-	{
-		scan->done = true;
 		return false;
-	}
 	ExecCopySlot(slot, scan->log_slot);
 	return true;
 }
 
-static bool
-bfile_scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
-					   TupleTableSlot *slot)
+/* What the scan holds besides its memory: a temporary file, a slot. */
+static void
+bfile_scan_stop(SSScanDesc *sscan)
 {
 	BfileScanDesc *scan = (BfileScanDesc *) sscan;
-	MemoryContext old = MemoryContextSwitchTo(scan->cxt);
-	BufferAccessStrategy prev = ss_bulk_read_begin();
-	bool		found = scan_next(scan, slot);
 
-	/* the sample's pages through the bulk-read ring */
-	ss_bulk_read_end(prev);
-	MemoryContextSwitchTo(old);
-	return found;
+	if (scan->log_rows)
+		tuplestore_end(scan->log_rows); /* closes its temporary file */
+	if (scan->log_slot)
+		ExecDropSingleTupleTableSlot(scan->log_slot);
 }
 
-void
-bfile_scan_init(TableAmRoutine *routine)
-{
-	routine->scan_begin = bfile_scan_begin;
-	routine->scan_end = bfile_scan_end;
-	routine->scan_rescan = bfile_scan_rescan;
-	routine->scan_getnextslot = bfile_scan_getnextslot;
-}
+const SSScanOps bfile_scan_ops = {
+	.scan_size = sizeof(BfileScanDesc),
+	.start = bfile_scan_start,
+	.next = bfile_scan_next,
+	.stop = bfile_scan_stop,
+};

@@ -488,6 +488,7 @@ const SSStructure cbt_structure = {
 	.label_agrees = cbt_label_agrees,
 	.label_set = cbt_label_set,
 	.rebind = cbt_rebind,
+	.scan = &cbt_scan_ops,
 };
 
 CbtState *
@@ -987,7 +988,6 @@ cbt_handler(PG_FUNCTION_ARGS)
 		MemSet(&cbt_routine, 0, sizeof(cbt_routine));
 		ss_tableam_init_common(&cbt_routine, &cbt_structure);
 		cbt_routine.tuple_insert = cbt_tuple_insert;
-		cbt_scan_init(&cbt_routine);
 		cbt_routine_ready = true;
 	}
 	PG_RETURN_POINTER(&cbt_routine);

@@ -65,6 +65,6 @@ extern void cbt_as_caller(CbtOwnerSave *save);
 extern void cbt_init(void);
 
 /* cbt_scan.c */
-extern void cbt_scan_init(TableAmRoutine *routine);
+extern const SSScanOps cbt_scan_ops;
 
 #endif							/* CBT_AM_H */

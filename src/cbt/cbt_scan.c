@@ -54,10 +54,8 @@ typedef struct ScanLevel
 
 typedef struct CbtScanDesc
 {
-	TableScanDescData base;
-	bool		started;
-	bool		claimed;
-	bool		done;
+	SSScanDesc	ss;
+	bool		exhausted;		/* every group is in a batch */
 	CbtRuntime *rt;
 	CbtMeta    *meta;
 	int			depth;
@@ -100,7 +98,7 @@ sort_record(CbtScanDesc *scan, uint64 pos, const SSPendingHeader *hdr,
 
 	if ((hdr->type != SS_PENDING_ITEM && hdr->type != SS_PENDING_MERGE) ||
 		hdr->len < sizeof(uint64))
-		ss_page_corrupted(scan->base.rs_rd, InvalidBlockNumber,
+		ss_page_corrupted(scan->ss.base.rs_rd, InvalidBlockNumber,
 						  "A change log record of the cbt is damaged.");
 	memcpy(&hash, payload, sizeof(hash));
 	row = palloc(VARHDRSZ + hdr->len - sizeof(uint64));
@@ -175,7 +173,7 @@ log_next(CbtScanDesc *scan)
 static void
 scan_start(CbtScanDesc *scan)
 {
-	Relation	rel = scan->base.rs_rd;
+	Relation	rel = scan->ss.base.rs_rd;
 
 	for (int attempt = 0;; attempt++)
 	{
@@ -185,7 +183,7 @@ scan_start(CbtScanDesc *scan)
 		ss_log_read_begin(rel, &snap, attempt, false);
 		if (!ss_read_structure_meta(rel, &cbt_structure, scan->meta))
 		{
-			scan->done = true;
+			scan->exhausted = true;
 			return;
 		}
 		ss_log_snapshot_of(rel, &scan->meta->hdr, &snap);
@@ -227,7 +225,7 @@ level_open(CbtScanDesc *scan, ScanLevel *lv)
 	lv->nfrag = (int) lv->node.nfragments;
 	for (int i = 0; i < lv->nfrag; i++)
 	{
-		cbt_frag_open(&lv->cur[i], scan->base.rs_rd, &lv->node.fragments[i]);
+		cbt_frag_open(&lv->cur[i], scan->ss.base.rs_rd, &lv->node.fragments[i]);
 		lv->has[i] = cbt_frag_next(&lv->cur[i], &lv->hash[i], &lv->pao[i],
 								   &lv->size[i]);
 	}
@@ -239,7 +237,7 @@ level_done(CbtScanDesc *scan, ScanLevel *lv)
 {
 	for (int i = 0; i < lv->nfrag; i++)
 		if (lv->has[i])
-			ss_page_corrupted(scan->base.rs_rd, lv->node.fragments[i].ext.start,
+			ss_page_corrupted(scan->ss.base.rs_rd, lv->node.fragments[i].ext.start,
 							  "A fragment holds hashes beyond its node's range.");
 }
 
@@ -258,7 +256,7 @@ level_close(ScanLevel *lv)
 static bool
 next_leaf(CbtScanDesc *scan)
 {
-	Relation	rel = scan->base.rs_rd;
+	Relation	rel = scan->ss.base.rs_rd;
 
 	for (;;)
 	{
@@ -378,7 +376,7 @@ emit_groups(CbtScanDesc *scan)
 {
 	CbtRuntime *rt = scan->rt;
 	const CbtDef *def = rt->def;
-	TupleDesc	desc = RelationGetDescr(scan->base.rs_rd);
+	TupleDesc	desc = RelationGetDescr(scan->ss.base.rs_rd);
 	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
 	bool	   *isnull = palloc(sizeof(bool) * desc->natts);
 	Datum	   *results = palloc(sizeof(Datum) * def->naggs);
@@ -433,8 +431,8 @@ fill_batch(CbtScanDesc *scan)
 									 sizeof(HeapTuple) * scan->batchcap);
 	scan->nbatch = 0;
 	scan->next = 0;
-	cbt_as_owner(scan->base.rs_rd, &save);
-	while (scan->nbatch < SCAN_BATCH_ROWS && !scan->done)
+	cbt_as_owner(scan->ss.base.rs_rd, &save);
+	while (scan->nbatch < SCAN_BATCH_ROWS && !scan->exhausted)
 	{
 		uint64		h;
 
@@ -451,87 +449,36 @@ fill_batch(CbtScanDesc *scan)
 				scan->tree_done = true;
 			continue;
 		}
-		scan->done = true;
+		scan->exhausted = true;
 	}
 	cbt_as_caller(&save);
 }
 
-/* ---- the scan callbacks ---- */
-
-static TableScanDesc
-cbt_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
-			   struct ScanKeyData *key, ParallelTableScanDesc pscan,
-			   uint32 flags)
-{
-	CbtScanDesc *scan = palloc0(sizeof(CbtScanDesc));
-
-	ss_scan_desc_init(&scan->base, rel, snapshot, nkeys, key, pscan, flags);
-	scan->batch_cxt = AllocSetContextCreate(CurrentMemoryContext, "cbt scan rows",
-											ALLOCSET_DEFAULT_SIZES);
-	return &scan->base;
-}
+/* ---- the scan callbacks (SSScanOps) ---- */
 
 static void
-scan_stop(CbtScanDesc *scan)
-{
-	while (scan->depth > 0)
-		level_close(scan->levels[--scan->depth]);
-	if (scan->sort)
-		tuplesort_end(scan->sort);
-	scan->sort = NULL;
-	if (scan->started && scan->rt)
-		cbt_groups_free(&scan->groups);
-	if (scan->meta)
-		pfree(scan->meta);
-	scan->meta = NULL;
-	scan->started = false;
-	scan->done = false;
-	scan->nbatch = scan->next = 0;
-	MemoryContextReset(scan->batch_cxt);
-}
-
-static void
-cbt_scan_end(TableScanDesc sscan)
+cbt_scan_start(SSScanDesc *sscan)
 {
 	CbtScanDesc *scan = (CbtScanDesc *) sscan;
+	Relation	rel = sscan->base.rs_rd;
 
-	scan_stop(scan);
-	if (scan->sortslot)
-		ExecDropSingleTupleTableSlot(scan->sortslot);
-	MemoryContextDelete(scan->batch_cxt);
-	ss_scan_desc_free(sscan);
-}
-
-static void
-cbt_scan_rescan(TableScanDesc sscan, struct ScanKeyData *key, bool set_params,
-				bool allow_strat, bool allow_sync, bool allow_pagemode)
-{
-	scan_stop((CbtScanDesc *) sscan);
+	scan->rt = cbt_runtime(rel);
+	cbt_groups_init(&scan->groups, rel, scan->rt->run, scan->rt->def->nkeys);
+	scan->meta = palloc(sizeof(CbtMeta));
+	scan->batch_cxt = AllocSetContextCreate(CurrentMemoryContext,
+											"cbt scan rows",
+											ALLOCSET_DEFAULT_SIZES);
+	scan_start(scan);
 }
 
 static bool
-scan_next(CbtScanDesc *scan, TupleTableSlot *slot)
+cbt_scan_next(SSScanDesc *sscan, TupleTableSlot *slot)
 {
-	TableScanDesc sscan = &scan->base;
+	CbtScanDesc *scan = (CbtScanDesc *) sscan;
 
-	ExecClearTuple(slot);
-	if (!scan->started)
-	{
-		scan->started = true;
-		scan->claimed = ss_scan_claim(sscan);
-		if (!scan->claimed)
-			return false;
-		scan->rt = cbt_runtime(sscan->rs_rd);
-		cbt_groups_init(&scan->groups, sscan->rs_rd, scan->rt->run,
-						scan->rt->def->nkeys);
-		scan->meta = palloc(sizeof(CbtMeta));
-		scan_start(scan);
-	}
-	if (!scan->claimed)
-		return false;
 	if (scan->next >= scan->nbatch)
 	{
-		if (scan->done)
+		if (scan->exhausted)
 			return false;
 		fill_batch(scan);
 		if (scan->nbatch == 0)
@@ -544,23 +491,25 @@ scan_next(CbtScanDesc *scan, TupleTableSlot *slot)
 	return true;
 }
 
-/* The next group, its pages read through the bulk-read ring. */
-static bool
-cbt_scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
-					 TupleTableSlot *slot)
+/* What the scan holds besides its memory: pins, a sort, a slot. */
+static void
+cbt_scan_stop(SSScanDesc *sscan)
 {
-	BufferAccessStrategy prev = ss_bulk_read_begin();
-	bool		found = scan_next((CbtScanDesc *) sscan, slot);
+	CbtScanDesc *scan = (CbtScanDesc *) sscan;
 
-	ss_bulk_read_end(prev);
-	return found;
+	while (scan->depth > 0)
+		level_close(scan->levels[--scan->depth]);
+	if (scan->sort)
+		tuplesort_end(scan->sort);
+	if (scan->sortslot)
+		ExecDropSingleTupleTableSlot(scan->sortslot);
+	if (scan->rt)
+		cbt_groups_free(&scan->groups);
 }
 
-void
-cbt_scan_init(TableAmRoutine *routine)
-{
-	routine->scan_begin = cbt_scan_begin;
-	routine->scan_end = cbt_scan_end;
-	routine->scan_rescan = cbt_scan_rescan;
-	routine->scan_getnextslot = cbt_scan_getnextslot;
-}
+const SSScanOps cbt_scan_ops = {
+	.scan_size = sizeof(CbtScanDesc),
+	.start = cbt_scan_start,
+	.next = cbt_scan_next,
+	.stop = cbt_scan_stop,
+};

@@ -89,6 +89,27 @@ typedef struct SSParam
 	GucStringCheckHook check_text;	/* TEXT: the setting's check hook */
 } SSParam;
 
+/*
+ * The rows a scan returns (SELECT * FROM the table), for a structure that
+ * has rows; without them a scan returns none.  The scan descriptor has
+ * scan_size bytes and starts with an SSScanDesc; the callbacks run in its
+ * memory context, reading through the bulk-read ring (ss_tableam.c).
+ * start (optional) runs before the first row, in the participant that
+ * returns a parallel scan's rows; next stores the next row in slot, or
+ * returns false at the end; stop (optional) releases what the scan holds
+ * outside its memory context (temporary files, sorts, slots, buffer pins)
+ * at rescan and end, after which the rest of the descriptor is zeroed.
+ */
+struct SSScanDesc;
+struct TupleTableSlot;
+typedef struct SSScanOps
+{
+	Size		scan_size;
+	void		(*start) (struct SSScanDesc *scan);
+	bool		(*next) (struct SSScanDesc *scan, struct TupleTableSlot *slot);
+	void		(*stop) (struct SSScanDesc *scan);
+} SSScanOps;
+
 /* Where check_params' parameters came from. */
 typedef enum SSParamSource
 {
@@ -190,6 +211,7 @@ typedef struct SSStructure
 	 * still holds as text or as another cluster's ids, or refuse the DDL.
 	 */
 	void		(*rebind) (Relation rel);
+	const struct SSScanOps *scan;	/* optional: the rows a scan returns */
 } SSStructure;
 
 /* ss_structure.c: the parameter table's uses */

@@ -31,6 +31,20 @@ extern void ss_tableam_init_common(TableAmRoutine *routine,
 extern bool ss_relation_is_new(Relation rel);
 extern bool ss_relam_is_streamsketch(Oid amoid);
 extern bool ss_scan_claim(TableScanDesc scan);
+
+/*
+ * A scan of a structure that has rows: the structure's scan descriptor
+ * starts with this (see SSScanOps).
+ */
+typedef struct SSScanDesc
+{
+	TableScanDescData base;
+	const struct SSStructure *structure;
+	MemoryContext cxt;			/* the callbacks run in it */
+	bool		started;
+	bool		claimed;		/* this participant returns the rows */
+	bool		done;
+} SSScanDesc;
 extern void ss_scan_desc_init(TableScanDesc scan, Relation rel,
 							  Snapshot snapshot, int nkeys,
 							  struct ScanKeyData *key,
