@@ -166,11 +166,15 @@ get_int(const SSParam *p, const void *st)
 	switch (p->size)
 	{
 		case 1:
-			return p->is_signed ? *(const int8 *) f : *(const uint8 *) f;
+			return p->is_signed ? (int64) *(const int8 *) f :
+				(int64) *(const uint8 *) f;
 		case 2:
-			return p->is_signed ? *(const int16 *) f : *(const uint16 *) f;
+			return p->is_signed ? (int64) *(const int16 *) f :
+				(int64) *(const uint16 *) f;
 		case 4:
-			return p->is_signed ? *(const int32 *) f : *(const uint32 *) f;
+			/* each branch as int64: a common type would be unsigned */
+			return p->is_signed ? (int64) *(const int32 *) f :
+				(int64) *(const uint32 *) f;
 		case 8:
 			return *(const int64 *) f;
 	}
