@@ -205,12 +205,8 @@ bloom_set_bit(uint64 *words, uint32 bit)
 }
 
 /* bloom_am.c */
-extern bool bloom_relation_is_bloom(Relation rel);
-extern Relation bloom_open(Oid relid, LOCKMODE lockmode);
 extern BloomState *bloom_get_state(Relation rel);
 extern void bloom_derive(BloomParams *p);
-extern void bloom_params_from_gucs(BloomParams *p);
-extern uint32 bloom_parse_mode(const char *mode);
 extern const char *bloom_mode_name(uint32 mode);
 extern const struct SSStructure bloom_structure;
 
@@ -224,12 +220,5 @@ extern int64 bloom_flush_all(Relation rel, void *stats);
 
 /* bloom_query.c */
 extern bool bloom_contains_hash(Relation rel, const BloomState *st, SSHash h);
-
-/* settings: defaults of new bloom_filter tables (bloom_am.c) */
-extern int	ss_bloom_capacity;
-extern double ss_bloom_fp_rate;
-extern int	ss_bloom_mode;
-extern int	ss_bloom_buffer_size_kb;
-extern void bloom_init(void);
 
 #endif							/* BLOOM_H */

@@ -36,43 +36,6 @@ PG_FUNCTION_INFO_V1(bloom_filter_handler);
 static TableAmRoutine bloom_routine;
 static bool bloom_routine_ready = false;
 
-bool
-bloom_relation_is_bloom(Relation rel)
-{
-	return rel->rd_tableam == &bloom_routine;
-}
-
-/* Open relid and check that it is a bloom_filter table. */
-Relation
-bloom_open(Oid relid, LOCKMODE lockmode)
-{
-	Relation	rel = relation_open(relid, lockmode);
-
-	if (rel->rd_rel->relkind != RELKIND_RELATION || !bloom_relation_is_bloom(rel))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("relation \"%s\" is not a bloom_filter table",
-						RelationGetRelationName(rel)),
-				 errhint("Create one with CREATE TABLE ... USING bloom_filter or bloom_create().")));
-	return rel;
-}
-
-uint32
-bloom_parse_mode(const char *mode)
-{
-	if (strcmp(mode, "plain") == 0)
-		return BLOOM_MODE_PLAIN;
-	if (strcmp(mode, "elevator") == 0)
-		return BLOOM_MODE_ELEVATOR;
-	if (strcmp(mode, "localized") == 0)
-		return BLOOM_MODE_LOCALIZED;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("invalid bloom_filter mode \"%s\"", mode),
-			 errhint("Use 'plain', 'elevator' or 'localized'.")));
-	return 0;					/* keep the compiler quiet */
-}
-
 const char *
 bloom_mode_name(uint32 mode)
 {
@@ -176,62 +139,6 @@ bloom_derive(BloomParams *p)
 	ss_check_structure_pages(1 + (uint64) p->npages + p->nbufpages, NULL);
 }
 
-static const char *const bloom_settings[] = {
-	"streamsketch.bloom_capacity", "streamsketch.bloom_fp_rate",
-	"streamsketch.bloom_mode", "streamsketch.bloom_buffer_size", NULL
-};
-
-void
-bloom_params_from_gucs(BloomParams *p)
-{
-	ss_check_settings(bloom_settings);
-	memset(p, 0, sizeof(*p));
-	p->mode = (uint32) ss_bloom_mode;
-	p->seed = SS_DEFAULT_SEED;
-	p->capacity = ss_bloom_capacity;
-	p->fp_rate = ss_bloom_fp_rate;
-	p->buffer_kb = (uint32) ss_bloom_buffer_size_kb;
-	bloom_derive(p);
-}
-
-/* The parameters in a label, in this order (ss_params.c). */
-static const char *const bloom_label_keys[] = {
-	"mode", "capacity", "fp_rate", "buffer_size_kb", "seed"
-};
-#define BLOOM_LABEL_NKEYS lengthof(bloom_label_keys)
-
-static char *
-bloom_params_to_label(const void *st)
-{
-	const BloomParams *p = &((const BloomState *) st)->p;
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	appendStringInfo(&buf, "mode=%s capacity=" INT64_FORMAT,
-					 bloom_mode_name(p->mode), p->capacity);
-	ss_label_append_float(&buf, "fp_rate", p->fp_rate);
-	appendStringInfo(&buf, " buffer_size_kb=%u seed=%u", p->buffer_kb, p->seed);
-	return buf.data;
-}
-
-/* Parse and validate a label, with bloom_create's checks. */
-static void
-bloom_params_from_label(Relation rel, const char *label, void *st)
-{
-	BloomParams *p = &((BloomState *) st)->p;
-	char	   *v[BLOOM_LABEL_NKEYS];
-
-	ss_label_split(label, BLOOM_LABEL_NKEYS, bloom_label_keys, v);
-	memset(p, 0, sizeof(*p));
-	p->mode = bloom_parse_mode(v[0]);
-	p->capacity = ss_label_int("capacity", v[1], 1, PG_INT64_MAX);
-	p->fp_rate = ss_label_float("fp_rate", v[2]);
-	p->buffer_kb = (uint32) ss_label_int("buffer_size_kb", v[3], 0,
-										 64 * 1024 * 1024);
-	p->seed = (uint32) ss_label_int("seed", v[4], 0, PG_UINT32_MAX);
-	bloom_derive(p);
-}
-
 /* A bloom_filter table has exactly one column: the key, of any type. */
 static void
 bloom_check_columns(TupleDesc desc, const char *relname, BloomState *st)
@@ -320,11 +227,52 @@ bloom_init_meta(const void *st, void *meta)
 	m->params = *p;
 }
 
+/* The geometry the parameters give, checked (the rate's open interval too). */
 static void
-bloom_state_defaults(Relation rel, void *st)
+bloom_check_params(Relation rel, void *st, SSParamSource source)
 {
-	bloom_params_from_gucs(&((BloomState *) st)->p);
+	bloom_derive(&((BloomState *) st)->p);
 }
+
+static const struct config_enum_entry bloom_mode_options[] = {
+	{"plain", BLOOM_MODE_PLAIN, false},
+	{"elevator", BLOOM_MODE_ELEVATOR, false},
+	{"localized", BLOOM_MODE_LOCALIZED, false},
+	{NULL, 0, false}
+};
+
+/*
+ * The parameters, in label order.  fp_rate has no range here: it must lie
+ * strictly between 0 and 1, which bloom_derive checks.
+ */
+static const SSParam bloom_params[] = {
+	{.name = "mode", .type = SS_PARAM_ENUM, SS_FIELD(BloomState, p.mode),
+		.options = bloom_mode_options,
+		.setting = "bloom_mode",
+		.short_desc = "Default layout of new bloom_filter tables.",
+		.long_desc = "plain: the Bloom filter on disk, k random pages per insert; elevator: the same bits with a persistent insert buffer flushed in page order when full (EBF); localized: all k bits of a key in one page with per-page sub-buffers (BBF).",
+	.boot = BLOOM_MODE_LOCALIZED},
+	{.name = "capacity", .type = SS_PARAM_INT, SS_FIELD(BloomState, p.capacity),
+		.is_signed = true, .min = 1, .max = (double) PG_INT64_MAX,
+		.setting = "bloom_capacity",
+		.short_desc = "Default expected number of keys of new bloom_filter tables.",
+		.long_desc = "Bits m = -capacity ln(fp_rate) / (ln 2)^2; a Bloom filter does not grow, its false-positive rate rises past the capacity.",
+	.setting_min = 1, .setting_max = INT_MAX, .boot = 1000000},
+	{.name = "fp_rate", .type = SS_PARAM_REAL, SS_FIELD(BloomState, p.fp_rate),
+		.setting = "bloom_fp_rate",
+		.short_desc = "Default false-positive rate of new bloom_filter tables.",
+		.long_desc = "Hash functions k = round(m/capacity ln 2).",
+	.setting_min = 1e-15, .setting_max = 0.5, .boot = 0.001},
+	{.name = "buffer_size_kb", .type = SS_PARAM_INT,
+		SS_FIELD(BloomState, p.buffer_kb), .min = 0, .max = 64 * 1024 * 1024,
+		.setting = "bloom_buffer_size",
+		.short_desc = "Default insert buffer size M of new elevator and localized bloom_filter tables.",
+		.long_desc = "The buffer lives in the table's own pages and stays hot in shared_buffers; 0 disables buffering.",
+		.setting_flags = GUC_UNIT_KB, .setting_min = 0,
+	.setting_max = 64 * 1024 * 1024, .boot = 8192},
+	{.name = "seed", .type = SS_PARAM_INT, SS_FIELD(BloomState, p.seed),
+	.min = 0, .max = PG_UINT32_MAX, .boot = SS_DEFAULT_SEED, .internal = true},
+};
 
 static const uint16 bloom_page_types[] = {SS_PAGE_BLOOM_BITS, SS_PAGE_BLOOM_BUFFER};
 
@@ -334,7 +282,6 @@ const SSStructure bloom_structure = {
 	.constructor = "bloom_create()",
 	.page_types = bloom_page_types,
 	.npage_types = lengthof(bloom_page_types),
-	.init = bloom_init,
 	.kind = SS_KIND_BLOOM,
 	.state_size = sizeof(BloomState),
 	.meta_size = sizeof(BloomMetaData),
@@ -345,9 +292,9 @@ const SSStructure bloom_structure = {
 	.check_meta = bloom_check_meta,
 	.params_from_meta = bloom_params_from_meta,
 	.init_meta = bloom_init_meta,
-	.default_params = bloom_state_defaults,
-	.params_to_label = bloom_params_to_label,
-	.params_from_label = bloom_params_from_label,
+	.params = bloom_params,
+	.nparams = lengthof(bloom_params),
+	.check_params = bloom_check_params,
 };
 
 /* Parameters and column info (ss_get_state). */
@@ -382,49 +329,4 @@ bloom_filter_handler(PG_FUNCTION_ARGS)
 		bloom_routine_ready = true;
 	}
 	PG_RETURN_POINTER(&bloom_routine);
-}
-
-/* ---- settings (streamsketch.*): the defaults of new bloom_filter tables ---- */
-
-int			ss_bloom_capacity = 1000000;
-double		ss_bloom_fp_rate = 0.001;
-int			ss_bloom_mode = BLOOM_MODE_LOCALIZED;
-int			ss_bloom_buffer_size_kb = 8192;
-
-static const struct config_enum_entry bloom_mode_options[] = {
-	{"plain", BLOOM_MODE_PLAIN, false},
-	{"elevator", BLOOM_MODE_ELEVATOR, false},
-	{"localized", BLOOM_MODE_LOCALIZED, false},
-	{NULL, 0, false}
-};
-
-SS_ASSIGN_HOOK(bloom_capacity, int)
-SS_ASSIGN_HOOK(bloom_fp_rate, double)
-SS_ASSIGN_HOOK(bloom_mode, int)
-SS_ASSIGN_HOOK(bloom_buffer_size, int)
-
-/* Called by _PG_init. */
-void
-bloom_init(void)
-{
-	DefineCustomIntVariable("streamsketch.bloom_capacity",
-							"Default expected number of keys of new bloom_filter tables.",
-							"Bits m = -capacity ln(fp_rate) / (ln 2)^2; a Bloom filter does not grow, its false-positive rate rises past the capacity.",
-							&ss_bloom_capacity, 1000000, 1, INT_MAX,
-							PGC_USERSET, 0, NULL, assign_bloom_capacity, NULL);
-	DefineCustomRealVariable("streamsketch.bloom_fp_rate",
-							 "Default false-positive rate of new bloom_filter tables.",
-							 "Hash functions k = round(m/capacity ln 2).",
-							 &ss_bloom_fp_rate, 0.001, 1e-15, 0.5,
-							 PGC_USERSET, 0, NULL, assign_bloom_fp_rate, NULL);
-	DefineCustomEnumVariable("streamsketch.bloom_mode",
-							 "Default layout of new bloom_filter tables.",
-							 "plain: the Bloom filter on disk, k random pages per insert; elevator: the same bits with a persistent insert buffer flushed in page order when full (EBF); localized: all k bits of a key in one page with per-page sub-buffers (BBF).",
-							 &ss_bloom_mode, BLOOM_MODE_LOCALIZED, bloom_mode_options,
-							 PGC_USERSET, 0, NULL, assign_bloom_mode, NULL);
-	DefineCustomIntVariable("streamsketch.bloom_buffer_size",
-							"Default insert buffer size M of new elevator and localized bloom_filter tables.",
-							"The buffer lives in the table's own pages and stays hot in shared_buffers; 0 disables buffering.",
-							&ss_bloom_buffer_size_kb, 8192, 0, 64 * 1024 * 1024,
-							PGC_USERSET, GUC_UNIT_KB, NULL, assign_bloom_buffer_size, NULL);
 }

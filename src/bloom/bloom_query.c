@@ -39,16 +39,6 @@ PG_FUNCTION_INFO_V1(bloom_flush);
 PG_FUNCTION_INFO_V1(bloom_info);
 PG_FUNCTION_INFO_V1(bloom_create);
 
-static void
-bloom_check_acl(Relation rel, AclMode mode)
-{
-	AclResult	aclresult = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), mode);
-
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
-					   RelationGetRelationName(rel));
-}
-
 /*
  * Share-lock block blkno and return its page, or InvalidBuffer if it was
  * never written (beyond the end of the file or all zeros).
@@ -268,10 +258,8 @@ bloom_contains(PG_FUNCTION_ARGS)
 	Datum		key;
 	bool		found;
 
-	rel = bloom_open(ss_sql_lock_relid(PG_GETARG_OID(0), AccessShareLock, NULL),
-					 AccessShareLock);
-	ss_sql_check_access(rel, NULL);
-	bloom_check_acl(rel, ACL_SELECT);
+	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock, NULL,
+								ACL_SELECT, &bloom_structure);
 	ss_sql_check_row_security(rel, "bloom_contains()");
 	st = bloom_get_state(rel);
 	if (!OidIsValid(argtype))
@@ -289,11 +277,8 @@ bloom_flush(PG_FUNCTION_ARGS)
 	Relation	rel;
 	int64		applied;
 
-	rel = bloom_open(ss_sql_lock_relid(PG_GETARG_OID(0), RowExclusiveLock,
-									   "bloom_flush()"),
-					 RowExclusiveLock);
-	ss_sql_check_access(rel, "bloom_flush()");
-	bloom_check_acl(rel, ACL_INSERT);
+	rel = ss_sql_open_structure(PG_GETARG_OID(0), RowExclusiveLock,
+								"bloom_flush()", ACL_INSERT, &bloom_structure);
 	/* with an xid, the commit waits for the flush's WAL to be flushed */
 	(void) GetCurrentTransactionId();
 	applied = ss_log_flush(rel, bloom_flush_all);
@@ -325,10 +310,8 @@ bloom_info(PG_FUNCTION_ARGS)
 	double		m;
 	double		k;
 
-	rel = bloom_open(ss_sql_lock_relid(PG_GETARG_OID(0), AccessShareLock, NULL),
-					 AccessShareLock);
-	ss_sql_check_access(rel, NULL);
-	bloom_check_acl(rel, ACL_SELECT);
+	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock, NULL,
+								ACL_SELECT, &bloom_structure);
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	st = bloom_get_state(rel);
@@ -391,7 +374,6 @@ Datum
 bloom_create(PG_FUNCTION_ARGS)
 {
 	bool		unlogged = PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6);
-	BloomParams p;
 	BloomState	st;
 	Oid			relid;
 
@@ -400,32 +382,14 @@ bloom_create(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("bloom_create needs a table name and a key type")));
 
-	bloom_params_from_gucs(&p);
-	if (!PG_ARGISNULL(2))
-		p.capacity = PG_GETARG_INT64(2);
-	if (!PG_ARGISNULL(3))
-		p.fp_rate = PG_GETARG_FLOAT8(3);
-	if (!PG_ARGISNULL(4))
-		p.mode = bloom_parse_mode(text_to_cstring(PG_GETARG_TEXT_PP(4)));
-	if (!PG_ARGISNULL(5))
-	{
-		char	   *s = text_to_cstring(PG_GETARG_TEXT_PP(5));
-		int			kb;
-		const char *hint = NULL;
-
-		if (!parse_int(s, &kb, GUC_UNIT_KB, &hint) || kb < 0 ||
-			kb > 64 * 1024 * 1024)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid bloom_filter buffer size \"%s\"", s),
-					 hint ? errhint("%s", hint) :
-					 errhint("Use a size between 0 (no buffering) and 64GB, such as '8MB'.")));
-		p.buffer_kb = (uint32) kb;
-	}
-	bloom_derive(&p);
-
 	memset(&st, 0, sizeof(st));
-	st.p = p;
+	ss_params_from_settings(&bloom_structure, NULL, &st);
+	ss_param_from_arg(&bloom_structure, "capacity", fcinfo, 2, &st);
+	ss_param_from_arg(&bloom_structure, "fp_rate", fcinfo, 3, &st);
+	ss_param_from_arg(&bloom_structure, "mode", fcinfo, 4, &st);
+	ss_param_from_arg(&bloom_structure, "buffer_size_kb", fcinfo, 5, &st);
+	ss_params_check(&bloom_structure, NULL, &st, SS_PARAMS_CONSTRUCTOR);
+
 	relid = ss_create_structure(&bloom_structure, &st, PG_GETARG_TEXT_PP(0),
 								PG_GETARG_OID(1), NULL, "bloom_filter",
 								unlogged);

@@ -62,6 +62,7 @@
 #define QFAM_MAX_LEVELS		32
 #define QFAM_MAX_LOAD		QF_MAX_LOAD
 #define QFAM_MAX_PAGE_BITS	27	/* 1 TB of pages */
+#define QFAM_BUFFER_KB_MAX	(64 * 1024 * 1024)	/* level 0: at most 64 GB */
 
 #define QFAM_KIND_QF		1	/* quotient_filter */
 #define QFAM_KIND_BQF		2	/* buffered_quotient_filter */
@@ -163,15 +164,11 @@ typedef struct QfamCursor
 } QfamCursor;
 
 /* qfam_am.c */
-extern bool qfam_relation_is_qf(Relation rel);
-extern Relation qfam_open(Oid relid, LOCKMODE lockmode);
 extern QfamState *qfam_get_state(Relation rel);
 extern void qfam_derive(QfamParams *p);
-extern void qfam_params_from_gucs(QfamParams *p, uint32 kind);
 extern const struct SSStructure qfam_structure;
 extern void qfam_level_geom(const QfamLevel *lv, QfGeom *g);
 extern void qfam_level_shape(QfamLevel *lv, uint32 fp_bits, uint32 t);
-extern const char *qfam_kind_name(uint32 kind);
 
 /* qfam_apply.c */
 struct SSConsolidation;
@@ -204,13 +201,6 @@ extern bool qfam_cursor_next(QfamCursor *c);
 extern void qfam_cursor_end(QfamCursor *c);
 extern bool qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc,
 							  uint32 target, uint32 target_t);
-
-/* settings: defaults of new quotient filter tables (qfam_am.c) */
-extern int	ss_qf_capacity;
-extern double ss_qf_fp_rate;
-extern int	ss_qf_fanout;
-extern int	ss_qf_buffer_size_kb;
-extern void qfam_init(void);
 
 /*
  * Per-level counters saturate at PG_INT64_MAX, as the sketch counters do

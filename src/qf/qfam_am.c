@@ -48,26 +48,6 @@ qfam_relation_kind(Relation rel)
 	return 0;
 }
 
-bool
-qfam_relation_is_qf(Relation rel)
-{
-	return qfam_relation_kind(rel) != 0;
-}
-
-Relation
-qfam_open(Oid relid, LOCKMODE lockmode)
-{
-	Relation	rel = relation_open(relid, lockmode);
-
-	if (rel->rd_rel->relkind != RELKIND_RELATION || !qfam_relation_is_qf(rel))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("relation \"%s\" is not a quotient filter table",
-						RelationGetRelationName(rel)),
-				 errhint("Create one with CREATE TABLE ... USING quotient_filter or qf_create().")));
-	return rel;
-}
-
 void
 qfam_level_geom(const QfamLevel *lv, QfGeom *g)
 {
@@ -176,78 +156,6 @@ qfam_derive(QfamParams *p)
 	ss_check_structure_pages(1 + ((uint64) 1 << lv.page_bits), NULL);
 }
 
-static const char *const qfam_settings[] = {
-	"streamsketch.qf_capacity", "streamsketch.qf_fp_rate",
-	"streamsketch.qf_fanout", "streamsketch.qf_buffer_size", NULL
-};
-
-void
-qfam_params_from_gucs(QfamParams *p, uint32 kind)
-{
-	ss_check_settings(qfam_settings);
-	memset(p, 0, sizeof(*p));
-	p->kind = kind;
-	p->seed = SS_DEFAULT_SEED;
-	p->capacity = ss_qf_capacity;
-	p->fp_rate = ss_qf_fp_rate;
-	p->fanout = (uint32) ss_qf_fanout;
-	p->buffer_pages = (uint32) Max(1, ss_qf_buffer_size_kb / (BLCKSZ / 1024));
-	qfam_derive(p);
-}
-
-const char *
-qfam_kind_name(uint32 kind)
-{
-	switch (kind)
-	{
-		case QFAM_KIND_BQF:
-			return "buffered_quotient_filter";
-		case QFAM_KIND_CF:
-			return "cascade_filter";
-		default:
-			return "quotient_filter";
-	}
-}
-
-/* The parameters in a label, in this order (ss_params.c). */
-static const char *const qfam_label_keys[] = {
-	"capacity", "fp_rate", "fanout", "buffer_pages", "seed"
-};
-#define QFAM_LABEL_NKEYS lengthof(qfam_label_keys)
-
-static char *
-qfam_params_to_label(const void *st)
-{
-	const QfamParams *p = &((const QfamState *) st)->p;
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	appendStringInfo(&buf, "capacity=" INT64_FORMAT, p->capacity);
-	ss_label_append_float(&buf, "fp_rate", p->fp_rate);
-	appendStringInfo(&buf, " fanout=%u buffer_pages=%u seed=%u",
-					 p->fanout, p->buffer_pages, p->seed);
-	return buf.data;
-}
-
-/* Parse and validate a label, with qf_create's checks. */
-static void
-qfam_params_from_label(Relation rel, const char *label, void *st)
-{
-	QfamParams *p = &((QfamState *) st)->p;
-	char	   *v[QFAM_LABEL_NKEYS];
-
-	ss_label_split(label, QFAM_LABEL_NKEYS, qfam_label_keys, v);
-	memset(p, 0, sizeof(*p));
-	p->kind = qfam_relation_kind(rel);	/* the access method decides */
-	p->capacity = ss_label_int("capacity", v[0], 1, PG_INT64_MAX);
-	p->fp_rate = ss_label_float("fp_rate", v[1]);
-	p->fanout = (uint32) ss_label_int("fanout", v[2], 0, 1024);
-	p->buffer_pages = (uint32) ss_label_int("buffer_pages", v[3], 1,
-											64 * 1024 * 1024 / (BLCKSZ / 1024));
-	p->seed = (uint32) ss_label_int("seed", v[4], 0, PG_UINT32_MAX);
-	qfam_derive(p);
-}
-
 static void
 qfam_check_columns(Relation rel, QfamState *st)
 {
@@ -297,7 +205,7 @@ qfam_check_meta(Relation rel, const void *metap)
 			elog(ERROR, "the parameters' seed %u differs from the header's %u",
 				 p->seed, meta->hdr.seed);
 		if (p->buffer_pages < 1 ||
-			p->buffer_pages > 64 * 1024 * 1024 / (BLCKSZ / 1024))
+			p->buffer_pages > QFAM_BUFFER_KB_MAX / (BLCKSZ / 1024))
 			elog(ERROR, "level 0 size of %u pages is out of range", p->buffer_pages);
 		if (p->kind != QFAM_KIND_CF && p->fanout > 1024)
 			elog(ERROR, "fanout %u is out of range", p->fanout);
@@ -367,11 +275,68 @@ qfam_init_meta(const void *st, void *meta)
 	qfam_first_level(&((const QfamState *) st)->p, (QfamMeta *) meta);
 }
 
+/*
+ * The access method decides the kind (a constructor, which has no
+ * relation yet, sets it before); the settings give level 0's size in kB
+ * (see buffer_pages below); then the geometry, checked.
+ */
 static void
-qfam_state_defaults(Relation rel, void *st)
+qfam_check_params(Relation rel, void *st, SSParamSource source)
 {
-	qfam_params_from_gucs(&((QfamState *) st)->p, qfam_relation_kind(rel));
+	QfamParams *p = &((QfamState *) st)->p;
+
+	if (rel != NULL)
+		p->kind = qfam_relation_kind(rel);
+	if (source == SS_PARAMS_SETTINGS)
+		p->buffer_pages = Max(1, p->buffer_pages / (BLCKSZ / 1024));
+	qfam_derive(p);
 }
+
+/*
+ * The parameters, in label order.  fp_rate has no range here: it must lie
+ * strictly between 0 and 1, which qfam_derive checks, as it checks a
+ * cascade filter's fanout (a power of two from 2 on); the range of fanout
+ * is the one of every kind.  fanout is marked signed so that a negative
+ * argument is reported as given; ss_structure.c's get_int still reads a
+ * 4-byte field back unsigned whatever is_signed says (its conditional
+ * converts both branches to uint32), so -2 is reported as 4294967294
+ * until it casts each branch to int64.
+ *
+ * buffer_pages is kept in pages (labels, metapage) but given in kB by its
+ * setting and by qf_create's buffer_size: the table has no unit
+ * conversion, so the setting's kB value lands in the field and
+ * qfam_check_params turns it into pages; marked derived, its range is
+ * checked in pages after that.  qf_create converts its argument itself
+ * (qfam_query.c).
+ */
+static const SSParam qfam_params[] = {
+	{.name = "capacity", .type = SS_PARAM_INT, SS_FIELD(QfamState, p.capacity),
+		.is_signed = true, .min = 1, .max = (double) PG_INT64_MAX,
+		.setting = "qf_capacity",
+		.short_desc = "Default expected number of keys of new quotient filter tables.",
+		.long_desc = "The filter grows past it by resizing.",
+	.setting_min = 1, .setting_max = INT_MAX, .boot = 1000000},
+	{.name = "fp_rate", .type = SS_PARAM_REAL, SS_FIELD(QfamState, p.fp_rate),
+		.setting = "qf_fp_rate",
+		.short_desc = "Default false-positive rate of new quotient filter tables.",
+	.setting_min = 1e-15, .setting_max = 0.5, .boot = 0.001},
+	{.name = "fanout", .type = SS_PARAM_INT, SS_FIELD(QfamState, p.fanout),
+		.is_signed = true, .min = 0, .max = 1024,
+		.setting = "qf_fanout",
+		.short_desc = "Default fanout (size ratio of consecutive levels) of new cascade filter tables.",
+		.long_desc = "A power of two; larger fanouts mean fewer levels (faster lookups) and more rewriting (slower inserts).",
+	.setting_min = 2, .setting_max = 1024, .boot = 4},
+	{.name = "buffer_pages", .type = SS_PARAM_INT,
+		SS_FIELD(QfamState, p.buffer_pages),
+		.min = 1, .max = QFAM_BUFFER_KB_MAX / (BLCKSZ / 1024), .derived = true,
+		.setting = "qf_buffer_size",
+		.short_desc = "Default size of level 0 (the in-RAM level) of new buffered quotient filter and cascade filter tables.",
+		.long_desc = "Level 0's pages are updated in place and stay hot in shared_buffers.",
+		.setting_flags = GUC_UNIT_KB, .setting_min = 8,
+	.setting_max = QFAM_BUFFER_KB_MAX, .boot = 8192},
+	{.name = "seed", .type = SS_PARAM_INT, SS_FIELD(QfamState, p.seed),
+	.min = 0, .max = PG_UINT32_MAX, .boot = SS_DEFAULT_SEED, .internal = true},
+};
 
 static const uint16 qfam_page_types[] = {SS_PAGE_QF_AREA, SS_PAGE_QF_UNDO};
 
@@ -381,7 +346,6 @@ const SSStructure qfam_structure = {
 	.constructor = "qf_create()",
 	.page_types = qfam_page_types,
 	.npage_types = lengthof(qfam_page_types),
-	.init = qfam_init,
 	.kind = SS_KIND_QF,
 	.state_size = sizeof(QfamState),
 	.meta_size = sizeof(QfamMeta),
@@ -391,9 +355,9 @@ const SSStructure qfam_structure = {
 	.check_meta = qfam_check_meta,
 	.params_from_meta = qfam_params_from_meta,
 	.init_meta = qfam_init_meta,
-	.default_params = qfam_state_defaults,
-	.params_to_label = qfam_params_to_label,
-	.params_from_label = qfam_params_from_label,
+	.params = qfam_params,
+	.nparams = lengthof(qfam_params),
+	.check_params = qfam_check_params,
 };
 
 /* Parameters and columns (ss_get_state). */
@@ -464,42 +428,4 @@ Datum
 cascade_filter_handler(PG_FUNCTION_ARGS)
 {
 	return qfam_handler(QFAM_KIND_CF);
-}
-
-/* ---- settings (streamsketch.*): the defaults of new quotient filter tables ---- */
-
-int			ss_qf_capacity = 1000000;
-double		ss_qf_fp_rate = 0.001;
-int			ss_qf_fanout = 4;
-int			ss_qf_buffer_size_kb = 8192;
-
-SS_ASSIGN_HOOK(qf_capacity, int)
-SS_ASSIGN_HOOK(qf_fp_rate, double)
-SS_ASSIGN_HOOK(qf_fanout, int)
-SS_ASSIGN_HOOK(qf_buffer_size, int)
-
-/* Called by _PG_init. */
-void
-qfam_init(void)
-{
-	DefineCustomIntVariable("streamsketch.qf_capacity",
-							"Default expected number of keys of new quotient filter tables.",
-							"The filter grows past it by resizing.",
-							&ss_qf_capacity, 1000000, 1, INT_MAX,
-							PGC_USERSET, 0, NULL, assign_qf_capacity, NULL);
-	DefineCustomRealVariable("streamsketch.qf_fp_rate",
-							 "Default false-positive rate of new quotient filter tables.",
-							 NULL,
-							 &ss_qf_fp_rate, 0.001, 1e-15, 0.5,
-							 PGC_USERSET, 0, NULL, assign_qf_fp_rate, NULL);
-	DefineCustomIntVariable("streamsketch.qf_fanout",
-							"Default fanout (size ratio of consecutive levels) of new cascade filter tables.",
-							"A power of two; larger fanouts mean fewer levels (faster lookups) and more rewriting (slower inserts).",
-							&ss_qf_fanout, 4, 2, 1024,
-							PGC_USERSET, 0, NULL, assign_qf_fanout, NULL);
-	DefineCustomIntVariable("streamsketch.qf_buffer_size",
-							"Default size of level 0 (the in-RAM level) of new buffered quotient filter and cascade filter tables.",
-							"Level 0's pages are updated in place and stay hot in shared_buffers.",
-							&ss_qf_buffer_size_kb, 8192, 8, 64 * 1024 * 1024,
-							PGC_USERSET, GUC_UNIT_KB, NULL, assign_qf_buffer_size, NULL);
 }

@@ -43,30 +43,6 @@ PG_FUNCTION_INFO_V1(qf_resize_sql);
 PG_FUNCTION_INFO_V1(qf_info_sql);
 PG_FUNCTION_INFO_V1(qf_create_sql);
 
-static void
-qfam_check_acl(Relation rel, AclMode mode)
-{
-	AclResult	aclresult = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), mode);
-
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
-					   RelationGetRelationName(rel));
-}
-
-/*
- * Open the filter argument of a SQL function: writer is the function's name
- * if it writes, NULL if it only reads (see ss_sqlfunc.h).
- */
-static Relation
-qfam_open_sql(Oid relid, LOCKMODE lockmode, const char *writer)
-{
-	Relation	rel = qfam_open(ss_sql_lock_relid(relid, lockmode, writer),
-								lockmode);
-
-	ss_sql_check_access(rel, writer);
-	return rel;
-}
-
 /* Hash the key argument argno after converting it to the key type. */
 static SSHash
 qfam_key_hash(FunctionCallInfo fcinfo, int argno, const QfamState *st)
@@ -361,11 +337,12 @@ qfam_contains_hash(Relation rel, const QfamState *st, SSHash h)
 Datum
 qf_count_sql(PG_FUNCTION_ARGS)
 {
-	Relation	rel = qfam_open_sql(PG_GETARG_OID(0), AccessShareLock, NULL);
+	Relation	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock,
+											  NULL, ACL_SELECT,
+											  &qfam_structure);
 	QfamState  *st;
 	uint64		count;
 
-	qfam_check_acl(rel, ACL_SELECT);
 	ss_sql_check_row_security(rel, "qf_count()");
 	st = qfam_get_state(rel);
 	count = qfam_count_hash(rel, st, qfam_key_hash(fcinfo, 1, st));
@@ -376,11 +353,12 @@ qf_count_sql(PG_FUNCTION_ARGS)
 Datum
 qf_contains_sql(PG_FUNCTION_ARGS)
 {
-	Relation	rel = qfam_open_sql(PG_GETARG_OID(0), AccessShareLock, NULL);
+	Relation	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock,
+											  NULL, ACL_SELECT,
+											  &qfam_structure);
 	QfamState  *st;
 	bool		found;
 
-	qfam_check_acl(rel, ACL_SELECT);
 	ss_sql_check_row_security(rel, "qf_contains()");
 	st = qfam_get_state(rel);
 	found = qfam_contains_hash(rel, st, qfam_key_hash(fcinfo, 1, st));
@@ -397,12 +375,12 @@ qf_contains_sql(PG_FUNCTION_ARGS)
 Datum
 qf_delete_sql(PG_FUNCTION_ARGS)
 {
-	Relation	rel = qfam_open_sql(PG_GETARG_OID(0), RowExclusiveLock,
-									"qf_delete()");
+	Relation	rel = ss_sql_open_structure(PG_GETARG_OID(0), RowExclusiveLock,
+											  "qf_delete()", ACL_DELETE,
+											  &qfam_structure);
 	QfamState  *st;
 	SSPendingKey key;
 
-	qfam_check_acl(rel, ACL_DELETE);
 	st = qfam_get_state(rel);
 	/* STRICT: a NULL key or count deletes nothing (it must not hash a 0) */
 	key.weight = PG_GETARG_INT64(2);
@@ -426,16 +404,17 @@ qf_delete_sql(PG_FUNCTION_ARGS)
 Datum
 qf_merge_sql(PG_FUNCTION_ARGS)
 {
-	Relation	dst = qfam_open_sql(PG_GETARG_OID(0), RowExclusiveLock,
-									"qf_merge()");
-	Relation	src = qfam_open_sql(PG_GETARG_OID(1), AccessShareLock, NULL);
+	Relation	dst = ss_sql_open_structure(PG_GETARG_OID(0), RowExclusiveLock,
+											  "qf_merge()", ACL_INSERT,
+											  &qfam_structure);
+	Relation	src = ss_sql_open_structure(PG_GETARG_OID(1), AccessShareLock,
+											  NULL, ACL_SELECT,
+											  &qfam_structure);
 	QfamState  *dst_st;
 	QfamState  *src_st;
 	QfamMeta	meta;
 	int64		merged = 0;
 
-	qfam_check_acl(dst, ACL_INSERT);
-	qfam_check_acl(src, ACL_SELECT);
 	/* the source's keys would become readable in the target */
 	ss_sql_check_row_security(src, "qf_merge()");
 	dst_st = qfam_get_state(dst);
@@ -508,15 +487,15 @@ qf_merge_sql(PG_FUNCTION_ARGS)
 Datum
 qf_merge_value_sql(PG_FUNCTION_ARGS)
 {
-	Relation	rel = qfam_open_sql(PG_GETARG_OID(0), RowExclusiveLock,
-									"qf_merge_value()");
+	Relation	rel = ss_sql_open_structure(PG_GETARG_OID(0), RowExclusiveLock,
+											  "qf_merge_value()", ACL_INSERT,
+											  &qfam_structure);
 	QFilterData *qf = (QFilterData *) PG_DETOAST_DATUM(PG_GETARG_DATUM(1));
 	QfamState  *st;
 	QfGeom		g;
 	int64		merged = 0;
 	uint32		fp_bits;
 
-	qfam_check_acl(rel, ACL_INSERT);
 	qfilter_check(qf);
 	st = qfam_get_state(rel);
 	fp_bits = (uint32) qf->page_bits + qf->slot_bits + qf->rbits;
@@ -572,13 +551,30 @@ qf_merge_value_sql(PG_FUNCTION_ARGS)
 Datum
 qf_resize_sql(PG_FUNCTION_ARGS)
 {
-	Relation	rel = qfam_open_sql(PG_GETARG_OID(0), ShareUpdateExclusiveLock,
-									"qf_resize()");
+	Relation	rel;
 	QfamMeta	meta;
 	uint32		last;
 	uint32		t;
 	int64		pages = 0;
 
+	/*
+	 * Ownership, as ALTER TABLE needs, rather than a privilege: opened as
+	 * ss_sql_open_structure does, whose privilege check an owner may not
+	 * pass (privileges an owner revoked from itself).
+	 */
+	rel = relation_open(ss_sql_lock_relid(PG_GETARG_OID(0),
+										  ShareUpdateExclusiveLock,
+										  "qf_resize()"),
+						ShareUpdateExclusiveLock);
+	if (rel->rd_rel->relkind != RELKIND_RELATION ||
+		ss_structure_ops(rel) != &qfam_structure)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("relation \"%s\" is not a %s table",
+						RelationGetRelationName(rel), qfam_structure.name),
+				 errhint("Create one with CREATE TABLE ... USING %s or %s.",
+						 qfam_structure.amname, qfam_structure.constructor)));
+	ss_sql_check_access(rel, "qf_resize()");
 	if (!pg_class_ownercheck(RelationGetRelid(rel), GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(rel->rd_rel->relkind),
 					   RelationGetRelationName(rel));
@@ -606,7 +602,9 @@ qf_resize_sql(PG_FUNCTION_ARGS)
 Datum
 qf_info_sql(PG_FUNCTION_ARGS)
 {
-	Relation	rel = qfam_open_sql(PG_GETARG_OID(0), AccessShareLock, NULL);
+	Relation	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock,
+											  NULL, ACL_SELECT,
+											  &qfam_structure);
 	QfamState  *st;
 	QfamMeta	meta;
 	TupleDesc	tupdesc;
@@ -618,7 +616,6 @@ qf_info_sql(PG_FUNCTION_ARGS)
 	double		slots = 0;
 	double		fpr = 0;
 
-	qfam_check_acl(rel, ACL_SELECT);
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	st = qfam_get_state(rel);
@@ -664,6 +661,26 @@ qf_info_sql(PG_FUNCTION_ARGS)
 }
 
 /*
+ * qf_create's buffer_size, in kB like its setting (streamsketch.
+ * qf_buffer_size) but kept in pages: the parameter table has no unit
+ * conversion, so the argument is read and range-checked (in kB, with the
+ * setting's messages) as this one-parameter table's, then turned into
+ * pages.
+ */
+static const SSParam qfam_buffer_arg_params[] = {
+	{.name = "buffer_pages", .type = SS_PARAM_INT,
+		SS_FIELD(QfamState, p.buffer_pages),
+		.min = BLCKSZ / 1024, .max = QFAM_BUFFER_KB_MAX,
+	.setting_flags = GUC_UNIT_KB},
+};
+
+static const SSStructure qfam_buffer_arg = {
+	.name = "quotient filter",
+	.params = qfam_buffer_arg_params,
+	.nparams = lengthof(qfam_buffer_arg_params),
+};
+
+/*
  * qf_create(name, key_type, capacity, fp_rate, counted, unlogged)
  * returns regclass: creates the table with explicit parameters (NULL means
  * the GUC default).
@@ -671,65 +688,40 @@ qf_info_sql(PG_FUNCTION_ARGS)
 Datum
 qf_create_sql(PG_FUNCTION_ARGS)
 {
-	QfamParams	p;
 	QfamState	st;
 	Oid			relid;
 	bool		counted = PG_ARGISNULL(4) ? false : PG_GETARG_BOOL(4);
 	bool		unlogged = PG_ARGISNULL(5) ? false : PG_GETARG_BOOL(5);
 	const char *amname = PG_ARGISNULL(6) ? "quotient_filter" :
 		text_to_cstring(PG_GETARG_TEXT_PP(6));
-	uint32		kind;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("qf_create needs a table name and a key type")));
+	memset(&st, 0, sizeof(st));
 	if (strcmp(amname, "quotient_filter") == 0)
-		kind = QFAM_KIND_QF;
+		st.p.kind = QFAM_KIND_QF;
 	else if (strcmp(amname, "buffered_quotient_filter") == 0)
-		kind = QFAM_KIND_BQF;
+		st.p.kind = QFAM_KIND_BQF;
 	else if (strcmp(amname, "cascade_filter") == 0)
-		kind = QFAM_KIND_CF;
+		st.p.kind = QFAM_KIND_CF;
 	else
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("\"%s\" is not a quotient filter access method", amname),
 				 errhint("Use quotient_filter, buffered_quotient_filter or cascade_filter.")));
-	qfam_params_from_gucs(&p, kind);
-	if (!PG_ARGISNULL(7))
-	{
-		int32		fanout = PG_GETARG_INT32(7);
+	/* no relation yet: qfam_check_params keeps the kind set above */
+	ss_params_from_settings(&qfam_structure, NULL, &st);
+	ss_param_from_arg(&qfam_structure, "capacity", fcinfo, 2, &st);
+	ss_param_from_arg(&qfam_structure, "fp_rate", fcinfo, 3, &st);
+	if (ss_param_from_arg(&qfam_structure, "fanout", fcinfo, 7, &st) &&
+		st.p.kind != QFAM_KIND_CF && (int32) st.p.fanout < 0)
+		st.p.fanout = 0;		/* unused but by a cascade filter: as before */
+	if (ss_param_from_arg(&qfam_buffer_arg, "buffer_pages", fcinfo, 8, &st))
+		st.p.buffer_pages /= BLCKSZ / 1024;
+	ss_params_check(&qfam_structure, NULL, &st, SS_PARAMS_CONSTRUCTOR);
 
-		if (kind == QFAM_KIND_CF && fanout < 2)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("cascade filter fanout %d is out of range", fanout),
-					 errdetail("The fanout must be a power of two between 2 and 1024.")));
-		p.fanout = (uint32) Max(fanout, 0);
-	}
-	if (!PG_ARGISNULL(8))
-	{
-		char	   *s = text_to_cstring(PG_GETARG_TEXT_PP(8));
-		int			kb;
-		const char *hint = NULL;
-
-		/* the range of streamsketch.qf_buffer_size, and of labels */
-		if (!parse_int(s, &kb, GUC_UNIT_KB, &hint) || kb < BLCKSZ / 1024 ||
-			kb > 64 * 1024 * 1024)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid quotient filter buffer size \"%s\"", s),
-					 hint ? errhint("%s", hint) : errhint("Use a size between one page and 64GB, such as '8MB'.")));
-		p.buffer_pages = (uint32) (kb / (BLCKSZ / 1024));
-	}
-	if (!PG_ARGISNULL(2))
-		p.capacity = PG_GETARG_INT64(2);
-	if (!PG_ARGISNULL(3))
-		p.fp_rate = PG_GETARG_FLOAT8(3);
-	qfam_derive(&p);
-
-	memset(&st, 0, sizeof(st));
-	st.p = p;
 	relid = ss_create_structure(&qfam_structure, &st, PG_GETARG_TEXT_PP(0),
 								PG_GETARG_OID(1), counted ? "count" : NULL,
 								amname, unlogged);
