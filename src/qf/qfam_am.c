@@ -297,10 +297,7 @@ qfam_check_params(Relation rel, void *st, SSParamSource source)
  * strictly between 0 and 1, which qfam_derive checks, as it checks a
  * cascade filter's fanout (a power of two from 2 on); the range of fanout
  * is the one of every kind.  fanout is marked signed so that a negative
- * argument is reported as given; ss_structure.c's get_int still reads a
- * 4-byte field back unsigned whatever is_signed says (its conditional
- * converts both branches to uint32), so -2 is reported as 4294967294
- * until it casts each branch to int64.
+ * argument is reported as given rather than as a huge unsigned number.
  *
  * buffer_pages is kept in pages (labels, metapage) but given in kB by its
  * setting and by qf_create's buffer_size: the table has no unit
