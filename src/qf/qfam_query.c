@@ -557,27 +557,9 @@ qf_resize_sql(PG_FUNCTION_ARGS)
 	uint32		t;
 	int64		pages = 0;
 
-	/*
-	 * Ownership, as ALTER TABLE needs, rather than a privilege: opened as
-	 * ss_sql_open_structure does, whose privilege check an owner may not
-	 * pass (privileges an owner revoked from itself).
-	 */
-	rel = relation_open(ss_sql_lock_relid(PG_GETARG_OID(0),
-										  ShareUpdateExclusiveLock,
-										  "qf_resize()"),
-						ShareUpdateExclusiveLock);
-	if (rel->rd_rel->relkind != RELKIND_RELATION ||
-		ss_structure_ops(rel) != &qfam_structure)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("relation \"%s\" is not a %s table",
-						RelationGetRelationName(rel), qfam_structure.name),
-				 errhint("Create one with CREATE TABLE ... USING %s or %s.",
-						 qfam_structure.amname, qfam_structure.constructor)));
-	ss_sql_check_access(rel, "qf_resize()");
-	if (!pg_class_ownercheck(RelationGetRelid(rel), GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(rel->rd_rel->relkind),
-					   RelationGetRelationName(rel));
+	/* ownership, as ALTER TABLE needs, rather than a privilege */
+	rel = ss_sql_open_structure(PG_GETARG_OID(0), ShareUpdateExclusiveLock,
+								"qf_resize()", SS_ACL_OWNER, &qfam_structure);
 	/* checks the parameters (the metapage exists from creation on) */
 	(void) qfam_get_state(rel);
 	/* with an xid, the commit waits for the resize's WAL to be flushed */

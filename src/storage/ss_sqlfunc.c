@@ -85,7 +85,7 @@ ss_sql_check_access(Relation rel, const char *writer)
 /*
  * Open relid for a SQL function of structure s: locked
  * (ss_sql_lock_relid), a table of that structure, usable here
- * (ss_sql_check_access), and allowed to the caller (mode).
+ * (ss_sql_check_access), and allowed to the caller (mode, or ownership).
  */
 Relation
 ss_sql_open_structure(Oid relid, LOCKMODE lockmode, const char *writer,
@@ -103,7 +103,11 @@ ss_sql_open_structure(Oid relid, LOCKMODE lockmode, const char *writer,
 				 errhint("Create one with CREATE TABLE ... USING %s or %s.",
 						 s->amname, s->constructor)));
 	ss_sql_check_access(rel, writer);
-	aclresult = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), mode);
+	if (mode == SS_ACL_OWNER)
+		aclresult = pg_class_ownercheck(RelationGetRelid(rel), GetUserId()) ?
+			ACLCHECK_OK : ACLCHECK_NOT_OWNER;
+	else
+		aclresult = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), mode);
 	if (aclresult != ACLCHECK_OK)
 		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
 					   RelationGetRelationName(rel));

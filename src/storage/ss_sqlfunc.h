@@ -70,9 +70,11 @@ extern Oid	ss_sql_rowtype_relid(FunctionCallInfo fcinfo, const char *fname,
 /*
  * Open relid for a SQL function of structure s, locked with lockmode: the
  * access method is checked (42809), then ss_sql_check_access, then the
- * caller's privilege mode on the table (42501).  writer as for
- * ss_sql_lock_relid.
+ * caller's privilege mode on the table (42501), or with SS_ACL_OWNER its
+ * ownership, as ALTER TABLE needs (privileges an owner revoked from itself
+ * do not count then).  writer as for ss_sql_lock_relid.
  */
+#define SS_ACL_OWNER ((AclMode) 0)
 struct SSStructure;
 extern Relation ss_sql_open_structure(Oid relid, LOCKMODE lockmode,
 									  const char *writer, AclMode mode,
