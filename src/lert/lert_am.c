@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * lert_am.c
- *	  The `lert` table access method: handler, parameters and their label,
- *	  settings, keys and INSERT.
+ *	  The `lert` table access method: handler, parameter table (whose
+ *	  settings and label ss_structure.c derives), keys and INSERT.
  *
  * INSERT computes the key's fingerprint and appends one record (LertItem
  * and the key's bytes) to the transaction's pending log; at pre-commit

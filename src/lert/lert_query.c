@@ -12,6 +12,11 @@
  * per call, not the query's snapshot); lert_count adds the committed
  * records still in the log and the caller's own uncommitted inserts.
  *
+ * The functions open their table with ss_sql_open_structure; those that
+ * return keys or facts about them are refused where row-level security
+ * applies (ss_sql_check_row_security), lert_info, whose counters say
+ * nothing about any key, is not.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -44,13 +49,6 @@ PG_FUNCTION_INFO_V1(lert_reports);
 PG_FUNCTION_INFO_V1(lert_flush);
 PG_FUNCTION_INFO_V1(lert_info);
 PG_FUNCTION_INFO_V1(lert_create);
-
-/*
- * The readers open the table with ss_sql_open_structure (AccessShareLock,
- * SELECT), and those that return keys or facts about them are refused
- * where row-level security applies (ss_sql_check_row_security); lert_info,
- * whose counters say nothing about any key, is not.
- */
 
 /*
  * Consolidate what is committed, when this backend can (not on a standby,
