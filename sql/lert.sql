@@ -338,6 +338,21 @@ SELECT lert_create('bad', 'int', threshold => 3000000000);
 \echo :LAST_ERROR_SQLSTATE
 DROP TABLE lt_min, lt_min_taus;
 
+-- the notify channel: taken as it is from the setting and lert_create,
+-- written as an identifier in the label, which gives it back
+SET streamsketch.lert_notify = '"q"';
+SELECT lert_create('lt_ch1', 'int');
+RESET streamsketch.lert_notify;
+SELECT lert_create('lt_ch2', 'int', notify => 'MyChan');
+SELECT lert_create('lt_ch3', 'int', notify => 'plain', cones => 2);
+SELECT c.relname, l.label FROM pg_seclabels l JOIN pg_class c ON c.oid = l.objoid
+ WHERE c.relname IN ('lt_ch1', 'lt_ch2', 'lt_ch3') ORDER BY 1;
+SELECT (lert_info('lt_ch1')).notify, (lert_info('lt_ch2')).notify, (lert_info('lt_ch3')).notify;
+SECURITY LABEL FOR streamsketch ON TABLE lt_ch3 IS 'variant=immediate threshold=100 age_bits=1 growth=9 levels=2 taus=18,6 buffer_size_kb=4096 cones=2 notify="Ab" hash_bits=64 seed=7';
+SELECT variant, threshold, growth, levels, level_thresholds, cones, notify, seed FROM lert_info('lt_ch3');
+SELECT pg_temp.lert_error($$SELECT lert_create('bad', 'int', notify => repeat('x', 64))$$);
+DROP TABLE lt_ch1, lt_ch2, lt_ch3;
+
 -- streamsketch_log_info shows the change log as it is, without
 -- consolidating it: the batches of two committed transactions (a rolled
 -- back one appends none), then none after a flush

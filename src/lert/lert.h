@@ -244,6 +244,9 @@ typedef struct LertState
 	bool		keybyval;
 	bool		fixed_key;		/* the fingerprint is the key */
 	Oid			inttype;		/* count column, or InvalidOid */
+	/* while the parameters are read (lert_am.c: taus, notify) */
+	bool		derive_taus;	/* taus '': lert_derive gives them */
+	char	   *notify_text;	/* notify's text, until lert_check_params */
 } LertState;
 
 /*
@@ -260,21 +263,7 @@ lert_level0_form(const LertState *st)
 
 /* ---- lert_am.c ---- */
 extern const struct SSStructure lert_structure;
-extern int	ss_lert_threshold;
-extern int	ss_lert_variant;
-extern int	ss_lert_age_bits;
-extern int	ss_lert_growth;
-extern int	ss_lert_levels;
-extern int	ss_lert_buffer_size_kb;
-extern int	ss_lert_cones;
-extern char *ss_lert_taus;
-extern char *ss_lert_notify;
-extern int	ss_test_lert_hash_bits;
-extern void lert_init(void);
 extern LertState *lert_get_state(Relation rel);
-extern Relation lert_open(Oid relid, LOCKMODE lockmode);
-extern void lert_derive(LertParams *p);
-extern void lert_params_from_gucs(LertParams *p);
 extern void lert_scan_init(TableAmRoutine *routine);
 extern void lert_check_meta(Relation rel, const void *meta);
 extern uint64 lert_key_fingerprint(const LertState *st, Datum key,

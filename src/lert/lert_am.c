@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * lert_am.c
- *	  The `lert` table access method: handler, parameters and their label,
- *	  settings, keys and INSERT.
+ *	  The `lert` table access method: handler, parameter table (whose
+ *	  settings and label ss_structure.c derives), keys and INSERT.
  *
  * INSERT computes the key's fingerprint and appends one record (LertItem
  * and the key's bytes) to the transaction's pending log; at pre-commit
@@ -41,20 +41,6 @@ static bool lert_routine_ready = false;
 /* bytes of level 0 per key a level-0 capacity is computed with */
 #define LERT_LEVEL0_BYTES_PER_KEY	64
 
-Relation
-lert_open(Oid relid, LOCKMODE lockmode)
-{
-	Relation	rel = relation_open(relid, lockmode);
-
-	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_tableam != &lert_routine)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("relation \"%s\" is not a lert table",
-						RelationGetRelationName(rel)),
-				 errhint("Create one with CREATE TABLE ... USING lert or lert_create().")));
-	return rel;
-}
-
 /*
  * Pages of a new level 0 of the form for limit entries with keys of about
  * avg_keylen bytes.  Keys spread over the pages by hash, so pages fill
@@ -77,7 +63,8 @@ lert_level0_pages(int64 limit, uint16 form, double avg_keylen)
 
 /* ---- parameters ---- */
 
-static void
+/* Parse level thresholds (for g's nlevels) into tau[1..]; their count. */
+static uint32
 lert_parse_taus(const char *s, LertGeom *g)
 {
 	const char *p = s;
@@ -108,6 +95,7 @@ lert_parse_taus(const char *s, LertGeom *g)
 				 errmsg("%u LERT level thresholds given for %u on-disk levels", n,
 						g->nlevels),
 				 errhint("Give one threshold per level, or '' for the defaults.")));
+	return n;
 }
 
 /*
@@ -167,7 +155,7 @@ lert_geom_hint(const LertGeom *g, bool derived_taus)
  * Validate the parameters and derive level 0's capacity per cone and, if
  * not given (tau[1] < 0), the level thresholds.
  */
-void
+static void
 lert_derive(LertParams *p)
 {
 	const char *msg;
@@ -205,96 +193,59 @@ lert_derive(LertParams *p)
 	p->channel[LERT_CHANNEL_LEN - 1] = '\0';
 }
 
-static const char *const lert_settings[] = {
-	"streamsketch.lert_threshold", "streamsketch.lert_variant",
-	"streamsketch.lert_age_bits", "streamsketch.lert_growth",
-	"streamsketch.lert_levels", "streamsketch.lert_buffer_size",
-	"streamsketch.lert_cones", "streamsketch.lert_taus",
-	"streamsketch.lert_notify", NULL
-};
-
-void
-lert_params_from_gucs(LertParams *p)
-{
-	ss_check_settings(lert_settings);
-	memset(p, 0, sizeof(*p));
-	p->seed = SS_DEFAULT_SEED;
-	p->buffer_kb = (uint32) ss_lert_buffer_size_kb;
-	p->ncones = (uint32) ss_lert_cones;
-	p->hash_bits = (uint32) ss_test_lert_hash_bits;
-	p->geom.variant = (uint32) ss_lert_variant;
-	p->geom.age_bits = (uint32) ss_lert_age_bits;
-	p->geom.growth = (uint32) ss_lert_growth;
-	p->geom.nlevels = (uint32) ss_lert_levels;
-	p->geom.threshold = ss_lert_threshold;
-	p->geom.tau[1] = -1;
-	if (ss_lert_taus && ss_lert_taus[0])
-		lert_parse_taus(ss_lert_taus, &p->geom);
-	if (ss_lert_notify)
-		strlcpy(p->channel, ss_lert_notify, LERT_CHANNEL_LEN);
-	lert_derive(p);
-}
-
-static const char *const lert_label_keys[] = {
-	"variant", "threshold", "age_bits", "growth", "levels", "taus",
-	"buffer_size_kb", "cones", "notify", "hash_bits", "seed"
-};
-#define LERT_LABEL_NKEYS lengthof(lert_label_keys)
-
+/*
+ * taus: the level thresholds, "8,4,2", one per on-disk level (the levels
+ * parameter comes first in the table, so it is set when they are read);
+ * '' (the setting's default): derived from the threshold and the growth
+ * factor by lert_derive, again after a constructor changed those.
+ */
 static char *
-lert_params_to_label(const void *st)
+lert_taus_to_text(const void *stp)
 {
-	const LertParams *p = &((const LertState *) st)->p;
+	const LertGeom *g = &((const LertState *) stp)->p.geom;
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "variant=%s threshold=" INT64_FORMAT " age_bits=%u growth=%u levels=%u taus=",
-					 lert_variant_name(p->geom.variant), p->geom.threshold,
-					 p->geom.age_bits, p->geom.growth, p->geom.nlevels);
-	for (uint32 j = 1; j <= p->geom.nlevels; j++)
-		appendStringInfo(&buf, "%s" INT64_FORMAT, j > 1 ? "," : "", p->geom.tau[j]);
-	appendStringInfo(&buf, " buffer_size_kb=%u cones=%u notify=%s hash_bits=%u seed=%u",
-					 p->buffer_kb, p->ncones,
-					 p->channel[0] ? quote_identifier(p->channel) : "\"\"",
-					 p->hash_bits, p->seed);
+	for (uint32 j = 1; j <= g->nlevels; j++)
+		appendStringInfo(&buf, "%s" INT64_FORMAT, j > 1 ? "," : "", g->tau[j]);
 	return buf.data;
 }
 
-static uint32
-lert_variant_or_error(const char *name)
+static void
+lert_taus_from_text(const char *text, void *stp)
 {
-	int			v = lert_variant_from_name(name);
+	LertState  *st = (LertState *) stp;
 
-	if (v < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid LERT variant \"%s\"", name),
-				 errhint("Use 'count_stretch', 'time_stretch', 'immediate' or 'cascade'.")));
-	return (uint32) v;
+	memset(st->p.geom.tau, 0, sizeof(st->p.geom.tau));
+	st->derive_taus = lert_parse_taus(text, &st->p.geom) == 0;
+}
+
+/*
+ * notify: the channel, which a label writes as an identifier (quoted if
+ * need be, "" for none) while the setting and lert_create take it as it
+ * is.  from_text is not told which it reads, so it keeps the text and
+ * lert_check_params, which is, reads it (lert_set_channel).
+ */
+static char *
+lert_notify_to_text(const void *stp)
+{
+	const LertParams *p = &((const LertState *) stp)->p;
+
+	return pstrdup(p->channel[0] ? quote_identifier(p->channel) : "\"\"");
 }
 
 static void
-lert_params_from_label(Relation rel, const char *label, void *st)
+lert_notify_from_text(const char *text, void *stp)
 {
-	LertParams *p = &((LertState *) st)->p;
-	char	   *v[LERT_LABEL_NKEYS];
-	char	   *channel;
+	((LertState *) stp)->notify_text = pstrdup(text);
+}
 
-	ss_label_split(label, LERT_LABEL_NKEYS, lert_label_keys, v);
-	memset(p, 0, sizeof(*p));
-	p->geom.variant = lert_variant_or_error(v[0]);
-	p->geom.threshold = ss_label_int("threshold", v[1], 1, PG_INT64_MAX / 4);
-	p->geom.age_bits = (uint32) ss_label_int("age_bits", v[2], 1, LERT_MAX_AGE_BITS);
-	p->geom.growth = (uint32) ss_label_int("growth", v[3], 2, LERT_MAX_GROWTH);
-	p->geom.nlevels = (uint32) ss_label_int("levels", v[4], 1, LERT_MAX_LEVELS);
-	p->geom.tau[1] = -1;
-	lert_parse_taus(v[5], &p->geom);
-	p->buffer_kb = (uint32) ss_label_int("buffer_size_kb", v[6], 64, LERT_MAX_BUFFER_KB);
-	p->ncones = (uint32) ss_label_int("cones", v[7], 1, LERT_MAX_CONES);
-	channel = v[8];
-	if (strcmp(channel, "\"\"") == 0)
+static void
+lert_set_channel(LertParams *p, const char *channel, SSParamSource source)
+{
+	if (source == SS_PARAMS_LABEL && strcmp(channel, "\"\"") == 0)
 		channel = "";
-	else if (channel[0] == '"')
+	else if (source == SS_PARAMS_LABEL && channel[0] == '"')
 	{
 		List	   *names;
 
@@ -305,10 +256,15 @@ lert_params_from_label(Relation rel, const char *label, void *st)
 					 errmsg("invalid LERT notify channel %s", channel)));
 		channel = linitial(names);
 	}
+	else if (source == SS_PARAMS_CONSTRUCTOR &&
+			 strlen(channel) >= LERT_CHANNEL_LEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("LERT notify channel \"%s\" is too long", channel),
+				 errhint("A channel name has at most %d bytes.", LERT_CHANNEL_LEN - 1)));
+	/* the setting's longer names are cut, as they always were */
+	memset(p->channel, 0, sizeof(p->channel));
 	strlcpy(p->channel, channel, LERT_CHANNEL_LEN);
-	p->hash_bits = (uint32) ss_label_int("hash_bits", v[9], 1, 64);
-	p->seed = (uint32) ss_label_int("seed", v[10], 0, PG_UINT32_MAX);
-	lert_derive(p);
 }
 
 /* (key anytype [, count smallint|integer|bigint]) */
@@ -451,11 +407,117 @@ lert_init_meta(const void *st, void *metap)
 	}
 }
 
+/* streamsketch.test_lert_hash_bits (lert_init) */
+static int	ss_test_lert_hash_bits = 64;
+
+/*
+ * What the ranges cannot check, and what the parameters derive
+ * (lert_derive).  hash_bits comes from a test-only setting (superuser
+ * only, not in the sample file: lert_init), which the parameter table's
+ * settings (anyone's) cannot be; the notify channel's text is read here,
+ * where its source is known.  A notify text a SETTINGS round read is
+ * taken then, so the one a CONSTRUCTOR round finds is the argument's.
+ */
 static void
-lert_state_defaults(Relation rel, void *st)
+lert_check_params(Relation rel, void *stp, SSParamSource source)
 {
-	lert_params_from_gucs(&((LertState *) st)->p);
+	LertState  *st = (LertState *) stp;
+	LertParams *p = &st->p;
+
+	if (source == SS_PARAMS_SETTINGS)
+		p->hash_bits = (uint32) ss_test_lert_hash_bits;
+	if (st->notify_text != NULL)
+	{
+		char	   *text = st->notify_text;
+
+		st->notify_text = NULL;
+		lert_set_channel(p, text, source);
+		pfree(text);
+	}
+	if (st->derive_taus)
+		p->geom.tau[1] = -1;
+	lert_derive(p);
 }
+
+static const struct config_enum_entry lert_variant_options[] = {
+	{"count_stretch", LERT_COUNT_STRETCH, false},
+	{"time_stretch", LERT_TIME_STRETCH, false},
+	{"immediate", LERT_IMMEDIATE, false},
+	{"cascade", LERT_CASCADE, false},
+	{NULL, 0, false}
+};
+
+/*
+ * The parameters, in label order.  The threshold's range is what
+ * lert_derive accepts at most (the setting's); its least value depends on
+ * the variant and the levels, so lert_derive checks it, with a hint that
+ * gives it.
+ */
+static const SSParam lert_params[] = {
+	{.name = "variant", .type = SS_PARAM_ENUM,
+		SS_FIELD(LertState, p.geom.variant), .options = lert_variant_options,
+		.setting = "lert_variant",
+		.short_desc = "Default variant of new lert tables.",
+		.long_desc = "count_stretch: count at report below T + sum of the level thresholds; time_stretch: delay bounded by 1/(2^age_bits - 1) of the key's lifetime; immediate: reported at the T-th observation; cascade: no timeliness (the paper's baseline).",
+	.boot = LERT_COUNT_STRETCH},
+	{.name = "threshold", .type = SS_PARAM_INT,
+		SS_FIELD(LertState, p.geom.threshold), .is_signed = true,
+		.min = 1, .max = PG_INT32_MAX,
+		.setting = "lert_threshold",
+		.short_desc = "Default reporting threshold T of new lert tables.",
+		.long_desc = "A key is reported once its committed observations reach T.",
+	.setting_min = 1, .setting_max = INT_MAX, .boot = 24},
+	{.name = "age_bits", .type = SS_PARAM_INT,
+		SS_FIELD(LertState, p.geom.age_bits), .min = 1,
+		.max = LERT_MAX_AGE_BITS,
+		.setting = "lert_age_bits",
+		.short_desc = "Default age bits a of new time_stretch lert tables.",
+		.long_desc = "Level 0 is flushed every 1/2^a of its capacity in observations; the time stretch is at most 1 + 1/(2^a - 1).",
+	.setting_min = 1, .setting_max = LERT_MAX_AGE_BITS, .boot = 1},
+	{.name = "growth", .type = SS_PARAM_INT,
+		SS_FIELD(LertState, p.geom.growth), .min = 2, .max = LERT_MAX_GROWTH,
+		.setting = "lert_growth",
+		.short_desc = "Default growth factor g of new lert tables.",
+		.long_desc = "On-disk level i holds g^i times level 0's capacity.",
+	.setting_min = 2, .setting_max = LERT_MAX_GROWTH, .boot = 4},
+	{.name = "levels", .type = SS_PARAM_INT,
+		SS_FIELD(LertState, p.geom.nlevels), .min = 1, .max = LERT_MAX_LEVELS,
+		.setting = "lert_levels",
+		.short_desc = "Default number of on-disk levels of new lert tables.",
+		.long_desc = "The last level takes any number of keys.",
+	.setting_min = 1, .setting_max = LERT_MAX_LEVELS, .boot = 3},
+	{.name = "taus", .type = SS_PARAM_TEXT,
+		.to_text = lert_taus_to_text, .from_text = lert_taus_from_text,
+		.setting = "lert_taus",
+		.short_desc = "Default level thresholds of new count_stretch and immediate lert tables.",
+		.long_desc = "One count per on-disk level, such as '8,4,2'; empty: derived from the growth factor as in the design notes.",
+	.boot_text = ""},
+	{.name = "buffer_size_kb", .type = SS_PARAM_INT,
+		SS_FIELD(LertState, p.buffer_kb), .min = 64, .max = LERT_MAX_BUFFER_KB,
+		.setting = "lert_buffer_size",
+		.short_desc = "Default size of level 0 of new lert tables.",
+		.long_desc = "Level 0 takes the observations in hot pages; its capacity is this size over 64 bytes per key.",
+		.setting_flags = GUC_UNIT_KB, .setting_min = 64,
+	.setting_max = LERT_MAX_BUFFER_KB, .boot = 4096},
+	{.name = "cones", .type = SS_PARAM_INT, SS_FIELD(LertState, p.ncones),
+		.min = 1, .max = LERT_MAX_CONES,
+		.setting = "lert_cones",
+		.short_desc = "Default number of cones (hash partitions) of new lert tables.",
+		.long_desc = "Each cone has its own levels and merges, so a flush merges a fraction of the structure.",
+	.setting_min = 1, .setting_max = LERT_MAX_CONES, .boot = 1},
+	{.name = "notify", .type = SS_PARAM_TEXT,
+		.to_text = lert_notify_to_text, .from_text = lert_notify_from_text,
+		.setting = "lert_notify",
+		.short_desc = "Default NOTIFY channel of new lert tables.",
+		.long_desc = "Empty: no notifications.  Otherwise every report also sends pg_notify(channel, key).",
+	.boot_text = ""},
+	{.name = "hash_bits", .type = SS_PARAM_INT, SS_FIELD(LertState, p.hash_bits),
+	.min = 1, .max = 64, .boot = 64, .internal = true},
+	{.name = "seed", .type = SS_PARAM_INT, SS_FIELD(LertState, p.seed),
+	.min = 0, .max = PG_UINT32_MAX, .boot = SS_DEFAULT_SEED, .internal = true},
+};
+
+static void lert_init(void);
 
 static const uint16 lert_page_types[] = {SS_PAGE_LERT_LEVEL0, SS_PAGE_LERT_RUN, SS_PAGE_LERT_INDEX, SS_PAGE_LERT_REPORT, SS_PAGE_LERT_FILTER, SS_PAGE_LERT_FREE};
 
@@ -477,9 +539,9 @@ const SSStructure lert_structure = {
 	.check_meta = lert_check_meta,
 	.params_from_meta = lert_params_from_meta,
 	.init_meta = lert_init_meta,
-	.default_params = lert_state_defaults,
-	.params_to_label = lert_params_to_label,
-	.params_from_label = lert_params_from_label,
+	.params = lert_params,
+	.nparams = lengthof(lert_params),
+	.check_params = lert_check_params,
 };
 
 LertState *
@@ -805,18 +867,8 @@ lert_handler(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(&lert_routine);
 }
 
-/* ---- settings (streamsketch.*): the defaults of new lert tables ---- */
+/* ---- test-only settings (streamsketch.test_lert_*) ---- */
 
-int			ss_lert_threshold = 24;
-int			ss_lert_variant = LERT_COUNT_STRETCH;
-int			ss_lert_age_bits = 1;
-int			ss_lert_growth = 4;
-int			ss_lert_levels = 3;
-int			ss_lert_buffer_size_kb = 4096;
-int			ss_lert_cones = 1;
-char	   *ss_lert_taus = NULL;
-char	   *ss_lert_notify = NULL;
-int			ss_test_lert_hash_bits = 64;
 int			ss_test_lert_crash = LERT_CRASH_NONE;
 int			ss_test_lert_round_wait = 0;
 int			ss_test_lert_free_extents = LERT_MAX_FREE_EXTENTS;
@@ -852,72 +904,10 @@ lert_test_crash(Relation rel, LertCrashPoint point)
 		 crash_point_name(point), RelationGetRelationName(rel));
 }
 
-static const struct config_enum_entry lert_variant_options[] = {
-	{"count_stretch", LERT_COUNT_STRETCH, false},
-	{"time_stretch", LERT_TIME_STRETCH, false},
-	{"immediate", LERT_IMMEDIATE, false},
-	{"cascade", LERT_CASCADE, false},
-	{NULL, 0, false}
-};
-
-SS_ASSIGN_HOOK(lert_threshold, int)
-SS_ASSIGN_HOOK(lert_variant, int)
-SS_ASSIGN_HOOK(lert_age_bits, int)
-SS_ASSIGN_HOOK(lert_growth, int)
-SS_ASSIGN_HOOK(lert_levels, int)
-SS_ASSIGN_HOOK(lert_buffer_size, int)
-SS_ASSIGN_HOOK(lert_cones, int)
-SS_ASSIGN_HOOK(lert_taus, const char *)
-SS_ASSIGN_HOOK(lert_notify, const char *)
-
-void
+/* Called by _PG_init, after the parameters' settings are defined. */
+static void
 lert_init(void)
 {
-	DefineCustomIntVariable("streamsketch.lert_threshold",
-							"Default reporting threshold T of new lert tables.",
-							"A key is reported once its committed observations reach T.",
-							&ss_lert_threshold, 24, 1, INT_MAX,
-							PGC_USERSET, 0, NULL, assign_lert_threshold, NULL);
-	DefineCustomEnumVariable("streamsketch.lert_variant",
-							 "Default variant of new lert tables.",
-							 "count_stretch: count at report below T + sum of the level thresholds; time_stretch: delay bounded by 1/(2^age_bits - 1) of the key's lifetime; immediate: reported at the T-th observation; cascade: no timeliness (the paper's baseline).",
-							 &ss_lert_variant, LERT_COUNT_STRETCH, lert_variant_options,
-							 PGC_USERSET, 0, NULL, assign_lert_variant, NULL);
-	DefineCustomIntVariable("streamsketch.lert_age_bits",
-							"Default age bits a of new time_stretch lert tables.",
-							"Level 0 is flushed every 1/2^a of its capacity in observations; the time stretch is at most 1 + 1/(2^a - 1).",
-							&ss_lert_age_bits, 1, 1, LERT_MAX_AGE_BITS,
-							PGC_USERSET, 0, NULL, assign_lert_age_bits, NULL);
-	DefineCustomIntVariable("streamsketch.lert_growth",
-							"Default growth factor g of new lert tables.",
-							"On-disk level i holds g^i times level 0's capacity.",
-							&ss_lert_growth, 4, 2, LERT_MAX_GROWTH,
-							PGC_USERSET, 0, NULL, assign_lert_growth, NULL);
-	DefineCustomIntVariable("streamsketch.lert_levels",
-							"Default number of on-disk levels of new lert tables.",
-							"The last level takes any number of keys.",
-							&ss_lert_levels, 3, 1, LERT_MAX_LEVELS,
-							PGC_USERSET, 0, NULL, assign_lert_levels, NULL);
-	DefineCustomIntVariable("streamsketch.lert_buffer_size",
-							"Default size of level 0 of new lert tables.",
-							"Level 0 takes the observations in hot pages; its capacity is this size over 64 bytes per key.",
-							&ss_lert_buffer_size_kb, 4096, 64, LERT_MAX_BUFFER_KB,
-							PGC_USERSET, GUC_UNIT_KB, NULL, assign_lert_buffer_size, NULL);
-	DefineCustomIntVariable("streamsketch.lert_cones",
-							"Default number of cones (hash partitions) of new lert tables.",
-							"Each cone has its own levels and merges, so a flush merges a fraction of the structure.",
-							&ss_lert_cones, 1, 1, LERT_MAX_CONES,
-							PGC_USERSET, 0, NULL, assign_lert_cones, NULL);
-	DefineCustomStringVariable("streamsketch.lert_taus",
-							   "Default level thresholds of new count_stretch and immediate lert tables.",
-							   "One count per on-disk level, such as '8,4,2'; empty: derived from the growth factor as in the design notes.",
-							   &ss_lert_taus, "",
-							   PGC_USERSET, 0, NULL, assign_lert_taus, NULL);
-	DefineCustomStringVariable("streamsketch.lert_notify",
-							   "Default NOTIFY channel of new lert tables.",
-							   "Empty: no notifications.  Otherwise every report also sends pg_notify(channel, key).",
-							   &ss_lert_notify, "",
-							   PGC_USERSET, 0, NULL, assign_lert_notify, NULL);
 	DefineCustomIntVariable("streamsketch.test_lert_hash_bits",
 							"Test only: fingerprint bits of keys of new lert tables.",
 							"Below 64, fingerprints are truncated to force collisions; every key is then stored with its bytes.",

@@ -12,6 +12,11 @@
  * per call, not the query's snapshot); lert_count adds the committed
  * records still in the log and the caller's own uncommitted inserts.
  *
+ * The functions open their table with ss_sql_open_structure; those that
+ * return keys or facts about them are refused where row-level security
+ * applies (ss_sql_check_row_security), lert_info, whose counters say
+ * nothing about any key, is not.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -44,35 +49,6 @@ PG_FUNCTION_INFO_V1(lert_reports);
 PG_FUNCTION_INFO_V1(lert_flush);
 PG_FUNCTION_INFO_V1(lert_info);
 PG_FUNCTION_INFO_V1(lert_create);
-
-static void
-lert_check_acl(Relation rel, AclMode mode)
-{
-	AclResult	aclresult = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), mode);
-
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
-					   RelationGetRelationName(rel));
-}
-
-/*
- * Open a LERT for a reading function: locked, checked, readable.  fname
- * names a function that returns keys or facts about them (refused where
- * row-level security applies, ss_sql_check_row_security); NULL for
- * lert_info, whose counters say nothing about any key.
- */
-static Relation
-lert_open_reader(Oid relid, const char *fname)
-{
-	Relation	rel = lert_open(ss_sql_lock_relid(relid, AccessShareLock, NULL),
-								AccessShareLock);
-
-	ss_sql_check_access(rel, NULL);
-	lert_check_acl(rel, ACL_SELECT);
-	if (fname != NULL)
-		ss_sql_check_row_security(rel, fname);
-	return rel;
-}
 
 /*
  * Consolidate what is committed, when this backend can (not on a standby,
@@ -226,13 +202,18 @@ Datum
 lert_reports(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Relation	rel = lert_open_reader(PG_GETARG_OID(0), "lert_reports()");
+	Relation	rel;
 	int64		after = PG_GETARG_INT64(1);
-	LertState  *st = lert_get_state(rel);
-	LertMeta   *meta = palloc(sizeof(LertMeta));
+	LertState  *st;
+	LertMeta   *meta;
 	Oid			outfunc;
 	bool		isvarlena;
 
+	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock, NULL,
+								ACL_SELECT, &lert_structure);
+	ss_sql_check_row_security(rel, "lert_reports()");
+	st = lert_get_state(rel);
+	meta = palloc(sizeof(LertMeta));
 	InitMaterializedSRF(fcinfo, 0);
 	getTypeOutputInfo(st->keytype, &outfunc, &isvarlena);
 	if (lert_read_current(rel, meta))
@@ -412,11 +393,15 @@ key_arg(FunctionCallInfo fcinfo, const LertState *st)
 Datum
 lert_count(PG_FUNCTION_ARGS)
 {
-	Relation	rel = lert_open_reader(PG_GETARG_OID(0), "lert_count()");
-	LertState  *st = lert_get_state(rel);
+	Relation	rel;
+	LertState  *st;
 	int64		count;
 	bool		reported;
 
+	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock, NULL,
+								ACL_SELECT, &lert_structure);
+	ss_sql_check_row_security(rel, "lert_count()");
+	st = lert_get_state(rel);
 	lert_lookup(rel, st, key_arg(fcinfo, st), &count, &reported);
 	relation_close(rel, AccessShareLock);
 	PG_RETURN_INT64(count);
@@ -433,11 +418,15 @@ lert_count(PG_FUNCTION_ARGS)
 Datum
 lert_reported(PG_FUNCTION_ARGS)
 {
-	Relation	rel = lert_open_reader(PG_GETARG_OID(0), "lert_reported()");
-	LertState  *st = lert_get_state(rel);
+	Relation	rel;
+	LertState  *st;
 	int64		count;
 	bool		reported;
 
+	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock, NULL,
+								ACL_SELECT, &lert_structure);
+	ss_sql_check_row_security(rel, "lert_reported()");
+	st = lert_get_state(rel);
 	if (!RecoveryInProgress() && !IsInParallelMode())
 		(void) ss_log_consolidate(rel, true);
 	lert_lookup(rel, st, key_arg(fcinfo, st), &count, &reported);
@@ -450,13 +439,11 @@ lert_reported(PG_FUNCTION_ARGS)
 Datum
 lert_flush(PG_FUNCTION_ARGS)
 {
-	Relation	rel = lert_open(ss_sql_lock_relid(PG_GETARG_OID(0), RowExclusiveLock,
-												  "lert_flush()"),
-								RowExclusiveLock);
+	Relation	rel;
 	int64		reports;
 
-	ss_sql_check_access(rel, "lert_flush()");
-	lert_check_acl(rel, ACL_INSERT);
+	rel = ss_sql_open_structure(PG_GETARG_OID(0), RowExclusiveLock,
+								"lert_flush()", ACL_INSERT, &lert_structure);
 	reports = ss_log_flush(rel, lert_flush_all);
 	relation_close(rel, RowExclusiveLock);
 	PG_RETURN_INT64(reports);
@@ -490,7 +477,8 @@ int8_array(const int64 *v, int n)
 Datum
 lert_info(PG_FUNCTION_ARGS)
 {
-	Relation	rel = lert_open_reader(PG_GETARG_OID(0), NULL);
+	Relation	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock,
+											NULL, ACL_SELECT, &lert_structure);
 	LertState  *st = lert_get_state(rel);
 	LertParams *p = &st->p;
 	LertMeta   *meta = palloc0(sizeof(LertMeta));
@@ -585,7 +573,6 @@ Datum
 lert_create(PG_FUNCTION_ARGS)
 {
 	LertState	st;
-	LertParams *p = &st.p;
 	bool		unlogged = PG_ARGISNULL(9) ? false : PG_GETARG_BOOL(9);
 	Oid			relid;
 
@@ -594,79 +581,16 @@ lert_create(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("lert_create needs a table name and a key type")));
 	memset(&st, 0, sizeof(st));
-	lert_params_from_gucs(p);
-	/*
-	 * The threshold is checked with the other parameters (lert_derive): its
-	 * smallest value depends on the variant and the number of levels.
-	 */
-	if (!PG_ARGISNULL(2))
-		p->geom.threshold = PG_GETARG_INT64(2);
-	if (!PG_ARGISNULL(3))
-	{
-		char	   *v = text_to_cstring(PG_GETARG_TEXT_PP(3));
-		int			variant = lert_variant_from_name(v);
-
-		if (variant < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid LERT variant \"%s\"", v),
-					 errhint("Use 'count_stretch', 'time_stretch', 'immediate' or 'cascade'.")));
-		p->geom.variant = (uint32) variant;
-	}
-	if (!PG_ARGISNULL(4))
-	{
-		int32		a = PG_GETARG_INT32(4);
-
-		if (a < 1 || a > LERT_MAX_AGE_BITS)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("LERT age bits %d are out of range", a),
-					 errhint("Use 1 to %d.", LERT_MAX_AGE_BITS)));
-		p->geom.age_bits = (uint32) a;
-	}
-	if (!PG_ARGISNULL(5))
-	{
-		int32		g = PG_GETARG_INT32(5);
-
-		if (g < 2 || g > LERT_MAX_GROWTH)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("LERT growth factor %d is out of range", g),
-					 errhint("Use 2 to %d.", LERT_MAX_GROWTH)));
-		p->geom.growth = (uint32) g;
-	}
-	if (!PG_ARGISNULL(6))
-	{
-		char	   *s = text_to_cstring(PG_GETARG_TEXT_PP(6));
-		int			kb;
-		const char *hint = NULL;
-
-		if (!parse_int(s, &kb, GUC_UNIT_KB, &hint) || kb < 64 ||
-			kb > LERT_MAX_BUFFER_KB)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid LERT level-0 size \"%s\"", s),
-					 hint ? errhint("%s", hint) :
-					 errhint("Use a size from 64kB to 1GB, such as '4MB'.")));
-		p->buffer_kb = (uint32) kb;
-	}
-	if (!PG_ARGISNULL(7))
-		p->ncones = (uint32) Max(PG_GETARG_INT32(7), 0);
-	if (!PG_ARGISNULL(8))
-	{
-		char	   *ch = text_to_cstring(PG_GETARG_TEXT_PP(8));
-
-		if (strlen(ch) >= LERT_CHANNEL_LEN)
-			ereport(ERROR,
-					(errcode(ERRCODE_NAME_TOO_LONG),
-					 errmsg("LERT notify channel \"%s\" is too long", ch),
-					 errhint("A channel name has at most %d bytes.", LERT_CHANNEL_LEN - 1)));
-		strlcpy(p->channel, ch, LERT_CHANNEL_LEN);
-	}
-	/* level thresholds not set explicitly follow the threshold and growth */
-	if (!(ss_lert_taus && ss_lert_taus[0]))
-		p->geom.tau[1] = -1;
-	lert_derive(p);
+	ss_params_from_settings(&lert_structure, NULL, &st);
+	ss_param_from_arg(&lert_structure, "threshold", fcinfo, 2, &st);
+	ss_param_from_arg(&lert_structure, "variant", fcinfo, 3, &st);
+	ss_param_from_arg(&lert_structure, "age_bits", fcinfo, 4, &st);
+	ss_param_from_arg(&lert_structure, "growth", fcinfo, 5, &st);
+	ss_param_from_arg(&lert_structure, "buffer_size_kb", fcinfo, 6, &st);
+	ss_param_from_arg(&lert_structure, "cones", fcinfo, 7, &st);
+	ss_param_from_arg(&lert_structure, "notify", fcinfo, 8, &st);
+	/* level thresholds of an empty setting follow the threshold and growth given */
+	ss_params_check(&lert_structure, NULL, &st, SS_PARAMS_CONSTRUCTOR);
 	relid = ss_create_structure(&lert_structure, &st, PG_GETARG_TEXT_PP(0),
 								PG_GETARG_OID(1), NULL, "lert", unlogged);
 	PG_RETURN_OID(relid);
