@@ -351,7 +351,13 @@ SELECT (lert_info('lt_ch1')).notify, (lert_info('lt_ch2')).notify, (lert_info('l
 SECURITY LABEL FOR streamsketch ON TABLE lt_ch3 IS 'variant=immediate threshold=100 age_bits=1 growth=9 levels=2 taus=18,6 buffer_size_kb=4096 cones=2 notify="Ab" hash_bits=64 seed=7';
 SELECT variant, threshold, growth, levels, level_thresholds, cones, notify, seed FROM lert_info('lt_ch3');
 SELECT pg_temp.lert_error($$SELECT lert_create('bad', 'int', notify => repeat('x', 64))$$);
-DROP TABLE lt_ch1, lt_ch2, lt_ch3;
+-- a channel with spaces and quotes reads back from its label
+SELECT lert_create('lt_ch4', 'int', notify => 'My "Chan" 2');
+SELECT l.label FROM pg_seclabels l WHERE l.objoid = 'lt_ch4'::regclass;
+INSERT INTO lt_ch4 VALUES (1);
+SELECT notify FROM lert_info('lt_ch4');
+SELECT pg_temp.lert_error($$SECURITY LABEL FOR streamsketch ON TABLE lt_ch4 IS 'variant=immediate notify="ab'$$);
+DROP TABLE lt_ch1, lt_ch2, lt_ch3, lt_ch4;
 
 -- streamsketch_log_info shows the change log as it is, without
 -- consolidating it: the batches of two committed transactions (a rolled

@@ -268,8 +268,9 @@ label_error(const char *detail, const char *key)
 
 /*
  * Split label into the values of the nkeys names keys, in that order.
- * Every name must appear exactly once, and no other.  The values are
- * palloc'd.
+ * Every name must appear exactly once, and no other.  Words are separated
+ * by white space, except inside a value's double quotes (an identifier
+ * quoted as quote_identifier does).  The values are palloc'd.
  */
 void
 ss_label_split(const char *label, int nkeys, const char *const *keys,
@@ -295,6 +296,16 @@ ss_label_split(const char *label, int nkeys, const char *const *keys,
 		{
 			if (*p == '=' && eq == NULL)
 				eq = p;
+			/* a quoted identifier ("" inside) may hold spaces */
+			if (*p == '"' && eq != NULL)
+			{
+				for (p++; *p && !(*p == '"' && p[1] != '"'); p++)
+					if (*p == '"')
+						p++;
+				if (*p == '\0')
+					label_error("\"%s\" has an unterminated quoted identifier.",
+								pnstrdup(start, p - start));
+			}
 			p++;
 		}
 		if (eq == NULL || eq == start || eq + 1 == p)
