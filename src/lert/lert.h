@@ -264,7 +264,7 @@ lert_level0_form(const LertState *st)
 /* ---- lert_am.c ---- */
 extern const struct SSStructure lert_structure;
 extern LertState *lert_get_state(Relation rel);
-extern void lert_scan_init(TableAmRoutine *routine);
+extern const struct SSScanOps lert_scan_ops;
 extern void lert_check_meta(Relation rel, const void *meta);
 extern uint64 lert_key_fingerprint(const LertState *st, Datum key,
 								   char **bytes, uint32 *len, bool *free_bytes);

@@ -542,6 +542,7 @@ const SSStructure lert_structure = {
 	.params = lert_params,
 	.nparams = lengthof(lert_params),
 	.check_params = lert_check_params,
+	.scan = &lert_scan_ops,
 };
 
 LertState *
@@ -861,7 +862,6 @@ lert_handler(PG_FUNCTION_ARGS)
 		MemSet(&lert_routine, 0, sizeof(lert_routine));
 		ss_tableam_init_common(&lert_routine, &lert_structure);
 		lert_routine.tuple_insert = lert_tuple_insert;
-		lert_scan_init(&lert_routine);
 		lert_routine_ready = true;
 	}
 	PG_RETURN_POINTER(&lert_routine);

@@ -68,64 +68,12 @@ lert_read_current(Relation rel, LertMeta *meta)
 
 typedef struct LertScanDesc
 {
-	TableScanDescData base;
+	SSScanDesc	ss;
 	LertState  *st;
-	MemoryContext cxt;			/* the metapage copy and the page being read */
-	bool		started;
-	bool		claimed;
 	bool		has_meta;
 	LertMeta   *meta;
 	LertReportIter it;
 } LertScanDesc;
-
-static TableScanDesc
-lert_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
-				struct ScanKeyData *key, ParallelTableScanDesc pscan,
-				uint32 flags)
-{
-	LertScanDesc *scan = palloc0(sizeof(LertScanDesc));
-
-	ss_scan_desc_init(&scan->base, rel, snapshot, nkeys, key, pscan, flags);
-	scan->st = lert_get_state(rel);
-
-	/*
-	 * What the scan keeps between rows has a context of its own: callers
-	 * such as ALTER TABLE's constraint validation fetch each row in a
-	 * context that they reset after it.
-	 */
-	scan->cxt = AllocSetContextCreate(CurrentMemoryContext, "lert scan",
-									  ALLOCSET_DEFAULT_SIZES);
-	return &scan->base;
-}
-
-static void
-lert_scan_stop(LertScanDesc *scan)
-{
-	if (scan->started && scan->has_meta)
-		lert_report_iter_end(&scan->it);
-	if (scan->meta)
-		pfree(scan->meta);
-	scan->meta = NULL;
-	scan->started = false;
-	scan->has_meta = false;
-}
-
-static void
-lert_scan_end(TableScanDesc sscan)
-{
-	LertScanDesc *scan = (LertScanDesc *) sscan;
-
-	lert_scan_stop(scan);
-	MemoryContextDelete(scan->cxt);
-	ss_scan_desc_free(sscan);
-}
-
-static void
-lert_scan_rescan(TableScanDesc sscan, struct ScanKeyData *key, bool set_params,
-				 bool allow_strat, bool allow_sync, bool allow_pagemode)
-{
-	lert_scan_stop((LertScanDesc *) sscan);
-}
 
 /* A count in the table's count column type, or an error if it overflows. */
 static Datum
@@ -145,34 +93,29 @@ count_datum(Oid inttype, int64 count)
 	return Int64GetDatum(count);
 }
 
+static void
+lert_scan_start(SSScanDesc *sscan)
+{
+	LertScanDesc *scan = (LertScanDesc *) sscan;
+	Relation	rel = sscan->base.rs_rd;
+
+	scan->st = lert_get_state(rel);
+	scan->meta = palloc(sizeof(LertMeta));
+	scan->has_meta = lert_read_current(rel, scan->meta);
+	if (scan->has_meta)
+		lert_report_iter_begin(&scan->it, rel, scan->meta, 0);
+	else
+		sscan->done = true;
+}
+
 static bool
-lert_scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
-					  TupleTableSlot *slot)
+lert_scan_next(SSScanDesc *sscan, TupleTableSlot *slot)
 {
 	LertScanDesc *scan = (LertScanDesc *) sscan;
 	const LertReportRec *r;
 	const char *key;
 	int64		id;
 
-	ExecClearTuple(slot);
-	if (!scan->started)
-	{
-		scan->started = true;
-		scan->claimed = ss_scan_claim(sscan);
-		if (!scan->claimed)
-			return false;
-		scan->meta = MemoryContextAlloc(scan->cxt, sizeof(LertMeta));
-		scan->has_meta = lert_read_current(sscan->rs_rd, scan->meta);
-		if (scan->has_meta)
-		{
-			MemoryContext old = MemoryContextSwitchTo(scan->cxt);
-
-			lert_report_iter_begin(&scan->it, sscan->rs_rd, scan->meta, 0);
-			MemoryContextSwitchTo(old);
-		}
-	}
-	if (!scan->claimed || !scan->has_meta)
-		return false;
 	r = lert_report_iter_next(&scan->it, &id, &key);
 	if (r == NULL)
 		return false;
@@ -187,14 +130,12 @@ lert_scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
 	return true;
 }
 
-void
-lert_scan_init(TableAmRoutine *routine)
-{
-	routine->scan_begin = lert_scan_begin;
-	routine->scan_end = lert_scan_end;
-	routine->scan_rescan = lert_scan_rescan;
-	routine->scan_getnextslot = lert_scan_getnextslot;
-}
+const SSScanOps lert_scan_ops = {
+	.scan_size = sizeof(LertScanDesc),
+	.start = lert_scan_start,
+	.next = lert_scan_next,
+	/* the report iterator holds nothing but memory of the scan's context */
+};
 
 /* ---- lert_reports(regclass, after bigint) ---- */
 
