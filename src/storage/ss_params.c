@@ -113,9 +113,7 @@ ss_describe(Relation rel, const SSStructure *ops, const void *st)
 		if (eq == NULL)
 			continue;
 		*eq = '\0';
-		if (ops->params != NULL ? ss_param_find(ops, word)->internal :
-			(strcmp(word, "seed") == 0 || strcmp(word, "hash_bits") == 0 ||
-			 strcmp(word, "definition") == 0))
+		if (ss_param_find(ops, word)->internal)
 			continue;
 		appendStringInfo(&buf, "%s %s %s", buf.data[buf.len - 1] == ':' ? "" : ",",
 						 word, eq + 1);

@@ -396,11 +396,6 @@ int_bound(double d)
 void
 ss_params_from_settings(const SSStructure *s, Relation rel, void *st)
 {
-	if (s->params == NULL)
-	{
-		s->default_params(rel, st);
-		return;
-	}
 	for (int i = 0; i < s->nparams; i++)
 	{
 		const SSParam *p = &s->params[i];
@@ -446,8 +441,6 @@ ss_params_to_label(const SSStructure *s, const void *st)
 {
 	StringInfoData buf;
 
-	if (s->params == NULL)
-		return s->params_to_label(st);
 	initStringInfo(&buf);
 	for (int i = 0; i < s->nparams; i++)
 	{
@@ -492,11 +485,6 @@ ss_params_from_label(const SSStructure *s, Relation rel, const char *label,
 	const char **keys;
 	char	  **values;
 
-	if (s->params == NULL)
-	{
-		s->params_from_label(rel, label, st);
-		return;
-	}
 	keys = palloc(sizeof(char *) * s->nparams);
 	values = palloc(sizeof(char *) * s->nparams);
 	for (int i = 0; i < s->nparams; i++)

@@ -183,19 +183,13 @@ typedef struct SSStructure
 	void		(*params_from_meta) (const void *meta, void *st);
 	/* the metapage contents of a new, empty structure with st's parameters */
 	void		(*init_meta) (const void *st, void *meta);
-	/* parameters from the streamsketch.* settings */
-	void		(*default_params) (Relation rel, void *st);
-	/* st's parameters as a label, "name=value ..." (palloc'd) */
-	char	   *(*params_to_label) (const void *st);
-	/* parse and validate a label (ss_label_split) into st's parameters */
-	void		(*params_from_label) (Relation rel, const char *label, void *st);
 	/*
 	 * Optional: does the label name the parameters of st (a metapage's)?
-	 * Without it, params_from_label's result is compared with st through
-	 * params_to_label.  A structure whose label also holds what is not a
-	 * parameter (a cbt's definition, bound by object ids in the metapage
-	 * and only copied into the label as text) compares the parameters
-	 * alone.
+	 * Without it, the label's parameters (ss_params_from_label) are
+	 * compared with st's as labels (ss_params_to_label).  A structure
+	 * whose label also holds what is not a parameter (a cbt's definition,
+	 * bound by object ids in the metapage and only copied into the label
+	 * as text) compares the parameters alone.
 	 */
 	bool		(*label_agrees) (Relation rel, const char *label,
 								 const void *st);
