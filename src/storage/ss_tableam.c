@@ -148,33 +148,59 @@ ss_scan_desc_init(TableScanDesc scan, Relation rel, Snapshot snapshot,
 }
 
 /*
- * The scan of every structure.  One whose descriptor has scan ops returns
- * its rows (cbt groups, lert reports, bfile samples); the others, sketches
- * and filters, have no rows to enumerate and return none.  A parallel scan
- * hands every participant the same scan: the first to ask claims the rows
- * (ss_scan_claim).  The structure's callbacks run in the scan's memory
- * context, which rescan and end reset after its scan_stop, and find the
- * part of the descriptor after the SSScanDesc zeroed again.
+ * Sketches and filters have no rows to enumerate: their scans return none.
  */
 static TableScanDesc
 ss_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
 			  struct ScanKeyData *key, ParallelTableScanDesc pscan,
 			  uint32 flags)
 {
+	TableScanDesc scan = palloc0(sizeof(TableScanDescData));
+
+	ss_scan_desc_init(scan, rel, snapshot, nkeys, key, pscan, flags);
+	return scan;
+}
+
+static void
+ss_scan_end(TableScanDesc scan)
+{
+	ss_scan_desc_free(scan);
+}
+
+static void
+ss_scan_rescan(TableScanDesc scan, struct ScanKeyData *key, bool set_params,
+			   bool allow_strat, bool allow_sync, bool allow_pagemode)
+{
+}
+
+static bool
+ss_scan_getnextslot(TableScanDesc scan, ScanDirection direction,
+					TupleTableSlot *slot)
+{
+	ExecClearTuple(slot);
+	return false;
+}
+
+/*
+ * The scan of a structure with rows (cbt groups, lert reports, bfile
+ * samples), whose descriptor gives SSScanOps.  A parallel scan hands every
+ * participant the same scan: the first to ask claims the rows
+ * (ss_scan_claim).  The structure's callbacks run in the scan's memory
+ * context, which rescan and end reset after its stop callback, and find
+ * the part of the descriptor after the SSScanDesc zeroed again.
+ */
+static TableScanDesc
+ss_rows_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
+				   struct ScanKeyData *key, ParallelTableScanDesc pscan,
+				   uint32 flags)
+{
 	const SSStructure *s = ss_structure_ops(rel);
 	SSScanDesc *scan;
 
-	if (s == NULL || s->scan == NULL)
-	{
-		TableScanDesc empty = palloc0(sizeof(TableScanDescData));
-
-		ss_scan_desc_init(empty, rel, snapshot, nkeys, key, pscan, flags);
-		return empty;
-	}
 	Assert(s->scan->scan_size >= sizeof(SSScanDesc));
 	scan = palloc0(s->scan->scan_size);
 	ss_scan_desc_init(&scan->base, rel, snapshot, nkeys, key, pscan, flags);
-	scan->structure = s;
+	scan->ops = s->scan;
 	scan->cxt = AllocSetContextCreate(CurrentMemoryContext,
 									  "streamsketch scan",
 									  ALLOCSET_DEFAULT_SIZES);
@@ -183,63 +209,46 @@ ss_scan_begin(Relation rel, Snapshot snapshot, int nkeys,
 
 /* Forget what the scan read: the next row starts it again. */
 static void
-ss_scan_reset(SSScanDesc *scan)
+ss_rows_scan_reset(SSScanDesc *scan)
 {
-	const SSScanOps *ops = scan->structure->scan;
-
-	if (scan->started && scan->claimed && ops->stop)
-		ops->stop(scan);
+	if (scan->started && scan->claimed && scan->ops->stop)
+		scan->ops->stop(scan);
 	MemoryContextReset(scan->cxt);
 	memset((char *) scan + sizeof(SSScanDesc), 0,
-		   ops->scan_size - sizeof(SSScanDesc));
+		   scan->ops->scan_size - sizeof(SSScanDesc));
 	scan->started = false;
 	scan->claimed = false;
 	scan->done = false;
 }
 
-static bool
-ss_scan_has_rows(TableScanDesc scan)
-{
-	const SSStructure *s = ss_structure_ops(scan->rs_rd);
-
-	return s != NULL && s->scan != NULL;
-}
-
 static void
-ss_scan_end(TableScanDesc sscan)
+ss_rows_scan_end(TableScanDesc sscan)
 {
-	if (ss_scan_has_rows(sscan))
-	{
-		SSScanDesc *scan = (SSScanDesc *) sscan;
+	SSScanDesc *scan = (SSScanDesc *) sscan;
 
-		ss_scan_reset(scan);
-		MemoryContextDelete(scan->cxt);
-	}
+	ss_rows_scan_reset(scan);
+	MemoryContextDelete(scan->cxt);
 	ss_scan_desc_free(sscan);
 }
 
 static void
-ss_scan_rescan(TableScanDesc sscan, struct ScanKeyData *key, bool set_params,
-			   bool allow_strat, bool allow_sync, bool allow_pagemode)
+ss_rows_scan_rescan(TableScanDesc sscan, struct ScanKeyData *key,
+					bool set_params, bool allow_strat, bool allow_sync,
+					bool allow_pagemode)
 {
-	if (ss_scan_has_rows(sscan))
-		ss_scan_reset((SSScanDesc *) sscan);
+	ss_rows_scan_reset((SSScanDesc *) sscan);
 }
 
 static bool
-ss_scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
-					TupleTableSlot *slot)
+ss_rows_scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
+						 TupleTableSlot *slot)
 {
 	SSScanDesc *scan = (SSScanDesc *) sscan;
-	const SSScanOps *ops;
 	MemoryContext old;
 	BufferAccessStrategy prev;
 	bool		found;
 
 	ExecClearTuple(slot);
-	if (!ss_scan_has_rows(sscan))
-		return false;
-	ops = scan->structure->scan;
 	old = MemoryContextSwitchTo(scan->cxt);
 	/* a scan reads the whole structure: through the bulk-read ring */
 	prev = ss_bulk_read_begin();
@@ -247,10 +256,10 @@ ss_scan_getnextslot(TableScanDesc sscan, ScanDirection direction,
 	{
 		scan->started = true;
 		scan->claimed = ss_scan_claim(sscan);
-		if (scan->claimed && ops->start)
-			ops->start(scan);
+		if (scan->claimed && scan->ops->start)
+			scan->ops->start(scan);
 	}
-	found = scan->claimed && !scan->done && ops->next(scan, slot);
+	found = scan->claimed && !scan->done && scan->ops->next(scan, slot);
 	if (!found)
 		scan->done = true;
 	ss_bulk_read_end(prev);
@@ -936,10 +945,11 @@ ss_tableam_init_common(TableAmRoutine *r, const SSStructure *ops)
 	ss_tableam_register(r, ops);
 	r->type = T_TableAmRoutine;
 	r->slot_callbacks = ss_slot_callbacks;
-	r->scan_begin = ss_scan_begin;
-	r->scan_end = ss_scan_end;
-	r->scan_rescan = ss_scan_rescan;
-	r->scan_getnextslot = ss_scan_getnextslot;
+	r->scan_begin = ops->scan ? ss_rows_scan_begin : ss_scan_begin;
+	r->scan_end = ops->scan ? ss_rows_scan_end : ss_scan_end;
+	r->scan_rescan = ops->scan ? ss_rows_scan_rescan : ss_scan_rescan;
+	r->scan_getnextslot = ops->scan ? ss_rows_scan_getnextslot :
+		ss_scan_getnextslot;
 	r->parallelscan_estimate = ss_parallelscan_estimate;
 	r->parallelscan_initialize = ss_parallelscan_initialize;
 	r->parallelscan_reinitialize = ss_parallelscan_reinitialize;

@@ -39,7 +39,7 @@ extern bool ss_scan_claim(TableScanDesc scan);
 typedef struct SSScanDesc
 {
 	TableScanDescData base;
-	const struct SSStructure *structure;
+	const struct SSScanOps *ops;
 	MemoryContext cxt;			/* the callbacks run in it */
 	bool		started;
 	bool		claimed;		/* this participant returns the rows */
