@@ -14,6 +14,13 @@
  * reports valid, so a crash before the install leaves the cone as it was
  * and the redone round makes the same merge.
  *
+ * Buffers: the runs are read through the backend's bulk-read ring and
+ * the new runs' data pages written through its bulk-write ring
+ * (lert_store.c, ss_page.c), so that a merge of runs larger than
+ * shared_buffers does not evict the rest of the cache; level 0 (old and
+ * new), the runs' index and filter pages and the metapage, which rounds
+ * and lookups read per key, go through no ring.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -286,6 +286,19 @@ lert_meta_set_free(LertMeta *m, const LertMeta *src)
 	m->spill_version = src->spill_version;
 }
 
+static void lert_write_page_with(Relation rel, BlockNumber blkno,
+								 uint16 page_type, const char *area,
+								 uint64 applied_pos, bool full,
+								 BufferAccessStrategy strategy);
+static LertPageStatus lert_read_page_with(Relation rel, BlockNumber blkno,
+										  uint16 page_type, uint64 gen,
+										  char *area, uint64 *applied_pos,
+										  BufferAccessStrategy strategy);
+static void read_page_owned_with(Relation rel, BlockNumber blkno,
+								 uint16 page_type, uint64 gen, char *area,
+								 uint64 *applied_pos,
+								 BufferAccessStrategy strategy);
+
 /* ---- pages ---- */
 
 /*
@@ -297,12 +310,28 @@ void
 lert_write_page(Relation rel, BlockNumber blkno, uint16 page_type,
 				const char *area, uint64 applied_pos, bool full)
 {
+	lert_write_page_with(rel, blkno, page_type, area, applied_pos, full, NULL);
+}
+
+/*
+ * As lert_write_page, through a ring of buffers (NULL: none): a run's
+ * data pages are written through the bulk-write ring (ss_page.c), since
+ * a merge writes them once front to back and reads them back only at the
+ * next merge of their level, as a sequential pass through the bulk-read
+ * ring.  Level 0, report pages and a run's index and filter pages (read
+ * per key) go through no ring.
+ */
+static void
+lert_write_page_with(Relation rel, BlockNumber blkno, uint16 page_type,
+					 const char *area, uint64 applied_pos, bool full,
+					 BufferAccessStrategy strategy)
+{
 	SSXLogState *state;
 	Buffer		buf;
 	Page		page;
 
 	CHECK_FOR_INTERRUPTS();
-	buf = ss_lock_buffer_for_rewrite(rel, blkno, full);
+	buf = ss_lock_buffer_for_rewrite_with(rel, blkno, full, strategy);
 	state = ss_xlog_start(rel);
 	page = ss_xlog_register(state, buf,
 							full || PageIsNew(BufferGetPage(buf)) ? SS_XLOG_FULL_IMAGE : 0);
@@ -325,11 +354,24 @@ LertPageStatus
 lert_read_page(Relation rel, BlockNumber blkno, uint16 page_type, uint64 gen,
 			   char *area, uint64 *applied_pos)
 {
+	return lert_read_page_with(rel, blkno, page_type, gen, area, applied_pos,
+							   NULL);
+}
+
+/*
+ * As lert_read_page, through a ring of buffers (NULL: none): a merge reads
+ * its source runs' data pages through the bulk-read ring (ss_page.c).
+ */
+static LertPageStatus
+lert_read_page_with(Relation rel, BlockNumber blkno, uint16 page_type,
+					uint64 gen, char *area, uint64 *applied_pos,
+					BufferAccessStrategy strategy)
+{
 	Buffer		buf;
 	Page		page;
 	LertPageStatus status = LERT_STALE;
 
-	buf = ss_read_buffer_if_exists(rel, blkno);
+	buf = ss_read_buffer_with(rel, blkno, strategy);
 	if (!BufferIsValid(buf))
 		return LERT_STALE;
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
@@ -362,7 +404,16 @@ void
 lert_read_page_owned(Relation rel, BlockNumber blkno, uint16 page_type,
 					 uint64 gen, char *area, uint64 *applied_pos)
 {
-	if (lert_read_page(rel, blkno, page_type, gen, area, applied_pos) != LERT_OK)
+	read_page_owned_with(rel, blkno, page_type, gen, area, applied_pos, NULL);
+}
+
+static void
+read_page_owned_with(Relation rel, BlockNumber blkno, uint16 page_type,
+					 uint64 gen, char *area, uint64 *applied_pos,
+					 BufferAccessStrategy strategy)
+{
+	if (lert_read_page_with(rel, blkno, page_type, gen, area, applied_pos,
+							strategy) != LERT_OK)
 		ss_page_corrupted(rel, blkno,
 						  "A page of the structure's current levels is missing or belongs to another level (expected type %u, generation " UINT64_FORMAT ").",
 						  page_type, gen);
@@ -492,7 +543,8 @@ run_writer_flush_page(LertRunWriter *w)
 		w->index = repalloc_huge(w->index, sizeof(LertIndexEntry) * w->index_cap);
 	}
 	w->index[w->run.ndata].blkno = blkno;
-	lert_write_page(w->rel, blkno, SS_PAGE_LERT_RUN, w->page, 0, true);
+	lert_write_page_with(w->rel, blkno, SS_PAGE_LERT_RUN, w->page, 0, true,
+						 ss_bulk_write_ring());
 	w->run.ndata++;
 	lert_run_page_init(w->page, w->run.gen);
 }
@@ -771,8 +823,8 @@ lert_run_seeker_find(LertRunSeeker *s, uint64 fp, const char *key,
 		{
 			BlockNumber blkno = s->index[page].blkno;
 
-			lert_read_page_owned(s->rel, blkno, SS_PAGE_LERT_RUN, s->run.gen,
-								 s->area, NULL);
+			read_page_owned_with(s->rel, blkno, SS_PAGE_LERT_RUN, s->run.gen,
+								 s->area, NULL, ss_bulk_read_ring());
 			if (!lert_run_page_check(s->area, SS_PAGE_DATA_SIZE))
 				ss_page_corrupted(s->rel, blkno, "The LERT run page's entries are out of order or out of bounds.");
 			s->loaded = page;
@@ -849,8 +901,8 @@ lert_run_reader_next(LertRunReader *r)
 			run_reader_prefetch(r, ix, i, r->page + LERT_READ_AHEAD,
 								r->page + LERT_READ_AHEAD + 1);
 		blkno = ix[r->page % LERT_INDEX_PER_PAGE].blkno;
-		lert_read_page_owned(r->rel, blkno, SS_PAGE_LERT_RUN, r->run.gen,
-							 r->area, NULL);
+		read_page_owned_with(r->rel, blkno, SS_PAGE_LERT_RUN, r->run.gen,
+							 r->area, NULL, ss_bulk_read_ring());
 		if (!lert_run_page_check(r->area, SS_PAGE_DATA_SIZE))
 			ss_page_corrupted(r->rel, blkno, "The LERT run page's entries are out of order or out of bounds.");
 		r->page++;

@@ -152,6 +152,7 @@ typedef struct QfamCursor
 	Relation	rel;
 	QfamLevel	lv;
 	bool		merged;			/* a level other than 0 */
+	BufferAccessStrategy strategy;	/* ring its pages are read through */
 	BlockNumber nblocks;
 	uint64		page;			/* page being iterated */
 	uint64		npages;
@@ -195,8 +196,9 @@ extern void qfam_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 										   double *tups_recently_dead);
 
 /* qfam_merge.c */
+extern BufferAccessStrategy qfam_level_read_ring(uint32 kind, uint32 level);
 extern void qfam_cursor_init(QfamCursor *c, Relation rel, const QfamLevel *lv,
-							 bool merged);
+							 bool merged, BufferAccessStrategy strategy);
 extern bool qfam_cursor_next(QfamCursor *c);
 extern void qfam_cursor_end(QfamCursor *c);
 extern bool qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc,

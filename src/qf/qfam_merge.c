@@ -16,6 +16,17 @@
  * merged source levels by bumping their epochs, so a crash before that
  * update leaves the filter as it was.
  *
+ * Buffers: a merge reads its source levels once, front to back, and
+ * writes its target once, so it reads through the backend's bulk-read
+ * ring and writes through its bulk-write ring (ss_page.c), as COPY and a
+ * sequential scan do, instead of sweeping shared_buffers: a cascade
+ * filter's merge of levels larger than shared_buffers leaves the rest of
+ * the cache (other tables, and the filter's own level 0 and metapage)
+ * where it was.  Level 0 of a buffered or cascade filter, the RAM level
+ * that is emptied in place and refilled by every insert, is read without
+ * a ring, and a target level 0 (a quotient_filter's only level, which
+ * inserts update in place) is written without one.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -39,7 +50,8 @@ qfam_cursor_load(QfamCursor *c)
 		CHECK_FOR_INTERRUPTS();
 		if (blkno < c->nblocks)
 		{
-			Buffer		buf = ReadBuffer(c->rel, blkno);
+			Buffer		buf = ReadBufferExtended(c->rel, MAIN_FORKNUM, blkno,
+												 RBM_NORMAL, c->strategy);
 
 			LockBuffer(buf, BUFFER_LOCK_SHARE);
 			if (qfam_page_valid(c->rel, blkno, BufferGetPage(buf), &c->lv,
@@ -65,11 +77,25 @@ qfam_cursor_load(QfamCursor *c)
 	return false;
 }
 
+/*
+ * The ring through which level `level` of a filter of kind `kind` is read
+ * from front to back: none for the RAM level (level 0 of a buffered or
+ * cascade filter), the bulk-read ring otherwise.
+ */
+BufferAccessStrategy
+qfam_level_read_ring(uint32 kind, uint32 level)
+{
+	if (level == 0 && kind != QFAM_KIND_QF)
+		return NULL;
+	return ss_bulk_read_ring();
+}
+
 void
 qfam_cursor_init(QfamCursor *c, Relation rel, const QfamLevel *lv,
-				 bool merged)
+				 bool merged, BufferAccessStrategy strategy)
 {
 	c->rel = rel;
+	c->strategy = strategy;
 	c->lv = *lv;
 	c->merged = merged;
 	c->nblocks = RelationGetNumberOfBlocks(rel);
@@ -118,7 +144,7 @@ qfam_cursor_end(QfamCursor *c)
  */
 static void
 qfam_write_page(Relation rel, BlockNumber blkno, const char *area, Size size,
-				uint16 epoch, uint64 applied)
+				uint16 epoch, uint64 applied, BufferAccessStrategy strategy)
 {
 	SSXLogState *state;
 	Buffer		buf;
@@ -130,9 +156,8 @@ qfam_write_page(Relation rel, BlockNumber blkno, const char *area, Size size,
 	 * nothing is visible before the metapage install.
 	 */
 	CHECK_FOR_INTERRUPTS();
-	ss_extend_to(rel, blkno);
-	buf = ReadBuffer(rel, blkno);
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	/* a full image replaces the page: its old contents are not read */
+	buf = ss_lock_buffer_for_rewrite_with(rel, blkno, true, strategy);
 	state = ss_xlog_start(rel);
 	page = ss_xlog_register(state, buf, SS_XLOG_FULL_IMAGE);
 	ss_page_init(page, SS_PAGE_QF_AREA, QFAM_LEVEL_DATA_SIZE);
@@ -176,7 +201,8 @@ qfam_check_sources(Relation rel, const QfamMeta *meta, uint32 nsrc)
 
 	for (uint32 i = 0; i < Min(nsrc, meta->nlevels); i++)
 	{
-		qfam_cursor_init(&c, rel, &meta->levels[i], i > 0);
+		qfam_cursor_init(&c, rel, &meta->levels[i], i > 0,
+						 qfam_level_read_ring(meta->params.kind, i));
 		/* qfam_cursor_load checks each live page it loads */
 		while (c.valid && c.page < c.npages)
 		{
@@ -216,6 +242,7 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 	QfamLevel	lv0 = meta->levels[0];
 	uint64		cache_page = PG_UINT64_MAX;
 	uint64		cache_applied = 0;
+	BufferAccessStrategy wring = target > 0 ? ss_bulk_write_ring() : NULL;
 
 	Assert(target < QFAM_MAX_LEVELS && target <= meta->nlevels);
 	qfam_level_shape(&tl, meta->params.fp_bits, target_t);
@@ -240,7 +267,8 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 	/* only existing levels are sources (a new target level has none) */
 	nsrc = Min(nsrc, meta->nlevels);
 	for (uint32 i = 0; i < nsrc; i++)
-		qfam_cursor_init(&cursors[i], rel, &meta->levels[i], i > 0);
+		qfam_cursor_init(&cursors[i], rel, &meta->levels[i], i > 0,
+						 qfam_level_read_ring(meta->params.kind, i));
 
 	qf_builder_init(&builder, &g, area);
 	for (;;)
@@ -274,7 +302,8 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 		{
 			qfam_write_page(rel, base + (BlockNumber) cur_page, area, g.area_bytes, tl.epoch,
 							merged_page_applied(rel, &lv0, &tl, cur_page,
-												&cache_page, &cache_applied));
+												&cache_page, &cache_applied),
+							wring);
 			cur_page++;
 			qf_builder_init(&builder, &g, area);
 		}
@@ -300,7 +329,8 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 	{
 		qfam_write_page(rel, base + (BlockNumber) cur_page, area, g.area_bytes, tl.epoch,
 						merged_page_applied(rel, &lv0, &tl, cur_page,
-											&cache_page, &cache_applied));
+											&cache_page, &cache_applied),
+							wring);
 		cur_page++;
 		qf_builder_init(&builder, &g, area);
 	}

@@ -454,7 +454,8 @@ qf_merge_sql(PG_FUNCTION_ARGS)
 		{
 			QfamCursor	c;
 
-			qfam_cursor_init(&c, src, &meta.levels[l], l > 0);
+			qfam_cursor_init(&c, src, &meta.levels[l], l > 0,
+							 qfam_level_read_ring(meta.params.kind, l));
 			while (c.valid)
 			{
 				SSPendingKey key;

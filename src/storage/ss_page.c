@@ -271,16 +271,67 @@ ss_prefetch(Relation rel, BlockNumber blkno)
 }
 
 /*
- * The ring of buffers a whole-relation read (a scan of every group or
- * sampled row, cbt_finalize) reads through, as a heap's sequential scan
- * does: the pages it brings in are recycled within the ring instead of
- * evicting the rest of shared_buffers (pages already there are used where
- * they are).  Set around each call that reads (ss_bulk_read_begin/end),
- * so that statements run between two fetches of a cursor do not inherit
- * it; an error resets it at the end of the (sub)transaction.
+ * Rings of buffers (buffer access strategies) for reads and writes that
+ * touch many pages once, as a heap's sequential scan, COPY and CREATE
+ * DATABASE's copy of a relation do: the pages they bring in are recycled
+ * within a small ring instead of evicting the rest of shared_buffers
+ * (pages already there are used where they are, without raising their
+ * usage count).  One of each per backend, allocated at first use and
+ * shared by every such reader or writer of the backend: the callers copy
+ * a page out (or write it) and release it before taking the next, so
+ * several cursors taking turns in one ring only make it recycle sooner.
+ *
+ *	ss_bulk_read_ring	BAS_BULKREAD (256 kB): whole-relation reads (a
+ *						scan of every group or sampled row, cbt_finalize)
+ *						and the sources of out-of-place merges (levels and
+ *						runs read front to back).
+ *	ss_bulk_write_ring	BAS_BULKWRITE (16 MB, at most shared_buffers / 8):
+ *						the pages an out-of-place merge writes.  A dirty
+ *						buffer the ring comes back to is written by the
+ *						backend itself, after flushing WAL up to the page's
+ *						LSN (WAL before data, as for COPY into a heap).
+ *
+ * Pages that must stay hot (metapages, a structure's level 0 or buffer,
+ * indexes and filters probed per key) are never read or written through
+ * a ring.
  */
 static BufferAccessStrategy bulk_read_ring = NULL;
+static BufferAccessStrategy bulk_write_ring = NULL;
+
+static BufferAccessStrategy
+make_ring(BufferAccessStrategyType btype)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	BufferAccessStrategy ring = GetAccessStrategy(btype);
+
+	MemoryContextSwitchTo(old);
+	return ring;
+}
+
+BufferAccessStrategy
+ss_bulk_read_ring(void)
+{
+	if (bulk_read_ring == NULL)
+		bulk_read_ring = make_ring(BAS_BULKREAD);
+	return bulk_read_ring;
+}
+
+BufferAccessStrategy
+ss_bulk_write_ring(void)
+{
+	if (bulk_write_ring == NULL)
+		bulk_write_ring = make_ring(BAS_BULKWRITE);
+	return bulk_write_ring;
+}
+
+/*
+ * The strategy of ss_read_buffer_if_exists: the bulk-read ring around
+ * each call of a whole-relation read (ss_bulk_read_begin/end), so that
+ * statements run between two fetches of a cursor do not inherit it; an
+ * error resets it at the end of the (sub)transaction.
+ */
 static BufferAccessStrategy current_strategy = NULL;
+static bool strategy_callbacks = false;
 
 static void
 reset_strategy_at_xact_end(XactEvent event, void *arg)
@@ -301,16 +352,13 @@ ss_bulk_read_begin(void)
 {
 	BufferAccessStrategy prev = current_strategy;
 
-	if (bulk_read_ring == NULL)
+	if (!strategy_callbacks)
 	{
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-		bulk_read_ring = GetAccessStrategy(BAS_BULKREAD);
-		MemoryContextSwitchTo(old);
 		RegisterXactCallback(reset_strategy_at_xact_end, NULL);
 		RegisterSubXactCallback(reset_strategy_at_subxact_end, NULL);
+		strategy_callbacks = true;
 	}
-	current_strategy = bulk_read_ring;
+	current_strategy = ss_bulk_read_ring();
 	return prev;
 }
 
@@ -323,11 +371,18 @@ ss_bulk_read_end(BufferAccessStrategy prev)
 Buffer
 ss_read_buffer_if_exists(Relation rel, BlockNumber blkno)
 {
+	return ss_read_buffer_with(rel, blkno, current_strategy);
+}
+
+/* As ss_read_buffer_if_exists, through the given ring (NULL: none). */
+Buffer
+ss_read_buffer_with(Relation rel, BlockNumber blkno,
+					BufferAccessStrategy strategy)
+{
 	if (!ss_block_known_to_exist(rel, blkno) &&
 		blkno >= RelationGetNumberOfBlocks(rel))
 		return InvalidBuffer;
-	return ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL,
-							  current_strategy);
+	return ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL, strategy);
 }
 
 /*
@@ -645,13 +700,21 @@ ss_write_full_page(Relation rel, BlockNumber blkno, uint16 page_type,
 Buffer
 ss_lock_buffer_for_rewrite(Relation rel, BlockNumber blkno, bool full)
 {
+	return ss_lock_buffer_for_rewrite_with(rel, blkno, full, NULL);
+}
+
+/* As ss_lock_buffer_for_rewrite, through the given ring (NULL: none). */
+Buffer
+ss_lock_buffer_for_rewrite_with(Relation rel, BlockNumber blkno, bool full,
+								BufferAccessStrategy strategy)
+{
 	Buffer		buf;
 
 	ss_extend_to(rel, blkno);
 	if (full)
 		return ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_ZERO_AND_LOCK,
-								  NULL);
-	buf = ReadBuffer(rel, blkno);
+								  strategy);
+	buf = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL, strategy);
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	return buf;
 }

@@ -112,13 +112,20 @@ extern void ss_meta_validate(Relation rel,
 							 void (*check) (Relation rel, const void *meta),
 							 const void *meta);
 extern bool ss_block_known_to_exist(Relation rel, BlockNumber blkno);
-/* whole-relation reads through a ring of buffers (ss_page.c) */
+/* bulk reads and writes through rings of buffers (ss_page.c) */
+extern BufferAccessStrategy ss_bulk_read_ring(void);
+extern BufferAccessStrategy ss_bulk_write_ring(void);
 extern BufferAccessStrategy ss_bulk_read_begin(void);
 extern void ss_bulk_read_end(BufferAccessStrategy prev);
 extern Buffer ss_read_buffer_if_exists(Relation rel, BlockNumber blkno);
+extern Buffer ss_read_buffer_with(Relation rel, BlockNumber blkno,
+								  BufferAccessStrategy strategy);
 extern void ss_prefetch(Relation rel, BlockNumber blkno);
 extern Buffer ss_lock_buffer_for_rewrite(Relation rel, BlockNumber blkno,
 										 bool full);
+extern Buffer ss_lock_buffer_for_rewrite_with(Relation rel, BlockNumber blkno,
+											  bool full,
+											  BufferAccessStrategy strategy);
 /* A run of consecutive blocks (a structure's extents, as stored). */
 typedef struct SSExtent
 {
