@@ -13,6 +13,7 @@
 #include "lib/stringinfo.h"
 #include "ss_textio.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/regproc.h"
 #include "utils/syscache.h"
 
