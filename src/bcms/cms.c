@@ -48,7 +48,6 @@
 #include "funcapi.h"
 #include "libpq/pqformat.h"
 #include "miscadmin.h"
-#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "cms.h"
 #include "ss_textio.h"
@@ -709,42 +708,15 @@ cms_send(PG_FUNCTION_ARGS)
 {
 	CmsData    *cms = PG_GETARG_CMS_P(0);
 	StringInfoData buf;
-	char	   *tname;
-	char	   *cname = NULL;
-	int			cnamelen = 0;
 	Size		n;
 
 	cms_check_header(cms);
 	n = (Size) cms->npages * cms->depth * cms->cols_per_page;
 
-	/* the key type name in the client encoding, as pq_sendcountedtext would */
-	tname = ss_elemtype_out(cms->elemtype);
-	if (tname)
-	{
-		cname = pg_server_to_client(tname, strlen(tname));
-		cnamelen = strlen(cname);
-	}
-
-	/*
-	 * Allocate the exact size up front (varlena header, fixed fields, name,
-	 * counters), so that a large sketch is not rounded up to MaxAllocSize
-	 * by the StringInfo's doubling.
-	 */
-	buf.maxlen = VARHDRSZ + 2 * sizeof(int32) + cnamelen +
-		4 * sizeof(uint32) + 2 * sizeof(float8) + sizeof(int64) +
-		n * sizeof(int64) + 1;
-	buf.data = palloc(buf.maxlen);
-	buf.len = VARHDRSZ;
-	buf.cursor = 0;
-
-	pq_sendint32(&buf, cms->version);
-	if (tname)
-	{
-		pq_sendint32(&buf, cnamelen);
-		pq_sendbytes(&buf, cname, cnamelen);
-	}
-	else
-		pq_sendint32(&buf, -1);
+	/* after the head: fixed fields, then the counters */
+	ss_binary_begin(&buf, cms->version, cms->elemtype,
+					4 * sizeof(uint32) + 2 * sizeof(float8) + sizeof(int64) +
+					n * sizeof(int64));
 	pq_sendint32(&buf, cms->seed);
 	pq_sendint32(&buf, cms->depth);
 	pq_sendint32(&buf, cms->cols_per_page);
@@ -763,9 +735,7 @@ Datum
 cms_recv(PG_FUNCTION_ARGS)
 {
 	StringInfo	buf = (StringInfo) PG_GETARG_POINTER(0);
-	uint32		version;
-	int32		namelen;
-	Oid			elemtype = InvalidOid;
+	Oid			elemtype;
 	uint32		seed;
 	CmsGeometry g;
 	double		epsilon;
@@ -776,25 +746,7 @@ cms_recv(PG_FUNCTION_ARGS)
 	Size		n;
 	uint64		size;
 
-	version = pq_getmsgint(buf, 4);
-	if (version != CMS_VERSION)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("unsupported count-min sketch format version %u", version),
-				 errdetail("This version of streamsketch reads format version %d.",
-						   CMS_VERSION)));
-	namelen = (int32) pq_getmsgint(buf, 4);
-	if (namelen < -1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("invalid key type name length %d in binary count-min sketch",
-						namelen)));
-	if (namelen >= 0)
-	{
-		int			nbytes;
-
-		elemtype = ss_elemtype_in(pq_getmsgtext(buf, namelen, &nbytes));
-	}
+	elemtype = ss_binary_read_head(buf, CMS_VERSION, "count-min sketch");
 	seed = pq_getmsgint(buf, 4);
 	g.depth = pq_getmsgint(buf, 4);
 	g.cols_per_page = pq_getmsgint(buf, 4);
@@ -821,7 +773,7 @@ cms_recv(PG_FUNCTION_ARGS)
 	size = cms_value_size(&g);
 	cms = (CmsData *) palloc((Size) size);
 	SET_VARSIZE(cms, size);
-	cms->version = version;
+	cms->version = CMS_VERSION;
 	cms->elemtype = elemtype;
 	cms->seed = seed;
 	cms->depth = g.depth;

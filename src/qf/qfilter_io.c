@@ -43,7 +43,6 @@
 #include "common/shortest_dec.h"
 #include "funcapi.h"
 #include "libpq/pqformat.h"
-#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "qfilter.h"
@@ -418,41 +417,15 @@ qfilter_send(PG_FUNCTION_ARGS)
 {
 	QFilterData *qf = PG_GETARG_QFILTER_P(0);
 	StringInfoData buf;
-	char	   *tname;
-	char	   *cname = NULL;
-	int			cnamelen = 0;
 	Size		nbytes;
 
 	qfilter_check_header(qf);
 	nbytes = VARSIZE(qf) - QFILTER_HEADER_SIZE;
 
-	/* the key type name in the client encoding, as pq_sendcountedtext would */
-	tname = ss_elemtype_out(qf->elemtype);
-	if (tname)
-	{
-		cname = pg_server_to_client(tname, strlen(tname));
-		cnamelen = strlen(cname);
-	}
-
-	/*
-	 * Allocate the exact size up front, so that a large filter is not
-	 * rounded up to MaxAllocSize by the StringInfo's doubling.
-	 */
-	buf.maxlen = VARHDRSZ + 2 * sizeof(int32) + cnamelen +
-		5 * sizeof(uint32) + sizeof(int64) + sizeof(float8) +
-		sizeof(uint64) + nbytes + 1;
-	buf.data = palloc(buf.maxlen);
-	buf.len = VARHDRSZ;
-	buf.cursor = 0;
-
-	pq_sendint32(&buf, qf->version);
-	if (tname)
-	{
-		pq_sendint32(&buf, cnamelen);
-		pq_sendbytes(&buf, cname, cnamelen);
-	}
-	else
-		pq_sendint32(&buf, -1);
+	/* after the head: fixed fields, then the areas */
+	ss_binary_begin(&buf, qf->version, qf->elemtype,
+					5 * sizeof(uint32) + sizeof(int64) + sizeof(float8) +
+					sizeof(uint64) + nbytes);
 	pq_sendint32(&buf, qf->seed);
 	pq_sendint32(&buf, qf->rbits);
 	pq_sendint32(&buf, qf->slot_bits);
@@ -471,9 +444,7 @@ Datum
 qfilter_recv(PG_FUNCTION_ARGS)
 {
 	StringInfo	buf = (StringInfo) PG_GETARG_POINTER(0);
-	uint32		version;
-	int32		namelen;
-	Oid			elemtype = InvalidOid;
+	Oid			elemtype;
 	uint32		seed;
 	uint32		rbits;
 	uint32		slot_bits;
@@ -486,25 +457,7 @@ qfilter_recv(PG_FUNCTION_ARGS)
 	QFilterData *qf;
 	Size		size;
 
-	version = pq_getmsgint(buf, 4);
-	if (version != QFILTER_VERSION)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("unsupported quotient filter format version %u", version),
-				 errdetail("This version of streamsketch reads format version %d.",
-						   QFILTER_VERSION)));
-	namelen = (int32) pq_getmsgint(buf, 4);
-	if (namelen < -1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("invalid key type name length %d in binary quotient filter",
-						namelen)));
-	if (namelen >= 0)
-	{
-		int			nbytes;
-
-		elemtype = ss_elemtype_in(pq_getmsgtext(buf, namelen, &nbytes));
-	}
+	elemtype = ss_binary_read_head(buf, QFILTER_VERSION, "quotient filter");
 	seed = pq_getmsgint(buf, 4);
 	rbits = pq_getmsgint(buf, 4);
 	slot_bits = pq_getmsgint(buf, 4);
@@ -531,8 +484,8 @@ qfilter_recv(PG_FUNCTION_ARGS)
 				 errdetail("%d bytes of areas follow the header, but the filter has %zu.",
 						   buf->len - buf->cursor, size - QFILTER_HEADER_SIZE)));
 
-	qf = qfilter_alloc(version, elemtype, seed, rbits, slot_bits,
-							  page_bits, area_bytes, capacity, fp_rate, total);
+	qf = qfilter_alloc(QFILTER_VERSION, elemtype, seed, rbits, slot_bits,
+					   page_bits, area_bytes, capacity, fp_rate, total);
 	pq_copymsgbytes(buf, qf->areas, size - QFILTER_HEADER_SIZE);
 	qfilter_areas_swap_external(qf->areas, qfilter_npages(qf));
 	qfilter_check(qf);
