@@ -12,7 +12,6 @@
 
 #include "access/htup_details.h"
 #include "access/relation.h"
-#include "access/xact.h"
 #include "bcms.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
@@ -20,9 +19,9 @@
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "parser/parse_coerce.h"
 #include "ss_changelog.h"
 #include "ss_pending.h"
+#include "ss_queryutil.h"
 #include "ss_sqlfunc.h"
 #include "storage/bufmgr.h"
 #include "streamsketch.h"
@@ -399,8 +398,6 @@ Datum
 bcms_estimate(PG_FUNCTION_ARGS)
 {
 	Oid			relid = PG_GETARG_OID(0);
-	Datum		key = PG_GETARG_DATUM(1);
-	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, 1);
 	Relation	rel;
 	BcmsState  *st;
 	int64		est;
@@ -410,10 +407,8 @@ bcms_estimate(PG_FUNCTION_ARGS)
 								&bcms_structure);
 	ss_sql_check_row_security(rel, "bcms_estimate()");
 	st = bcms_get_state(rel);
-	if (!OidIsValid(argtype))
-		elog(ERROR, "could not determine the type of the key");
-	key = ss_coerce_key(key, argtype, st->keytype);
-	h = ss_hash_datum(key, st->keylen, st->keybyval, st->p.seed);
+	h = ss_sql_key_hash(fcinfo, 1, st->keytype, st->keylen, st->keybyval,
+						st->p.seed);
 	est = bcms_estimate_hash(rel, st, h);
 	relation_close(rel, AccessShareLock);
 	PG_RETURN_INT64(est);
@@ -422,16 +417,8 @@ bcms_estimate(PG_FUNCTION_ARGS)
 Datum
 bcms_flush(PG_FUNCTION_ARGS)
 {
-	Relation	rel;
-	int64		applied;
-
-	rel = ss_sql_open_structure(PG_GETARG_OID(0), RowExclusiveLock, "bcms_flush()", ACL_INSERT,
-								&bcms_structure);
-	/* with an xid, the commit waits for the flush's WAL to be flushed */
-	(void) GetCurrentTransactionId();
-	applied = ss_log_flush(rel, bcms_flush_all);
-	relation_close(rel, NoLock);
-	PG_RETURN_INT64(applied);
+	PG_RETURN_INT64(ss_sql_flush(PG_GETARG_OID(0), "bcms_flush()",
+								 &bcms_structure, bcms_flush_all));
 }
 
 static void
@@ -557,14 +544,8 @@ bcms_merge(PG_FUNCTION_ARGS)
 						   p->geom.npages, p->geom.cols_per_page, p->seed,
 						   cms->depth, cms->npages, cms->cols_per_page, cms->seed),
 				 errhint("Build the cms with the table's epsilon and delta, and merge only into a buffered bcms.")));
-	ss_check_key_type(cms->elemtype, "cms");
-	if (OidIsValid(cms->elemtype) && cms->elemtype != st->keytype &&
-		!IsBinaryCoercible(cms->elemtype, st->keytype))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("cms of %s keys cannot be merged into bcms table \"%s\" of %s keys",
-						format_type_be(cms->elemtype), RelationGetRelationName(rel),
-						format_type_be(st->keytype))));
+	ss_check_merge_key_type(cms->elemtype, "cms", rel, "bcms table",
+							st->keytype);
 	ss_pending_add(rel, SS_PENDING_MERGE, cms, VARSIZE(cms));
 	relation_close(rel, NoLock);
 	PG_RETURN_VOID();

@@ -16,7 +16,6 @@
 
 #include "access/htup_details.h"
 #include "access/relation.h"
-#include "access/xact.h"
 #include "bloom.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
@@ -25,6 +24,7 @@
 #include "miscadmin.h"
 #include "ss_changelog.h"
 #include "ss_pending.h"
+#include "ss_queryutil.h"
 #include "ss_sqlfunc.h"
 #include "storage/bufmgr.h"
 #include "streamsketch.h"
@@ -253,20 +253,17 @@ Datum
 bloom_contains(PG_FUNCTION_ARGS)
 {
 	Relation	rel;
-	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, 1);
 	BloomState *st;
-	Datum		key;
 	bool		found;
 
 	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock, NULL,
 								ACL_SELECT, &bloom_structure);
 	ss_sql_check_row_security(rel, "bloom_contains()");
 	st = bloom_get_state(rel);
-	if (!OidIsValid(argtype))
-		elog(ERROR, "could not determine the type of the key");
-	key = ss_coerce_key(PG_GETARG_DATUM(1), argtype, st->keytype);
 	found = bloom_contains_hash(rel, st,
-								ss_hash_datum(key, st->keylen, st->keybyval, st->p.seed));
+								ss_sql_key_hash(fcinfo, 1, st->keytype,
+												st->keylen, st->keybyval,
+												st->p.seed));
 	relation_close(rel, AccessShareLock);
 	PG_RETURN_BOOL(found);
 }
@@ -274,16 +271,8 @@ bloom_contains(PG_FUNCTION_ARGS)
 Datum
 bloom_flush(PG_FUNCTION_ARGS)
 {
-	Relation	rel;
-	int64		applied;
-
-	rel = ss_sql_open_structure(PG_GETARG_OID(0), RowExclusiveLock,
-								"bloom_flush()", ACL_INSERT, &bloom_structure);
-	/* with an xid, the commit waits for the flush's WAL to be flushed */
-	(void) GetCurrentTransactionId();
-	applied = ss_log_flush(rel, bloom_flush_all);
-	relation_close(rel, NoLock);
-	PG_RETURN_INT64(applied);
+	PG_RETURN_INT64(ss_sql_flush(PG_GETARG_OID(0), "bloom_flush()",
+								 &bloom_structure, bloom_flush_all));
 }
 
 static void

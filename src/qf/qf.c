@@ -240,6 +240,13 @@ word_of(const QfArrays *A, QfWordKind kind, uint32 w)
 	return 0;
 }
 
+/* The word of slot from where kind holds, without the slots before from. */
+static inline uint64
+word_from(const QfArrays *A, QfWordKind kind, uint32 from)
+{
+	return word_of(A, kind, from >> 6) & (PG_UINT64_MAX << (from & 63));
+}
+
 /* First slot in [from, limit) where kind holds, or limit. */
 static inline uint32
 next_of(const QfArrays *A, QfWordKind kind, uint32 from, uint32 limit)
@@ -251,7 +258,7 @@ next_of(const QfArrays *A, QfWordKind kind, uint32 from, uint32 limit)
 	if (from >= limit)
 		return limit;
 	w = from >> 6;
-	x = word_of(A, kind, w) & (PG_UINT64_MAX << (from & 63));
+	x = word_from(A, kind, from);
 	while (x == 0)
 	{
 		w++;
@@ -292,7 +299,7 @@ count_of(const QfArrays *A, QfWordKind kind, uint32 from, uint32 to)
 	if (from >= to)
 		return 0;
 	wlast = (to - 1) >> 6;
-	x = word_of(A, kind, w) & (PG_UINT64_MAX << (from & 63));
+	x = word_from(A, kind, from);
 	while (w < wlast)
 	{
 		n += popcount64(x);
@@ -314,7 +321,7 @@ select_of(const QfArrays *A, QfWordKind kind, uint32 from, uint32 k,
 	if (from >= limit)
 		return limit;
 	w = from >> 6;
-	x = word_of(A, kind, w) & (PG_UINT64_MAX << (from & 63));
+	x = word_from(A, kind, from);
 	for (;;)
 	{
 		uint32		c = popcount64(x);

@@ -19,11 +19,11 @@
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "parser/parse_coerce.h"
 #include "qfam.h"
 #include "qfilter.h"
 #include "ss_changelog.h"
 #include "ss_pending.h"
+#include "ss_queryutil.h"
 #include "ss_sqlfunc.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
@@ -47,13 +47,8 @@ PG_FUNCTION_INFO_V1(qf_create_sql);
 static SSHash
 qfam_key_hash(FunctionCallInfo fcinfo, int argno, const QfamState *st)
 {
-	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, argno);
-	Datum		key;
-
-	if (!OidIsValid(argtype))
-		elog(ERROR, "could not determine the type of the key");
-	key = ss_coerce_key(PG_GETARG_DATUM(argno), argtype, st->keytype);
-	return ss_hash_datum(key, st->keylen, st->keybyval, st->p.seed);
+	return ss_sql_key_hash(fcinfo, argno, st->keytype, st->keylen,
+						   st->keybyval, st->p.seed);
 }
 
 static inline uint64
@@ -507,14 +502,8 @@ qf_merge_value_sql(PG_FUNCTION_ARGS)
 				 errdetail("The table has %u-bit fingerprints with seed %u, the qfilter %u-bit fingerprints with seed %u.",
 						   st->p.fp_bits, st->p.seed, fp_bits, qf->seed),
 				 errhint("Build the qfilter with the table's capacity and false-positive rate.")));
-	ss_check_key_type(qf->elemtype, "qfilter");
-	if (OidIsValid(qf->elemtype) && qf->elemtype != st->keytype &&
-		!IsBinaryCoercible(qf->elemtype, st->keytype))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("qfilter of %s keys cannot be merged into quotient filter \"%s\" of %s keys",
-						format_type_be(qf->elemtype), RelationGetRelationName(rel),
-						format_type_be(st->keytype))));
+	ss_check_merge_key_type(qf->elemtype, "qfilter", rel, "quotient filter",
+							st->keytype);
 	qfilter_geom(qf, &g);
 	for (uint64 pg = 0; pg < ((uint64) 1 << qf->page_bits); pg++)
 	{

@@ -1,0 +1,42 @@
+/*-------------------------------------------------------------------------
+ *
+ * ss_queryutil.h
+ *	  What the SQL functions of the keyed paged structures (bcms, bloom,
+ *	  quotient filters) share: hashing a key argument, flushing, and the
+ *	  key type check of merging an in-memory value.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SS_QUERYUTIL_H
+#define SS_QUERYUTIL_H
+
+#include "fmgr.h"
+#include "ss_changelog.h"
+#include "ss_hash.h"
+#include "utils/relcache.h"
+
+struct SSStructure;
+
+/*
+ * The key argument argno converted to the structure's key type keytype
+ * (ss_coerce_key) and hashed with its seed.
+ */
+extern SSHash ss_sql_key_hash(FunctionCallInfo fcinfo, int argno, Oid keytype,
+							  int16 keylen, bool keybyval, uint32 seed);
+
+/*
+ * The <name>_flush(structure) functions: apply the structure's buffers
+ * (ss_log_flush) and return what flush reports.
+ */
+extern int64 ss_sql_flush(Oid relid, const char *fname,
+						  const struct SSStructure *s, SSFlushFn flush);
+
+/*
+ * ERROR unless an in-memory value with keys of elemtype (typname: "cms")
+ * can be merged into rel (what: "bcms table") of keys of keytype.
+ */
+extern void ss_check_merge_key_type(Oid elemtype, const char *typname,
+									Relation rel, const char *what,
+									Oid keytype);
+
+#endif							/* SS_QUERYUTIL_H */
