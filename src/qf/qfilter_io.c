@@ -320,12 +320,26 @@ qfilter_decode_areas(SSTextParser *ps, uint32 npages, unsigned char *areas,
 						   npages, ss_text_pos(ps))));
 }
 
+/* ERROR if a value read or received has no valid geometry. */
+static void
+qfilter_check_geometry(int rbits, int slot_bits, int page_bits,
+					   uint32 area_bytes)
+{
+	char	   *problem = qfilter_geometry_problem(rbits, slot_bits, page_bits,
+												   area_bytes);
+
+	if (problem)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid quotient filter"),
+				 errdetail_internal("%s", problem)));
+}
+
 Datum
 qfilter_in(PG_FUNCTION_ARGS)
 {
 	char	   *str = PG_GETARG_CSTRING(0);
 	SSTextParser	ps;
-	uint32		version;
 	uint32		seed;
 	int64		capacity;
 	double		fp_rate;
@@ -334,20 +348,12 @@ qfilter_in(PG_FUNCTION_ARGS)
 	int			page_bits;
 	uint32		area_bytes;
 	uint64		total;
-	Oid			elemtype = InvalidOid;
-	char	   *problem;
+	Oid			elemtype;
 	QFilterData *qf;
 	uint32		npages;
 
 	ss_text_parser_init(&ps, "qfilter", str);
-	ss_text_expect(&ps, "version=");
-	version = (uint32) ss_text_parse_unsigned(&ps, "version", PG_UINT32_MAX);
-	if (version != QFILTER_VERSION)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-				 errmsg("unsupported quotient filter format version %u", version),
-				 errdetail("This version of streamsketch reads format version %d.",
-						   QFILTER_VERSION)));
+	ss_text_parse_version(&ps, QFILTER_VERSION, "quotient filter");
 	ss_text_expect(&ps, " seed=");
 	seed = (uint32) ss_text_parse_unsigned(&ps, "seed", PG_UINT32_MAX);
 	ss_text_expect(&ps, " capacity=");
@@ -365,20 +371,11 @@ qfilter_in(PG_FUNCTION_ARGS)
 												 PG_UINT32_MAX);
 	ss_text_expect(&ps, " total=");
 	total = ss_text_parse_unsigned(&ps, "total", PG_UINT64_MAX);
-	if (strncmp(ps.p, " type=", 6) == 0)
-	{
-		ps.p += 6;
-		elemtype = ss_elemtype_in(ss_text_parse_quoted(&ps));
-	}
+	elemtype = ss_text_parse_elemtype(&ps);
 	ss_text_expect(&ps, " areas=");
 
 	/* validate the geometry before allocating anything sized by it */
-	problem = qfilter_geometry_problem(rbits, slot_bits, page_bits, area_bytes);
-	if (problem)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid quotient filter"),
-				 errdetail_internal("%s", problem)));
+	qfilter_check_geometry(rbits, slot_bits, page_bits, area_bytes);
 
 	/*
 	 * The header alone can ask for 2^16 areas (535 MB) in a few dozen
@@ -396,8 +393,8 @@ qfilter_in(PG_FUNCTION_ARGS)
 		pfree(scratch);
 	}
 
-	qf = qfilter_alloc(version, elemtype, seed, rbits, slot_bits,
-							  page_bits, area_bytes, capacity, fp_rate, total);
+	qf = qfilter_alloc(QFILTER_VERSION, elemtype, seed, rbits, slot_bits,
+					   page_bits, area_bytes, capacity, fp_rate, total);
 
 	qfilter_decode_areas(&ps, npages, (unsigned char *) qf->areas,
 						 qf->area_bytes);
@@ -453,7 +450,6 @@ qfilter_recv(PG_FUNCTION_ARGS)
 	int64		capacity;
 	double		fp_rate;
 	uint64		total;
-	char	   *problem;
 	QFilterData *qf;
 	Size		size;
 
@@ -469,13 +465,8 @@ qfilter_recv(PG_FUNCTION_ARGS)
 
 	/* validate the geometry and the length before allocating */
 	/* as int32, so that the message shows what the input said */
-	problem = qfilter_geometry_problem((int32) rbits, (int32) slot_bits,
-									   (int32) page_bits, area_bytes);
-	if (problem)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid quotient filter"),
-				 errdetail_internal("%s", problem)));
+	qfilter_check_geometry((int32) rbits, (int32) slot_bits,
+						   (int32) page_bits, area_bytes);
 	size = qfilter_value_size((int) page_bits);
 	if ((Size) (buf->len - buf->cursor) != size - QFILTER_HEADER_SIZE)
 		ereport(ERROR,

@@ -134,6 +134,38 @@ ss_text_parse_quoted(SSTextParser *ps)
 }
 
 /*
+ * The leading "version=<n>" of a text form, which must be version (what
+ * names the type in the message: "count-min sketch").
+ */
+void
+ss_text_parse_version(SSTextParser *ps, uint32 version, const char *what)
+{
+	uint32		got;
+
+	ss_text_expect(ps, "version=");
+	got = (uint32) ss_text_parse_unsigned(ps, "version", PG_UINT32_MAX);
+	if (got != version)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("unsupported %s format version %u", what, got),
+				 errdetail("This version of streamsketch reads format version %d.",
+						   (int) version)));
+}
+
+/*
+ * The optional ' type="name"' of a text form (ss_text_append_elemtype):
+ * the key type, or InvalidOid without one.
+ */
+Oid
+ss_text_parse_elemtype(SSTextParser *ps)
+{
+	if (strncmp(ps->p, " type=", 6) != 0)
+		return InvalidOid;
+	ps->p += 6;
+	return ss_elemtype_in(ss_text_parse_quoted(ps));
+}
+
+/*
  * The key type's name for the external forms: schema-qualified (so that it
  * does not depend on search_path), or the OID of a dropped type, like
  * regtypeout.  NULL when the value has no key type.

@@ -33,6 +33,9 @@ extern uint64 ss_text_parse_unsigned(SSTextParser *ps, const char *field,
 									 uint64 max);
 extern double ss_text_parse_float(SSTextParser *ps, const char *field);
 extern char *ss_text_parse_quoted(SSTextParser *ps);
+extern void ss_text_parse_version(SSTextParser *ps, uint32 version,
+								  const char *what);
+extern Oid	ss_text_parse_elemtype(SSTextParser *ps);
 
 extern char *ss_elemtype_out(Oid elemtype);
 extern void ss_text_append_elemtype(StringInfo buf, Oid elemtype);
