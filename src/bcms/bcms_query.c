@@ -83,9 +83,8 @@ bcms_log_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 		}
 		return;
 	}
-	if (hdr->type != SS_PENDING_KEY || hdr->len != sizeof(key))
+	if (hdr->type != SS_PENDING_KEY || !ss_record_key(hdr, payload, &key))
 		return;
-	memcpy(&key, payload, sizeof(key));
 	if (p->mode != BCMS_MODE_PLAIN)
 	{
 		if (pos >= el->applied && cms_page_of(&p->geom, key.hash) == el->pg)
@@ -167,9 +166,8 @@ bcms_log_counter_parts(const SSPendingHeader *hdr, const char *payload,
 
 	if (hdr->type == SS_PENDING_MERGE)
 		return -1;				/* every counter */
-	if (hdr->type != SS_PENDING_KEY || hdr->len != sizeof(key))
+	if (hdr->type != SS_PENDING_KEY || !ss_record_key(hdr, payload, &key))
 		return 0;
-	memcpy(&key, payload, sizeof(key));
 	return bcms_key_counter_parts((const BcmsParams *) arg, key.hash, parts);
 }
 
@@ -431,9 +429,8 @@ bcms_count_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	if (hdr->type == SS_PENDING_MERGE)
 		stats->total_weight = cms_saturating_add(stats->total_weight,
 												 ((const CmsData *) payload)->total);
-	else if (hdr->type == SS_PENDING_KEY && hdr->len == sizeof(key))
+	else if (hdr->type == SS_PENDING_KEY && ss_record_key(hdr, payload, &key))
 	{
-		memcpy(&key, payload, sizeof(key));
 		stats->items = cms_saturating_add(stats->items, 1);
 		stats->total_weight = cms_saturating_add(stats->total_weight,
 												 key.weight);

@@ -148,9 +148,9 @@ bloom_log_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	LogLookup  *ll = arg;
 	SSPendingKey key;
 
-	if (ll->found || hdr->type != SS_PENDING_KEY || hdr->len != sizeof(key))
+	if (ll->found || hdr->type != SS_PENDING_KEY ||
+		!ss_record_key(hdr, payload, &key))
 		return;
-	memcpy(&key, payload, sizeof(key));
 	ll->found = key.hash.h1 == ll->h.h1 && key.hash.h2 == ll->h.h2;
 }
 
@@ -172,9 +172,8 @@ bloom_log_parts_of(const SSPendingHeader *hdr, const char *payload,
 {
 	SSPendingKey key;
 
-	if (hdr->type != SS_PENDING_KEY || hdr->len != sizeof(key))
+	if (hdr->type != SS_PENDING_KEY || !ss_record_key(hdr, payload, &key))
 		return 0;				/* never an insert of any key */
-	memcpy(&key, payload, sizeof(key));
 	parts[0] = bloom_log_bucket(key.hash);
 	return 1;
 }

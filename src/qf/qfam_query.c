@@ -58,6 +58,19 @@ add_saturating(uint64 a, uint64 b)
 }
 
 /*
+ * The key of a change record of fingerprint fp (its bits of h1 under
+ * fpmask) that adds or removes copies, or false: what a lookup of that
+ * fingerprint reads from the log.
+ */
+static bool
+qfam_fp_record(const SSPendingHeader *hdr, const char *payload,
+			   uint64 fpmask, uint64 fp, SSPendingKey *key)
+{
+	return ss_record_key(hdr, payload, key) &&
+		(key->hash.h1 & fpmask) == fp && key->weight > 0;
+}
+
+/*
  * Replaying the committed records still in the change log on one key's
  * counts (qfam_committed_count): the same steps consolidation takes
  * (qfam_apply.c), on the levels' counts read with their pages' applied_pos.
@@ -79,10 +92,7 @@ qfam_replay_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	SSPendingKey key;
 	uint64		n;
 
-	if (hdr->len != sizeof(key))
-		return;
-	memcpy(&key, payload, sizeof(key));
-	if ((key.hash.h1 & kr->fpmask) != kr->fp || key.weight <= 0)
+	if (!qfam_fp_record(hdr, payload, kr->fpmask, kr->fp, &key))
 		return;
 	if (hdr->type == SS_PENDING_DELETE)
 		kr->saw_delete = true;
@@ -128,9 +138,8 @@ qfam_log_parts_of(const SSPendingHeader *hdr, const char *payload,
 {
 	SSPendingKey key;
 
-	if (hdr->len != sizeof(key))
+	if (!ss_record_key(hdr, payload, &key))
 		return 0;				/* replayed by no lookup */
-	memcpy(&key, payload, sizeof(key));
 	parts[0] = qfam_log_bucket(key.hash.h1, *(const uint64 *) arg);
 	return 1;
 }
@@ -151,10 +160,7 @@ qfam_peek_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	LogPeek    *lp = arg;
 	SSPendingKey key;
 
-	if (hdr->len != sizeof(key))
-		return;
-	memcpy(&key, payload, sizeof(key));
-	if ((key.hash.h1 & lp->fpmask) != lp->fp || key.weight <= 0)
+	if (!qfam_fp_record(hdr, payload, lp->fpmask, lp->fp, &key))
 		return;
 	if (hdr->type == SS_PENDING_KEY)
 		lp->inserted = true;

@@ -13,6 +13,7 @@
 #include "fmgr.h"
 #include "ss_changelog.h"
 #include "ss_hash.h"
+#include "ss_pending.h"
 #include "utils/relcache.h"
 
 struct SSStructure;
@@ -38,5 +39,20 @@ extern int64 ss_sql_flush(Oid relid, const char *fname,
 extern void ss_check_merge_key_type(Oid elemtype, const char *typname,
 									Relation rel, const char *what,
 									Oid keytype);
+
+/*
+ * Copy the key out of a change record that holds one SSPendingKey (its
+ * length says so), for the log readers of lookups and statistics; false
+ * for any other record.
+ */
+static inline bool
+ss_record_key(const SSPendingHeader *hdr, const char *payload,
+			  SSPendingKey *key)
+{
+	if (hdr->len != sizeof(*key))
+		return false;
+	memcpy(key, payload, sizeof(*key));
+	return true;
+}
 
 #endif							/* SS_QUERYUTIL_H */
