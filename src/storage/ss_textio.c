@@ -134,22 +134,32 @@ ss_text_parse_quoted(SSTextParser *ps)
 }
 
 /*
+ * ERROR (sqlerrcode) unless the format version got of an external form is
+ * version, the only one this build reads.
+ */
+static void
+ss_check_format_version(uint32 got, uint32 version, const char *what,
+						int sqlerrcode)
+{
+	if (got != version)
+		ereport(ERROR,
+				(errcode(sqlerrcode),
+				 errmsg("unsupported %s format version %u", what, got),
+				 errdetail("This version of streamsketch reads format version %d.",
+						   (int) version)));
+}
+
+/*
  * The leading "version=<n>" of a text form, which must be version (what
  * names the type in the message: "count-min sketch").
  */
 void
 ss_text_parse_version(SSTextParser *ps, uint32 version, const char *what)
 {
-	uint32		got;
-
 	ss_text_expect(ps, "version=");
-	got = (uint32) ss_text_parse_unsigned(ps, "version", PG_UINT32_MAX);
-	if (got != version)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-				 errmsg("unsupported %s format version %u", what, got),
-				 errdetail("This version of streamsketch reads format version %d.",
-						   (int) version)));
+	ss_check_format_version((uint32) ss_text_parse_unsigned(ps, "version",
+															PG_UINT32_MAX),
+							version, what, ERRCODE_INVALID_TEXT_REPRESENTATION);
 }
 
 /*
@@ -289,16 +299,11 @@ ss_binary_begin(StringInfo buf, uint32 version, Oid elemtype, Size rest)
 Oid
 ss_binary_read_head(StringInfo buf, uint32 version, const char *what)
 {
-	uint32		got = pq_getmsgint(buf, 4);
 	int32		namelen;
 	Oid			elemtype = InvalidOid;
 
-	if (got != version)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("unsupported %s format version %u", what, got),
-				 errdetail("This version of streamsketch reads format version %d.",
-						   (int) version)));
+	ss_check_format_version(pq_getmsgint(buf, 4), version, what,
+							ERRCODE_INVALID_BINARY_REPRESENTATION);
 	namelen = (int32) pq_getmsgint(buf, 4);
 	if (namelen < -1)
 		ereport(ERROR,
