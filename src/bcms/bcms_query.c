@@ -110,22 +110,16 @@ bcms_read_plain_row(Relation rel, const BcmsParams *p, EstimateLog *el,
 	el->row_idx[row] = idx;
 	el->row_count[row] = 0;
 	el->row_applied[row] = 0;
-	buf = ss_read_buffer_if_exists(rel, blk);
+	buf = ss_read_checked_page(rel, blk, SS_PAGE_BCMS_SKETCH);
 	if (BufferIsValid(buf))
 	{
-		Page		page;
+		Page		page = BufferGetPage(buf);
 
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buf);
-		if (!PageIsNew(page))
-		{
-			ss_page_check(rel, blk, page, SS_PAGE_BCMS_SKETCH);
-			el->row_count[row] = ((int64 *) SSPageGetData(page))[idx % PLAIN_COUNTERS_PER_PAGE];
-			/* counters only grow from 0 */
-			if (el->row_count[row] < 0)
-				ss_page_corrupted(rel, blk, "A counter of the sketch page is negative.");
-			el->row_applied[row] = SSPageGetOpaque(page)->applied_pos;
-		}
+		el->row_count[row] = ((int64 *) SSPageGetData(page))[idx % PLAIN_COUNTERS_PER_PAGE];
+		/* counters only grow from 0 */
+		if (el->row_count[row] < 0)
+			ss_page_corrupted(rel, blk, "A counter of the sketch page is negative.");
+		el->row_applied[row] = SSPageGetOpaque(page)->applied_pos;
 		UnlockReleaseBuffer(buf);
 	}
 }
@@ -224,15 +218,13 @@ bcms_read_buffered(Relation rel, const BcmsParams *p, EstimateLog *el)
 	if (BufferIsValid(bbuf))
 	{
 		BlockNumber bblk = bcms_buffer_blkno(p, el->pg);
-		Page		page;
+		Page		page = ss_lock_checked_page(rel, bbuf, bblk,
+												SS_PAGE_BCMS_BUFFER);
 
-		LockBuffer(bbuf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(bbuf);
-		if (!PageIsNew(page))
+		if (page != NULL)
 		{
 			uint32		slot = el->pg % p->subbufs_per_page;
 
-			ss_page_check(rel, bblk, page, SS_PAGE_BCMS_BUFFER);
 			nsub = bcms_buf_counts(page)[slot];
 			if (nsub > p->subbuf_cap)
 				ss_page_corrupted(rel, bblk,
@@ -244,13 +236,11 @@ bcms_read_buffered(Relation rel, const BcmsParams *p, EstimateLog *el)
 	}
 	if (BufferIsValid(sbuf))
 	{
-		Page		page;
+		Page		page = ss_lock_checked_page(rel, sbuf, sblk,
+												SS_PAGE_BCMS_SKETCH);
 
-		LockBuffer(sbuf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(sbuf);
-		if (!PageIsNew(page))
+		if (page != NULL)
 		{
-			ss_page_check(rel, sblk, page, SS_PAGE_BCMS_SKETCH);
 			memcpy(el->counters, SSPageGetData(page), size);
 			/* counters only grow from 0: the key's cells must not be negative */
 			if (cms_page_estimate(el->counters, &p->geom, el->h) < 0)
@@ -478,13 +468,9 @@ bcms_info(PG_FUNCTION_ARGS)
 		if (blk >= nblocks)
 			break;
 		buf = ReadBuffer(rel, blk);
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		if (!PageIsNew(BufferGetPage(buf)))
-		{
-			ss_page_check(rel, blk, BufferGetPage(buf), SS_PAGE_BCMS_BUFFER);
+		if (ss_lock_checked_page(rel, buf, blk, SS_PAGE_BCMS_BUFFER) != NULL)
 			buffered += ss_subbuf_total(rel, blk, BufferGetPage(buf),
 										p->subbufs_per_page, p->subbuf_cap);
-		}
 		UnlockReleaseBuffer(buf);
 	}
 

@@ -39,33 +39,12 @@ PG_FUNCTION_INFO_V1(bloom_flush);
 PG_FUNCTION_INFO_V1(bloom_info);
 PG_FUNCTION_INFO_V1(bloom_create);
 
-/*
- * Share-lock block blkno and return its page, or InvalidBuffer if it was
- * never written (beyond the end of the file or all zeros).
- */
-static Buffer
-bloom_read_page(Relation rel, BlockNumber blkno, uint16 page_type)
-{
-	Buffer		buf = ss_read_buffer_if_exists(rel, blkno);
-
-	if (!BufferIsValid(buf))
-		return InvalidBuffer;
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	if (PageIsNew(BufferGetPage(buf)))
-	{
-		UnlockReleaseBuffer(buf);
-		return InvalidBuffer;
-	}
-	ss_page_check(rel, blkno, BufferGetPage(buf), page_type);
-	return buf;
-}
-
 /* Is the key's h2 in its sub-buffer (committed, not yet applied)? */
 static bool
 bloom_buffered(Relation rel, const BloomParams *p, SSHash h)
 {
 	uint32		sb = bloom_subbuf_of(p, h);
-	Buffer		buf = bloom_read_page(rel, bloom_buffer_blkno(p, sb),
+	Buffer		buf = ss_read_checked_page(rel, bloom_buffer_blkno(p, sb),
 									  SS_PAGE_BLOOM_BUFFER);
 	bool		found = false;
 
@@ -102,7 +81,7 @@ bloom_contains_pages(Relation rel, const BloomParams *p, SSHash h)
 
 	if (p->mode == BLOOM_MODE_LOCALIZED)
 	{
-		Buffer		buf = bloom_read_page(rel, bloom_bits_blkno(p, bloom_local_page(p, h.h1)),
+		Buffer		buf = ss_read_checked_page(rel, bloom_bits_blkno(p, bloom_local_page(p, h.h1)),
 										  SS_PAGE_BLOOM_BITS);
 		const uint64 *words;
 		bool		all = true;
@@ -119,7 +98,7 @@ bloom_contains_pages(Relation rel, const BloomParams *p, SSHash h)
 	for (uint32 i = 0; i < p->nhashes; i++)
 	{
 		uint64		b = bloom_global_bit(p, h.h2, i);
-		Buffer		buf = bloom_read_page(rel, bloom_bits_blkno(p, (uint32) (b / BLOOM_PAGE_BITS)),
+		Buffer		buf = ss_read_checked_page(rel, bloom_bits_blkno(p, (uint32) (b / BLOOM_PAGE_BITS)),
 										  SS_PAGE_BLOOM_BITS);
 		bool		set;
 
@@ -319,7 +298,7 @@ bloom_info(PG_FUNCTION_ARGS)
 		Buffer		buf;
 
 		CHECK_FOR_INTERRUPTS();
-		buf = bloom_read_page(rel, 1 + p->npages + b, SS_PAGE_BLOOM_BUFFER);
+		buf = ss_read_checked_page(rel, 1 + p->npages + b, SS_PAGE_BLOOM_BUFFER);
 		if (!BufferIsValid(buf))
 			continue;
 		buffered += ss_subbuf_total(rel, 1 + p->npages + b, BufferGetPage(buf),

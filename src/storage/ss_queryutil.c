@@ -11,9 +11,11 @@
 #include "access/relation.h"
 #include "access/xact.h"
 #include "parser/parse_coerce.h"
+#include "storage/bufmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
+#include "ss_page.h"
 #include "ss_queryutil.h"
 #include "ss_sqlfunc.h"
 
@@ -68,4 +70,37 @@ ss_check_merge_key_type(Oid elemtype, const char *typname, Relation rel,
 						typname, format_type_be(elemtype), what,
 						RelationGetRelationName(rel),
 						format_type_be(keytype))));
+}
+
+/*
+ * Taking the pin apart from the lock lets a caller pin several pages
+ * first, so that no I/O happens under a content lock.
+ */
+Page
+ss_lock_checked_page(Relation rel, Buffer buf, BlockNumber blkno,
+					 uint16 page_type)
+{
+	Page		page;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	if (PageIsNew(page))
+		return NULL;
+	ss_page_check(rel, blkno, page, page_type);
+	return page;
+}
+
+Buffer
+ss_read_checked_page(Relation rel, BlockNumber blkno, uint16 page_type)
+{
+	Buffer		buf = ss_read_buffer_if_exists(rel, blkno);
+
+	if (!BufferIsValid(buf))
+		return InvalidBuffer;
+	if (ss_lock_checked_page(rel, buf, blkno, page_type) == NULL)
+	{
+		UnlockReleaseBuffer(buf);
+		return InvalidBuffer;
+	}
+	return buf;
 }

@@ -14,6 +14,8 @@
 #include "ss_changelog.h"
 #include "ss_hash.h"
 #include "ss_pending.h"
+#include "storage/buf.h"
+#include "storage/bufpage.h"
 #include "utils/relcache.h"
 
 struct SSStructure;
@@ -39,6 +41,23 @@ extern int64 ss_sql_flush(Oid relid, const char *fname,
 extern void ss_check_merge_key_type(Oid elemtype, const char *typname,
 									Relation rel, const char *what,
 									Oid keytype);
+
+/*
+ * Share-lock the pinned buffer buf of block blkno and return its page,
+ * checked as a page of page_type, or NULL if the page is new (never
+ * written: all its contents are zero).  The buffer stays locked either
+ * way.
+ */
+extern Page ss_lock_checked_page(Relation rel, Buffer buf, BlockNumber blkno,
+								 uint16 page_type);
+
+/*
+ * Block blkno share-locked and checked (ss_lock_checked_page), or
+ * InvalidBuffer if it was never written (beyond the end of the file or
+ * all zeros).
+ */
+extern Buffer ss_read_checked_page(Relation rel, BlockNumber blkno,
+								   uint16 page_type);
 
 /*
  * Copy the key out of a change record that holds one SSPendingKey (its
