@@ -12,7 +12,6 @@
 
 #include "access/htup_details.h"
 #include "access/relation.h"
-#include "access/xact.h"
 #include "bcms.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
@@ -20,9 +19,9 @@
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "parser/parse_coerce.h"
 #include "ss_changelog.h"
 #include "ss_pending.h"
+#include "ss_queryutil.h"
 #include "ss_sqlfunc.h"
 #include "storage/bufmgr.h"
 #include "streamsketch.h"
@@ -84,9 +83,8 @@ bcms_log_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 		}
 		return;
 	}
-	if (hdr->type != SS_PENDING_KEY || hdr->len != sizeof(key))
+	if (hdr->type != SS_PENDING_KEY || !ss_record_key(hdr, payload, &key))
 		return;
-	memcpy(&key, payload, sizeof(key));
 	if (p->mode != BCMS_MODE_PLAIN)
 	{
 		if (pos >= el->applied && cms_page_of(&p->geom, key.hash) == el->pg)
@@ -112,22 +110,16 @@ bcms_read_plain_row(Relation rel, const BcmsParams *p, EstimateLog *el,
 	el->row_idx[row] = idx;
 	el->row_count[row] = 0;
 	el->row_applied[row] = 0;
-	buf = ss_read_buffer_if_exists(rel, blk);
+	buf = ss_read_checked_page(rel, blk, SS_PAGE_BCMS_SKETCH);
 	if (BufferIsValid(buf))
 	{
-		Page		page;
+		Page		page = BufferGetPage(buf);
 
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buf);
-		if (!PageIsNew(page))
-		{
-			ss_page_check(rel, blk, page, SS_PAGE_BCMS_SKETCH);
-			el->row_count[row] = ((int64 *) SSPageGetData(page))[idx % PLAIN_COUNTERS_PER_PAGE];
-			/* counters only grow from 0 */
-			if (el->row_count[row] < 0)
-				ss_page_corrupted(rel, blk, "A counter of the sketch page is negative.");
-			el->row_applied[row] = SSPageGetOpaque(page)->applied_pos;
-		}
+		el->row_count[row] = ((int64 *) SSPageGetData(page))[idx % PLAIN_COUNTERS_PER_PAGE];
+		/* counters only grow from 0 */
+		if (el->row_count[row] < 0)
+			ss_page_corrupted(rel, blk, "A counter of the sketch page is negative.");
+		el->row_applied[row] = SSPageGetOpaque(page)->applied_pos;
 		UnlockReleaseBuffer(buf);
 	}
 }
@@ -168,9 +160,8 @@ bcms_log_counter_parts(const SSPendingHeader *hdr, const char *payload,
 
 	if (hdr->type == SS_PENDING_MERGE)
 		return -1;				/* every counter */
-	if (hdr->type != SS_PENDING_KEY || hdr->len != sizeof(key))
+	if (hdr->type != SS_PENDING_KEY || !ss_record_key(hdr, payload, &key))
 		return 0;
-	memcpy(&key, payload, sizeof(key));
 	return bcms_key_counter_parts((const BcmsParams *) arg, key.hash, parts);
 }
 
@@ -227,15 +218,13 @@ bcms_read_buffered(Relation rel, const BcmsParams *p, EstimateLog *el)
 	if (BufferIsValid(bbuf))
 	{
 		BlockNumber bblk = bcms_buffer_blkno(p, el->pg);
-		Page		page;
+		Page		page = ss_lock_checked_page(rel, bbuf, bblk,
+												SS_PAGE_BCMS_BUFFER);
 
-		LockBuffer(bbuf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(bbuf);
-		if (!PageIsNew(page))
+		if (page != NULL)
 		{
 			uint32		slot = el->pg % p->subbufs_per_page;
 
-			ss_page_check(rel, bblk, page, SS_PAGE_BCMS_BUFFER);
 			nsub = bcms_buf_counts(page)[slot];
 			if (nsub > p->subbuf_cap)
 				ss_page_corrupted(rel, bblk,
@@ -247,13 +236,11 @@ bcms_read_buffered(Relation rel, const BcmsParams *p, EstimateLog *el)
 	}
 	if (BufferIsValid(sbuf))
 	{
-		Page		page;
+		Page		page = ss_lock_checked_page(rel, sbuf, sblk,
+												SS_PAGE_BCMS_SKETCH);
 
-		LockBuffer(sbuf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(sbuf);
-		if (!PageIsNew(page))
+		if (page != NULL)
 		{
-			ss_page_check(rel, sblk, page, SS_PAGE_BCMS_SKETCH);
 			memcpy(el->counters, SSPageGetData(page), size);
 			/* counters only grow from 0: the key's cells must not be negative */
 			if (cms_page_estimate(el->counters, &p->geom, el->h) < 0)
@@ -399,8 +386,6 @@ Datum
 bcms_estimate(PG_FUNCTION_ARGS)
 {
 	Oid			relid = PG_GETARG_OID(0);
-	Datum		key = PG_GETARG_DATUM(1);
-	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, 1);
 	Relation	rel;
 	BcmsState  *st;
 	int64		est;
@@ -410,10 +395,8 @@ bcms_estimate(PG_FUNCTION_ARGS)
 								&bcms_structure);
 	ss_sql_check_row_security(rel, "bcms_estimate()");
 	st = bcms_get_state(rel);
-	if (!OidIsValid(argtype))
-		elog(ERROR, "could not determine the type of the key");
-	key = ss_coerce_key(key, argtype, st->keytype);
-	h = ss_hash_datum(key, st->keylen, st->keybyval, st->p.seed);
+	h = ss_sql_key_hash(fcinfo, 1, st->keytype, st->keylen, st->keybyval,
+						st->p.seed);
 	est = bcms_estimate_hash(rel, st, h);
 	relation_close(rel, AccessShareLock);
 	PG_RETURN_INT64(est);
@@ -422,16 +405,8 @@ bcms_estimate(PG_FUNCTION_ARGS)
 Datum
 bcms_flush(PG_FUNCTION_ARGS)
 {
-	Relation	rel;
-	int64		applied;
-
-	rel = ss_sql_open_structure(PG_GETARG_OID(0), RowExclusiveLock, "bcms_flush()", ACL_INSERT,
-								&bcms_structure);
-	/* with an xid, the commit waits for the flush's WAL to be flushed */
-	(void) GetCurrentTransactionId();
-	applied = ss_log_flush(rel, bcms_flush_all);
-	relation_close(rel, NoLock);
-	PG_RETURN_INT64(applied);
+	PG_RETURN_INT64(ss_sql_flush(PG_GETARG_OID(0), "bcms_flush()",
+								 &bcms_structure, bcms_flush_all));
 }
 
 static void
@@ -444,9 +419,8 @@ bcms_count_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	if (hdr->type == SS_PENDING_MERGE)
 		stats->total_weight = cms_saturating_add(stats->total_weight,
 												 ((const CmsData *) payload)->total);
-	else if (hdr->type == SS_PENDING_KEY && hdr->len == sizeof(key))
+	else if (hdr->type == SS_PENDING_KEY && ss_record_key(hdr, payload, &key))
 	{
-		memcpy(&key, payload, sizeof(key));
 		stats->items = cms_saturating_add(stats->items, 1);
 		stats->total_weight = cms_saturating_add(stats->total_weight,
 												 key.weight);
@@ -494,13 +468,9 @@ bcms_info(PG_FUNCTION_ARGS)
 		if (blk >= nblocks)
 			break;
 		buf = ReadBuffer(rel, blk);
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		if (!PageIsNew(BufferGetPage(buf)))
-		{
-			ss_page_check(rel, blk, BufferGetPage(buf), SS_PAGE_BCMS_BUFFER);
+		if (ss_lock_checked_page(rel, buf, blk, SS_PAGE_BCMS_BUFFER) != NULL)
 			buffered += ss_subbuf_total(rel, blk, BufferGetPage(buf),
 										p->subbufs_per_page, p->subbuf_cap);
-		}
 		UnlockReleaseBuffer(buf);
 	}
 
@@ -557,14 +527,8 @@ bcms_merge(PG_FUNCTION_ARGS)
 						   p->geom.npages, p->geom.cols_per_page, p->seed,
 						   cms->depth, cms->npages, cms->cols_per_page, cms->seed),
 				 errhint("Build the cms with the table's epsilon and delta, and merge only into a buffered bcms.")));
-	ss_check_key_type(cms->elemtype, "cms");
-	if (OidIsValid(cms->elemtype) && cms->elemtype != st->keytype &&
-		!IsBinaryCoercible(cms->elemtype, st->keytype))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("cms of %s keys cannot be merged into bcms table \"%s\" of %s keys",
-						format_type_be(cms->elemtype), RelationGetRelationName(rel),
-						format_type_be(st->keytype))));
+	ss_check_merge_key_type(cms->elemtype, "cms", rel, "bcms table",
+							st->keytype);
 	ss_pending_add(rel, SS_PENDING_MERGE, cms, VARSIZE(cms));
 	relation_close(rel, NoLock);
 	PG_RETURN_VOID();

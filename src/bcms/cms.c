@@ -48,7 +48,6 @@
 #include "funcapi.h"
 #include "libpq/pqformat.h"
 #include "miscadmin.h"
-#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "cms.h"
 #include "ss_textio.h"
@@ -173,13 +172,50 @@ cms_geometry_for_bounds(double epsilon, double delta, CmsGeometry *g)
 	Assert(cms_geometry_problem(g->depth, g->cols_per_page, g->npages) == NULL);
 }
 
+/*
+ * A zeroed value of geometry g with these header fields (every way a value
+ * is made: empty, or read from its text or binary form).
+ */
+static CmsData *
+cms_alloc(const CmsGeometry *g, uint32 seed, Oid elemtype, double epsilon,
+		  double delta, int64 total)
+{
+	uint64		size = cms_value_size(g);
+	CmsData    *cms;
+
+	Assert(size <= MaxAllocSize);
+	cms = (CmsData *) palloc0((Size) size);
+	SET_VARSIZE(cms, size);
+	cms->version = CMS_VERSION;
+	cms->elemtype = elemtype;
+	cms->seed = seed;
+	cms->depth = g->depth;
+	cms->cols_per_page = g->cols_per_page;
+	cms->npages = g->npages;
+	cms->epsilon = epsilon;
+	cms->delta = delta;
+	cms->total = total;
+	return cms;
+}
+
+/* ERROR if a value read or received has no valid geometry. */
+static void
+cms_check_geometry(uint32 depth, uint32 cols_per_page, uint32 npages)
+{
+	char	   *problem = cms_geometry_problem(depth, cols_per_page, npages);
+
+	if (problem)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid count-min sketch"),
+				 errdetail_internal("%s", problem)));
+}
+
 CmsData *
 cms_create_empty(const CmsGeometry *g, uint32 seed, Oid elemtype,
 				 double epsilon, double delta)
 {
 	char	   *problem;
-	CmsData    *cms;
-	uint64		size;
 
 	if (g->depth >= 1 && g->depth <= CMS_MAX_DEPTH &&
 		g->cols_per_page == CMS_COUNTERS_PER_PAGE / g->depth &&
@@ -203,27 +239,13 @@ cms_create_empty(const CmsGeometry *g, uint32 seed, Oid elemtype,
 						epsilon, delta),
 				 errdetail("Both must be greater than 0 and less than 1.")));
 
-	size = cms_value_size(g);
-	Assert(size <= MaxAllocSize);
-	cms = (CmsData *) palloc0((Size) size);
-	SET_VARSIZE(cms, size);
-	cms->version = CMS_VERSION;
-	cms->elemtype = elemtype;
-	cms->seed = seed;
-	cms->depth = g->depth;
-	cms->cols_per_page = g->cols_per_page;
-	cms->npages = g->npages;
-	cms->epsilon = epsilon;
-	cms->delta = delta;
-	cms->total = 0;
-	return cms;
+	return cms_alloc(g, seed, elemtype, epsilon, delta, 0);
 }
 
 void
 cms_check_header(const CmsData *cms)
 {
 	Size		size = VARSIZE(cms);
-	char	   *problem;
 	CmsGeometry g;
 
 	if (size < CMS_HEADER_SIZE)
@@ -243,12 +265,7 @@ cms_check_header(const CmsData *cms)
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("invalid count-min sketch"),
 				 errdetail("A reserved header field is not zero.")));
-	problem = cms_geometry_problem(cms->depth, cms->cols_per_page, cms->npages);
-	if (problem)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid count-min sketch"),
-				 errdetail_internal("%s", problem)));
+	cms_check_geometry(cms->depth, cms->cols_per_page, cms->npages);
 	cms_get_geometry(cms, &g);
 	if (size != cms_value_size(&g))
 		ereport(ERROR,
@@ -613,7 +630,6 @@ cms_in(PG_FUNCTION_ARGS)
 {
 	char	   *str = PG_GETARG_CSTRING(0);
 	SSTextParser	ps;
-	uint32		version;
 	uint32		seed;
 	double		epsilon;
 	double		delta;
@@ -621,21 +637,12 @@ cms_in(PG_FUNCTION_ARGS)
 	uint32		cols_per_page;
 	uint32		npages;
 	int64		total;
-	Oid			elemtype = InvalidOid;
-	char	   *problem;
+	Oid			elemtype;
 	CmsGeometry g;
 	CmsData    *cms;
-	uint64		size;
 
 	ss_text_parser_init(&ps, "cms", str);
-	ss_text_expect(&ps, "version=");
-	version = (uint32) ss_text_parse_unsigned(&ps, "version", PG_UINT32_MAX);
-	if (version != CMS_VERSION)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-				 errmsg("unsupported count-min sketch format version %u", version),
-				 errdetail("This version of streamsketch reads format version %d.",
-						   CMS_VERSION)));
+	ss_text_parse_version(&ps, CMS_VERSION, "count-min sketch");
 	ss_text_expect(&ps, " seed=");
 	seed = (uint32) ss_text_parse_unsigned(&ps, "seed", PG_UINT32_MAX);
 	ss_text_expect(&ps, " epsilon=");
@@ -651,20 +658,11 @@ cms_in(PG_FUNCTION_ARGS)
 	npages = (uint32) ss_text_parse_unsigned(&ps, "pages", PG_UINT32_MAX);
 	ss_text_expect(&ps, " total=");
 	total = (int64) ss_text_parse_unsigned(&ps, "total", PG_INT64_MAX);
-	if (strncmp(ps.p, " type=", 6) == 0)
-	{
-		ps.p += 6;
-		elemtype = ss_elemtype_in(ss_text_parse_quoted(&ps));
-	}
+	elemtype = ss_text_parse_elemtype(&ps);
 	ss_text_expect(&ps, " counters=");
 
 	/* validate the geometry before allocating anything sized by it */
-	problem = cms_geometry_problem(depth, cols_per_page, npages);
-	if (problem)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid count-min sketch"),
-				 errdetail_internal("%s", problem)));
+	cms_check_geometry(depth, cols_per_page, npages);
 	g.depth = depth;
 	g.cols_per_page = cols_per_page;
 	g.npages = npages;
@@ -680,18 +678,7 @@ cms_in(PG_FUNCTION_ARGS)
 		cms_decode_counters(&scan, NULL, (Size) npages * depth * cols_per_page);
 	}
 
-	size = cms_value_size(&g);
-	cms = (CmsData *) palloc0((Size) size);
-	SET_VARSIZE(cms, size);
-	cms->version = version;
-	cms->elemtype = elemtype;
-	cms->seed = seed;
-	cms->depth = depth;
-	cms->cols_per_page = cols_per_page;
-	cms->npages = npages;
-	cms->epsilon = epsilon;
-	cms->delta = delta;
-	cms->total = total;
+	cms = cms_alloc(&g, seed, elemtype, epsilon, delta, total);
 	cms_decode_counters(&ps, cms->counters,
 						(Size) npages * depth * cols_per_page);
 	cms_check(cms);
@@ -709,42 +696,15 @@ cms_send(PG_FUNCTION_ARGS)
 {
 	CmsData    *cms = PG_GETARG_CMS_P(0);
 	StringInfoData buf;
-	char	   *tname;
-	char	   *cname = NULL;
-	int			cnamelen = 0;
 	Size		n;
 
 	cms_check_header(cms);
 	n = (Size) cms->npages * cms->depth * cms->cols_per_page;
 
-	/* the key type name in the client encoding, as pq_sendcountedtext would */
-	tname = ss_elemtype_out(cms->elemtype);
-	if (tname)
-	{
-		cname = pg_server_to_client(tname, strlen(tname));
-		cnamelen = strlen(cname);
-	}
-
-	/*
-	 * Allocate the exact size up front (varlena header, fixed fields, name,
-	 * counters), so that a large sketch is not rounded up to MaxAllocSize
-	 * by the StringInfo's doubling.
-	 */
-	buf.maxlen = VARHDRSZ + 2 * sizeof(int32) + cnamelen +
-		4 * sizeof(uint32) + 2 * sizeof(float8) + sizeof(int64) +
-		n * sizeof(int64) + 1;
-	buf.data = palloc(buf.maxlen);
-	buf.len = VARHDRSZ;
-	buf.cursor = 0;
-
-	pq_sendint32(&buf, cms->version);
-	if (tname)
-	{
-		pq_sendint32(&buf, cnamelen);
-		pq_sendbytes(&buf, cname, cnamelen);
-	}
-	else
-		pq_sendint32(&buf, -1);
+	/* after the head: fixed fields, then the counters */
+	ss_binary_begin(&buf, cms->version, cms->elemtype,
+					4 * sizeof(uint32) + 2 * sizeof(float8) + sizeof(int64) +
+					n * sizeof(int64));
 	pq_sendint32(&buf, cms->seed);
 	pq_sendint32(&buf, cms->depth);
 	pq_sendint32(&buf, cms->cols_per_page);
@@ -763,38 +723,16 @@ Datum
 cms_recv(PG_FUNCTION_ARGS)
 {
 	StringInfo	buf = (StringInfo) PG_GETARG_POINTER(0);
-	uint32		version;
-	int32		namelen;
-	Oid			elemtype = InvalidOid;
+	Oid			elemtype;
 	uint32		seed;
 	CmsGeometry g;
 	double		epsilon;
 	double		delta;
 	int64		total;
-	char	   *problem;
 	CmsData    *cms;
 	Size		n;
-	uint64		size;
 
-	version = pq_getmsgint(buf, 4);
-	if (version != CMS_VERSION)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("unsupported count-min sketch format version %u", version),
-				 errdetail("This version of streamsketch reads format version %d.",
-						   CMS_VERSION)));
-	namelen = (int32) pq_getmsgint(buf, 4);
-	if (namelen < -1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("invalid key type name length %d in binary count-min sketch",
-						namelen)));
-	if (namelen >= 0)
-	{
-		int			nbytes;
-
-		elemtype = ss_elemtype_in(pq_getmsgtext(buf, namelen, &nbytes));
-	}
+	elemtype = ss_binary_read_head(buf, CMS_VERSION, "count-min sketch");
 	seed = pq_getmsgint(buf, 4);
 	g.depth = pq_getmsgint(buf, 4);
 	g.cols_per_page = pq_getmsgint(buf, 4);
@@ -804,12 +742,7 @@ cms_recv(PG_FUNCTION_ARGS)
 	total = pq_getmsgint64(buf);
 
 	/* validate the geometry and the length before allocating */
-	problem = cms_geometry_problem(g.depth, g.cols_per_page, g.npages);
-	if (problem)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid count-min sketch"),
-				 errdetail_internal("%s", problem)));
+	cms_check_geometry(g.depth, g.cols_per_page, g.npages);
 	n = (Size) g.npages * g.depth * g.cols_per_page;
 	if ((Size) (buf->len - buf->cursor) != n * sizeof(int64))
 		ereport(ERROR,
@@ -818,19 +751,7 @@ cms_recv(PG_FUNCTION_ARGS)
 				 errdetail("%d bytes of counters follow the header, but the sketch has %zu counters.",
 						   buf->len - buf->cursor, n)));
 
-	size = cms_value_size(&g);
-	cms = (CmsData *) palloc((Size) size);
-	SET_VARSIZE(cms, size);
-	cms->version = version;
-	cms->elemtype = elemtype;
-	cms->seed = seed;
-	cms->depth = g.depth;
-	cms->cols_per_page = g.cols_per_page;
-	cms->npages = g.npages;
-	cms->unused = 0;
-	cms->epsilon = epsilon;
-	cms->delta = delta;
-	cms->total = total;
+	cms = cms_alloc(&g, seed, elemtype, epsilon, delta, total);
 	for (Size i = 0; i < n; i++)
 		cms->counters[i] = pq_getmsgint64(buf);
 	cms_check(cms);

@@ -27,6 +27,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "cms.h"
+#include "ss_aggutil.h"
 #include "ss_sqlfunc.h"
 
 PG_FUNCTION_INFO_V1(cms_agg_trans);
@@ -38,43 +39,8 @@ PG_FUNCTION_INFO_V1(cms_agg_deserial);
 PG_FUNCTION_INFO_V1(cms_agg_final);
 PG_FUNCTION_INFO_V1(cms_estimate);
 
-/* Key type properties, cached in fn_extra for the life of the call site. */
-typedef struct CmsKeyInfo
-{
-	Oid			typid;
-	int16		typlen;
-	bool		typbyval;
-} CmsKeyInfo;
-
-/*
- * Set up (once per call site and key type) how to hash keys of typid.
- *
- * Composite keys are refused: their binary form starts with the row type's
- * OID and typmod, and anonymous record typmods are assigned per session,
- * so the same row would hash differently in another session and its
- * estimate could fall below its true count.
- */
-static void
-cms_key_info(CmsKeyInfo *ki, Oid typid)
-{
-	Oid			elem;
-
-	if (ki->typid == typid && OidIsValid(typid))
-		return;
-	if (!OidIsValid(typid))
-		elog(ERROR, "could not determine the type of the count-min sketch key");
-	elem = get_base_element_type(typid);
-	if (type_is_rowtype(typid) ||
-		(OidIsValid(elem) && type_is_rowtype(elem)))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("count-min sketch keys of type %s are not supported",
-						format_type_be(typid)),
-				 errdetail("Keys are hashed by their binary form, which for composite values includes row type information that differs between sessions."),
-				 errhint("Use a scalar key built from the columns, for example a text or bigint value.")));
-	get_typlenbyval(typid, &ki->typlen, &ki->typbyval);
-	ki->typid = typid;
-}
+/* What names the sketch in messages about keys. */
+#define CMS_KEY_WHAT	"count-min sketch"
 
 /*
  * Detoasted sketches cached by cms_estimate, see cms_estimate_sketch().
@@ -95,7 +61,7 @@ typedef struct CmsDetoasted
 /* fn_extra of cms_estimate: the key type and the detoasted sketches. */
 typedef struct CmsEstimateCache
 {
-	CmsKeyInfo	key;
+	SSKeyType	key;
 	int			nentries;
 	Size		cached_bytes;	/* sum of the entries' sketch sizes */
 	/* most recently used first */
@@ -225,20 +191,14 @@ cms_estimate_sketch(FunctionCallInfo fcinfo, CmsEstimateCache *cache)
 }
 
 /*
- * The transition state (internal) of both aggregates.  The support
- * functions can be combined freely by a superuser with CREATE AGGREGATE
- * (stype = internal), e.g. cms_agg_trans with qfilter_agg_final or with
- * another extension's final function, so every function that receives a
- * state checks the magic word first: a state of another kind then fails
- * cleanly instead of being read as a sketch.  Any state is a palloc'd
- * chunk of at least 8 bytes, so reading its first word is safe.
+ * The transition state (internal) of both aggregates, starting with a magic
+ * word that every support function checks (ss_agg_state_arg).
  */
 #define CMS_AGG_STATE_MAGIC		0x53434d41	/* "AMCS" */
 
 /*
  * The serialized state (bytea): this magic word, then the sketch's bytes
- * after its varlena header.  Checked by the deserial function for the same
- * reason, since the bytes may come from another serial function.
+ * after its varlena header (ss_agg_serial_varlena).
  */
 #define CMS_AGG_SERIAL_MAGIC	0x53434d53	/* "SMCS" */
 
@@ -251,19 +211,9 @@ typedef struct CmsAggState
 static CmsAggState *
 cms_state_arg(FunctionCallInfo fcinfo, int argno, const char *fname)
 {
-	CmsAggState *state;
-
-	if (PG_ARGISNULL(argno))
-		return NULL;
-	state = (CmsAggState *) PG_GETARG_POINTER(argno);
-	if (state == NULL || state->magic != CMS_AGG_STATE_MAGIC)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s received an aggregate state that is not a count-min sketch state",
-						fname),
-				 errdetail("The aggregate combines support functions of different aggregates."),
-				 errhint("Use only the cms_agg support functions (cms_agg_trans, cms_agg_trans_weighted, cms_union_agg_trans, cms_agg_combine, cms_agg_serial, cms_agg_deserial, cms_agg_final) together.")));
-	return state;
+	return ss_agg_state_arg(fcinfo, argno, CMS_AGG_STATE_MAGIC, fname,
+							"count-min sketch",
+							"Use only the cms_agg support functions (cms_agg_trans, cms_agg_trans_weighted, cms_union_agg_trans, cms_agg_combine, cms_agg_serial, cms_agg_deserial, cms_agg_final) together.");
 }
 
 static CmsAggState *
@@ -276,24 +226,11 @@ cms_state_new(MemoryContext cxt, CmsData *cms)
 	return state;
 }
 
-static MemoryContext
-cms_agg_context(FunctionCallInfo fcinfo, const char *fname)
-{
-	MemoryContext aggcontext;
-
-	if (!AggCheckCallContext(fcinfo, &aggcontext))
-		elog(ERROR, "%s called in non-aggregate context", fname);
-	return aggcontext;
-}
-
 /* A copy of a cms value in the given context. */
 static CmsData *
 cms_copy(MemoryContext cxt, const CmsData *cms)
 {
-	CmsData    *copy = (CmsData *) MemoryContextAlloc(cxt, VARSIZE(cms));
-
-	memcpy(copy, cms, VARSIZE(cms));
-	return copy;
+	return (CmsData *) ss_varlena_copy(cxt, (const struct varlena *) cms);
 }
 
 
@@ -311,14 +248,14 @@ static Datum
 cms_agg_trans_common(FunctionCallInfo fcinfo, bool weighted)
 {
 	const char *fname = weighted ? "cms_agg_trans_weighted" : "cms_agg_trans";
-	MemoryContext aggcontext = cms_agg_context(fcinfo, fname);
+	MemoryContext aggcontext = ss_agg_context(fcinfo, fname);
 	CmsAggState *state = cms_state_arg(fcinfo, 0, fname);
 	int			epsarg = weighted ? 3 : 2;
 	int64		weight = 1;
 	double		epsilon;
 	double		delta;
 	Oid			keytype;
-	CmsKeyInfo *ki;
+	SSKeyType  *ki;
 
 	if (PG_ARGISNULL(1) || (weighted && PG_ARGISNULL(2)))
 	{
@@ -343,14 +280,14 @@ cms_agg_trans_common(FunctionCallInfo fcinfo, bool weighted)
 	}
 
 	keytype = get_fn_expr_argtype(fcinfo->flinfo, 1);
-	ki = (CmsKeyInfo *) fcinfo->flinfo->fn_extra;
+	ki = (SSKeyType *) fcinfo->flinfo->fn_extra;
 	if (ki == NULL)
 	{
 		ki = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt,
-									sizeof(CmsKeyInfo));
+									sizeof(SSKeyType));
 		fcinfo->flinfo->fn_extra = ki;
 	}
-	cms_key_info(ki, keytype);
+	ss_key_type_set(ki, keytype, CMS_KEY_WHAT);
 
 	if (state == NULL)
 	{
@@ -397,7 +334,7 @@ cms_agg_trans_weighted(PG_FUNCTION_ARGS)
 Datum
 cms_union_agg_trans(PG_FUNCTION_ARGS)
 {
-	MemoryContext aggcontext = cms_agg_context(fcinfo, "cms_union_agg_trans");
+	MemoryContext aggcontext = ss_agg_context(fcinfo, "cms_union_agg_trans");
 	CmsAggState *state = cms_state_arg(fcinfo, 0, "cms_union_agg_trans");
 	CmsData    *in;
 
@@ -425,7 +362,7 @@ cms_union_agg_trans(PG_FUNCTION_ARGS)
 Datum
 cms_agg_combine(PG_FUNCTION_ARGS)
 {
-	MemoryContext aggcontext = cms_agg_context(fcinfo, "cms_agg_combine");
+	MemoryContext aggcontext = ss_agg_context(fcinfo, "cms_agg_combine");
 	CmsAggState *state1 = cms_state_arg(fcinfo, 0, "cms_agg_combine");
 	CmsAggState *state2 = cms_state_arg(fcinfo, 1, "cms_agg_combine");
 
@@ -443,61 +380,30 @@ cms_agg_combine(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(state1);
 }
 
-/*
- * The sketch is a varlena already: the bytea is CMS_AGG_SERIAL_MAGIC
- * followed by the sketch's bytes after its varlena header.
- */
+/* The sketch is a varlena already: see ss_agg_serial_varlena. */
 Datum
 cms_agg_serial(PG_FUNCTION_ARGS)
 {
 	CmsAggState *state;
-	Size		len;
-	bytea	   *result;
-	uint32		magic = CMS_AGG_SERIAL_MAGIC;
 
-	(void) cms_agg_context(fcinfo, "cms_agg_serial");
+	(void) ss_agg_context(fcinfo, "cms_agg_serial");
 	state = cms_state_arg(fcinfo, 0, "cms_agg_serial");
 	if (state == NULL)			/* not STRICT when built by CREATE AGGREGATE */
 		PG_RETURN_NULL();
-	len = VARSIZE(state->cms) - VARHDRSZ;
-	result = (bytea *) palloc(VARHDRSZ + sizeof(magic) + len);
-	SET_VARSIZE(result, VARHDRSZ + sizeof(magic) + len);
-	memcpy(VARDATA(result), &magic, sizeof(magic));
-	memcpy(VARDATA(result) + sizeof(magic), VARDATA(state->cms), len);
-	PG_RETURN_BYTEA_P(result);
+	PG_RETURN_BYTEA_P(ss_agg_serial_varlena(CMS_AGG_SERIAL_MAGIC,
+											(struct varlena *) state->cms));
 }
 
 Datum
 cms_agg_deserial(PG_FUNCTION_ARGS)
 {
-	bytea	   *bytes;
-	Size		len;
-	uint32		magic = 0;
 	CmsData    *cms;
 
-	(void) cms_agg_context(fcinfo, "cms_agg_deserial");
-	bytes = PG_GETARG_BYTEA_PP(0);
-	len = VARSIZE_ANY_EXHDR(bytes);
-	if (len >= sizeof(magic))
-		memcpy(&magic, VARDATA_ANY(bytes), sizeof(magic));
-	if (len < sizeof(magic) + CMS_HEADER_SIZE - VARHDRSZ ||
-		magic != CMS_AGG_SERIAL_MAGIC)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid serialized count-min sketch aggregate state"),
-				 errdetail("The %zu bytes do not start with a count-min sketch state; the aggregate may combine the serialization functions of different aggregates.",
-						   len)));
-	len -= sizeof(magic);
-
-	/*
-	 * Copy to get a 4-byte header and 8-byte aligned counters (len is the
-	 * size of an existing bytea, so the allocation is bounded), then check
-	 * all of it like any value from outside: the bytes might come from
-	 * another serial function that happens to write our magic.
-	 */
-	cms = (CmsData *) palloc(len + VARHDRSZ);
-	SET_VARSIZE(cms, len + VARHDRSZ);
-	memcpy(VARDATA(cms), VARDATA_ANY(bytes) + sizeof(magic), len);
+	(void) ss_agg_context(fcinfo, "cms_agg_deserial");
+	cms = (CmsData *) ss_agg_deserial_varlena(PG_GETARG_BYTEA_PP(0),
+											  CMS_AGG_SERIAL_MAGIC,
+											  CMS_HEADER_SIZE,
+											  "count-min sketch");
 	cms_check(cms);
 
 	PG_RETURN_POINTER(cms_state_new(CurrentMemoryContext, cms));
@@ -512,7 +418,7 @@ cms_agg_final(PG_FUNCTION_ARGS)
 {
 	CmsAggState *state;
 
-	(void) cms_agg_context(fcinfo, "cms_agg_final");
+	(void) ss_agg_context(fcinfo, "cms_agg_final");
 	state = cms_state_arg(fcinfo, 0, "cms_agg_final");
 	if (state == NULL)
 		PG_RETURN_NULL();
@@ -530,8 +436,8 @@ cms_estimate(PG_FUNCTION_ARGS)
 {
 	CmsEstimateCache *cache = (CmsEstimateCache *) fcinfo->flinfo->fn_extra;
 	CmsData    *cms;
-	Datum		key = PG_GETARG_DATUM(1);
-	Oid			keytype = get_fn_expr_argtype(fcinfo->flinfo, 1);
+	Datum		key;
+	Oid			keytype;
 
 	if (cache == NULL)
 	{
@@ -541,15 +447,9 @@ cms_estimate(PG_FUNCTION_ARGS)
 	}
 	cms = cms_estimate_sketch(fcinfo, cache);
 
-	if (OidIsValid(cms->elemtype) && keytype != cms->elemtype)
-	{
-		ss_check_key_type(cms->elemtype, "cms");
-		if (!OidIsValid(keytype))
-			elog(ERROR, "could not determine the type of the count-min sketch key");
-		key = ss_coerce_key(key, keytype, cms->elemtype);
-		keytype = cms->elemtype;
-	}
-	cms_key_info(&cache->key, keytype);
+	key = ss_lookup_key_arg(fcinfo, 1, cms->elemtype, "cms", CMS_KEY_WHAT,
+							&keytype);
+	ss_key_type_set(&cache->key, keytype, CMS_KEY_WHAT);
 
 	PG_RETURN_INT64(cms_estimate_hash(cms,
 									  ss_hash_datum(key, cache->key.typlen,

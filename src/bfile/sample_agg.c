@@ -36,6 +36,7 @@
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "ss_aggutil.h"
 
 PG_FUNCTION_INFO_V1(sample_agg_trans);
 PG_FUNCTION_INFO_V1(sample_agg_trans_weighted);
@@ -66,16 +67,6 @@ typedef struct SampleState
 	int64		seen;			/* values offered */
 	SampleEntry *heap;			/* min-heap on key */
 } SampleState;
-
-static MemoryContext
-agg_context(FunctionCallInfo fcinfo, const char *fname)
-{
-	MemoryContext aggcontext;
-
-	if (!AggCheckCallContext(fcinfo, &aggcontext))
-		elog(ERROR, "%s called in non-aggregate context", fname);
-	return aggcontext;
-}
 
 static SampleState *
 state_check(Datum d)
@@ -190,7 +181,7 @@ draw_key(double weight)
 static Datum
 trans_common(FunctionCallInfo fcinfo, bool weighted)
 {
-	MemoryContext cxt = agg_context(fcinfo, "sample_agg_trans");
+	MemoryContext cxt = ss_agg_context(fcinfo, "sample_agg_trans");
 	SampleState *st = PG_ARGISNULL(0) ? NULL : state_check(PG_GETARG_DATUM(0));
 	double		weight = 1.0;
 	int32		n;
@@ -253,7 +244,7 @@ sample_agg_trans_weighted(PG_FUNCTION_ARGS)
 Datum
 sample_agg_combine(PG_FUNCTION_ARGS)
 {
-	MemoryContext cxt = agg_context(fcinfo, "sample_agg_combine");
+	MemoryContext cxt = ss_agg_context(fcinfo, "sample_agg_combine");
 	SampleState *a = PG_ARGISNULL(0) ? NULL : state_check(PG_GETARG_DATUM(0));
 	SampleState *b = PG_ARGISNULL(1) ? NULL : state_check(PG_GETARG_DATUM(1));
 
@@ -329,7 +320,7 @@ damaged_state(void)
 Datum
 sample_agg_deserial(PG_FUNCTION_ARGS)
 {
-	MemoryContext cxt = agg_context(fcinfo, "sample_agg_deserial");
+	MemoryContext cxt = ss_agg_context(fcinfo, "sample_agg_deserial");
 	bytea	   *bytes = PG_GETARG_BYTEA_PP(0);
 	StringInfoData buf;
 	SampleState *st;
@@ -409,7 +400,7 @@ sample_agg_final(PG_FUNCTION_ARGS)
 	Datum	   *values;
 	ArrayType  *result;
 
-	(void) agg_context(fcinfo, "sample_agg_final");
+	(void) ss_agg_context(fcinfo, "sample_agg_final");
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
 	st = state_check(PG_GETARG_DATUM(0));

@@ -108,6 +108,19 @@ typedef struct HashFeed
 	int64		count;			/* hashes of the last run */
 } HashFeed;
 
+/* A feed of run's hashes, of which there are at most max_hashes. */
+static void
+hash_feed_init(HashFeed *feed,
+			   void (*run) (HashFeed *feed, BloomHashFn fn, void *arg),
+			   Relation rel, const BloomParams *p, uint64 max_hashes)
+{
+	memset(feed, 0, sizeof(*feed));
+	feed->run = run;
+	feed->rel = rel;
+	feed->p = p;
+	feed->max_hashes = max_hashes;
+}
+
 typedef struct LogFeedArg
 {
 	HashFeed   *feed;
@@ -762,13 +775,10 @@ elevator_flush(Relation rel, const BloomParams *p, const uint64 *extra,
 {
 	HashFeed	feed;
 
-	memset(&feed, 0, sizeof(feed));
-	feed.run = buffer_feed_run;
-	feed.rel = rel;
-	feed.p = p;
+	hash_feed_init(&feed, buffer_feed_run, rel, p,
+				   (uint64) p->nsubbufs * p->subbuf_cap + nextra);
 	feed.extra = extra;
 	feed.nextra = nextra;
-	feed.max_hashes = (uint64) p->nsubbufs * p->subbuf_cap + nextra;
 	stats->bits_set += bloom_apply_global(rel, p, &feed);
 	elevator_clear(rel, p);
 	return feed.count;
@@ -968,12 +978,8 @@ bloom_consolidate(SSConsolidation *c)
 	{
 		HashFeed	feed;
 
-		memset(&feed, 0, sizeof(feed));
-		feed.run = log_feed_run;
-		feed.rel = c->rel;
-		feed.p = p;
+		hash_feed_init(&feed, log_feed_run, c->rel, p, c->nrecords);
 		feed.cons = c;
-		feed.max_hashes = c->nrecords;
 		stats->bits_set += bloom_apply_global(c->rel, p, &feed);
 		stats->items += feed.count;
 	}
@@ -988,12 +994,9 @@ bloom_consolidate(SSConsolidation *c)
 		 */
 		HashFeed	feed;
 
-		memset(&feed, 0, sizeof(feed));
-		feed.run = buffer_and_log_feed_run;
-		feed.rel = c->rel;
-		feed.p = p;
+		hash_feed_init(&feed, buffer_and_log_feed_run, c->rel, p,
+					   (uint64) p->nsubbufs * p->subbuf_cap + c->nrecords);
 		feed.cons = c;
-		feed.max_hashes = (uint64) p->nsubbufs * p->subbuf_cap + c->nrecords;
 		stats->bits_set += bloom_apply_global(c->rel, p, &feed);
 		elevator_clear(c->rel, p);
 		stats->items += feed.count;

@@ -16,7 +16,6 @@
 
 #include "access/htup_details.h"
 #include "access/relation.h"
-#include "access/xact.h"
 #include "bloom.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
@@ -25,6 +24,7 @@
 #include "miscadmin.h"
 #include "ss_changelog.h"
 #include "ss_pending.h"
+#include "ss_queryutil.h"
 #include "ss_sqlfunc.h"
 #include "storage/bufmgr.h"
 #include "streamsketch.h"
@@ -39,33 +39,12 @@ PG_FUNCTION_INFO_V1(bloom_flush);
 PG_FUNCTION_INFO_V1(bloom_info);
 PG_FUNCTION_INFO_V1(bloom_create);
 
-/*
- * Share-lock block blkno and return its page, or InvalidBuffer if it was
- * never written (beyond the end of the file or all zeros).
- */
-static Buffer
-bloom_read_page(Relation rel, BlockNumber blkno, uint16 page_type)
-{
-	Buffer		buf = ss_read_buffer_if_exists(rel, blkno);
-
-	if (!BufferIsValid(buf))
-		return InvalidBuffer;
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	if (PageIsNew(BufferGetPage(buf)))
-	{
-		UnlockReleaseBuffer(buf);
-		return InvalidBuffer;
-	}
-	ss_page_check(rel, blkno, BufferGetPage(buf), page_type);
-	return buf;
-}
-
 /* Is the key's h2 in its sub-buffer (committed, not yet applied)? */
 static bool
 bloom_buffered(Relation rel, const BloomParams *p, SSHash h)
 {
 	uint32		sb = bloom_subbuf_of(p, h);
-	Buffer		buf = bloom_read_page(rel, bloom_buffer_blkno(p, sb),
+	Buffer		buf = ss_read_checked_page(rel, bloom_buffer_blkno(p, sb),
 									  SS_PAGE_BLOOM_BUFFER);
 	bool		found = false;
 
@@ -102,7 +81,7 @@ bloom_contains_pages(Relation rel, const BloomParams *p, SSHash h)
 
 	if (p->mode == BLOOM_MODE_LOCALIZED)
 	{
-		Buffer		buf = bloom_read_page(rel, bloom_bits_blkno(p, bloom_local_page(p, h.h1)),
+		Buffer		buf = ss_read_checked_page(rel, bloom_bits_blkno(p, bloom_local_page(p, h.h1)),
 										  SS_PAGE_BLOOM_BITS);
 		const uint64 *words;
 		bool		all = true;
@@ -119,7 +98,7 @@ bloom_contains_pages(Relation rel, const BloomParams *p, SSHash h)
 	for (uint32 i = 0; i < p->nhashes; i++)
 	{
 		uint64		b = bloom_global_bit(p, h.h2, i);
-		Buffer		buf = bloom_read_page(rel, bloom_bits_blkno(p, (uint32) (b / BLOOM_PAGE_BITS)),
+		Buffer		buf = ss_read_checked_page(rel, bloom_bits_blkno(p, (uint32) (b / BLOOM_PAGE_BITS)),
 										  SS_PAGE_BLOOM_BITS);
 		bool		set;
 
@@ -148,9 +127,9 @@ bloom_log_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	LogLookup  *ll = arg;
 	SSPendingKey key;
 
-	if (ll->found || hdr->type != SS_PENDING_KEY || hdr->len != sizeof(key))
+	if (ll->found || hdr->type != SS_PENDING_KEY ||
+		!ss_record_key(hdr, payload, &key))
 		return;
-	memcpy(&key, payload, sizeof(key));
 	ll->found = key.hash.h1 == ll->h.h1 && key.hash.h2 == ll->h.h2;
 }
 
@@ -172,9 +151,8 @@ bloom_log_parts_of(const SSPendingHeader *hdr, const char *payload,
 {
 	SSPendingKey key;
 
-	if (hdr->type != SS_PENDING_KEY || hdr->len != sizeof(key))
+	if (hdr->type != SS_PENDING_KEY || !ss_record_key(hdr, payload, &key))
 		return 0;				/* never an insert of any key */
-	memcpy(&key, payload, sizeof(key));
 	parts[0] = bloom_log_bucket(key.hash);
 	return 1;
 }
@@ -253,20 +231,17 @@ Datum
 bloom_contains(PG_FUNCTION_ARGS)
 {
 	Relation	rel;
-	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, 1);
 	BloomState *st;
-	Datum		key;
 	bool		found;
 
 	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock, NULL,
 								ACL_SELECT, &bloom_structure);
 	ss_sql_check_row_security(rel, "bloom_contains()");
 	st = bloom_get_state(rel);
-	if (!OidIsValid(argtype))
-		elog(ERROR, "could not determine the type of the key");
-	key = ss_coerce_key(PG_GETARG_DATUM(1), argtype, st->keytype);
 	found = bloom_contains_hash(rel, st,
-								ss_hash_datum(key, st->keylen, st->keybyval, st->p.seed));
+								ss_sql_key_hash(fcinfo, 1, st->keytype,
+												st->keylen, st->keybyval,
+												st->p.seed));
 	relation_close(rel, AccessShareLock);
 	PG_RETURN_BOOL(found);
 }
@@ -274,16 +249,8 @@ bloom_contains(PG_FUNCTION_ARGS)
 Datum
 bloom_flush(PG_FUNCTION_ARGS)
 {
-	Relation	rel;
-	int64		applied;
-
-	rel = ss_sql_open_structure(PG_GETARG_OID(0), RowExclusiveLock,
-								"bloom_flush()", ACL_INSERT, &bloom_structure);
-	/* with an xid, the commit waits for the flush's WAL to be flushed */
-	(void) GetCurrentTransactionId();
-	applied = ss_log_flush(rel, bloom_flush_all);
-	relation_close(rel, NoLock);
-	PG_RETURN_INT64(applied);
+	PG_RETURN_INT64(ss_sql_flush(PG_GETARG_OID(0), "bloom_flush()",
+								 &bloom_structure, bloom_flush_all));
 }
 
 static void
@@ -331,7 +298,7 @@ bloom_info(PG_FUNCTION_ARGS)
 		Buffer		buf;
 
 		CHECK_FOR_INTERRUPTS();
-		buf = bloom_read_page(rel, 1 + p->npages + b, SS_PAGE_BLOOM_BUFFER);
+		buf = ss_read_checked_page(rel, 1 + p->npages + b, SS_PAGE_BLOOM_BUFFER);
 		if (!BufferIsValid(buf))
 			continue;
 		buffered += ss_subbuf_total(rel, 1 + p->npages + b, BufferGetPage(buf),

@@ -101,6 +101,30 @@ bits_fill(char *a, uint64 pos, uint64 len, bool one)
 	}
 }
 
+/* Copy n bits (1..64) from bit position from to bit position to. */
+static inline void
+bits_copy(char *a, uint64 to, uint64 from, int n)
+{
+	bits_put(a, to, n, bits_get(a, from, n));
+}
+
+/*
+ * Write whole word w of a bits_move from src to dst: a funnel shift of the
+ * two source words its bits come from (off is their bit offset).  Both
+ * directions of the move use it, in opposite word orders.
+ */
+static inline void
+bits_move_word(char *a, uint64 w, uint64 dst, uint64 src, int off)
+{
+	uint64		s = src + (w * 64 - dst);
+	const char *p = a + (s >> 6) * 8;
+	uint64		v = ld64(p);
+
+	if (off)
+		v = (v >> off) | (ld64(p + 8) << (64 - off));
+	st64(a + w * 8, v);
+}
+
 /*
  * memmove for bit ranges, safe for overlapping ranges.  The destination is
  * written a whole word at a time (each word a funnel shift of two source
@@ -122,7 +146,7 @@ bits_move(char *a, uint64 dst, uint64 src, uint64 len)
 		return;
 	if (len <= 64)
 	{
-		bits_put(a, dst, (int) len, bits_get(a, src, (int) len));
+		bits_copy(a, dst, src, (int) len);
 		return;
 	}
 	head = (64 - (dst & 63)) & 63;
@@ -134,38 +158,20 @@ bits_move(char *a, uint64 dst, uint64 src, uint64 len)
 	if (dst > src)
 	{
 		if (tail > 0)
-			bits_put(a, end - tail, (int) tail,
-					 bits_get(a, src + len - tail, (int) tail));
+			bits_copy(a, end - tail, src + len - tail, (int) tail);
 		for (uint64 w = wend; w-- > wfirst;)
-		{
-			uint64		s = src + (w * 64 - dst);
-			const char *p = a + (s >> 6) * 8;
-			uint64		v = ld64(p);
-
-			if (off)
-				v = (v >> off) | (ld64(p + 8) << (64 - off));
-			st64(a + w * 8, v);
-		}
+			bits_move_word(a, w, dst, src, off);
 		if (head > 0)
-			bits_put(a, dst, (int) head, bits_get(a, src, (int) head));
+			bits_copy(a, dst, src, (int) head);
 	}
 	else
 	{
 		if (head > 0)
-			bits_put(a, dst, (int) head, bits_get(a, src, (int) head));
+			bits_copy(a, dst, src, (int) head);
 		for (uint64 w = wfirst; w < wend; w++)
-		{
-			uint64		s = src + (w * 64 - dst);
-			const char *p = a + (s >> 6) * 8;
-			uint64		v = ld64(p);
-
-			if (off)
-				v = (v >> off) | (ld64(p + 8) << (64 - off));
-			st64(a + w * 8, v);
-		}
+			bits_move_word(a, w, dst, src, off);
 		if (tail > 0)
-			bits_put(a, end - tail, (int) tail,
-					 bits_get(a, src + len - tail, (int) tail));
+			bits_copy(a, end - tail, src + len - tail, (int) tail);
 	}
 }
 
@@ -234,6 +240,13 @@ word_of(const QfArrays *A, QfWordKind kind, uint32 w)
 	return 0;
 }
 
+/* The word of slot from where kind holds, without the slots before from. */
+static inline uint64
+word_from(const QfArrays *A, QfWordKind kind, uint32 from)
+{
+	return word_of(A, kind, from >> 6) & (PG_UINT64_MAX << (from & 63));
+}
+
 /* First slot in [from, limit) where kind holds, or limit. */
 static inline uint32
 next_of(const QfArrays *A, QfWordKind kind, uint32 from, uint32 limit)
@@ -245,7 +258,7 @@ next_of(const QfArrays *A, QfWordKind kind, uint32 from, uint32 limit)
 	if (from >= limit)
 		return limit;
 	w = from >> 6;
-	x = word_of(A, kind, w) & (PG_UINT64_MAX << (from & 63));
+	x = word_from(A, kind, from);
 	while (x == 0)
 	{
 		w++;
@@ -286,7 +299,7 @@ count_of(const QfArrays *A, QfWordKind kind, uint32 from, uint32 to)
 	if (from >= to)
 		return 0;
 	wlast = (to - 1) >> 6;
-	x = word_of(A, kind, w) & (PG_UINT64_MAX << (from & 63));
+	x = word_from(A, kind, from);
 	while (w < wlast)
 	{
 		n += popcount64(x);
@@ -308,7 +321,7 @@ select_of(const QfArrays *A, QfWordKind kind, uint32 from, uint32 k,
 	if (from >= limit)
 		return limit;
 	w = from >> 6;
-	x = word_of(A, kind, w) & (PG_UINT64_MAX << (from & 63));
+	x = word_from(A, kind, from);
 	for (;;)
 	{
 		uint32		c = popcount64(x);

@@ -19,11 +19,11 @@
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "parser/parse_coerce.h"
 #include "qfam.h"
 #include "qfilter.h"
 #include "ss_changelog.h"
 #include "ss_pending.h"
+#include "ss_queryutil.h"
 #include "ss_sqlfunc.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
@@ -47,19 +47,27 @@ PG_FUNCTION_INFO_V1(qf_create_sql);
 static SSHash
 qfam_key_hash(FunctionCallInfo fcinfo, int argno, const QfamState *st)
 {
-	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, argno);
-	Datum		key;
-
-	if (!OidIsValid(argtype))
-		elog(ERROR, "could not determine the type of the key");
-	key = ss_coerce_key(PG_GETARG_DATUM(argno), argtype, st->keytype);
-	return ss_hash_datum(key, st->keylen, st->keybyval, st->p.seed);
+	return ss_sql_key_hash(fcinfo, argno, st->keytype, st->keylen,
+						   st->keybyval, st->p.seed);
 }
 
 static inline uint64
 add_saturating(uint64 a, uint64 b)
 {
 	return (a + b < a) ? PG_UINT64_MAX : a + b;
+}
+
+/*
+ * The key of a change record of fingerprint fp (its bits of h1 under
+ * fpmask) that adds or removes copies, or false: what a lookup of that
+ * fingerprint reads from the log.
+ */
+static bool
+qfam_fp_record(const SSPendingHeader *hdr, const char *payload,
+			   uint64 fpmask, uint64 fp, SSPendingKey *key)
+{
+	return ss_record_key(hdr, payload, key) &&
+		(key->hash.h1 & fpmask) == fp && key->weight > 0;
 }
 
 /*
@@ -84,10 +92,7 @@ qfam_replay_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	SSPendingKey key;
 	uint64		n;
 
-	if (hdr->len != sizeof(key))
-		return;
-	memcpy(&key, payload, sizeof(key));
-	if ((key.hash.h1 & kr->fpmask) != kr->fp || key.weight <= 0)
+	if (!qfam_fp_record(hdr, payload, kr->fpmask, kr->fp, &key))
 		return;
 	if (hdr->type == SS_PENDING_DELETE)
 		kr->saw_delete = true;
@@ -133,9 +138,8 @@ qfam_log_parts_of(const SSPendingHeader *hdr, const char *payload,
 {
 	SSPendingKey key;
 
-	if (hdr->len != sizeof(key))
+	if (!ss_record_key(hdr, payload, &key))
 		return 0;				/* replayed by no lookup */
-	memcpy(&key, payload, sizeof(key));
 	parts[0] = qfam_log_bucket(key.hash.h1, *(const uint64 *) arg);
 	return 1;
 }
@@ -156,10 +160,7 @@ qfam_peek_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	LogPeek    *lp = arg;
 	SSPendingKey key;
 
-	if (hdr->len != sizeof(key))
-		return;
-	memcpy(&key, payload, sizeof(key));
-	if ((key.hash.h1 & lp->fpmask) != lp->fp || key.weight <= 0)
+	if (!qfam_fp_record(hdr, payload, lp->fpmask, lp->fp, &key))
 		return;
 	if (hdr->type == SS_PENDING_KEY)
 		lp->inserted = true;
@@ -508,14 +509,8 @@ qf_merge_value_sql(PG_FUNCTION_ARGS)
 				 errdetail("The table has %u-bit fingerprints with seed %u, the qfilter %u-bit fingerprints with seed %u.",
 						   st->p.fp_bits, st->p.seed, fp_bits, qf->seed),
 				 errhint("Build the qfilter with the table's capacity and false-positive rate.")));
-	ss_check_key_type(qf->elemtype, "qfilter");
-	if (OidIsValid(qf->elemtype) && qf->elemtype != st->keytype &&
-		!IsBinaryCoercible(qf->elemtype, st->keytype))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("qfilter of %s keys cannot be merged into quotient filter \"%s\" of %s keys",
-						format_type_be(qf->elemtype), RelationGetRelationName(rel),
-						format_type_be(st->keytype))));
+	ss_check_merge_key_type(qf->elemtype, "qfilter", rel, "quotient filter",
+							st->keytype);
 	qfilter_geom(qf, &g);
 	for (uint64 pg = 0; pg < ((uint64) 1 << qf->page_bits); pg++)
 	{

@@ -346,6 +346,16 @@ qfilter_check_header(const QFilterData *qf)
 						   qf->fp_rate, DBL_MIN)));
 }
 
+/* A copy of the header of area i (as qf.c reads it, with memcpy). */
+static inline QfAreaHeader
+qfilter_area_header(const QFilterData *qf, uint32 i)
+{
+	QfAreaHeader h;
+
+	memcpy(&h, qfilter_area(qf, i), sizeof(h));
+	return h;
+}
+
 uint64
 qfilter_sum_totals(const QFilterData *qf)
 {
@@ -353,12 +363,7 @@ qfilter_sum_totals(const QFilterData *qf)
 	uint64		sum = 0;
 
 	for (uint32 i = 0; i < npages; i++)
-	{
-		QfAreaHeader h;
-
-		memcpy(&h, qfilter_area(qf, i), sizeof(h));
-		sum = qfilter_sat_add(sum, h.total_count);
-	}
+		sum = qfilter_sat_add(sum, qfilter_area_header(qf, i).total_count);
 	return sum;
 }
 
@@ -538,6 +543,25 @@ qfs_init(QfStream *s, const QFilterData *qf)
 }
 
 /*
+ * Whether one area step of building out (adding, splitting or merging
+ * areas) succeeded.  When an area overflowed, out is freed and the caller
+ * returns NULL, to try a larger geometry; any other failure means the
+ * input's fingerprints are out of order, which a valid filter rules out.
+ */
+static bool
+qfilter_step_ok(QfStatus st, QFilterData *out)
+{
+	if (st == QF_FULL)
+	{
+		pfree(out);
+		return false;
+	}
+	if (st != QF_OK)
+		qfilter_corrupted("Its fingerprints are out of order.");
+	return true;
+}
+
+/*
  * The union of the fingerprints of a and b (b may be NULL) in geometry
  * (rbits, slot_bits, page_bits), which must have their fingerprint size;
  * the header is copied from a.  NULL if an area overflows.
@@ -607,13 +631,8 @@ qfilter_build(const QFilterData *a, const QFilterData *b, int rbits,
 			qf_builder_init(&bld, &g, qfilter_area(out, page));
 		}
 		st = qf_builder_add(&bld, q, r, count);
-		if (st == QF_FULL)
-		{
-			pfree(out);
+		if (!qfilter_step_ok(st, out))
 			return NULL;
-		}
-		if (st != QF_OK)
-			qfilter_corrupted("Its fingerprints are out of order.");
 	}
 	out->total = qfilter_sum_totals(out);
 	return out;
@@ -639,13 +658,8 @@ qfilter_split_once(const QFilterData *qf)
 		st = qf_split_area(&g_old, qfilter_area(qf, i), &g_new,
 						   qfilter_area(out, 2 * (uint64) i),
 						   qfilter_area(out, 2 * (uint64) i + 1));
-		if (st == QF_FULL)
-		{
-			pfree(out);
+		if (!qfilter_step_ok(st, out))
 			return NULL;
-		}
-		if (st != QF_OK)
-			qfilter_corrupted("Its fingerprints are out of order.");
 	}
 	out->total = qfilter_sum_totals(out);
 	return out;
@@ -658,12 +672,7 @@ qfilter_items(const QFilterData *qf)
 	uint64		items = 0;
 
 	for (uint32 i = 0; i < npages; i++)
-	{
-		QfAreaHeader h;
-
-		memcpy(&h, qfilter_area(qf, i), sizeof(h));
-		items += h.nitems;
-	}
+		items += qfilter_area_header(qf, i).nitems;
 	return items;
 }
 
@@ -742,13 +751,8 @@ qfilter_merge_same(const QFilterData *a, const QFilterData *b)
 		CHECK_FOR_INTERRUPTS();
 		st = qf_merge_areas(&g, qfilter_area(a, i), qfilter_area(b, i),
 							qfilter_area(out, i));
-		if (st == QF_FULL)
-		{
-			pfree(out);
+		if (!qfilter_step_ok(st, out))
 			return NULL;
-		}
-		if (st != QF_OK)
-			qfilter_corrupted("Its fingerprints are out of order.");
 	}
 	out->total = qfilter_sum_totals(out);
 	return out;

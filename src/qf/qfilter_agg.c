@@ -32,6 +32,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "qfilter.h"
+#include "ss_aggutil.h"
 #include "ss_sqlfunc.h"
 
 PG_FUNCTION_INFO_V1(qfilter_agg_trans);
@@ -48,19 +49,14 @@ PG_FUNCTION_INFO_V1(qfilter_union);
 PG_FUNCTION_INFO_V1(qfilter_resize);
 
 /*
- * The support functions can be combined freely by a superuser with CREATE
- * AGGREGATE (stype = internal), e.g. qfilter_agg_trans with cms_agg_final
- * or with another extension's final function, so every function that
- * receives a state checks the magic word first: a state of another kind
- * then fails cleanly instead of being read as a filter.  Any state is a
- * palloc'd chunk of at least 8 bytes, so reading its first word is safe.
+ * The transition state starts with a magic word that every support
+ * function checks (ss_agg_state_arg).
  */
 #define QFILTER_AGG_STATE_MAGIC		0x46514641	/* "AFQF" */
 
 /*
  * The serialized state (bytea): this magic word, then the filter's bytes
- * after its varlena header.  Checked by the deserial function for the same
- * reason, since the bytes may come from another serial function.
+ * after its varlena header (ss_agg_serial_varlena).
  */
 #define QFILTER_AGG_SERIAL_MAGIC	0x46514653	/* "SFQF" */
 
@@ -87,9 +83,7 @@ typedef enum QFilterCacheKind
 
 typedef struct QFilterCallCache
 {
-	Oid			typid;			/* key type, InvalidOid before the first */
-	int16		typlen;
-	bool		typbyval;
+	SSKeyType	key;			/* how to hash keys */
 	QFilterCacheKind kind;		/* what qf is cached for */
 	Oid			toastrelid;		/* QFC_TOAST: the value's TOAST pointer */
 	Oid			valueid;
@@ -113,76 +107,32 @@ qfilter_call_cache(FunctionCallInfo fcinfo)
 	return c;
 }
 
-/*
- * Look up (once per call site and key type) how to hash keys of typid.
- *
- * Composite keys are refused: their binary form starts with the row type's
- * OID and typmod, and anonymous record typmods are assigned per session,
- * so the same row would hash differently in another session and a lookup
- * could miss a key that was added (a false negative).
- */
-static QFilterCallCache *
+/* What names the filter in messages about keys. */
+#define QFILTER_KEY_WHAT	"quotient filter"
+
+/* How to hash keys of typid, set up once per call site and key type. */
+static SSKeyType *
 qfilter_key_info(FunctionCallInfo fcinfo, Oid typid)
 {
 	QFilterCallCache *c = qfilter_call_cache(fcinfo);
 
-	if (c->typid != typid || !OidIsValid(typid))
-	{
-		Oid			elem;
-
-		if (!OidIsValid(typid))
-			elog(ERROR, "could not determine the type of the quotient filter key");
-		elem = get_base_element_type(typid);
-		if (type_is_rowtype(typid) ||
-			(OidIsValid(elem) && type_is_rowtype(elem)))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("quotient filter keys of type %s are not supported",
-							format_type_be(typid)),
-					 errdetail("Keys are hashed by their binary form, which for composite values includes row type information that differs between sessions."),
-					 errhint("Use a scalar key built from the columns, for example a text or bigint value.")));
-		get_typlenbyval(typid, &c->typlen, &c->typbyval);
-		c->typid = typid;
-	}
-	return c;
+	ss_key_type_set(&c->key, typid, QFILTER_KEY_WHAT);
+	return &c->key;
 }
 
 static QFilterAggState *
 qfilter_state_arg(FunctionCallInfo fcinfo, int argno, const char *fname)
 {
-	QFilterAggState *state;
-
-	if (PG_ARGISNULL(argno))
-		return NULL;
-	state = (QFilterAggState *) PG_GETARG_POINTER(argno);
-	if (state == NULL || state->magic != QFILTER_AGG_STATE_MAGIC)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s received an aggregate state that is not a quotient filter state",
-						fname),
-				 errdetail("The aggregate combines support functions of different aggregates."),
-				 errhint("Use only the qfilter_agg support functions (qfilter_agg_trans, qfilter_agg_trans_counted, qfilter_union_agg_trans, qfilter_agg_combine, qfilter_agg_serial, qfilter_agg_deserial, qfilter_agg_final) together.")));
-	return state;
-}
-
-static MemoryContext
-qfilter_agg_context(FunctionCallInfo fcinfo, const char *fname)
-{
-	MemoryContext aggcontext;
-
-	if (!AggCheckCallContext(fcinfo, &aggcontext))
-		elog(ERROR, "%s called in non-aggregate context", fname);
-	return aggcontext;
+	return ss_agg_state_arg(fcinfo, argno, QFILTER_AGG_STATE_MAGIC, fname,
+							"quotient filter",
+							"Use only the qfilter_agg support functions (qfilter_agg_trans, qfilter_agg_trans_counted, qfilter_union_agg_trans, qfilter_agg_combine, qfilter_agg_serial, qfilter_agg_deserial, qfilter_agg_final) together.");
 }
 
 /* A copy of a qfilter value in the given context. */
 static QFilterData *
 qfilter_copy(MemoryContext cxt, const QFilterData *qf)
 {
-	QFilterData *copy = (QFilterData *) MemoryContextAlloc(cxt, VARSIZE(qf));
-
-	memcpy(copy, qf, VARSIZE(qf));
-	return copy;
+	return (QFilterData *) ss_varlena_copy(cxt, (const struct varlena *) qf);
 }
 
 /* A new state in cxt adopting qf (which must live in cxt). */
@@ -259,14 +209,14 @@ static Datum
 qfilter_agg_trans_common(FunctionCallInfo fcinfo, bool counted)
 {
 	const char *fname = counted ? "qfilter_agg_trans_counted" : "qfilter_agg_trans";
-	MemoryContext aggcontext = qfilter_agg_context(fcinfo, fname);
+	MemoryContext aggcontext = ss_agg_context(fcinfo, fname);
 	QFilterAggState *state = qfilter_state_arg(fcinfo, 0, fname);
 	int			caparg = counted ? 3 : 2;
 	int64		count = 1;
 	int64		capacity;
 	double		fp_rate;
 	Oid			keytype;
-	QFilterCallCache *ki;
+	SSKeyType  *ki;
 
 	if (PG_ARGISNULL(1) || (counted && PG_ARGISNULL(2)))
 	{
@@ -358,7 +308,7 @@ qfilter_state_union(QFilterAggState *state, MemoryContext aggcontext,
 Datum
 qfilter_union_agg_trans(PG_FUNCTION_ARGS)
 {
-	MemoryContext aggcontext = qfilter_agg_context(fcinfo, "qfilter_union_agg_trans");
+	MemoryContext aggcontext = ss_agg_context(fcinfo, "qfilter_union_agg_trans");
 	QFilterAggState *state = qfilter_state_arg(fcinfo, 0,
 											   "qfilter_union_agg_trans");
 	QFilterData *in;
@@ -382,7 +332,7 @@ qfilter_union_agg_trans(PG_FUNCTION_ARGS)
 Datum
 qfilter_agg_combine(PG_FUNCTION_ARGS)
 {
-	MemoryContext aggcontext = qfilter_agg_context(fcinfo, "qfilter_agg_combine");
+	MemoryContext aggcontext = ss_agg_context(fcinfo, "qfilter_agg_combine");
 	QFilterAggState *state1 = qfilter_state_arg(fcinfo, 0,
 												"qfilter_agg_combine");
 	QFilterAggState *state2 = qfilter_state_arg(fcinfo, 1,
@@ -397,61 +347,30 @@ qfilter_agg_combine(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(qfilter_state_union(state1, aggcontext, state2->qf));
 }
 
-/*
- * The filter is a varlena already: the bytea is QFILTER_AGG_SERIAL_MAGIC
- * followed by the filter's bytes after its varlena header.
- */
+/* The filter is a varlena already: see ss_agg_serial_varlena. */
 Datum
 qfilter_agg_serial(PG_FUNCTION_ARGS)
 {
 	QFilterAggState *state;
-	Size		len;
-	bytea	   *result;
-	uint32		magic = QFILTER_AGG_SERIAL_MAGIC;
 
-	(void) qfilter_agg_context(fcinfo, "qfilter_agg_serial");
+	(void) ss_agg_context(fcinfo, "qfilter_agg_serial");
 	state = qfilter_state_arg(fcinfo, 0, "qfilter_agg_serial");
 	if (state == NULL)			/* not STRICT when built by CREATE AGGREGATE */
 		PG_RETURN_NULL();
-	len = VARSIZE(state->qf) - VARHDRSZ;
-	result = (bytea *) palloc(VARHDRSZ + sizeof(magic) + len);
-	SET_VARSIZE(result, VARHDRSZ + sizeof(magic) + len);
-	memcpy(VARDATA(result), &magic, sizeof(magic));
-	memcpy(VARDATA(result) + sizeof(magic), VARDATA(state->qf), len);
-	PG_RETURN_BYTEA_P(result);
+	PG_RETURN_BYTEA_P(ss_agg_serial_varlena(QFILTER_AGG_SERIAL_MAGIC,
+											(struct varlena *) state->qf));
 }
 
 Datum
 qfilter_agg_deserial(PG_FUNCTION_ARGS)
 {
-	bytea	   *bytes;
-	Size		len;
-	uint32		magic = 0;
 	QFilterData *qf;
 
-	(void) qfilter_agg_context(fcinfo, "qfilter_agg_deserial");
-	bytes = PG_GETARG_BYTEA_PP(0);
-	len = VARSIZE_ANY_EXHDR(bytes);
-	if (len >= sizeof(magic))
-		memcpy(&magic, VARDATA_ANY(bytes), sizeof(magic));
-	if (len < sizeof(magic) + QFILTER_HEADER_SIZE - VARHDRSZ ||
-		magic != QFILTER_AGG_SERIAL_MAGIC)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid serialized quotient filter aggregate state"),
-				 errdetail("The %zu bytes do not start with a quotient filter state; the aggregate may combine the serialization functions of different aggregates.",
-						   len)));
-	len -= sizeof(magic);
-
-	/*
-	 * Copy to get a 4-byte header and 8-byte aligned areas (len is the size
-	 * of an existing bytea, so the allocation is bounded), then check all of
-	 * it like any value from outside: the bytes might come from another
-	 * serial function that happens to write our magic.
-	 */
-	qf = (QFilterData *) palloc(len + VARHDRSZ);
-	SET_VARSIZE(qf, len + VARHDRSZ);
-	memcpy(VARDATA(qf), VARDATA_ANY(bytes) + sizeof(magic), len);
+	(void) ss_agg_context(fcinfo, "qfilter_agg_deserial");
+	qf = (QFilterData *) ss_agg_deserial_varlena(PG_GETARG_BYTEA_PP(0),
+												 QFILTER_AGG_SERIAL_MAGIC,
+												 QFILTER_HEADER_SIZE,
+												 "quotient filter");
 	qfilter_check(qf);
 
 	PG_RETURN_POINTER(qfilter_state_new(CurrentMemoryContext, qf));
@@ -466,7 +385,7 @@ qfilter_agg_final(PG_FUNCTION_ARGS)
 {
 	QFilterAggState *state;
 
-	(void) qfilter_agg_context(fcinfo, "qfilter_agg_final");
+	(void) ss_agg_context(fcinfo, "qfilter_agg_final");
 	state = qfilter_state_arg(fcinfo, 0, "qfilter_agg_final");
 	if (state == NULL)
 		PG_RETURN_NULL();
@@ -563,25 +482,16 @@ qfilter_lookup_arg(FunctionCallInfo fcinfo, QFilterCallCache *c,
 
 /*
  * The key argument argno hashed for filter qf.  A key of another type than
- * the filter's is converted first (ss_coerce_key), because hashing another
- * binary form would silently miss.
+ * the filter's is converted first (ss_lookup_key_arg).
  */
 static uint64
 qfilter_key_hash(FunctionCallInfo fcinfo, const QFilterData *qf, int argno)
 {
-	Datum		key = PG_GETARG_DATUM(argno);
-	Oid			keytype = get_fn_expr_argtype(fcinfo->flinfo, argno);
-	QFilterCallCache *ki;
+	Oid			keytype;
+	Datum		key = ss_lookup_key_arg(fcinfo, argno, qf->elemtype, "qfilter",
+										QFILTER_KEY_WHAT, &keytype);
+	SSKeyType  *ki = qfilter_key_info(fcinfo, keytype);
 
-	if (OidIsValid(qf->elemtype) && keytype != qf->elemtype)
-	{
-		ss_check_key_type(qf->elemtype, "qfilter");
-		if (!OidIsValid(keytype))
-			elog(ERROR, "could not determine the type of the quotient filter key");
-		key = ss_coerce_key(key, keytype, qf->elemtype);
-		keytype = qf->elemtype;
-	}
-	ki = qfilter_key_info(fcinfo, keytype);
 	return ss_hash_datum(key, ki->typlen, ki->typbyval, qf->seed).h1;
 }
 

@@ -43,7 +43,6 @@
 #include "common/shortest_dec.h"
 #include "funcapi.h"
 #include "libpq/pqformat.h"
-#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "qfilter.h"
@@ -321,12 +320,26 @@ qfilter_decode_areas(SSTextParser *ps, uint32 npages, unsigned char *areas,
 						   npages, ss_text_pos(ps))));
 }
 
+/* ERROR if a value read or received has no valid geometry. */
+static void
+qfilter_check_geometry(int rbits, int slot_bits, int page_bits,
+					   uint32 area_bytes)
+{
+	char	   *problem = qfilter_geometry_problem(rbits, slot_bits, page_bits,
+												   area_bytes);
+
+	if (problem)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid quotient filter"),
+				 errdetail_internal("%s", problem)));
+}
+
 Datum
 qfilter_in(PG_FUNCTION_ARGS)
 {
 	char	   *str = PG_GETARG_CSTRING(0);
 	SSTextParser	ps;
-	uint32		version;
 	uint32		seed;
 	int64		capacity;
 	double		fp_rate;
@@ -335,20 +348,12 @@ qfilter_in(PG_FUNCTION_ARGS)
 	int			page_bits;
 	uint32		area_bytes;
 	uint64		total;
-	Oid			elemtype = InvalidOid;
-	char	   *problem;
+	Oid			elemtype;
 	QFilterData *qf;
 	uint32		npages;
 
 	ss_text_parser_init(&ps, "qfilter", str);
-	ss_text_expect(&ps, "version=");
-	version = (uint32) ss_text_parse_unsigned(&ps, "version", PG_UINT32_MAX);
-	if (version != QFILTER_VERSION)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-				 errmsg("unsupported quotient filter format version %u", version),
-				 errdetail("This version of streamsketch reads format version %d.",
-						   QFILTER_VERSION)));
+	ss_text_parse_version(&ps, QFILTER_VERSION, "quotient filter");
 	ss_text_expect(&ps, " seed=");
 	seed = (uint32) ss_text_parse_unsigned(&ps, "seed", PG_UINT32_MAX);
 	ss_text_expect(&ps, " capacity=");
@@ -366,20 +371,11 @@ qfilter_in(PG_FUNCTION_ARGS)
 												 PG_UINT32_MAX);
 	ss_text_expect(&ps, " total=");
 	total = ss_text_parse_unsigned(&ps, "total", PG_UINT64_MAX);
-	if (strncmp(ps.p, " type=", 6) == 0)
-	{
-		ps.p += 6;
-		elemtype = ss_elemtype_in(ss_text_parse_quoted(&ps));
-	}
+	elemtype = ss_text_parse_elemtype(&ps);
 	ss_text_expect(&ps, " areas=");
 
 	/* validate the geometry before allocating anything sized by it */
-	problem = qfilter_geometry_problem(rbits, slot_bits, page_bits, area_bytes);
-	if (problem)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid quotient filter"),
-				 errdetail_internal("%s", problem)));
+	qfilter_check_geometry(rbits, slot_bits, page_bits, area_bytes);
 
 	/*
 	 * The header alone can ask for 2^16 areas (535 MB) in a few dozen
@@ -397,8 +393,8 @@ qfilter_in(PG_FUNCTION_ARGS)
 		pfree(scratch);
 	}
 
-	qf = qfilter_alloc(version, elemtype, seed, rbits, slot_bits,
-							  page_bits, area_bytes, capacity, fp_rate, total);
+	qf = qfilter_alloc(QFILTER_VERSION, elemtype, seed, rbits, slot_bits,
+					   page_bits, area_bytes, capacity, fp_rate, total);
 
 	qfilter_decode_areas(&ps, npages, (unsigned char *) qf->areas,
 						 qf->area_bytes);
@@ -418,41 +414,15 @@ qfilter_send(PG_FUNCTION_ARGS)
 {
 	QFilterData *qf = PG_GETARG_QFILTER_P(0);
 	StringInfoData buf;
-	char	   *tname;
-	char	   *cname = NULL;
-	int			cnamelen = 0;
 	Size		nbytes;
 
 	qfilter_check_header(qf);
 	nbytes = VARSIZE(qf) - QFILTER_HEADER_SIZE;
 
-	/* the key type name in the client encoding, as pq_sendcountedtext would */
-	tname = ss_elemtype_out(qf->elemtype);
-	if (tname)
-	{
-		cname = pg_server_to_client(tname, strlen(tname));
-		cnamelen = strlen(cname);
-	}
-
-	/*
-	 * Allocate the exact size up front, so that a large filter is not
-	 * rounded up to MaxAllocSize by the StringInfo's doubling.
-	 */
-	buf.maxlen = VARHDRSZ + 2 * sizeof(int32) + cnamelen +
-		5 * sizeof(uint32) + sizeof(int64) + sizeof(float8) +
-		sizeof(uint64) + nbytes + 1;
-	buf.data = palloc(buf.maxlen);
-	buf.len = VARHDRSZ;
-	buf.cursor = 0;
-
-	pq_sendint32(&buf, qf->version);
-	if (tname)
-	{
-		pq_sendint32(&buf, cnamelen);
-		pq_sendbytes(&buf, cname, cnamelen);
-	}
-	else
-		pq_sendint32(&buf, -1);
+	/* after the head: fixed fields, then the areas */
+	ss_binary_begin(&buf, qf->version, qf->elemtype,
+					5 * sizeof(uint32) + sizeof(int64) + sizeof(float8) +
+					sizeof(uint64) + nbytes);
 	pq_sendint32(&buf, qf->seed);
 	pq_sendint32(&buf, qf->rbits);
 	pq_sendint32(&buf, qf->slot_bits);
@@ -471,9 +441,7 @@ Datum
 qfilter_recv(PG_FUNCTION_ARGS)
 {
 	StringInfo	buf = (StringInfo) PG_GETARG_POINTER(0);
-	uint32		version;
-	int32		namelen;
-	Oid			elemtype = InvalidOid;
+	Oid			elemtype;
 	uint32		seed;
 	uint32		rbits;
 	uint32		slot_bits;
@@ -482,29 +450,10 @@ qfilter_recv(PG_FUNCTION_ARGS)
 	int64		capacity;
 	double		fp_rate;
 	uint64		total;
-	char	   *problem;
 	QFilterData *qf;
 	Size		size;
 
-	version = pq_getmsgint(buf, 4);
-	if (version != QFILTER_VERSION)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("unsupported quotient filter format version %u", version),
-				 errdetail("This version of streamsketch reads format version %d.",
-						   QFILTER_VERSION)));
-	namelen = (int32) pq_getmsgint(buf, 4);
-	if (namelen < -1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("invalid key type name length %d in binary quotient filter",
-						namelen)));
-	if (namelen >= 0)
-	{
-		int			nbytes;
-
-		elemtype = ss_elemtype_in(pq_getmsgtext(buf, namelen, &nbytes));
-	}
+	elemtype = ss_binary_read_head(buf, QFILTER_VERSION, "quotient filter");
 	seed = pq_getmsgint(buf, 4);
 	rbits = pq_getmsgint(buf, 4);
 	slot_bits = pq_getmsgint(buf, 4);
@@ -516,13 +465,8 @@ qfilter_recv(PG_FUNCTION_ARGS)
 
 	/* validate the geometry and the length before allocating */
 	/* as int32, so that the message shows what the input said */
-	problem = qfilter_geometry_problem((int32) rbits, (int32) slot_bits,
-									   (int32) page_bits, area_bytes);
-	if (problem)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid quotient filter"),
-				 errdetail_internal("%s", problem)));
+	qfilter_check_geometry((int32) rbits, (int32) slot_bits,
+						   (int32) page_bits, area_bytes);
 	size = qfilter_value_size((int) page_bits);
 	if ((Size) (buf->len - buf->cursor) != size - QFILTER_HEADER_SIZE)
 		ereport(ERROR,
@@ -531,8 +475,8 @@ qfilter_recv(PG_FUNCTION_ARGS)
 				 errdetail("%d bytes of areas follow the header, but the filter has %zu.",
 						   buf->len - buf->cursor, size - QFILTER_HEADER_SIZE)));
 
-	qf = qfilter_alloc(version, elemtype, seed, rbits, slot_bits,
-							  page_bits, area_bytes, capacity, fp_rate, total);
+	qf = qfilter_alloc(QFILTER_VERSION, elemtype, seed, rbits, slot_bits,
+					   page_bits, area_bytes, capacity, fp_rate, total);
 	pq_copymsgbytes(buf, qf->areas, size - QFILTER_HEADER_SIZE);
 	qfilter_areas_swap_external(qf->areas, qfilter_npages(qf));
 	qfilter_check(qf);

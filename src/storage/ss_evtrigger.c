@@ -618,110 +618,112 @@ check_row_type_users(List *cmds, Oid named, List *reached)
 
 /* ---- the state a structure must keep ---- */
 
+/* What names a catalog row in a refusal, or NULL to look further. */
+typedef char *(*DescribeRowFn) (HeapTuple tup);
+
+/*
+ * The first row of catalog whose oid column keyatt is relid (by the
+ * catalog's index indexid) that describe names, or NULL: a structure's
+ * trigger, rule, constraint or index.
+ */
 static char *
-first_trigger(Oid relid)
+first_row_named(Oid relid, Oid catalog, Oid indexid, AttrNumber keyatt,
+				DescribeRowFn describe)
 {
-	Relation	rel = table_open(TriggerRelationId, AccessShareLock);
+	Relation	rel = table_open(catalog, AccessShareLock);
 	ScanKeyData key;
 	SysScanDesc scan;
 	HeapTuple	tup;
 	char	   *result = NULL;
 
-	ScanKeyInit(&key, Anum_pg_trigger_tgrelid, BTEqualStrategyNumber,
+	ScanKeyInit(&key, keyatt, BTEqualStrategyNumber,
 				F_OIDEQ, ObjectIdGetDatum(relid));
-	scan = systable_beginscan(rel, TriggerRelidNameIndexId, true, NULL, 1, &key);
-	if (HeapTupleIsValid(tup = systable_getnext(scan)))
-		result = psprintf("trigger \"%s\"",
-						  NameStr(((Form_pg_trigger) GETSTRUCT(tup))->tgname));
+	scan = systable_beginscan(rel, indexid, true, NULL, 1, &key);
+	while (result == NULL && HeapTupleIsValid(tup = systable_getnext(scan)))
+		result = describe(tup);
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 	return result;
 }
 
 static char *
+describe_trigger(HeapTuple tup)
+{
+	return psprintf("trigger \"%s\"",
+					NameStr(((Form_pg_trigger) GETSTRUCT(tup))->tgname));
+}
+
+static char *
+first_trigger(Oid relid)
+{
+	return first_row_named(relid, TriggerRelationId, TriggerRelidNameIndexId,
+						   Anum_pg_trigger_tgrelid, describe_trigger);
+}
+
+static char *
+describe_rule(HeapTuple tup)
+{
+	return psprintf("rule \"%s\"",
+					NameStr(((Form_pg_rewrite) GETSTRUCT(tup))->rulename));
+}
+
+static char *
 first_rule(Oid relid)
 {
-	Relation	rel = table_open(RewriteRelationId, AccessShareLock);
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
-	char	   *result = NULL;
+	return first_row_named(relid, RewriteRelationId, RewriteRelRulenameIndexId,
+						   Anum_pg_rewrite_ev_class, describe_rule);
+}
 
-	ScanKeyInit(&key, Anum_pg_rewrite_ev_class, BTEqualStrategyNumber,
-				F_OIDEQ, ObjectIdGetDatum(relid));
-	scan = systable_beginscan(rel, RewriteRelRulenameIndexId, true, NULL, 1, &key);
-	if (HeapTupleIsValid(tup = systable_getnext(scan)))
-		result = psprintf("rule \"%s\"",
-						  NameStr(((Form_pg_rewrite) GETSTRUCT(tup))->rulename));
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return result;
+static char *
+describe_constraint(HeapTuple tup)
+{
+	Form_pg_constraint con = (Form_pg_constraint) GETSTRUCT(tup);
+	const char *kind;
+
+	switch (con->contype)
+	{
+		case CONSTRAINT_CHECK:
+			kind = "CHECK";
+			break;
+		case CONSTRAINT_UNIQUE:
+			kind = "UNIQUE";
+			break;
+		case CONSTRAINT_PRIMARY:
+			kind = "PRIMARY KEY";
+			break;
+		case CONSTRAINT_FOREIGN:
+			kind = "FOREIGN KEY";
+			break;
+		case CONSTRAINT_EXCLUSION:
+			kind = "EXCLUDE";
+			break;
+		default:
+			return NULL;		/* other kinds: look further */
+	}
+	return psprintf("%s constraint \"%s\"", kind, NameStr(con->conname));
 }
 
 /* The first CHECK, UNIQUE, PRIMARY KEY, FOREIGN KEY or EXCLUDE constraint. */
 static char *
 first_constraint(Oid relid)
 {
-	Relation	rel = table_open(ConstraintRelationId, AccessShareLock);
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
-	char	   *result = NULL;
+	return first_row_named(relid, ConstraintRelationId,
+						   ConstraintRelidTypidNameIndexId,
+						   Anum_pg_constraint_conrelid, describe_constraint);
+}
 
-	ScanKeyInit(&key, Anum_pg_constraint_conrelid, BTEqualStrategyNumber,
-				F_OIDEQ, ObjectIdGetDatum(relid));
-	scan = systable_beginscan(rel, ConstraintRelidTypidNameIndexId, true,
-							  NULL, 1, &key);
-	while (result == NULL && HeapTupleIsValid(tup = systable_getnext(scan)))
-	{
-		Form_pg_constraint con = (Form_pg_constraint) GETSTRUCT(tup);
-		const char *kind;
-
-		switch (con->contype)
-		{
-			case CONSTRAINT_CHECK:
-				kind = "CHECK";
-				break;
-			case CONSTRAINT_UNIQUE:
-				kind = "UNIQUE";
-				break;
-			case CONSTRAINT_PRIMARY:
-				kind = "PRIMARY KEY";
-				break;
-			case CONSTRAINT_FOREIGN:
-				kind = "FOREIGN KEY";
-				break;
-			case CONSTRAINT_EXCLUSION:
-				kind = "EXCLUDE";
-				break;
-			default:
-				continue;
-		}
-		result = psprintf("%s constraint \"%s\"", kind, NameStr(con->conname));
-	}
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return result;
+static char *
+describe_index(HeapTuple tup)
+{
+	return psprintf("index \"%s\"",
+					get_rel_name(((Form_pg_index) GETSTRUCT(tup))->indexrelid));
 }
 
 static char *
 first_index(Oid relid)
 {
-	Relation	rel = table_open(IndexRelationId, AccessShareLock);
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
-	char	   *result = NULL;
-
-	ScanKeyInit(&key, Anum_pg_index_indrelid, BTEqualStrategyNumber,
-				F_OIDEQ, ObjectIdGetDatum(relid));
-	scan = systable_beginscan(rel, IndexIndrelidIndexId, true, NULL, 1, &key);
-	if (HeapTupleIsValid(tup = systable_getnext(scan)))
-		result = psprintf("index \"%s\"",
-						  get_rel_name(((Form_pg_index) GETSTRUCT(tup))->indexrelid));
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return result;
+	return first_row_named(relid, IndexRelationId, IndexIndrelidIndexId,
+						   Anum_pg_index_indrelid, describe_index);
 }
 
 /*

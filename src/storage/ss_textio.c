@@ -11,6 +11,8 @@
 #include <math.h>
 
 #include "lib/stringinfo.h"
+#include "libpq/pqformat.h"
+#include "mb/pg_wchar.h"
 #include "ss_textio.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
@@ -133,6 +135,48 @@ ss_text_parse_quoted(SSTextParser *ps)
 }
 
 /*
+ * ERROR (sqlerrcode) unless the format version got of an external form is
+ * version, the only one this build reads.
+ */
+static void
+ss_check_format_version(uint32 got, uint32 version, const char *what,
+						int sqlerrcode)
+{
+	if (got != version)
+		ereport(ERROR,
+				(errcode(sqlerrcode),
+				 errmsg("unsupported %s format version %u", what, got),
+				 errdetail("This version of streamsketch reads format version %d.",
+						   (int) version)));
+}
+
+/*
+ * The leading "version=<n>" of a text form, which must be version (what
+ * names the type in the message: "count-min sketch").
+ */
+void
+ss_text_parse_version(SSTextParser *ps, uint32 version, const char *what)
+{
+	ss_text_expect(ps, "version=");
+	ss_check_format_version((uint32) ss_text_parse_unsigned(ps, "version",
+															PG_UINT32_MAX),
+							version, what, ERRCODE_INVALID_TEXT_REPRESENTATION);
+}
+
+/*
+ * The optional ' type="name"' of a text form (ss_text_append_elemtype):
+ * the key type, or InvalidOid without one.
+ */
+Oid
+ss_text_parse_elemtype(SSTextParser *ps)
+{
+	if (strncmp(ps->p, " type=", 6) != 0)
+		return InvalidOid;
+	ps->p += 6;
+	return ss_elemtype_in(ss_text_parse_quoted(ps));
+}
+
+/*
  * The key type's name for the external forms: schema-qualified (so that it
  * does not depend on search_path), or the OID of a dropped type, like
  * regtypeout.  NULL when the value has no key type.
@@ -213,4 +257,65 @@ ss_elemtype_in(char *name)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("type with OID %u does not exist", typid)));
 	return typid;
+}
+
+/*
+ * The key type travels by name rather than by OID so that values can move
+ * between databases where a user-defined key type has another OID.  The
+ * buffer is allocated to its exact size up front (buf->maxlen: the varlena
+ * header, the head, rest and a terminating byte), so that a large value is
+ * not rounded up to MaxAllocSize by the StringInfo's doubling; the caller
+ * sends exactly rest bytes more and ends with pq_endtypsend.
+ */
+void
+ss_binary_begin(StringInfo buf, uint32 version, Oid elemtype, Size rest)
+{
+	char	   *tname;
+	char	   *cname = NULL;
+	int			cnamelen = 0;
+
+	/* the key type name in the client encoding, as pq_sendcountedtext would */
+	tname = ss_elemtype_out(elemtype);
+	if (tname)
+	{
+		cname = pg_server_to_client(tname, strlen(tname));
+		cnamelen = strlen(cname);
+	}
+
+	buf->maxlen = VARHDRSZ + 2 * sizeof(int32) + cnamelen + rest + 1;
+	buf->data = palloc(buf->maxlen);
+	buf->len = VARHDRSZ;
+	buf->cursor = 0;
+
+	pq_sendint32(buf, version);
+	if (tname)
+	{
+		pq_sendint32(buf, cnamelen);
+		pq_sendbytes(buf, cname, cnamelen);
+	}
+	else
+		pq_sendint32(buf, -1);
+}
+
+Oid
+ss_binary_read_head(StringInfo buf, uint32 version, const char *what)
+{
+	int32		namelen;
+	Oid			elemtype = InvalidOid;
+
+	ss_check_format_version(pq_getmsgint(buf, 4), version, what,
+							ERRCODE_INVALID_BINARY_REPRESENTATION);
+	namelen = (int32) pq_getmsgint(buf, 4);
+	if (namelen < -1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("invalid key type name length %d in binary %s",
+						namelen, what)));
+	if (namelen >= 0)
+	{
+		int			nbytes;
+
+		elemtype = ss_elemtype_in(pq_getmsgtext(buf, namelen, &nbytes));
+	}
+	return elemtype;
 }
