@@ -35,8 +35,6 @@
 
 PG_FUNCTION_INFO_V1(bcms_handler);
 
-static TableAmRoutine bcms_routine;
-static bool bcms_routine_ready = false;
 
 /*
  * Compute the page geometry from the parameters, validating them.  The
@@ -281,6 +279,10 @@ static const SSParam bcms_params[] = {
 	.min = 0, .max = PG_UINT32_MAX, .boot = SS_DEFAULT_SEED, .internal = true},
 };
 
+static void bcms_tuple_insert(Relation rel, TupleTableSlot *slot,
+				CommandId cid, int options,
+				struct BulkInsertStateData *bistate);
+
 static const uint16 bcms_page_types[] = {SS_PAGE_BCMS_SKETCH, SS_PAGE_BCMS_BUFFER};
 
 const SSStructure bcms_structure = {
@@ -302,6 +304,7 @@ const SSStructure bcms_structure = {
 	.params = bcms_params,
 	.nparams = lengthof(bcms_params),
 	.check_params = bcms_check_params,
+	.tuple_insert = bcms_tuple_insert,
 };
 
 /* The relation's parameters and column info (ss_get_state). */
@@ -339,13 +342,6 @@ bcms_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 Datum
 bcms_handler(PG_FUNCTION_ARGS)
 {
-	if (!bcms_routine_ready)
-	{
-		MemSet(&bcms_routine, 0, sizeof(bcms_routine));
-		ss_tableam_init_common(&bcms_routine, &bcms_structure);
-		bcms_routine.tuple_insert = bcms_tuple_insert;
-		bcms_routine_ready = true;
-	}
-	PG_RETURN_POINTER(&bcms_routine);
+	PG_RETURN_POINTER(ss_tableam_routine(&bcms_structure));
 }
 

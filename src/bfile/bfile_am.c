@@ -490,6 +490,10 @@ bfile_init_meta(const void *stp, void *metap)
 
 static bool bfile_consolidate(SSConsolidation *c);
 
+static void bfile_tuple_insert(Relation rel, TupleTableSlot *slot,
+				CommandId cid, int options,
+				struct BulkInsertStateData *bistate);
+
 static const uint16 bfile_page_types[] = {SS_PAGE_BFILE};
 
 const SSStructure bfile_structure = {
@@ -511,6 +515,7 @@ const SSStructure bfile_structure = {
 	.nparams = lengthof(bfile_params),
 	.check_params = bfile_check_params,
 	.scan = &bfile_scan_ops,
+	.tuple_insert = bfile_tuple_insert,
 };
 
 BfileState *
@@ -780,20 +785,11 @@ bfile_consolidate(SSConsolidation *c)
 
 /* ---- the handler and the settings ---- */
 
-static TableAmRoutine bfile_routine;
-static bool bfile_routine_ready = false;
 
 Datum
 bfile_handler(PG_FUNCTION_ARGS)
 {
-	if (!bfile_routine_ready)
-	{
-		MemSet(&bfile_routine, 0, sizeof(bfile_routine));
-		ss_tableam_init_common(&bfile_routine, &bfile_structure);
-		bfile_routine.tuple_insert = bfile_tuple_insert;
-		bfile_routine_ready = true;
-	}
-	PG_RETURN_POINTER(&bfile_routine);
+	PG_RETURN_POINTER(ss_tableam_routine(&bfile_structure));
 }
 
 /* every SET starts the sequence again, so that sessions repeat it */

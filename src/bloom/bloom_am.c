@@ -33,8 +33,6 @@
 
 PG_FUNCTION_INFO_V1(bloom_filter_handler);
 
-static TableAmRoutine bloom_routine;
-static bool bloom_routine_ready = false;
 
 const char *
 bloom_mode_name(uint32 mode)
@@ -274,6 +272,10 @@ static const SSParam bloom_params[] = {
 	.min = 0, .max = PG_UINT32_MAX, .boot = SS_DEFAULT_SEED, .internal = true},
 };
 
+static void bloom_tuple_insert(Relation rel, TupleTableSlot *slot,
+				CommandId cid, int options,
+				struct BulkInsertStateData *bistate);
+
 static const uint16 bloom_page_types[] = {SS_PAGE_BLOOM_BITS, SS_PAGE_BLOOM_BUFFER};
 
 const SSStructure bloom_structure = {
@@ -295,6 +297,7 @@ const SSStructure bloom_structure = {
 	.params = bloom_params,
 	.nparams = lengthof(bloom_params),
 	.check_params = bloom_check_params,
+	.tuple_insert = bloom_tuple_insert,
 };
 
 /* Parameters and column info (ss_get_state). */
@@ -321,12 +324,5 @@ bloom_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 Datum
 bloom_filter_handler(PG_FUNCTION_ARGS)
 {
-	if (!bloom_routine_ready)
-	{
-		MemSet(&bloom_routine, 0, sizeof(bloom_routine));
-		ss_tableam_init_common(&bloom_routine, &bloom_structure);
-		bloom_routine.tuple_insert = bloom_tuple_insert;
-		bloom_routine_ready = true;
-	}
-	PG_RETURN_POINTER(&bloom_routine);
+	PG_RETURN_POINTER(ss_tableam_routine(&bloom_structure));
 }

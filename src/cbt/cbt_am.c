@@ -464,6 +464,10 @@ static const SSParam cbt_params[] = {
 
 static bool cbt_consolidate(SSConsolidation *c);
 
+static void cbt_tuple_insert(Relation rel, TupleTableSlot *slot,
+				CommandId cid, int options,
+				struct BulkInsertStateData *bistate);
+
 static const uint16 cbt_page_types[] = {SS_PAGE_CBT_NODE, SS_PAGE_CBT_FRAGMENT, SS_PAGE_CBT_FREE};	/* not CBT_FREE_PAGE_TYPE_EARLIER, which only a cbt reads */
 
 const SSStructure cbt_structure = {
@@ -489,6 +493,7 @@ const SSStructure cbt_structure = {
 	.label_set = cbt_label_set,
 	.rebind = cbt_rebind,
 	.scan = &cbt_scan_ops,
+	.tuple_insert = cbt_tuple_insert,
 };
 
 CbtState *
@@ -977,20 +982,11 @@ cbt_consolidate(SSConsolidation *c)
 
 /* ---- the handler and the settings ---- */
 
-static TableAmRoutine cbt_routine;
-static bool cbt_routine_ready = false;
 
 Datum
 cbt_handler(PG_FUNCTION_ARGS)
 {
-	if (!cbt_routine_ready)
-	{
-		MemSet(&cbt_routine, 0, sizeof(cbt_routine));
-		ss_tableam_init_common(&cbt_routine, &cbt_structure);
-		cbt_routine.tuple_insert = cbt_tuple_insert;
-		cbt_routine_ready = true;
-	}
-	PG_RETURN_POINTER(&cbt_routine);
+	PG_RETURN_POINTER(ss_tableam_routine(&cbt_structure));
 }
 
 /* Called by _PG_init; the parameters' settings come from cbt_params. */

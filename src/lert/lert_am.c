@@ -35,8 +35,6 @@
 
 PG_FUNCTION_INFO_V1(lert_handler);
 
-static TableAmRoutine lert_routine;
-static bool lert_routine_ready = false;
 
 /* bytes of level 0 per key a level-0 capacity is computed with */
 #define LERT_LEVEL0_BYTES_PER_KEY	64
@@ -519,6 +517,10 @@ static const SSParam lert_params[] = {
 
 static void lert_init(void);
 
+static void lert_tuple_insert(Relation rel, TupleTableSlot *slot,
+				CommandId cid, int options,
+				struct BulkInsertStateData *bistate);
+
 static const uint16 lert_page_types[] = {SS_PAGE_LERT_LEVEL0, SS_PAGE_LERT_RUN, SS_PAGE_LERT_INDEX, SS_PAGE_LERT_REPORT, SS_PAGE_LERT_FILTER, SS_PAGE_LERT_FREE};
 
 const SSStructure lert_structure = {
@@ -543,6 +545,7 @@ const SSStructure lert_structure = {
 	.nparams = lengthof(lert_params),
 	.check_params = lert_check_params,
 	.scan = &lert_scan_ops,
+	.tuple_insert = lert_tuple_insert,
 };
 
 LertState *
@@ -857,14 +860,7 @@ lert_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 Datum
 lert_handler(PG_FUNCTION_ARGS)
 {
-	if (!lert_routine_ready)
-	{
-		MemSet(&lert_routine, 0, sizeof(lert_routine));
-		ss_tableam_init_common(&lert_routine, &lert_structure);
-		lert_routine.tuple_insert = lert_tuple_insert;
-		lert_routine_ready = true;
-	}
-	PG_RETURN_POINTER(&lert_routine);
+	PG_RETURN_POINTER(ss_tableam_routine(&lert_structure));
 }
 
 /* ---- test-only settings (streamsketch.test_lert_*) ---- */

@@ -206,6 +206,10 @@ typedef struct SSStructure
 	 */
 	void		(*rebind) (Relation rel);
 	const struct SSScanOps *scan;	/* optional: the rows a scan returns */
+	/* INSERT and COPY: one row of the stream */
+	void		(*tuple_insert) (Relation rel, struct TupleTableSlot *slot,
+								 CommandId cid, int options,
+								 struct BulkInsertStateData *bistate);
 } SSStructure;
 
 /* ss_structure.c: the parameter table's uses */

@@ -934,6 +934,34 @@ ss_int_datum(Oid inttype, Datum d)
 	}
 }
 
+#define SS_MAX_STRUCTURES 16
+
+/*
+ * The table AM routine of structure s, built once: its access method's
+ * handler returns it.  (The quotient filter family builds one per kind,
+ * with ss_tableam_init_common.)
+ */
+const TableAmRoutine *
+ss_tableam_routine(const SSStructure *s)
+{
+	static TableAmRoutine routines[SS_MAX_STRUCTURES];
+	static const SSStructure *routine_of[SS_MAX_STRUCTURES];
+	static int	nroutines = 0;
+	TableAmRoutine *r;
+
+	for (int i = 0; i < nroutines; i++)
+		if (routine_of[i] == s)
+			return &routines[i];
+	if (nroutines == SS_MAX_STRUCTURES)
+		elog(ERROR, "too many streamsketch structures");
+	r = &routines[nroutines];
+	MemSet(r, 0, sizeof(*r));
+	ss_tableam_init_common(r, s);
+	r->tuple_insert = s->tuple_insert;
+	routine_of[nroutines++] = s;
+	return r;
+}
+
 /*
  * Fill the callbacks common to all structures, and register ops as the
  * structure of routine r.  The caller sets tuple_insert and may override

@@ -28,6 +28,7 @@ struct SSStructure;
 struct SSConsolidation;
 extern void ss_tableam_init_common(TableAmRoutine *routine,
 								   const struct SSStructure *ops);
+extern const TableAmRoutine *ss_tableam_routine(const struct SSStructure *s);
 extern bool ss_relation_is_new(Relation rel);
 extern bool ss_relam_is_streamsketch(Oid amoid);
 extern bool ss_scan_claim(TableScanDesc scan);
