@@ -12,7 +12,7 @@
 #   unit       C unit tests of the quotient filter core, test/unit, and
 #              scripts/check_docs.sh (links, no issue numbers, every SQL
 #              function documented)
-#   assert     regress and isolation again against an assert-enabled
+#   assert     regress, isolation and TAP 024 again against an assert-enabled
 #              PostgreSQL 15 built from Debian's source (scripts/assert-pg.sh),
 #              on a cluster that allows prepared transactions: the twophase
 #              test must run its two-phase commits there (twophase.out)
@@ -496,6 +496,28 @@ run_assert() {
 			print_file "$atree/$([ $name = regress ] || echo test/output_iso/)regression.diffs" 400
 		fi
 	done
+	# TRUNCATE of damaged structures: the read of a damaged metapage fails
+	# with its buffer pinned and locked, which only an assert-enabled
+	# server checks is cleaned up (its own clusters; PostgreSQL's TAP
+	# modules come from the Debian package)
+	ss_log "assert: TAP 024 (TRUNCATE of damaged structures) against the assert-enabled server"
+	ss_as_pg PERL5LIB="$(pg_config --pgxs | sed 's|/makefiles/pgxs.mk$||')/test/perl" \
+		timeout -k 60 15m make -C "$atree" --no-print-directory \
+		PG_CONFIG="$SS_ASSERT_PG_CONFIG" installcheck REGRESS= ISOLATION= \
+		enable_tap_tests=yes PROVE=/usr/bin/prove \
+		PROVE_TESTS=test/t/024_truncate_damaged.pl >"$WORK/assert-tap.out" 2>&1
+	rc=$?
+	if [ "$rc" -eq 0 ] && grep -q '^Result: PASS' "$WORK/assert-tap.out" &&
+		! grep -qE 'TRAP:|refcount leak|terminated by signal' \
+			"$atree"/tmp_check/log/024_*.log; then
+		count "assert-build TAP files" 1 0
+	else
+		print_file "$WORK/assert-tap.out" 100
+		grep -hnE -B2 -A8 'TRAP:|refcount leak|terminated by signal' \
+			"$atree"/tmp_check/log/024_*.log | tail -n 40
+		count "assert-build TAP files" 0 1
+		suite_failed assert-tap
+	fi
 	# pg_regress accepts either of twophase's outputs: this cluster allows
 	# prepared transactions, so passing with the output of a server that
 	# refuses them (compared ignoring white space, as pg_regress does) means
@@ -631,7 +653,7 @@ echo "====================================================================="
 kinds=
 for k in "pg_regress tests" "isolation specs" "TAP files" "unit test programs" \
 	"assert-build pg_regress tests" "assert-build isolation specs" \
-	"assert-build suites"; do
+	"assert-build TAP files" "assert-build suites"; do
 	[ -n "${KIND_COUNTS[$k]:-}" ] || continue
 	kinds+="${kinds:+, }$k ${KIND_COUNTS[$k]% *} passed/${KIND_COUNTS[$k]#* } failed"
 done
