@@ -293,9 +293,25 @@ stream_read(BatchStream *s, char *dst, Size n)
 static void
 stream_end(BatchStream *s)
 {
+	/*
+	 * A record produced piece by piece may end with empty pieces not yet
+	 * taken: an aligned payload's padding, or an empty payload.
+	 */
+	while (s->piece_left == 0 && s->next != NEXT_RECORD)
+	{
+		if (s->next == NEXT_PAYLOAD)
+		{
+			s->piece_left = s->rh.len;
+			s->next = NEXT_PADDING;
+		}
+		else
+		{
+			s->piece_left = MAXALIGN(s->rh.len) - s->rh.len;
+			s->next = NEXT_RECORD;
+		}
+	}
 	if (s->produced != s->total || s->piece_left != 0 ||
-		s->next != NEXT_RECORD || stream_next_record(s) ||
-		s->nread != s->bh.nrecords)
+		stream_next_record(s) || s->nread != s->bh.nrecords)
 		stream_changed(s->rel);
 	ss_pending_iter_end(&s->it);
 }

@@ -21,7 +21,9 @@
 #     next commits (which reuse what the failed append left) are exact on
 #     both nodes;
 #  c. a batch that fits the tail page still commits with one WAL record
-#     for the log (the tail page and the metapage together).
+#     for the log (the tail page and the metapage together);
+#  d. a record larger than what is built at once (a bcms_merge of a
+#     1 MB sketch), last in its batch or not, is counted exactly.
 
 use strict;
 use warnings;
@@ -210,5 +212,26 @@ is( $node->safe_psql(
 	'a batch that fits the tail page is one generic WAL record');
 $per_key{cb} += 2;
 check_both('after small batches');
+
+# ---------------------------------------------------------------------
+# d. A record larger than a build chunk (a bcms_merge of a 1 MB sketch) is
+# produced piece by piece across chunks, last in its batch or followed
+# by rows.
+# ---------------------------------------------------------------------
+my $merge = "SELECT bcms_merge('cm', cms_agg('page' || g % 1000, 0.0001, 0.01)) "
+  . "FROM generate_series(1, 10000) g;\n";
+$node->safe_psql('postgres',
+	"SELECT bcms_create('cm', 'text', epsilon => 0.0001, delta => 0.01);\n"
+	  . $merge
+	  . "BEGIN;\n$merge"
+	  . "INSERT INTO cm SELECT 'page42' FROM generate_series(1, 5);\nCOMMIT;\n"
+	  . "BEGIN;\nINSERT INTO cm SELECT 'page42' FROM generate_series(1, 5);\n"
+	  . $merge . "COMMIT;\n");
+$node->wait_for_catchup($standby, 'replay', $node->lsn('insert'));
+foreach my $n ($node, $standby)
+{
+	is($n->safe_psql('postgres', "SELECT bcms_estimate('cm', 'page42'::text)"),
+		40, $n->name . ': merges larger than a build chunk are counted exactly');
+}
 
 done_testing();
