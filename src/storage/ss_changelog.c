@@ -11,9 +11,12 @@
  * new positions, which is how a reader that followed a stale pointer finds
  * out (a page's first_pos is never the one it expected).
  *
- * An append that crashes leaves bytes past the end, on the tail page and on
- * pages linked after it; they are overwritten by the next append, which
- * reuses those pages.  Consolidation that crashes after moving the head but
+ * An append that crashes before it reserved its batch's range leaves bytes
+ * past the end, on the tail page and on pages linked after it; they are
+ * overwritten by the next append, which reuses those pages.  One that
+ * fails after (ss_logappend.c) leaves a batch, partly written, whose
+ * transaction never commits: read past by its header's length and dropped,
+ * as any aborted batch.  Consolidation that crashes after moving the head but
  * before freeing the pages behind it loses those pages until VACUUM FULL.
  *
  *-------------------------------------------------------------------------
@@ -51,6 +54,9 @@
 /* streamsketch.test_fail_after_log_append (tests only) */
 int			ss_test_fail_after_append = SS_FAIL_NONE;
 
+/* streamsketch.test_fail_during_log_append (tests only) */
+int			ss_test_fail_during_append = SS_APPEND_FAIL_NONE;
+
 /* streamsketch.test_crash_before_log_truncate (tests only) */
 static bool test_crash_before_truncate = false;
 
@@ -61,6 +67,15 @@ static const struct config_enum_entry fail_options[] = {
 	{NULL, 0, false}
 };
 
+static const struct config_enum_entry append_fail_options[] = {
+	{"none", SS_APPEND_FAIL_NONE, false},
+	{"error_linking", SS_APPEND_FAIL_ERROR_LINKING, false},
+	{"panic_linking", SS_APPEND_FAIL_PANIC_LINKING, false},
+	{"error_filling", SS_APPEND_FAIL_ERROR_FILLING, false},
+	{"panic_filling", SS_APPEND_FAIL_PANIC_FILLING, false},
+	{NULL, 0, false}
+};
+
 void
 ss_log_init(void)
 {
@@ -68,6 +83,13 @@ ss_log_init(void)
 							 "Fails each commit right after it appended its change-log batch (for tests only).",
 							 "\"error\" raises an error, \"panic\" stops the server, between the batch's WAL and the commit record.",
 							 &ss_test_fail_after_append, SS_FAIL_NONE, fail_options,
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	DefineCustomEnumVariable("streamsketch.test_fail_during_log_append",
+							 "Fails each commit whose change-log batch needs new log pages in the middle of its append (for tests only).",
+							 "\"error_linking\" and \"panic_linking\" raise an error or stop the server once the first of several WAL records that link the batch's pages is written, before the log's end moves; "
+							 "\"error_filling\" and \"panic_filling\" once the batch is part of the log and bytes of it remain to be written (a batch larger than 32 log pages).",
+							 &ss_test_fail_during_append, SS_APPEND_FAIL_NONE,
+							 append_fail_options,
 							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 	DefineCustomBoolVariable("streamsketch.test_crash_before_log_truncate",
 							 "Stops the server when VACUUM has logged giving back a free tail of log pages, before it truncates the file (for tests only).",

@@ -40,14 +40,22 @@
  * (ss_log_advance_to), and a round (consolidate) brings every lane to its
  * end.
  *
- * Locking: appenders serialize on a heavyweight page lock
- * (SS_LOG_APPEND_LOCK), consolidators on another (SS_LOG_CONSOLIDATE_LOCK);
- * neither is held by readers.  A lane's lock comes after the
- * consolidation lock, the append lock after both.  Buffer locks: log
- * pages in chain order (an append that starts a page locks the tail, then
- * the new page), then the metapage, when they change in one WAL record;
- * a structure's partition pages are locked by its callbacks, never
- * together with a log page.
+ * Locking.  The append lock (SS_LOG_APPEND_LOCK, a heavyweight page lock)
+ * guards the metapage's log end and tail, the free list and alloc_end: an
+ * appender holds it only to reserve its batch's range of the log (its
+ * pages are built before and filled after, ss_logappend.c), consolidation
+ * to move the head and free pages, ss_log_alloc_run to reserve blocks.
+ * Consolidators serialize on SS_LOG_CONSOLIDATE_LOCK; a reader takes it
+ * only conditionally, to consolidate, and holds no lock while it reads.
+ * Heavyweight lock order: the consolidation lock, then a lane's lock or a
+ * structure's own (a quotient filter's metapage page lock), then the
+ * append lock, under which only the relation extension lock is taken.
+ * Buffer locks: in one WAL record, log pages in chain order (the previous
+ * page, then the new ones), then the metapage; every page of the record is
+ * pinned (read from disk if need be) before the first is locked, so no
+ * content lock is held across another page's I/O; a share lock on one log
+ * page is taken alone.  A structure's partition pages are locked by its
+ * callbacks, never together with a log page.
  *
  *-------------------------------------------------------------------------
  */

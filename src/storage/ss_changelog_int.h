@@ -29,6 +29,18 @@ typedef enum
 
 extern int	ss_test_fail_after_append;
 
+/* streamsketch.test_fail_during_log_append (tests only, ss_logappend.c) */
+typedef enum
+{
+	SS_APPEND_FAIL_NONE,
+	SS_APPEND_FAIL_ERROR_LINKING,	/* pages linked past the log's end */
+	SS_APPEND_FAIL_PANIC_LINKING,
+	SS_APPEND_FAIL_ERROR_FILLING,	/* the batch in the log, not all written */
+	SS_APPEND_FAIL_PANIC_FILLING
+} SSAppendFailPoint;
+
+extern int	ss_test_fail_during_append;
+
 static inline SSLogPageHeader *
 ss_log_page_header(Page page)
 {
