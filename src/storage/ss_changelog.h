@@ -130,7 +130,22 @@ typedef void (*SSLogRecordFn) (uint64 pos, const SSPendingHeader *hdr,
 struct SSStructure;
 
 extern void ss_log_init(void);
-extern void ss_log_append(Relation rel);
+/*
+ * Where an append takes a transaction's records from: nrecords records of
+ * log_bytes bytes in the log (ss_log_record_size), returned in order by
+ * next(arg, ...) until it returns false.  The pending changes of
+ * ss_pending.c are the only source; it calls the appender, which does not
+ * call it back.
+ */
+typedef struct SSLogSource
+{
+	uint64		nrecords;
+	uint64		log_bytes;
+	void	   *arg;
+	bool		(*next) (void *arg, SSPendingHeader *hdr, char **payload);
+} SSLogSource;
+
+extern void ss_log_append(Relation rel, const SSLogSource *src);
 extern void ss_log_meta(Relation rel, SSLogMeta *log);
 extern void ss_log_snapshot(Relation rel, SSLogSnapshot *snap);
 extern void ss_log_snapshot_of(Relation rel, const SSMetaHeader *hdr,

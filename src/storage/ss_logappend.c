@@ -166,7 +166,7 @@ typedef enum
 typedef struct BatchStream
 {
 	Relation	rel;
-	SSPendingIter it;
+	const SSLogSource *src;
 	SSLogBatchHeader bh;
 	uint64		total;			/* header and records */
 	uint64		produced;
@@ -187,7 +187,8 @@ stream_changed(Relation rel)
 }
 
 static void
-stream_begin(BatchStream *s, Relation rel, const SSLogBatchHeader *bh)
+stream_begin(BatchStream *s, Relation rel, const SSLogSource *src,
+			 const SSLogBatchHeader *bh)
 {
 	memset(s, 0, sizeof(*s));
 	s->rel = rel;
@@ -196,7 +197,7 @@ stream_begin(BatchStream *s, Relation rel, const SSLogBatchHeader *bh)
 	s->piece = (const char *) &s->bh;
 	s->piece_left = sizeof(s->bh);
 	s->next = NEXT_RECORD;
-	ss_pending_iter_begin(&s->it, RelationGetRelid(rel));
+	s->src = src;
 }
 
 /* Take the next pending record; false at the end. */
@@ -208,7 +209,7 @@ stream_next_record(BatchStream *s)
 
 	if (s->exhausted)
 		return false;
-	if (!ss_pending_iter_next(&s->it, &hdr, &payload))
+	if (!s->src->next(s->src->arg, &hdr, &payload))
 	{
 		s->exhausted = true;
 		return false;
@@ -313,7 +314,6 @@ stream_end(BatchStream *s)
 	if (s->produced != s->total || s->piece_left != 0 ||
 		stream_next_record(s) || s->nread != s->bh.nrecords)
 		stream_changed(s->rel);
-	ss_pending_iter_end(&s->it);
 }
 
 /* ---------------------------------------------------------------------
@@ -714,7 +714,7 @@ append_fill(LogAppend *ap, BatchStream *s)
  * spill file is read.
  */
 void
-ss_log_append(Relation rel)
+ss_log_append(Relation rel, const SSLogSource *src)
 {
 	SSLogBatchHeader bh;
 	BatchStream s;
@@ -725,7 +725,8 @@ ss_log_append(Relation rel)
 	uint64		log_bytes;
 
 	memset(&bh, 0, sizeof(bh));
-	nrecords = ss_pending_count(RelationGetRelid(rel), &log_bytes);
+	nrecords = src->nrecords;
+	log_bytes = src->log_bytes;
 	if (nrecords == 0)
 		return;
 	if (nrecords > PG_UINT32_MAX)
@@ -747,7 +748,7 @@ ss_log_append(Relation rel)
 	ap.buf_size = (Size) Min(ap.total,
 							 (uint64) SS_APPEND_CHUNK_PAGES * SS_LOG_PAGE_CAPACITY);
 	ap.buf = palloc(ap.buf_size);
-	stream_begin(&s, rel, &bh);
+	stream_begin(&s, rel, src, &bh);
 	stream_read(&s, ap.buf, ap.buf_size);
 	ap.buf_len = ap.buf_size;
 

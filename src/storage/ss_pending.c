@@ -439,10 +439,18 @@ ss_pending_iter_end(SSPendingIter *it)
  * and without effect unless the commit record follows.  An error here
  * aborts the transaction, and the abort callback discards the log.
  */
+static bool
+pending_source_next(void *arg, SSPendingHeader *hdr, char **payload)
+{
+	return ss_pending_iter_next((SSPendingIter *) arg, hdr, payload);
+}
+
 static void
 pending_append_all(void)
 {
 	ListCell   *lc;
+	SSPendingIter it;
+	SSLogSource src;
 
 	appending = true;
 	foreach(lc, pending_rels)
@@ -457,7 +465,12 @@ pending_append_all(void)
 		if (ss_structure_ops(rel) == NULL)
 			elog(ERROR, "relation \"%s\" is not a streamsketch structure",
 				 RelationGetRelationName(rel));
-		ss_log_append(rel);
+		src.nrecords = ss_pending_count(pr->relid, &src.log_bytes);
+		src.arg = &it;
+		src.next = pending_source_next;
+		ss_pending_iter_begin(&it, pr->relid);
+		ss_log_append(rel, &src);
+		ss_pending_iter_end(&it);
 		relation_close(rel, NoLock);
 	}
 	appending = false;
