@@ -329,6 +329,14 @@ bloom_info(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
+/* bloom_create's arguments that give parameters (the others are its own) */
+static const SSParamArg bloom_create_args[] = {
+	{"capacity", 2},
+	{"fp_rate", 3},
+	{"mode", 4},
+	{"buffer_size_kb", 5}
+};
+
 /*
  * bloom_create(name, key_type, capacity, fp_rate, mode, buffer_size,
  *				unlogged) returns regclass
@@ -350,12 +358,8 @@ bloom_create(PG_FUNCTION_ARGS)
 				 errmsg("bloom_create needs a table name and a key type")));
 
 	memset(&st, 0, sizeof(st));
-	ss_params_from_settings(&bloom_structure, NULL, &st);
-	ss_param_from_arg(&bloom_structure, "capacity", fcinfo, 2, &st);
-	ss_param_from_arg(&bloom_structure, "fp_rate", fcinfo, 3, &st);
-	ss_param_from_arg(&bloom_structure, "mode", fcinfo, 4, &st);
-	ss_param_from_arg(&bloom_structure, "buffer_size_kb", fcinfo, 5, &st);
-	ss_params_check(&bloom_structure, NULL, &st, SS_PARAMS_CONSTRUCTOR);
+	ss_params_from_call(&bloom_structure, fcinfo, bloom_create_args,
+						lengthof(bloom_create_args), &st);
 
 	relid = ss_create_structure(&bloom_structure, &st, PG_GETARG_TEXT_PP(0),
 								PG_GETARG_OID(1), NULL, "bloom_filter",

@@ -26,6 +26,14 @@ PG_FUNCTION_INFO_V1(cbt_create);
 PG_FUNCTION_INFO_V1(cbt_info);
 PG_FUNCTION_INFO_V1(cbt_finalize);
 
+/* cbt_create's arguments that give parameters (the others are its own) */
+static const SSParamArg cbt_create_args[] = {
+	{"root_buffer_kb", 3},
+	{"node_buffer_kb", 4},
+	{"fanout", 5},
+	{"compression", 6}
+};
+
 /*
  * cbt_create(name, group_by, aggregates, root_buffer, node_buffer,
  *			  fanout, compression, unlogged) returns regclass
@@ -49,12 +57,8 @@ cbt_create(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("cbt_create needs a table name, group keys and aggregates")));
-	ss_params_from_settings(&cbt_structure, NULL, st);
-	ss_param_from_arg(&cbt_structure, "root_buffer_kb", fcinfo, 3, st);
-	ss_param_from_arg(&cbt_structure, "node_buffer_kb", fcinfo, 4, st);
-	ss_param_from_arg(&cbt_structure, "fanout", fcinfo, 5, st);
-	ss_param_from_arg(&cbt_structure, "compression", fcinfo, 6, st);
-	ss_params_check(&cbt_structure, NULL, st, SS_PARAMS_CONSTRUCTOR);
+	ss_params_from_call(&cbt_structure, fcinfo, cbt_create_args,
+						lengthof(cbt_create_args), st);
 
 	def = cbt_def_create(text_to_cstring(PG_GETARG_TEXT_PP(1)),
 						 text_to_cstring(PG_GETARG_TEXT_PP(2)));

@@ -504,6 +504,17 @@ lert_info(PG_FUNCTION_ARGS)
 
 /* ---- lert_create ---- */
 
+/* lert_create's arguments that give parameters (the others are its own) */
+static const SSParamArg lert_create_args[] = {
+	{"threshold", 2},
+	{"variant", 3},
+	{"age_bits", 4},
+	{"growth", 5},
+	{"buffer_size_kb", 6},
+	{"cones", 7},
+	{"notify", 8}
+};
+
 /*
  * lert_create(name, key_type, threshold, variant, age_bits, growth,
  *			   buffer_size, cones, notify, unlogged) returns regclass
@@ -522,16 +533,8 @@ lert_create(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("lert_create needs a table name and a key type")));
 	memset(&st, 0, sizeof(st));
-	ss_params_from_settings(&lert_structure, NULL, &st);
-	ss_param_from_arg(&lert_structure, "threshold", fcinfo, 2, &st);
-	ss_param_from_arg(&lert_structure, "variant", fcinfo, 3, &st);
-	ss_param_from_arg(&lert_structure, "age_bits", fcinfo, 4, &st);
-	ss_param_from_arg(&lert_structure, "growth", fcinfo, 5, &st);
-	ss_param_from_arg(&lert_structure, "buffer_size_kb", fcinfo, 6, &st);
-	ss_param_from_arg(&lert_structure, "cones", fcinfo, 7, &st);
-	ss_param_from_arg(&lert_structure, "notify", fcinfo, 8, &st);
-	/* level thresholds of an empty setting follow the threshold and growth given */
-	ss_params_check(&lert_structure, NULL, &st, SS_PARAMS_CONSTRUCTOR);
+	ss_params_from_call(&lert_structure, fcinfo, lert_create_args,
+						lengthof(lert_create_args), &st);
 	relid = ss_create_structure(&lert_structure, &st, PG_GETARG_TEXT_PP(0),
 								PG_GETARG_OID(1), NULL, "lert", unlogged);
 	PG_RETURN_OID(relid);

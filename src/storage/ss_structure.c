@@ -700,6 +700,20 @@ ss_param_from_arg(const SSStructure *s, const char *name,
 	return true;
 }
 
+/*
+ * A constructor's parameters: the settings, then the arguments args that
+ * are not NULL, then the checks.
+ */
+void
+ss_params_from_call(const SSStructure *s, FunctionCallInfo fcinfo,
+					const SSParamArg *args, int nargs, void *st)
+{
+	ss_params_from_settings(s, NULL, st);
+	for (int i = 0; i < nargs; i++)
+		ss_param_from_arg(s, args[i].name, fcinfo, args[i].argno, st);
+	ss_params_check(s, NULL, st, SS_PARAMS_CONSTRUCTOR);
+}
+
 /* ---- the list of structures ---- */
 
 /*

@@ -224,6 +224,15 @@ extern void ss_params_check(const SSStructure *s, Relation rel, void *st,
 extern const SSParam *ss_param_find(const SSStructure *s, const char *name);
 extern bool ss_param_from_arg(const SSStructure *s, const char *name,
 							  FunctionCallInfo fcinfo, int argno, void *st);
+/* A constructor's argument: the parameter name and the argument's number. */
+typedef struct SSParamArg
+{
+	const char *name;
+	int			argno;
+} SSParamArg;
+
+extern void ss_params_from_call(const SSStructure *s, FunctionCallInfo fcinfo,
+								const SSParamArg *args, int nargs, void *st);
 extern void ss_check_structures(const SSStructure *const *list, int n);
 
 #endif							/* SS_STRUCTURE_H */
