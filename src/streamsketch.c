@@ -17,6 +17,7 @@
 #include "qf/qfam.h"
 #include "ss_changelog.h"
 #include "ss_pending.h"
+#include "ss_worker.h"
 #include "streamsketch.h"
 #include "utils/guc.h"
 
@@ -55,4 +56,5 @@ _PG_init(void)
 	ss_pending_init();
 	ss_guard_init();
 	ss_params_init();
+	ss_worker_init();
 }

@@ -516,6 +516,7 @@ static const SSParam lert_params[] = {
 };
 
 static void lert_init(void);
+static bool lert_awaited(Relation rel);
 
 static void lert_tuple_insert(Relation rel, TupleTableSlot *slot,
 				CommandId cid, int options,
@@ -535,6 +536,7 @@ const SSStructure lert_structure = {
 	.meta_size = sizeof(LertMeta),
 	.consolidate = lert_consolidate,
 	.consolidate_some = lert_consolidate_some,
+	.awaited = lert_awaited,
 	.stats_size = sizeof(LertStats),
 	.add_stats = lert_add_stats,
 	.check_columns = lert_state_columns,
@@ -547,6 +549,13 @@ const SSStructure lert_structure = {
 	.scan = &lert_scan_ops,
 	.tuple_insert = lert_tuple_insert,
 };
+
+/* A LERT that notifies a channel wants its reports soon (ss_worker.c). */
+static bool
+lert_awaited(Relation rel)
+{
+	return lert_get_state(rel)->p.channel[0] != '\0';
+}
 
 LertState *
 lert_get_state(Relation rel)

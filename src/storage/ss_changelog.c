@@ -1194,6 +1194,33 @@ log_truncate_free_tail(Relation rel)
 	UnlockRelation(rel, AccessExclusiveLock);
 }
 
+/*
+ * A background worker's round (ss_worker.c): like a reader's, it never
+ * waits for the consolidation lock (a busy lock means someone else is at
+ * it), but it works in maintenance_work_mem as VACUUM does, and gives back
+ * a free tail of log pages afterwards, so that a structure settles at its
+ * own pages plus a bounded log without a VACUUM.  Returns true if the head
+ * moved.
+ */
+bool
+ss_log_consolidate_background(Relation rel)
+{
+	volatile bool moved = false;
+
+	ss_maintenance_consolidation = true;
+	PG_TRY();
+	{
+		moved = ss_log_consolidate(rel, false);
+	}
+	PG_FINALLY();
+	{
+		ss_maintenance_consolidation = false;
+	}
+	PG_END_TRY();
+	log_truncate_free_tail(rel);
+	return moved;
+}
+
 void
 ss_log_vacuum(Relation rel)
 {

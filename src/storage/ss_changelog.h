@@ -145,7 +145,7 @@ typedef struct SSLogSource
 	bool		(*next) (void *arg, SSPendingHeader *hdr, char **payload);
 } SSLogSource;
 
-extern void ss_log_append(Relation rel, const SSLogSource *src);
+extern uint64 ss_log_append(Relation rel, const SSLogSource *src);
 extern void ss_log_meta(Relation rel, SSLogMeta *log);
 extern void ss_log_snapshot(Relation rel, SSLogSnapshot *snap);
 extern void ss_log_snapshot_of(Relation rel, const SSMetaHeader *hdr,
@@ -176,6 +176,7 @@ typedef int64 (*SSFlushFn) (Relation rel, void *stats);
 extern int64 ss_log_flush(Relation rel, SSFlushFn flush);
 extern void ss_log_consolidate_if_long(Relation rel, const SSLogSnapshot *snap);
 extern void ss_log_vacuum(Relation rel);
+extern bool ss_log_consolidate_background(Relation rel);
 extern TransactionId ss_log_oldest_xid(Relation rel);
 extern BlockNumber ss_log_alloc_run(Relation rel, BlockNumber n);
 

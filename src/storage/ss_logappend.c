@@ -712,8 +712,10 @@ append_fill(LogAppend *ap, BatchStream *s)
  * admission path, never before it), then buffer locks as
  * append_reserve and append_fill say; no buffer lock is held while the
  * spill file is read.
+ *
+ * Returns the log's length once the batch is in it (0 if there was none).
  */
-void
+uint64
 ss_log_append(Relation rel, const SSLogSource *src)
 {
 	SSLogBatchHeader bh;
@@ -723,12 +725,13 @@ ss_log_append(Relation rel, const SSLogSource *src)
 	const SSStructure *ops = ss_structure_ops(rel);
 	uint64		nrecords;
 	uint64		log_bytes;
+	uint64		log_length;
 
 	memset(&bh, 0, sizeof(bh));
 	nrecords = src->nrecords;
 	log_bytes = src->log_bytes;
 	if (nrecords == 0)
-		return;
+		return 0;
 	if (nrecords > PG_UINT32_MAX)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -776,6 +779,7 @@ ss_log_append(Relation rel, const SSLogSource *src)
 	}
 	append_reserve(&ap, &log);
 	UnlockPage(rel, SS_LOG_APPEND_LOCK, ExclusiveLock);
+	log_length = log.end_pos + ap.total - log.head_pos;
 
 	if (ap.fill_blk != InvalidBlockNumber)
 	{
@@ -798,4 +802,5 @@ ss_log_append(Relation rel, const SSLogSource *src)
 		elog(PANIC, "streamsketch.test_fail_after_log_append: stopping after the change log append of \"%s\"",
 			 RelationGetRelationName(rel));
 	}
+	return log_length;
 }

@@ -18,6 +18,7 @@
 #include "nodes/pg_list.h"
 #include "ss_changelog.h"
 #include "ss_pending.h"
+#include "ss_worker.h"
 #include "ss_xlog.h"
 #include "storage/buffile.h"
 #include "streamsketch.h"
@@ -457,6 +458,7 @@ pending_append_all(void)
 	{
 		PendingRel *pr = (PendingRel *) lfirst(lc);
 		Relation	rel;
+		uint64		log_bytes;
 
 		/* dropped later in this transaction: nothing to append */
 		rel = try_relation_open(pr->relid, RowExclusiveLock);
@@ -469,8 +471,9 @@ pending_append_all(void)
 		src.arg = &it;
 		src.next = pending_source_next;
 		ss_pending_iter_begin(&it, pr->relid);
-		ss_log_append(rel, &src);
+		log_bytes = ss_log_append(rel, &src);
 		ss_pending_iter_end(&it);
+		ss_worker_note_append(rel, log_bytes);
 		relation_close(rel, NoLock);
 	}
 	appending = false;
@@ -493,13 +496,20 @@ pending_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
+			ss_worker_forget();
 			ss_xlog_at_abort();
 			ss_cons_at_abort(1);
 			pending_reset();
 			break;
 		case XACT_EVENT_COMMIT:
+			/* the background worker may now consolidate the batches */
+			ss_worker_at_commit();
+			pending_reset();
+			break;
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PREPARE:
+			/* a prepared batch counts after COMMIT PREPARED, elsewhere */
+			ss_worker_forget();
 			pending_reset();
 			break;
 		default:

@@ -33,6 +33,7 @@
 #include "utils/varlena.h"
 
 PG_FUNCTION_INFO_V1(streamsketch_log_info);
+PG_FUNCTION_INFO_V1(streamsketch_log_state);
 
 Oid
 ss_sql_lock_relid(Oid relid, LOCKMODE lockmode, const char *writer)
@@ -285,6 +286,21 @@ ss_check_key_type(Oid typid, const char *typname)
 						   typid)));
 }
 
+/* the log figures of streamsketch_log_info and streamsketch_log_state */
+static void
+log_state_values(Relation rel, Datum *values)
+{
+	SSLogMeta	log;
+
+	ss_log_meta(rel, &log);
+	values[0] = Int64GetDatum((int64) (log.end_pos - log.head_pos));
+	values[1] = Int64GetDatum((int64) log.nrecords);
+	values[2] = Int64GetDatum((int64) log.npages);
+	values[3] = Int64GetDatum((int64) log.nfree);
+	values[4] = Int64GetDatum(log.consolidations);
+	values[5] = Int64GetDatum((int64) RelationGetNumberOfBlocks(rel));
+}
+
 /*
  * streamsketch_log_info(structure regclass) returns the state of a
  * structure's change log as its metapage has it, without consolidating:
@@ -294,7 +310,6 @@ Datum
 streamsketch_log_info(PG_FUNCTION_ARGS)
 {
 	Relation	rel;
-	SSLogMeta	log;
 	TupleDesc	tupdesc;
 	AclResult	aclresult;
 	Datum		values[6];
@@ -315,14 +330,46 @@ streamsketch_log_info(PG_FUNCTION_ARGS)
 		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
 					   RelationGetRelationName(rel));
 	ss_sql_check_access(rel, NULL);
-	ss_log_meta(rel, &log);
+	log_state_values(rel, values);
+	relation_close(rel, AccessShareLock);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
 
-	values[0] = Int64GetDatum((int64) (log.end_pos - log.head_pos));
-	values[1] = Int64GetDatum((int64) log.nrecords);
-	values[2] = Int64GetDatum((int64) log.npages);
-	values[3] = Int64GetDatum((int64) log.nfree);
-	values[4] = Int64GetDatum(log.consolidations);
-	values[5] = Int64GetDatum((int64) RelationGetNumberOfBlocks(rel));
+/*
+ * streamsketch_log_state(relid oid) returns the same figures for the
+ * streamsketch_pending view, which lists every structure of the database
+ * for an operator, as pg_stat_all_tables does: no privilege is needed
+ * (sizes and counts of a log are not its contents), no lock is waited
+ * for, and a relation that is not a structure, is another session's
+ * temporary table or is locked against readers gives NULL.
+ */
+Datum
+streamsketch_log_state(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	Relation	rel;
+	TupleDesc	tupdesc;
+	Datum		values[6];
+	bool		nulls[6] = {0};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	if (!ConditionalLockRelationOid(relid, AccessShareLock))
+		PG_RETURN_NULL();
+	rel = try_relation_open(relid, NoLock);
+	if (rel == NULL)
+	{
+		UnlockRelationOid(relid, AccessShareLock);
+		PG_RETURN_NULL();
+	}
+	if (rel->rd_rel->relkind != RELKIND_RELATION ||
+		RELATION_IS_OTHER_TEMP(rel) || ss_structure_ops(rel) == NULL ||
+		ss_structure_ops(rel)->consolidate == NULL)
+	{
+		relation_close(rel, AccessShareLock);
+		PG_RETURN_NULL();
+	}
+	log_state_values(rel, values);
 	relation_close(rel, AccessShareLock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

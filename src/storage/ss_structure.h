@@ -102,6 +102,7 @@ typedef struct SSParam
  */
 struct SSScanDesc;
 struct TupleTableSlot;
+struct BulkInsertStateData;
 typedef struct SSScanOps
 {
 	Size		scan_size;
@@ -170,6 +171,13 @@ typedef struct SSStructure
 	 * raise the error instead of returning false.
 	 */
 	bool		(*admit) (Relation rel, uint64 log_records, bool final);
+	/*
+	 * Optional: does someone wait for rel's committed records to be
+	 * consolidated (a LERT whose reports NOTIFY a channel)?  The
+	 * background worker then takes them after streamsketch.background_delay
+	 * rather than once the log is long or quiet (ss_worker.c).
+	 */
+	bool		(*awaited) (Relation rel);
 	Size		stats_size;
 	void		(*add_stats) (void *meta, const void *stats);
 	/* check the table's columns; fill st's column fields unless st is NULL */
