@@ -1,6 +1,10 @@
 -- bcms: the buffered count-min sketch table access method
 \set VERBOSITY default
 SET client_min_messages = warning;
+-- the counters and reports below are read after this session's own
+-- consolidation: its commits queue nothing for a background worker,
+-- which would hold the consolidation lock meanwhile
+SET streamsketch.background_consolidation = off;
 LOAD 'streamsketch';
 
 -- GUC defaults are captured at CREATE TABLE

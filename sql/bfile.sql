@@ -1,5 +1,9 @@
 -- bfile: samples; sample_agg, the in-memory sample aggregate
 SET client_min_messages = warning;
+-- the counters and reports below are read after this session's own
+-- consolidation: its commits queue nothing for a background worker,
+-- which would hold the consolidation lock meanwhile
+SET streamsketch.background_consolidation = off;
 
 -- n distinct values of the input, n at most the input's values
 SELECT cardinality(s) AS n, (SELECT count(DISTINCT v) FROM unnest(s) v) AS distinct_values,

@@ -2,6 +2,10 @@
 -- (EBF) and the buffered Bloom filter with hash localization (BBF)
 \set VERBOSITY default
 SET client_min_messages = warning;
+-- the counters and reports below are read after this session's own
+-- consolidation: its commits queue nothing for a background worker,
+-- which would hold the consolidation lock meanwhile
+SET streamsketch.background_consolidation = off;
 LOAD 'streamsketch';
 -- writers consolidate a change log longer than 64 kB, so that the
 -- statements below reach the buffers and levels as they go

@@ -1,5 +1,9 @@
 -- cbt: a GROUP BY maintained lazily in a compressed buffer tree
 SET client_min_messages = warning;
+-- the counters and reports below are read after this session's own
+-- consolidation: its commits queue nothing for a background worker,
+-- which would hold the consolidation lock meanwhile
+SET streamsketch.background_consolidation = off;
 
 -- the example of docs/cbt.md
 SELECT cbt_create('ct_pages',

@@ -3,6 +3,10 @@
 -- within its variant's bound; counts are exact per key (colliding
 -- fingerprints never merge two keys); nothing uncommitted counts.
 SET client_min_messages = warning;
+-- the counters and reports below are read after this session's own
+-- consolidation: its commits queue nothing for a background worker,
+-- which would hold the consolidation lock meanwhile
+SET streamsketch.background_consolidation = off;
 LOAD 'streamsketch';
 
 -- A stream of 2,000 keys whose lifetime counts run from 1 to 60 (so that

@@ -83,6 +83,9 @@ INSERT INTO null_calls VALUES
 ('lert_flush(regclass)', ARRAY['''nt_lert''::regclass']),
 ('lert_info(regclass)', ARRAY['''nt_lert''::regclass']),
 ('streamsketch_log_info(regclass)', ARRAY['''nt_lert''::regclass']),
+('streamsketch_log_state(oid)', ARRAY['''nt_lert''::regclass::oid']),
+('streamsketch_background_queue()', ARRAY[]::text[]),
+('streamsketch_background_stats()', ARRAY[]::text[]),
 ('cbt_info(regclass)', ARRAY['''nt_cbt''::regclass']),
 ('sample_agg(anyelement,int)', ARRAY['1', '3']),
 ('bfile_info(regclass)', ARRAY['''nt_bfile''::regclass']),
@@ -163,7 +166,7 @@ DECLARE
 	t text;
 BEGIN
 	SELECT * INTO p FROM pg_proc WHERE oid = fn;
-	FOR i IN 1 .. array_length(args, 1) LOOP
+	FOR i IN 1 .. coalesce(array_length(args, 1), 0) LOOP
 		IF i = nullpos THEN
 			EXECUTE format('SELECT pg_typeof(%s)::text', args[i]) INTO t;
 			a := a || format('NULL::%s', t);

@@ -50,11 +50,11 @@ _PG_init(void)
 		if (structures[i]->init)
 			structures[i]->init();
 	}
+	ss_worker_init();
 	ss_params_find_rejected();
 	MarkGUCPrefixReserved("streamsketch");
 
 	ss_pending_init();
 	ss_guard_init();
 	ss_params_init();
-	ss_worker_init();
 }
