@@ -1,0 +1,292 @@
+
+# Copyright (c) streamsketch authors
+#
+# Background consolidation (src/storage/ss_worker.c): committed change logs
+# are consolidated by a worker of their database that commits start on
+# demand, with no other session touching the structures (autovacuum is
+# off here, so nothing else does):
+#
+#  a. a client that LISTENs and never reads the LERT receives one
+#     notification per report, with the reports' keys; a bulk load's log
+#     leaves the file (its pages are given back) with no VACUUM; the worker
+#     shows in pg_stat_activity and in streamsketch_background_stats, and
+#     the standby runs none;
+#  b. the worker consolidates as the table's owner, restricted;
+#  c. a worker canceled, terminated or killed (SIGKILL: crash restart) in
+#     the middle of a cbt round leaves every answer exact, and the next
+#     commit gets the work done again;
+#  d. DROP DATABASE of a database whose worker runs is not blocked, and
+#     DROP EXTENSION makes the worker leave;
+#  e. with streamsketch.background_consolidation off, the old behaviour:
+#     no notification until a reader consolidates.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use StreamsketchTest;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+my $node = ss_node(
+	'primary',
+	streaming => 1,
+	extension => 1,
+	consistency => 0,
+	conf => q{
+restart_after_crash = on
+autovacuum = off
+shared_buffers = 64MB
+log_statement = none
+});
+ss_create_stop_and_wait($node);
+my $standby = ss_standby($node, 'standby');
+
+# poll $sql on $db until it returns $want (at most 60 s); returns the last
+# value
+sub wait_for
+{
+	my ($db, $sql, $want) = @_;
+	my $got = '';
+	for (my $i = 0; $i < 600; $i++)
+	{
+		$got = $node->safe_psql($db, $sql);
+		return $got if $got eq $want;
+		usleep(100_000);
+	}
+	return $got;
+}
+
+my $workers_sql =
+  "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'streamsketch consolidation'";
+
+# ---------------------------------------------------------------------------
+# a. a listener that never reads the LERT
+
+# A psql that LISTENs, then only sleeps: it prints each notification after
+# the sleep during which it arrived.
+sub start_listener
+{
+	my ($channel) = @_;
+	my %l = (in => "LISTEN $channel;\n", out => '', err => '');
+	$l{run} = IPC::Run::start(
+		[ 'psql', '-XAtq', '-d', $node->connstr('postgres') ],
+		'<', \$l{in}, '>', \$l{out}, '2>', \$l{err});
+	return \%l;
+}
+
+# the payloads received so far, sorted
+sub payloads
+{
+	my ($l) = @_;
+	$l->{in} .= "SELECT pg_sleep(0.1);\n";
+	$l->{run}->pump_nb;
+	my @p = $l->{out} =~ /^Asynchronous notification "[^"]*" with payload "([^"]*)"/mg;
+	return join(',', sort @p);
+}
+
+sub wait_payloads
+{
+	my ($l, $want, $secs) = @_;
+	my $got = '';
+	for (my $i = 0; $i < $secs * 10; $i++)
+	{
+		$got = payloads($l);
+		last if $got eq $want;
+		usleep(100_000);
+	}
+	return $got;
+}
+
+$node->safe_psql('postgres',
+	"SELECT lert_create('hh', 'text', threshold => 8, notify => 'hh_chan')");
+my $listener = start_listener('hh_chan');
+payloads($listener);
+
+# 12 keys, each observed in its own transactions: k0..k8 reach T = 8,
+# k9..k11 stay below it
+my @reach = map { "k$_" } 0 .. 8;
+foreach my $round (1 .. 8)
+{
+	my $sql = join(";\n",
+		map { "INSERT INTO hh VALUES ('$_')" }
+		  (@reach, $round <= 5 ? qw(k9 k10 k11) : ()));
+	$node->safe_psql('postgres', "BEGIN;\n$sql;\nCOMMIT;");
+}
+my $want = join(',', sort @reach);
+is(wait_payloads($listener, $want, 60), $want,
+	'a listener that never reads the lert gets one notification per key that reached T'
+);
+is( $node->safe_psql('postgres', $workers_sql . " AND datname = 'postgres'"),
+	'1', 'the worker shows in pg_stat_activity');
+is( $node->safe_psql('postgres',
+		"SELECT string_agg(key, ',' ORDER BY key) FROM lert_reports('hh')"),
+	$want, 'the notifications are the reports');
+is(payloads($listener), $want, 'no notification twice');
+$listener->{in} .= "\\q\n";
+$listener->{run}->finish;
+
+# a bulk load's change log leaves the file without a VACUUM
+$node->safe_psql('postgres',
+	"CREATE TABLE clicks (url text) USING bcms;
+	 INSERT INTO clicks SELECT '/p' || (g % 1000) FROM generate_series(1, 300000) g");
+my $loaded = $node->safe_psql('postgres', "SELECT pg_relation_size('clicks')");
+cmp_ok($loaded, '>', 7_000_000, 'the load left its 24 bytes a row of log');
+is( wait_for(
+		'postgres',
+		"SELECT log_bytes = 0 AND relation_pages * 8192 < $loaded / 10 "
+		  . "FROM streamsketch_pending WHERE relation = 'clicks'::regclass",
+		't'),
+	't',
+	'the worker consolidated the load and gave its log pages back');
+is( $node->safe_psql('postgres',
+		"SELECT pg_relation_size('clicks') < $loaded / 10 AND "
+		  . "bcms_estimate('clicks', '/p7'::text) >= 300"),
+	't', 'the file shrank and the counts are there');
+cmp_ok($node->safe_psql('postgres', 'SELECT rounds FROM streamsketch_background_stats()'),
+	'>=', 2, 'streamsketch_background_stats counts the rounds');
+
+$node->wait_for_catchup($standby);
+is($standby->safe_psql('postgres', $workers_sql), '0', 'the standby runs no worker');
+is( $standby->safe_psql('postgres', "SELECT bcms_estimate('clicks', '/p7'::text) >= 300"),
+	't', 'the standby reads what the worker wrote');
+
+# ---------------------------------------------------------------------------
+# b. as the owner, restricted
+
+$node->safe_psql(
+	'postgres', q{
+CREATE ROLE alice LOGIN;
+GRANT CREATE ON SCHEMA public TO alice;
+SET ROLE alice;
+CREATE FUNCTION note_user(s bigint, v bigint) RETURNS bigint
+LANGUAGE plpgsql SET search_path = pg_catalog AS $$
+BEGIN
+  RAISE LOG 'aggregate runs as %, restricted: %', current_user,
+    (SELECT count(*) FROM pg_settings WHERE name = 'search_path'
+      AND setting = 'pg_catalog, pg_temp');
+  RETURN coalesce(s, 0) + v;
+END $$;
+CREATE AGGREGATE note_sum(bigint) (sfunc = note_user, stype = bigint,
+  combinefunc = int8pl);
+SELECT cbt_create('owned', 'k int', 'note_sum(v::bigint) AS s', root_buffer => '64kB');
+});
+my $log_offset = -s $node->logfile;
+$node->safe_psql('postgres',
+	"INSERT INTO owned SELECT g % 10, 1 FROM generate_series(1, 30000) g");
+$node->wait_for_log(qr/streamsketch consolidation LOG:  aggregate runs as/,
+	$log_offset);
+like(
+	slurp_file($node->logfile, $log_offset),
+	qr/streamsketch consolidation LOG:  aggregate runs as alice, restricted: 1/,
+	'the worker runs the aggregate as the owner with the pinned search_path');
+unlike(slurp_file($node->logfile, $log_offset), qr/aggregate runs as (?!alice)/,
+	'never as anyone else');
+
+# ---------------------------------------------------------------------------
+# c. a worker stopped in the middle of a round
+
+$node->safe_psql('postgres',
+	"SELECT cbt_create('groups', 'k int', 'count(*) AS n, sum(v::bigint) AS s', "
+	  . "root_buffer => '64kB', node_buffer => '16kB')");
+my $rows = 0;
+my $exact = "SELECT count(*) FROM (SELECT k, n, s FROM groups EXCEPT "
+  . "SELECT g % 5000, count(*), sum(g) FROM generate_series(1, %d) g GROUP BY 1) d";
+
+# the worker's pid once it is in a round of `groups`, or ''
+sub worker_in_round
+{
+	for (my $i = 0; $i < 600; $i++)
+	{
+		my $pid = $node->safe_psql('postgres',
+			"SELECT pid FROM pg_stat_activity WHERE backend_type = "
+			  . "'streamsketch consolidation' AND query = 'consolidating groups' "
+			  . "AND state = 'active'");
+		return $pid if $pid ne '';
+		usleep(20_000);
+	}
+	return '';
+}
+
+foreach my $how (qw(cancel terminate kill))
+{
+	my $from = $rows + 1;
+	$rows += 400_000;
+	$node->safe_psql('postgres',
+		"INSERT INTO groups SELECT g % 5000, g FROM generate_series($from, $rows) g");
+	my $pid = worker_in_round();
+	isnt($pid, '', "$how: the worker is in a round of the 400,000 rows");
+	my $offset = -s $node->logfile;
+	if ($how eq 'kill')
+	{
+		kill 'KILL', $pid;
+		ss_wait_restart($node, $offset);
+	}
+	else
+	{
+		$node->safe_psql('postgres', "SELECT stop_and_wait($pid, '$how')");
+	}
+	# the next commit queues the structure again
+	$rows++;
+	$node->safe_psql('postgres', "INSERT INTO groups VALUES ($rows % 5000, $rows)");
+	is( wait_for(
+			'postgres',
+			"SELECT log_bytes FROM streamsketch_pending WHERE relation = 'groups'::regclass",
+			'0'),
+		'0', "$how: a worker consolidated everything afterwards");
+	is($node->safe_psql('postgres', sprintf($exact, $rows)),
+		'0', "$how: every group exact");
+}
+
+# ---------------------------------------------------------------------------
+# d. DROP DATABASE and DROP EXTENSION
+
+foreach my $drop ('database', 'extension')
+{
+	$node->safe_psql('postgres', "CREATE DATABASE d_$drop");
+	$node->safe_psql("d_$drop",
+		"CREATE EXTENSION streamsketch; CREATE TABLE b (k int) USING bcms;
+		 INSERT INTO b SELECT g FROM generate_series(1, 100000) g");
+	is( wait_for(
+			'postgres', $workers_sql . " AND datname = 'd_$drop'", '1'),
+		'1', "$drop: the database has its worker");
+	if ($drop eq 'database')
+	{
+		my ($ret, $out, $err) =
+		  $node->psql('postgres', "DROP DATABASE d_$drop");
+		is($ret . $err, '0', 'DROP DATABASE is not blocked by the worker');
+	}
+	else
+	{
+		$node->safe_psql("d_$drop", 'DROP EXTENSION streamsketch CASCADE');
+		is(wait_for('postgres', $workers_sql . " AND datname = 'd_$drop'", '0'),
+			'0', 'DROP EXTENSION: the worker leaves');
+	}
+}
+
+# ---------------------------------------------------------------------------
+# e. switched off: notifications wait for a reader
+
+$node->safe_psql('postgres',
+	"ALTER SYSTEM SET streamsketch.background_consolidation = off; SELECT pg_reload_conf()");
+is(wait_for('postgres', $workers_sql, '0'), '0', 'off: the workers leave');
+$node->safe_psql('postgres',
+	"SELECT lert_create('hh_off', 'text', threshold => 2, notify => 'off_chan')");
+my $off = start_listener('off_chan');
+payloads($off);
+$node->safe_psql('postgres', "INSERT INTO hh_off VALUES ('x')");
+$node->safe_psql('postgres', "INSERT INTO hh_off VALUES ('x')");
+is(wait_payloads($off, 'x', 3), '', 'off: no notification without a reader');
+is($node->safe_psql('postgres', $workers_sql), '0', 'off: no worker started');
+$node->safe_psql('postgres', "SELECT count(*) FROM lert_reports('hh_off')");
+is(wait_payloads($off, 'x', 30), 'x', 'off: a reader consolidates and notifies');
+
+$off->{in} .= "\\q\n";
+$off->{run}->finish;
+$standby->stop;
+$node->stop;
+done_testing();
