@@ -211,7 +211,11 @@ ss_log_snapshot_of(Relation rel, const SSMetaHeader *hdr, SSLogSnapshot *snap)
  * streamsketch.change_log_limit (which the index may not hold): in between,
  * the log is left to the writers, the flush functions and VACUUM, which
  * consolidate it in large rounds, instead of making one lookup pay for a
- * whole round.
+ * whole round.  A reader that does not index the log (a LERT's reports, a
+ * cbt's or bfile's rows: what consolidation makes) waits for a round in
+ * progress, a background worker's most often, and then runs one if there
+ * is still something committed: it must see every batch that committed
+ * before it.
  */
 static bool
 log_reader_consolidated(Relation rel, const SSLogSnapshot *snap, int attempt,
@@ -224,7 +228,7 @@ log_reader_consolidated(Relation rel, const SSLogSnapshot *snap, int attempt,
 		(!indexed ||
 		 snap->end_pos - snap->head_pos <= SS_LOG_READER_CONSOLIDATE_BYTES ||
 		 snap->end_pos - snap->head_pos > (uint64) ss_change_log_limit_kb * 1024) &&
-		ss_log_consolidate(rel, false);
+		ss_log_consolidate(rel, !indexed);
 }
 
 /*

@@ -572,6 +572,28 @@ worker_exit_if_idle(Oid dboid)
 	return idle;
 }
 
+/*
+ * On leaving for lack of work: a database whose structures wait because
+ * every worker was busy elsewhere when they were queued gets a worker now.
+ */
+static void
+worker_hand_over(void)
+{
+	Oid			waiting = InvalidOid;
+
+	LWLockAcquire(&shared->lock, LW_SHARED);
+	for (int i = 0; i < SS_WORK_ITEMS && !OidIsValid(waiting); i++)
+	{
+		Oid			db = shared->items[i].dboid;
+
+		if (OidIsValid(db) && slot_of(db) < 0)
+			waiting = db;
+	}
+	LWLockRelease(&shared->lock);
+	if (OidIsValid(waiting))
+		worker_wake(waiting);
+}
+
 /* Consolidate the taken structures, each in its own transaction. */
 static void
 worker_round(Oid dboid, const Oid *relids, int n)
@@ -682,7 +704,10 @@ ss_worker_main(Datum arg)
 		if (next == 0 &&
 			TimestampDifferenceExceeds(idle_since, now, SS_WORKER_IDLE_EXIT_MS) &&
 			worker_exit_if_idle(dboid))
+		{
+			worker_hand_over();
 			break;
+		}
 		sleep_ms = SS_WORKER_CHECK_MS;
 		if (next != 0)
 			sleep_ms = Min(sleep_ms,

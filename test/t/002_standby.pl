@@ -24,6 +24,9 @@ my $primary = ss_node(
 	conf => q{
 shared_buffers = 16MB
 max_wal_size = 1GB
+# the info rows of both nodes are compared: no worker may consolidate (and
+# give log pages back) between the two reads
+streamsketch.background_consolidation = off
 });
 
 my %keytype = (

@@ -329,8 +329,10 @@ my $t0 = time;
 my $old = PostgreSQL::Test::Cluster->new('old');
 $old->init;
 # the upgrade compares page counts: no autovacuum may consolidate a change
-# log (and truncate its pages) between reading the source and copying it
-$old->append_conf('postgresql.conf', 'autovacuum = off');
+# log (and truncate its pages) between reading the source and copying it,
+# nor may a background worker
+$old->append_conf('postgresql.conf',
+	"autovacuum = off\nstreamsketch.background_consolidation = off");
 $old->start;
 
 $old->safe_psql('postgres', 'CREATE ROLE ss_owner LOGIN; CREATE DATABASE src');
@@ -1287,7 +1289,8 @@ sub upgrade
 	my ($name) = @_;
 	my $new = PostgreSQL::Test::Cluster->new($name);
 	$new->init;
-	$new->append_conf('postgresql.conf', 'autovacuum = off');
+	$new->append_conf('postgresql.conf',
+		"autovacuum = off\nstreamsketch.background_consolidation = off");
 	$old->stop;
 	chdir $updir or die "chdir $updir: $!";
 	my ($stdout, $stderr);

@@ -254,7 +254,9 @@ my @structures = (
 # ---------------------------------------------------------------------
 # The nodes: a primary that restarts by itself after a PANIC, and a
 # streaming standby.  Autovacuum is off so that relfrozenxid changes only
-# when the test vacuums (consolidation by readers and writers still runs).
+# when the test vacuums (consolidation by readers and writers still runs),
+# and so are the background workers: the flushes, VACUUMs and crash points
+# below must find the logs the test left.
 # ---------------------------------------------------------------------
 my $node = ss_node(
 	'primary',
@@ -263,6 +265,7 @@ my $node = ss_node(
 	conf => q{
 restart_after_crash = on
 autovacuum = off
+streamsketch.background_consolidation = off
 shared_buffers = 128MB
 max_connections = 30
 max_prepared_transactions = 5

@@ -183,6 +183,9 @@ my $node = ss_node(
 	consistency => 0,
 	conf => qq{
 autovacuum = off
+# each trial's answers and tree shapes are compared with the control's,
+# both consolidated by their own statements
+streamsketch.background_consolidation = off
 shared_buffers = 64MB
 statement_timeout = '${timeout}s'
 log_statement = none

@@ -223,6 +223,8 @@ my $loader = IPC::Run::start(
 	[
 		'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1',
 		'-d', $node->connstr('postgres') . " application_name=lert_mem_load",
+		# this backend's own rounds are measured: no background worker's
+		'-c', 'SET streamsketch.background_consolidation = off',
 		'-c', 'INSERT INTO l_mem SELECT g % 100000 FROM generate_series(0, 999999) g',
 		'-c', 'INSERT INTO l_mem SELECT g % 100000 FROM generate_series(1000000, 1999999) g',
 		# the writers or this reader consolidate the log (work_mem)
