@@ -1134,10 +1134,16 @@ ss_log_oldest_xid(Relation rel)
  * waiting (as VACUUM truncates a heap: no reader is then inside a log
  * page): the metapage forgets the log pages in one WAL record, then the
  * relation is truncated.  A crash in between leaves blocks past alloc_end
- * that are reused as they are allocated again.
+ * that are reused as they are allocated again.  With patient, the lock is
+ * tried for up to SS_TRUNCATE_LOCK_TRIES times SS_TRUNCATE_LOCK_WAIT_MS,
+ * as VACUUM tries to truncate a heap: a background worker has no later
+ * chance, while readers come and go.
  */
+#define SS_TRUNCATE_LOCK_TRIES		20
+#define SS_TRUNCATE_LOCK_WAIT_MS	50
+
 static void
-log_truncate_free_tail(Relation rel)
+log_truncate_free_tail(Relation rel, bool patient)
 {
 	SSLogMeta	log;
 	BlockNumber first;
@@ -1157,8 +1163,13 @@ log_truncate_free_tail(Relation rel)
 	if (log.head_blk < first || log.head_blk >= log.alloc_end ||
 		RelationGetNumberOfBlocks(rel) < log.alloc_end)
 		return;
-	if (!ConditionalLockRelation(rel, AccessExclusiveLock))
-		return;
+	for (int tries = 1; !ConditionalLockRelation(rel, AccessExclusiveLock); tries++)
+	{
+		if (!patient || tries >= SS_TRUNCATE_LOCK_TRIES)
+			return;
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(SS_TRUNCATE_LOCK_WAIT_MS * 1000L);
+	}
 	/* nobody else holds a lock on rel now: the log cannot change */
 	ss_log_meta_read(rel, &log);
 	seen = palloc0(sizeof(bool) * (log.nfree + 1));
@@ -1221,7 +1232,7 @@ ss_log_consolidate_background(Relation rel)
 		ss_maintenance_consolidation = false;
 	}
 	PG_END_TRY();
-	log_truncate_free_tail(rel);
+	log_truncate_free_tail(rel, true);
 	return moved;
 }
 
@@ -1234,7 +1245,7 @@ ss_log_vacuum(Relation rel)
 	bool		minmulti_updated;
 
 	(void) log_consolidate_maintenance(rel, NULL, NULL, NULL);
-	log_truncate_free_tail(rel);
+	log_truncate_free_tail(rel, false);
 	frozen = GetOldestNonRemovableTransactionId(rel);
 	oldest = ss_log_oldest_xid(rel);
 	if (TransactionIdIsValid(oldest) && TransactionIdPrecedes(oldest, frozen))

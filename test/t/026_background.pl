@@ -177,7 +177,7 @@ SELECT cbt_create('owned', 'k int', 'note_sum(v::bigint) AS s', root_buffer => '
 });
 my $log_offset = -s $node->logfile;
 $node->safe_psql('postgres',
-	"INSERT INTO owned SELECT g % 10, 1 FROM generate_series(1, 30000) g");
+	"INSERT INTO owned (k, v) SELECT g % 10, 1 FROM generate_series(1, 30000) g");
 $node->wait_for_log(qr/streamsketch consolidation LOG:  aggregate runs as/,
 	$log_offset);
 like(
@@ -217,7 +217,7 @@ foreach my $how (qw(cancel terminate kill))
 	my $from = $rows + 1;
 	$rows += 400_000;
 	$node->safe_psql('postgres',
-		"INSERT INTO groups SELECT g % 5000, g FROM generate_series($from, $rows) g");
+		"INSERT INTO groups (k, v) SELECT g % 5000, g FROM generate_series($from, $rows) g");
 	my $pid = worker_in_round();
 	isnt($pid, '', "$how: the worker is in a round of the 400,000 rows");
 	my $offset = -s $node->logfile;
@@ -232,7 +232,7 @@ foreach my $how (qw(cancel terminate kill))
 	}
 	# the next commit queues the structure again
 	$rows++;
-	$node->safe_psql('postgres', "INSERT INTO groups VALUES ($rows % 5000, $rows)");
+	$node->safe_psql('postgres', "INSERT INTO groups (k, v) VALUES ($rows % 5000, $rows)");
 	is( wait_for(
 			'postgres',
 			"SELECT log_bytes FROM streamsketch_pending WHERE relation = 'groups'::regclass",
