@@ -24,12 +24,6 @@
 #include "streamsketch.h"
 #include "utils/memutils.h"
 
-bool
-bcms_read_meta(Relation rel, BcmsMetaData *meta)
-{
-	return ss_read_structure_meta(rel, &bcms_structure, meta);
-}
-
 /* Add a consolidation round's counts to the metapage contents. */
 void
 bcms_add_stats(void *metap, const void *statsp)

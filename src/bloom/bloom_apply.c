@@ -53,12 +53,6 @@ bloom_work_mem(void)
 	return Min(ss_consolidation_memory(), MaxAllocSize / 2);
 }
 
-bool
-bloom_read_meta(Relation rel, BloomMetaData *meta)
-{
-	return ss_read_structure_meta(rel, &bloom_structure, meta);
-}
-
 /* Add a consolidation round's or a flush's counts to the metapage contents. */
 void
 bloom_add_stats(void *metap, const void *statsp)

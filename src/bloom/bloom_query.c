@@ -113,26 +113,6 @@ bloom_contains_pages(Relation rel, const BloomParams *p, SSHash h)
 	return true;
 }
 
-/* Is a committed record still in the change log an insert of the key? */
-typedef struct LogLookup
-{
-	SSHash		h;
-	bool		found;
-} LogLookup;
-
-static void
-bloom_log_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
-				 void *arg)
-{
-	LogLookup  *ll = arg;
-	SSPendingKey key;
-
-	if (ll->found || hdr->type != SS_PENDING_KEY ||
-		!ss_record_key(hdr, payload, &key))
-		return;
-	ll->found = key.hash.h1 == ll->h.h1 && key.hash.h2 == ll->h.h2;
-}
-
 /*
  * A lookup needs only the log records of its own hash: ss_log_scan_parts
  * indexes them by a bucket of the hash.
@@ -171,7 +151,7 @@ bloom_contains_committed(Relation rel, const BloomParams *p, SSHash h)
 	for (int attempt = 0;; attempt++)
 	{
 		SSLogSnapshot snap;
-		LogLookup	ll = {h, false};
+		SSKeyPeek	kp = {h, ~UINT64CONST(0), ~UINT64CONST(0)};
 
 		ss_log_read_begin(rel, &snap, attempt, true);
 
@@ -182,9 +162,9 @@ bloom_contains_committed(Relation rel, const BloomParams *p, SSHash h)
 		 * range scanned or (consolidated before it) in the pages.
 		 */
 		if (!ss_log_scan_parts(rel, &snap, 0, bloom_log_parts_of, NULL,
-							   &bucket, 1, bloom_log_record, &ll))
+							   &bucket, 1, ss_key_peek_record, &kp))
 			continue;
-		return ll.found || bloom_contains_pages(rel, p, h);
+		return kp.inserted || bloom_contains_pages(rel, p, h);
 	}
 }
 

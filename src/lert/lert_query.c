@@ -189,6 +189,20 @@ lert_reports(PG_FUNCTION_ARGS)
 
 /* ---- point queries ---- */
 
+/*
+ * Copy the item out of an observation record (its key's bytes follow it);
+ * false for any other record.
+ */
+static inline bool
+lert_record_item(const SSPendingHeader *hdr, const char *payload,
+				 LertItem *item)
+{
+	if (hdr->type != SS_PENDING_ITEM || hdr->len < sizeof(*item))
+		return false;
+	memcpy(item, payload, sizeof(*item));
+	return true;
+}
+
 typedef struct KeyLookup
 {
 	uint64		fp;
@@ -205,9 +219,8 @@ count_log_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	KeyLookup  *k = (KeyLookup *) arg;
 	LertItem	item;
 
-	if (hdr->type != SS_PENDING_ITEM || hdr->len < sizeof(item) || pos < k->applied)
+	if (pos < k->applied || !lert_record_item(hdr, payload, &item))
 		return;
-	memcpy(&item, payload, sizeof(item));
 	if (item.fp == k->fp && item.keylen == k->keylen &&
 		hdr->len - sizeof(item) == item.keylen &&
 		(item.keylen == 0 || memcmp(payload + sizeof(item), k->key, item.keylen) == 0))
@@ -389,10 +402,8 @@ count_log_observations(uint64 pos, const SSPendingHeader *hdr,
 {
 	LertItem	item;
 
-	if (hdr->type != SS_PENDING_ITEM || hdr->len < sizeof(item))
-		return;
-	memcpy(&item, payload, sizeof(item));
-	*(int64 *) arg += item.count;
+	if (lert_record_item(hdr, payload, &item))
+		*(int64 *) arg += item.count;
 }
 
 static Datum

@@ -144,30 +144,6 @@ qfam_log_parts_of(const SSPendingHeader *hdr, const char *payload,
 	return 1;
 }
 
-/* What the log holds for one fingerprint (a membership test's shortcut). */
-typedef struct LogPeek
-{
-	uint64		fpmask;
-	uint64		fp;
-	bool		inserted;
-	bool		deleted;
-} LogPeek;
-
-static void
-qfam_peek_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
-				 void *arg)
-{
-	LogPeek    *lp = arg;
-	SSPendingKey key;
-
-	if (!qfam_fp_record(hdr, payload, lp->fpmask, lp->fp, &key))
-		return;
-	if (hdr->type == SS_PENDING_KEY)
-		lp->inserted = true;
-	else if (hdr->type == SS_PENDING_DELETE)
-		lp->deleted = true;
-}
-
 /*
  * The committed count of h's fingerprint: summed over the levels, with the
  * committed records still in the change log replayed on it.  With
@@ -218,15 +194,13 @@ qfam_committed_count(Relation rel, SSHash h, bool any_copy)
 			 * (an insert the levels applied is in them), so a key inserted
 			 * lately is found without reading every level.
 			 */
-			LogPeek		lp = {0};
+			SSKeyPeek	kp = {h, ~UINT64CONST(0) << (64 - fp_bits), 0};
 
-			lp.fpmask = ~UINT64CONST(0) << (64 - fp_bits);
-			lp.fp = h.h1 & lp.fpmask;
-			bucket = qfam_log_bucket(h.h1, lp.fpmask);
-			if (!ss_log_scan_parts(rel, &snap, 0, qfam_log_parts_of, &lp.fpmask,
-								   &bucket, 1, qfam_peek_record, &lp))
+			bucket = qfam_log_bucket(h.h1, kp.h1mask);
+			if (!ss_log_scan_parts(rel, &snap, 0, qfam_log_parts_of, &kp.h1mask,
+								   &bucket, 1, ss_key_peek_record, &kp))
 				continue;
-			if (lp.inserted && !lp.deleted)
+			if (kp.inserted && !kp.deleted)
 				return 1;
 		}
 		merges = meta.merges;

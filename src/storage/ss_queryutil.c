@@ -239,3 +239,20 @@ ss_read_checked_page(Relation rel, BlockNumber blkno, uint16 page_type)
 	}
 	return buf;
 }
+
+void
+ss_key_peek_record(uint64 pos, const SSPendingHeader *hdr,
+				   const char *payload, void *arg)
+{
+	SSKeyPeek  *kp = arg;
+	SSPendingKey key;
+
+	if (!ss_record_key(hdr, payload, &key) || key.weight <= 0 ||
+		((key.hash.h1 ^ kp->h.h1) & kp->h1mask) != 0 ||
+		((key.hash.h2 ^ kp->h.h2) & kp->h2mask) != 0)
+		return;
+	if (hdr->type == SS_PENDING_KEY)
+		kp->inserted = true;
+	else if (hdr->type == SS_PENDING_DELETE)
+		kp->deleted = true;
+}

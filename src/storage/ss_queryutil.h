@@ -160,4 +160,24 @@ ss_record_key(const SSPendingHeader *hdr, const char *payload,
 	return true;
 }
 
+/*
+ * What the change log holds for one key of a keyed structure (a membership
+ * test's shortcut): ss_key_peek_record is the SSLogRecordFn of a log scan
+ * that notes whether a record adding copies of the key (SS_PENDING_KEY)
+ * or removing them (SS_PENDING_DELETE) is there.  A record is of the key
+ * if its hash equals h under the masks (a quotient filter compares
+ * fingerprints, the top bits of h1) and its weight is positive.
+ */
+typedef struct SSKeyPeek
+{
+	SSHash		h;
+	uint64		h1mask;
+	uint64		h2mask;
+	bool		inserted;
+	bool		deleted;
+} SSKeyPeek;
+
+extern void ss_key_peek_record(uint64 pos, const SSPendingHeader *hdr,
+							   const char *payload, void *arg);
+
 #endif							/* SS_QUERYUTIL_H */
