@@ -288,13 +288,12 @@ cms_agg_trans(PG_FUNCTION_ARGS)
 	{
 		CmsGeometry g;
 		MemoryContext oldcxt;
+		CmsData    *cms;
 
 		cms_geometry_for_bounds(epsilon, delta, &g);
 		oldcxt = MemoryContextSwitchTo(row.aggcontext);
-		state = cms_state_new(row.aggcontext,
-							  (struct varlena *) cms_create_empty(&g, SS_DEFAULT_SEED,
-																  keytype,
-																  epsilon, delta));
+		cms = cms_create_empty(&g, SS_DEFAULT_SEED, keytype, epsilon, delta);
+		state = cms_state_new(row.aggcontext, (struct varlena *) cms);
 		MemoryContextSwitchTo(oldcxt);
 	}
 	else if (epsilon != state->cms->epsilon || delta != state->cms->delta)

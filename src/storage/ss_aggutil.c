@@ -162,18 +162,14 @@ ss_value_agg_deserial(FunctionCallInfo fcinfo, const SSValueAgg *agg,
 	PG_RETURN_POINTER(agg->state_new(CurrentMemoryContext, value));
 }
 
-int64
-ss_count_arg(FunctionCallInfo fcinfo, int argno, const char *noun,
-			 const char *fname, const char *detail)
+void
+ss_negative_count(int64 count, const char *noun, const char *fname,
+				  const char *detail)
 {
-	int64		count = PG_GETARG_INT64(argno);
-
-	if (count < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("negative %s " INT64_FORMAT " in %s", noun, count, fname),
-				 errdetail("%s", detail)));
-	return count;
+	ereport(ERROR,
+			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+			 errmsg("negative %s " INT64_FORMAT " in %s", noun, count, fname),
+			 errdetail("%s", detail)));
 }
 
 void
@@ -211,16 +207,6 @@ ss_key_type_set(SSKeyType *kt, Oid typid, const char *what)
 				 errhint("Use a scalar key built from the columns, for example a text or bigint value.")));
 	get_typlenbyval(typid, &kt->typlen, &kt->typbyval);
 	kt->typid = typid;
-}
-
-Oid
-ss_key_type_arg(FunctionCallInfo fcinfo, int argno, SSKeyType *kt,
-				const char *what)
-{
-	Oid			typid = get_fn_expr_argtype(fcinfo->flinfo, argno);
-
-	ss_key_type_set(kt, typid, what);
-	return typid;
 }
 
 /*

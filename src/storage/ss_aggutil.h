@@ -48,9 +48,20 @@ extern struct varlena *ss_agg_deserial_varlena(bytea *bytes, uint32 magic,
  * The count or weight argument argno of a function adding copies of a key
  * (noun: "weight"), or ERROR (22003) if it is negative, with detail.
  */
-extern int64 ss_count_arg(FunctionCallInfo fcinfo, int argno,
-						  const char *noun, const char *fname,
-						  const char *detail);
+extern void ss_negative_count(int64 count, const char *noun,
+							  const char *fname, const char *detail)
+			pg_attribute_noreturn();
+
+static inline int64
+ss_count_arg(FunctionCallInfo fcinfo, int argno, const char *noun,
+			 const char *fname, const char *detail)
+{
+	int64		count = PG_GETARG_INT64(argno);
+
+	if (count < 0)
+		ss_negative_count(count, noun, fname, detail);
+	return count;
+}
 
 /* ERROR (22004) for a NULL argument; msg says which and where. */
 extern void ss_null_argument(const char *msg) pg_attribute_noreturn();
@@ -235,8 +246,15 @@ typedef struct SSKeyType
 extern void ss_key_type_set(SSKeyType *kt, Oid typid, const char *what);
 
 /* ss_key_type_set for the type of argument argno; returns that type. */
-extern Oid	ss_key_type_arg(FunctionCallInfo fcinfo, int argno, SSKeyType *kt,
-							const char *what);
+static inline Oid
+ss_key_type_arg(FunctionCallInfo fcinfo, int argno, SSKeyType *kt,
+				const char *what)
+{
+	Oid			typid = get_fn_expr_argtype(fcinfo->flinfo, argno);
+
+	ss_key_type_set(kt, typid, what);
+	return typid;
+}
 
 /*
  * The key argument argno converted to elemtype, the key type of the value
