@@ -185,7 +185,6 @@ extern bool bcms_consolidate(struct SSConsolidation *c);
 extern int	bcms_parts_of(const struct SSPendingHeader *hdr,
 						  const char *payload, uint32 *parts, void *arg);
 extern void bcms_add_stats(void *meta, const void *stats);
-extern bool bcms_read_meta(Relation rel, BcmsMetaData *meta);
 extern void bcms_check_meta(Relation rel, const void *meta);
 extern int64 bcms_flush_all(Relation rel, void *stats);
 extern void bcms_check_merge_record(Relation rel, const BcmsParams *p,

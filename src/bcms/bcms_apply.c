@@ -18,16 +18,11 @@
 #include "miscadmin.h"
 #include "ss_changelog.h"
 #include "ss_pending.h"
+#include "ss_queryutil.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "streamsketch.h"
 #include "utils/memutils.h"
-
-bool
-bcms_read_meta(Relation rel, BcmsMetaData *meta)
-{
-	return ss_read_structure_meta(rel, &bcms_structure, meta);
-}
 
 /* Add a consolidation round's counts to the metapage contents. */
 void
@@ -360,6 +355,14 @@ bcms_consolidate(SSConsolidation *c)
 								bcms_parts_of, bcms_apply_group, NULL, &bc);
 }
 
+/* ss_subbufs_flush's apply: sketch page pg's sub-buffer, forced. */
+static uint32
+bcms_flush_subbuf(Relation rel, uint32 pg, void *arg)
+{
+	return bcms_apply_page(rel, (const BcmsParams *) arg, pg, NULL, 0, 0,
+						   true);
+}
+
 /*
  * Apply every non-empty sub-buffer to its sketch page (bcms_flush, run by
  * ss_log_flush under the consolidation lock).  Returns the number of
@@ -370,27 +373,11 @@ int64
 bcms_flush_all(Relation rel, void *statsp)
 {
 	const BcmsParams *p = &bcms_get_state(rel)->p;
-	BcmsStats  *stats = (BcmsStats *) statsp;
-	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
-	int64		applied = 0;
 
-	if (p->mode != BCMS_MODE_BUFFERED || p->subbuf_cap == 0 || nblocks == 0)
+	if (p->mode != BCMS_MODE_BUFFERED || p->subbuf_cap == 0)
 		return 0;
-
-	for (uint32 pg = 0; pg < p->geom.npages; pg++)
-	{
-		BlockNumber bblk = bcms_buffer_blkno(p, pg);
-		uint32		n;
-
-		CHECK_FOR_INTERRUPTS();
-		if (bblk >= nblocks)
-			break;
-		if (ss_subbuf_count(rel, bblk, SS_PAGE_BCMS_BUFFER,
-							pg % p->subbufs_per_page) == 0)
-			continue;
-		n = bcms_apply_page(rel, p, pg, NULL, 0, 0, true);
-		applied += n;
-		stats->flushes += n > 0;
-	}
-	return applied;
+	return ss_subbufs_flush(rel, bcms_buffer_blkno(p, 0), p->geom.npages,
+							SS_PAGE_BCMS_BUFFER, p->subbufs_per_page,
+							bcms_flush_subbuf, (void *) p,
+							&((BcmsStats *) statsp)->flushes);
 }

@@ -385,16 +385,12 @@ typedef struct EstimateCache
 Datum
 bcms_estimate(PG_FUNCTION_ARGS)
 {
-	Oid			relid = PG_GETARG_OID(0);
-	Relation	rel;
-	BcmsState  *st;
+	Relation	rel = ss_sql_open_keyed(PG_GETARG_OID(0), "bcms_estimate()",
+										&bcms_structure);
+	BcmsState  *st = bcms_get_state(rel);
 	int64		est;
 	SSHash		h;
 
-	rel = ss_sql_open_structure(relid, AccessShareLock, NULL, ACL_SELECT,
-								&bcms_structure);
-	ss_sql_check_row_security(rel, "bcms_estimate()");
-	st = bcms_get_state(rel);
 	h = ss_sql_key_hash(fcinfo, 1, st->keytype, st->keylen, st->keybyval,
 						st->p.seed);
 	est = bcms_estimate_hash(rel, st, h);
@@ -406,7 +402,7 @@ Datum
 bcms_flush(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_INT64(ss_sql_flush(PG_GETARG_OID(0), "bcms_flush()",
-								 &bcms_structure, bcms_flush_all));
+								 &bcms_structure, bcms_flush_all, true));
 }
 
 static void
@@ -430,24 +426,17 @@ bcms_count_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 Datum
 bcms_info(PG_FUNCTION_ARGS)
 {
-	Relation	rel;
-	BcmsState  *st;
-	BcmsParams *p;
+	SSInfoRow	row;
+	Relation	rel = ss_sql_info_open(fcinfo, &bcms_structure, "bcms_info",
+									   &row, 15);
+	BcmsParams *p = &bcms_get_state(rel)->p;
 	BcmsMetaData meta;
-	TupleDesc	tupdesc;
-	Datum		values[15];
-	bool		nulls[15] = {0};
+	Datum	   *values = row.values;
 	int64		buffered = 0;
 	BcmsStats	logged;
 	BlockNumber nblocks;
 	double		width;
 
-	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock, NULL, ACL_SELECT,
-								&bcms_structure);
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	st = bcms_get_state(rel);
-	p = &st->p;
 	/* committed batches not consolidated yet count too */
 	if (!ss_log_scan_all(rel, bcms_count_record, &logged, sizeof(logged), &meta))
 		memset(&meta, 0, sizeof(meta));
@@ -458,21 +447,9 @@ bcms_info(PG_FUNCTION_ARGS)
 		buffered = logged.items;
 	}
 	nblocks = RelationGetNumberOfBlocks(rel);
-
-	for (uint32 b = 0; b < p->nbufpages; b++)
-	{
-		BlockNumber blk = 1 + p->geom.npages + b;
-		Buffer		buf;
-
-		CHECK_FOR_INTERRUPTS();
-		if (blk >= nblocks)
-			break;
-		buf = ReadBuffer(rel, blk);
-		if (ss_lock_checked_page(rel, buf, blk, SS_PAGE_BCMS_BUFFER) != NULL)
-			buffered += ss_subbuf_total(rel, blk, BufferGetPage(buf),
-										p->subbufs_per_page, p->subbuf_cap);
-		UnlockReleaseBuffer(buf);
-	}
+	buffered += ss_subbufs_total(rel, 1 + p->geom.npages, p->nbufpages,
+								 SS_PAGE_BCMS_BUFFER, p->subbufs_per_page,
+								 p->subbuf_cap);
 
 	width = p->mode == BCMS_MODE_PLAIN ? (double) p->width :
 		(double) cms_geometry_width(&p->geom);
@@ -492,8 +469,7 @@ bcms_info(PG_FUNCTION_ARGS)
 	values[13] = Int64GetDatum((int64) nblocks);
 	/* e/width * n: the additive error bound that holds with prob. 1-delta */
 	values[14] = Float8GetDatum(M_E / width * (double) meta.total_weight);
-	relation_close(rel, AccessShareLock);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+	return ss_sql_info_result(rel, &row);
 }
 
 /*
@@ -551,10 +527,7 @@ bcms_create(PG_FUNCTION_ARGS)
 	BcmsState	st;
 	Oid			relid;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("bcms_create needs a table name and a key type")));
+	ss_sql_create_check(fcinfo, "bcms_create");
 	name = PG_GETARG_TEXT_PP(0);
 	keytype = PG_GETARG_OID(1);
 

@@ -50,6 +50,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "cms.h"
+#include "ss_queryutil.h"
 #include "ss_textio.h"
 
 PG_FUNCTION_INFO_V1(cms_in);
@@ -784,15 +785,12 @@ Datum
 cms_info(PG_FUNCTION_ARGS)
 {
 	CmsData    *cms = PG_GETARG_CMS_P(0);
-	TupleDesc	tupdesc;
-	Datum		values[9];
-	bool		nulls[9] = {0};
+	SSInfoRow	row;
+	Datum	   *values;
 
 	cms_check_header(cms);
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type of cms_info must be a row type");
-	if (tupdesc->natts != lengthof(values))
-		elog(ERROR, "cms_info must return %d columns", (int) lengthof(values));
+	ss_info_row_begin(fcinfo, &row, "cms_info", 9);
+	values = row.values;
 
 	values[0] = Float8GetDatum(cms->epsilon);
 	values[1] = Float8GetDatum(cms->delta);
@@ -802,8 +800,8 @@ cms_info(PG_FUNCTION_ARGS)
 	values[5] = Int64GetDatum(cms->total);
 	values[6] = Int64GetDatum((int64) VARSIZE(cms));
 	values[7] = ObjectIdGetDatum(cms->elemtype);
-	nulls[7] = !OidIsValid(cms->elemtype);
+	row.nulls[7] = !OidIsValid(cms->elemtype);
 	values[8] = Int64GetDatum((int64) cms->seed);
 
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+	return ss_info_row_datum(&row);
 }

@@ -32,11 +32,6 @@
 
 PG_FUNCTION_INFO_V1(cms_agg_trans);
 PG_FUNCTION_INFO_V1(cms_agg_trans_weighted);
-PG_FUNCTION_INFO_V1(cms_union_agg_trans);
-PG_FUNCTION_INFO_V1(cms_agg_combine);
-PG_FUNCTION_INFO_V1(cms_agg_serial);
-PG_FUNCTION_INFO_V1(cms_agg_deserial);
-PG_FUNCTION_INFO_V1(cms_agg_final);
 PG_FUNCTION_INFO_V1(cms_estimate);
 
 /* What names the sketch in messages about keys. */
@@ -208,35 +203,56 @@ typedef struct CmsAggState
 	CmsData    *cms;			/* in the aggregate context */
 } CmsAggState;
 
-static CmsAggState *
-cms_state_arg(FunctionCallInfo fcinfo, int argno, const char *fname)
+static void
+cms_agg_check(const struct varlena *value, bool full)
 {
-	return ss_agg_state_arg(fcinfo, argno, CMS_AGG_STATE_MAGIC, fname,
-							"count-min sketch",
-							"Use only the cms_agg support functions (cms_agg_trans, cms_agg_trans_weighted, cms_union_agg_trans, cms_agg_combine, cms_agg_serial, cms_agg_deserial, cms_agg_final) together.");
+	if (full)
+		cms_check((const CmsData *) value);
+	else
+		cms_check_header((const CmsData *) value);
 }
 
-static CmsAggState *
-cms_state_new(MemoryContext cxt, CmsData *cms)
+static void *
+cms_state_new(MemoryContext cxt, struct varlena *value)
 {
 	CmsAggState *state = MemoryContextAlloc(cxt, sizeof(CmsAggState));
 
 	state->magic = CMS_AGG_STATE_MAGIC;
-	state->cms = cms;
+	state->cms = (CmsData *) value;
 	return state;
 }
 
-/* A copy of a cms value in the given context. */
-static CmsData *
-cms_copy(MemoryContext cxt, const CmsData *cms)
+/* The geometry is the same, so the sketch is merged in place. */
+static void
+cms_state_merge(void *state, MemoryContext cxt, const struct varlena *value)
 {
-	return (CmsData *) ss_varlena_copy(cxt, (const struct varlena *) cms);
+	cms_merge_into(((CmsAggState *) state)->cms, (const CmsData *) value);
 }
 
+static const SSValueAgg cms_agg = {
+	.state_magic = CMS_AGG_STATE_MAGIC,
+	.serial_magic = CMS_AGG_SERIAL_MAGIC,
+	.value_offset = offsetof(CmsAggState, cms),
+	.min_size = CMS_HEADER_SIZE,
+	.what = "count-min sketch",
+	.hint = "Use only the cms_agg support functions (cms_agg_trans, cms_agg_trans_weighted, cms_union_agg_trans, cms_agg_combine, cms_agg_serial, cms_agg_deserial, cms_agg_final) together.",
+	.aggname = "cms_agg",
+	.trans_fname = {"cms_agg_trans", "cms_agg_trans_weighted"},
+	.count_noun = "weight",
+	.count_detail = "A count-min sketch only adds counts (the cash-register model); its estimates would no longer be upper bounds after a subtraction.",
+	.params_null = "epsilon and delta of cms_agg must not be NULL",
+	.check = cms_agg_check,
+	.state_new = cms_state_new,
+	.merge = cms_state_merge,
+};
+
+/* cms_union_agg(cms) and the support functions both aggregates share */
+SS_VALUE_AGG_FUNCTIONS(cms, cms_agg);
 
 /*
- * Transition of cms_agg(key, epsilon, delta) and
- * cms_agg(key, weight, epsilon, delta).
+ * Transition of cms_agg(key, epsilon, delta) and, with one argument more,
+ * cms_agg(key, weight, epsilon, delta) (the C function
+ * cms_agg_trans_weighted).
  *
  * A row with a NULL key or a NULL weight is no stream item and is skipped
  * without looking at the other arguments.  epsilon and delta must not be
@@ -244,61 +260,40 @@ cms_copy(MemoryContext cxt, const CmsData *cms)
  * A weight of 0 adds nothing, but the row still counts as input, so the
  * result is an empty sketch rather than NULL.
  */
-static Datum
-cms_agg_trans_common(FunctionCallInfo fcinfo, bool weighted)
+Datum
+cms_agg_trans(PG_FUNCTION_ARGS)
 {
-	const char *fname = weighted ? "cms_agg_trans_weighted" : "cms_agg_trans";
-	MemoryContext aggcontext = ss_agg_context(fcinfo, fname);
-	CmsAggState *state = cms_state_arg(fcinfo, 0, fname);
-	int			epsarg = weighted ? 3 : 2;
-	int64		weight = 1;
+	SSKeyAggRow row;
+	CmsAggState *state;
 	double		epsilon;
 	double		delta;
 	Oid			keytype;
-	SSKeyType  *ki;
+	SSKeyType  *ki = (SSKeyType *) fcinfo->flinfo->fn_extra;
 
-	if (PG_ARGISNULL(1) || (weighted && PG_ARGISNULL(2)))
-	{
-		if (state == NULL)
-			PG_RETURN_NULL();
-		PG_RETURN_POINTER(state);
-	}
-	if (PG_ARGISNULL(epsarg) || PG_ARGISNULL(epsarg + 1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("epsilon and delta of cms_agg must not be NULL")));
-	epsilon = PG_GETARG_FLOAT8(epsarg);
-	delta = PG_GETARG_FLOAT8(epsarg + 1);
-	if (weighted)
-	{
-		weight = PG_GETARG_INT64(2);
-		if (weight < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-					 errmsg("negative weight " INT64_FORMAT " in cms_agg", weight),
-					 errdetail("A count-min sketch only adds counts (the cash-register model); its estimates would no longer be upper bounds after a subtraction.")));
-	}
+	if (!ss_key_agg_row(fcinfo, &cms_agg, &row))
+		return ss_agg_keep_state(fcinfo, row.state);
+	state = row.state;
+	epsilon = PG_GETARG_FLOAT8(row.paramarg);
+	delta = PG_GETARG_FLOAT8(row.paramarg + 1);
 
-	keytype = get_fn_expr_argtype(fcinfo->flinfo, 1);
-	ki = (SSKeyType *) fcinfo->flinfo->fn_extra;
 	if (ki == NULL)
 	{
 		ki = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt,
 									sizeof(SSKeyType));
 		fcinfo->flinfo->fn_extra = ki;
 	}
-	ss_key_type_set(ki, keytype, CMS_KEY_WHAT);
+	keytype = ss_key_type_arg(fcinfo, 1, ki, CMS_KEY_WHAT);
 
 	if (state == NULL)
 	{
 		CmsGeometry g;
 		MemoryContext oldcxt;
+		CmsData    *cms;
 
 		cms_geometry_for_bounds(epsilon, delta, &g);
-		oldcxt = MemoryContextSwitchTo(aggcontext);
-		state = cms_state_new(aggcontext,
-							  cms_create_empty(&g, SS_DEFAULT_SEED, keytype,
-											   epsilon, delta));
+		oldcxt = MemoryContextSwitchTo(row.aggcontext);
+		cms = cms_create_empty(&g, SS_DEFAULT_SEED, keytype, epsilon, delta);
+		state = cms_state_new(row.aggcontext, (struct varlena *) cms);
 		MemoryContextSwitchTo(oldcxt);
 	}
 	else if (epsilon != state->cms->epsilon || delta != state->cms->delta)
@@ -309,120 +304,19 @@ cms_agg_trans_common(FunctionCallInfo fcinfo, bool weighted)
 						   state->cms->epsilon, state->cms->delta,
 						   epsilon, delta)));
 
-	if (weight > 0)
+	if (row.count > 0)
 		cms_add_hash(state->cms,
 					 ss_hash_datum(PG_GETARG_DATUM(1), ki->typlen,
 								   ki->typbyval, state->cms->seed),
-					 weight);
+					 row.count);
 
 	PG_RETURN_POINTER(state);
-}
-
-Datum
-cms_agg_trans(PG_FUNCTION_ARGS)
-{
-	return cms_agg_trans_common(fcinfo, false);
 }
 
 Datum
 cms_agg_trans_weighted(PG_FUNCTION_ARGS)
 {
-	return cms_agg_trans_common(fcinfo, true);
-}
-
-/* Transition of cms_union_agg(cms): NULL sketches are skipped. */
-Datum
-cms_union_agg_trans(PG_FUNCTION_ARGS)
-{
-	MemoryContext aggcontext = ss_agg_context(fcinfo, "cms_union_agg_trans");
-	CmsAggState *state = cms_state_arg(fcinfo, 0, "cms_union_agg_trans");
-	CmsData    *in;
-
-	if (PG_ARGISNULL(1))
-	{
-		if (state == NULL)
-			PG_RETURN_NULL();
-		PG_RETURN_POINTER(state);
-	}
-	in = PG_GETARG_CMS_P(1);
-	cms_check_header(in);
-	if (state == NULL)
-		state = cms_state_new(aggcontext, cms_copy(aggcontext, in));
-	else
-		cms_merge_into(state->cms, in);
-
-	PG_RETURN_POINTER(state);
-}
-
-/*
- * Combine two partial states.  Either may be NULL (a worker that saw no
- * contributing row).  state2 lives in a short-lived context, so when it is
- * the only one it is copied into the aggregate context, not adopted.
- */
-Datum
-cms_agg_combine(PG_FUNCTION_ARGS)
-{
-	MemoryContext aggcontext = ss_agg_context(fcinfo, "cms_agg_combine");
-	CmsAggState *state1 = cms_state_arg(fcinfo, 0, "cms_agg_combine");
-	CmsAggState *state2 = cms_state_arg(fcinfo, 1, "cms_agg_combine");
-
-	if (state2 == NULL)
-	{
-		if (state1 == NULL)
-			PG_RETURN_NULL();
-		PG_RETURN_POINTER(state1);
-	}
-	if (state1 == NULL)
-		PG_RETURN_POINTER(cms_state_new(aggcontext,
-										cms_copy(aggcontext, state2->cms)));
-
-	cms_merge_into(state1->cms, state2->cms);
-	PG_RETURN_POINTER(state1);
-}
-
-/* The sketch is a varlena already: see ss_agg_serial_varlena. */
-Datum
-cms_agg_serial(PG_FUNCTION_ARGS)
-{
-	CmsAggState *state;
-
-	(void) ss_agg_context(fcinfo, "cms_agg_serial");
-	state = cms_state_arg(fcinfo, 0, "cms_agg_serial");
-	if (state == NULL)			/* not STRICT when built by CREATE AGGREGATE */
-		PG_RETURN_NULL();
-	PG_RETURN_BYTEA_P(ss_agg_serial_varlena(CMS_AGG_SERIAL_MAGIC,
-											(struct varlena *) state->cms));
-}
-
-Datum
-cms_agg_deserial(PG_FUNCTION_ARGS)
-{
-	CmsData    *cms;
-
-	(void) ss_agg_context(fcinfo, "cms_agg_deserial");
-	cms = (CmsData *) ss_agg_deserial_varlena(PG_GETARG_BYTEA_PP(0),
-											  CMS_AGG_SERIAL_MAGIC,
-											  CMS_HEADER_SIZE,
-											  "count-min sketch");
-	cms_check(cms);
-
-	PG_RETURN_POINTER(cms_state_new(CurrentMemoryContext, cms));
-}
-
-/*
- * Return a copy: the state belongs to the aggregate, which may finalize it
- * again (window frames) or free it with its context.
- */
-Datum
-cms_agg_final(PG_FUNCTION_ARGS)
-{
-	CmsAggState *state;
-
-	(void) ss_agg_context(fcinfo, "cms_agg_final");
-	state = cms_state_arg(fcinfo, 0, "cms_agg_final");
-	if (state == NULL)
-		PG_RETURN_NULL();
-	PG_RETURN_POINTER(cms_copy(CurrentMemoryContext, state->cms));
+	return cms_agg_trans(fcinfo);
 }
 
 /*

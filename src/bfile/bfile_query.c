@@ -23,7 +23,9 @@
 #include "nodes/parsenodes.h"
 #include "parser/parser.h"
 #include "parser/scanner.h"
+#include "ss_aggutil.h"
 #include "ss_changelog.h"
+#include "ss_queryutil.h"
 #include "ss_sqlfunc.h"
 #include "storage/bufmgr.h"
 #include "utils/acl.h"
@@ -240,18 +242,16 @@ bfile_create(PG_FUNCTION_ARGS)
 Datum
 bfile_info(PG_FUNCTION_ARGS)
 {
-	Relation	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock,
-											NULL, ACL_SELECT, &bfile_structure);
+	SSInfoRow	row;
+	Relation	rel = ss_sql_info_open(fcinfo, &bfile_structure, "bfile_info",
+									   &row, 22);
 	BfileMeta  *m = palloc0(sizeof(BfileMeta));
-	TupleDesc	tupdesc;
-	Datum		values[22];
-	bool		nulls[22] = {0};
+	Datum	   *values = row.values;
+	bool	   *nulls = row.nulls;
 	BfileView	v;
 	Datum	   *items;
 	int64		free_pages = 0;
 
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
 	memset(&v, 0, sizeof(v));
 	v.meta = m;
 	if (!bfile_view_read(rel, &v, NULL, NULL, 0, 0))
@@ -305,8 +305,7 @@ bfile_info(PG_FUNCTION_ARGS)
 	values[17] = Int64GetDatum(m->leaked_pages);
 	values[18] = Int64GetDatum(m->added);
 	values[19] = Int64GetDatum(m->pages_written);
-	relation_close(rel, AccessShareLock);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+	return ss_sql_info_result(rel, &row);
 }
 
 /* ---- bfile_flush ---- */
@@ -330,13 +329,8 @@ flush_done(Relation rel, void *stats)
 Datum
 bfile_flush(PG_FUNCTION_ARGS)
 {
-	Relation	rel = ss_sql_open_structure(PG_GETARG_OID(0), RowExclusiveLock,
-											"bfile_flush()", ACL_INSERT,
-											&bfile_structure);
-	int64		size = ss_log_flush(rel, flush_done);
-
-	relation_close(rel, RowExclusiveLock);
-	PG_RETURN_INT64(size);
+	PG_RETURN_INT64(ss_sql_flush(PG_GETARG_OID(0), "bfile_flush()",
+								 &bfile_structure, flush_done, false));
 }
 
 /* ---- bfile_subsample ---- */
@@ -423,7 +417,6 @@ select_next(int64 *need, int64 *left)
 Datum
 bfile_subsample(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			relid = ss_sql_rowtype_relid(fcinfo, "bfile_subsample", "bfile");
 	Relation	rel;
 	BfileView	v;
@@ -440,23 +433,18 @@ bfile_subsample(PG_FUNCTION_ARGS)
 	Datum	   *values;
 	bool	   *nulls;
 	TupleDesc	desc;
+	Tuplestorestate *out;
 
 	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("the subsample size of bfile_subsample must not be NULL")));
+		ss_null_argument("the subsample size of bfile_subsample must not be NULL");
 	n = PG_GETARG_INT64(1);
 	if (n < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("bfile_subsample size " INT64_FORMAT " is negative", n)));
-	rel = ss_sql_open_structure(relid, AccessShareLock, NULL, ACL_SELECT,
-								&bfile_structure);
-	ss_sql_check_row_security(rel, "bfile_subsample()");
-	InitMaterializedSRF(fcinfo, 0);
-	desc = rsinfo->setDesc;
-	if (desc->natts != RelationGetDescr(rel)->natts)
-		elog(ERROR, "bfile_subsample: the result is not the table's row type");
+	rel = ss_sql_open_keyed(relid, "bfile_subsample()", &bfile_structure);
+	desc = ss_sql_rows_result(fcinfo, rel, "bfile_subsample");
+	out = ((ReturnSetInfo *) fcinfo->resultinfo)->setResult;
 	memset(&v, 0, sizeof(v));
 	log_rows = tuplestore_begin_heap(false, false, work_mem);
 	if (!bfile_view_read(rel, &v, log_rows, desc, PG_INT64_MIN, PG_INT64_MAX) ||
@@ -511,7 +499,7 @@ bfile_subsample(PG_FUNCTION_ARGS)
 				continue;
 			}
 			heap_deform_tuple(&htup, desc, values, nulls);
-			tuplestore_putvalues(rsinfo->setResult, desc, values, nulls);
+			tuplestore_putvalues(out, desc, values, nulls);
 		}
 		bfile_chain_end(&it);
 	}
@@ -529,8 +517,7 @@ bfile_subsample(PG_FUNCTION_ARGS)
 				continue;
 			}
 			slot_getallattrs(slot);
-			tuplestore_putvalues(rsinfo->setResult, desc, slot->tts_values,
-								 slot->tts_isnull);
+			tuplestore_putvalues(out, desc, slot->tts_values, slot->tts_isnull);
 		}
 		ExecDropSingleTupleTableSlot(slot);
 	}
@@ -653,9 +640,7 @@ window_key(FunctionCallInfo fcinfo, int argno, Relation rel, int32 time_attnum)
 	const char *colname = "(arrival order)";
 
 	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("the window bounds of bfile_window must not be NULL")));
+		ss_null_argument("the window bounds of bfile_window must not be NULL");
 	if (time_attnum > 0)
 	{
 		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), time_attnum - 1);
@@ -681,24 +666,18 @@ window_key(FunctionCallInfo fcinfo, int argno, Relation rel, int32 time_attnum)
 Datum
 bfile_window(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			relid = ss_sql_rowtype_relid(fcinfo, "bfile_window", "bfile");
-	Relation	rel;
+	Relation	rel = ss_sql_open_keyed(relid, "bfile_window()",
+										&bfile_structure);
 	BfileView	v;
 	BfileMeta  *m;
 	int32		time_attnum;
 	Window		w;
 
-	rel = ss_sql_open_structure(relid, AccessShareLock, NULL, ACL_SELECT,
-								&bfile_structure);
-	ss_sql_check_row_security(rel, "bfile_window()");
-	InitMaterializedSRF(fcinfo, 0);
 	memset(&w, 0, sizeof(w));
 	w.rel = rel;
-	w.desc = rsinfo->setDesc;
-	w.out = rsinfo->setResult;
-	if (w.desc->natts != RelationGetDescr(rel)->natts)
-		elog(ERROR, "bfile_window: the result is not the table's row type");
+	w.desc = ss_sql_rows_result(fcinfo, rel, "bfile_window");
+	w.out = ((ReturnSetInfo *) fcinfo->resultinfo)->setResult;
 	time_attnum = bfile_get_state(rel)->params.time_attnum;
 	w.lo = window_key(fcinfo, 1, rel, time_attnum);
 	w.hi = window_key(fcinfo, 2, rel, time_attnum);

@@ -93,6 +93,15 @@ state_new(MemoryContext cxt, int32 n, Oid elemtype)
 	return st;
 }
 
+static inline void
+swap_entries(SampleEntry *h, int i, int j)
+{
+	SampleEntry t = h[i];
+
+	h[i] = h[j];
+	h[j] = t;
+}
+
 static void
 sift_down(SampleEntry *h, int count, int i)
 {
@@ -101,7 +110,6 @@ sift_down(SampleEntry *h, int count, int i)
 		int			l = 2 * i + 1;
 		int			r = l + 1;
 		int			m = i;
-		SampleEntry t;
 
 		if (l < count && h[l].key < h[m].key)
 			m = l;
@@ -109,9 +117,7 @@ sift_down(SampleEntry *h, int count, int i)
 			m = r;
 		if (m == i)
 			return;
-		t = h[i];
-		h[i] = h[m];
-		h[m] = t;
+		swap_entries(h, i, m);
 		i = m;
 	}
 }
@@ -122,13 +128,10 @@ sift_up(SampleEntry *h, int i)
 	while (i > 0)
 	{
 		int			p = (i - 1) / 2;
-		SampleEntry t;
 
 		if (h[p].key <= h[i].key)
 			return;
-		t = h[i];
-		h[i] = h[p];
-		h[p] = t;
+		swap_entries(h, i, p);
 		i = p;
 	}
 }
@@ -178,9 +181,15 @@ draw_key(double weight)
 	return log(u) / weight;
 }
 
-static Datum
-trans_common(FunctionCallInfo fcinfo, bool weighted)
+/*
+ * sample_agg_trans(state, value anyelement, n int) and, with one argument
+ * more, sample_agg_trans(state, value anyelement, n int, weight float8)
+ * (the C function sample_agg_trans_weighted)
+ */
+Datum
+sample_agg_trans(PG_FUNCTION_ARGS)
 {
+	bool		weighted = PG_NARGS() == 4;
 	MemoryContext cxt = ss_agg_context(fcinfo, "sample_agg_trans");
 	SampleState *st = PG_ARGISNULL(0) ? NULL : state_check(PG_GETARG_DATUM(0));
 	double		weight = 1.0;
@@ -188,9 +197,7 @@ trans_common(FunctionCallInfo fcinfo, bool weighted)
 	Datum		value;
 
 	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("the sample size of sample_agg must not be NULL")));
+		ss_null_argument("the sample size of sample_agg must not be NULL");
 	n = PG_GETARG_INT32(2);
 	if (n < 1 || n > SAMPLE_AGG_MAX_N)
 		ereport(ERROR,
@@ -226,18 +233,10 @@ trans_common(FunctionCallInfo fcinfo, bool weighted)
 	PG_RETURN_POINTER(st);
 }
 
-/* sample_agg_trans(state, value anyelement, n int) */
-Datum
-sample_agg_trans(PG_FUNCTION_ARGS)
-{
-	return trans_common(fcinfo, false);
-}
-
-/* sample_agg_trans(state, value anyelement, n int, weight float8) */
 Datum
 sample_agg_trans_weighted(PG_FUNCTION_ARGS)
 {
-	return trans_common(fcinfo, true);
+	return sample_agg_trans(fcinfo);
 }
 
 /* The n largest keys of both: a sample of the union with the same law. */

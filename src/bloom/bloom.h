@@ -214,7 +214,6 @@ extern const struct SSStructure bloom_structure;
 struct SSConsolidation;
 extern bool bloom_consolidate(struct SSConsolidation *c);
 extern void bloom_add_stats(void *meta, const void *stats);
-extern bool bloom_read_meta(Relation rel, BloomMetaData *meta);
 extern void bloom_check_meta(Relation rel, const void *meta);
 extern int64 bloom_flush_all(Relation rel, void *stats);
 

@@ -40,6 +40,7 @@
 #include "port/pg_bitutils.h"
 #include "ss_changelog.h"
 #include "ss_pending.h"
+#include "ss_queryutil.h"
 #include "storage/buffile.h"
 #include "storage/bufmgr.h"
 #include "streamsketch.h"
@@ -50,12 +51,6 @@ static inline Size
 bloom_work_mem(void)
 {
 	return Min(ss_consolidation_memory(), MaxAllocSize / 2);
-}
-
-bool
-bloom_read_meta(Relation rel, BloomMetaData *meta)
-{
-	return ss_read_structure_meta(rel, &bloom_structure, meta);
 }
 
 /* Add a consolidation round's or a flush's counts to the metapage contents. */
@@ -1032,6 +1027,15 @@ bloom_consolidate(SSConsolidation *c)
 	return true;
 }
 
+/* ss_subbufs_flush's apply: bit page pg's sub-buffer, forced. */
+static uint32
+bloom_flush_subbuf(Relation rel, uint32 pg, void *arg)
+{
+	BloomConsolidation *bc = (BloomConsolidation *) arg;
+
+	return bloom_apply_local_group(rel, bc->p, pg, NULL, 0, true, bc->stats);
+}
+
 /*
  * Apply every buffered insert to the bit pages now (bloom_flush, run by
  * ss_log_flush under the consolidation lock).  Returns the number of
@@ -1042,8 +1046,8 @@ bloom_flush_all(Relation rel, void *statsp)
 {
 	const BloomParams *p = &bloom_get_state(rel)->p;
 	BloomStats *stats = (BloomStats *) statsp;
-	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
-	int64		applied = 0;
+	BloomConsolidation bc = {rel, p, stats};
+	int64		applied;
 
 	if (p->nsubbufs == 0)
 		return 0;
@@ -1054,20 +1058,7 @@ bloom_flush_all(Relation rel, void *statsp)
 		stats->flushes += applied > 0;
 		return applied;
 	}
-	for (uint32 pg = 0; pg < p->npages; pg++)
-	{
-		BlockNumber bblk = bloom_buffer_blkno(p, pg);
-		uint32		n;
-
-		CHECK_FOR_INTERRUPTS();
-		if (bblk >= nblocks)
-			break;
-		if (ss_subbuf_count(rel, bblk, SS_PAGE_BLOOM_BUFFER,
-							pg % p->subbufs_per_page) == 0)
-			continue;
-		n = bloom_apply_local_group(rel, p, pg, NULL, 0, true, stats);
-		applied += n;
-		stats->flushes += n > 0;
-	}
-	return applied;
+	return ss_subbufs_flush(rel, bloom_buffer_blkno(p, 0), p->npages,
+							SS_PAGE_BLOOM_BUFFER, p->subbufs_per_page,
+							bloom_flush_subbuf, &bc, &stats->flushes);
 }

@@ -113,26 +113,6 @@ bloom_contains_pages(Relation rel, const BloomParams *p, SSHash h)
 	return true;
 }
 
-/* Is a committed record still in the change log an insert of the key? */
-typedef struct LogLookup
-{
-	SSHash		h;
-	bool		found;
-} LogLookup;
-
-static void
-bloom_log_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
-				 void *arg)
-{
-	LogLookup  *ll = arg;
-	SSPendingKey key;
-
-	if (ll->found || hdr->type != SS_PENDING_KEY ||
-		!ss_record_key(hdr, payload, &key))
-		return;
-	ll->found = key.hash.h1 == ll->h.h1 && key.hash.h2 == ll->h.h2;
-}
-
 /*
  * A lookup needs only the log records of its own hash: ss_log_scan_parts
  * indexes them by a bucket of the hash.
@@ -171,7 +151,7 @@ bloom_contains_committed(Relation rel, const BloomParams *p, SSHash h)
 	for (int attempt = 0;; attempt++)
 	{
 		SSLogSnapshot snap;
-		LogLookup	ll = {h, false};
+		SSKeyPeek	kp = {h, ~UINT64CONST(0), ~UINT64CONST(0)};
 
 		ss_log_read_begin(rel, &snap, attempt, true);
 
@@ -182,9 +162,9 @@ bloom_contains_committed(Relation rel, const BloomParams *p, SSHash h)
 		 * range scanned or (consolidated before it) in the pages.
 		 */
 		if (!ss_log_scan_parts(rel, &snap, 0, bloom_log_parts_of, NULL,
-							   &bucket, 1, bloom_log_record, &ll))
+							   &bucket, 1, ss_key_peek_record, &kp))
 			continue;
-		return ll.found || bloom_contains_pages(rel, p, h);
+		return kp.inserted || bloom_contains_pages(rel, p, h);
 	}
 }
 
@@ -230,14 +210,11 @@ bloom_contains_hash(Relation rel, const BloomState *st, SSHash h)
 Datum
 bloom_contains(PG_FUNCTION_ARGS)
 {
-	Relation	rel;
-	BloomState *st;
+	Relation	rel = ss_sql_open_keyed(PG_GETARG_OID(0), "bloom_contains()",
+										&bloom_structure);
+	BloomState *st = bloom_get_state(rel);
 	bool		found;
 
-	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock, NULL,
-								ACL_SELECT, &bloom_structure);
-	ss_sql_check_row_security(rel, "bloom_contains()");
-	st = bloom_get_state(rel);
 	found = bloom_contains_hash(rel, st,
 								ss_sql_key_hash(fcinfo, 1, st->keytype,
 												st->keylen, st->keybyval,
@@ -250,7 +227,7 @@ Datum
 bloom_flush(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_INT64(ss_sql_flush(PG_GETARG_OID(0), "bloom_flush()",
-								 &bloom_structure, bloom_flush_all));
+								 &bloom_structure, bloom_flush_all, true));
 }
 
 static void
@@ -264,25 +241,18 @@ bloom_count_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 Datum
 bloom_info(PG_FUNCTION_ARGS)
 {
-	Relation	rel;
-	BloomState *st;
-	BloomParams *p;
+	SSInfoRow	row;
+	Relation	rel = ss_sql_info_open(fcinfo, &bloom_structure, "bloom_info",
+									   &row, 16);
+	BloomParams *p = &bloom_get_state(rel)->p;
 	BloomMetaData meta;
-	TupleDesc	tupdesc;
-	Datum		values[16];
-	bool		nulls[16] = {0};
+	Datum	   *values = row.values;
 	int64		buffered = 0;
 	int64		logged;
 	BlockNumber nblocks;
 	double		m;
 	double		k;
 
-	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock, NULL,
-								ACL_SELECT, &bloom_structure);
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	st = bloom_get_state(rel);
-	p = &st->p;
 	/* committed inserts not consolidated yet count too */
 	if (!ss_log_scan_all(rel, bloom_count_record, &logged, sizeof(logged), &meta))
 		memset(&meta, 0, sizeof(meta));
@@ -293,18 +263,9 @@ bloom_info(PG_FUNCTION_ARGS)
 	}
 	nblocks = RelationGetNumberOfBlocks(rel);
 
-	for (uint32 b = 0; b < p->nbufpages; b++)
-	{
-		Buffer		buf;
-
-		CHECK_FOR_INTERRUPTS();
-		buf = ss_read_checked_page(rel, 1 + p->npages + b, SS_PAGE_BLOOM_BUFFER);
-		if (!BufferIsValid(buf))
-			continue;
-		buffered += ss_subbuf_total(rel, 1 + p->npages + b, BufferGetPage(buf),
-									p->subbufs_per_page, p->subbuf_cap);
-		UnlockReleaseBuffer(buf);
-	}
+	buffered += ss_subbufs_total(rel, 1 + p->npages, p->nbufpages,
+								 SS_PAGE_BLOOM_BUFFER, p->subbufs_per_page,
+								 p->subbuf_cap);
 
 	m = (double) p->nbits;
 	k = (double) p->nhashes;
@@ -325,8 +286,7 @@ bloom_info(PG_FUNCTION_ARGS)
 	values[13] = Int64GetDatum(meta.flushes);
 	values[14] = Int64GetDatum((int64) nblocks);
 	values[15] = Int64GetDatum((int64) p->seed);
-	relation_close(rel, AccessShareLock);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+	return ss_sql_info_result(rel, &row);
 }
 
 /* bloom_create's arguments that give parameters (the others are its own) */
@@ -348,21 +308,11 @@ static const SSParamArg bloom_create_args[] = {
 Datum
 bloom_create(PG_FUNCTION_ARGS)
 {
-	bool		unlogged = PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6);
 	BloomState	st;
-	Oid			relid;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("bloom_create needs a table name and a key type")));
-
-	memset(&st, 0, sizeof(st));
-	ss_params_from_call(&bloom_structure, fcinfo, bloom_create_args,
-						lengthof(bloom_create_args), &st);
-
-	relid = ss_create_structure(&bloom_structure, &st, PG_GETARG_TEXT_PP(0),
-								PG_GETARG_OID(1), NULL, "bloom_filter",
-								unlogged);
-	PG_RETURN_OID(relid);
+	PG_RETURN_OID(ss_sql_create_keyed(fcinfo, &bloom_structure,
+									  bloom_create_args,
+									  lengthof(bloom_create_args),
+									  &st, sizeof(st), "bloom_create",
+									  "bloom_filter", 6));
 }

@@ -31,8 +31,10 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "parser/parse_coerce.h"
+#include "ss_aggutil.h"
 #include "ss_changelog.h"
 #include "ss_pending.h"
+#include "ss_queryutil.h"
 #include "ss_sqlfunc.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -213,9 +215,7 @@ key_arguments(FunctionCallInfo fcinfo, Datum **values, bool **isnull,
 		return n;
 	}
 	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("the VARIADIC array of group keys of cbt_lookup is NULL")));
+		ss_null_argument("the VARIADIC array of group keys of cbt_lookup is NULL");
 	arr = PG_GETARG_ARRAYTYPE_P(1);
 	*elemtype = ARR_ELEMTYPE(arr);
 	get_typlenbyvalalign(*elemtype, &typlen, &typbyval, &typalign);
@@ -236,12 +236,11 @@ key_arguments(FunctionCallInfo fcinfo, Datum **values, bool **isnull,
 Datum
 cbt_lookup(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			relid = ss_sql_rowtype_relid(fcinfo, "cbt_lookup", "cbt");
-	Relation	rel;
-	CbtRuntime *rt;
-	const CbtDef *def;
-	CbtState   *st;
+	Relation	rel = ss_sql_open_keyed(relid, "cbt_lookup()", &cbt_structure);
+	CbtRuntime *rt = cbt_runtime(rel);
+	const CbtDef *def = rt->def;
+	CbtState   *st = cbt_get_state(rel);
 	TupleTableSlot *key;
 	Lookup		lk;
 	CbtGroups	groups;
@@ -255,12 +254,6 @@ cbt_lookup(PG_FUNCTION_ARGS)
 	Oid			elemtype;
 	int			nargs;
 
-	rel = ss_sql_open_structure(relid, AccessShareLock, NULL, ACL_SELECT,
-								&cbt_structure);
-	ss_sql_check_row_security(rel, "cbt_lookup()");
-	rt = cbt_runtime(rel);
-	def = rt->def;
-	st = cbt_get_state(rel);
 	nargs = key_arguments(fcinfo, &args, &argnull, &elemtype);
 	if (nargs != def->nkeys)
 		ereport(ERROR,
@@ -270,10 +263,7 @@ cbt_lookup(PG_FUNCTION_ARGS)
 							   def->nkeys,
 							   RelationGetRelationName(rel), def->nkeys, nargs)));
 
-	InitMaterializedSRF(fcinfo, 0);
-	desc = rsinfo->setDesc;
-	if (desc->natts != RelationGetDescr(rel)->natts)
-		elog(ERROR, "cbt_lookup: the result is not the table's row type");
+	desc = ss_sql_rows_result(fcinfo, rel, "cbt_lookup");
 
 	/* the key, in the input slot's key columns, and its hash */
 	key = rt->input_slot;
@@ -372,7 +362,8 @@ cbt_lookup(PG_FUNCTION_ARGS)
 			isnull[rt->result_attno[a]] = rnull[a];
 		}
 		tuple = heap_form_tuple(desc, values, isnull);
-		tuplestore_puttuple(rsinfo->setResult, tuple);
+		tuplestore_puttuple(((ReturnSetInfo *) fcinfo->resultinfo)->setResult,
+							tuple);
 		break;
 	}
 	cbt_groups_free(&groups);

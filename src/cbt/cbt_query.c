@@ -15,6 +15,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "ss_changelog.h"
+#include "ss_queryutil.h"
 #include "ss_sqlfunc.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -94,20 +95,16 @@ cbt_create(PG_FUNCTION_ARGS)
 Datum
 cbt_info(PG_FUNCTION_ARGS)
 {
-	Relation	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock,
-											NULL, ACL_SELECT, &cbt_structure);
+	SSInfoRow	row;
+	Relation	rel = ss_sql_info_open(fcinfo, &cbt_structure, "cbt_info",
+									   &row, 19);
 	CbtMeta    *meta = palloc0(sizeof(CbtMeta));
-	CbtState   *st;
-	TupleDesc	tupdesc;
-	Datum		values[19];
-	bool		nulls[19] = {0};
+	CbtState   *st = cbt_get_state(rel);
+	Datum	   *values = row.values;
 	int64		free_pages = 0;
 	SSLogSnapshot snap;
 	char	   *definition;
 
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	st = cbt_get_state(rel);
 	ss_log_read_begin(rel, &snap, 0, false);
 	if (!ss_read_structure_meta(rel, &cbt_structure, meta))
 	{
@@ -117,7 +114,7 @@ cbt_info(PG_FUNCTION_ARGS)
 
 	definition = cbt_definition_text(rel);
 	values[0] = definition ? CStringGetTextDatum(definition) : (Datum) 0;
-	nulls[0] = definition == NULL;
+	row.nulls[0] = definition == NULL;
 	values[1] = Int64GetDatum((int64) meta->params.root_buffer_kb * 1024);
 	values[2] = Int64GetDatum((int64) meta->params.node_buffer_kb * 1024);
 	values[3] = Int32GetDatum((int32) meta->params.fanout);
@@ -139,8 +136,7 @@ cbt_info(PG_FUNCTION_ARGS)
 	values[16] = Int64GetDatum(free_pages);
 	values[17] = Int32GetDatum((int32) (meta->nfree + meta->overflow_extents));
 	values[18] = Int64GetDatum((int64) meta->fragments_in_pieces);
-	relation_close(rel, AccessShareLock);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+	return ss_sql_info_result(rel, &row);
 }
 
 /* ---- cbt_finalize ---- */

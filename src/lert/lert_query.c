@@ -33,6 +33,7 @@
 #include "ss_changelog.h"
 #include "ss_hash.h"
 #include "ss_pending.h"
+#include "ss_queryutil.h"
 #include "ss_sqlfunc.h"
 #include "storage/bufmgr.h"
 #include "streamsketch.h"
@@ -150,9 +151,8 @@ lert_reports(PG_FUNCTION_ARGS)
 	Oid			outfunc;
 	bool		isvarlena;
 
-	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock, NULL,
-								ACL_SELECT, &lert_structure);
-	ss_sql_check_row_security(rel, "lert_reports()");
+	rel = ss_sql_open_keyed(PG_GETARG_OID(0), "lert_reports()",
+							&lert_structure);
 	st = lert_get_state(rel);
 	meta = palloc(sizeof(LertMeta));
 	InitMaterializedSRF(fcinfo, 0);
@@ -189,6 +189,20 @@ lert_reports(PG_FUNCTION_ARGS)
 
 /* ---- point queries ---- */
 
+/*
+ * Copy the item out of an observation record (its key's bytes follow it);
+ * false for any other record.
+ */
+static inline bool
+lert_record_item(const SSPendingHeader *hdr, const char *payload,
+				 LertItem *item)
+{
+	if (hdr->type != SS_PENDING_ITEM || hdr->len < sizeof(*item))
+		return false;
+	memcpy(item, payload, sizeof(*item));
+	return true;
+}
+
 typedef struct KeyLookup
 {
 	uint64		fp;
@@ -205,9 +219,8 @@ count_log_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	KeyLookup  *k = (KeyLookup *) arg;
 	LertItem	item;
 
-	if (hdr->type != SS_PENDING_ITEM || hdr->len < sizeof(item) || pos < k->applied)
+	if (pos < k->applied || !lert_record_item(hdr, payload, &item))
 		return;
-	memcpy(&item, payload, sizeof(item));
 	if (item.fp == k->fp && item.keylen == k->keylen &&
 		hdr->len - sizeof(item) == item.keylen &&
 		(item.keylen == 0 || memcmp(payload + sizeof(item), k->key, item.keylen) == 0))
@@ -323,55 +336,52 @@ lert_lookup(Relation rel, const LertState *st, Datum keyd, int64 *count,
 	pfree(again);
 }
 
-/* The key argument coerced to the table's key type. */
-static Datum
-key_arg(FunctionCallInfo fcinfo, const LertState *st)
+/*
+ * lert_count(table, key) and lert_reported(table, key) (fname): the key
+ * argument, coerced to the table's key type, looked up.
+ *
+ * The reported flag lives with the key's entries, and a round writes the
+ * level-0 pages back after it made its reports valid: lert_reported waits
+ * for a round in progress (and consolidates what is committed), so that a
+ * key whose report lert_reports already shows is seen reported.  A standby
+ * cannot wait for the primary's rounds: there a report can show in
+ * lert_reports while the round that made it is still being replayed.
+ */
+static void
+lert_lookup_arg(FunctionCallInfo fcinfo, const char *fname, bool wait_round,
+				int64 *count, bool *reported)
 {
-	return ss_coerce_key(PG_GETARG_DATUM(1), get_fn_expr_argtype(fcinfo->flinfo, 1),
-						 st->keytype);
+	Relation	rel = ss_sql_open_keyed(PG_GETARG_OID(0), fname,
+										&lert_structure);
+	LertState  *st = lert_get_state(rel);
+
+	if (wait_round && !RecoveryInProgress() && !IsInParallelMode())
+		(void) ss_log_consolidate(rel, true);
+	lert_lookup(rel, st,
+				ss_coerce_key(PG_GETARG_DATUM(1),
+							  get_fn_expr_argtype(fcinfo->flinfo, 1),
+							  st->keytype),
+				count, reported);
+	relation_close(rel, AccessShareLock);
 }
 
 Datum
 lert_count(PG_FUNCTION_ARGS)
 {
-	Relation	rel;
-	LertState  *st;
 	int64		count;
 	bool		reported;
 
-	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock, NULL,
-								ACL_SELECT, &lert_structure);
-	ss_sql_check_row_security(rel, "lert_count()");
-	st = lert_get_state(rel);
-	lert_lookup(rel, st, key_arg(fcinfo, st), &count, &reported);
-	relation_close(rel, AccessShareLock);
+	lert_lookup_arg(fcinfo, "lert_count()", false, &count, &reported);
 	PG_RETURN_INT64(count);
 }
 
-/*
- * The reported flag lives with the key's entries, and a round writes the
- * level-0 pages back after it made its reports valid: wait for a round in
- * progress (and consolidate what is committed), so that a key whose
- * report lert_reports already shows is seen reported.  A standby cannot
- * wait for the primary's rounds: there a report can show in lert_reports
- * while the round that made it is still being replayed.
- */
 Datum
 lert_reported(PG_FUNCTION_ARGS)
 {
-	Relation	rel;
-	LertState  *st;
 	int64		count;
 	bool		reported;
 
-	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock, NULL,
-								ACL_SELECT, &lert_structure);
-	ss_sql_check_row_security(rel, "lert_reported()");
-	st = lert_get_state(rel);
-	if (!RecoveryInProgress() && !IsInParallelMode())
-		(void) ss_log_consolidate(rel, true);
-	lert_lookup(rel, st, key_arg(fcinfo, st), &count, &reported);
-	relation_close(rel, AccessShareLock);
+	lert_lookup_arg(fcinfo, "lert_reported()", true, &count, &reported);
 	PG_RETURN_BOOL(reported);
 }
 
@@ -380,14 +390,8 @@ lert_reported(PG_FUNCTION_ARGS)
 Datum
 lert_flush(PG_FUNCTION_ARGS)
 {
-	Relation	rel;
-	int64		reports;
-
-	rel = ss_sql_open_structure(PG_GETARG_OID(0), RowExclusiveLock,
-								"lert_flush()", ACL_INSERT, &lert_structure);
-	reports = ss_log_flush(rel, lert_flush_all);
-	relation_close(rel, RowExclusiveLock);
-	PG_RETURN_INT64(reports);
+	PG_RETURN_INT64(ss_sql_flush(PG_GETARG_OID(0), "lert_flush()",
+								 &lert_structure, lert_flush_all, false));
 }
 
 /* ---- lert_info ---- */
@@ -398,10 +402,8 @@ count_log_observations(uint64 pos, const SSPendingHeader *hdr,
 {
 	LertItem	item;
 
-	if (hdr->type != SS_PENDING_ITEM || hdr->len < sizeof(item))
-		return;
-	memcpy(&item, payload, sizeof(item));
-	*(int64 *) arg += item.count;
+	if (lert_record_item(hdr, payload, &item))
+		*(int64 *) arg += item.count;
 }
 
 static Datum
@@ -418,14 +420,13 @@ int8_array(const int64 *v, int n)
 Datum
 lert_info(PG_FUNCTION_ARGS)
 {
-	Relation	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock,
-											NULL, ACL_SELECT, &lert_structure);
-	LertState  *st = lert_get_state(rel);
-	LertParams *p = &st->p;
+	SSInfoRow	row;
+	Relation	rel = ss_sql_info_open(fcinfo, &lert_structure, "lert_info",
+									   &row, 24);
+	LertParams *p = &lert_get_state(rel)->p;
 	LertMeta   *meta = palloc0(sizeof(LertMeta));
-	TupleDesc	tupdesc;
-	Datum		values[24];
-	bool		nulls[24] = {0};
+	Datum	   *values = row.values;
+	bool	   *nulls = row.nulls;
 	int64		logged = 0;
 	int64		level0 = 0;
 	int64		level0_pages = 0;
@@ -437,8 +438,6 @@ lert_info(PG_FUNCTION_ARGS)
 	double		tsb;
 	int64		csb;
 
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
 	/* a table never written has no metapage yet: all counters are zero */
 	if (!ss_log_scan_all(rel, count_log_observations, &logged, sizeof(logged), meta))
 		memset(meta, 0, sizeof(LertMeta));
@@ -498,8 +497,7 @@ lert_info(PG_FUNCTION_ARGS)
 	values[22] = Int64GetDatum(level0_pages);
 	values[23] = int8_array(level_pages, (int) p->geom.nlevels);
 	pfree(meta);
-	relation_close(rel, AccessShareLock);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+	return ss_sql_info_result(rel, &row);
 }
 
 /* ---- lert_create ---- */
@@ -525,17 +523,10 @@ Datum
 lert_create(PG_FUNCTION_ARGS)
 {
 	LertState	st;
-	bool		unlogged = PG_ARGISNULL(9) ? false : PG_GETARG_BOOL(9);
-	Oid			relid;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("lert_create needs a table name and a key type")));
-	memset(&st, 0, sizeof(st));
-	ss_params_from_call(&lert_structure, fcinfo, lert_create_args,
-						lengthof(lert_create_args), &st);
-	relid = ss_create_structure(&lert_structure, &st, PG_GETARG_TEXT_PP(0),
-								PG_GETARG_OID(1), NULL, "lert", unlogged);
-	PG_RETURN_OID(relid);
+	PG_RETURN_OID(ss_sql_create_keyed(fcinfo, &lert_structure,
+									  lert_create_args,
+									  lengthof(lert_create_args),
+									  &st, sizeof(st), "lert_create",
+									  "lert", 9));
 }

@@ -144,30 +144,6 @@ qfam_log_parts_of(const SSPendingHeader *hdr, const char *payload,
 	return 1;
 }
 
-/* What the log holds for one fingerprint (a membership test's shortcut). */
-typedef struct LogPeek
-{
-	uint64		fpmask;
-	uint64		fp;
-	bool		inserted;
-	bool		deleted;
-} LogPeek;
-
-static void
-qfam_peek_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
-				 void *arg)
-{
-	LogPeek    *lp = arg;
-	SSPendingKey key;
-
-	if (!qfam_fp_record(hdr, payload, lp->fpmask, lp->fp, &key))
-		return;
-	if (hdr->type == SS_PENDING_KEY)
-		lp->inserted = true;
-	else if (hdr->type == SS_PENDING_DELETE)
-		lp->deleted = true;
-}
-
 /*
  * The committed count of h's fingerprint: summed over the levels, with the
  * committed records still in the change log replayed on it.  With
@@ -218,15 +194,13 @@ qfam_committed_count(Relation rel, SSHash h, bool any_copy)
 			 * (an insert the levels applied is in them), so a key inserted
 			 * lately is found without reading every level.
 			 */
-			LogPeek		lp = {0};
+			SSKeyPeek	kp = {h, ~UINT64CONST(0) << (64 - fp_bits), 0};
 
-			lp.fpmask = ~UINT64CONST(0) << (64 - fp_bits);
-			lp.fp = h.h1 & lp.fpmask;
-			bucket = qfam_log_bucket(h.h1, lp.fpmask);
-			if (!ss_log_scan_parts(rel, &snap, 0, qfam_log_parts_of, &lp.fpmask,
-								   &bucket, 1, qfam_peek_record, &lp))
+			bucket = qfam_log_bucket(h.h1, kp.h1mask);
+			if (!ss_log_scan_parts(rel, &snap, 0, qfam_log_parts_of, &kp.h1mask,
+								   &bucket, 1, ss_key_peek_record, &kp))
 				continue;
-			if (lp.inserted && !lp.deleted)
+			if (kp.inserted && !kp.deleted)
 				return 1;
 		}
 		merges = meta.merges;
@@ -324,47 +298,41 @@ qfam_count_hash(Relation rel, const QfamState *st, SSHash h)
 }
 
 /*
- * Membership: with pending changes of this transaction the count decides,
- * since a pending delete may cancel a copy.
+ * qf_count(filter, key) and qf_contains(filter, key) (fname): the count of
+ * the key argument's fingerprint, or for a membership test (any_copy) a
+ * count that is not 0 exactly when the fingerprint is there.  With pending
+ * changes of this transaction the whole count decides, since a pending
+ * delete may cancel a copy.
  */
-static bool
-qfam_contains_hash(Relation rel, const QfamState *st, SSHash h)
+static uint64
+qfam_lookup_arg(FunctionCallInfo fcinfo, const char *fname, bool any_copy)
 {
-	if (ss_pending_has(RelationGetRelid(rel)))
-		return qfam_count_hash(rel, st, h) > 0;
-	return qfam_committed_count(rel, h, true) > 0;
+	Relation	rel = ss_sql_open_keyed(PG_GETARG_OID(0), fname,
+										&qfam_structure);
+	QfamState  *st = qfam_get_state(rel);
+	SSHash		h = qfam_key_hash(fcinfo, 1, st);
+	uint64		count;
+
+	if (any_copy && !ss_pending_has(RelationGetRelid(rel)))
+		count = qfam_committed_count(rel, h, true);
+	else
+		count = qfam_count_hash(rel, st, h);
+	relation_close(rel, AccessShareLock);
+	return count;
 }
 
 Datum
 qf_count_sql(PG_FUNCTION_ARGS)
 {
-	Relation	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock,
-											  NULL, ACL_SELECT,
-											  &qfam_structure);
-	QfamState  *st;
-	uint64		count;
+	uint64		count = qfam_lookup_arg(fcinfo, "qf_count()", false);
 
-	ss_sql_check_row_security(rel, "qf_count()");
-	st = qfam_get_state(rel);
-	count = qfam_count_hash(rel, st, qfam_key_hash(fcinfo, 1, st));
-	relation_close(rel, AccessShareLock);
 	PG_RETURN_INT64((int64) Min(count, (uint64) PG_INT64_MAX));
 }
 
 Datum
 qf_contains_sql(PG_FUNCTION_ARGS)
 {
-	Relation	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock,
-											  NULL, ACL_SELECT,
-											  &qfam_structure);
-	QfamState  *st;
-	bool		found;
-
-	ss_sql_check_row_security(rel, "qf_contains()");
-	st = qfam_get_state(rel);
-	found = qfam_contains_hash(rel, st, qfam_key_hash(fcinfo, 1, st));
-	relation_close(rel, AccessShareLock);
-	PG_RETURN_BOOL(found);
+	PG_RETURN_BOOL(qfam_lookup_arg(fcinfo, "qf_contains()", true) > 0);
 }
 
 /*
@@ -580,23 +548,18 @@ qf_resize_sql(PG_FUNCTION_ARGS)
 Datum
 qf_info_sql(PG_FUNCTION_ARGS)
 {
-	Relation	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock,
-											  NULL, ACL_SELECT,
-											  &qfam_structure);
-	QfamState  *st;
+	SSInfoRow	row;
+	Relation	rel = ss_sql_info_open(fcinfo, &qfam_structure, "qf_info",
+									   &row, 15);
+	QfamState  *st = qfam_get_state(rel);
 	QfamMeta	meta;
-	TupleDesc	tupdesc;
-	Datum		values[15];
-	bool		nulls[15] = {0};
+	Datum	   *values = row.values;
 	int64		pages = 0;
 	int64		items = 0;
 	int64		total = 0;
 	double		slots = 0;
 	double		fpr = 0;
 
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	st = qfam_get_state(rel);
 	/*
 	 * The levels' counters include what consolidation moved into them:
 	 * consolidate first when this backend can (as a long log's readers
@@ -634,8 +597,7 @@ qf_info_sql(PG_FUNCTION_ARGS)
 	values[12] = Int64GetDatum((int64) RelationGetNumberOfBlocks(rel));
 	values[13] = Int64GetDatum(meta.merges);
 	values[14] = Int64GetDatum((int64) st->p.seed);
-	relation_close(rel, AccessShareLock);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+	return ss_sql_info_result(rel, &row);
 }
 
 /*
@@ -673,10 +635,7 @@ qf_create_sql(PG_FUNCTION_ARGS)
 	const char *amname = PG_ARGISNULL(6) ? "quotient_filter" :
 		text_to_cstring(PG_GETARG_TEXT_PP(6));
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("qf_create needs a table name and a key type")));
+	ss_sql_create_check(fcinfo, "qf_create");
 	memset(&st, 0, sizeof(st));
 	if (strcmp(amname, "quotient_filter") == 0)
 		st.p.kind = QFAM_KIND_QF;

@@ -356,15 +356,29 @@ qfilter_area_header(const QFilterData *qf, uint32 i)
 	return h;
 }
 
-uint64
-qfilter_sum_totals(const QFilterData *qf)
+/*
+ * The sum over the areas' headers of their total counts (saturating), or
+ * of their item counts.
+ */
+static uint64
+qfilter_area_sum(const QFilterData *qf, bool totals)
 {
 	uint32		npages = qfilter_npages(qf);
 	uint64		sum = 0;
 
 	for (uint32 i = 0; i < npages; i++)
-		sum = qfilter_sat_add(sum, qfilter_area_header(qf, i).total_count);
+	{
+		QfAreaHeader h = qfilter_area_header(qf, i);
+
+		sum = totals ? qfilter_sat_add(sum, h.total_count) : sum + h.nitems;
+	}
 	return sum;
+}
+
+uint64
+qfilter_sum_totals(const QFilterData *qf)
+{
+	return qfilter_area_sum(qf, true);
 }
 
 void
@@ -668,12 +682,7 @@ qfilter_split_once(const QFilterData *qf)
 uint64
 qfilter_items(const QFilterData *qf)
 {
-	uint32		npages = qfilter_npages(qf);
-	uint64		items = 0;
-
-	for (uint32 i = 0; i < npages; i++)
-		items += qfilter_area_header(qf, i).nitems;
-	return items;
+	return qfilter_area_sum(qf, false);
 }
 
 /*

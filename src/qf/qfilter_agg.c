@@ -37,11 +37,6 @@
 
 PG_FUNCTION_INFO_V1(qfilter_agg_trans);
 PG_FUNCTION_INFO_V1(qfilter_agg_trans_counted);
-PG_FUNCTION_INFO_V1(qfilter_union_agg_trans);
-PG_FUNCTION_INFO_V1(qfilter_agg_combine);
-PG_FUNCTION_INFO_V1(qfilter_agg_serial);
-PG_FUNCTION_INFO_V1(qfilter_agg_deserial);
-PG_FUNCTION_INFO_V1(qfilter_agg_final);
 PG_FUNCTION_INFO_V1(qfilter_contains);
 PG_FUNCTION_INFO_V1(qfilter_count);
 PG_FUNCTION_INFO_V1(qfilter_remove);
@@ -120,26 +115,12 @@ qfilter_key_info(FunctionCallInfo fcinfo, Oid typid)
 	return &c->key;
 }
 
-static QFilterAggState *
-qfilter_state_arg(FunctionCallInfo fcinfo, int argno, const char *fname)
-{
-	return ss_agg_state_arg(fcinfo, argno, QFILTER_AGG_STATE_MAGIC, fname,
-							"quotient filter",
-							"Use only the qfilter_agg support functions (qfilter_agg_trans, qfilter_agg_trans_counted, qfilter_union_agg_trans, qfilter_agg_combine, qfilter_agg_serial, qfilter_agg_deserial, qfilter_agg_final) together.");
-}
-
-/* A copy of a qfilter value in the given context. */
-static QFilterData *
-qfilter_copy(MemoryContext cxt, const QFilterData *qf)
-{
-	return (QFilterData *) ss_varlena_copy(cxt, (const struct varlena *) qf);
-}
-
 /* A new state in cxt adopting qf (which must live in cxt). */
-static QFilterAggState *
-qfilter_state_new(MemoryContext cxt, QFilterData *qf)
+static void *
+qfilter_state_new(MemoryContext cxt, struct varlena *value)
 {
 	QFilterAggState *state = MemoryContextAlloc(cxt, sizeof(QFilterAggState));
+	QFilterData *qf = (QFilterData *) value;
 
 	state->magic = QFILTER_AGG_STATE_MAGIC;
 	state->qf = qf;
@@ -195,9 +176,52 @@ qfilter_state_insert(QFilterAggState *state, MemoryContext aggcontext,
 	}
 }
 
+static void
+qfilter_agg_check(const struct varlena *value, bool full)
+{
+	if (full)
+		qfilter_check((const QFilterData *) value);
+	else
+		qfilter_check_header((const QFilterData *) value);
+}
+
+/* The union replaces the state's filter (it may need a larger one). */
+static void
+qfilter_state_union(void *statep, MemoryContext aggcontext,
+					const struct varlena *value)
+{
+	QFilterAggState *state = (QFilterAggState *) statep;
+	MemoryContext oldcxt = MemoryContextSwitchTo(aggcontext);
+
+	qfilter_state_replace(state, qfilter_union_values(state->qf,
+													  (const QFilterData *) value));
+	MemoryContextSwitchTo(oldcxt);
+}
+
+static const SSValueAgg qfilter_agg = {
+	.state_magic = QFILTER_AGG_STATE_MAGIC,
+	.serial_magic = QFILTER_AGG_SERIAL_MAGIC,
+	.value_offset = offsetof(QFilterAggState, qf),
+	.min_size = QFILTER_HEADER_SIZE,
+	.what = "quotient filter",
+	.hint = "Use only the qfilter_agg support functions (qfilter_agg_trans, qfilter_agg_trans_counted, qfilter_union_agg_trans, qfilter_agg_combine, qfilter_agg_serial, qfilter_agg_deserial, qfilter_agg_final) together.",
+	.aggname = "qfilter_agg",
+	.trans_fname = {"qfilter_agg_trans", "qfilter_agg_trans_counted"},
+	.count_noun = "count",
+	.count_detail = "A row adds count copies of its key; use qfilter_remove() to take copies away.",
+	.params_null = "capacity and fp_rate of qfilter_agg must not be NULL",
+	.check = qfilter_agg_check,
+	.state_new = qfilter_state_new,
+	.merge = qfilter_state_union,
+};
+
+/* qfilter_union_agg(qfilter) and the support functions both share */
+SS_VALUE_AGG_FUNCTIONS(qfilter, qfilter_agg);
+
 /*
- * Transition of qfilter_agg(key, capacity, fp_rate) and
- * qfilter_agg(key, count, capacity, fp_rate).
+ * Transition of qfilter_agg(key, capacity, fp_rate) and, with one argument
+ * more, qfilter_agg(key, count, capacity, fp_rate) (the C function
+ * qfilter_agg_trans_counted).
  *
  * A row with a NULL key or a NULL count is no stream item and is skipped
  * without looking at the other arguments.  capacity and fp_rate must not
@@ -205,43 +229,23 @@ qfilter_state_insert(QFilterAggState *state, MemoryContext aggcontext,
  * fingerprint size.  A count of 0 adds nothing, but the row still counts
  * as input, so the result is an empty filter rather than NULL.
  */
-static Datum
-qfilter_agg_trans_common(FunctionCallInfo fcinfo, bool counted)
+Datum
+qfilter_agg_trans(PG_FUNCTION_ARGS)
 {
-	const char *fname = counted ? "qfilter_agg_trans_counted" : "qfilter_agg_trans";
-	MemoryContext aggcontext = ss_agg_context(fcinfo, fname);
-	QFilterAggState *state = qfilter_state_arg(fcinfo, 0, fname);
-	int			caparg = counted ? 3 : 2;
-	int64		count = 1;
+	SSKeyAggRow row;
+	QFilterAggState *state;
 	int64		capacity;
 	double		fp_rate;
 	Oid			keytype;
 	SSKeyType  *ki;
 
-	if (PG_ARGISNULL(1) || (counted && PG_ARGISNULL(2)))
-	{
-		if (state == NULL)
-			PG_RETURN_NULL();
-		PG_RETURN_POINTER(state);
-	}
-	if (PG_ARGISNULL(caparg) || PG_ARGISNULL(caparg + 1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("capacity and fp_rate of qfilter_agg must not be NULL")));
-	capacity = PG_GETARG_INT64(caparg);
-	fp_rate = PG_GETARG_FLOAT8(caparg + 1);
-	if (counted)
-	{
-		count = PG_GETARG_INT64(2);
-		if (count < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-					 errmsg("negative count " INT64_FORMAT " in qfilter_agg", count),
-					 errdetail("A row adds count copies of its key; use qfilter_remove() to take copies away.")));
-	}
-
-	keytype = get_fn_expr_argtype(fcinfo->flinfo, 1);
-	ki = qfilter_key_info(fcinfo, keytype);
+	if (!ss_key_agg_row(fcinfo, &qfilter_agg, &row))
+		return ss_agg_keep_state(fcinfo, row.state);
+	state = row.state;
+	capacity = PG_GETARG_INT64(row.paramarg);
+	fp_rate = PG_GETARG_FLOAT8(row.paramarg + 1);
+	ki = &qfilter_call_cache(fcinfo)->key;
+	keytype = ss_key_type_arg(fcinfo, 1, ki, QFILTER_KEY_WHAT);
 
 	if (state == NULL)
 	{
@@ -252,10 +256,10 @@ qfilter_agg_trans_common(FunctionCallInfo fcinfo, bool counted)
 		QFilterData *qf;
 
 		qfilter_params(capacity, fp_rate, &rbits, &slot_bits, &page_bits);
-		oldcxt = MemoryContextSwitchTo(aggcontext);
+		oldcxt = MemoryContextSwitchTo(row.aggcontext);
 		qf = qfilter_create_empty(rbits, slot_bits, page_bits,
 								  SS_DEFAULT_SEED, keytype, capacity, fp_rate);
-		state = qfilter_state_new(aggcontext, qf);
+		state = qfilter_state_new(row.aggcontext, (struct varlena *) qf);
 		MemoryContextSwitchTo(oldcxt);
 	}
 	else if (capacity != state->qf->capacity || fp_rate != state->qf->fp_rate)
@@ -266,130 +270,21 @@ qfilter_agg_trans_common(FunctionCallInfo fcinfo, bool counted)
 						   state->qf->capacity, state->qf->fp_rate,
 						   capacity, fp_rate)));
 
-	if (count > 0)
+	if (row.count > 0)
 	{
 		SSHash		h = ss_hash_datum(PG_GETARG_DATUM(1), ki->typlen,
 									  ki->typbyval, state->qf->seed);
 
-		qfilter_state_insert(state, aggcontext, h.h1, (uint64) count);
+		qfilter_state_insert(state, row.aggcontext, h.h1, (uint64) row.count);
 	}
 
 	PG_RETURN_POINTER(state);
 }
 
 Datum
-qfilter_agg_trans(PG_FUNCTION_ARGS)
-{
-	return qfilter_agg_trans_common(fcinfo, false);
-}
-
-Datum
 qfilter_agg_trans_counted(PG_FUNCTION_ARGS)
 {
-	return qfilter_agg_trans_common(fcinfo, true);
-}
-
-/* Union a filter into a state (or make the state from it). */
-static QFilterAggState *
-qfilter_state_union(QFilterAggState *state, MemoryContext aggcontext,
-					const QFilterData *in)
-{
-	MemoryContext oldcxt;
-
-	if (state == NULL)
-		return qfilter_state_new(aggcontext, qfilter_copy(aggcontext, in));
-	oldcxt = MemoryContextSwitchTo(aggcontext);
-	qfilter_state_replace(state, qfilter_union_values(state->qf, in));
-	MemoryContextSwitchTo(oldcxt);
-	return state;
-}
-
-/* Transition of qfilter_union_agg(qfilter): NULL filters are skipped. */
-Datum
-qfilter_union_agg_trans(PG_FUNCTION_ARGS)
-{
-	MemoryContext aggcontext = ss_agg_context(fcinfo, "qfilter_union_agg_trans");
-	QFilterAggState *state = qfilter_state_arg(fcinfo, 0,
-											   "qfilter_union_agg_trans");
-	QFilterData *in;
-
-	if (PG_ARGISNULL(1))
-	{
-		if (state == NULL)
-			PG_RETURN_NULL();
-		PG_RETURN_POINTER(state);
-	}
-	in = PG_GETARG_QFILTER_P(1);
-	qfilter_check_header(in);
-	PG_RETURN_POINTER(qfilter_state_union(state, aggcontext, in));
-}
-
-/*
- * Combine two partial states.  Either may be NULL (a worker that saw no
- * contributing row).  state2 lives in a short-lived context, so when it is
- * the only one it is copied into the aggregate context, not adopted.
- */
-Datum
-qfilter_agg_combine(PG_FUNCTION_ARGS)
-{
-	MemoryContext aggcontext = ss_agg_context(fcinfo, "qfilter_agg_combine");
-	QFilterAggState *state1 = qfilter_state_arg(fcinfo, 0,
-												"qfilter_agg_combine");
-	QFilterAggState *state2 = qfilter_state_arg(fcinfo, 1,
-												"qfilter_agg_combine");
-
-	if (state2 == NULL)
-	{
-		if (state1 == NULL)
-			PG_RETURN_NULL();
-		PG_RETURN_POINTER(state1);
-	}
-	PG_RETURN_POINTER(qfilter_state_union(state1, aggcontext, state2->qf));
-}
-
-/* The filter is a varlena already: see ss_agg_serial_varlena. */
-Datum
-qfilter_agg_serial(PG_FUNCTION_ARGS)
-{
-	QFilterAggState *state;
-
-	(void) ss_agg_context(fcinfo, "qfilter_agg_serial");
-	state = qfilter_state_arg(fcinfo, 0, "qfilter_agg_serial");
-	if (state == NULL)			/* not STRICT when built by CREATE AGGREGATE */
-		PG_RETURN_NULL();
-	PG_RETURN_BYTEA_P(ss_agg_serial_varlena(QFILTER_AGG_SERIAL_MAGIC,
-											(struct varlena *) state->qf));
-}
-
-Datum
-qfilter_agg_deserial(PG_FUNCTION_ARGS)
-{
-	QFilterData *qf;
-
-	(void) ss_agg_context(fcinfo, "qfilter_agg_deserial");
-	qf = (QFilterData *) ss_agg_deserial_varlena(PG_GETARG_BYTEA_PP(0),
-												 QFILTER_AGG_SERIAL_MAGIC,
-												 QFILTER_HEADER_SIZE,
-												 "quotient filter");
-	qfilter_check(qf);
-
-	PG_RETURN_POINTER(qfilter_state_new(CurrentMemoryContext, qf));
-}
-
-/*
- * Return a copy: the state belongs to the aggregate, which may finalize it
- * again (window frames) or free it with its context.
- */
-Datum
-qfilter_agg_final(PG_FUNCTION_ARGS)
-{
-	QFilterAggState *state;
-
-	(void) ss_agg_context(fcinfo, "qfilter_agg_final");
-	state = qfilter_state_arg(fcinfo, 0, "qfilter_agg_final");
-	if (state == NULL)
-		PG_RETURN_NULL();
-	PG_RETURN_POINTER(qfilter_copy(CurrentMemoryContext, state->qf));
+	return qfilter_agg_trans(fcinfo);
 }
 
 /* ----------------------------------------------------------------
@@ -528,17 +423,15 @@ Datum
 qfilter_remove(PG_FUNCTION_ARGS)
 {
 	QFilterData *in = PG_GETARG_QFILTER_P(0);
-	int64		count = PG_NARGS() > 2 ? PG_GETARG_INT64(2) : 1;
+	int64		count = 1;
 	QFilterData *out;
 	QfGeom		g;
 	uint64		h1;
 
 	qfilter_check_header(in);
-	if (count < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-				 errmsg("negative count " INT64_FORMAT " in qfilter_remove", count),
-				 errdetail("The count is the number of copies of the key to remove.")));
+	if (PG_NARGS() > 2)
+		count = ss_count_arg(fcinfo, 2, "count", "qfilter_remove",
+							 "The count is the number of copies of the key to remove.");
 	h1 = qfilter_key_hash(fcinfo, in, 1);
 	out = (QFilterData *) palloc(VARSIZE(in));
 	memcpy(out, in, VARSIZE(in));

@@ -46,6 +46,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "qfilter.h"
+#include "ss_queryutil.h"
 #include "ss_textio.h"
 
 PG_FUNCTION_INFO_V1(qfilter_in);
@@ -493,9 +494,8 @@ Datum
 qfilter_info(PG_FUNCTION_ARGS)
 {
 	QFilterData *qf = PG_GETARG_QFILTER_P(0);
-	TupleDesc	tupdesc;
-	Datum		values[15];
-	bool		nulls[15] = {0};
+	SSInfoRow	row;
+	Datum	   *values;
 	QfGeom		g;
 	uint32		npages;
 	uint64		items = 0;
@@ -504,10 +504,8 @@ qfilter_info(PG_FUNCTION_ARGS)
 	int			i = 0;
 
 	qfilter_check_header(qf);
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type of qfilter_info must be a row type");
-	if (tupdesc->natts != lengthof(values))
-		elog(ERROR, "qfilter_info must return %d columns", (int) lengthof(values));
+	ss_info_row_begin(fcinfo, &row, "qfilter_info", 15);
+	values = row.values;
 
 	qfilter_geom(qf, &g);
 	npages = qfilter_npages(qf);
@@ -536,9 +534,9 @@ qfilter_info(PG_FUNCTION_ARGS)
 	values[i++] = Int64GetDatum((int64) floor(QFILTER_MAX_LOAD * home));
 	values[i++] = Int64GetDatum((int64) VARSIZE(qf));
 	values[i] = ObjectIdGetDatum(qf->elemtype);
-	nulls[i++] = !OidIsValid(qf->elemtype);
+	row.nulls[i++] = !OidIsValid(qf->elemtype);
 	values[i++] = Int64GetDatum((int64) qf->seed);
-	Assert(i == lengthof(values));
+	Assert(i == row.tupdesc->natts);
 
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+	return ss_info_row_datum(&row);
 }

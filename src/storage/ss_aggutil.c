@@ -106,6 +106,80 @@ ss_agg_deserial_varlena(bytea *bytes, uint32 magic, Size min_size,
 	return v;
 }
 
+/* The value a state of agg holds. */
+static inline struct varlena *
+ss_value_agg_value(const SSValueAgg *agg, const void *state)
+{
+	return *(struct varlena *const *) ((const char *) state + agg->value_offset);
+}
+
+Datum
+ss_value_agg_combine(FunctionCallInfo fcinfo, const SSValueAgg *agg,
+					 const char *fname)
+{
+	MemoryContext aggcontext = ss_agg_context(fcinfo, fname);
+	void	   *state1 = ss_value_agg_state(fcinfo, 0, agg, fname);
+	void	   *state2 = ss_value_agg_state(fcinfo, 1, agg, fname);
+
+	if (state2 == NULL)
+		return ss_agg_keep_state(fcinfo, state1);
+	PG_RETURN_POINTER(ss_value_agg_add(agg, state1, aggcontext,
+									   ss_value_agg_value(agg, state2),
+									   false));
+}
+
+/*
+ * The serial and final functions return the state's value: serialized, or
+ * copied.
+ */
+Datum
+ss_value_agg_result(FunctionCallInfo fcinfo, const SSValueAgg *agg,
+					const char *fname, bool serial)
+{
+	void	   *state;
+	struct varlena *value;
+
+	(void) ss_agg_context(fcinfo, fname);
+	state = ss_value_agg_state(fcinfo, 0, agg, fname);
+	if (state == NULL)
+		PG_RETURN_NULL();
+	value = ss_value_agg_value(agg, state);
+	if (serial)
+		PG_RETURN_BYTEA_P(ss_agg_serial_varlena(agg->serial_magic, value));
+	PG_RETURN_POINTER(ss_varlena_copy(CurrentMemoryContext, value));
+}
+
+Datum
+ss_value_agg_deserial(FunctionCallInfo fcinfo, const SSValueAgg *agg,
+					  const char *fname)
+{
+	struct varlena *value;
+
+	(void) ss_agg_context(fcinfo, fname);
+	value = ss_agg_deserial_varlena(PG_GETARG_BYTEA_PP(0), agg->serial_magic,
+									agg->min_size, agg->what);
+	agg->check(value, true);
+	PG_RETURN_POINTER(agg->state_new(CurrentMemoryContext, value));
+}
+
+void
+ss_negative_count(int64 count, const char *noun, const char *fname,
+				  const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+			 errmsg("negative %s " INT64_FORMAT " in %s", noun, count, fname),
+			 errdetail("%s", detail)));
+}
+
+void
+ss_null_argument(const char *msg)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+			 errmsg("%s", msg)));
+}
+
 /*
  * Composite keys are refused: their binary form starts with the row type's
  * OID and typmod, and anonymous record typmods are assigned per session,

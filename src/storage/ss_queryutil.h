@@ -1,9 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * ss_queryutil.h
- *	  What the SQL functions of the keyed paged structures (bcms, bloom,
- *	  quotient filters) share: hashing a key argument, flushing, and the
- *	  key type check of merging an in-memory value.
+ *	  What the SQL functions of the structures share: opening a structure
+ *	  for a reader of its keys or rows, the row of an info function,
+ *	  creation by a constructor, flushing and counting sub-buffers, and for
+ *	  the keyed paged structures (bcms, bloom, quotient filters) hashing a
+ *	  key argument, the key type check of merging an in-memory value and
+ *	  the log records of one key.
  *
  *-------------------------------------------------------------------------
  */
@@ -11,6 +14,7 @@
 #define SS_QUERYUTIL_H
 
 #include "fmgr.h"
+#include "access/tupdesc.h"
 #include "ss_changelog.h"
 #include "ss_hash.h"
 #include "ss_pending.h"
@@ -19,6 +23,67 @@
 #include "utils/relcache.h"
 
 struct SSStructure;
+struct SSParamArg;
+
+/*
+ * Open relid for fname (e.g. "bcms_estimate()"), a function that returns
+ * rows of structure s or facts about its keys: locked AccessShareLock,
+ * SELECT privilege, and refused where row-level security applies
+ * (ss_sql_check_row_security).
+ */
+extern Relation ss_sql_open_keyed(Oid relid, const char *fname,
+								  const struct SSStructure *s);
+
+/*
+ * The result of a function returning SETOF the table's row type
+ * (materialized), checked to be rel's row type; fname names the function
+ * in the message ("bfile_window").
+ */
+extern TupleDesc ss_sql_rows_result(FunctionCallInfo fcinfo, Relation rel,
+									const char *fname);
+
+/* The row an info function (fname) returns: natts columns, none NULL yet. */
+typedef struct SSInfoRow
+{
+	TupleDesc	tupdesc;
+	Datum	   *values;
+	bool	   *nulls;
+} SSInfoRow;
+
+extern void ss_info_row_begin(FunctionCallInfo fcinfo, SSInfoRow *row,
+							  const char *fname, int natts);
+extern Datum ss_info_row_datum(SSInfoRow *row);
+
+/*
+ * The info function (fname) of structure s: its table, opened for reading
+ * (AccessShareLock, SELECT), and its row; and its result, closing rel.
+ */
+extern Relation ss_sql_info_open(FunctionCallInfo fcinfo,
+								 const struct SSStructure *s,
+								 const char *fname, SSInfoRow *row,
+								 int natts);
+extern Datum ss_sql_info_result(Relation rel, SSInfoRow *row);
+
+/*
+ * A constructor (fname, e.g. "bloom_create") of a keyed structure, whose
+ * first two arguments are the table's name and key type: ERROR unless
+ * both are given.
+ */
+extern void ss_sql_create_check(FunctionCallInfo fcinfo, const char *fname);
+
+/*
+ * A constructor of a keyed structure s whose other parameters are all
+ * arguments (args), and unlogged_arg the optional unlogged flag: the
+ * check above, then the table created with state st (st_size bytes,
+ * zeroed, then filled from the settings and the arguments) and access
+ * method amname.
+ */
+extern Oid	ss_sql_create_keyed(FunctionCallInfo fcinfo,
+								const struct SSStructure *s,
+								const struct SSParamArg *args, int nargs,
+								void *st, Size st_size,
+								const char *fname, const char *amname,
+								int unlogged_arg);
 
 /*
  * The key argument argno converted to the structure's key type keytype
@@ -29,10 +94,31 @@ extern SSHash ss_sql_key_hash(FunctionCallInfo fcinfo, int argno, Oid keytype,
 
 /*
  * The <name>_flush(structure) functions: apply the structure's buffers
- * (ss_log_flush) and return what flush reports.
+ * (ss_log_flush) and return what flush reports.  With durable (bcms,
+ * bloom_filter, quotient filters), an xid is assigned, so that the commit
+ * waits for the flush's WAL, and the lock is kept to the end of the
+ * transaction; without (lert, bfile), neither.
  */
 extern int64 ss_sql_flush(Oid relid, const char *fname,
-						  const struct SSStructure *s, SSFlushFn flush);
+						  const struct SSStructure *s, SSFlushFn flush,
+						  bool durable);
+
+/*
+ * The sub-buffers of a buffered structure: nsubbufs of them, per_page on
+ * each buffer page of page_type from block first on.  ss_subbufs_total
+ * counts the entries of the npages buffer pages; ss_subbufs_flush applies
+ * every non-empty sub-buffer with apply (which returns the entries it
+ * applied), adds one to *flushes per sub-buffer that had entries, and
+ * returns the entries applied.
+ */
+typedef uint32 (*SSSubbufApplyFn) (Relation rel, uint32 subbuf, void *arg);
+
+extern int64 ss_subbufs_total(Relation rel, BlockNumber first, uint32 npages,
+							  uint16 page_type, uint32 per_page, uint32 cap);
+extern int64 ss_subbufs_flush(Relation rel, BlockNumber first,
+							  uint32 nsubbufs, uint16 page_type,
+							  uint32 per_page, SSSubbufApplyFn apply,
+							  void *arg, int64 *flushes);
 
 /*
  * ERROR unless an in-memory value with keys of elemtype (typname: "cms")
@@ -73,5 +159,25 @@ ss_record_key(const SSPendingHeader *hdr, const char *payload,
 	memcpy(key, payload, sizeof(*key));
 	return true;
 }
+
+/*
+ * What the change log holds for one key of a keyed structure (a membership
+ * test's shortcut): ss_key_peek_record is the SSLogRecordFn of a log scan
+ * that notes whether a record adding copies of the key (SS_PENDING_KEY)
+ * or removing them (SS_PENDING_DELETE) is there.  A record is of the key
+ * if its hash equals h under the masks (a quotient filter compares
+ * fingerprints, the top bits of h1) and its weight is positive.
+ */
+typedef struct SSKeyPeek
+{
+	SSHash		h;
+	uint64		h1mask;
+	uint64		h2mask;
+	bool		inserted;
+	bool		deleted;
+} SSKeyPeek;
+
+extern void ss_key_peek_record(uint64 pos, const SSPendingHeader *hdr,
+							   const char *payload, void *arg);
 
 #endif							/* SS_QUERYUTIL_H */
