@@ -218,6 +218,17 @@ ss_log_snapshot_of(Relation rel, const SSMetaHeader *hdr, SSLogSnapshot *snap)
  * before it.
  */
 static bool
+log_reader_consolidate(Relation rel, bool wait)
+{
+	const SSStructure *ops = ss_structure_ops(rel);
+
+	/* lanes: run the free ones at once, then wait for the busy ones */
+	if (wait && ops != NULL && ops->consolidate_some != NULL)
+		return ops->consolidate_some(rel, true);
+	return ss_log_consolidate(rel, wait);
+}
+
+static bool
 log_reader_consolidated(Relation rel, const SSLogSnapshot *snap, int attempt,
 						bool indexed)
 {
@@ -228,7 +239,7 @@ log_reader_consolidated(Relation rel, const SSLogSnapshot *snap, int attempt,
 		(!indexed ||
 		 snap->end_pos - snap->head_pos <= SS_LOG_READER_CONSOLIDATE_BYTES ||
 		 snap->end_pos - snap->head_pos > (uint64) ss_change_log_limit_kb * 1024) &&
-		ss_log_consolidate(rel, !indexed);
+		log_reader_consolidate(rel, !indexed);
 }
 
 /*
