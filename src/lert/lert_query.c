@@ -5,12 +5,14 @@
  *	  lert_reports, lert_count, lert_reported, lert_info, and the writers
  *	  lert_flush and lert_create.
  *
- * Every reader first consolidates the change log when it can (as every
- * structure's readers do), so committed observations are counted and
- * their reports made before it reads.  What a query sees is what was
- * committed and consolidated when it read the metapage ("read committed"
- * per call, not the query's snapshot); lert_count adds the committed
- * records still in the log and the caller's own uncommitted inserts.
+ * Every reader of reports first consolidates the change log (waiting for
+ * the cones another session, often the background worker, is running),
+ * so committed observations are counted and their reports made before it
+ * reads: what a query sees is what was committed when it read the
+ * metapage ("read committed" per call, not the query's snapshot; a
+ * standby shows what the primary's rounds made).  lert_count adds the
+ * committed records still in the log and the caller's own uncommitted
+ * inserts.
  *
  * The functions open their table with ss_sql_open_structure; those that
  * return keys or facts about them are refused where row-level security
