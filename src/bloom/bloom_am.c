@@ -207,22 +207,13 @@ bloom_check_meta(Relation rel, const void *metap)
 			 meta->items, meta->bits_set, p->nbits, meta->flushes);
 }
 
-static void
-bloom_params_from_meta(const void *meta, void *st)
+/* A new bloom_filter's layout: the bit pages, then the buffer pages. */
+static BlockNumber
+bloom_layout_end(const void *st)
 {
-	((BloomState *) st)->p = ((const BloomMetaData *) meta)->params;
-}
-
-static void
-bloom_init_meta(const void *st, void *meta)
-{
-	BloomMetaData *m = (BloomMetaData *) meta;
 	const BloomParams *p = &((const BloomState *) st)->p;
 
-	memset(m, 0, sizeof(*m));
-	ss_meta_header_init(&m->hdr, SS_KIND_BLOOM, p->seed,
-						1 + p->npages + p->nbufpages);
-	m->params = *p;
+	return 1 + p->npages + p->nbufpages;
 }
 
 /* The geometry the parameters give, checked (the rate's open interval too). */
@@ -282,20 +273,16 @@ const SSStructure bloom_structure = {
 	.name = "bloom_filter",
 	.amname = "bloom_filter",
 	.constructor = "bloom_create()",
-	.page_types = bloom_page_types,
-	.npage_types = lengthof(bloom_page_types),
+	SS_PAGE_TYPES(bloom_page_types),
 	.kind = SS_KIND_BLOOM,
-	.state_size = sizeof(BloomState),
-	.meta_size = sizeof(BloomMetaData),
+	SS_LAYOUT(BloomState, p, BloomMetaData, params),
 	.consolidate = bloom_consolidate,
 	.stats_size = sizeof(BloomStats),
 	.add_stats = bloom_add_stats,
 	.check_columns = bloom_state_columns,
 	.check_meta = bloom_check_meta,
-	.params_from_meta = bloom_params_from_meta,
-	.init_meta = bloom_init_meta,
-	.params = bloom_params,
-	.nparams = lengthof(bloom_params),
+	.layout_end = bloom_layout_end,
+	SS_PARAMS(bloom_params),
 	.check_params = bloom_check_params,
 	.tuple_insert = bloom_tuple_insert,
 };

@@ -27,7 +27,6 @@
 #include "ss_changelog.h"
 #include "ss_hash.h"
 #include "ss_pending.h"
-#include "ss_xlog.h"
 #include "streamsketch.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -362,23 +361,15 @@ lert_check_meta(Relation rel, const void *metap)
 #undef EXTENT_OK
 }
 
-static void
-lert_params_from_meta(const void *meta, void *st)
-{
-	((LertState *) st)->p = ((const LertMeta *) meta)->params;
-}
-
+/* ss_meta_init's contents, with the cones' schedules and empty levels */
 static void
 lert_init_meta(const void *st, void *metap)
 {
 	LertMeta   *m = (LertMeta *) metap;
 	const LertParams *p = &((const LertState *) st)->p;
-
 	uint64		deepest_period = 1;
 
-	memset(m, 0, sizeof(*m));
-	ss_meta_header_init(&m->hdr, SS_KIND_LERT, p->seed, 1);
-	m->params = *p;
+	ss_meta_init(&lert_structure, st, m);
 	/* g^(L-1), the deepest level's period, in flushes (capped) */
 	for (uint32 j = 2; j <= p->geom.nlevels &&
 		 deepest_period <= PG_UINT32_MAX / LERT_MAX_GROWTH; j++)
@@ -527,22 +518,18 @@ const SSStructure lert_structure = {
 	.name = "lert",
 	.amname = "lert",
 	.constructor = "lert_create()",
-	.page_types = lert_page_types,
-	.npage_types = lengthof(lert_page_types),
+	SS_PAGE_TYPES(lert_page_types),
 	.init = lert_init,
 	.kind = SS_KIND_LERT,
-	.state_size = sizeof(LertState),
-	.meta_size = sizeof(LertMeta),
+	SS_LAYOUT(LertState, p, LertMeta, params),
 	.consolidate = lert_consolidate,
 	.consolidate_some = lert_consolidate_some,
 	.stats_size = sizeof(LertStats),
 	.add_stats = lert_add_stats,
 	.check_columns = lert_state_columns,
 	.check_meta = lert_check_meta,
-	.params_from_meta = lert_params_from_meta,
 	.init_meta = lert_init_meta,
-	.params = lert_params,
-	.nparams = lengthof(lert_params),
+	SS_PARAMS(lert_params),
 	.check_params = lert_check_params,
 	.scan = &lert_scan_ops,
 	.tuple_insert = lert_tuple_insert,
@@ -865,40 +852,22 @@ lert_handler(PG_FUNCTION_ARGS)
 
 /* ---- test-only settings (streamsketch.test_lert_*) ---- */
 
-int			ss_test_lert_crash = LERT_CRASH_NONE;
 int			ss_test_lert_round_wait = 0;
 int			ss_test_lert_free_extents = LERT_MAX_FREE_EXTENTS;
 
-static const struct config_enum_entry lert_crash_options[] = {
-	{"none", LERT_CRASH_NONE, false},
-	{"merged", LERT_CRASH_MERGED, false},
-	{"reports_written", LERT_CRASH_REPORTS_WRITTEN, false},
-	{"installed", LERT_CRASH_INSTALLED, false},
-	{"writeback", LERT_CRASH_WRITEBACK, false},
-	{"spilled", LERT_CRASH_SPILLED, false},
-	{"reserved", LERT_CRASH_RESERVED, false},
-	{NULL, 0, false}
+/* by LertCrashPoint */
+static const char *const lert_crash_points[] = {
+	"none", "merged", "reports_written", "installed", "writeback", "spilled",
+	"reserved", NULL
 };
 
-static const char *
-crash_point_name(LertCrashPoint point)
-{
-	for (int i = 0; lert_crash_options[i].name; i++)
-		if (lert_crash_options[i].val == (int) point)
-			return lert_crash_options[i].name;
-	return "?";
-}
-
-/* Stop the server here if streamsketch.test_lert_crash says so (tests). */
-void
-lert_test_crash(Relation rel, LertCrashPoint point)
-{
-	if (ss_test_lert_crash != (int) point)
-		return;
-	ss_xlog_flush_own(rel);
-	elog(PANIC, "streamsketch.test_lert_crash: stopping at \"%s\" in the consolidation of \"%s\"",
-		 crash_point_name(point), RelationGetRelationName(rel));
-}
+SSTestCrash lert_crash = {
+	.setting = "streamsketch.test_lert_crash",
+	.short_desc = "Stops the server at a point of each LERT consolidation (for tests only).",
+	.long_desc = "merged: a merge wrote its new levels; reports_written: an install wrote its report pages; installed: a checkpoint installed its metapage record; writeback: a checkpoint wrote one level-0 page back; spilled: a round wrote a new version of the spill page of free extents.",
+	.during = "the consolidation",
+	.points = lert_crash_points,
+};
 
 /* Called by _PG_init, after the parameters' settings are defined. */
 static void
@@ -909,11 +878,7 @@ lert_init(void)
 							"Below 64, fingerprints are truncated to force collisions; every key is then stored with its bytes.",
 							&ss_test_lert_hash_bits, 64, 1, 64,
 							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
-	DefineCustomEnumVariable("streamsketch.test_lert_crash",
-							 "Stops the server at a point of each LERT consolidation (for tests only).",
-							 "merged: a merge wrote its new levels; reports_written: an install wrote its report pages; installed: a checkpoint installed its metapage record; writeback: a checkpoint wrote one level-0 page back; spilled: a round wrote a new version of the spill page of free extents.",
-							 &ss_test_lert_crash, LERT_CRASH_NONE, lert_crash_options,
-							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	ss_test_crash_define(&lert_crash);
 	DefineCustomIntVariable("streamsketch.test_lert_round_wait",
 							"Makes each LERT cone's round wait, holding the cone's lock, until the advisory lock of this key is free (for tests only; 0: never).",
 							NULL, &ss_test_lert_round_wait, 0, 0, INT_MAX,

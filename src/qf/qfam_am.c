@@ -263,12 +263,7 @@ qfam_check_meta(Relation rel, const void *metap)
 	}
 }
 
-static void
-qfam_params_from_meta(const void *meta, void *st)
-{
-	((QfamState *) st)->p = ((const QfamMeta *) meta)->params;
-}
-
+/* ss_meta_init's contents, with an empty level 0 after the metapage */
 static void
 qfam_init_meta(const void *st, void *meta)
 {
@@ -341,19 +336,15 @@ const SSStructure qfam_structure = {
 	.name = "quotient filter",
 	.amname = "quotient_filter",
 	.constructor = "qf_create()",
-	.page_types = qfam_page_types,
-	.npage_types = lengthof(qfam_page_types),
+	SS_PAGE_TYPES(qfam_page_types),
 	.kind = SS_KIND_QF,
-	.state_size = sizeof(QfamState),
-	.meta_size = sizeof(QfamMeta),
+	SS_LAYOUT(QfamState, p, QfamMeta, params),
 	.consolidate = qfam_consolidate,
 	.admit = qfam_admit,
 	.check_columns = qfam_state_columns,
 	.check_meta = qfam_check_meta,
-	.params_from_meta = qfam_params_from_meta,
 	.init_meta = qfam_init_meta,
-	.params = qfam_params,
-	.nparams = lengthof(qfam_params),
+	SS_PARAMS(qfam_params),
 	.check_params = qfam_check_params,
 };
 

@@ -439,7 +439,7 @@ ss_write_metapage(SMgrRelation srel, ForkNumber fork, bool use_wal,
 
 	memset(page.data, 0, BLCKSZ);
 	ss_page_init((Page) page.data, SS_PAGE_META, ops->meta_size);
-	ops->init_meta(st, SSPageGetData(page.data));
+	ss_new_meta(ops, st, SSPageGetData(page.data));
 	if (use_wal)
 		log_newpage(&srel->smgr_rnode.node, fork, SS_METAPAGE_BLKNO,
 					(Page) page.data, true);
@@ -680,7 +680,7 @@ ss_truncate_in_place(Relation rel, const SSStructure *ops)
 	if (ss_pending_has(RelationGetRelid(rel)))
 		ss_pending_add(rel, SS_PENDING_TRUNCATE, NULL, 0);
 	ss_forget_state(rel);
-	ops->init_meta(st, meta);
+	ss_new_meta(ops, st, meta);
 	ss_ensure_metapage(rel, ops->kind, meta, ops->meta_size);
 }
 
@@ -718,7 +718,7 @@ ss_cluster_init_fork(Relation OldTable, Relation NewTable)
 		return;
 	memset(page.data, 0, BLCKSZ);
 	ss_page_init((Page) page.data, SS_PAGE_META, ops->meta_size);
-	ops->init_meta(ss_get_state(OldTable, ops), SSPageGetData(page.data));
+	ss_new_meta(ops, ss_get_state(OldTable, ops), SSPageGetData(page.data));
 	log_newpage(&srel->smgr_rnode.node, INIT_FORKNUM, SS_METAPAGE_BLKNO,
 				(Page) page.data, true);
 	PageSetChecksumInplace((Page) page.data, SS_METAPAGE_BLKNO);
@@ -920,6 +920,7 @@ ss_slot_key(Relation rel, TupleTableSlot *slot, int16 keylen, bool keybyval,
 	return true;
 }
 
+/* The value of a smallint, integer or bigint datum of type inttype. */
 int64
 ss_int_datum(Oid inttype, Datum d)
 {
