@@ -180,25 +180,15 @@ bfile_check_time_type(const char *name, Oid typid)
 						name, format_type_be(typid))));
 }
 
-/* A time column's value as the int64 key items are ordered by. */
+/*
+ * A time column's value as the int64 key items are ordered by: each of
+ * the types bfile_check_time_type accepts is stored as an integer in time
+ * order.
+ */
 int64
 bfile_time_key(Oid typid, Datum d)
 {
-	switch (typid)
-	{
-		case TIMESTAMPTZOID:
-			return DatumGetTimestampTz(d);
-		case TIMESTAMPOID:
-			return DatumGetTimestamp(d);
-		case DATEOID:
-			return DatumGetDateADT(d);
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-			return ss_int_datum(typid, d);
-	}
-	elog(ERROR, "type %u cannot be a bfile time column", typid);
-	return 0;					/* keep compiler quiet */
+	return ss_int_datum(typid, d);
 }
 
 /* The attnum of column name in rel; an error if there is none. */

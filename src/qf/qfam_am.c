@@ -330,6 +330,10 @@ static const SSParam qfam_params[] = {
 	.min = 0, .max = PG_UINT32_MAX, .boot = SS_DEFAULT_SEED, .internal = true},
 };
 
+static void qfam_tuple_insert(Relation rel, TupleTableSlot *slot,
+				CommandId cid, int options,
+				struct BulkInsertStateData *bistate);
+
 static const uint16 qfam_page_types[] = {SS_PAGE_QF_AREA, SS_PAGE_QF_UNDO};
 
 const SSStructure qfam_structure = {
@@ -346,6 +350,8 @@ const SSStructure qfam_structure = {
 	.init_meta = qfam_init_meta,
 	SS_PARAMS(qfam_params),
 	.check_params = qfam_check_params,
+	.compact = qfam_compact,
+	.tuple_insert = qfam_tuple_insert,
 };
 
 /* Parameters and columns (ss_get_state). */
@@ -392,8 +398,6 @@ qfam_handler(uint32 kind)
 
 			MemSet(r, 0, sizeof(*r));
 			ss_tableam_init_common(r, &qfam_structure);
-			r->tuple_insert = qfam_tuple_insert;
-			r->relation_copy_for_cluster = qfam_relation_copy_for_cluster;
 		}
 		qfam_routines_ready = true;
 	}

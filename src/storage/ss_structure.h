@@ -227,6 +227,14 @@ typedef struct SSStructure
 	 */
 	void		(*rebind) (Relation rel);
 	const struct SSScanOps *scan;	/* optional: the rows a scan returns */
+	/*
+	 * Optional: VACUUM FULL's and CLUSTER's copy of OldTable's pages into
+	 * NewTable's main fork, for a structure that has space to give back;
+	 * called once OldTable's change log is consolidated and empty, the
+	 * copy starting an empty log.  Without it the pages are copied as
+	 * they are.
+	 */
+	void		(*compact) (Relation OldTable, Relation NewTable);
 	/* INSERT and COPY: one row of the stream */
 	void		(*tuple_insert) (Relation rel, struct TupleTableSlot *slot,
 								 CommandId cid, int options,

@@ -152,7 +152,7 @@ typedef struct SSKeyColumns
 extern void ss_check_key_columns(TupleDesc desc, const char *relname,
 								 const char *amname, const char *intname,
 								 SSKeyColumns *cols);
-extern int64 ss_int_datum(Oid inttype, Datum d);
+extern int64 ss_int_datum(Oid typid, Datum d);
 
 /* ss_guard.c: refuse operations that would silently lose data */
 extern void ss_guard_init(void);
