@@ -337,7 +337,7 @@ static const SSParam bfile_params[] = {
 		.min = 1, .max = BFILE_MAX_BUCKETS,
 		.setting = "bfile_buckets",
 		.short_desc = "Individual buckets of a new bfile (N); higher levels share the tail.",
-	.setting_min = 1, .setting_max = BFILE_MAX_BUCKETS, .boot = 16},
+	.boot = 16},
 	{.name = "mode", .type = SS_PARAM_ENUM, SS_FIELD(BfileState, params.mode),
 		.options = bfile_mode_options,
 		.setting = "bfile_mode",
@@ -778,15 +778,12 @@ bfile_init(void)
 							   NULL,
 							   &ss_bfile_time_column, "",
 							   PGC_USERSET, 0, NULL, assign_bfile_time_column, NULL);
-	DefineCustomIntVariable("streamsketch.test_bfile_seed",
-							"Seed of the levels of a new bfile (for tests: 0 is the default seed).",
-							NULL,
-							&ss_test_bfile_seed, 0, 0, INT_MAX,
-							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
-	DefineCustomIntVariable("streamsketch.test_bfile_coins",
-							"Seeds the draws of this session's bfile inserts (for tests only: 0 draws at random).",
-							NULL,
-							&ss_test_bfile_coins, 0, 0, INT_MAX,
-							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, assign_test_bfile_coins, NULL);
+	ss_test_define_int("streamsketch.test_bfile_seed",
+					   "Seed of the levels of a new bfile (for tests: 0 is the default seed).",
+					   NULL, &ss_test_bfile_seed, 0, 0, INT_MAX, NULL);
+	ss_test_define_int("streamsketch.test_bfile_coins",
+					   "Seeds the draws of this session's bfile inserts (for tests only: 0 draws at random).",
+					   NULL, &ss_test_bfile_coins, 0, 0, INT_MAX,
+					   assign_test_bfile_coins);
 	ss_test_crash_define(&bfile_crash);
 }

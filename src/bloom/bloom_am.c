@@ -257,8 +257,7 @@ static const SSParam bloom_params[] = {
 		.setting = "bloom_buffer_size",
 		.short_desc = "Default insert buffer size M of new elevator and localized bloom_filter tables.",
 		.long_desc = "The buffer lives in the table's own pages and stays hot in shared_buffers; 0 disables buffering.",
-		.setting_flags = GUC_UNIT_KB, .setting_min = 0,
-	.setting_max = 64 * 1024 * 1024, .boot = 8192},
+	.setting_flags = GUC_UNIT_KB, .boot = 8192},
 	{.name = "seed", .type = SS_PARAM_INT, SS_FIELD(BloomState, p.seed),
 	.min = 0, .max = PG_UINT32_MAX, .boot = SS_DEFAULT_SEED, .internal = true},
 };

@@ -421,20 +421,17 @@ static const SSParam cbt_params[] = {
 		.setting = "cbt_root_buffer",
 		.short_desc = "Change log a round of a new cbt empties into its tree at once.",
 		.long_desc = "The root buffer of the compressed buffer tree: larger rounds aggregate more rows per group before they reach the tree.",
-		.setting_flags = GUC_UNIT_KB, .setting_min = 64,
-	.setting_max = CBT_MAX_BUFFER_KB, .boot = 4096},
+	.setting_flags = GUC_UNIT_KB, .boot = 4096},
 	{.name = "node_buffer_kb", .type = SS_PARAM_INT,
 		SS_FIELD(CbtState, params.node_buffer_kb),
 		.min = 16, .max = CBT_MAX_BUFFER_KB,
 		.setting = "cbt_node_buffer",
 		.short_desc = "Compressed partial aggregates a node of a new cbt holds before it is emptied.",
-		.setting_flags = GUC_UNIT_KB, .setting_min = 16,
-	.setting_max = CBT_MAX_BUFFER_KB, .boot = 1024},
+	.setting_flags = GUC_UNIT_KB, .boot = 1024},
 	{.name = "fanout", .type = SS_PARAM_INT, SS_FIELD(CbtState, params.fanout),
 		.is_signed = true, .min = CBT_MIN_FANOUT, .max = CBT_MAX_FANOUT_PARAM,
 		.setting = "cbt_fanout",
 		.short_desc = "Children of a node of a new cbt (the b of its (a,b)-tree).",
-		.setting_min = CBT_MIN_FANOUT, .setting_max = CBT_MAX_FANOUT_PARAM,
 	.boot = 16},
 	{.name = "compression", .type = SS_PARAM_BOOL,
 		SS_FIELD(CbtState, params.compression),
@@ -982,10 +979,8 @@ cbt_init(void)
 	RegisterXactCallback(runtimes_at_xact_end, NULL);
 	prev_post_parse_analyze = post_parse_analyze_hook;
 	post_parse_analyze_hook = cbt_post_parse_analyze;
-	DefineCustomIntVariable("streamsketch.test_cbt_hash_bits",
-							"Bits of the group key hash a new cbt keeps (for tests: fewer bits force collisions).",
-							NULL,
-							&ss_test_cbt_hash_bits, 64, 1, 64,
-							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	ss_test_define_int("streamsketch.test_cbt_hash_bits",
+					   "Bits of the group key hash a new cbt keeps (for tests: fewer bits force collisions).",
+					   NULL, &ss_test_cbt_hash_bits, 64, 1, 64, NULL);
 	ss_test_crash_define(&cbt_crash);
 }

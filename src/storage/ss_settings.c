@@ -99,7 +99,20 @@ ss_test_crash(const SSTestCrash *tc, Relation rel, int point)
 	ss_test_stop(rel, tc->setting, where);
 }
 
-/* Called by _PG_init (a structure's init): the setting, its options from points. */
+/*
+ * Called by _PG_init (a structure's init): an integer test-only setting,
+ * which only a superuser may change.
+ */
+void
+ss_test_define_int(const char *name, const char *short_desc,
+				   const char *long_desc, int *var, int boot, int min, int max,
+				   GucIntAssignHook assign)
+{
+	DefineCustomIntVariable(name, short_desc, long_desc, var, boot, min, max,
+							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, assign, NULL);
+}
+
+/* Called by _PG_init (a structure's init): tc's setting, its options from points. */
 void
 ss_test_crash_define(SSTestCrash *tc)
 {

@@ -101,12 +101,21 @@ ss_structure_define_settings(const SSStructure *s)
 		switch (p->type)
 		{
 			case SS_PARAM_INT:
-				DefineCustomIntVariable(slot->name, p->short_desc, p->long_desc,
-										&slot->ival, (int) p->boot,
-										(int) p->setting_min,
-										(int) p->setting_max, PGC_USERSET,
-										p->setting_flags, NULL, int_hooks[n],
-										NULL);
+				{
+					bool		own = p->setting_min != 0 || p->setting_max != 0;
+					double		min = own ? p->setting_min : p->min;
+					double		max = own ? p->setting_max : p->max;
+
+					if (min < INT_MIN || max > INT_MAX)
+						elog(ERROR, "setting %s needs a range of its own",
+							 slot->name);
+					DefineCustomIntVariable(slot->name, p->short_desc,
+											p->long_desc, &slot->ival,
+											(int) p->boot, (int) min,
+											(int) max, PGC_USERSET,
+											p->setting_flags, NULL,
+											int_hooks[n], NULL);
+				}
 				break;
 			case SS_PARAM_REAL:
 				DefineCustomRealVariable(slot->name, p->short_desc,

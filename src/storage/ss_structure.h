@@ -82,7 +82,11 @@ typedef struct SSParam
 	const char *short_desc;
 	const char *long_desc;
 	int			setting_flags;	/* GUC_UNIT_KB, ... */
-	double		setting_min;	/* INT, REAL: the setting's range */
+	/*
+	 * INT, REAL: the setting's range; an INT parameter's setting without
+	 * one (both 0) has the parameter's range.
+	 */
+	double		setting_min;
 	double		setting_max;
 	double		boot;			/* the default */
 	const char *boot_text;		/* TEXT: the default */

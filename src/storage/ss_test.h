@@ -12,6 +12,7 @@
 
 #include "postgres.h"
 
+#include "utils/guc.h"
 #include "utils/relcache.h"
 
 /*
@@ -30,6 +31,9 @@ typedef struct SSTestCrash
 	int			value;			/* the setting's */
 } SSTestCrash;
 
+extern void ss_test_define_int(const char *name, const char *short_desc,
+							   const char *long_desc, int *var, int boot,
+							   int min, int max, GucIntAssignHook assign);
 extern void ss_test_crash_define(SSTestCrash *tc);
 extern void ss_test_crash(const SSTestCrash *tc, Relation rel, int point);
 extern void ss_test_stop(Relation rel, const char *setting, const char *where)
