@@ -333,8 +333,8 @@ entry_fill(LogCacheEntry *e, Relation rel, const SSLogSnapshot *snap,
 	}
 	if (!e->too_big)
 	{
-		ss_sort_batch_by_page(e->refs, e->nrefs, sizeof(PartRef),
-							  partref_part, partref_cmp);
+		(void) ss_sort_batch_by_page(e->refs, e->nrefs, sizeof(PartRef),
+									 partref_part, partref_cmp, NULL);
 		entry_build_dir(e, bs.budget);
 	}
 	e->built = true;

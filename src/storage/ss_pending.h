@@ -83,8 +83,9 @@ extern bool ss_pending_iter_next(SSPendingIter *it, SSPendingHeader *hdr,
 								 char **payload);
 extern void ss_pending_iter_end(SSPendingIter *it);
 
-extern void ss_sort_batch_by_page(void *batch, int n, Size elemsize,
-								  uint32 (*page_of) (const void *elem),
-								  int (*cmp) (const void *a, const void *b));
+extern void *ss_sort_batch_by_page(void *batch, int n, Size elemsize,
+								   uint32 (*page_of) (const void *elem),
+								   int (*cmp) (const void *a, const void *b),
+								   void *scratch);
 
 #endif							/* SS_PENDING_H */
