@@ -263,7 +263,7 @@ qfam_check_meta(Relation rel, const void *metap)
 	}
 }
 
-/* ss_meta_init's contents, with an empty level 0 after the metapage */
+/* What ss_meta_init writes, and an empty level 0 (qfam_first_level) */
 static void
 qfam_init_meta(const void *st, void *meta)
 {

@@ -204,8 +204,8 @@ typedef struct SSStructure
 	/*
 	 * Optional: the metapage contents of a new, empty structure with st's
 	 * parameters, for a structure whose metapage holds more than zeros,
-	 * the header and the parameters; it calls ss_meta_init, which is what
-	 * the storage layer does without it.
+	 * the header and the parameters, which ss_meta_init writes (the storage
+	 * layer calls it without this callback, which starts with it).
 	 */
 	void		(*init_meta) (const void *st, void *meta);
 	/*
