@@ -141,11 +141,13 @@ bcms_check_epsilon_delta(double epsilon, double delta)
 
 /* Check the table's columns: (key [, weight integer]). */
 static void
-bcms_check_columns(TupleDesc desc, const char *relname, BcmsState *st)
+bcms_check_columns(Relation rel, void *stp)
 {
+	BcmsState  *st = (BcmsState *) stp;
 	SSKeyColumns cols;
 
-	ss_check_key_columns(desc, relname, "bcms", "weight", &cols);
+	ss_check_key_columns(RelationGetDescr(rel), RelationGetRelationName(rel),
+						 "bcms", "weight", &cols);
 	if (st)
 	{
 		st->keytype = cols.keytype;
@@ -154,12 +156,6 @@ bcms_check_columns(TupleDesc desc, const char *relname, BcmsState *st)
 		st->weighted = OidIsValid(cols.inttype);
 		st->weighttype = cols.inttype;
 	}
-}
-
-static void
-bcms_state_columns(Relation rel, void *st)
-{
-	bcms_check_columns(RelationGetDescr(rel), RelationGetRelationName(rel), st);
 }
 
 /*
@@ -285,7 +281,7 @@ const SSStructure bcms_structure = {
 	.consolidate = bcms_consolidate,
 	.stats_size = sizeof(BcmsStats),
 	.add_stats = bcms_add_stats,
-	.check_columns = bcms_state_columns,
+	.check_columns = bcms_check_columns,
 	.check_meta = bcms_check_meta,
 	.layout_end = bcms_layout_end,
 	SS_PARAMS(bcms_params),

@@ -139,8 +139,10 @@ bloom_derive(BloomParams *p)
 
 /* A bloom_filter table has exactly one column: the key, of any type. */
 static void
-bloom_check_columns(TupleDesc desc, const char *relname, BloomState *st)
+bloom_check_columns(Relation rel, void *stp)
 {
+	BloomState *st = (BloomState *) stp;
+	TupleDesc	desc = RelationGetDescr(rel);
 	Form_pg_attribute key = NULL;
 	int			ncols = 0;
 
@@ -157,7 +159,7 @@ bloom_check_columns(TupleDesc desc, const char *relname, BloomState *st)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 				 errmsg("a bloom_filter table must have exactly one column, \"%s\" has %d",
-						relname, ncols),
+						RelationGetRelationName(rel), ncols),
 				 errdetail("A Bloom filter stores set membership only, no counts or weights."),
 				 errhint("Use (key anytype); for counts use quotient_filter or bcms.")));
 	if (st)
@@ -166,12 +168,6 @@ bloom_check_columns(TupleDesc desc, const char *relname, BloomState *st)
 		st->keylen = key->attlen;
 		st->keybyval = key->attbyval;
 	}
-}
-
-static void
-bloom_state_columns(Relation rel, void *st)
-{
-	bloom_check_columns(RelationGetDescr(rel), RelationGetRelationName(rel), st);
 }
 
 /*
@@ -278,7 +274,7 @@ const SSStructure bloom_structure = {
 	.consolidate = bloom_consolidate,
 	.stats_size = sizeof(BloomStats),
 	.add_stats = bloom_add_stats,
-	.check_columns = bloom_state_columns,
+	.check_columns = bloom_check_columns,
 	.check_meta = bloom_check_meta,
 	.layout_end = bloom_layout_end,
 	SS_PARAMS(bloom_params),

@@ -156,9 +156,11 @@ qfam_derive(QfamParams *p)
 	ss_check_structure_pages(1 + ((uint64) 1 << lv.page_bits), NULL);
 }
 
+/* Check the table's columns: (key [, count integer]). */
 static void
-qfam_check_columns(Relation rel, QfamState *st)
+qfam_check_columns(Relation rel, void *stp)
 {
+	QfamState  *st = (QfamState *) stp;
 	SSKeyColumns cols;
 
 	ss_check_key_columns(RelationGetDescr(rel), RelationGetRelationName(rel),
@@ -171,12 +173,6 @@ qfam_check_columns(Relation rel, QfamState *st)
 		st->counted = OidIsValid(cols.inttype);
 		st->counttype = cols.inttype;
 	}
-}
-
-static void
-qfam_state_columns(Relation rel, void *st)
-{
-	qfam_check_columns(rel, st);
 }
 
 /*
@@ -345,7 +341,7 @@ const SSStructure qfam_structure = {
 	SS_LAYOUT(QfamState, p, QfamMeta, params),
 	.consolidate = qfam_consolidate,
 	.admit = qfam_admit,
-	.check_columns = qfam_state_columns,
+	.check_columns = qfam_check_columns,
 	.check_meta = qfam_check_meta,
 	.init_meta = qfam_init_meta,
 	SS_PARAMS(qfam_params),
