@@ -656,16 +656,6 @@ ss_new_meta(const SSStructure *s, const void *st, void *meta)
 		ss_meta_init(s, st, meta);
 }
 
-/* st's part of a checked metapage, by the structure's own callback if any. */
-void
-ss_state_from_meta(const SSStructure *s, const void *meta, void *st)
-{
-	if (s->params_from_meta)
-		s->params_from_meta(meta, st);
-	else
-		ss_params_from_meta(s, meta, st);
-}
-
 /*
  * A TEXT parameter's argument of any type as text (its output function): a
  * size may be given as a number of rows or as '10GB'.

@@ -264,8 +264,6 @@ extern void ss_meta_init(const SSStructure *s, const void *st, void *meta);
 extern void ss_params_from_meta(const SSStructure *s, const void *meta,
 								void *st);
 extern void ss_new_meta(const SSStructure *s, const void *st, void *meta);
-extern void ss_state_from_meta(const SSStructure *s, const void *meta,
-							   void *st);
 
 /* ss_structure.c: the parameter table's uses */
 extern void ss_structure_define_settings(const SSStructure *s);
