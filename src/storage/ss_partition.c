@@ -190,11 +190,7 @@ group_entry_cmp(const void *a, const void *b)
 	const SSGroupEntry *x = a;
 	const SSGroupEntry *y = b;
 
-	if (x->part != y->part)
-		return x->part < y->part ? -1 : 1;
-	if (x->pos != y->pos)
-		return x->pos < y->pos ? -1 : 1;
-	return 0;
+	return ss_page_arrival_cmp(x->part, x->pos, y->part, y->pos);
 }
 
 #define GROUP_BLOCK_SIZE	(256 * 1024)
