@@ -247,43 +247,27 @@ word_from(const QfArrays *A, QfWordKind kind, uint32 from)
 	return word_of(A, kind, from >> 6) & (PG_UINT64_MAX << (from & 63));
 }
 
-/* The k-th (1-based) slot at or after from where kind holds, or limit. */
+/* First slot in [from, limit) where kind holds, or limit. */
 static inline uint32
-select_of(const QfArrays *A, QfWordKind kind, uint32 from, uint32 k,
-		  uint32 limit)
+next_of(const QfArrays *A, QfWordKind kind, uint32 from, uint32 limit)
 {
 	uint32		w;
 	uint64		x;
+	uint32		pos;
 
 	if (from >= limit)
 		return limit;
 	w = from >> 6;
 	x = word_from(A, kind, from);
-	for (;;)
+	while (x == 0)
 	{
-		/* for the first one (next_of), whether the word has one will do */
-		uint32		c = k == 1 ? (x != 0) : popcount64(x);
-
-		if (k <= c)
-		{
-			uint32		pos = w * 64 + (k == 1 ? pg_rightmost_one_pos64(x) :
-										select64(x, (int) k - 1));
-
-			return Min(pos, limit);
-		}
-		k -= c;
 		w++;
 		if ((uint64) w * 64 >= limit)
 			return limit;
 		x = word_of(A, kind, w);
 	}
-}
-
-/* First slot in [from, limit) where kind holds, or limit. */
-static inline uint32
-next_of(const QfArrays *A, QfWordKind kind, uint32 from, uint32 limit)
-{
-	return select_of(A, kind, from, 1, limit);
+	pos = w * 64 + pg_rightmost_one_pos64(x);
+	return Min(pos, limit);
 }
 
 /* Last slot <= from where kind holds, or -1. */
@@ -326,6 +310,35 @@ count_of(const QfArrays *A, QfWordKind kind, uint32 from, uint32 to)
 	return n + popcount64(x);
 }
 
+/* The k-th (1-based) slot at or after from where kind holds, or limit. */
+static inline uint32
+select_of(const QfArrays *A, QfWordKind kind, uint32 from, uint32 k,
+		  uint32 limit)
+{
+	uint32		w;
+	uint64		x;
+
+	if (from >= limit)
+		return limit;
+	w = from >> 6;
+	x = word_from(A, kind, from);
+	for (;;)
+	{
+		uint32		c = popcount64(x);
+
+		if (k <= c)
+		{
+			uint32		pos = w * 64 + select64(x, (int) k - 1);
+
+			return Min(pos, limit);
+		}
+		k -= c;
+		w++;
+		if ((uint64) w * 64 >= limit)
+			return limit;
+		x = word_of(A, kind, w);
+	}
+}
 
 static inline uint64
 rem_get(const QfArrays *A, uint32 i)
