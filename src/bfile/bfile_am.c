@@ -49,8 +49,10 @@ int			ss_test_bfile_coins = 0;
 /* the inserts' draws while streamsketch.test_bfile_coins is set */
 static pg_prng_state test_coins;
 
-/* by BfileCrashPoint */
-static const char *const bfile_crash_points[] = {"none", "discarded", "unrolled", "installed", NULL};
+/* the names of the BfileCrashPoints, by number */
+static const char *const bfile_crash_points[] = {
+	"none", "discarded", "unrolled", "installed", NULL
+};
 
 SSTestCrash bfile_crash = {
 	.setting = "streamsketch.test_bfile_crash",

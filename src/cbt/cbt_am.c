@@ -49,7 +49,7 @@ PG_FUNCTION_INFO_V1(cbt_handler);
 /* test-only settings (streamsketch.test_cbt_*) */
 int			ss_test_cbt_hash_bits = 64;
 
-/* by CbtCrashPoint */
+/* the names of the CbtCrashPoints, by number */
 static const char *const cbt_crash_points[] = {
 	"none", "pass_written", "installed", "finalize_written", NULL
 };

@@ -854,7 +854,7 @@ lert_handler(PG_FUNCTION_ARGS)
 int			ss_test_lert_round_wait = 0;
 int			ss_test_lert_free_extents = LERT_MAX_FREE_EXTENTS;
 
-/* by LertCrashPoint */
+/* the names of the LertCrashPoints, by number */
 static const char *const lert_crash_points[] = {
 	"none", "merged", "reports_written", "installed", "writeback", "spilled",
 	"reserved", NULL
