@@ -141,11 +141,13 @@ bcms_check_epsilon_delta(double epsilon, double delta)
 
 /* Check the table's columns: (key [, weight integer]). */
 static void
-bcms_check_columns(TupleDesc desc, const char *relname, BcmsState *st)
+bcms_check_columns(Relation rel, void *stp)
 {
+	BcmsState  *st = (BcmsState *) stp;
 	SSKeyColumns cols;
 
-	ss_check_key_columns(desc, relname, "bcms", "weight", &cols);
+	ss_check_key_columns(RelationGetDescr(rel), RelationGetRelationName(rel),
+						 "bcms", "weight", &cols);
 	if (st)
 	{
 		st->keytype = cols.keytype;
@@ -154,12 +156,6 @@ bcms_check_columns(TupleDesc desc, const char *relname, BcmsState *st)
 		st->weighted = OidIsValid(cols.inttype);
 		st->weighttype = cols.inttype;
 	}
-}
-
-static void
-bcms_state_columns(Relation rel, void *st)
-{
-	bcms_check_columns(RelationGetDescr(rel), RelationGetRelationName(rel), st);
 }
 
 /*
@@ -199,23 +195,14 @@ bcms_check_meta(Relation rel, const void *metap)
 			 meta->items, meta->total_weight, meta->flushes);
 }
 
-static void
-bcms_params_from_meta(const void *meta, void *st)
+/* A new bcms's layout: the sketch pages, then the sub-buffer pages. */
+static BlockNumber
+bcms_layout_end(const void *st)
 {
-	((BcmsState *) st)->p = ((const BcmsMetaData *) meta)->params;
-}
-
-static void
-bcms_init_meta(const void *st, void *meta)
-{
-	BcmsMetaData *m = (BcmsMetaData *) meta;
 	const BcmsParams *p = &((const BcmsState *) st)->p;
 
-	memset(m, 0, sizeof(*m));
-	ss_meta_header_init(&m->hdr, SS_KIND_BCMS, p->seed,
-						p->mode == BCMS_MODE_PLAIN ? 1 + p->plain_pages :
-						1 + p->geom.npages + p->nbufpages);
-	m->params = *p;
+	return p->mode == BCMS_MODE_PLAIN ? 1 + p->plain_pages :
+		1 + p->geom.npages + p->nbufpages;
 }
 
 /* Cross-checks, and the geometry the parameters give. */
@@ -268,8 +255,7 @@ static const SSParam bcms_params[] = {
 		.setting = "bcms_buffer_size",
 		.short_desc = "Default total size M of the sub-buffers of new buffered bcms tables.",
 		.long_desc = "The sub-buffers live in the table's own pages and stay hot in shared_buffers; 0 disables buffering.",
-		.setting_flags = GUC_UNIT_KB, .setting_min = 0,
-	.setting_max = 64 * 1024 * 1024, .boot = 8192},
+	.setting_flags = GUC_UNIT_KB, .boot = 8192},
 	{.name = "conservative", .type = SS_PARAM_BOOL,
 		SS_FIELD(BcmsState, p.conservative),
 		.setting = "bcms_conservative",
@@ -289,20 +275,16 @@ const SSStructure bcms_structure = {
 	.name = "bcms",
 	.amname = "bcms",
 	.constructor = "bcms_create()",
-	.page_types = bcms_page_types,
-	.npage_types = lengthof(bcms_page_types),
+	SS_PAGE_TYPES(bcms_page_types),
 	.kind = SS_KIND_BCMS,
-	.state_size = sizeof(BcmsState),
-	.meta_size = sizeof(BcmsMetaData),
+	SS_LAYOUT(BcmsState, p, BcmsMetaData, params),
 	.consolidate = bcms_consolidate,
 	.stats_size = sizeof(BcmsStats),
 	.add_stats = bcms_add_stats,
-	.check_columns = bcms_state_columns,
+	.check_columns = bcms_check_columns,
 	.check_meta = bcms_check_meta,
-	.params_from_meta = bcms_params_from_meta,
-	.init_meta = bcms_init_meta,
-	.params = bcms_params,
-	.nparams = lengthof(bcms_params),
+	.layout_end = bcms_layout_end,
+	SS_PARAMS(bcms_params),
 	.check_params = bcms_check_params,
 	.tuple_insert = bcms_tuple_insert,
 };

@@ -25,7 +25,6 @@
 #include "storage/proc.h"
 #include "ss_changelog.h"
 #include "ss_pending.h"
-#include "ss_xlog.h"
 #include "streamsketch.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -45,30 +44,22 @@ PG_FUNCTION_INFO_V1(bfile_handler);
 char	   *ss_bfile_weight_column = NULL;
 char	   *ss_bfile_time_column = NULL;
 int			ss_test_bfile_seed = 0;
-int			ss_test_bfile_crash = BFILE_CRASH_NONE;
 int			ss_test_bfile_coins = 0;
 
 /* the inserts' draws while streamsketch.test_bfile_coins is set */
 static pg_prng_state test_coins;
 
-static const struct config_enum_entry bfile_crash_options[] = {
-	{"none", BFILE_CRASH_NONE, false},
-	{"discarded", BFILE_CRASH_DISCARDED, false},
-	{"unrolled", BFILE_CRASH_UNROLLED, false},
-	{"installed", BFILE_CRASH_INSTALLED, false},
-	{NULL, 0, false}
+/* the names of the BfileCrashPoints, by number */
+static const char *const bfile_crash_points[] = {
+	"none", "discarded", "unrolled", "installed", NULL
 };
 
-/* Stop the server here if streamsketch.test_bfile_crash says so (tests). */
-void
-bfile_test_crash(Relation rel, BfileCrashPoint point)
-{
-	if (ss_test_bfile_crash != (int) point)
-		return;
-	ss_xlog_flush_own(rel);
-	elog(PANIC, "streamsketch.test_bfile_crash: stopping at \"%s\" in a round of \"%s\"",
-		 bfile_crash_options[point].name, RelationGetRelationName(rel));
-}
+SSTestCrash bfile_crash = {
+	.setting = "streamsketch.test_bfile_crash",
+	.short_desc = "Stops the server at a point of a bfile's rounds (for tests only).",
+	.during = "a round",
+	.points = bfile_crash_points,
+};
 
 static const struct config_enum_entry bfile_mode_options[] = {
 	{"uniform", BFILE_UNIFORM, false},
@@ -191,27 +182,15 @@ bfile_check_time_type(const char *name, Oid typid)
 						name, format_type_be(typid))));
 }
 
-/* A time column's value as the int64 key items are ordered by. */
+/*
+ * A time column's value as the int64 key items are ordered by: each of
+ * the types bfile_check_time_type accepts is stored as an integer in time
+ * order.
+ */
 int64
 bfile_time_key(Oid typid, Datum d)
 {
-	switch (typid)
-	{
-		case TIMESTAMPTZOID:
-			return DatumGetTimestampTz(d);
-		case TIMESTAMPOID:
-			return DatumGetTimestamp(d);
-		case DATEOID:
-			return DatumGetDateADT(d);
-		case INT2OID:
-			return DatumGetInt16(d);
-		case INT4OID:
-			return DatumGetInt32(d);
-		case INT8OID:
-			return DatumGetInt64(d);
-	}
-	elog(ERROR, "type %u cannot be a bfile time column", typid);
-	return 0;					/* keep compiler quiet */
+	return ss_int_datum(typid, d);
 }
 
 /* The attnum of column name in rel; an error if there is none. */
@@ -360,7 +339,7 @@ static const SSParam bfile_params[] = {
 		.min = 1, .max = BFILE_MAX_BUCKETS,
 		.setting = "bfile_buckets",
 		.short_desc = "Individual buckets of a new bfile (N); higher levels share the tail.",
-	.setting_min = 1, .setting_max = BFILE_MAX_BUCKETS, .boot = 16},
+	.boot = 16},
 	{.name = "mode", .type = SS_PARAM_ENUM, SS_FIELD(BfileState, params.mode),
 		.options = bfile_mode_options,
 		.setting = "bfile_mode",
@@ -461,21 +440,14 @@ bfile_check_meta(Relation rel, const void *metap)
 	}
 }
 
-static void
-bfile_params_from_meta(const void *metap, void *stp)
-{
-	((BfileState *) stp)->params = ((const BfileMeta *) metap)->params;
-}
-
+/* ss_meta_init's contents, with N empty buckets and an empty tail */
 static void
 bfile_init_meta(const void *stp, void *metap)
 {
 	const BfileState *st = (const BfileState *) stp;
 	BfileMeta  *m = (BfileMeta *) metap;
 
-	memset(m, 0, sizeof(*m));
-	ss_meta_header_init(&m->hdr, SS_KIND_BFILE, st->params.seed, 1);
-	m->params = st->params;
+	ss_meta_init(&bfile_structure, st, m);
 	m->level = 1;				/* (the paper's 0 is an erratum: docs/bfile.md) */
 	m->tail_level = 1 + (int32) st->params.nbuckets;
 	m->nbuckets_live = st->params.nbuckets;
@@ -500,19 +472,15 @@ const SSStructure bfile_structure = {
 	.name = "bfile",
 	.amname = "bfile",
 	.constructor = "bfile_create()",
-	.page_types = bfile_page_types,
-	.npage_types = lengthof(bfile_page_types),
+	SS_PAGE_TYPES(bfile_page_types),
 	.init = bfile_init,
 	.kind = SS_KIND_BFILE,
-	.state_size = sizeof(BfileState),
-	.meta_size = sizeof(BfileMeta),
+	SS_LAYOUT(BfileState, params, BfileMeta, params),
 	.consolidate = bfile_consolidate,
 	.check_columns = bfile_state_columns,
 	.check_meta = bfile_check_meta,
-	.params_from_meta = bfile_params_from_meta,
 	.init_meta = bfile_init_meta,
-	.params = bfile_params,
-	.nparams = lengthof(bfile_params),
+	SS_PARAMS(bfile_params),
 	.check_params = bfile_check_params,
 	.scan = &bfile_scan_ops,
 	.tuple_insert = bfile_tuple_insert,
@@ -548,13 +516,9 @@ row_weight(Relation rel, TupleTableSlot *slot, int32 attnum)
 			w = DatumGetFloat4(d);
 			break;
 		case INT2OID:
-			w = DatumGetInt16(d);
-			break;
 		case INT4OID:
-			w = DatumGetInt32(d);
-			break;
 		case INT8OID:
-			w = (double) DatumGetInt64(d);
+			w = (double) ss_int_datum(att->atttypid, d);
 			break;
 		case NUMERICOID:
 			w = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, d));
@@ -816,19 +780,12 @@ bfile_init(void)
 							   NULL,
 							   &ss_bfile_time_column, "",
 							   PGC_USERSET, 0, NULL, assign_bfile_time_column, NULL);
-	DefineCustomIntVariable("streamsketch.test_bfile_seed",
-							"Seed of the levels of a new bfile (for tests: 0 is the default seed).",
-							NULL,
-							&ss_test_bfile_seed, 0, 0, INT_MAX,
-							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
-	DefineCustomIntVariable("streamsketch.test_bfile_coins",
-							"Seeds the draws of this session's bfile inserts (for tests only: 0 draws at random).",
-							NULL,
-							&ss_test_bfile_coins, 0, 0, INT_MAX,
-							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, assign_test_bfile_coins, NULL);
-	DefineCustomEnumVariable("streamsketch.test_bfile_crash",
-							 "Stops the server at a point of a bfile's rounds (for tests only).",
-							 NULL,
-							 &ss_test_bfile_crash, BFILE_CRASH_NONE, bfile_crash_options,
-							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	ss_test_define_int("streamsketch.test_bfile_seed",
+					   "Seed of the levels of a new bfile (for tests: 0 is the default seed).",
+					   NULL, &ss_test_bfile_seed, 0, 0, INT_MAX, NULL);
+	ss_test_define_int("streamsketch.test_bfile_coins",
+					   "Seeds the draws of this session's bfile inserts (for tests only: 0 draws at random).",
+					   NULL, &ss_test_bfile_coins, 0, 0, INT_MAX,
+					   assign_test_bfile_coins);
+	ss_test_crash_define(&bfile_crash);
 }

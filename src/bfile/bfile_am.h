@@ -17,6 +17,7 @@
 #include "utils/tuplestore.h"
 #include "ss_changelog.h"
 #include "ss_pending.h"
+#include "ss_test.h"
 #include "streamsketch.h"
 
 #define BFILE_MAX_SAMPLE	(INT64CONST(1) << 40)
@@ -77,8 +78,9 @@ typedef enum BfileCrashPoint
 	BFILE_CRASH_INSTALLED		/* the round installed, the log not moved */
 } BfileCrashPoint;
 
-extern int	ss_test_bfile_crash;
-extern void bfile_test_crash(Relation rel, BfileCrashPoint point);
+extern SSTestCrash bfile_crash;
+
+#define bfile_test_crash(rel, point) ss_test_crash(&bfile_crash, rel, point)
 
 /* bfile_scan.c: reading a bucket's chain, newest page first */
 typedef struct BfileChain

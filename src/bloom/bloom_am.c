@@ -139,8 +139,10 @@ bloom_derive(BloomParams *p)
 
 /* A bloom_filter table has exactly one column: the key, of any type. */
 static void
-bloom_check_columns(TupleDesc desc, const char *relname, BloomState *st)
+bloom_check_columns(Relation rel, void *stp)
 {
+	BloomState *st = (BloomState *) stp;
+	TupleDesc	desc = RelationGetDescr(rel);
 	Form_pg_attribute key = NULL;
 	int			ncols = 0;
 
@@ -157,7 +159,7 @@ bloom_check_columns(TupleDesc desc, const char *relname, BloomState *st)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 				 errmsg("a bloom_filter table must have exactly one column, \"%s\" has %d",
-						relname, ncols),
+						RelationGetRelationName(rel), ncols),
 				 errdetail("A Bloom filter stores set membership only, no counts or weights."),
 				 errhint("Use (key anytype); for counts use quotient_filter or bcms.")));
 	if (st)
@@ -166,12 +168,6 @@ bloom_check_columns(TupleDesc desc, const char *relname, BloomState *st)
 		st->keylen = key->attlen;
 		st->keybyval = key->attbyval;
 	}
-}
-
-static void
-bloom_state_columns(Relation rel, void *st)
-{
-	bloom_check_columns(RelationGetDescr(rel), RelationGetRelationName(rel), st);
 }
 
 /*
@@ -207,22 +203,13 @@ bloom_check_meta(Relation rel, const void *metap)
 			 meta->items, meta->bits_set, p->nbits, meta->flushes);
 }
 
-static void
-bloom_params_from_meta(const void *meta, void *st)
+/* A new bloom_filter's layout: the bit pages, then the buffer pages. */
+static BlockNumber
+bloom_layout_end(const void *st)
 {
-	((BloomState *) st)->p = ((const BloomMetaData *) meta)->params;
-}
-
-static void
-bloom_init_meta(const void *st, void *meta)
-{
-	BloomMetaData *m = (BloomMetaData *) meta;
 	const BloomParams *p = &((const BloomState *) st)->p;
 
-	memset(m, 0, sizeof(*m));
-	ss_meta_header_init(&m->hdr, SS_KIND_BLOOM, p->seed,
-						1 + p->npages + p->nbufpages);
-	m->params = *p;
+	return 1 + p->npages + p->nbufpages;
 }
 
 /* The geometry the parameters give, checked (the rate's open interval too). */
@@ -266,8 +253,7 @@ static const SSParam bloom_params[] = {
 		.setting = "bloom_buffer_size",
 		.short_desc = "Default insert buffer size M of new elevator and localized bloom_filter tables.",
 		.long_desc = "The buffer lives in the table's own pages and stays hot in shared_buffers; 0 disables buffering.",
-		.setting_flags = GUC_UNIT_KB, .setting_min = 0,
-	.setting_max = 64 * 1024 * 1024, .boot = 8192},
+	.setting_flags = GUC_UNIT_KB, .boot = 8192},
 	{.name = "seed", .type = SS_PARAM_INT, SS_FIELD(BloomState, p.seed),
 	.min = 0, .max = PG_UINT32_MAX, .boot = SS_DEFAULT_SEED, .internal = true},
 };
@@ -282,20 +268,16 @@ const SSStructure bloom_structure = {
 	.name = "bloom_filter",
 	.amname = "bloom_filter",
 	.constructor = "bloom_create()",
-	.page_types = bloom_page_types,
-	.npage_types = lengthof(bloom_page_types),
+	SS_PAGE_TYPES(bloom_page_types),
 	.kind = SS_KIND_BLOOM,
-	.state_size = sizeof(BloomState),
-	.meta_size = sizeof(BloomMetaData),
+	SS_LAYOUT(BloomState, p, BloomMetaData, params),
 	.consolidate = bloom_consolidate,
 	.stats_size = sizeof(BloomStats),
 	.add_stats = bloom_add_stats,
-	.check_columns = bloom_state_columns,
+	.check_columns = bloom_check_columns,
 	.check_meta = bloom_check_meta,
-	.params_from_meta = bloom_params_from_meta,
-	.init_meta = bloom_init_meta,
-	.params = bloom_params,
-	.nparams = lengthof(bloom_params),
+	.layout_end = bloom_layout_end,
+	SS_PARAMS(bloom_params),
 	.check_params = bloom_check_params,
 	.tuple_insert = bloom_tuple_insert,
 };

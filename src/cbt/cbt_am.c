@@ -48,26 +48,18 @@ PG_FUNCTION_INFO_V1(cbt_handler);
 
 /* test-only settings (streamsketch.test_cbt_*) */
 int			ss_test_cbt_hash_bits = 64;
-int			ss_test_cbt_crash = CBT_CRASH_NONE;
 
-static const struct config_enum_entry cbt_crash_options[] = {
-	{"none", CBT_CRASH_NONE, false},
-	{"pass_written", CBT_CRASH_PASS_WRITTEN, false},
-	{"installed", CBT_CRASH_INSTALLED, false},
-	{"finalize_written", CBT_CRASH_FINALIZE_WRITTEN, false},
-	{NULL, 0, false}
+/* the names of the CbtCrashPoints, by number */
+static const char *const cbt_crash_points[] = {
+	"none", "pass_written", "installed", "finalize_written", NULL
 };
 
-/* Stop the server here if streamsketch.test_cbt_crash says so (tests). */
-void
-cbt_test_crash(Relation rel, CbtCrashPoint point)
-{
-	if (ss_test_cbt_crash != (int) point)
-		return;
-	ss_xlog_flush_own(rel);
-	elog(PANIC, "streamsketch.test_cbt_crash: stopping at \"%s\" in a round of \"%s\"",
-		 cbt_crash_options[point].name, RelationGetRelationName(rel));
-}
+SSTestCrash cbt_crash = {
+	.setting = "streamsketch.test_cbt_crash",
+	.short_desc = "Stops the server at a point of a cbt's rounds (for tests only).",
+	.during = "a round",
+	.points = cbt_crash_points,
+};
 
 #define CBT_MIN_FANOUT	4
 #define CBT_MAX_FANOUT_PARAM 32
@@ -370,27 +362,24 @@ cbt_check_meta(Relation rel, const void *metap)
 		elog(ERROR, "the free list's overflow pages are out of range");
 }
 
+/* The parameters and the bound definition. */
 static void
 cbt_params_from_meta(const void *metap, void *stp)
 {
-	const CbtMeta *m = (const CbtMeta *) metap;
-	CbtState   *st = (CbtState *) stp;
-
-	st->params = m->params;
-	memcpy(st->definition, m->definition, CBT_DEF_MAX);
+	ss_params_from_meta(&cbt_structure, metap, stp);
+	memcpy(((CbtState *) stp)->definition, ((const CbtMeta *) metap)->definition,
+		   CBT_DEF_MAX);
 }
 
+/* ss_meta_init's contents, with an empty tree and the definition */
 static void
 cbt_init_meta(const void *stp, void *metap)
 {
-	const CbtState *st = (const CbtState *) stp;
 	CbtMeta    *m = (CbtMeta *) metap;
 
-	memset(m, 0, sizeof(*m));
-	ss_meta_header_init(&m->hdr, SS_KIND_CBT, st->params.seed, 1);
-	m->params = st->params;
+	ss_meta_init(&cbt_structure, stp, m);
 	m->root = InvalidBlockNumber;
-	memcpy(m->definition, st->definition, CBT_DEF_MAX);
+	memcpy(m->definition, ((const CbtState *) stp)->definition, CBT_DEF_MAX);
 }
 
 /*
@@ -432,20 +421,17 @@ static const SSParam cbt_params[] = {
 		.setting = "cbt_root_buffer",
 		.short_desc = "Change log a round of a new cbt empties into its tree at once.",
 		.long_desc = "The root buffer of the compressed buffer tree: larger rounds aggregate more rows per group before they reach the tree.",
-		.setting_flags = GUC_UNIT_KB, .setting_min = 64,
-	.setting_max = CBT_MAX_BUFFER_KB, .boot = 4096},
+	.setting_flags = GUC_UNIT_KB, .boot = 4096},
 	{.name = "node_buffer_kb", .type = SS_PARAM_INT,
 		SS_FIELD(CbtState, params.node_buffer_kb),
 		.min = 16, .max = CBT_MAX_BUFFER_KB,
 		.setting = "cbt_node_buffer",
 		.short_desc = "Compressed partial aggregates a node of a new cbt holds before it is emptied.",
-		.setting_flags = GUC_UNIT_KB, .setting_min = 16,
-	.setting_max = CBT_MAX_BUFFER_KB, .boot = 1024},
+	.setting_flags = GUC_UNIT_KB, .boot = 1024},
 	{.name = "fanout", .type = SS_PARAM_INT, SS_FIELD(CbtState, params.fanout),
 		.is_signed = true, .min = CBT_MIN_FANOUT, .max = CBT_MAX_FANOUT_PARAM,
 		.setting = "cbt_fanout",
 		.short_desc = "Children of a node of a new cbt (the b of its (a,b)-tree).",
-		.setting_min = CBT_MIN_FANOUT, .setting_max = CBT_MAX_FANOUT_PARAM,
 	.boot = 16},
 	{.name = "compression", .type = SS_PARAM_BOOL,
 		SS_FIELD(CbtState, params.compression),
@@ -474,20 +460,16 @@ const SSStructure cbt_structure = {
 	.name = "cbt",
 	.amname = "cbt",
 	.constructor = "cbt_create()",
-	.page_types = cbt_page_types,
-	.npage_types = lengthof(cbt_page_types),
+	SS_PAGE_TYPES(cbt_page_types),
 	.init = cbt_init,
 	.kind = SS_KIND_CBT,
-	.state_size = sizeof(CbtState),
-	.meta_size = sizeof(CbtMeta),
+	SS_LAYOUT(CbtState, params, CbtMeta, params),
 	.consolidate = cbt_consolidate,
-	.stats_size = 0,
 	.check_columns = cbt_state_columns,
 	.check_meta = cbt_check_meta,
 	.params_from_meta = cbt_params_from_meta,
 	.init_meta = cbt_init_meta,
-	.params = cbt_params,
-	.nparams = lengthof(cbt_params),
+	SS_PARAMS(cbt_params),
 	.check_params = cbt_check_params,
 	.label_agrees = cbt_label_agrees,
 	.label_set = cbt_label_set,
@@ -997,14 +979,8 @@ cbt_init(void)
 	RegisterXactCallback(runtimes_at_xact_end, NULL);
 	prev_post_parse_analyze = post_parse_analyze_hook;
 	post_parse_analyze_hook = cbt_post_parse_analyze;
-	DefineCustomIntVariable("streamsketch.test_cbt_hash_bits",
-							"Bits of the group key hash a new cbt keeps (for tests: fewer bits force collisions).",
-							NULL,
-							&ss_test_cbt_hash_bits, 64, 1, 64,
-							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
-	DefineCustomEnumVariable("streamsketch.test_cbt_crash",
-							 "Stops the server at a point of a cbt's rounds (for tests only).",
-							 NULL,
-							 &ss_test_cbt_crash, CBT_CRASH_NONE, cbt_crash_options,
-							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	ss_test_define_int("streamsketch.test_cbt_hash_bits",
+					   "Bits of the group key hash a new cbt keeps (for tests: fewer bits force collisions).",
+					   NULL, &ss_test_cbt_hash_bits, 64, 1, 64, NULL);
+	ss_test_crash_define(&cbt_crash);
 }

@@ -15,6 +15,7 @@
 #include "cbt_agg.h"
 #include "cbt_groups.h"
 #include "ss_changelog.h"
+#include "ss_test.h"
 
 typedef struct CbtRound
 {
@@ -53,8 +54,9 @@ typedef enum CbtCrashPoint
 	CBT_CRASH_FINALIZE_WRITTEN	/* cbt_finalize's pages written */
 } CbtCrashPoint;
 
-extern int	ss_test_cbt_crash;
-extern void cbt_test_crash(Relation rel, CbtCrashPoint point);
+extern SSTestCrash cbt_crash;
+
+#define cbt_test_crash(rel, point) ss_test_crash(&cbt_crash, rel, point)
 
 extern void cbt_round_begin(CbtRound *r, Relation rel, const CbtMeta *meta,
 							CbtAggRun *run, const CbtDef *def);

@@ -55,6 +55,7 @@
 #include "lert_core.h"
 #include "lert_page.h"
 #include "ss_page.h"
+#include "ss_test.h"
 #include "access/tableam.h"
 #include "port/pg_bitutils.h"
 #include "utils/rel.h"
@@ -490,10 +491,11 @@ typedef enum LertCrashPoint
 								 * reservation on the spill page */
 } LertCrashPoint;
 
-extern int	ss_test_lert_crash;
+extern SSTestCrash lert_crash;
 extern int	ss_test_lert_round_wait;
 extern int	ss_test_lert_free_extents;
-extern void lert_test_crash(Relation rel, LertCrashPoint point);
+
+#define lert_test_crash(rel, point) ss_test_crash(&lert_crash, rel, point)
 
 /* ---- lert_lanes.c, lert_consolidate.c ---- */
 struct SSConsolidation;

@@ -27,7 +27,6 @@
 #include "ss_changelog.h"
 #include "ss_hash.h"
 #include "ss_pending.h"
-#include "ss_xlog.h"
 #include "streamsketch.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -362,23 +361,15 @@ lert_check_meta(Relation rel, const void *metap)
 #undef EXTENT_OK
 }
 
-static void
-lert_params_from_meta(const void *meta, void *st)
-{
-	((LertState *) st)->p = ((const LertMeta *) meta)->params;
-}
-
+/* ss_meta_init's contents, with the cones' schedules and empty levels */
 static void
 lert_init_meta(const void *st, void *metap)
 {
 	LertMeta   *m = (LertMeta *) metap;
 	const LertParams *p = &((const LertState *) st)->p;
-
 	uint64		deepest_period = 1;
 
-	memset(m, 0, sizeof(*m));
-	ss_meta_header_init(&m->hdr, SS_KIND_LERT, p->seed, 1);
-	m->params = *p;
+	ss_meta_init(&lert_structure, st, m);
 	/* g^(L-1), the deepest level's period, in flushes (capped) */
 	for (uint32 j = 2; j <= p->geom.nlevels &&
 		 deepest_period <= PG_UINT32_MAX / LERT_MAX_GROWTH; j++)
@@ -464,26 +455,26 @@ static const SSParam lert_params[] = {
 		.setting = "lert_threshold",
 		.short_desc = "Default reporting threshold T of new lert tables.",
 		.long_desc = "A key is reported once its committed observations reach T.",
-	.setting_min = 1, .setting_max = INT_MAX, .boot = 24},
+	.boot = 24},
 	{.name = "age_bits", .type = SS_PARAM_INT,
 		SS_FIELD(LertState, p.geom.age_bits), .min = 1,
 		.max = LERT_MAX_AGE_BITS,
 		.setting = "lert_age_bits",
 		.short_desc = "Default age bits a of new time_stretch lert tables.",
 		.long_desc = "Level 0 is flushed every 1/2^a of its capacity in observations; the time stretch is at most 1 + 1/(2^a - 1).",
-	.setting_min = 1, .setting_max = LERT_MAX_AGE_BITS, .boot = 1},
+	.boot = 1},
 	{.name = "growth", .type = SS_PARAM_INT,
 		SS_FIELD(LertState, p.geom.growth), .min = 2, .max = LERT_MAX_GROWTH,
 		.setting = "lert_growth",
 		.short_desc = "Default growth factor g of new lert tables.",
 		.long_desc = "On-disk level i holds g^i times level 0's capacity.",
-	.setting_min = 2, .setting_max = LERT_MAX_GROWTH, .boot = 4},
+	.boot = 4},
 	{.name = "levels", .type = SS_PARAM_INT,
 		SS_FIELD(LertState, p.geom.nlevels), .min = 1, .max = LERT_MAX_LEVELS,
 		.setting = "lert_levels",
 		.short_desc = "Default number of on-disk levels of new lert tables.",
 		.long_desc = "The last level takes any number of keys.",
-	.setting_min = 1, .setting_max = LERT_MAX_LEVELS, .boot = 3},
+	.boot = 3},
 	{.name = "taus", .type = SS_PARAM_TEXT,
 		.to_text = lert_taus_to_text, .from_text = lert_taus_from_text,
 		.setting = "lert_taus",
@@ -495,14 +486,13 @@ static const SSParam lert_params[] = {
 		.setting = "lert_buffer_size",
 		.short_desc = "Default size of level 0 of new lert tables.",
 		.long_desc = "Level 0 takes the observations in hot pages; its capacity is this size over 64 bytes per key.",
-		.setting_flags = GUC_UNIT_KB, .setting_min = 64,
-	.setting_max = LERT_MAX_BUFFER_KB, .boot = 4096},
+	.setting_flags = GUC_UNIT_KB, .boot = 4096},
 	{.name = "cones", .type = SS_PARAM_INT, SS_FIELD(LertState, p.ncones),
 		.min = 1, .max = LERT_MAX_CONES,
 		.setting = "lert_cones",
 		.short_desc = "Default number of cones (hash partitions) of new lert tables.",
 		.long_desc = "Each cone has its own levels and merges, so a flush merges a fraction of the structure.",
-	.setting_min = 1, .setting_max = LERT_MAX_CONES, .boot = 1},
+	.boot = 1},
 	{.name = "notify", .type = SS_PARAM_TEXT,
 		.to_text = lert_notify_to_text, .from_text = lert_notify_from_text,
 		.setting = "lert_notify",
@@ -528,12 +518,10 @@ const SSStructure lert_structure = {
 	.name = "lert",
 	.amname = "lert",
 	.constructor = "lert_create()",
-	.page_types = lert_page_types,
-	.npage_types = lengthof(lert_page_types),
+	SS_PAGE_TYPES(lert_page_types),
 	.init = lert_init,
 	.kind = SS_KIND_LERT,
-	.state_size = sizeof(LertState),
-	.meta_size = sizeof(LertMeta),
+	SS_LAYOUT(LertState, p, LertMeta, params),
 	.consolidate = lert_consolidate,
 	.consolidate_some = lert_consolidate_some,
 	.awaited = lert_awaited,
@@ -541,10 +529,8 @@ const SSStructure lert_structure = {
 	.add_stats = lert_add_stats,
 	.check_columns = lert_state_columns,
 	.check_meta = lert_check_meta,
-	.params_from_meta = lert_params_from_meta,
 	.init_meta = lert_init_meta,
-	.params = lert_params,
-	.nparams = lengthof(lert_params),
+	SS_PARAMS(lert_params),
 	.check_params = lert_check_params,
 	.scan = &lert_scan_ops,
 	.tuple_insert = lert_tuple_insert,
@@ -874,62 +860,37 @@ lert_handler(PG_FUNCTION_ARGS)
 
 /* ---- test-only settings (streamsketch.test_lert_*) ---- */
 
-int			ss_test_lert_crash = LERT_CRASH_NONE;
 int			ss_test_lert_round_wait = 0;
 int			ss_test_lert_free_extents = LERT_MAX_FREE_EXTENTS;
 
-static const struct config_enum_entry lert_crash_options[] = {
-	{"none", LERT_CRASH_NONE, false},
-	{"merged", LERT_CRASH_MERGED, false},
-	{"reports_written", LERT_CRASH_REPORTS_WRITTEN, false},
-	{"installed", LERT_CRASH_INSTALLED, false},
-	{"writeback", LERT_CRASH_WRITEBACK, false},
-	{"spilled", LERT_CRASH_SPILLED, false},
-	{"reserved", LERT_CRASH_RESERVED, false},
-	{NULL, 0, false}
+/* the names of the LertCrashPoints, by number */
+static const char *const lert_crash_points[] = {
+	"none", "merged", "reports_written", "installed", "writeback", "spilled",
+	"reserved", NULL
 };
 
-static const char *
-crash_point_name(LertCrashPoint point)
-{
-	for (int i = 0; lert_crash_options[i].name; i++)
-		if (lert_crash_options[i].val == (int) point)
-			return lert_crash_options[i].name;
-	return "?";
-}
-
-/* Stop the server here if streamsketch.test_lert_crash says so (tests). */
-void
-lert_test_crash(Relation rel, LertCrashPoint point)
-{
-	if (ss_test_lert_crash != (int) point)
-		return;
-	ss_xlog_flush_own(rel);
-	elog(PANIC, "streamsketch.test_lert_crash: stopping at \"%s\" in the consolidation of \"%s\"",
-		 crash_point_name(point), RelationGetRelationName(rel));
-}
+SSTestCrash lert_crash = {
+	.setting = "streamsketch.test_lert_crash",
+	.short_desc = "Stops the server at a point of each LERT consolidation (for tests only).",
+	.long_desc = "merged: a merge wrote its new levels; reports_written: an install wrote its report pages; installed: a checkpoint installed its metapage record; writeback: a checkpoint wrote one level-0 page back; spilled: a round wrote a new version of the spill page of free extents.",
+	.during = "the consolidation",
+	.points = lert_crash_points,
+};
 
 /* Called by _PG_init, after the parameters' settings are defined. */
 static void
 lert_init(void)
 {
-	DefineCustomIntVariable("streamsketch.test_lert_hash_bits",
-							"Test only: fingerprint bits of keys of new lert tables.",
-							"Below 64, fingerprints are truncated to force collisions; every key is then stored with its bytes.",
-							&ss_test_lert_hash_bits, 64, 1, 64,
-							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
-	DefineCustomEnumVariable("streamsketch.test_lert_crash",
-							 "Stops the server at a point of each LERT consolidation (for tests only).",
-							 "merged: a merge wrote its new levels; reports_written: an install wrote its report pages; installed: a checkpoint installed its metapage record; writeback: a checkpoint wrote one level-0 page back; spilled: a round wrote a new version of the spill page of free extents.",
-							 &ss_test_lert_crash, LERT_CRASH_NONE, lert_crash_options,
-							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
-	DefineCustomIntVariable("streamsketch.test_lert_round_wait",
-							"Makes each LERT cone's round wait, holding the cone's lock, until the advisory lock of this key is free (for tests only; 0: never).",
-							NULL, &ss_test_lert_round_wait, 0, 0, INT_MAX,
-							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
-	DefineCustomIntVariable("streamsketch.test_lert_free_extents",
-							"Test only: how many free extents of the pool the LERT metapage lists; the rest wait on its spill page.",
-							NULL, &ss_test_lert_free_extents, LERT_MAX_FREE_EXTENTS,
-							1, LERT_MAX_FREE_EXTENTS,
-							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	ss_test_define_int("streamsketch.test_lert_hash_bits",
+					   "Test only: fingerprint bits of keys of new lert tables.",
+					   "Below 64, fingerprints are truncated to force collisions; every key is then stored with its bytes.",
+					   &ss_test_lert_hash_bits, 64, 1, 64, NULL);
+	ss_test_crash_define(&lert_crash);
+	ss_test_define_int("streamsketch.test_lert_round_wait",
+					   "Makes each LERT cone's round wait, holding the cone's lock, until the advisory lock of this key is free (for tests only; 0: never).",
+					   NULL, &ss_test_lert_round_wait, 0, 0, INT_MAX, NULL);
+	ss_test_define_int("streamsketch.test_lert_free_extents",
+					   "Test only: how many free extents of the pool the LERT metapage lists; the rest wait on its spill page.",
+					   NULL, &ss_test_lert_free_extents, LERT_MAX_FREE_EXTENTS,
+					   1, LERT_MAX_FREE_EXTENTS, NULL);
 }

@@ -141,26 +141,32 @@ extern void lert_place(const LertGeom *g, uint32 depth, int64 pos,
  * The mix is MurmurHash3's 64-bit finalizer, a bijection.
  */
 static inline uint64
-lert_fmix64(uint64 k)
+lert_fmix64_steps(uint64 k, uint64 m1, uint64 m2)
 {
 	k ^= k >> 33;
-	k *= UINT64CONST(0xff51afd7ed558ccd);
+	k *= m1;
 	k ^= k >> 33;
-	k *= UINT64CONST(0xc4ceb9fe1a85ec53);
+	k *= m2;
 	k ^= k >> 33;
 	return k;
 }
 
-/* the inverse: multiplicative inverses of the two constants mod 2^64 */
+static inline uint64
+lert_fmix64(uint64 k)
+{
+	return lert_fmix64_steps(k, UINT64CONST(0xff51afd7ed558ccd),
+							 UINT64CONST(0xc4ceb9fe1a85ec53));
+}
+
+/*
+ * The inverse: the same steps (k ^= k >> 33 undoes itself) with the
+ * multiplicative inverses of the two constants mod 2^64, in reverse order.
+ */
 static inline uint64
 lert_fmix64_inverse(uint64 k)
 {
-	k ^= k >> 33;
-	k *= UINT64CONST(0x9cb4b2f8129337db);
-	k ^= k >> 33;
-	k *= UINT64CONST(0x4f74430c22a54005);
-	k ^= k >> 33;
-	return k;
+	return lert_fmix64_steps(k, UINT64CONST(0x9cb4b2f8129337db),
+							 UINT64CONST(0x4f74430c22a54005));
 }
 
 static inline uint64

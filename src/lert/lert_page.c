@@ -60,6 +60,29 @@ l0_entry_offset(const LertL0Header *h, uint16 off)
 	return h->form == LERT_L0_FIXED ? (off & ~LERT_L0_OFFSET_FLAGS) : off;
 }
 
+/*
+ * The entry at offset at of the end bytes from base, if its header and key
+ * (of at most area_size bytes) lie within them and it sorts after prev
+ * (NULL: none); else NULL.  The page checks' common part.
+ */
+static const LertEntry *
+entry_checked(const char *base, Size at, Size end, Size area_size,
+			  const LertEntry *prev)
+{
+	const LertEntry *e;
+
+	if (at + LERT_ENTRY_HEADER > end)
+		return NULL;
+	e = (const LertEntry *) (base + at);
+	if (e->keylen > area_size || at + lert_entry_size(e->keylen) > end)
+		return NULL;
+	if (prev != NULL &&
+		lert_key_cmp(prev->fp, lert_entry_key(prev), prev->keylen,
+					 e->fp, lert_entry_key(e), e->keylen) >= 0)
+		return NULL;
+	return e;
+}
+
 /* Is the level-0 page's layout sound? */
 bool
 lert_l0_check(const char *area, Size area_size)
@@ -77,7 +100,6 @@ lert_l0_check(const char *area, Size area_size)
 	for (int i = 0; i < h->nentries; i++)
 	{
 		Size		at = l0_entry_offset(h, off[i]);
-		const LertEntry *e;
 
 		if (at < h->upper || at % 8 != 0)
 			return false;
@@ -93,17 +115,9 @@ lert_l0_check(const char *area, Size area_size)
 			prev_fp = f->fp;
 			continue;
 		}
-		if (at + LERT_ENTRY_HEADER > area_size)
+		prev = entry_checked(area, at, area_size, area_size, prev);
+		if (prev == NULL)
 			return false;
-		e = (const LertEntry *) (area + at);
-		if (e->keylen > area_size ||
-			at + lert_entry_size(e->keylen) > area_size)
-			return false;
-		if (prev != NULL &&
-			lert_key_cmp(prev->fp, lert_entry_key(prev), prev->keylen,
-						 e->fp, lert_entry_key(e), e->keylen) >= 0)
-			return false;
-		prev = e;
 	}
 	return true;
 }
@@ -316,18 +330,10 @@ lert_run_page_check(const char *area, Size area_size)
 		return false;
 	while (off < h->used)
 	{
-		const LertEntry *e = (const LertEntry *) (area + RUN_ENTRIES + off);
-
-		if (h->used - off < LERT_ENTRY_HEADER ||
-			e->keylen > area_size ||
-			lert_entry_size(e->keylen) > h->used - off)
+		prev = entry_checked(area + RUN_ENTRIES, off, h->used, area_size, prev);
+		if (prev == NULL)
 			return false;
-		if (prev != NULL &&
-			lert_key_cmp(prev->fp, lert_entry_key(prev), prev->keylen,
-						 e->fp, lert_entry_key(e), e->keylen) >= 0)
-			return false;
-		prev = e;
-		off += (uint32) lert_entry_size(e->keylen);
+		off += (uint32) lert_entry_size(prev->keylen);
 		n++;
 	}
 	return n == h->nentries;

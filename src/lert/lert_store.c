@@ -326,20 +326,9 @@ lert_write_page_with(Relation rel, BlockNumber blkno, uint16 page_type,
 					 const char *area, uint64 applied_pos, bool full,
 					 BufferAccessStrategy strategy)
 {
-	SSXLogState *state;
-	Buffer		buf;
-	Page		page;
-
-	CHECK_FOR_INTERRUPTS();
-	buf = ss_lock_buffer_for_rewrite_with(rel, blkno, full, strategy);
-	state = ss_xlog_start(rel);
-	page = ss_xlog_register(state, buf,
-							full || PageIsNew(BufferGetPage(buf)) ? SS_XLOG_FULL_IMAGE : 0);
-	ss_page_init(page, page_type, SS_PAGE_DATA_SIZE);
-	SSPageGetOpaque(page)->applied_pos = applied_pos;
-	memcpy(SSPageGetData(page), area, SS_PAGE_DATA_SIZE);
-	ss_xlog_finish(state);
-	UnlockReleaseBuffer(buf);
+	ss_write_page_with(rel, blkno, page_type, area, SS_PAGE_DATA_SIZE, 0,
+					   applied_pos,
+					   full ? SS_WRITE_FULL : SS_WRITE_DELTA_OR_NEW, strategy);
 }
 
 /*
@@ -367,33 +356,22 @@ lert_read_page_with(Relation rel, BlockNumber blkno, uint16 page_type,
 					uint64 gen, char *area, uint64 *applied_pos,
 					BufferAccessStrategy strategy)
 {
-	Buffer		buf;
+	Buffer		buf = ss_read_page_of_type(rel, blkno, page_type, strategy);
 	Page		page;
+	uint64		page_gen;
 	LertPageStatus status = LERT_STALE;
 
-	buf = ss_read_buffer_with(rel, blkno, strategy);
 	if (!BufferIsValid(buf))
 		return LERT_STALE;
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	page = BufferGetPage(buf);
-	if (!PageIsNew(page))
+	memcpy(&page_gen, SSPageGetData(page), sizeof(page_gen));
+	if (page_gen == gen || gen == LERT_ANY_GEN)
 	{
-		SSPageOpaque opaque = SSPageGetOpaque(page);
-		uint64		page_gen;
-
-		if (PageGetSpecialSize(page) != MAXALIGN(sizeof(SSPageOpaqueData)) ||
-			opaque->page_id != SS_PAGE_ID)
-			ss_page_check(rel, blkno, page, page_type);	/* reports it */
-		memcpy(&page_gen, SSPageGetData(page), sizeof(page_gen));
-		if (opaque->page_type == page_type &&
-			(page_gen == gen || gen == LERT_ANY_GEN))
-		{
-			ss_page_check(rel, blkno, page, page_type);
-			memcpy(area, SSPageGetData(page), SS_PAGE_DATA_SIZE);
-			if (applied_pos)
-				*applied_pos = opaque->applied_pos;
-			status = LERT_OK;
-		}
+		ss_page_check(rel, blkno, page, page_type);
+		memcpy(area, SSPageGetData(page), SS_PAGE_DATA_SIZE);
+		if (applied_pos)
+			*applied_pos = SSPageGetOpaque(page)->applied_pos;
+		status = LERT_OK;
 	}
 	UnlockReleaseBuffer(buf);
 	return status;

@@ -790,25 +790,44 @@ qf_insert(const QfGeom *g, char *area, uint32 quotient, uint64 remainder,
 	return QF_OK;
 }
 
+/* Where a remainder is stored: quotient's run [s, e), its slot p, d digits. */
+typedef struct QfStored
+{
+	uint32		s;
+	uint32		e;
+	uint32		p;
+	uint32		d;
+} QfStored;
+
+/* Find remainder in quotient's run of A; false if it is not there. */
+static bool
+find_stored(const QfArrays *A, uint32 quotient, uint64 remainder,
+			QfStored *st)
+{
+	bool		found;
+
+	if (!bit_get(A->occ, quotient))
+		return false;
+	st->s = run_start(A, quotient);
+	if (st->s >= A->nslots)
+		return false;
+	st->e = run_end(A, st->s);
+	st->p = run_find(A, st->s, st->e, remainder, &found, &st->d);
+	return found;
+}
+
 uint64
 qf_count(const QfGeom *g, const char *area, uint32 quotient, uint64 remainder)
 {
 	QfArrays	A;
-	uint32		s;
-	uint32		p;
-	bool		found;
-	uint32		d;
+	QfStored	st;
 
 	if (!args_ok(g, quotient, remainder))
 		return 0;
 	qf_arrays(&A, g, area);
-	if (!bit_get(A.occ, quotient))
+	if (!find_stored(&A, quotient, remainder, &st))
 		return 0;
-	s = run_start(&A, quotient);
-	if (s >= A.nslots)
-		return 0;
-	p = run_find(&A, s, run_end(&A, s), remainder, &found, &d);
-	return found ? count_decode(&A, p, d) : 0;
+	return count_decode(&A, st.p, st.d);
 }
 
 /*
@@ -898,47 +917,37 @@ qf_remove(const QfGeom *g, char *area, uint32 quotient, uint64 remainder,
 {
 	QfArrays	A;
 	QfAreaHeader h;
-	uint32		s;
-	uint32		e;
-	uint32		p;
-	bool		found;
-	uint32		dold;
+	QfStored	st;
 	uint64		old;
 	uint64		removed;
 
 	if (!args_ok(g, quotient, remainder) || count == 0)
 		return 0;
 	qf_arrays(&A, g, area);
-	if (!bit_get(A.occ, quotient))
-		return 0;
-	s = run_start(&A, quotient);
-	if (s >= A.nslots)
-		return 0;
-	e = run_end(&A, s);
-	p = run_find(&A, s, e, remainder, &found, &dold);
-	if (!found)
+	if (!find_stored(&A, quotient, remainder, &st))
 		return 0;
 
 	hdr_read(area, &h);
-	old = count_decode(&A, p, dold);
+	old = count_decode(&A, st.p, st.d);
 	removed = Min(count, old);
 	if (removed < old)
 	{
 		uint64		c = old - removed;
 		uint32		dnew = count_digits(c, A.rbits);
 
-		count_encode(&A, p, c);
-		if (dnew < dold)
+		count_encode(&A, st.p, c);
+		if (dnew < st.d)
 		{
-			slots_delete(&A, quotient, s, e, p + 1 + dnew, dold - dnew);
-			h.nused -= dold - dnew;
+			slots_delete(&A, quotient, st.s, st.e, st.p + 1 + dnew,
+						 st.d - dnew);
+			h.nused -= st.d - dnew;
 		}
 	}
 	else
 	{
-		slots_delete(&A, quotient, s, e, p, 1 + dold);
+		slots_delete(&A, quotient, st.s, st.e, st.p, 1 + st.d);
 		h.nitems--;
-		h.nused -= 1 + dold;
+		h.nused -= 1 + st.d;
 	}
 	if (h.total_count != PG_UINT64_MAX)
 		h.total_count -= Min(removed, h.total_count);

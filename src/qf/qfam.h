@@ -186,14 +186,7 @@ extern bool qfam_page_valid(Relation rel, BlockNumber blkno, Page page,
 							const QfamLevel *lv, bool merged, bool locked);
 
 /* qfam_compact.c */
-extern void qfam_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
-										   Relation OldIndex, bool use_sort,
-										   TransactionId OldestXmin,
-										   TransactionId *xid_cutoff,
-										   MultiXactId *multi_cutoff,
-										   double *num_tuples,
-										   double *tups_vacuumed,
-										   double *tups_recently_dead);
+extern void qfam_compact(Relation OldTable, Relation NewTable);
 
 /* qfam_merge.c */
 extern BufferAccessStrategy qfam_level_read_ring(uint32 kind, uint32 level);

@@ -156,9 +156,11 @@ qfam_derive(QfamParams *p)
 	ss_check_structure_pages(1 + ((uint64) 1 << lv.page_bits), NULL);
 }
 
+/* Check the table's columns: (key [, count integer]). */
 static void
-qfam_check_columns(Relation rel, QfamState *st)
+qfam_check_columns(Relation rel, void *stp)
 {
+	QfamState  *st = (QfamState *) stp;
 	SSKeyColumns cols;
 
 	ss_check_key_columns(RelationGetDescr(rel), RelationGetRelationName(rel),
@@ -171,12 +173,6 @@ qfam_check_columns(Relation rel, QfamState *st)
 		st->counted = OidIsValid(cols.inttype);
 		st->counttype = cols.inttype;
 	}
-}
-
-static void
-qfam_state_columns(Relation rel, void *st)
-{
-	qfam_check_columns(rel, st);
 }
 
 /*
@@ -263,12 +259,7 @@ qfam_check_meta(Relation rel, const void *metap)
 	}
 }
 
-static void
-qfam_params_from_meta(const void *meta, void *st)
-{
-	((QfamState *) st)->p = ((const QfamMeta *) meta)->params;
-}
-
+/* What ss_meta_init writes, and an empty level 0 (qfam_first_level) */
 static void
 qfam_init_meta(const void *st, void *meta)
 {
@@ -335,26 +326,28 @@ static const SSParam qfam_params[] = {
 	.min = 0, .max = PG_UINT32_MAX, .boot = SS_DEFAULT_SEED, .internal = true},
 };
 
+static void qfam_tuple_insert(Relation rel, TupleTableSlot *slot,
+				CommandId cid, int options,
+				struct BulkInsertStateData *bistate);
+
 static const uint16 qfam_page_types[] = {SS_PAGE_QF_AREA, SS_PAGE_QF_UNDO};
 
 const SSStructure qfam_structure = {
 	.name = "quotient filter",
 	.amname = "quotient_filter",
 	.constructor = "qf_create()",
-	.page_types = qfam_page_types,
-	.npage_types = lengthof(qfam_page_types),
+	SS_PAGE_TYPES(qfam_page_types),
 	.kind = SS_KIND_QF,
-	.state_size = sizeof(QfamState),
-	.meta_size = sizeof(QfamMeta),
+	SS_LAYOUT(QfamState, p, QfamMeta, params),
 	.consolidate = qfam_consolidate,
 	.admit = qfam_admit,
-	.check_columns = qfam_state_columns,
+	.check_columns = qfam_check_columns,
 	.check_meta = qfam_check_meta,
-	.params_from_meta = qfam_params_from_meta,
 	.init_meta = qfam_init_meta,
-	.params = qfam_params,
-	.nparams = lengthof(qfam_params),
+	SS_PARAMS(qfam_params),
 	.check_params = qfam_check_params,
+	.compact = qfam_compact,
+	.tuple_insert = qfam_tuple_insert,
 };
 
 /* Parameters and columns (ss_get_state). */
@@ -401,8 +394,6 @@ qfam_handler(uint32 kind)
 
 			MemSet(r, 0, sizeof(*r));
 			ss_tableam_init_common(r, &qfam_structure);
-			r->tuple_insert = qfam_tuple_insert;
-			r->relation_copy_for_cluster = qfam_relation_copy_for_cluster;
 		}
 		qfam_routines_ready = true;
 	}

@@ -21,7 +21,6 @@
 
 #include "catalog/storage.h"
 
-#include "access/multixact.h"
 #include "access/xlog.h"
 #include "access/xloginsert.h"
 #include "catalog/storage.h"
@@ -47,14 +46,14 @@ compact_write(SMgrRelation dst, BlockNumber blkno, Page page, bool use_wal)
 	smgrextend(dst, MAIN_FORKNUM, blkno, (char *) page, true);
 }
 
+/*
+ * The descriptor's compact: the metapage and the live levels, from a
+ * filter whose change log is consolidated and empty (ss_tableam.c).  After
+ * a round the copy starts an empty log at the same position (the level
+ * pages keep their applied_pos).
+ */
 void
-qfam_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
-							   Relation OldIndex, bool use_sort,
-							   TransactionId OldestXmin,
-							   TransactionId *xid_cutoff,
-							   MultiXactId *multi_cutoff,
-							   double *num_tuples, double *tups_vacuumed,
-							   double *tups_recently_dead)
+qfam_compact(Relation OldTable, Relation NewTable)
 {
 	QfamMeta	meta;
 	QfamMeta	newmeta;
@@ -64,22 +63,6 @@ qfam_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 	BlockNumber next = SS_METAPAGE_BLKNO + 1;
 	PGAlignedBlock buf;
 	bool		use_wal;
-
-	/* the copy's change log is empty: no xid older than OldestXmin in it */
-	*xid_cutoff = OldestXmin;
-	*multi_cutoff = InvalidMultiXactId;
-	*num_tuples = 0;
-	*tups_vacuumed = 0;
-	*tups_recently_dead = 0;
-	/*
-	 * Under the exclusive lock every batch's transaction has ended: after a
-	 * round the log is empty, and the copy starts an empty log at the same
-	 * position (the level pages keep their applied_pos).
-	 */
-	(void) ss_log_consolidate(OldTable, true);
-	if (TransactionIdIsValid(ss_log_oldest_xid(OldTable)))
-		elog(ERROR, "the change log of \"%s\" still holds batches after its consolidation",
-			 RelationGetRelationName(OldTable));
 
 	if (!qfam_read_meta(OldTable, &meta))
 		return;					/* keeps the new table's own metapage */

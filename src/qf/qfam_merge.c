@@ -146,26 +146,16 @@ static void
 qfam_write_page(Relation rel, BlockNumber blkno, const char *area, Size size,
 				uint16 epoch, uint64 applied, BufferAccessStrategy strategy)
 {
-	SSXLogState *state;
-	Buffer		buf;
-	Page		page;
-
 	/*
-	 * Once per target page: the tail of a merge (and all of the resize of
-	 * a sparse level) writes pages without loading a source page, and
-	 * nothing is visible before the metapage install.
+	 * A full image replaces the page: its old contents are not read.  It
+	 * checks for interrupts once per target page: the tail of a merge (and
+	 * all of the resize of a sparse level) writes pages without loading a
+	 * source page, and nothing is visible before the metapage install.
 	 */
-	CHECK_FOR_INTERRUPTS();
-	/* a full image replaces the page: its old contents are not read */
-	buf = ss_lock_buffer_for_rewrite_with(rel, blkno, true, strategy);
-	state = ss_xlog_start(rel);
-	page = ss_xlog_register(state, buf, SS_XLOG_FULL_IMAGE);
-	ss_page_init(page, SS_PAGE_QF_AREA, QFAM_LEVEL_DATA_SIZE);
-	SSPageGetOpaque(page)->epoch = epoch;
-	SSPageGetOpaque(page)->applied_pos = applied;
-	memcpy(SSPageGetData(page), area, size);
-	ss_xlog_finish(state);
-	UnlockReleaseBuffer(buf);
+	StaticAssertStmt(QFAM_LEVEL_DATA_SIZE == SS_PAGE_DATA_SIZE,
+					 "a level's page is a whole page");
+	ss_write_page_with(rel, blkno, SS_PAGE_QF_AREA, area, size, epoch, applied,
+					   SS_WRITE_FULL, strategy);
 }
 
 /*
@@ -287,17 +277,21 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 				fp = cursors[i].fp;
 				any = true;
 			}
-		if (!any)
-			break;
-		for (uint32 i = 0; i < nsrc; i++)
-			while (cursors[i].valid && cursors[i].fp == fp)
-			{
-				count = (count + cursors[i].count < count) ? PG_UINT64_MAX :
-					count + cursors[i].count;
-				qfam_cursor_next(&cursors[i]);
-			}
-		qf_fingerprint_split(fp, tl.page_bits, tl.slot_bits, tl.rbits,
-							 &page, &q, &r);
+		if (any)
+		{
+			for (uint32 i = 0; i < nsrc; i++)
+				while (cursors[i].valid && cursors[i].fp == fp)
+				{
+					count = (count + cursors[i].count < count) ? PG_UINT64_MAX :
+						count + cursors[i].count;
+					qfam_cursor_next(&cursors[i]);
+				}
+			qf_fingerprint_split(fp, tl.page_bits, tl.slot_bits, tl.rbits,
+								 &page, &q, &r);
+		}
+		else
+			page = npages;		/* the rest of the target, down to empty pages */
+		/* the pages before fp's: the one built, then empty ones */
 		while (cur_page < page)
 		{
 			qfam_write_page(rel, base + (BlockNumber) cur_page, area, g.area_bytes, tl.epoch,
@@ -307,6 +301,8 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 			cur_page++;
 			qf_builder_init(&builder, &g, area);
 		}
+		if (!any)
+			break;
 		if (qf_builder_add(&builder, q, r, count) != QF_OK)
 		{
 			ok = false;
@@ -319,22 +315,9 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 	for (uint32 i = 0; i < nsrc; i++)
 		qfam_cursor_end(&cursors[i]);
 	pfree(cursors);
-	if (!ok)
-	{
-		pfree(area);
-		return false;
-	}
-	/* the rest of the target, down to empty pages */
-	while (cur_page < npages)
-	{
-		qfam_write_page(rel, base + (BlockNumber) cur_page, area, g.area_bytes, tl.epoch,
-						merged_page_applied(rel, &lv0, &tl, cur_page,
-											&cache_page, &cache_applied),
-							wring);
-		cur_page++;
-		qf_builder_init(&builder, &g, area);
-	}
 	pfree(area);
+	if (!ok)
+		return false;
 
 	/* install: one metapage record */
 	tl.base = base;

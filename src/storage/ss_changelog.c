@@ -32,6 +32,7 @@
 #include "miscadmin.h"
 #include "ss_changelog.h"
 #include "ss_changelog_int.h"
+#include "ss_test.h"
 #include "ss_xlog.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
@@ -1209,11 +1210,8 @@ log_truncate_free_tail(Relation rel, bool patient)
 		ss_xlog_finish(state);
 		UnlockReleaseBuffer(metabuf);
 		if (test_crash_before_truncate)
-		{
-			ss_xlog_flush_own(rel);
-			elog(PANIC, "streamsketch.test_crash_before_log_truncate: stopping before truncating \"%s\"",
-				 RelationGetRelationName(rel));
-		}
+			ss_test_stop(rel, "streamsketch.test_crash_before_log_truncate",
+						 "before truncating");
 		RelationTruncate(rel, first);
 	}
 	pfree(seen);

@@ -92,11 +92,6 @@
 #include "utils/syscache.h"
 #include "utils/tuplestore.h"
 
-PG_FUNCTION_INFO_V1(streamsketch_guard_start);
-PG_FUNCTION_INFO_V1(streamsketch_guard_rewrite);
-PG_FUNCTION_INFO_V1(streamsketch_guard_end);
-PG_FUNCTION_INFO_V1(streamsketch_guard_drop);
-
 /* Why a statement is refused: selects the detail and hint. */
 typedef enum SSRefusal
 {
@@ -152,6 +147,45 @@ am_name_is_ours(const char *amname)
 
 /* ---- refusing ---- */
 
+/*
+ * Why a statement is refused, for the user: the detail and the hint, where
+ * %s is the access method (which a hint may leave out).
+ */
+static const struct
+{
+	const char *detail;
+	const char *hint;
+}			refusal_texts[] = {
+	[SSR_REWRITE] = {
+		"Rewriting a %s table fills the new table from its scan, which returns no rows: everything counted would be lost.",
+		"Create a new table USING %s and insert the stream into it again."
+	},
+	[SSR_COLUMNS] = {
+		"The columns of a %s table say what an inserted row means (its key, and its weight or count); changing them would empty the structure or change what it counts.",
+		"Create a new table USING %s with the columns you need."
+	},
+	[SSR_ROWS] = {
+		"A %s table is a streaming summary, not a set of stored rows.",
+		"Check or transform the rows before they are inserted, for example on the table they come from."
+	},
+	[SSR_INDEX] = {
+		"A %s table is a streaming summary, not a set of stored rows.",
+		"Point queries use the structure's own functions."
+	},
+	[SSR_PUBLICATION] = {
+		"Changes to a %s table are written as generic WAL, which logical replication does not decode.",
+		"Replicate structures physically (streaming replication)."
+	},
+	[SSR_MATVIEW] = {
+		"A materialized view stores rows; a %s table keeps only a summary of the rows inserted, and refreshing would empty it.",
+		"Create a table USING %s and fill it with INSERT INTO ... SELECT."
+	},
+	[SSR_KEY_TYPE] = {
+		"A %s table hashes each key by its binary form, which for a composite value holds every attribute; changing the attributes of a type its columns use changes the hash of every key, so what was counted before would no longer be found.",
+		"Leave the type as it is, or create a new type and a new table USING %s."
+	},
+};
+
 static void
 refuse(const char *what, Oid relid, const char *via, const char *object,
 	   SSRefusal why)
@@ -159,7 +193,7 @@ refuse(const char *what, Oid relid, const char *via, const char *object,
 	char	   *am = get_am_name(rel_relam(relid, NULL));
 	char	   *rel = get_rel_name(relid);
 	StringInfoData detail;
-	const char *hint = NULL;
+	const char *hint;
 
 	if (am == NULL)
 		am = "streamsketch";
@@ -169,51 +203,8 @@ refuse(const char *what, Oid relid, const char *via, const char *object,
 	initStringInfo(&detail);
 	if (object)
 		appendStringInfo(&detail, "The table would get %s. ", object);
-	switch (why)
-	{
-		case SSR_REWRITE:
-			appendStringInfo(&detail,
-							 "Rewriting a %s table fills the new table from its scan, which returns no rows: everything counted would be lost.",
-							 am);
-			hint = psprintf("Create a new table USING %s and insert the stream into it again.", am);
-			break;
-		case SSR_COLUMNS:
-			appendStringInfo(&detail,
-							 "The columns of a %s table say what an inserted row means (its key, and its weight or count); changing them would empty the structure or change what it counts.",
-							 am);
-			hint = psprintf("Create a new table USING %s with the columns you need.", am);
-			break;
-		case SSR_ROWS:
-			appendStringInfo(&detail,
-							 "A %s table is a streaming summary, not a set of stored rows.",
-							 am);
-			hint = "Check or transform the rows before they are inserted, for example on the table they come from.";
-			break;
-		case SSR_INDEX:
-			appendStringInfo(&detail,
-							 "A %s table is a streaming summary, not a set of stored rows.",
-							 am);
-			hint = "Point queries use the structure's own functions.";
-			break;
-		case SSR_PUBLICATION:
-			appendStringInfo(&detail,
-							 "Changes to a %s table are written as generic WAL, which logical replication does not decode.",
-							 am);
-			hint = "Replicate structures physically (streaming replication).";
-			break;
-		case SSR_MATVIEW:
-			appendStringInfo(&detail,
-							 "A materialized view stores rows; a %s table keeps only a summary of the rows inserted, and refreshing would empty it.",
-							 am);
-			hint = psprintf("Create a table USING %s and fill it with INSERT INTO ... SELECT.", am);
-			break;
-		case SSR_KEY_TYPE:
-			appendStringInfo(&detail,
-							 "A %s table hashes each key by its binary form, which for a composite value holds every attribute; changing the attributes of a type its columns use changes the hash of every key, so what was counted before would no longer be found.",
-							 am);
-			hint = psprintf("Leave the type as it is, or create a new type and a new table USING %s.", am);
-			break;
-	}
+	appendStringInfo(&detail, refusal_texts[why].detail, am);
+	hint = psprintf(refusal_texts[why].hint, am);
 	if (via)
 		appendStringInfo(&detail, " The statement reaches it through %s.", via);
 
@@ -621,43 +612,11 @@ check_row_type_users(List *cmds, Oid named, List *reached)
 /* What names a catalog row in a refusal, or NULL to look further. */
 typedef char *(*DescribeRowFn) (HeapTuple tup);
 
-/*
- * The first row of catalog whose oid column keyatt is relid (by the
- * catalog's index indexid) that describe names, or NULL: a structure's
- * trigger, rule, constraint or index.
- */
-static char *
-first_row_named(Oid relid, Oid catalog, Oid indexid, AttrNumber keyatt,
-				DescribeRowFn describe)
-{
-	Relation	rel = table_open(catalog, AccessShareLock);
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
-	char	   *result = NULL;
-
-	ScanKeyInit(&key, keyatt, BTEqualStrategyNumber,
-				F_OIDEQ, ObjectIdGetDatum(relid));
-	scan = systable_beginscan(rel, indexid, true, NULL, 1, &key);
-	while (result == NULL && HeapTupleIsValid(tup = systable_getnext(scan)))
-		result = describe(tup);
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return result;
-}
-
 static char *
 describe_trigger(HeapTuple tup)
 {
 	return psprintf("trigger \"%s\"",
 					NameStr(((Form_pg_trigger) GETSTRUCT(tup))->tgname));
-}
-
-static char *
-first_trigger(Oid relid)
-{
-	return first_row_named(relid, TriggerRelationId, TriggerRelidNameIndexId,
-						   Anum_pg_trigger_tgrelid, describe_trigger);
 }
 
 static char *
@@ -667,13 +626,7 @@ describe_rule(HeapTuple tup)
 					NameStr(((Form_pg_rewrite) GETSTRUCT(tup))->rulename));
 }
 
-static char *
-first_rule(Oid relid)
-{
-	return first_row_named(relid, RewriteRelationId, RewriteRelRulenameIndexId,
-						   Anum_pg_rewrite_ev_class, describe_rule);
-}
-
+/* A CHECK, UNIQUE, PRIMARY KEY, FOREIGN KEY or EXCLUDE constraint. */
 static char *
 describe_constraint(HeapTuple tup)
 {
@@ -703,15 +656,6 @@ describe_constraint(HeapTuple tup)
 	return psprintf("%s constraint \"%s\"", kind, NameStr(con->conname));
 }
 
-/* The first CHECK, UNIQUE, PRIMARY KEY, FOREIGN KEY or EXCLUDE constraint. */
-static char *
-first_constraint(Oid relid)
-{
-	return first_row_named(relid, ConstraintRelationId,
-						   ConstraintRelidTypidNameIndexId,
-						   Anum_pg_constraint_conrelid, describe_constraint);
-}
-
 static char *
 describe_index(HeapTuple tup)
 {
@@ -719,11 +663,55 @@ describe_index(HeapTuple tup)
 					get_rel_name(((Form_pg_index) GETSTRUCT(tup))->indexrelid));
 }
 
-static char *
-first_index(Oid relid)
+/*
+ * The catalog rows a structure must not have (they need stored rows, or
+ * are an index), in the order they are looked for: the rows of catalog
+ * whose oid column keyatt is the structure (by the catalog's index
+ * indexid) that describe names.  A statement tagged creator, which adds
+ * one, is refused as itself (or as creator_text); another, as adding one.
+ */
+typedef struct ForbiddenRows
 {
-	return first_row_named(relid, IndexRelationId, IndexIndrelidIndexId,
-						   Anum_pg_index_indrelid, describe_index);
+	Oid			catalog;
+	Oid			indexid;
+	AttrNumber	keyatt;
+	DescribeRowFn describe;
+	CommandTag	creator;
+	const char *creator_text;
+	const char *adding;
+	SSRefusal	why;
+} ForbiddenRows;
+
+static const ForbiddenRows forbidden_rows[] = {
+	{RewriteRelationId, RewriteRelRulenameIndexId, Anum_pg_rewrite_ev_class,
+	describe_rule, CMDTAG_CREATE_RULE, NULL, "a rule", SSR_ROWS},
+	{ConstraintRelationId, ConstraintRelidTypidNameIndexId,
+		Anum_pg_constraint_conrelid, describe_constraint, CMDTAG_ALTER_TABLE,
+	"ALTER TABLE ... ADD CONSTRAINT", "a constraint", SSR_ROWS},
+	{IndexRelationId, IndexIndrelidIndexId, Anum_pg_index_indrelid,
+	describe_index, CMDTAG_CREATE_INDEX, NULL, "an index", SSR_INDEX},
+	{TriggerRelationId, TriggerRelidNameIndexId, Anum_pg_trigger_tgrelid,
+	describe_trigger, CMDTAG_CREATE_TRIGGER, NULL, "a trigger", SSR_ROWS},
+};
+
+/* The first of relid's rows of kind f that f's describe names, or NULL. */
+static char *
+first_row_named(Oid relid, const ForbiddenRows *f)
+{
+	Relation	rel = table_open(f->catalog, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	char	   *result = NULL;
+
+	ScanKeyInit(&key, f->keyatt, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(relid));
+	scan = systable_beginscan(rel, f->indexid, true, NULL, 1, &key);
+	while (result == NULL && HeapTupleIsValid(tup = systable_getnext(scan)))
+		result = f->describe(tup);
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return result;
 }
 
 /*
@@ -755,13 +743,6 @@ first_publication(Oid relid)
 	return NULL;
 }
 
-/* Does this command tag create exactly the kind of object found? */
-static bool
-tag_is(CommandTag tag, CommandTag want)
-{
-	return tag == want;
-}
-
 /*
  * After a command: refuse if structure relid has become something a
  * structure must not be or have.  named is the relation the statement
@@ -776,22 +757,17 @@ check_structure_state(Oid relid, Oid named, CommandTag tag)
 
 	if (rel_kind(relid) == RELKIND_MATVIEW)
 		refuse(tagname, relid, NULL, NULL, SSR_MATVIEW);
-	if ((obj = first_rule(relid)) != NULL)
-		refuse(tag_is(tag, CMDTAG_CREATE_RULE) ? tagname :
-			   psprintf("%s adding a rule", tagname),
-			   relid, via, obj, SSR_ROWS);
-	if ((obj = first_constraint(relid)) != NULL)
-		refuse(tag_is(tag, CMDTAG_ALTER_TABLE) ? "ALTER TABLE ... ADD CONSTRAINT" :
-			   psprintf("%s adding a constraint", tagname),
-			   relid, via, obj, SSR_ROWS);
-	if ((obj = first_index(relid)) != NULL)
-		refuse(tag_is(tag, CMDTAG_CREATE_INDEX) ? tagname :
-			   psprintf("%s adding an index", tagname),
-			   relid, via, obj, SSR_INDEX);
-	if ((obj = first_trigger(relid)) != NULL)
-		refuse(tag_is(tag, CMDTAG_CREATE_TRIGGER) ? tagname :
-			   psprintf("%s adding a trigger", tagname),
-			   relid, via, obj, SSR_ROWS);
+	for (int i = 0; i < lengthof(forbidden_rows); i++)
+	{
+		const ForbiddenRows *f = &forbidden_rows[i];
+
+		const char *creator = f->creator_text ? f->creator_text : tagname;
+
+		if ((obj = first_row_named(relid, f)) != NULL)
+			refuse(tag == f->creator ? creator :
+				   psprintf("%s adding %s", tagname, f->adding),
+				   relid, via, obj, f->why);
+	}
 	if ((obj = first_publication(relid)) != NULL)
 		refuse(psprintf("%s adding it to a publication", tagname),
 			   relid, via, obj, SSR_PUBLICATION);
@@ -844,11 +820,13 @@ rangevar_relid(RangeVar *rv)
 }
 
 static void
-guard_start(Node *parsetree)
+guard_start(Node *parsetree, CommandTag tag)
 {
 	Oid			relid;
 	List	   *reached;
 
+	if (parsetree == NULL)
+		return;
 	switch (nodeTag(parsetree))
 	{
 		case T_RuleStmt:
@@ -968,11 +946,11 @@ guard_rewrite(Node *parsetree, CommandTag tag)
 /*
  * Call the event trigger support function fnoid (a set-returning function
  * without arguments, such as pg_event_trigger_ddl_commands()) through
- * fmgr, not SQL, and return its rows as a tuplestore; *desc is set to
- * their descriptor.
+ * fmgr, not SQL, to read its rows one at a time into r->slot
+ * (ss_event_rows_next), then free them (ss_event_rows_end).
  */
-Tuplestorestate *
-ss_event_trigger_rows(Oid fnoid, TupleDesc *desc)
+void
+ss_event_rows_begin(SSEventRows *r, Oid fnoid)
 {
 	FmgrInfo	flinfo;
 	LOCAL_FCINFO(fcinfo, 0);
@@ -991,8 +969,32 @@ ss_event_trigger_rows(Oid fnoid, TupleDesc *desc)
 	if (rsinfo.returnMode != SFRM_Materialize || rsinfo.setResult == NULL)
 		elog(ERROR, "function %u did not materialize its result", fnoid);
 	FreeExprContext(econtext, true);
-	*desc = rsinfo.setDesc;
-	return rsinfo.setResult;
+	r->rows = rsinfo.setResult;
+	r->slot = MakeSingleTupleTableSlot(rsinfo.setDesc, &TTSOpsMinimalTuple);
+}
+
+/* The next row into r->slot; false after the last. */
+bool
+ss_event_rows_next(SSEventRows *r)
+{
+	return tuplestore_gettupleslot(r->rows, true, false, r->slot);
+}
+
+/* The oid in column attno of r's row (InvalidOid if it is NULL). */
+Oid
+ss_event_rows_oid(SSEventRows *r, AttrNumber attno)
+{
+	bool		isnull;
+	Datum		d = slot_getattr(r->slot, attno, &isnull);
+
+	return isnull ? InvalidOid : DatumGetObjectId(d);
+}
+
+void
+ss_event_rows_end(SSEventRows *r)
+{
+	ExecDropSingleTupleTableSlot(r->slot);
+	tuplestore_end(r->rows);
 }
 
 /*
@@ -1002,21 +1004,20 @@ ss_event_trigger_rows(Oid fnoid, TupleDesc *desc)
 static List *
 collected_commands(void)
 {
-	TupleDesc	desc;
-	Tuplestorestate *rows = ss_event_trigger_rows(F_PG_EVENT_TRIGGER_DDL_COMMANDS, &desc);
-	TupleTableSlot *slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	SSEventRows r;
 	List	   *result = NIL;
 
-	while (tuplestore_gettupleslot(rows, true, false, slot))
+	ss_event_rows_begin(&r, F_PG_EVENT_TRIGGER_DDL_COMMANDS);
+	while (ss_event_rows_next(&r))
 	{
 		bool		isnull;
-		Datum		d = slot_getattr(slot, desc->natts, &isnull);
+		Datum		d = slot_getattr(r.slot, r.slot->tts_tupleDescriptor->natts,
+									 &isnull);
 
 		if (!isnull)
 			result = lappend(result, DatumGetPointer(d));
 	}
-	ExecDropSingleTupleTableSlot(slot);
-	tuplestore_end(rows);
+	ss_event_rows_end(&r);
 	return result;
 }
 
@@ -1188,22 +1189,21 @@ typedef struct SSDroppedColumn
  * there, so the lookups below see the state after the drop.
  */
 static void
-guard_drop(CommandTag tag)
+guard_drop(Node *parsetree, CommandTag tag)
 {
-	TupleDesc	desc;
-	Tuplestorestate *rows = ss_event_trigger_rows(F_PG_EVENT_TRIGGER_DROPPED_OBJECTS, &desc);
-	TupleTableSlot *slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	SSEventRows r;
 	List	   *dropped_rels = NIL;
 	List	   *columns = NIL;
 	ListCell   *lc;
 
 	/* columns: classid, objid, objsubid, ..., object_identity (10th) */
-	while (tuplestore_gettupleslot(rows, true, false, slot))
+	ss_event_rows_begin(&r, F_PG_EVENT_TRIGGER_DROPPED_OBJECTS);
+	while (ss_event_rows_next(&r))
 	{
 		bool		isnull;
-		Oid			classid = DatumGetObjectId(slot_getattr(slot, 1, &isnull));
-		Oid			objid = DatumGetObjectId(slot_getattr(slot, 2, &isnull));
-		int32		objsubid = DatumGetInt32(slot_getattr(slot, 3, &isnull));
+		Oid			classid = ss_event_rows_oid(&r, 1);
+		Oid			objid = ss_event_rows_oid(&r, 2);
+		int32		objsubid = DatumGetInt32(slot_getattr(r.slot, 3, &isnull));
 		Datum		identity;
 
 		if (classid != RelationRelationId)
@@ -1213,7 +1213,7 @@ guard_drop(CommandTag tag)
 			dropped_rels = lappend_oid(dropped_rels, objid);
 			continue;
 		}
-		identity = slot_getattr(slot, 10, &isnull);
+		identity = slot_getattr(r.slot, 10, &isnull);
 		{
 			SSDroppedColumn *col = palloc(sizeof(SSDroppedColumn));
 
@@ -1223,8 +1223,7 @@ guard_drop(CommandTag tag)
 			columns = lappend(columns, col);
 		}
 	}
-	ExecDropSingleTupleTableSlot(slot);
-	tuplestore_end(rows);
+	ss_event_rows_end(&r);
 
 	foreach(lc, columns)
 	{
@@ -1246,53 +1245,39 @@ guard_drop(CommandTag tag)
 
 /* ---- the trigger functions ---- */
 
-static EventTriggerData *
-guard_trigdata(FunctionCallInfo fcinfo)
+/*
+ * The event trigger data of a trigger function's call (refused unless an
+ * event trigger made it), or NULL in binary-upgrade mode, where the
+ * trigger functions do nothing: pg_upgrade recreates what existed.
+ */
+EventTriggerData *
+ss_event_trigger_data(FunctionCallInfo fcinfo)
 {
 	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_EVENT_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("function \"%s\" must be fired by an event trigger",
 						get_func_name(fcinfo->flinfo->fn_oid))));
-	return (EventTriggerData *) fcinfo->context;
+	return IsBinaryUpgrade ? NULL : (EventTriggerData *) fcinfo->context;
 }
 
-Datum
-streamsketch_guard_start(PG_FUNCTION_ARGS)
+static Datum
+guard_fire(FunctionCallInfo fcinfo,
+		   void (*guard) (Node *parsetree, CommandTag tag))
 {
-	EventTriggerData *trigdata = guard_trigdata(fcinfo);
+	EventTriggerData *trigdata = ss_event_trigger_data(fcinfo);
 
-	if (!IsBinaryUpgrade && trigdata->parsetree)
-		guard_start(trigdata->parsetree);
+	if (trigdata != NULL)
+		guard(trigdata->parsetree, trigdata->tag);
 	PG_RETURN_VOID();
 }
 
-Datum
-streamsketch_guard_rewrite(PG_FUNCTION_ARGS)
-{
-	EventTriggerData *trigdata = guard_trigdata(fcinfo);
+/* The trigger functions, one per event (sql/parts/10_guard.sql). */
+#define GUARD_FUNCTION(fname, guard) \
+	PG_FUNCTION_INFO_V1(fname); \
+	Datum fname(PG_FUNCTION_ARGS) { return guard_fire(fcinfo, guard); }
 
-	if (!IsBinaryUpgrade)
-		guard_rewrite(trigdata->parsetree, trigdata->tag);
-	PG_RETURN_VOID();
-}
-
-Datum
-streamsketch_guard_end(PG_FUNCTION_ARGS)
-{
-	EventTriggerData *trigdata = guard_trigdata(fcinfo);
-
-	if (!IsBinaryUpgrade)
-		guard_end(trigdata->parsetree, trigdata->tag);
-	PG_RETURN_VOID();
-}
-
-Datum
-streamsketch_guard_drop(PG_FUNCTION_ARGS)
-{
-	EventTriggerData *trigdata = guard_trigdata(fcinfo);
-
-	if (!IsBinaryUpgrade)
-		guard_drop(trigdata->tag);
-	PG_RETURN_VOID();
-}
+GUARD_FUNCTION(streamsketch_guard_start, guard_start)
+GUARD_FUNCTION(streamsketch_guard_rewrite, guard_rewrite)
+GUARD_FUNCTION(streamsketch_guard_end, guard_end)
+GUARD_FUNCTION(streamsketch_guard_drop, guard_drop)

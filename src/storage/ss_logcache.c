@@ -208,11 +208,7 @@ partref_cmp(const void *a, const void *b)
 	const PartRef *x = a;
 	const PartRef *y = b;
 
-	if (x->part != y->part)
-		return x->part < y->part ? -1 : 1;
-	if (x->rec != y->rec)
-		return x->rec < y->rec ? -1 : 1;
-	return 0;
+	return ss_page_arrival_cmp(x->part, x->rec, y->part, y->rec);
 }
 
 static uint32
@@ -333,8 +329,8 @@ entry_fill(LogCacheEntry *e, Relation rel, const SSLogSnapshot *snap,
 	}
 	if (!e->too_big)
 	{
-		ss_sort_batch_by_page(e->refs, e->nrefs, sizeof(PartRef),
-							  partref_part, partref_cmp);
+		(void) ss_sort_batch_by_page(e->refs, e->nrefs, sizeof(PartRef),
+									 partref_part, partref_cmp, NULL);
 		entry_build_dir(e, bs.budget);
 	}
 	e->built = true;

@@ -720,6 +720,38 @@ ss_lock_buffer_for_rewrite_with(Relation rel, BlockNumber blkno, bool full,
 }
 
 /*
+ * Write page blkno whole, as one WAL record: a page of page_type whose data
+ * area holds area's first size bytes (zeros after them), with epoch and
+ * applied_pos in its special space.  mode says what WAL gets; strategy
+ * is the ring of buffers to go through (NULL: none).
+ */
+void
+ss_write_page_with(Relation rel, BlockNumber blkno, uint16 page_type,
+				   const char *area, Size size, uint16 epoch,
+				   uint64 applied_pos, SSWriteMode mode,
+				   BufferAccessStrategy strategy)
+{
+	SSXLogState *state;
+	Buffer		buf;
+	Page		page;
+	bool		full_image;
+
+	CHECK_FOR_INTERRUPTS();
+	buf = ss_lock_buffer_for_rewrite_with(rel, blkno, mode == SS_WRITE_FULL,
+										  strategy);
+	full_image = mode == SS_WRITE_FULL ||
+		(mode == SS_WRITE_DELTA_OR_NEW && PageIsNew(BufferGetPage(buf)));
+	state = ss_xlog_start(rel);
+	page = ss_xlog_register(state, buf, full_image ? SS_XLOG_FULL_IMAGE : 0);
+	ss_page_init(page, page_type, SS_PAGE_DATA_SIZE);
+	SSPageGetOpaque(page)->epoch = epoch;
+	SSPageGetOpaque(page)->applied_pos = applied_pos;
+	memcpy(SSPageGetData(page), area, size);
+	ss_xlog_finish(state);
+	UnlockReleaseBuffer(buf);
+}
+
+/*
  * Write a page of page_type from area; WAL: a full image, or (full false)
  * what changed since the page's last version, which for a page that only
  * grows (appends) is the appended bytes.
@@ -728,18 +760,39 @@ void
 ss_write_page(Relation rel, BlockNumber blkno, uint16 page_type,
 			  const char *area, bool full)
 {
-	SSXLogState *state;
-	Buffer		buf;
+	ss_write_page_with(rel, blkno, page_type, area, SS_PAGE_DATA_SIZE, 0, 0,
+					   full ? SS_WRITE_FULL : SS_WRITE_DELTA, NULL);
+}
+
+/*
+ * Page blkno, share-locked, if it is a page of page_type, through the
+ * given ring (NULL: none); InvalidBuffer if the block is missing, new or
+ * of another type.  A page that is not ours at all is reported as
+ * damaged; the caller checks the page (ss_page_check) before it uses it.
+ */
+Buffer
+ss_read_page_of_type(Relation rel, BlockNumber blkno, uint16 page_type,
+					 BufferAccessStrategy strategy)
+{
+	Buffer		buf = ss_read_buffer_with(rel, blkno, strategy);
 	Page		page;
 
-	CHECK_FOR_INTERRUPTS();
-	buf = ss_lock_buffer_for_rewrite(rel, blkno, full);
-	state = ss_xlog_start(rel);
-	page = ss_xlog_register(state, buf, full ? SS_XLOG_FULL_IMAGE : 0);
-	ss_page_init(page, page_type, SS_PAGE_DATA_SIZE);
-	memcpy(SSPageGetData(page), area, SS_PAGE_DATA_SIZE);
-	ss_xlog_finish(state);
+	if (!BufferIsValid(buf))
+		return InvalidBuffer;
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	if (!PageIsNew(page))
+	{
+		SSPageOpaque opaque = SSPageGetOpaque(page);
+
+		if (PageGetSpecialSize(page) != MAXALIGN(sizeof(SSPageOpaqueData)) ||
+			opaque->page_id != SS_PAGE_ID)
+			ss_page_check(rel, blkno, page, page_type); /* reports it */
+		if (opaque->page_type == page_type)
+			return buf;
+	}
 	UnlockReleaseBuffer(buf);
+	return InvalidBuffer;
 }
 
 /*
@@ -751,30 +804,17 @@ bool
 ss_read_page_area(Relation rel, BlockNumber blkno, uint16 page_type,
 				  char *area)
 {
-	Buffer		buf = ss_read_buffer_if_exists(rel, blkno);
+	Buffer		buf = ss_read_page_of_type(rel, blkno, page_type,
+										   current_strategy);
 	Page		page;
-	bool		ok = false;
 
 	if (!BufferIsValid(buf))
 		return false;
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	page = BufferGetPage(buf);
-	if (!PageIsNew(page))
-	{
-		SSPageOpaque opaque = SSPageGetOpaque(page);
-
-		if (PageGetSpecialSize(page) != MAXALIGN(sizeof(SSPageOpaqueData)) ||
-			opaque->page_id != SS_PAGE_ID)
-			ss_page_check(rel, blkno, page, page_type); /* reports it */
-		if (opaque->page_type == page_type)
-		{
-			ss_page_check(rel, blkno, page, page_type);
-			memcpy(area, SSPageGetData(page), SS_PAGE_DATA_SIZE);
-			ok = true;
-		}
-	}
+	ss_page_check(rel, blkno, page, page_type);
+	memcpy(area, SSPageGetData(page), SS_PAGE_DATA_SIZE);
 	UnlockReleaseBuffer(buf);
-	return ok;
+	return true;
 }
 
 /*

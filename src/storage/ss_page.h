@@ -126,6 +126,23 @@ extern Buffer ss_lock_buffer_for_rewrite(Relation rel, BlockNumber blkno,
 extern Buffer ss_lock_buffer_for_rewrite_with(Relation rel, BlockNumber blkno,
 											  bool full,
 											  BufferAccessStrategy strategy);
+
+/* What WAL gets of a page written whole (ss_write_page_with). */
+typedef enum SSWriteMode
+{
+	SS_WRITE_DELTA,				/* what changed since its last version */
+	SS_WRITE_DELTA_OR_NEW,		/* the same, or the image of a new page */
+	SS_WRITE_FULL				/* a full image; its old contents unread */
+} SSWriteMode;
+
+extern void ss_write_page_with(Relation rel, BlockNumber blkno,
+							   uint16 page_type, const char *area, Size size,
+							   uint16 epoch, uint64 applied_pos,
+							   SSWriteMode mode,
+							   BufferAccessStrategy strategy);
+extern Buffer ss_read_page_of_type(Relation rel, BlockNumber blkno,
+								   uint16 page_type,
+								   BufferAccessStrategy strategy);
 /* A run of consecutive blocks (a structure's extents, as stored). */
 typedef struct SSExtent
 {

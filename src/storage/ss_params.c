@@ -593,7 +593,10 @@ ss_get_state(Relation rel, const SSStructure *ops)
 							ss_structure_name(rel), RelationGetRelationName(rel)),
 					 errdetail("Block 0 is missing or all zeros."),
 					 errhint("Restore the table from a backup, or TRUNCATE it to start over with the parameters of its label.")));
-		ops->params_from_meta(meta, st);
+		if (ops->params_from_meta)
+			ops->params_from_meta(meta, st);
+		else
+			ss_params_from_meta(ops, meta, st);
 		ss_check_meta_against_label(rel, ops, st);
 	}
 	PG_CATCH();

@@ -154,36 +154,29 @@ groups_arrays_release(GroupCollector *g)
 	kept_lent_level = 0;
 }
 
+static uint32
+group_entry_part(const void *e)
+{
+	return ((const SSGroupEntry *) e)->part;
+}
+
 /*
- * Sort the entries by partition, keeping log order within a partition: a
- * counting sort into the second array when the partitions are few, else
- * qsort by (partition, position), which no two entries share.
+ * Sort the entries by partition, keeping log order within a partition
+ * (ss_sort_batch_by_page: by (partition, position), which no two entries
+ * share, when it does not sort into the second array).
  */
 static void
 groups_sort(GroupCollector *g)
 {
-	uint32		maxpart = 0;
-	uint32	   *start;
-	SSGroupEntry *tmp;
+	SSGroupEntry *sorted = ss_sort_batch_by_page(g->entries, g->n,
+												 sizeof(SSGroupEntry),
+												 group_entry_part,
+												 group_entry_cmp, g->scratch);
 
-	for (int i = 0; i < g->n; i++)
-		maxpart = Max(maxpart, g->entries[i].part);
-	if (g->n < 64 || (uint64) maxpart + 1 > Max((uint64) 4 * g->n, 4096))
-	{
-		qsort(g->entries, g->n, sizeof(SSGroupEntry), group_entry_cmp);
+	if (sorted == g->entries)
 		return;
-	}
-	start = palloc0(((Size) maxpart + 2) * sizeof(uint32));
-	for (int i = 0; i < g->n; i++)
-		start[g->entries[i].part + 1]++;
-	for (uint32 p = 1; p <= maxpart + 1; p++)
-		start[p] += start[p - 1];
-	for (int i = 0; i < g->n; i++)
-		g->scratch[start[g->entries[i].part]++] = g->entries[i];
-	pfree(start);
-	tmp = g->entries;
-	g->entries = g->scratch;
-	g->scratch = tmp;
+	g->scratch = g->entries;
+	g->entries = sorted;
 	if (g->kept)
 	{
 		kept_entries = g->entries;
@@ -197,11 +190,7 @@ group_entry_cmp(const void *a, const void *b)
 	const SSGroupEntry *x = a;
 	const SSGroupEntry *y = b;
 
-	if (x->part != y->part)
-		return x->part < y->part ? -1 : 1;
-	if (x->pos != y->pos)
-		return x->pos < y->pos ? -1 : 1;
-	return 0;
+	return ss_page_arrival_cmp(x->part, x->pos, y->part, y->pos);
 }
 
 #define GROUP_BLOCK_SIZE	(256 * 1024)
@@ -407,13 +396,15 @@ ss_cons_by_partition(SSConsolidation *c, uint32 nparts, SSPartsOfFn parts_of,
  * one key's changes in commit order.  A stable counting sort when the
  * pages are not many more than the elements (the common case: a commit's
  * batch over a structure's hot pages, where qsort was a visible part of
- * an insert), else
- * qsort with cmp, which must order by page and then arrival.
+ * an insert), else qsort with cmp, which must order by page and then
+ * arrival.  Returns where the sorted elements are: batch, or scratch (room
+ * for n elements, or NULL) if the counting sort wrote them there.
  */
-void
+void *
 ss_sort_batch_by_page(void *batch, int n, Size elemsize,
 					  uint32 (*page_of) (const void *elem),
-					  int (*cmp) (const void *a, const void *b))
+					  int (*cmp) (const void *a, const void *b),
+					  void *scratch)
 {
 	char	   *b = batch;
 	uint32		maxpage = 0;
@@ -425,10 +416,10 @@ ss_sort_batch_by_page(void *batch, int n, Size elemsize,
 	if (n < 64 || (uint64) maxpage + 1 > Max((uint64) 4 * n, 4096))
 	{
 		qsort(batch, n, elemsize, cmp);
-		return;
+		return batch;
 	}
 	start = palloc0(((Size) maxpage + 2) * sizeof(uint32));
-	sorted = palloc((Size) n * elemsize);
+	sorted = scratch ? scratch : palloc((Size) n * elemsize);
 	for (int i = 0; i < n; i++)
 		start[page_of(b + (Size) i * elemsize) + 1]++;
 	for (uint32 pg = 1; pg <= maxpage + 1; pg++)
@@ -439,7 +430,10 @@ ss_sort_batch_by_page(void *batch, int n, Size elemsize,
 
 		memcpy(sorted + (Size) start[page_of(e)]++ * elemsize, e, elemsize);
 	}
+	pfree(start);
+	if (scratch != NULL)
+		return sorted;
 	memcpy(batch, sorted, (Size) n * elemsize);
 	pfree(sorted);
-	pfree(start);
+	return batch;
 }

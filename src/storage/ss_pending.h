@@ -83,8 +83,24 @@ extern bool ss_pending_iter_next(SSPendingIter *it, SSPendingHeader *hdr,
 								 char **payload);
 extern void ss_pending_iter_end(SSPendingIter *it);
 
-extern void ss_sort_batch_by_page(void *batch, int n, Size elemsize,
-								  uint32 (*page_of) (const void *elem),
-								  int (*cmp) (const void *a, const void *b));
+extern void *ss_sort_batch_by_page(void *batch, int n, Size elemsize,
+								   uint32 (*page_of) (const void *elem),
+								   int (*cmp) (const void *a, const void *b),
+								   void *scratch);
+
+/*
+ * The order ss_sort_batch_by_page's cmp gives two elements: by page (or
+ * partition), then by arrival (a log position, a record's number).
+ */
+static inline int
+ss_page_arrival_cmp(uint32 page_a, uint64 arrival_a,
+					uint32 page_b, uint64 arrival_b)
+{
+	if (page_a != page_b)
+		return page_a < page_b ? -1 : 1;
+	if (arrival_a != arrival_b)
+		return arrival_a < arrival_b ? -1 : 1;
+	return 0;
+}
 
 #endif							/* SS_PENDING_H */

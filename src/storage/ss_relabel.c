@@ -117,21 +117,18 @@ all_structures(void)
 static List *
 touched_structures(void)
 {
-	TupleDesc	desc;
-	Tuplestorestate *rows = ss_event_trigger_rows(F_PG_EVENT_TRIGGER_DDL_COMMANDS, &desc);
-	TupleTableSlot *slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	SSEventRows r;
 	List	   *rels = NIL;
 	bool		all = false;
 
 	/* pg_event_trigger_ddl_commands(): classid, objid, objsubid, ... */
-	while (!all && tuplestore_gettupleslot(rows, true, false, slot))
+	ss_event_rows_begin(&r, F_PG_EVENT_TRIGGER_DDL_COMMANDS);
+	while (!all && ss_event_rows_next(&r))
 	{
-		bool		isnull1;
-		bool		isnull2;
-		Oid			classid = DatumGetObjectId(slot_getattr(slot, 1, &isnull1));
-		Oid			objid = DatumGetObjectId(slot_getattr(slot, 2, &isnull2));
+		Oid			classid = ss_event_rows_oid(&r, 1);
+		Oid			objid = ss_event_rows_oid(&r, 2);
 
-		if (isnull1 || isnull2 || !OidIsValid(objid))
+		if (!OidIsValid(classid) || !OidIsValid(objid))
 			continue;
 		if (classid == NamespaceRelationId || classid == ExtensionRelationId ||
 			objid < FirstNormalObjectId)
@@ -147,8 +144,7 @@ touched_structures(void)
 		}
 		add_dependent_structures(classid, objid, &rels);
 	}
-	ExecDropSingleTupleTableSlot(slot);
-	tuplestore_end(rows);
+	ss_event_rows_end(&r);
 	return all ? all_structures() : rels;
 }
 
@@ -182,17 +178,10 @@ Datum
 streamsketch_follow_renames(PG_FUNCTION_ARGS)
 {
 	ListCell   *lc;
-	List	   *rels;
 
-	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_EVENT_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("function \"%s\" must be fired by an event trigger",
-						get_func_name(fcinfo->flinfo->fn_oid))));
-	if (IsBinaryUpgrade)
+	if (ss_event_trigger_data(fcinfo) == NULL)
 		PG_RETURN_VOID();
-	rels = touched_structures();
-	foreach(lc, rels)
+	foreach(lc, touched_structures())
 		relabel(lfirst_oid(lc));
 	PG_RETURN_VOID();
 }

@@ -12,6 +12,8 @@
 
 #include "miscadmin.h"
 #include "postmaster/autovacuum.h"
+#include "ss_test.h"
+#include "ss_xlog.h"
 #include "streamsketch.h"
 #include "utils/guc.h"
 #include "utils/guc_tables.h"
@@ -67,6 +69,68 @@ ss_storage_init(void)
 							"Creating a structure whose parameters need more, and growing or writing a structure beyond it, fail.",
 							&ss_max_structure_size_mb, 64 * 1024, 1, INT_MAX,
 							PGC_SUSET, GUC_UNIT_MB, NULL, NULL, NULL);
+}
+
+/* ---- test-only settings that stop the server (ss_test.h) ---- */
+
+/*
+ * Stop the server for a test: PANIC, once rel's WAL so far is flushed, so
+ * that crash recovery (and a standby) finds every record written before
+ * this point.  The message is "<setting>: stopping <where> "<rel>"".
+ */
+void
+ss_test_stop(Relation rel, const char *setting, const char *where)
+{
+	ss_xlog_flush_own(rel);
+	elog(PANIC, "%s: stopping %s \"%s\"", setting, where,
+		 RelationGetRelationName(rel));
+}
+
+/* Stop at point of rel's work if tc's setting names it. */
+void
+ss_test_crash(const SSTestCrash *tc, Relation rel, int point)
+{
+	char		where[NAMEDATALEN * 2];
+
+	if (tc->value != point)
+		return;
+	snprintf(where, sizeof(where), "at \"%s\" in %s of", tc->points[point],
+			 tc->during);
+	ss_test_stop(rel, tc->setting, where);
+}
+
+/*
+ * Called by _PG_init (a structure's init): an integer test-only setting,
+ * which only a superuser may change.
+ */
+void
+ss_test_define_int(const char *name, const char *short_desc,
+				   const char *long_desc, int *var, int boot, int min, int max,
+				   GucIntAssignHook assign)
+{
+	DefineCustomIntVariable(name, short_desc, long_desc, var, boot, min, max,
+							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, assign, NULL);
+}
+
+/* Called by _PG_init (a structure's init): tc's setting, its options from points. */
+void
+ss_test_crash_define(SSTestCrash *tc)
+{
+	int			n = 0;
+	struct config_enum_entry *options;
+
+	while (tc->points[n] != NULL)
+		n++;
+	options = MemoryContextAllocZero(TopMemoryContext,
+									 sizeof(struct config_enum_entry) * (n + 1));
+	for (int i = 0; i < n; i++)
+	{
+		options[i].name = tc->points[i];
+		options[i].val = i;
+	}
+	DefineCustomEnumVariable(tc->setting, tc->short_desc, tc->long_desc,
+							 &tc->value, 0, options,
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 }
 
 /* ---- settings rejected when the library was loaded ---- */

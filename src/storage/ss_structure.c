@@ -101,12 +101,21 @@ ss_structure_define_settings(const SSStructure *s)
 		switch (p->type)
 		{
 			case SS_PARAM_INT:
-				DefineCustomIntVariable(slot->name, p->short_desc, p->long_desc,
-										&slot->ival, (int) p->boot,
-										(int) p->setting_min,
-										(int) p->setting_max, PGC_USERSET,
-										p->setting_flags, NULL, int_hooks[n],
-										NULL);
+				{
+					bool		own = p->setting_min != 0 || p->setting_max != 0;
+					double		min = own ? p->setting_min : p->min;
+					double		max = own ? p->setting_max : p->max;
+
+					if (min < INT_MIN || max > INT_MAX)
+						elog(ERROR, "setting %s needs a range of its own",
+							 slot->name);
+					DefineCustomIntVariable(slot->name, p->short_desc,
+											p->long_desc, &slot->ival,
+											(int) p->boot, (int) min,
+											(int) max, PGC_USERSET,
+											p->setting_flags, NULL,
+											int_hooks[n], NULL);
+				}
 				break;
 			case SS_PARAM_REAL:
 				DefineCustomRealVariable(slot->name, p->short_desc,
@@ -611,6 +620,42 @@ ss_param_find(const SSStructure *s, const char *name)
 	return NULL;				/* keep compiler quiet */
 }
 
+/* ---- the metapage's parameters ---- */
+
+/*
+ * The metapage contents of a new, empty structure with st's parameters:
+ * zeros, the header (the hash seed is the "seed" parameter every structure
+ * has) and the parameters.
+ */
+void
+ss_meta_init(const SSStructure *s, const void *st, void *meta)
+{
+	memset(meta, 0, s->meta_size);
+	ss_meta_header_init((SSMetaHeader *) meta, s->kind,
+						(uint32) get_int(ss_param_find(s, "seed"), st),
+						s->layout_end ? s->layout_end(st) : 1);
+	memcpy((char *) meta + s->meta_params,
+		   (const char *) st + s->state_params, s->params_size);
+}
+
+/* Copy the parameters of a checked metapage's contents into st. */
+void
+ss_params_from_meta(const SSStructure *s, const void *meta, void *st)
+{
+	memcpy((char *) st + s->state_params,
+		   (const char *) meta + s->meta_params, s->params_size);
+}
+
+/* The metapage contents of a new structure, by its own init_meta if any. */
+void
+ss_new_meta(const SSStructure *s, const void *st, void *meta)
+{
+	if (s->init_meta)
+		s->init_meta(st, meta);
+	else
+		ss_meta_init(s, st, meta);
+}
+
 /*
  * A TEXT parameter's argument of any type as text (its output function): a
  * size may be given as a number of rows or as '10GB'.
@@ -780,6 +825,15 @@ ss_check_structures(const SSStructure *const *list, int n)
 	{
 		const SSStructure *a = list[i];
 
+		const SSParam *seed = ss_param_find(a, "seed");
+
+		/* the storage layer's reads of the state's and metapage's fields */
+		if (seed->type != SS_PARAM_INT || seed->size != sizeof(uint32) ||
+			a->state_params + a->params_size > a->state_size ||
+			a->meta_params < sizeof(SSMetaHeader) ||
+			a->meta_params + a->params_size > a->meta_size)
+			elog(ERROR, "the layout of %s's parameters is inconsistent",
+				 a->name);
 		for (int k = 0; k < a->npage_types; k++)
 			if (a->page_types[k] == SS_PAGE_META ||
 				a->page_types[k] == SS_PAGE_LOG)

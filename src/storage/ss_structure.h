@@ -82,7 +82,11 @@ typedef struct SSParam
 	const char *short_desc;
 	const char *long_desc;
 	int			setting_flags;	/* GUC_UNIT_KB, ... */
-	double		setting_min;	/* INT, REAL: the setting's range */
+	/*
+	 * INT, REAL: the setting's range; an INT parameter's setting without
+	 * one (both 0) has the parameter's range.
+	 */
+	double		setting_min;
 	double		setting_max;
 	double		boot;			/* the default */
 	const char *boot_text;		/* TEXT: the default */
@@ -123,7 +127,10 @@ typedef enum SSParamSource
  * The descriptor.  The state struct is the structure's own, of state_size
  * bytes, cached in rd_amcache: its parameters (in the parameter table) and
  * column info.  The metapage's contents are meta_size bytes starting with
- * an SSMetaHeader.
+ * an SSMetaHeader.  The parameters are one struct of params_size bytes,
+ * at state_params in the state and at meta_params in the metapage
+ * contents: the storage layer copies it between the two (ss_meta_init,
+ * ss_params_from_meta).  SS_LAYOUT sets these five fields.
  */
 typedef struct SSStructure
 {
@@ -146,6 +153,9 @@ typedef struct SSStructure
 	void		(*check_params) (Relation rel, void *st, SSParamSource source);
 	Size		state_size;
 	Size		meta_size;
+	uint16		state_params;
+	uint16		meta_params;
+	uint16		params_size;
 	/*
 	 * How committed changes reach the structure (ss_changelog.h):
 	 * consolidate moves a round of committed records into it (false: run
@@ -187,9 +197,24 @@ typedef struct SSStructure
 	 * raise any error on a violated invariant)
 	 */
 	void		(*check_meta) (Relation rel, const void *meta);
-	/* copy the parameters of a checked metapage's contents into st */
+	/*
+	 * Optional: the state's part of a checked metapage's contents, for a
+	 * structure whose state holds more than the parameters; it calls
+	 * ss_params_from_meta, which is what the storage layer does without it.
+	 */
 	void		(*params_from_meta) (const void *meta, void *st);
-	/* the metapage contents of a new, empty structure with st's parameters */
+	/*
+	 * Optional: the first block after the fixed layout of a new structure
+	 * with st's parameters, where its log pages start; without it, 1 (the
+	 * metapage alone).
+	 */
+	BlockNumber (*layout_end) (const void *st);
+	/*
+	 * Optional: the metapage contents of a new, empty structure with st's
+	 * parameters, for a structure whose metapage holds more than zeros,
+	 * the header and the parameters, which ss_meta_init writes (the storage
+	 * layer calls it without this callback, which starts with it).
+	 */
 	void		(*init_meta) (const void *st, void *meta);
 	/*
 	 * Optional: does the label name the parameters of st (a metapage's)?
@@ -214,11 +239,39 @@ typedef struct SSStructure
 	 */
 	void		(*rebind) (Relation rel);
 	const struct SSScanOps *scan;	/* optional: the rows a scan returns */
+	/*
+	 * Optional: VACUUM FULL's and CLUSTER's copy of OldTable's pages into
+	 * NewTable's main fork, for a structure that has space to give back;
+	 * called once OldTable's change log is consolidated and empty, the
+	 * copy starting an empty log.  Without it the pages are copied as
+	 * they are.
+	 */
+	void		(*compact) (Relation OldTable, Relation NewTable);
 	/* INSERT and COPY: one row of the stream */
 	void		(*tuple_insert) (Relation rel, struct TupleTableSlot *slot,
 								 CommandId cid, int options,
 								 struct BulkInsertStateData *bistate);
 } SSStructure;
+
+/*
+ * A descriptor's sizes of its state and metapage contents (types State and
+ * Meta), and where its parameters are in each (the same struct).
+ */
+#define SS_LAYOUT(State, state_field, Meta, meta_field) \
+	.state_size = sizeof(State), .meta_size = sizeof(Meta), \
+	.state_params = offsetof(State, state_field), \
+	.meta_params = offsetof(Meta, meta_field), \
+	.params_size = sizeof(((State *) 0)->state_field)
+
+/* A descriptor's arrays with their lengths. */
+#define SS_PAGE_TYPES(array) .page_types = (array), .npage_types = lengthof(array)
+#define SS_PARAMS(array) .params = (array), .nparams = lengthof(array)
+
+/* ss_structure.c: the metapage's parameters */
+extern void ss_meta_init(const SSStructure *s, const void *st, void *meta);
+extern void ss_params_from_meta(const SSStructure *s, const void *meta,
+								void *st);
+extern void ss_new_meta(const SSStructure *s, const void *st, void *meta);
 
 /* ss_structure.c: the parameter table's uses */
 extern void ss_structure_define_settings(const SSStructure *s);

@@ -49,6 +49,7 @@
 #include "ss_page.h"
 #include "streamsketch.h"
 #include "utils/builtins.h"
+#include "utils/date.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -439,7 +440,7 @@ ss_write_metapage(SMgrRelation srel, ForkNumber fork, bool use_wal,
 
 	memset(page.data, 0, BLCKSZ);
 	ss_page_init((Page) page.data, SS_PAGE_META, ops->meta_size);
-	ops->init_meta(st, SSPageGetData(page.data));
+	ss_new_meta(ops, st, SSPageGetData(page.data));
 	if (use_wal)
 		log_newpage(&srel->smgr_rnode.node, fork, SS_METAPAGE_BLKNO,
 					(Page) page.data, true);
@@ -680,7 +681,7 @@ ss_truncate_in_place(Relation rel, const SSStructure *ops)
 	if (ss_pending_has(RelationGetRelid(rel)))
 		ss_pending_add(rel, SS_PENDING_TRUNCATE, NULL, 0);
 	ss_forget_state(rel);
-	ops->init_meta(st, meta);
+	ss_new_meta(ops, st, meta);
 	ss_ensure_metapage(rel, ops->kind, meta, ops->meta_size);
 }
 
@@ -718,7 +719,7 @@ ss_cluster_init_fork(Relation OldTable, Relation NewTable)
 		return;
 	memset(page.data, 0, BLCKSZ);
 	ss_page_init((Page) page.data, SS_PAGE_META, ops->meta_size);
-	ops->init_meta(ss_get_state(OldTable, ops), SSPageGetData(page.data));
+	ss_new_meta(ops, ss_get_state(OldTable, ops), SSPageGetData(page.data));
 	log_newpage(&srel->smgr_rnode.node, INIT_FORKNUM, SS_METAPAGE_BLKNO,
 				(Page) page.data, true);
 	PageSetChecksumInplace((Page) page.data, SS_METAPAGE_BLKNO);
@@ -728,8 +729,8 @@ ss_cluster_init_fork(Relation OldTable, Relation NewTable)
 
 /*
  * VACUUM FULL and CLUSTER: the structure's pages are copied as they are
- * (nothing to sort), so no data is lost.  A structure that has space to
- * give back installs its own (the quotient filters: qfam_compact.c).
+ * (nothing to sort), so no data is lost, or by the structure's compact if
+ * it has space to give back (the quotient filters: qfam_compact.c).
  */
 static void
 ss_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
@@ -740,6 +741,7 @@ ss_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 							 double *num_tuples, double *tups_vacuumed,
 							 double *tups_recently_dead)
 {
+	const SSStructure *ops = ss_routine_ops(OldTable);
 	TransactionId oldest;
 
 	/*
@@ -749,12 +751,24 @@ ss_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
 	 */
 	(void) ss_log_consolidate(OldTable, true);
 	oldest = ss_log_oldest_xid(OldTable);
-	FlushRelationBuffers(OldTable);
-	/* the transient table's own metapage is replaced by the copy */
-	RelationTruncate(NewTable, 0);
-	RelationCopyStorage(RelationGetSmgr(OldTable), RelationGetSmgr(NewTable),
-						MAIN_FORKNUM, NewTable->rd_rel->relpersistence);
-	ss_cluster_init_fork(OldTable, NewTable);
+	if (ops->compact != NULL)
+	{
+		/* its copy starts an empty log */
+		if (TransactionIdIsValid(oldest))
+			elog(ERROR, "the change log of \"%s\" still holds batches after its consolidation",
+				 RelationGetRelationName(OldTable));
+		ops->compact(OldTable, NewTable);
+	}
+	else
+	{
+		FlushRelationBuffers(OldTable);
+		/* the transient table's own metapage is replaced by the copy */
+		RelationTruncate(NewTable, 0);
+		RelationCopyStorage(RelationGetSmgr(OldTable),
+							RelationGetSmgr(NewTable), MAIN_FORKNUM,
+							NewTable->rd_rel->relpersistence);
+		ss_cluster_init_fork(OldTable, NewTable);
+	}
 	if (TransactionIdIsValid(oldest) &&
 		TransactionIdPrecedes(oldest, OldestXmin))
 		*xid_cutoff = oldest;
@@ -920,18 +934,28 @@ ss_slot_key(Relation rel, TupleTableSlot *slot, int16 keylen, bool keybyval,
 	return true;
 }
 
+/*
+ * The value of a datum of type typid as int64: a smallint, integer or
+ * bigint, or the integer a date, timestamp or timestamptz is stored as.
+ */
 int64
-ss_int_datum(Oid inttype, Datum d)
+ss_int_datum(Oid typid, Datum d)
 {
-	switch (inttype)
+	switch (typid)
 	{
 		case INT2OID:
 			return DatumGetInt16(d);
 		case INT4OID:
 			return DatumGetInt32(d);
-		default:
+		case DATEOID:
+			return DatumGetDateADT(d);
+		case INT8OID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
 			return DatumGetInt64(d);
 	}
+	elog(ERROR, "type %u is not stored as an integer", typid);
+	return 0;					/* keep compiler quiet */
 }
 
 #define SS_MAX_STRUCTURES 16
@@ -957,15 +981,13 @@ ss_tableam_routine(const SSStructure *s)
 	r = &routines[nroutines];
 	MemSet(r, 0, sizeof(*r));
 	ss_tableam_init_common(r, s);
-	r->tuple_insert = s->tuple_insert;
 	routine_of[nroutines++] = s;
 	return r;
 }
 
 /*
- * Fill the callbacks common to all structures, and register ops as the
- * structure of routine r.  The caller sets tuple_insert and may override
- * the scan.
+ * Fill routine r's callbacks: those common to all structures and ops's
+ * tuple_insert; register ops as the structure of r.
  */
 void
 ss_tableam_init_common(TableAmRoutine *r, const SSStructure *ops)
@@ -990,6 +1012,7 @@ ss_tableam_init_common(TableAmRoutine *r, const SSStructure *ops)
 	r->tuple_get_latest_tid = ss_tuple_get_latest_tid;
 	r->tuple_satisfies_snapshot = ss_tuple_satisfies_snapshot;
 	r->index_delete_tuples = ss_index_delete_tuples;
+	r->tuple_insert = ops->tuple_insert;
 	r->tuple_insert_speculative = ss_tuple_insert_speculative;
 	r->tuple_complete_speculative = ss_tuple_complete_speculative;
 	r->multi_insert = ss_multi_insert;

@@ -152,15 +152,24 @@ typedef struct SSKeyColumns
 extern void ss_check_key_columns(TupleDesc desc, const char *relname,
 								 const char *amname, const char *intname,
 								 SSKeyColumns *cols);
-extern int64 ss_int_datum(Oid inttype, Datum d);
+extern int64 ss_int_datum(Oid typid, Datum d);
 
 /* ss_guard.c: refuse operations that would silently lose data */
 extern void ss_guard_init(void);
 
-/* ss_evtrigger.c: an event trigger support function's rows */
-struct Tuplestorestate;
-extern struct Tuplestorestate *ss_event_trigger_rows(Oid fnoid,
-													 TupleDesc *desc);
+/* ss_evtrigger.c: an event trigger support function's rows, one by one */
+typedef struct SSEventRows
+{
+	struct Tuplestorestate *rows;
+	struct TupleTableSlot *slot;	/* the current row */
+} SSEventRows;
+
+extern void ss_event_rows_begin(SSEventRows *r, Oid fnoid);
+extern bool ss_event_rows_next(SSEventRows *r);
+extern Oid	ss_event_rows_oid(SSEventRows *r, AttrNumber attno);
+extern void ss_event_rows_end(SSEventRows *r);
+struct EventTriggerData;
+extern struct EventTriggerData *ss_event_trigger_data(FunctionCallInfo fcinfo);
 
 /* Extend rel (under the extension lock) so that blkno exists. */
 extern void ss_extend_to(Relation rel, BlockNumber blkno);
