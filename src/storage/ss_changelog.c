@@ -1154,6 +1154,23 @@ ss_log_oldest_xid(Relation rel)
 #define SS_TRUNCATE_LOCK_TRIES		20
 #define SS_TRUNCATE_LOCK_WAIT_MS	50
 
+/*
+ * Could the log's pages be the file's free tail, and from which block?
+ * Reads the log part of the metapage into *log.
+ */
+static bool
+log_free_tail_start(Relation rel, SSLogMeta *log, BlockNumber *first)
+{
+	ss_log_meta_read(rel, log);
+	if (log->nfree == 0 || log->head_pos != log->end_pos ||
+		log->head_blk == InvalidBlockNumber ||
+		(uint64) log->nfree + 1 >= log->alloc_end)
+		return false;
+	*first = log->alloc_end - log->nfree - 1;
+	return log->head_blk >= *first && log->head_blk < log->alloc_end &&
+		RelationGetNumberOfBlocks(rel) >= log->alloc_end;
+}
+
 static void
 log_truncate_free_tail(Relation rel, bool patient)
 {
@@ -1166,14 +1183,7 @@ log_truncate_free_tail(Relation rel, bool patient)
 	Buffer		metabuf;
 	SSLogMeta  *mlog;
 
-	ss_log_meta_read(rel, &log);
-	if (log.nfree == 0 || log.head_pos != log.end_pos ||
-		log.head_blk == InvalidBlockNumber ||
-		(uint64) log.nfree + 1 >= log.alloc_end)
-		return;
-	first = log.alloc_end - log.nfree - 1;
-	if (log.head_blk < first || log.head_blk >= log.alloc_end ||
-		RelationGetNumberOfBlocks(rel) < log.alloc_end)
+	if (!log_free_tail_start(rel, &log, &first))
 		return;
 	for (int tries = 1; !ConditionalLockRelation(rel, AccessExclusiveLock); tries++)
 	{
@@ -1182,8 +1192,16 @@ log_truncate_free_tail(Relation rel, bool patient)
 		CHECK_FOR_INTERRUPTS();
 		pg_usleep(SS_TRUNCATE_LOCK_WAIT_MS * 1000L);
 	}
-	/* nobody else holds a lock on rel now: the log cannot change */
-	ss_log_meta_read(rel, &log);
+
+	/*
+	 * Nobody else holds a lock on rel now: the log cannot change, but it may
+	 * have changed since it was read without the lock.
+	 */
+	if (!log_free_tail_start(rel, &log, &first))
+	{
+		UnlockRelation(rel, AccessExclusiveLock);
+		return;
+	}
 	seen = palloc0(sizeof(bool) * (log.nfree + 1));
 	seen[log.head_blk - first] = true;
 	blk = log.free_blk;
