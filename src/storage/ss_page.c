@@ -10,6 +10,7 @@
 #include "access/transam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "commands/defrem.h"
 
 #include "ss_xlog.h"
 #include "miscadmin.h"
@@ -36,6 +37,15 @@ ss_page_init(Page page, uint16 page_type, Size data_size)
 	opaque->page_id = SS_PAGE_ID;
 	/* contents live below pd_lower, so GenericXLog keeps them */
 	((PageHeader) page)->pd_lower = MAXALIGN(SizeOfPageHeaderData) + data_size;
+}
+
+/* The access method's name, for messages about a structure. */
+const char *
+ss_structure_name(Relation rel)
+{
+	char	   *name = get_am_name(rel->rd_rel->relam);
+
+	return name ? name : "streamsketch";
 }
 
 /*

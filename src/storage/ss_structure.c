@@ -804,14 +804,6 @@ ss_structure_ops(Relation rel)
 	return NULL;
 }
 
-const char *
-ss_structure_name(Relation rel)
-{
-	char	   *name = get_am_name(rel->rd_rel->relam);
-
-	return name ? name : "streamsketch";
-}
-
 
 /*
  * Every kind, name and page type is claimed once (a build with a clash
