@@ -14,7 +14,6 @@
 #include <math.h>
 
 #include "catalog/pg_type.h"
-#include "commands/defrem.h"
 #include "common/shortest_dec.h"
 #include "lib/stringinfo.h"
 #include "ss_page.h"
