@@ -266,7 +266,8 @@ SELECT bcms_estimate('tail', 1::int8) AS one;
 SELECT pg_relation_size('tail') AS size_before \gset
 INSERT INTO tail SELECT 1 FROM generate_series(1, 100000);
 SELECT pg_relation_size('tail') > :size_before AS grew;
-VACUUM tail;
+-- VACUUM VERBOSE says what it did
+VACUUM (VERBOSE) tail;
 SELECT pg_relation_size('tail') <= :size_before AS tail_given_back,
 	   bcms_estimate('tail', 1::int8) AS estimate, items
 FROM bcms_info('tail');

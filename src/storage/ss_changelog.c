@@ -39,6 +39,7 @@
 #include "storage/procarray.h"
 #include "streamsketch.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
@@ -1263,16 +1264,40 @@ ss_log_consolidate_background(Relation rel)
 	return moved;
 }
 
+/*
+ * VACUUM of a structure.  With verbose, says what it did: the records that
+ * left the log (committed ones consolidated, aborted ones dropped) and in
+ * how many rounds, what remains (of transactions in progress, or
+ * committed since), and the pages given back.
+ */
 void
-ss_log_vacuum(Relation rel)
+ss_log_vacuum(Relation rel, bool verbose)
 {
 	TransactionId frozen;
 	TransactionId oldest;
 	bool		frozenxid_updated;
 	bool		minmulti_updated;
+	SSLogMeta	before;
+	SSLogMeta	after;
+	BlockNumber pages_before = RelationGetNumberOfBlocks(rel);
+	BlockNumber pages_after;
 
+	ss_log_meta_read(rel, &before);
 	(void) log_consolidate_maintenance(rel, NULL, NULL, NULL);
 	log_truncate_free_tail(rel, false);
+	ss_log_meta_read(rel, &after);
+	pages_after = RelationGetNumberOfBlocks(rel);
+	if (verbose)
+		ereport(INFO,
+				(errmsg("vacuuming \"%s.%s\": %s",
+						get_namespace_name(RelationGetNamespace(rel)),
+						RelationGetRelationName(rel), ss_structure_name(rel)),
+				 errdetail("change log: %lld records consolidated or dropped, %lld remain (%lld bytes); consolidation rounds: %lld; free log pages: %u; pages: %u, %u before",
+						   (long long) (before.nrecords - Min(before.nrecords, after.nrecords)),
+						   (long long) after.nrecords,
+						   (long long) (after.end_pos - after.head_pos),
+						   (long long) (after.consolidations - before.consolidations),
+						   after.nfree, pages_after, pages_before)));
 	frozen = GetOldestNonRemovableTransactionId(rel);
 	oldest = ss_log_oldest_xid(rel);
 	if (TransactionIdIsValid(oldest) && TransactionIdPrecedes(oldest, frozen))

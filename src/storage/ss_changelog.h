@@ -175,7 +175,7 @@ extern void ss_log_advance_to(Relation rel, uint64 pos, BlockNumber blk,
 typedef int64 (*SSFlushFn) (Relation rel, void *stats);
 extern int64 ss_log_flush(Relation rel, SSFlushFn flush);
 extern void ss_log_consolidate_if_long(Relation rel, const SSLogSnapshot *snap);
-extern void ss_log_vacuum(Relation rel);
+extern void ss_log_vacuum(Relation rel, bool verbose);
 extern bool ss_log_consolidate_background(Relation rel);
 extern TransactionId ss_log_oldest_xid(Relation rel);
 extern BlockNumber ss_log_alloc_run(Relation rel, BlockNumber n);

@@ -37,6 +37,7 @@
 #include "catalog/storage.h"
 #include "catalog/storage_xlog.h"
 #include "commands/defrem.h"
+#include "commands/vacuum.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -793,7 +794,7 @@ static void
 ss_relation_vacuum(Relation rel, struct VacuumParams *params,
 				   BufferAccessStrategy bstrategy)
 {
-	ss_log_vacuum(rel);
+	ss_log_vacuum(rel, (params->options & VACOPT_VERBOSE) != 0);
 	pgstat_report_vacuum(RelationGetRelid(rel), rel->rd_rel->relisshared,
 						 0, 0);
 }
