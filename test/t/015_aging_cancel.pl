@@ -57,6 +57,9 @@ my $node = ss_node(
 	extension => 1,
 	conf => q{
 autovacuum = off
+# the logs below are consolidated by the VACUUMs, resizes and cancels
+# under test, not by a background worker before them
+streamsketch.background_consolidation = off
 shared_buffers = 128MB
 max_connections = 30
 max_wal_size = 4GB

@@ -160,7 +160,9 @@ sub ss_start_bg
 		],
 		'>', \$h{out}, '2>', \$h{err});
 	$h{pid} = '';
-	for (my $i = 0; $i < 1000 && $h{pid} eq ''; $i++)
+	# the statements before the tagged one may take long on a busy machine
+	my $deadline = time + 300;
+	while (time < $deadline && $h{pid} eq '')
 	{
 		$h{run}->pump_nb;
 		last unless $h{run}->pumpable;
