@@ -673,7 +673,8 @@ ss_worker_main(Datum arg)
 					PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("default_transaction_isolation", "read committed",
 					PGC_SUSET, PGC_S_OVERRIDE);
-	pgstat_report_appname("streamsketch consolidation");
+	SetConfigOption("application_name", "streamsketch consolidation",
+					PGC_SUSET, PGC_S_OVERRIDE);
 
 	idle_since = GetCurrentTimestamp();
 	for (;;)
