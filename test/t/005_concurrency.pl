@@ -4,9 +4,11 @@
 # Real concurrency (the isolation tests only interleave whole statements):
 # pgbench clients insert the same keys into bcms tables at the same time,
 # roll back some transactions, spill others to temporary files, flush the
-# buffers and read estimates, while tiny sub-buffers make the inserting
-# backends apply full sub-buffers to the sketch pages concurrently.  Every
-# committed insert is also logged in a heap table in the same transaction.
+# buffers, VACUUM and read estimates, while tiny sub-buffers make the
+# inserting backends apply full sub-buffers to the sketch pages
+# concurrently, and the background worker consolidates what they commit.
+# Every committed insert is also logged in a heap table in the same
+# transaction.
 #
 #  1. after a concurrent run every estimate equals the logged count exactly
 #     (nothing lost, nothing doubled, nothing from rolled-back transactions);
@@ -96,6 +98,9 @@ COMMIT;
 	'flush.sql' => q{
 SELECT bcms_flush('s_buf'), bcms_flush('s_text'), bcms_flush('s_w');
 },
+	'vacuum.sql' => q{
+VACUUM s_buf, s_plain, s_text;
+},
 	'read.sql' => q{
 \set k random(1, 40)
 SELECT bcms_estimate('s_buf', :k::int8), bcms_estimate('s_plain', :k),
@@ -110,7 +115,7 @@ sub pgbench_cmd
 	my ($run, @limit) = @_;
 	return ss_pgbench_cmd($node, $dir, $clients, $run, \@limit,
 		"ins.sql\@10", "rollback.sql\@2", "spill.sql\@1", "flush.sql\@1",
-		"read.sql\@3");
+		"vacuum.sql\@1", "read.sql\@3");
 }
 
 # record the estimates of keys 0..42 / t0..t42 of every table
@@ -157,6 +162,9 @@ like($out, qr/number of transactions actually processed: 600\b/,
 record('run1');
 is(compare('run1', undef, '1', '<>'), '',
 	'run 1: every estimate equals the committed count');
+ok( $node->poll_query_until(
+		'postgres', 'SELECT rounds > 0 FROM streamsketch_background_stats()'),
+	'run 1: the background worker consolidated alongside');
 is( $node->safe_psql(
 		'postgres', q{
 SELECT string_agg(t, ', ') FROM (

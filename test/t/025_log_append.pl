@@ -45,6 +45,9 @@ my $node = ss_node(
 	conf => q{
 restart_after_crash = on
 autovacuum = off
+# the WAL records of one commit are counted: no background worker may write
+# any in between
+streamsketch.background_consolidation = off
 shared_buffers = 64MB
 max_connections = 20
 max_wal_size = 1GB
