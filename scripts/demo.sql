@@ -113,6 +113,17 @@ SELECT count(*) FILTER (WHERE bcms_estimate('clicks', key) <> estimate)
 
 \echo
 \echo '== 9. Size: the sketch against the raw events and the exact counts'
+\echo '       (after the background worker gave back the pages of the change log)'
+DO $$
+BEGIN
+	FOR i IN 1 .. 300 LOOP
+		EXIT WHEN (SELECT log_pages + free_log_pages = 0
+					 FROM streamsketch_pending
+					WHERE relation = 'clicks'::regclass);
+		PERFORM pg_sleep(0.1);
+	END LOOP;
+END
+$$;
 SELECT pg_size_pretty(pg_relation_size('clicks')) AS sketch,
        pg_size_pretty(pg_relation_size('events')) AS raw_events,
        pg_size_pretty(pg_relation_size('exact')) AS exact_counts;
