@@ -133,8 +133,9 @@ static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static SSNoted noted[SS_NOTED_MAX];
 static int	nnoted = 0;
 
-/* in a worker: its slot */
+/* in a worker: its slot, and whether it connected to its database */
 static int	my_slot = -1;
+static bool connected = false;
 
 PGDLLEXPORT void ss_worker_main(Datum arg);
 
@@ -538,15 +539,31 @@ worker_may_stay(void)
 	return stay;
 }
 
-/* Leave the slot (at exit, also after an error that ends the worker). */
+/*
+ * Leave the slot (at exit, also after an error that ends the worker).  A
+ * worker that could not connect (its database was dropped, or refuses
+ * connections) takes the database's entries with it, so that no later
+ * worker is started for them in vain; their logs stay on disk for the
+ * writers, readers and VACUUM.
+ */
 static void
 worker_detach(int code, Datum arg)
 {
+	Oid			dboid = DatumGetObjectId(arg);
+
 	if (my_slot < 0 || shared == NULL)
 		return;
 	LWLockAcquire(&shared->lock, LW_EXCLUSIVE);
 	if (shared->slots[my_slot].pid == MyProcPid)
 		shared->slots[my_slot].dboid = InvalidOid;
+	if (!connected)
+	{
+		for (int i = 0; i < SS_WORK_ITEMS; i++)
+		{
+			if (shared->items[i].dboid == dboid)
+				shared->items[i].dboid = InvalidOid;
+		}
+	}
 	LWLockRelease(&shared->lock);
 	my_slot = -1;
 }
@@ -663,9 +680,10 @@ ss_worker_main(Datum arg)
 	LWLockRelease(&shared->lock);
 	if (my_slot < 0)
 		proc_exit(0);
-	before_shmem_exit(worker_detach, (Datum) 0);
+	before_shmem_exit(worker_detach, ObjectIdGetDatum(dboid));
 
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+	connected = true;
 	/* rounds are maintenance: no session's timeouts apply */
 	SetConfigOption("statement_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("lock_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
