@@ -286,12 +286,30 @@ ss_check_key_type(Oid typid, const char *typname)
 						   typid)));
 }
 
-/* the log figures of streamsketch_log_info and streamsketch_log_state */
-static void
-log_state_values(Relation rel, Datum *values)
+/* Is rel a structure with a change log? */
+static bool
+has_change_log(Relation rel)
 {
-	SSLogMeta	log;
+	const SSStructure *s = ss_structure_ops(rel);
 
+	return rel->rd_rel->relkind == RELKIND_RELATION && s != NULL &&
+		s->consolidate != NULL;
+}
+
+/*
+ * The row of streamsketch_log_info and streamsketch_log_state, from rel's
+ * metapage; closes rel.
+ */
+static Datum
+log_state_row(FunctionCallInfo fcinfo, Relation rel)
+{
+	TupleDesc	tupdesc;
+	SSLogMeta	log;
+	Datum		values[6];
+	bool		nulls[6] = {0};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
 	ss_log_meta(rel, &log);
 	values[0] = Int64GetDatum((int64) (log.end_pos - log.head_pos));
 	values[1] = Int64GetDatum((int64) log.nrecords);
@@ -299,6 +317,8 @@ log_state_values(Relation rel, Datum *values)
 	values[3] = Int64GetDatum((int64) log.nfree);
 	values[4] = Int64GetDatum(log.consolidations);
 	values[5] = Int64GetDatum((int64) RelationGetNumberOfBlocks(rel));
+	relation_close(rel, AccessShareLock);
+	return HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls));
 }
 
 /*
@@ -310,17 +330,11 @@ Datum
 streamsketch_log_info(PG_FUNCTION_ARGS)
 {
 	Relation	rel;
-	TupleDesc	tupdesc;
 	AclResult	aclresult;
-	Datum		values[6];
-	bool		nulls[6] = {0};
 
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
 	rel = relation_open(ss_sql_lock_relid(PG_GETARG_OID(0), AccessShareLock, NULL),
 						AccessShareLock);
-	if (rel->rd_rel->relkind != RELKIND_RELATION || ss_structure_ops(rel) == NULL ||
-		ss_structure_ops(rel)->consolidate == NULL)
+	if (!has_change_log(rel))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a streamsketch structure with a change log",
@@ -330,9 +344,7 @@ streamsketch_log_info(PG_FUNCTION_ARGS)
 		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
 					   RelationGetRelationName(rel));
 	ss_sql_check_access(rel, NULL);
-	log_state_values(rel, values);
-	relation_close(rel, AccessShareLock);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+	PG_RETURN_DATUM(log_state_row(fcinfo, rel));
 }
 
 /*
@@ -348,12 +360,7 @@ streamsketch_log_state(PG_FUNCTION_ARGS)
 {
 	Oid			relid = PG_GETARG_OID(0);
 	Relation	rel;
-	TupleDesc	tupdesc;
-	Datum		values[6];
-	bool		nulls[6] = {0};
 
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
 	if (!ConditionalLockRelationOid(relid, AccessShareLock))
 		PG_RETURN_NULL();
 	rel = try_relation_open(relid, NoLock);
@@ -362,14 +369,10 @@ streamsketch_log_state(PG_FUNCTION_ARGS)
 		UnlockRelationOid(relid, AccessShareLock);
 		PG_RETURN_NULL();
 	}
-	if (rel->rd_rel->relkind != RELKIND_RELATION ||
-		RELATION_IS_OTHER_TEMP(rel) || ss_structure_ops(rel) == NULL ||
-		ss_structure_ops(rel)->consolidate == NULL)
+	if (RELATION_IS_OTHER_TEMP(rel) || !has_change_log(rel))
 	{
 		relation_close(rel, AccessShareLock);
 		PG_RETURN_NULL();
 	}
-	log_state_values(rel, values);
-	relation_close(rel, AccessShareLock);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+	PG_RETURN_DATUM(log_state_row(fcinfo, rel));
 }
