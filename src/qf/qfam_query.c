@@ -562,12 +562,13 @@ qf_info_sql(PG_FUNCTION_ARGS)
 
 	/*
 	 * The levels' counters include what consolidation moved into them:
-	 * consolidate first when this backend can (as a long log's readers
-	 * do), so that they include every committed change not still being
-	 * committed or consolidated by another backend.
+	 * consolidate first when this backend can, waiting for a round in
+	 * progress (a background worker's, most often) as the readers of what
+	 * rounds make do, so that they include every committed change not
+	 * still being committed.
 	 */
 	if (!RecoveryInProgress() && !IsInParallelMode())
-		(void) ss_log_consolidate(rel, false);
+		(void) ss_log_consolidate(rel, true);
 	if (!qfam_read_meta(rel, &meta))
 		qfam_first_level(&st->p, &meta);
 	for (uint32 l = 0; l < meta.nlevels; l++)
