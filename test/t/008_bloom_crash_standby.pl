@@ -34,6 +34,9 @@ my $primary = ss_node(
 shared_buffers = 16MB
 # writers consolidate often: the inserts reach buffers and levels as they go
 streamsketch.change_log_limit = '64kB'
+# the buffers' state after the inserts is checked: no background worker
+# may flush them meanwhile
+streamsketch.background_consolidation = off
 checkpoint_timeout = 1h
 max_wal_size = 1GB
 wal_keep_size = 1GB
