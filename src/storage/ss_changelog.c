@@ -59,6 +59,9 @@ int			ss_test_fail_after_append = SS_FAIL_NONE;
 /* streamsketch.test_fail_during_log_append (tests only) */
 int			ss_test_fail_during_append = SS_APPEND_FAIL_NONE;
 
+/* streamsketch.test_log_append_wait (tests only) */
+int			ss_test_append_wait = 0;
+
 /* streamsketch.test_crash_before_log_truncate (tests only) */
 static bool test_crash_before_truncate = false;
 
@@ -93,6 +96,10 @@ ss_log_init(void)
 							 &ss_test_fail_during_append, SS_APPEND_FAIL_NONE,
 							 append_fail_options,
 							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	ss_test_define_int("streamsketch.test_log_append_wait",
+					   "Makes each commit whose change-log batch is larger than 32 log pages wait in the middle of its append (for tests only).",
+					   "Once the batch is part of the log and its WAL so far flushed, while bytes of it remain to be written, the commit waits until the advisory lock with this key is free; 0 does not wait.",
+					   &ss_test_append_wait, 0, 0, INT_MAX, NULL);
 	DefineCustomBoolVariable("streamsketch.test_crash_before_log_truncate",
 							 "Stops the server when VACUUM has logged giving back a free tail of log pages, before it truncates the file (for tests only).",
 							 NULL,

@@ -41,6 +41,9 @@ typedef enum
 
 extern int	ss_test_fail_during_append;
 
+/* streamsketch.test_log_append_wait (tests only, ss_logappend.c) */
+extern int	ss_test_append_wait;
+
 static inline SSLogPageHeader *
 ss_log_page_header(Page page)
 {

@@ -365,12 +365,25 @@ append_take_page(Relation rel, BlockNumber blk, Buffer *bufp)
  * The append's test points (streamsketch.test_fail_during_log_append):
  * "linking" after the first WAL record that links pages past the log's
  * end when more are to come, "filling" after the batch became part of the
- * log while bytes remain to be written.
+ * log while bytes remain to be written.  At "filling", a commit also waits
+ * for streamsketch.test_log_append_wait's advisory lock, so that a test
+ * can cancel it or stop the server there (no buffer lock is held).
  */
 static void
 append_test_point(LogAppend *ap, int error_mode, int panic_mode,
 				  const char *what)
 {
+	if (error_mode == SS_APPEND_FAIL_ERROR_FILLING && ss_test_append_wait > 0)
+	{
+		LOCKTAG		tag;
+
+		if (!XLogRecPtrIsInvalid(ap->lsn))
+			XLogFlush(ap->lsn);
+		SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0,
+							 (uint32) ss_test_append_wait, 1);
+		(void) LockAcquire(&tag, ShareLock, false, false);
+		LockRelease(&tag, ShareLock, false);
+	}
 	if (ss_test_fail_during_append == error_mode)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),

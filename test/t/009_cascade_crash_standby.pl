@@ -38,8 +38,9 @@
 #     works, merging again; committed data survives a second immediate
 #     stop after a qf_resize.
 #  5. A COMMIT cancelled (pg_cancel_backend), or stopped by an immediate
-#     stop, while it appends its changes to the change logs commits whole
-#     or leaves no trace (no deleted committed key, no inserted key).
+#     stop, while it appends its changes to the change logs (held there by
+#     streamsketch.test_log_append_wait) leaves no trace (no deleted
+#     committed key, no inserted key), on the standby too.
 
 use strict;
 use warnings;
@@ -615,24 +616,41 @@ INSERT INTO cf_txn VALUES (42), (43), (52), (53);
 });
 
 # $how: 'cancel' (pg_cancel_backend) or 'crash' (immediate stop, after
-# another session's commit has flushed the WAL written so far); $k: the
-# committed key the transaction deletes, $k + 2 the key it inserts
+# the batch's WAL so far was flushed); $k: the committed key the
+# transaction deletes, $k + 2 the key it inserts.  The COMMIT is held in
+# the middle of cf_big's append (streamsketch.test_log_append_wait) by an
+# advisory lock another session holds, so the cancel or the stop lands
+# there every time.
 sub interrupted_commit
 {
 	my ($how, $k) = @_;
 	# a fresh table per case: the log pages a cancelled append leaves free
 	# would be reused, and the file would not grow as the poll expects
 	my $big = "cf_big_$how";
+	my $wait_key = 9009;
 	my $big0 = $primary->safe_psql('postgres',
 		"SELECT total_count FROM qf_info('$big')");
 	my $size0 = $primary->safe_psql('postgres',
 		"SELECT pg_relation_size('$big')");
+	my ($hout, $herr) = ('', '');
+	my $holder = IPC::Run::start(
+		[
+			'psql', '-XAtq', '-d',
+			$primary->connstr('postgres') . " application_name=holder_$how",
+			'-c', "SELECT pg_advisory_lock($wait_key); SELECT pg_sleep(3600);"
+		],
+		'>', \$hout, '2>', \$herr);
+	$primary->poll_query_until('postgres',
+		"SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory'"
+		  . " AND objid = $wait_key AND granted)")
+	  or die "timed out waiting for the advisory lock: $herr";
 	my ($o, $e) = ('', '');
 	my $psql = IPC::Run::start(
 		[
 			'psql', '-XAtq', '-d',
 			$primary->connstr('postgres') . " application_name=commit_$how",
-			'-c', "BEGIN;
+			'-c', "SET streamsketch.test_log_append_wait = $wait_key;
+BEGIN;
 SELECT qf_delete('cf_txn', ${k}::int8);
 INSERT INTO cf_txn VALUES ($k + 2);
 INSERT INTO $big SELECT generate_series(1, 2000000);
@@ -640,58 +658,50 @@ INSERT INTO marker VALUES ('$how');
 COMMIT;"
 		],
 		'>', \$o, '2>', \$e);
-	# the COMMIT has appended cf_txn's batch and is appending cf_big's (its
-	# log pages grow the file); readers still count the deleted key, its
-	# transaction has not committed
+	# the COMMIT has appended cf_txn's batch and part of cf_big's (its log
+	# pages grew the file) and waits; readers still count the deleted key,
+	# its transaction has not committed
 	$primary->poll_query_until('postgres',
 		"SELECT pg_relation_size('$big') > $size0 + 8 * 1024 * 1024"
 		  . " AND EXISTS (SELECT FROM pg_stat_activity"
-		  . " WHERE application_name = 'commit_$how' AND query LIKE '%COMMIT;')")
+		  . " WHERE application_name = 'commit_$how' AND wait_event = 'advisory')")
 	  or die "timed out waiting for the commit to append its changes: $o $e";
-	# (the COMMIT may finish any moment now: a count of 0 is only right if
-	# the transaction turns out to have committed, checked below)
-	my $seen = $primary->safe_psql('postgres', "SELECT qf_count('cf_txn', ${k}::int8)");
+	is($primary->safe_psql('postgres', "SELECT qf_count('cf_txn', ${k}::int8)"),
+		'1', "$how during COMMIT: the delete is not seen before its transaction commits");
 	if ($how eq 'cancel')
 	{
 		$primary->safe_psql('postgres',
 			"SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'commit_cancel'"
 		);
 		$psql->finish;
+		$primary->safe_psql('postgres',
+			"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'holder_cancel'"
+		);
+		$holder->finish;
+		like($e, qr/canceling statement due to user request/,
+			"cancel during COMMIT: the COMMIT was cancelled");
 	}
 	else
 	{
-		$primary->safe_psql('postgres', 'INSERT INTO other VALUES (1)');
 		$primary->stop('immediate');
 		$psql->finish;
+		$holder->finish;
 		$primary->start;
 	}
-	# the transaction committed (if the COMMIT finished first) or not
-	my $committed = $primary->safe_psql('postgres',
-		"SELECT count(*) FROM marker WHERE how = '$how'");
-	note("$how during COMMIT: the transaction "
-		  . ($committed ? 'committed' : 'did not commit') . "; psql: $o $e");
-	ok($seen eq '1' || $committed,
-		"$how during COMMIT: the delete was seen ($seen copies left) only if its transaction committed");
+	is($primary->safe_psql('postgres', "SELECT count(*) FROM marker WHERE how = '$how'"),
+		'0', "$how during COMMIT: the transaction did not commit");
 	my $state = $primary->safe_psql('postgres',
 		"SELECT string_agg(k || ':' || qf_count('cf_txn', k::int8), ' ' ORDER BY k) || ' ' || "
 		  . "(SELECT total_count - $big0 FROM qf_info('$big')) "
 		  . "FROM unnest(ARRAY[$k, $k + 1, $k + 2]) k");
 	my ($k0, $k1, $k2) = ($k, $k + 1, $k + 2);
-	if ($committed)
-	{
-		is($state, "$k0:0 $k1:1 $k2:1 2000000",
-			"$how during COMMIT: the committed transaction is there whole");
-	}
-	else
-	{
-		is($state, "$k0:1 $k1:1 $k2:0 0",
-			"$how during COMMIT: the transaction that did not commit left no trace "
-			  . "(committed key $k0 still there, key $k2 and cf_big's keys absent)");
-	}
+	is($state, "$k0:1 $k1:1 $k2:0 0",
+		"$how during COMMIT: the transaction left no trace "
+		  . "(committed key $k0 still there, key $k2 and cf_big's keys absent)");
 	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 	is( $standby->safe_psql('postgres',
 			"SELECT qf_count('cf_txn', ${k0}::int8) || ' ' || qf_count('cf_txn', ${k2}::int8)"),
-		$committed ? '0 1' : '1 0',
+		'1 0',
 		"$how during COMMIT: the standby agrees");
 
 	# a later delete counts once it commits, on both nodes
