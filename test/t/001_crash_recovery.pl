@@ -91,7 +91,10 @@ sub snapshot
 		next
 		  unless $node->safe_psql('postgres',
 			"SELECT to_regclass('$t') IS NOT NULL") eq 't';
+		# consolidated first, so that a background round between two
+		# snapshots cannot move entries from the buffers to the sketch
 		$sql .= qq{
+VACUUM $t;
 INSERT INTO snap
 SELECT '$label', '$t', key, bcms_estimate('$t', key::$keytype{$t})
   FROM (SELECT key FROM exact WHERE tbl = '$t'

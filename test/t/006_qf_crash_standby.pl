@@ -241,7 +241,7 @@ cmp_ok($big_pages, '>=', 1024, "q_big has $big_pages pages");
 
 # 6. the unlogged filter grows too
 $primary->safe_psql('postgres',
-	'INSERT INTO q_unl SELECT i FROM generate_series(1, 5000) i');
+	"INSERT INTO q_unl SELECT i FROM generate_series(1, 5000) i;\nSELECT qf_flush('q_unl')");
 is($primary->safe_psql('postgres',
 		"SELECT qf_count('q_unl', 42::int8), resizes > 0, items FROM qf_info('q_unl')"),
 	'1|t|5000', 'q_unl: filled and grown before the crash');
@@ -295,7 +295,8 @@ is($primary->safe_psql('postgres', q{SELECT qf_count('q_int', 424244::int8), qf_
 # What a node answers, one line per table and check: "key:count:contains"
 # for every key ever logged plus the absent keys, and qf_info without
 # relation_pages (the relation may keep blocks that were extended but never
-# written, e.g. for a page whose apply was abandoned to grow the filter).
+# written, e.g. for a page whose apply was abandoned to grow the filter),
+# each filter consolidated first on a primary (ss_qf_flush_sql).
 # One psql call per node.
 my $infocols =
   'access_method, capacity, fp_rate, fingerprint_bits, remainder_bits, '
@@ -321,7 +322,7 @@ sub answers
 	foreach my $t (@t)
 	{
 		my $kt = $keytype{$t};
-		$sql .= qq{
+		$sql .= ss_qf_flush_sql($t) . qq{
 SELECT string_agg(key || ':' || qf_count('$t', key::$kt) || ':' ||
                   qf_contains('$t', key::$kt), ' ' ORDER BY key)
   FROM (SELECT key FROM exact WHERE tbl = '$t' UNION SELECT $absent_sql) k;

@@ -271,6 +271,8 @@ COMMIT;
 });
 isnt($ret, 0, 'a transaction with a failing statement is rolled back');
 
+# the levels as consolidated are what qf_info describes: consolidate now
+$primary->safe_psql('postgres', join('', map { ss_qf_flush_sql($_) } @tables));
 my $resizes_after = $primary->safe_psql('postgres',
 	"SELECT string_agg(resizes::text, ' ' ORDER BY t) FROM unnest(ARRAY['"
 	  . join("', '", @tables)
@@ -356,7 +358,7 @@ sub answers
 		$s .= qq{
 SELECT md5(string_agg(key || ':' || qf_count('$t', key::$kt), ' ' ORDER BY key)) ||
        ' ' || count(*) FROM (} . keys_sql($t) . qq{) k;} unless $info_only;
-		$s .= qq{
+		$s .= ss_qf_flush_sql($t) . qq{
 SELECT row($infocols)::text FROM qf_info('$t');};
 	}
 	my @lines = split /\n/, $node->safe_psql('postgres', $s);
@@ -628,6 +630,7 @@ sub interrupted_commit
 	# would be reused, and the file would not grow as the poll expects
 	my $big = "cf_big_$how";
 	my $wait_key = 9009;
+	$primary->safe_psql('postgres', "SELECT qf_flush('$big')");
 	my $big0 = $primary->safe_psql('postgres',
 		"SELECT total_count FROM qf_info('$big')");
 	my $size0 = $primary->safe_psql('postgres',
@@ -690,6 +693,7 @@ COMMIT;"
 	}
 	is($primary->safe_psql('postgres', "SELECT count(*) FROM marker WHERE how = '$how'"),
 		'0', "$how during COMMIT: the transaction did not commit");
+	$primary->safe_psql('postgres', "SELECT qf_flush('$big')");
 	my $state = $primary->safe_psql('postgres',
 		"SELECT string_agg(k || ':' || qf_count('cf_txn', k::int8), ' ' ORDER BY k) || ' ' || "
 		  . "(SELECT total_count - $big0 FROM qf_info('$big')) "

@@ -229,11 +229,17 @@ SELECT concat_ws('|', c.relkind, c.relpersistence, a.amname, c.relowner::regrole
 	die "unknown kind $kind";
 }
 
-# { structure => { kind => value } } for every structure and kind
+# { structure => { kind => value } } for every structure and kind; the
+# info functions describe the structures as consolidated (or read the
+# change log without consolidating it), so before an info row every
+# structure is consolidated by VACUUM, wherever its log stood
 sub collect
 {
 	my ($node, $db, $tables, @kinds) = @_;
 	my (@sql, %v);
+	$node->psql($db, join("\n", map { "VACUUM $_;" } @$tables),
+		on_error_stop => 0)
+	  if grep { $_ eq 'info' } @kinds;
 	foreach my $t (@$tables)
 	{
 		foreach my $k (@kinds)

@@ -227,7 +227,9 @@ my $loader = IPC::Run::start(
 		'-c', 'SET streamsketch.background_consolidation = off',
 		'-c', 'INSERT INTO l_mem SELECT g % 100000 FROM generate_series(0, 999999) g',
 		'-c', 'INSERT INTO l_mem SELECT g % 100000 FROM generate_series(1000000, 1999999) g',
-		# the writers or this reader consolidate the log (work_mem)
+		# the writers or this scan consolidate the log (work_mem); lert_info
+		# then finds nothing left in it
+		'-c', 'SELECT count(*) FROM l_mem',
 		'-c', "SELECT log_observations FROM lert_info('l_mem')"
 	],
 	'>', \$mem_out, '2>', \$mem_err);
@@ -251,7 +253,8 @@ while ($loader->pumpable)
 	select(undef, undef, undef, 0.01);
 }
 ok($loader->finish, 'memory: the load succeeds') or diag($mem_err);
-is($mem_out, "0\n", 'memory: the log was consolidated while the backend was polled');
+is($mem_out, "0\n0\n",
+	'memory: the log was consolidated while the backend was polled (no report, nothing left in the log)');
 my ($l0, $cap, $kept, $reports) = split /\|/, $node->safe_psql('postgres',
 	"SELECT max_level0_entries, level0_capacity, "
 	  . "(SELECT sum(k) FROM unnest(level_kept) k), reports FROM lert_info('l_mem')");

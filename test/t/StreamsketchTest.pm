@@ -29,7 +29,7 @@ use Time::HiRes qw(usleep time);
 
 our @EXPORT = qw(ss_node ss_standby ss_run_sql ss_wait_restart
   ss_create_stop_and_wait ss_start_bg ss_stop_bg ss_pgbench_scripts
-  ss_pgbench_cmd ss_qf_exact_sql ss_qf_exact_check ss_scale
+  ss_pgbench_cmd ss_qf_flush_sql ss_qf_exact_sql ss_qf_exact_check ss_scale
   $SS_CANCELED $SS_TERMINATED);
 
 # the "SQLSTATE: message" of a canceled and of a terminated statement
@@ -229,15 +229,28 @@ sub ss_pgbench_cmd
 	];
 }
 
+# A statement that prints nothing and, on a primary, consolidates the
+# quotient filter $t (qf_flush), so that qf_info's counters, which
+# describe the levels as consolidated, include every committed change and
+# stay put while they are compared (a background worker finds nothing
+# left to do); on a standby it does nothing.
+sub ss_qf_flush_sql
+{
+	my ($t) = @_;
+	return qq{
+DO \$\$BEGIN IF NOT pg_is_in_recovery() THEN PERFORM qf_flush('$t'); END IF; END\$\$;};
+}
+
 # One line checking a quotient filter $t (keys of type $kt) against the
 # committed counts of table exact (tbl, key, n) and the keys of
-# $absent_sql (a set-returning expression) that were never inserted:
+# $absent_sql (a set-returning expression) that were never inserted, after
+# ss_qf_flush_sql:
 #   "P present, F false negatives, W wrong counts[: key=est<>n ...];
 #    ITEMS TOTAL info, KEYS SUM committed"
 sub ss_qf_exact_sql
 {
 	my ($t, $kt, $absent_sql) = @_;
-	return qq{
+	return ss_qf_flush_sql($t) . qq{
 WITH e AS (SELECT key, sum(n) AS n FROM exact WHERE tbl = '$t' GROUP BY key),
      c AS (SELECT key, n, qf_count('$t', key::$kt) AS est,
                   qf_contains('$t', key::$kt) AS contains
