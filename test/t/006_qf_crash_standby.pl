@@ -405,9 +405,9 @@ foreach my $t (sort keys %grown)
 note($primary->safe_psql('postgres',
 	"SELECT string_agg(relname || ': pages ' || pages || ', resizes ' || resizes || ', items ' || items || ', total ' || total_count, E'\n' ORDER BY relname) "
 	  . "FROM pg_class, qf_info(oid) WHERE relname LIKE 'q\\_%' AND relkind = 'r'"));
+my $before = answers($primary);
 my $new_resizes_before = $primary->safe_psql('postgres',
 	"SELECT resizes FROM qf_info('q_new')");
-my $before = answers($primary);
 exact_on($primary, 'before the crash');
 
 # the standby agrees before the crash
@@ -465,7 +465,8 @@ is( $primary->safe_psql('postgres',
 		'SELECT count(*) FILTER (WHERE qf_contains(\'q_unl\', i::int8)) FROM generate_series(1, 5000) i'),
 	'0', 'q_unl: no key left after the crash');
 $primary->safe_psql('postgres',
-	'INSERT INTO q_unl SELECT i FROM generate_series(1, 4000) i; INSERT INTO q_unl VALUES (7), (7)');
+	"INSERT INTO q_unl SELECT i FROM generate_series(1, 4000) i; INSERT INTO q_unl VALUES (7), (7);\n"
+	  . "SELECT qf_flush('q_unl')");
 is( $primary->safe_psql(
 		'postgres', q{
 SELECT qf_count('q_unl', 7::int8) || ' ' ||
@@ -494,6 +495,7 @@ $sql .= ins('q_new',
 $sql .= del('q_int', 'SELECT i::int8 AS key FROM generate_series(1, 100) i', 1);
 $sql .= ins('q_cnt', 'SELECT 5::int4 AS key, 5::int8 AS count');
 $sql .= "COMMIT;\n";
+$sql .= "SELECT qf_flush('q_new');\n";
 $primary->safe_psql('postgres', $sql);
 my $new_resizes = $primary->safe_psql('postgres',
 	"SELECT resizes FROM qf_info('q_new')");
