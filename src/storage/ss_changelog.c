@@ -71,8 +71,9 @@ static bool test_crash_before_truncate = false;
 /*
  * A round's phases in streamsketch_progress: finding where it ends (a
  * pass over the log's batch headers), then consolidating up to there;
- * both count the log bytes passed.  VACUUM also shows the second as
- * pg_stat_progress_vacuum's "scanning heap" with log pages as heap blocks.
+ * both count the log bytes passed.  VACUUM also shows both as
+ * pg_stat_progress_vacuum's "scanning heap", with the round's log pages as
+ * heap blocks, scanned as the second phase consolidates them.
  */
 static const char phase_log_scan[] = "scanning change log";
 static const char phase_log_consolidate[] = "consolidating change log";
@@ -324,14 +325,16 @@ reader_progress(const LogReader *r)
 
 	ss_progress_report(r->phase, unit_log_bytes, (int64) done,
 					   (int64) r->total);
-	if (vacuum_progress && r->phase == phase_log_consolidate)
+	if (vacuum_progress)
 	{
 		const int	index[] = {PROGRESS_VACUUM_TOTAL_HEAP_BLKS,
 		PROGRESS_VACUUM_HEAP_BLKS_SCANNED};
 		int64		val[2];
 
+		/* the pages the round spans; scanned: those it consolidated */
 		val[0] = (int64) ((r->total + SS_LOG_PAGE_CAPACITY - 1) / SS_LOG_PAGE_CAPACITY);
-		val[1] = (int64) (Min(done, r->total) / SS_LOG_PAGE_CAPACITY);
+		val[1] = r->phase != phase_log_consolidate ? 0 :
+			(int64) (Min(done, r->total) / SS_LOG_PAGE_CAPACITY);
 		pgstat_progress_update_multi_param(2, index, val);
 	}
 }
