@@ -142,8 +142,6 @@ SELECT row_number() OVER () - 1 AS pos, key FROM events;
 INSERT INTO hot SELECT key FROM stream ORDER BY pos;
 \timing off
 CREATE INDEX ON stream (key, pos);
-SELECT variant, threshold, count_stretch_bound, levels, reports, flushes
-  FROM lert_info('hot');
 \echo '   The first reports (SELECT * FROM hot gives the keys; lert_reports the details):'
 SELECT report_id, key, count AS "count at report", first_position,
        reported_position,
@@ -163,6 +161,8 @@ SELECT count(*) FILTER (WHERE e.n >= :T) AS "keys with >= T events",
   FROM exact e
   LEFT JOIN lert_reports('hot') r ON r.key::bigint = e.key,
        lert_info('hot') i;
+SELECT variant, threshold, count_stretch_bound, levels, reports, flushes
+  FROM lert_info('hot');
 SELECT lert_flush('hot') AS "reports made by lert_flush";
 SELECT count(*) FILTER (WHERE e.n >= :T) AS "keys with >= T events",
        count(r.key) AS "reported after the flush",
@@ -190,14 +190,15 @@ SELECT '/page/' || key AS url, (100 + key % 900)::int AS bytes,
 \timing on
 INSERT INTO page_stats (url, bytes, latency, ts) SELECT url, bytes, latency, ts FROM views;
 \timing off
-SELECT height, nodes, fragments, rows, pg_size_pretty(stored_bytes) AS compressed,
-       pg_size_pretty(relation_pages * 8192) AS relation
-  FROM cbt_info('page_stats');
 \echo '   The busiest pages, from the cbt (SELECT * reads the tree, finalizing groups):'
 \timing on
 SELECT url, views, total_bytes, round(mean_latency::numeric, 3) AS mean_latency, last_visit
   FROM page_stats ORDER BY views DESC, url LIMIT 5;
 \timing off
+SELECT height, nodes, fragments, rows, pg_size_pretty(stored_bytes) AS compressed,
+       pg_size_pretty(relation_pages * 8192) AS relation,
+       pending_records AS "rows still in the log"
+  FROM cbt_info('page_stats');
 \echo '   The same GROUP BY over the raw rows (a heap), for comparison:'
 \timing on
 SELECT url, count(*) AS views, sum(bytes) AS total_bytes,

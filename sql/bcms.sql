@@ -31,9 +31,13 @@ SELECT bcms_estimate('clicks', 'u7'::text) AS u7, bcms_estimate('clicks', 'absen
 SELECT bcms_estimate('clicks', 'u7'::varchar);
 SELECT bcms_estimate('clicks', 7);
 SELECT bcms_estimate('clicks', NULL::text);
-SELECT items, total_weight, buffered_entries FROM bcms_info('clicks');
+-- bcms_info reads the change log without consolidating it: its counters
+-- include the committed rows still there (pending_records)
+SELECT items, total_weight, buffered_entries, pending_records,
+       pending_bytes > 0 AS log_bytes FROM bcms_info('clicks');
 SELECT bcms_flush('clicks');
-SELECT items, total_weight, buffered_entries FROM bcms_info('clicks');
+SELECT items, total_weight, buffered_entries, pending_records, pending_bytes
+FROM bcms_info('clicks');
 SELECT bcms_estimate('clicks', 'u7'::text);
 
 -- NULL keys are skipped

@@ -53,7 +53,12 @@ SELECT objname, label FROM pg_catalog.pg_seclabels WHERE provider = 'streamsketc
 INSERT INTO seen SELECT i FROM generate_series(1, 100000) i;
 SELECT * FROM seen;
 SELECT count(*) FROM seen;
-SELECT mode, items, round(fill_ratio::numeric, 2) AS fill,
+-- bloom_info counts the committed keys still in the change log without
+-- setting their bits; VACUUM (or a background worker) sets them
+SELECT items, pending_records, round(fill_ratio::numeric, 2) AS fill
+FROM bloom_info('seen');
+VACUUM seen;
+SELECT mode, items, pending_records, round(fill_ratio::numeric, 2) AS fill,
        round(false_positive_rate::numeric, 4) AS theory FROM bloom_info('seen');
 
 -- The three modes with small buffers (64 kB), each filled twice with the
@@ -90,6 +95,7 @@ BEGIN
 	END LOOP;
 END;
 $$;
+VACUUM tx_plain, tx_elevator, tx_localized;
 SELECT t AS filter, i.mode, i.items, i.flushes > 0 AS flushed,
 	   i.flushes > 10 AS flushed_often, i.buffered_entries > 0 AS has_buffered
 FROM unnest(ARRAY['tx_plain', 'tx_elevator', 'tx_localized']) t,
@@ -120,7 +126,8 @@ FROM generate_series(1, 100000) i;
 -- More bit positions than the consolidation memory holds (10^5 keys with
 -- 10 hashes are 8 MB of positions) in a filter more than four times that
 -- memory: they are distributed over temporary files by range of pages and
--- each range is set in memory (a lookup consolidating in work_mem = 64kB;
+-- each range is set in memory (a lookup that finds the log past
+-- streamsketch.change_log_limit consolidating in work_mem = 64kB;
 -- bloom_flush in maintenance_work_mem = 1MB); the same bits as the same
 -- keys set with default memory (one bitmap of the whole filter), and the
 -- spill used temporary files.
@@ -142,7 +149,10 @@ CREATE TEMP TABLE temp_files AS
 SELECT 1 AS n, 'before' AS step, temp_files FROM pg_stat_database WHERE datname = current_database();
 SET work_mem = '64kB';
 SET streamsketch.pending_memory = '64kB';
-SELECT items, buffered_entries FROM bloom_info('sp_plain');
+SET streamsketch.change_log_limit = '64kB';
+SELECT bloom_contains('sp_plain', 1) AS found;
+SET streamsketch.change_log_limit = '64MB';
+SELECT items, buffered_entries, pending_records FROM bloom_info('sp_plain');
 RESET work_mem;
 SELECT pg_catalog.pg_stat_force_next_flush();
 INSERT INTO temp_files
@@ -156,6 +166,7 @@ RESET streamsketch.change_log_limit;
 SELECT pg_catalog.pg_stat_force_next_flush();
 INSERT INTO temp_files
 SELECT 3, 'elevator', temp_files FROM pg_stat_database WHERE datname = current_database();
+VACUUM sp_plain_ref;
 SELECT bloom_flush('sp_elevator_ref') AS applied;
 SELECT t, i.items, i.buffered_entries,
 	   i.bits_set = (SELECT bits_set FROM bloom_info((t || '_ref')::regclass)) AS same_bits
@@ -167,7 +178,8 @@ SELECT count(*) FILTER (WHERE NOT bloom_contains('sp_plain', i)) AS fn_plain,
 FROM generate_series(1, 100000) i;
 
 -- A filter of at most four times the consolidation memory (bf_plain's
--- 23 pages; work_mem and pending_memory 64kB) is set with a bitmap per memory-sized range
+-- 23 pages; work_mem and pending_memory 64kB, a lookup past the limit
+-- consolidating) is set with a bitmap per memory-sized range
 -- of pages, the round's records read once per range: the same bits as
 -- bf_plain, and no temporary file.
 SELECT bloom_create('sp_passes', 'int8', capacity => 100000, fp_rate => 0.001,
@@ -180,6 +192,9 @@ CREATE TEMP TABLE temp_files_passes AS
 SELECT temp_files FROM pg_stat_database WHERE datname = current_database();
 SET work_mem = '64kB';
 SET streamsketch.pending_memory = '64kB';
+SET streamsketch.change_log_limit = '64kB';
+SELECT bloom_contains('sp_passes', 1) AS found;
+RESET streamsketch.change_log_limit;
 SELECT items, buffered_entries, pages,
 	   bits_set = (SELECT bits_set FROM bloom_info('bf_plain')) AS same_bits_as_bulk
 FROM bloom_info('sp_passes');
@@ -195,6 +210,7 @@ FROM pg_stat_database d, temp_files_passes t WHERE d.datname = current_database(
 SELECT bloom_create('sp_big', 'int8', capacity => 100000, fp_rate => 0.001,
 					mode => 'elevator', buffer_size => '64kB');
 INSERT INTO sp_big SELECT i FROM generate_series(1, 100000) i;
+VACUUM sp_big;
 SELECT items, buffered_entries, flushes,
 	   bits_set = (SELECT bits_set FROM bloom_info('bf_elevator')) AS same_bits_as_bulk
 FROM bloom_info('sp_big');

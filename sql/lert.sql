@@ -129,6 +129,11 @@ FROM unnest(ARRAY['lt_cs', 'lt_cs4', 'lt_ir', 'lt_ts1', 'lt_ts3', 'lt_ts2c4', 'l
 SELECT count(pg_temp.feed(t)) AS fed
 FROM unnest(ARRAY['lt_cs', 'lt_cs4', 'lt_ir', 'lt_ts1', 'lt_ts3', 'lt_ts2c4', 'lt_cf']::regclass[]) t;
 
+-- lert_info counts the observations still in the change log without
+-- consolidating them
+SELECT t AS lert, observations, log_observations = pending_records AS one_record_each
+FROM unnest(ARRAY['lt_cs', 'lt_ts2c4']::regclass[]) t, lert_info(t);
+VACUUM lt_cs, lt_cs4, lt_ir, lt_ts1, lt_ts3, lt_ts2c4, lt_cf;
 -- every level took part: flushes and entries on disk; count stretch and
 -- immediate keep the counts above the on-disk thresholds in the runs
 -- (level_kept), so level 0 never outgrows its capacity

@@ -68,6 +68,7 @@ INSERT INTO null_calls VALUES
 ('qf_merge_value(regclass,qfilter)', ARRAY['''nt_qf''::regclass', '(SELECT q FROM nt_values)']),
 ('qf_resize(regclass)', ARRAY['''nt_qf2''::regclass']),
 ('qf_info(regclass)', ARRAY['''nt_qf''::regclass']),
+('qf_flush(regclass)', ARRAY['''nt_qf''::regclass']),
 ('qf_create(text,regtype,bigint,float8,bool,bool,text,int,text)',
  ARRAY['''nt_new''::text', '''int''::regtype', '1000::bigint', '0.01::float8',
        'false', 'false', '''cascade_filter''::text', '4', '''64kB''::text']),

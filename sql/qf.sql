@@ -26,7 +26,14 @@ SELECT objname, label FROM pg_catalog.pg_seclabels WHERE provider = 'streamsketc
 
 -- no false negatives; false-positive rate within 1.5x of the theory
 INSERT INTO seen SELECT i FROM generate_series(1, 100000) i;
-SELECT items, total_count, round(load_factor::numeric, 2) AS load FROM qf_info('seen');
+-- qf_info describes the levels as consolidated and does not consolidate:
+-- the keys wait in the change log (pending_records) until qf_flush, VACUUM
+-- or a background worker consolidates them
+SELECT items, total_count, pending_records, pending_bytes > 0 AS log_bytes
+FROM qf_info('seen');
+SELECT qf_flush('seen') AS items;
+SELECT items, total_count, pending_records, pending_bytes,
+       round(load_factor::numeric, 2) AS load FROM qf_info('seen');
 SELECT count(*) FILTER (WHERE NOT qf_contains('seen', i)) AS false_negatives
 FROM generate_series(1, 100000) i;
 SELECT avg(qf_contains('seen', i)::int) / (SELECT false_positive_rate FROM qf_info('seen'))
@@ -73,6 +80,7 @@ INSERT INTO counts SELECT i, i % 100 + 1 FROM generate_series(1, 10000) i;
 INSERT INTO counts SELECT i, 1000000000000 FROM generate_series(1, 3) i;
 SELECT count(*) FILTER (WHERE qf_count('counts', i) <> i % 100 + 1 + CASE WHEN i <= 3 THEN 1000000000000 ELSE 0 END) AS wrong_counts
 FROM generate_series(1, 10000) i;
+SELECT qf_flush('counts') AS items;
 SELECT items, total_count FROM qf_info('counts');
 INSERT INTO counts VALUES (1, -5);
 \echo :LAST_ERROR_SQLSTATE
@@ -82,6 +90,7 @@ SELECT qf_count('counts', 1);
 -- growth: five times the capacity, still no false negatives
 SELECT qf_create('grow', 'text', capacity => 10000, fp_rate => 0.01);
 INSERT INTO grow SELECT 'k' || i FROM generate_series(1, 50000) i;
+VACUUM grow;
 SELECT pages, resizes > 0 AS resized, items FROM qf_info('grow');
 SELECT count(*) FILTER (WHERE NOT qf_contains('grow', 'k' || i)) AS false_negatives
 FROM generate_series(1, 50000) i;
@@ -178,6 +187,7 @@ BEGIN
 	END LOOP;
 END;
 $$;
+VACUUM bqf, cf2, cf4, cf16;
 SELECT access_method, levels, items, total_count, resizes > 5 AS merged_often
 FROM qf_info('bqf') UNION ALL SELECT access_method || ' 2', levels, items, total_count, resizes > 5 FROM qf_info('cf2')
 UNION ALL SELECT access_method || ' 4', levels, items, total_count, resizes > 5 FROM qf_info('cf4')
@@ -199,6 +209,7 @@ FROM generate_series(1000001, 1500000) i;
 SELECT qf_create('cf_bulk', 'int8', capacity => 100000, fp_rate => 0.001,
 				 access_method => 'cascade_filter', buffer_size => '64kB');
 INSERT INTO cf_bulk SELECT i FROM generate_series(1, 100000) i;
+VACUUM cf_bulk;
 SELECT resizes BETWEEN 3 AND 8 AS merges_per_fill, total_count FROM qf_info('cf_bulk');
 SELECT count(*) FILTER (WHERE NOT qf_contains('cf_bulk', i)) AS fn_bulk
 FROM generate_series(1, 100000) i;
@@ -218,6 +229,7 @@ BEGIN
 END;
 $$;
 SELECT qf_delete('vf_c', 5::int8);
+VACUUM vf_q, vf_c;
 CREATE TEMP TABLE vf_before AS
 SELECT t, relation_pages, items, total_count, levels FROM (VALUES ('vf_q'), ('vf_c')) v(t), qf_info(t::regclass);
 CREATE TEMP TABLE vf_counts AS
@@ -285,6 +297,7 @@ SELECT qf_create('qf_sat', 'int', capacity => 1000, counted => true);
 INSERT INTO qf_sat VALUES (1, 9223372036854775807);
 INSERT INTO qf_sat VALUES (2, 9223372036854775807);
 INSERT INTO qf_sat VALUES (3, 9223372036854775807);
+VACUUM qf_sat;
 SELECT items, total_count FROM qf_info('qf_sat');
 SELECT qf_count('qf_sat', 1), qf_count('qf_sat', 2), qf_count('qf_sat', 4);
 -- prepared transactions (two-phase commit) are tested in twophase.sql

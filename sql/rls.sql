@@ -72,7 +72,7 @@ INSERT INTO rls_calls VALUES
 (19, 'bfile_subsample', 'SELECT format(''%s rows, max %s'', count(*), max(k)) FROM bfile_subsample(NULL::rls_bfile, 100)', true),
 (20, 'bfile_window', 'SELECT format(''%s rows, max %s'', count(*), max(k)) FROM bfile_window(NULL::rls_bfile, 0, 100)', true),
 (30, 'bcms_info', 'SELECT items FROM bcms_info(''rls_bcms'')', false),
-(31, 'qf_info', 'SELECT items FROM qf_info(''rls_qf'')', false),
+(31, 'qf_info', 'SELECT items + pending_records FROM qf_info(''rls_qf'')', false),
 (32, 'bloom_info', 'SELECT items FROM bloom_info(''rls_bloom'')', false),
 (33, 'lert_info', 'SELECT reports FROM lert_info(''rls_lert'')', false),
 (34, 'cbt_info', 'SELECT rows FROM cbt_info(''rls_cbt'')', false),

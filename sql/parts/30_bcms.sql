@@ -22,7 +22,8 @@ CREATE FUNCTION bcms_info(sketch regclass,
 	OUT depth int, OUT sketch_pages int, OUT buffer_pages int,
 	OUT subbuffer_capacity int, OUT conservative bool, OUT seed bigint,
 	OUT items bigint, OUT total_weight bigint, OUT buffered_entries bigint,
-	OUT relation_pages bigint, OUT error_bound float8)
+	OUT relation_pages bigint, OUT error_bound float8,
+	OUT pending_records bigint, OUT pending_bytes bigint)
 AS 'MODULE_PATHNAME', 'bcms_info' LANGUAGE C STRICT STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION bcms_info(regclass) IS 'parameters and counters of a bcms table (width: the counters per row actually used, rounded up to whole pages in buffered mode)';
 

@@ -40,6 +40,9 @@ CREATE FUNCTION qf_merge_value(filter regclass, value qfilter) RETURNS bigint
 AS 'MODULE_PATHNAME', 'qf_merge_value_sql' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION qf_merge_value(regclass, qfilter) IS 'add every fingerprint of an in-memory qfilter into a filter table at commit; returns the number of fingerprints';
 
+CREATE FUNCTION qf_flush(filter regclass) RETURNS bigint
+AS 'MODULE_PATHNAME', 'qf_flush_sql' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION qf_flush(regclass) IS 'consolidate every committed change into the levels now; returns the filter''s items';
 CREATE FUNCTION qf_resize(filter regclass) RETURNS bigint
 AS 'MODULE_PATHNAME', 'qf_resize_sql' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION qf_resize(regclass) IS 'double the filter now without rehashing; returns the new number of pages';
@@ -49,9 +52,10 @@ CREATE FUNCTION qf_info(filter regclass,
 	OUT fingerprint_bits int, OUT remainder_bits int, OUT slot_bits int,
 	OUT levels int, OUT pages bigint, OUT items bigint, OUT total_count bigint,
 	OUT load_factor float8, OUT false_positive_rate float8,
-	OUT relation_pages bigint, OUT resizes bigint, OUT seed bigint)
+	OUT relation_pages bigint, OUT resizes bigint, OUT seed bigint,
+	OUT pending_records bigint, OUT pending_bytes bigint)
 AS 'MODULE_PATHNAME', 'qf_info_sql' LANGUAGE C STRICT STABLE PARALLEL SAFE;
-COMMENT ON FUNCTION qf_info(regclass) IS 'parameters and counters of a quotient filter table';
+COMMENT ON FUNCTION qf_info(regclass) IS 'parameters and counters of a quotient filter table (its levels as consolidated; pending_records: changes still in its change log)';
 
 -- Not STRICT on purpose: a NULL optional argument means its default (the
 -- GUC's); a NULL name or key type is an error (22004).

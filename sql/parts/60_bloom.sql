@@ -24,7 +24,8 @@ CREATE FUNCTION bloom_info(filter regclass,
 	OUT hashes int, OUT pages int, OUT buffer_pages int,
 	OUT subbuffer_capacity int, OUT buffered_entries bigint, OUT items bigint,
 	OUT bits_set bigint, OUT fill_ratio float8, OUT false_positive_rate float8,
-	OUT flushes bigint, OUT relation_pages bigint, OUT seed bigint)
+	OUT flushes bigint, OUT relation_pages bigint, OUT seed bigint,
+	OUT pending_records bigint, OUT pending_bytes bigint)
 AS 'MODULE_PATHNAME', 'bloom_info' LANGUAGE C STRICT STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION bloom_info(regclass) IS 'parameters and counters of a bloom_filter table';
 

@@ -41,7 +41,8 @@ CREATE FUNCTION lert_info(lert regclass,
 	OUT level_entries bigint[], OUT level_kept bigint[],
 	OUT relation_pages bigint,
 	OUT free_pages bigint, OUT notify text,
-	OUT seed bigint, OUT level0_pages bigint, OUT level_pages bigint[])
+	OUT seed bigint, OUT level0_pages bigint, OUT level_pages bigint[],
+	OUT pending_records bigint, OUT pending_bytes bigint)
 AS 'MODULE_PATHNAME', 'lert_info' LANGUAGE C STRICT STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION lert_info(regclass) IS 'parameters, bounds and counters of a lert table';
 

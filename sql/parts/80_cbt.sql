@@ -26,9 +26,10 @@ CREATE FUNCTION cbt_info(cbt regclass,
 	OUT stored_bytes bigint, OUT rounds bigint, OUT spills bigint,
 	OUT splits bigint, OUT relation_pages bigint, OUT leaked_pages bigint,
 	OUT free_pages bigint, OUT free_extents int,
-	OUT fragments_in_pieces bigint)
+	OUT fragments_in_pieces bigint,
+	OUT pending_records bigint, OUT pending_bytes bigint)
 AS 'MODULE_PATHNAME', 'cbt_info' LANGUAGE C STRICT STABLE PARALLEL SAFE;
-COMMENT ON FUNCTION cbt_info(regclass) IS 'definition, parameters, tree shape and counters of a cbt table';
+COMMENT ON FUNCTION cbt_info(regclass) IS 'definition, parameters, tree shape and counters of a cbt table (the tree as consolidated; pending_records: rows still in its change log)';
 
 CREATE FUNCTION cbt_finalize(cbt regclass) RETURNS bigint
 AS 'MODULE_PATHNAME', 'cbt_finalize' LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;

@@ -82,7 +82,8 @@ CREATE FUNCTION bfile_info(sample regclass,
 	OUT data_bytes bigint, OUT discards bigint, OUT unrolls bigint,
 	OUT unroll_every int, OUT relation_pages bigint, OUT free_pages bigint,
 	OUT leaked_pages bigint, OUT added bigint, OUT pages_written bigint,
-	OUT sample_bytes bigint, OUT min_bytes bigint)
+	OUT sample_bytes bigint, OUT min_bytes bigint,
+	OUT pending_records bigint, OUT pending_bytes bigint)
 AS 'MODULE_PATHNAME', 'bfile_info' LANGUAGE C STRICT STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION bfile_info(regclass) IS 'parameters, levels, buckets and counters of a bfile table';
 

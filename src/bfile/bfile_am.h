@@ -117,6 +117,7 @@ typedef struct BfileView
 	int64		seen;			/* the stream's items with the log's */
 	int64		discards;		/* with those the log's rows would make */
 	int64		log_rows;		/* the log's rows in the sample */
+	bool		no_round;		/* in: never run a round first (bfile_info) */
 } BfileView;
 
 extern bool bfile_view_read(Relation rel, BfileView *v,

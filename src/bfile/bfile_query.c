@@ -254,6 +254,7 @@ bfile_info(PG_FUNCTION_ARGS)
 
 	memset(&v, 0, sizeof(v));
 	v.meta = m;
+	v.no_round = true;
 	if (!bfile_view_read(rel, &v, NULL, NULL, 0, 0))
 	{
 		bfile_structure.init_meta(bfile_get_state(rel), m);

@@ -183,7 +183,8 @@ pass_begin(ViewPass *vp, Relation rel, BfileView *v)
  * if NULL); false if it has no metapage.  With rows, the change log's rows
  * in the sample whose time key is in [lo, hi] are put there (desc: the
  * table's row type).  Like every reader, a round runs first if the change
- * log's lock is free; a log that moved while it was read is read again
+ * log's lock is free, unless v->no_round (an info call reports the work
+ * instead of doing it); a log that moved while it was read is read again
  * (rows emptied).
  */
 bool
@@ -204,7 +205,10 @@ bfile_view_read(Relation rel, BfileView *v, Tuplestorestate *rows,
 		ViewPass	vp;
 
 		MemoryContextReset(cxt);
-		ss_log_read_begin(rel, &snap, attempt, false);
+		if (v->no_round)
+			ss_log_read_snapshot(rel, &snap, attempt);
+		else
+			ss_log_read_begin(rel, &snap, attempt, false);
 		if (!ss_read_structure_meta(rel, &bfile_structure, v->meta))
 		{
 			found = false;

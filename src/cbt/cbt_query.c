@@ -102,10 +102,9 @@ cbt_info(PG_FUNCTION_ARGS)
 	CbtState   *st = cbt_get_state(rel);
 	Datum	   *values = row.values;
 	int64		free_pages = 0;
-	SSLogSnapshot snap;
 	char	   *definition;
 
-	ss_log_read_begin(rel, &snap, 0, false);
+	/* the tree as consolidated: what waits in the log is pending_records */
 	if (!ss_read_structure_meta(rel, &cbt_structure, meta))
 	{
 		meta->params = st->params;

@@ -42,6 +42,7 @@ PG_FUNCTION_INFO_V1(qf_merge_sql);
 PG_FUNCTION_INFO_V1(qf_merge_value_sql);
 PG_FUNCTION_INFO_V1(qf_resize_sql);
 PG_FUNCTION_INFO_V1(qf_info_sql);
+PG_FUNCTION_INFO_V1(qf_flush_sql);
 PG_FUNCTION_INFO_V1(qf_create_sql);
 
 /* Hash the key argument argno after converting it to the key type. */
@@ -548,6 +549,31 @@ qf_resize_sql(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(pages);
 }
 
+/* ss_log_flush's flush: the levels hold every committed change; their items */
+static int64
+qfam_flushed_items(Relation rel, void *stats)
+{
+	QfamMeta	meta;
+	int64		items = 0;
+
+	if (qfam_read_meta(rel, &meta))
+		for (uint32 l = 0; l < meta.nlevels; l++)
+			items += meta.levels[l].items;
+	return items;
+}
+
+/*
+ * qf_flush(regclass) returns bigint: consolidate every committed change
+ * into the levels now (what a background round or VACUUM does); returns
+ * the filter's items.
+ */
+Datum
+qf_flush_sql(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(ss_sql_flush(PG_GETARG_OID(0), "qf_flush()",
+								 &qfam_structure, qfam_flushed_items, true));
+}
+
 Datum
 qf_info_sql(PG_FUNCTION_ARGS)
 {
@@ -564,14 +590,11 @@ qf_info_sql(PG_FUNCTION_ARGS)
 	double		fpr = 0;
 
 	/*
-	 * The levels' counters include what consolidation moved into them:
-	 * consolidate first when this backend can, waiting for a round in
-	 * progress (a background worker's, most often) as the readers of what
-	 * rounds make do, so that they include every committed change not
-	 * still being committed.
+	 * The levels as consolidated: their counters cannot include the log's
+	 * records without applying them (whether an insert adds an item, or a
+	 * delete removes a copy, depends on the levels), which is the work an
+	 * info call must not do; pending_records says what waits.
 	 */
-	if (!RecoveryInProgress() && !IsInParallelMode())
-		(void) ss_log_consolidate(rel, true);
 	if (!qfam_read_meta(rel, &meta))
 		qfam_first_level(&st->p, &meta);
 	for (uint32 l = 0; l < meta.nlevels; l++)

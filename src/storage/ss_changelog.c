@@ -255,12 +255,18 @@ log_reader_consolidate(Relation rel, bool wait)
 	return ss_log_consolidate(rel, wait);
 }
 
+static void
+log_reader_check_attempt(Relation rel, int attempt)
+{
+	if (attempt >= MAX_SCAN_RESTARTS)
+		ss_log_corrupted(rel, SS_METAPAGE_BLKNO, "The change log kept moving under a scan.");
+}
+
 static bool
 log_reader_consolidated(Relation rel, const SSLogSnapshot *snap, int attempt,
 						bool indexed)
 {
-	if (attempt >= MAX_SCAN_RESTARTS)
-		ss_log_corrupted(rel, SS_METAPAGE_BLKNO, "The change log kept moving under a scan.");
+	log_reader_check_attempt(rel, attempt);
 	return snap->end_pos != snap->head_pos && !RecoveryInProgress() &&
 		!IsInParallelMode() &&
 		(!indexed ||
@@ -280,6 +286,18 @@ ss_log_read_begin(Relation rel, SSLogSnapshot *snap, int attempt,
 	ss_log_snapshot(rel, snap);
 	if (log_reader_consolidated(rel, snap, attempt, indexed))
 		ss_log_snapshot(rel, snap);
+}
+
+/*
+ * The snapshot of a reader that never consolidates (the info functions:
+ * they report pending work instead of doing it, and read the log's
+ * records without applying them).
+ */
+void
+ss_log_read_snapshot(Relation rel, SSLogSnapshot *snap, int attempt)
+{
+	log_reader_check_attempt(rel, attempt);
+	ss_log_snapshot(rel, snap);
 }
 
 /*
@@ -688,8 +706,9 @@ ss_log_alloc_run(Relation rel, BlockNumber n)
  * consistently (the metapage's counters include exactly the batches before
  * the log head that was scanned from).  fn accumulates into acc, acc_size
  * bytes zeroed before each attempt, so a scan restarted because the log
- * moved counts nothing twice.  A long log is consolidated first when this
- * backend can, as by any reader.  False if there is no metapage.
+ * moved counts nothing twice.  Nothing is consolidated: the records are
+ * read, not applied, so the cost is the log's length.  False if there is
+ * no metapage.
  */
 bool
 ss_log_scan_all(Relation rel, SSLogRecordFn fn, void *acc, Size acc_size,
@@ -701,7 +720,7 @@ ss_log_scan_all(Relation rel, SSLogRecordFn fn, void *acc, Size acc_size,
 	{
 		SSLogSnapshot snap;
 
-		ss_log_read_begin(rel, &snap, attempt, false);
+		ss_log_read_snapshot(rel, &snap, attempt);
 		if (!ss_read_structure_meta(rel, ops, meta))
 			return false;
 		/* consolidated between the two reads: the counters moved too */

@@ -152,6 +152,8 @@ extern void ss_log_snapshot_of(Relation rel, const SSMetaHeader *hdr,
 							   SSLogSnapshot *snap);
 extern void ss_log_read_begin(Relation rel, SSLogSnapshot *snap, int attempt,
 							  bool indexed);
+extern void ss_log_read_snapshot(Relation rel, SSLogSnapshot *snap,
+								 int attempt);
 extern bool ss_log_read_begin_meta(Relation rel, const SSMetaHeader *hdr,
 								   SSLogSnapshot *snap, int attempt,
 								   bool indexed);

@@ -18,6 +18,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
+#include "ss_changelog.h"
 #include "ss_page.h"
 #include "ss_progress.h"
 #include "ss_queryutil.h"
@@ -155,13 +156,24 @@ ss_sql_info_open(FunctionCallInfo fcinfo, const struct SSStructure *s,
 	Relation	rel = ss_sql_open_structure(PG_GETARG_OID(0), AccessShareLock,
 											NULL, ACL_SELECT, s);
 
-	ss_info_row_begin(fcinfo, row, fname, natts);
+	ss_info_row_begin(fcinfo, row, fname, natts + 2);
+	row->own_atts = natts;
 	return rel;
 }
 
+/*
+ * The info functions report the work waiting in the change log (what the
+ * next rounds will consolidate) instead of doing it.
+ */
 Datum
 ss_sql_info_result(Relation rel, SSInfoRow *row)
 {
+	SSLogMeta	log;
+
+	ss_log_meta(rel, &log);
+	row->values[row->own_atts] = Int64GetDatum((int64) log.nrecords);
+	row->values[row->own_atts + 1] =
+		Int64GetDatum((int64) (log.end_pos - log.head_pos));
 	relation_close(rel, AccessShareLock);
 	return ss_info_row_datum(row);
 }

@@ -48,6 +48,7 @@ typedef struct SSInfoRow
 	TupleDesc	tupdesc;
 	Datum	   *values;
 	bool	   *nulls;
+	int			own_atts;		/* the structure's columns, before the log's */
 } SSInfoRow;
 
 extern void ss_info_row_begin(FunctionCallInfo fcinfo, SSInfoRow *row,
@@ -56,7 +57,9 @@ extern Datum ss_info_row_datum(SSInfoRow *row);
 
 /*
  * The info function (fname) of structure s: its table, opened for reading
- * (AccessShareLock, SELECT), and its row; and its result, closing rel.
+ * (AccessShareLock, SELECT), and its row of natts columns of its own
+ * followed by the change log's pending_records and pending_bytes; and its
+ * result, which fills those two and closes rel.
  */
 extern Relation ss_sql_info_open(FunctionCallInfo fcinfo,
 								 const struct SSStructure *s,
