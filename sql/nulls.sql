@@ -87,6 +87,7 @@ INSERT INTO null_calls VALUES
 ('streamsketch_log_state(oid)', ARRAY['''nt_lert''::regclass::oid']),
 ('streamsketch_background_queue()', ARRAY[]::text[]),
 ('streamsketch_background_stats()', ARRAY[]::text[]),
+('streamsketch_progress()', ARRAY[]::text[]),
 ('cbt_info(regclass)', ARRAY['''nt_cbt''::regclass']),
 ('sample_agg(anyelement,int)', ARRAY['1', '3']),
 ('bfile_info(regclass)', ARRAY['''nt_bfile''::regclass']),

@@ -17,6 +17,7 @@
 #include "qf/qfam.h"
 #include "ss_changelog.h"
 #include "ss_pending.h"
+#include "ss_progress.h"
 #include "ss_worker.h"
 #include "streamsketch.h"
 #include "utils/guc.h"
@@ -51,6 +52,7 @@ _PG_init(void)
 			structures[i]->init();
 	}
 	ss_worker_init();
+	ss_progress_init();
 	ss_params_find_rejected();
 	MarkGUCPrefixReserved("streamsketch");
 

@@ -49,3 +49,23 @@ SELECT c.oid::pg_catalog.regclass AS relation, a.amname AS access_method,
    AND s.log_bytes IS NOT NULL;
 COMMENT ON VIEW streamsketch_pending IS 'every streamsketch structure of this database with its change log and its place in the background consolidation queue';
 GRANT SELECT ON streamsketch_pending TO PUBLIC;
+
+/* ---------------------------------------------------------------------
+ * Progress of long operations (src/storage/ss_progress.c).
+ * ------------------------------------------------------------------- */
+
+CREATE FUNCTION streamsketch_progress(OUT pid int, OUT datid oid,
+	OUT relid oid, OUT relation regclass, OUT operation text,
+	OUT phase text, OUT done bigint, OUT total bigint, OUT unit text,
+	OUT started_at timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'streamsketch_progress' LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION streamsketch_progress() IS 'the long streamsketch operations running in every database: VACUUM, flush functions, qf_resize, consolidation rounds';
+
+CREATE VIEW streamsketch_progress AS
+SELECT p.pid, d.datname, p.relid, p.relation, p.operation, p.phase,
+       p.done, p.total, p.unit, p.started_at
+  FROM @extschema@.streamsketch_progress() p
+  LEFT JOIN pg_catalog.pg_database d ON d.oid OPERATOR(pg_catalog.=) p.datid;
+COMMENT ON VIEW streamsketch_progress IS 'a row per backend running a long streamsketch operation, with its phase and the units done of the total';
+GRANT SELECT ON streamsketch_progress TO PUBLIC;

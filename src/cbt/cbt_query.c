@@ -180,7 +180,7 @@ cbt_finalize(PG_FUNCTION_ARGS)
 	int64		groups;
 
 	(void) cbt_runtime(rel);	/* no definition: refused before any work */
-	groups = ss_log_flush(rel, finalize_tree);
+	groups = ss_log_flush(rel, "cbt_finalize", finalize_tree);
 	relation_close(rel, RowExclusiveLock);
 	PG_RETURN_INT64(groups);
 }

@@ -32,10 +32,14 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "ss_changelog.h"
+#include "ss_progress.h"
 #include "ss_xlog.h"
 #include "storage/bufmgr.h"
 #include "streamsketch.h"
 #include "utils/memutils.h"
+
+/* cbt_finalize's phase in streamsketch_progress, counting nodes */
+#define CBT_PHASE_FINALIZE	"finalizing tree"
 
 /*
  * A record of the round: its key hash, log position and bytes, an input
@@ -588,6 +592,9 @@ finalize_node(CbtRound *r, CbtNode *node, BlockNumber oldblk, bool dirty,
 
 	check_stack_depth();
 	CHECK_FOR_INTERRUPTS();
+	/* the metapage's node count is the total, as the tree was */
+	ss_progress_report(CBT_PHASE_FINALIZE, "nodes", ++r->finalized,
+					   (int64) r->meta.nodes);
 	if (node->level == 0)
 	{
 		List	   *out;
@@ -856,6 +863,8 @@ cbt_round_finalize(CbtRound *r)
 	r->generation = r->meta.generation + 1;
 	r->stamp = CBT_STAMP_PENDING;
 	r->nfresh = 0;
+	r->finalized = 0;
+	ss_progress_report(CBT_PHASE_FINALIZE, "nodes", 0, (int64) r->meta.nodes);
 	cbt_read_node(r->rel, r->meta.root, r->meta.root_generation, &root);
 	refs = finalize_node(r, &root, r->meta.root, false, &groups);
 	if (list_length(refs) == 1 &&

@@ -43,6 +43,7 @@ typedef struct CbtRound
 	uint32		nfresh;
 	uint32		maxfresh;
 	bool		dirty;			/* passes made since the last install */
+	int64		finalized;		/* nodes cbt_finalize went through */
 } CbtRound;
 
 /* streamsketch.test_cbt_crash: where a round stops the server (tests) */

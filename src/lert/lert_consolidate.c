@@ -772,16 +772,9 @@ lert_lane_run(Relation rel, uint32 cone, uint64 limit,
 	uint64		reached;
 	BlockNumber reached_blk;
 
+	/* tests: hold the cone's lock until pg_advisory_lock(key) is free */
 	if (ss_test_lert_round_wait > 0)
-	{
-		/* tests: hold the cone's lock until pg_advisory_lock(key) is free */
-		LOCKTAG		tag;
-
-		SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0,
-							 (uint32) ss_test_lert_round_wait, 1);
-		(void) LockAcquire(&tag, ShareLock, false, false);
-		LockRelease(&tag, ShareLock, false);
-	}
+		ss_test_wait_advisory(ss_test_lert_round_wait);
 	round_begin(&r, rel, cone);
 	start = r.meta.cones[cone].log_pos;
 	ss_log_lane_pass(rel, start, r.meta.cones[cone].log_blk, limit,

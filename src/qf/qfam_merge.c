@@ -35,6 +35,7 @@
 #include "miscadmin.h"
 #include "qfam.h"
 #include "ss_changelog.h"
+#include "ss_progress.h"
 #include "storage/bufmgr.h"
 #include "streamsketch.h"
 
@@ -299,6 +300,8 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 												&cache_page, &cache_applied),
 							wring);
 			cur_page++;
+			ss_progress_report("merging levels", "pages", (int64) cur_page,
+							   (int64) npages);
 			qf_builder_init(&builder, &g, area);
 		}
 		if (!any)

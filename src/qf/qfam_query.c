@@ -23,6 +23,7 @@
 #include "qfilter.h"
 #include "ss_changelog.h"
 #include "ss_pending.h"
+#include "ss_progress.h"
 #include "ss_queryutil.h"
 #include "ss_sqlfunc.h"
 #include "storage/bufmgr.h"
@@ -529,8 +530,9 @@ qf_resize_sql(PG_FUNCTION_ARGS)
 	(void) qfam_get_state(rel);
 	/* with an xid, the commit waits for the resize's WAL to be flushed */
 	(void) GetCurrentTransactionId();
+	ss_progress_start(rel, "qf_resize");
 	/* no consolidation round may write the levels meanwhile */
-	LockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
+	ss_log_lock_consolidation(rel);
 	LockPage(rel, SS_METAPAGE_BLKNO, ExclusiveLock);
 	if (!qfam_read_meta(rel, &meta))
 		elog(ERROR, "quotient filter metapage disappeared");
@@ -540,6 +542,7 @@ qf_resize_sql(PG_FUNCTION_ARGS)
 		t++;
 	UnlockPage(rel, SS_METAPAGE_BLKNO, ExclusiveLock);
 	UnlockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
+	ss_progress_end();
 	for (uint32 l = 0; l < meta.nlevels; l++)
 		pages += (int64) 1 << meta.levels[l].page_bits;
 	relation_close(rel, NoLock);

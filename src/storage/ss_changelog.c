@@ -28,10 +28,13 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/storage.h"
+#include "commands/progress.h"
 #include "commands/vacuum.h"
 #include "miscadmin.h"
+#include "pgstat.h"
 #include "ss_changelog.h"
 #include "ss_changelog_int.h"
+#include "ss_progress.h"
 #include "ss_test.h"
 #include "ss_xlog.h"
 #include "storage/bufmgr.h"
@@ -64,6 +67,21 @@ int			ss_test_append_wait = 0;
 
 /* streamsketch.test_crash_before_log_truncate (tests only) */
 static bool test_crash_before_truncate = false;
+
+/*
+ * A round's phases in streamsketch_progress: finding where it ends (a
+ * pass over the log's batch headers), then consolidating up to there;
+ * both count the log bytes passed.  VACUUM also shows both as
+ * pg_stat_progress_vacuum's "scanning heap", with the round's log pages as
+ * heap blocks, scanned as the second phase consolidates them.
+ */
+static const char phase_log_scan[] = "scanning change log";
+static const char phase_log_consolidate[] = "consolidating change log";
+static const char phase_log_truncate[] = "giving back free log pages";
+static const char unit_log_bytes[] = "log bytes";
+
+/* ss_log_vacuum is running: rounds report to pg_stat_progress_vacuum too */
+static bool vacuum_progress = false;
 
 static const struct config_enum_entry fail_options[] = {
 	{"none", SS_FAIL_NONE, false},
@@ -311,7 +329,43 @@ typedef struct LogReader
 	char	   *data;			/* its bytes */
 	char	   *payload;		/* record payload buffer */
 	Size		payload_size;
+	/* a round's reader reports its progress in phase (else NULL) */
+	const char *phase;
+	uint64		base;			/* where its progress starts */
+	uint64		total;			/* the bytes it is to pass */
 } LogReader;
+
+/* A round's reader is at a new page (or starts): report the bytes passed. */
+static void
+reader_progress(const LogReader *r)
+{
+	uint64		done = r->ph.first_pos > r->base ? r->ph.first_pos - r->base : 0;
+
+	ss_progress_report(r->phase, unit_log_bytes, (int64) done,
+					   (int64) r->total);
+	if (vacuum_progress)
+	{
+		const int	index[] = {PROGRESS_VACUUM_TOTAL_HEAP_BLKS,
+		PROGRESS_VACUUM_HEAP_BLKS_SCANNED};
+		int64		val[2];
+
+		/* the pages the round spans; scanned: those it consolidated */
+		val[0] = (int64) ((r->total + SS_LOG_PAGE_CAPACITY - 1) / SS_LOG_PAGE_CAPACITY);
+		val[1] = r->phase != phase_log_consolidate ? 0 :
+			(int64) (Min(done, r->total) / SS_LOG_PAGE_CAPACITY);
+		pgstat_progress_update_multi_param(2, index, val);
+	}
+}
+
+/* Make r, positioned by reader_begin, a round's reader in phase. */
+static void
+reader_report(LogReader *r, const char *phase, uint64 base, uint64 end)
+{
+	r->phase = phase;
+	r->base = base;
+	r->total = end > base ? end - base : 0;
+	reader_progress(r);
+}
 
 /* Copy log page blk; false if it is free (recycled under the reader). */
 static bool
@@ -339,6 +393,8 @@ reader_load(LogReader *r, BlockNumber blk)
 	}
 	UnlockReleaseBuffer(buf);
 	r->blk = blk;
+	if (r->phase != NULL && r->ph.first_pos != SS_LOG_FREE_POS)
+		reader_progress(r);
 	return r->ph.first_pos != SS_LOG_FREE_POS;
 }
 
@@ -351,6 +407,7 @@ reader_begin(LogReader *r, Relation rel, BlockNumber blk, uint64 pos)
 	r->data = palloc(BLCKSZ);
 	r->payload = NULL;
 	r->payload_size = 0;
+	r->phase = NULL;
 	if (!reader_load(r, blk))
 		return false;
 	return r->ph.first_pos <= pos && pos <= r->ph.first_pos + r->ph.used;
@@ -702,6 +759,7 @@ ss_cons_foreach(SSConsolidation *c, SSLogRecordFn fn, void *arg)
 
 	if (!reader_begin(&r, c->rel, c->start_blk, c->start_pos))
 		ss_log_corrupted(c->rel, c->start_blk, "The change log moved under its consolidation.");
+	reader_report(&r, phase_log_consolidate, c->start_pos, c->end_pos);
 	while (r.pos < c->end_pos)
 	{
 		SSLogBatchHeader bh;
@@ -809,10 +867,12 @@ log_consolidate_locked(Relation rel, const SSStructure *ops,
 	ss_log_snapshot(rel, &snap);
 	if (snap.head_pos == snap.end_pos)
 		return false;
+	ss_progress_start(rel, "consolidation");
 
 	/* find the round's end: the first batch still committing */
 	if (!reader_begin(&r, rel, snap.head_blk, snap.head_pos))
 		ss_log_corrupted(rel, snap.head_blk, "The change log's head page does not hold its head.");
+	reader_report(&r, phase_log_scan, snap.head_pos, snap.end_pos);
 	stop = r.pos;
 	stop_blk = r.blk;
 	while (r.pos < snap.end_pos)
@@ -870,6 +930,7 @@ log_consolidate_locked(Relation rel, const SSStructure *ops,
 		}
 		log_advance_head(rel, ops, stop, stop_blk, nrecords, stats);
 	}
+	ss_progress_end();
 	return stop != snap.head_pos;
 }
 
@@ -903,8 +964,10 @@ ss_log_lane_pass(Relation rel, uint64 start, BlockNumber start_blk,
 	end = Min(snap.end_pos, limit);
 	if (start >= end)
 		return;
+	ss_progress_start(rel, "consolidation");
 	if (!reader_begin(&r, rel, start_blk, start))
 		ss_log_corrupted(rel, start_blk, "A lane's change log page does not hold its position.");
+	reader_report(&r, phase_log_consolidate, start, end);
 	while (r.pos < end)
 	{
 		SSLogBatchHeader bh;
@@ -928,6 +991,7 @@ ss_log_lane_pass(Relation rel, uint64 start, BlockNumber start_blk,
 		*reached_blk = r.blk;
 	}
 	reader_end(&r);
+	ss_progress_end();
 }
 
 /*
@@ -969,6 +1033,19 @@ ss_log_advance_to(Relation rel, uint64 pos, BlockNumber blk,
 }
 
 /*
+ * Take the consolidation lock, waiting for it if it is busy (shown as the
+ * phase of the operation this backend is running, if any).
+ */
+void
+ss_log_lock_consolidation(Relation rel)
+{
+	if (ConditionalLockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock))
+		return;
+	ss_progress_phase("waiting for the consolidation lock");
+	LockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
+}
+
+/*
  * A consolidation round (log_consolidate_locked).  With wait, waits for a
  * concurrent round to end first; without, returns at once if one is
  * running, and a structure that consolidates in lanes runs what lanes it
@@ -985,7 +1062,7 @@ ss_log_consolidate(Relation rel, bool wait)
 	if (!wait && ops->consolidate_some != NULL)
 		return ops->consolidate_some(rel, false);
 	if (wait)
-		LockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
+		ss_log_lock_consolidation(rel);
 	else if (!ConditionalLockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock))
 		return false;
 	moved = log_consolidate_locked(rel, ops, NULL);
@@ -996,8 +1073,9 @@ ss_log_consolidate(Relation rel, bool wait)
 /*
  * The consolidation of a flush function followed by the flush itself (ops:
  * the caller holds the consolidation lock), or of VACUUM (ops NULL: waits
- * for the lock), with maintenance_work_mem to work in
- * (ss_consolidation_memory).  Returns what flush returns.
+ * for the lock, and reports to pg_stat_progress_vacuum too), with
+ * maintenance_work_mem to work in (ss_consolidation_memory).  Returns what
+ * flush returns.
  */
 static int64
 log_consolidate_maintenance(Relation rel, const SSStructure *ops,
@@ -1006,11 +1084,13 @@ log_consolidate_maintenance(Relation rel, const SSStructure *ops,
 	volatile int64 result = 0;
 
 	ss_maintenance_consolidation = true;
+	vacuum_progress = ops == NULL;
 	PG_TRY();
 	{
 		if (ops != NULL)
 		{
 			(void) log_consolidate_locked(rel, ops, NULL);
+			ss_progress_phase(SS_PHASE_FLUSH);
 			result = flush(rel, stats);
 		}
 		else
@@ -1019,6 +1099,7 @@ log_consolidate_maintenance(Relation rel, const SSStructure *ops,
 	PG_FINALLY();
 	{
 		ss_maintenance_consolidation = false;
+		vacuum_progress = false;
 	}
 	PG_END_TRY();
 	return result;
@@ -1030,10 +1111,11 @@ log_consolidate_maintenance(Relation rel, const SSStructure *ops,
  * consolidation lock so that no round appends to the structure's buffers
  * meanwhile, empty them with flush, whose stats (ops->stats_size bytes,
  * zeroed) are added to the metapage in one WAL record.  Returns what flush
- * returns.
+ * returns.  Shown in streamsketch_progress as operation (the SQL
+ * function's name).
  */
 int64
-ss_log_flush(Relation rel, SSFlushFn flush)
+ss_log_flush(Relation rel, const char *operation, SSFlushFn flush)
 {
 	const SSStructure *ops = ss_structure_ops(rel);
 	void	   *stats;
@@ -1043,7 +1125,8 @@ ss_log_flush(Relation rel, SSFlushFn flush)
 		elog(ERROR, "relation \"%s\" has no change log",
 			 RelationGetRelationName(rel));
 	stats = palloc0(Max(ops->stats_size, 1));
-	LockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
+	ss_progress_start(rel, operation);
+	ss_log_lock_consolidation(rel);
 	result = log_consolidate_maintenance(rel, ops, flush, stats);
 	if (ops->add_stats)
 	{
@@ -1056,6 +1139,7 @@ ss_log_flush(Relation rel, SSFlushFn flush)
 		UnlockReleaseBuffer(metabuf);
 	}
 	UnlockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
+	ss_progress_end();
 	pfree(stats);
 	return result;
 }
@@ -1110,12 +1194,14 @@ ss_log_consolidate_if_long(Relation rel, const SSLogSnapshot *snap)
 		(void) ss_log_consolidate(rel, false);
 		return;
 	}
-	LockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
+	ss_progress_start(rel, "consolidation");
+	ss_log_lock_consolidation(rel);
 	/* the round we waited for may have left little to do */
 	ss_log_snapshot(rel, &now);
 	if (now.end_pos - now.head_pos > limit)
 		(void) log_consolidate_locked(rel, ops, &stopped_at);
 	UnlockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
+	ss_progress_end();
 	if (TransactionIdIsValid(stopped_at) &&
 		!TransactionIdIsCurrentTransactionId(stopped_at) &&
 		BackendXidGetPid(stopped_at) != 0)
@@ -1212,6 +1298,7 @@ log_truncate_free_tail(Relation rel, bool patient)
 
 	if (!log_free_tail_start(rel, &log, &first))
 		return;
+	ss_progress_phase(phase_log_truncate);
 	for (int tries = 1; !ConditionalLockRelation(rel, AccessExclusiveLock); tries++)
 	{
 		if (!patient || tries >= SS_TRUNCATE_LOCK_TRIES)
@@ -1309,8 +1396,15 @@ ss_log_vacuum(Relation rel, bool verbose)
 	BlockNumber pages_after;
 
 	ss_log_meta_read(rel, &before);
+	pgstat_progress_update_param(PROGRESS_VACUUM_PHASE,
+								 PROGRESS_VACUUM_PHASE_SCAN_HEAP);
 	(void) log_consolidate_maintenance(rel, NULL, NULL, NULL);
+	pgstat_progress_update_param(PROGRESS_VACUUM_PHASE,
+								 PROGRESS_VACUUM_PHASE_TRUNCATE);
 	log_truncate_free_tail(rel, false);
+	pgstat_progress_update_param(PROGRESS_VACUUM_PHASE,
+								 PROGRESS_VACUUM_PHASE_FINAL_CLEANUP);
+	ss_progress_phase("updating relfrozenxid");
 	ss_log_meta_read(rel, &after);
 	pages_after = RelationGetNumberOfBlocks(rel);
 	if (verbose)

@@ -166,6 +166,7 @@ extern bool ss_log_scan_prefix(Relation rel, const SSLogSnapshot *snap,
 extern bool ss_log_scan_all(Relation rel, SSLogRecordFn fn, void *acc,
 							Size acc_size, void *meta);
 extern bool ss_log_consolidate(Relation rel, bool wait);
+extern void ss_log_lock_consolidation(Relation rel);
 extern void ss_log_lane_pass(Relation rel, uint64 start, BlockNumber start_blk,
 							 uint64 limit, SSLogRecordFn fn, void *arg,
 							 uint64 *reached, BlockNumber *reached_blk,
@@ -175,7 +176,8 @@ extern void ss_log_advance_to(Relation rel, uint64 pos, BlockNumber blk,
 
 /* empties a structure's buffers, adding to stats; see ss_log_flush */
 typedef int64 (*SSFlushFn) (Relation rel, void *stats);
-extern int64 ss_log_flush(Relation rel, SSFlushFn flush);
+extern int64 ss_log_flush(Relation rel, const char *operation,
+						  SSFlushFn flush);
 extern void ss_log_consolidate_if_long(Relation rel, const SSLogSnapshot *snap);
 extern void ss_log_vacuum(Relation rel, bool verbose);
 extern bool ss_log_consolidate_background(Relation rel);

@@ -69,6 +69,7 @@
 #include "ss_changelog.h"
 #include "ss_changelog_int.h"
 #include "ss_pending.h"
+#include "ss_test.h"
 #include "ss_xlog.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
@@ -375,14 +376,9 @@ append_test_point(LogAppend *ap, int error_mode, int panic_mode,
 {
 	if (error_mode == SS_APPEND_FAIL_ERROR_FILLING && ss_test_append_wait > 0)
 	{
-		LOCKTAG		tag;
-
 		if (!XLogRecPtrIsInvalid(ap->lsn))
 			XLogFlush(ap->lsn);
-		SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0,
-							 (uint32) ss_test_append_wait, 1);
-		(void) LockAcquire(&tag, ShareLock, false, false);
-		LockRelease(&tag, ShareLock, false);
+		ss_test_wait_advisory(ss_test_append_wait);
 	}
 	if (ss_test_fail_during_append == error_mode)
 		ereport(ERROR,

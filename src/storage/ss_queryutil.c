@@ -20,6 +20,7 @@
 #include "utils/rel.h"
 #include "ss_changelog.h"
 #include "ss_page.h"
+#include "ss_progress.h"
 #include "ss_queryutil.h"
 #include "ss_sqlfunc.h"
 #include "streamsketch.h"
@@ -53,7 +54,8 @@ ss_sql_flush(Oid relid, const char *fname, const struct SSStructure *s,
 	/* with an xid, the commit waits for the flush's WAL to be flushed */
 	if (durable)
 		(void) GetCurrentTransactionId();
-	applied = ss_log_flush(rel, flush);
+	/* shown in streamsketch_progress by its name: "bcms_flush" */
+	applied = ss_log_flush(rel, pnstrdup(fname, strcspn(fname, "(")), flush);
 	relation_close(rel, durable ? NoLock : RowExclusiveLock);
 	return applied;
 }
@@ -96,6 +98,8 @@ ss_subbufs_flush(Relation rel, BlockNumber first, uint32 nsubbufs,
 		CHECK_FOR_INTERRUPTS();
 		if (blk >= nblocks)
 			break;
+		if (sb % per_page == 0)
+			ss_progress_report(SS_PHASE_FLUSH, "sub-buffers", sb, nsubbufs);
 		if (ss_subbuf_count(rel, blk, page_type, sb % per_page) == 0)
 			continue;
 		n = apply(rel, sb, arg);

@@ -12,6 +12,7 @@
 
 #include "miscadmin.h"
 #include "postmaster/autovacuum.h"
+#include "storage/lock.h"
 #include "ss_test.h"
 #include "ss_xlog.h"
 #include "streamsketch.h"
@@ -110,6 +111,21 @@ ss_test_define_int(const char *name, const char *short_desc,
 {
 	DefineCustomIntVariable(name, short_desc, long_desc, var, boot, min, max,
 							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, assign, NULL);
+}
+
+/*
+ * Tests hold an operation at a chosen point with a setting naming an
+ * advisory lock key (pg_advisory_lock(key)): wait there until that lock
+ * is free.  No buffer lock may be held.
+ */
+void
+ss_test_wait_advisory(int key)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0, (uint32) key, 1);
+	(void) LockAcquire(&tag, ShareLock, false, false);
+	LockRelease(&tag, ShareLock, false);
 }
 
 /* Called by _PG_init (a structure's init): tc's setting, its options from points. */

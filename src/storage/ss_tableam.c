@@ -46,6 +46,7 @@
 #include "storage/bufmgr.h"
 #include "ss_changelog.h"
 #include "ss_pending.h"
+#include "ss_progress.h"
 #include "storage/smgr.h"
 #include "ss_page.h"
 #include "streamsketch.h"
@@ -789,12 +790,20 @@ ss_relation_copy_for_cluster(Relation OldTable, Relation NewTable,
  * autovacuum would find the insert threshold passed forever and vacuum
  * the structure again at every naptime, and it sets last_(auto)vacuum and
  * the vacuum counts monitoring reads.  A structure has no tuples to count.
+ * Its progress shows in pg_stat_progress_vacuum, which VACUUM leaves to
+ * the access method (heap_vacuum_rel starts and ends it too), and in
+ * streamsketch_progress.
  */
 static void
 ss_relation_vacuum(Relation rel, struct VacuumParams *params,
 				   BufferAccessStrategy bstrategy)
 {
+	pgstat_progress_start_command(PROGRESS_COMMAND_VACUUM,
+								  RelationGetRelid(rel));
+	ss_progress_start(rel, "VACUUM");
 	ss_log_vacuum(rel, (params->options & VACOPT_VERBOSE) != 0);
+	ss_progress_end();
+	pgstat_progress_end_command();
 	pgstat_report_vacuum(RelationGetRelid(rel), rel->rd_rel->relisshared,
 						 0, 0);
 }

@@ -34,6 +34,7 @@ typedef struct SSTestCrash
 extern void ss_test_define_int(const char *name, const char *short_desc,
 							   const char *long_desc, int *var, int boot,
 							   int min, int max, GucIntAssignHook assign);
+extern void ss_test_wait_advisory(int key);
 extern void ss_test_crash_define(SSTestCrash *tc);
 extern void ss_test_crash(const SSTestCrash *tc, Relation rel, int point);
 extern void ss_test_stop(Relation rel, const char *setting, const char *where)

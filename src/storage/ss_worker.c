@@ -28,10 +28,8 @@
  * its own; an error is logged and the structure retried later.
  *
  * Shared state lives in a small struct of the main shared memory segment
- * (ShmemInitStruct), made by the first backend that needs it when the
- * library is not preloaded (as pg_prewarm's autoprewarm does), reserved at
- * startup when it is.  A server crash resets it with the rest of shared
- * memory; the logs are on disk, and the next commit queues them again.
+ * (ss_shmem.c).  A server crash resets it with the rest of shared memory;
+ * the logs are on disk, and the next commit queues them again.
  * The queue is bounded (SS_WORK_ITEMS entries for the whole cluster); a
  * commit that finds it full is counted and left to the writers, readers and
  * VACUUM, which consolidate as they do without workers.
@@ -67,6 +65,8 @@
 #include "utils/timestamp.h"
 
 #include "ss_changelog.h"
+#include "ss_progress.h"
+#include "ss_shmem.h"
 #include "ss_structure.h"
 #include "ss_worker.h"
 #include "streamsketch.h"
@@ -127,7 +127,6 @@ static int	ss_background_delay_ms = 200;
 static int	ss_background_quiet_ms = 10000;
 
 static SSWorkerShared *shared = NULL;
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
 
 /* this transaction's appends, until it ends */
 static SSNoted noted[SS_NOTED_MAX];
@@ -142,12 +141,20 @@ PGDLLEXPORT void ss_worker_main(Datum arg);
 PG_FUNCTION_INFO_V1(streamsketch_background_queue);
 PG_FUNCTION_INFO_V1(streamsketch_background_stats);
 
-static void
-worker_request_shmem(void)
+static Size
+worker_shmem_size(void)
 {
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(SSWorkerShared)));
+	return sizeof(SSWorkerShared);
+}
+
+static void
+worker_shmem_init(void *ptr)
+{
+	SSWorkerShared *sh = ptr;
+
+	memset(sh, 0, sizeof(SSWorkerShared));
+	sh->tranche = LWLockNewTrancheId();
+	LWLockInitialize(&sh->lock, sh->tranche);
 }
 
 /*
@@ -157,20 +164,10 @@ worker_request_shmem(void)
 static void
 worker_attach(void)
 {
-	bool		found;
-
 	if (shared != NULL)
 		return;
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	shared = ShmemInitStruct("streamsketch background consolidation",
-							 sizeof(SSWorkerShared), &found);
-	if (!found)
-	{
-		memset(shared, 0, sizeof(SSWorkerShared));
-		shared->tranche = LWLockNewTrancheId();
-		LWLockInitialize(&shared->lock, shared->tranche);
-	}
-	LWLockRelease(AddinShmemInitLock);
+	shared = ss_shmem_struct("streamsketch background consolidation",
+							 sizeof(SSWorkerShared), worker_shmem_init);
 	LWLockRegisterTranche(shared->tranche, "streamsketch_background");
 }
 
@@ -199,11 +196,7 @@ ss_worker_init(void)
 							NULL,
 							&ss_background_quiet_ms, 10000, 10, 24 * 3600 * 1000,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
-	if (process_shared_preload_libraries_in_progress)
-	{
-		prev_shmem_request_hook = shmem_request_hook;
-		shmem_request_hook = worker_request_shmem;
-	}
+	ss_shmem_reserve(worker_shmem_size);
 }
 
 /* ---- the committing backend ---- */
@@ -499,6 +492,7 @@ consolidate_one(Oid relid)
 			pgstat_report_activity(STATE_RUNNING,
 								   psprintf("consolidating %s",
 											RelationGetRelationName(rel)));
+			ss_progress_start(rel, "background consolidation");
 			GetUserIdAndSecContext(&save_userid, &save_sec_context);
 			SetUserIdAndSecContext(rel->rd_rel->relowner,
 								   save_sec_context | SECURITY_RESTRICTED_OPERATION);
@@ -507,6 +501,7 @@ consolidate_one(Oid relid)
 									 PGC_USERSET, PGC_S_SESSION,
 									 GUC_ACTION_SAVE, true, 0, false);
 			ss_log_consolidate_background(rel);
+			ss_progress_end();
 			AtEOXact_GUC(false, save_nestlevel);
 			SetUserIdAndSecContext(save_userid, save_sec_context);
 		}

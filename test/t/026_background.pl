@@ -18,7 +18,9 @@
 #  d. DROP DATABASE of a database whose worker runs is not blocked, and
 #     DROP EXTENSION makes the worker leave;
 #  e. with streamsketch.background_consolidation off, the old behaviour:
-#     no notification until a reader consolidates.
+#     no notification until a reader consolidates;
+#  f. a worker's round shows in streamsketch_progress while it runs (held
+#     there by streamsketch.test_progress_wait), and leaves it once done.
 
 use strict;
 use warnings;
@@ -303,6 +305,50 @@ is(wait_payloads($off, 'x', 30), 'x', 'off: a reader consolidates and notifies')
 
 $off->{in} .= "\\q\n";
 $off->{run}->finish;
+
+# ---------------------------------------------------------------------------
+# f. a worker's round in streamsketch_progress
+
+$node->safe_psql('postgres',
+	"LOAD 'streamsketch'; ALTER SYSTEM RESET streamsketch.background_consolidation; "
+	  . "ALTER SYSTEM SET streamsketch.test_progress_wait = 4545; SELECT pg_reload_conf()");
+my %holder = (in => "SELECT pg_advisory_lock(4545);\n", out => '', err => '');
+$holder{run} = IPC::Run::start(
+	[ 'psql', '-XAtq', '-d', $node->connstr('postgres') ],
+	'<', \$holder{in}, '>', \$holder{out}, '2>', \$holder{err});
+my $locked = 0;
+for (my $i = 0; $i < 600 && !$locked; $i++)
+{
+	$holder{run}->pump_nb;
+	$locked = $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4545 AND granted"
+	) eq '1';
+	usleep(100_000) unless $locked;
+}
+ok($locked, 'progress: the lock that holds the round is taken');
+$node->safe_psql('postgres',
+	"CREATE TABLE shown (k int) USING bcms; "
+	  . "INSERT INTO shown SELECT g FROM generate_series(1, 100000) g");
+is( wait_for(
+		'postgres',
+		"SELECT p.operation || ', ' || p.relation || ', ' || p.phase || ', ' || p.unit "
+		  . "|| ', ' || (p.done > 0 AND p.done < p.total) FROM streamsketch_progress p "
+		  . "JOIN pg_stat_activity a USING (pid) WHERE a.backend_type = 'streamsketch consolidation'",
+		'background consolidation, shown, scanning change log, log bytes, true'),
+	'background consolidation, shown, scanning change log, log bytes, true',
+	'progress: the worker\'s round shows, in the middle of its log');
+$holder{in} .= "SELECT pg_advisory_unlock(4545);\n\\q\n";
+$holder{run}->finish;
+$node->safe_psql('postgres',
+	"ALTER SYSTEM RESET streamsketch.test_progress_wait; SELECT pg_reload_conf()");
+is( wait_for(
+		'postgres',
+		"SELECT log_bytes FROM streamsketch_pending WHERE relation = 'shown'::regclass",
+		'0'),
+	'0', 'progress: the round went on once the lock was free');
+is(wait_for('postgres', 'SELECT count(*) FROM streamsketch_progress', '0'),
+	'0', 'progress: no row once it ended');
+
 $standby->stop;
 $node->stop;
 done_testing();
