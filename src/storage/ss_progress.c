@@ -175,7 +175,13 @@ progress_attach(void)
 	}
 	PG_CATCH();
 	{
-		/* ShmemInitStruct had no room; its own lock is released already */
+		/*
+		 * ShmemInitStruct had no room.  Carrying on is safe here, unlike
+		 * after most errors: the only resource taken since PG_TRY is
+		 * AddinShmemInitLock (ShmemInitStruct released its own lock before
+		 * raising), released here, which also resumes the interrupts its
+		 * acquisition held; no buffer, file or catalog state is involved.
+		 */
 		MemoryContextSwitchTo(cxt);
 		if (LWLockHeldByMe(AddinShmemInitLock))
 			LWLockRelease(AddinShmemInitLock);
