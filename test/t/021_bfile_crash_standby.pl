@@ -56,6 +56,10 @@ max_wal_size = 1GB
 log_statement = none
 # the writers leave the log to the round each part triggers
 streamsketch.change_log_limit = '256MB'
+# which rows a round keeps depends on where rounds cut the stream, and the
+# checks below compare samples cut at the same places (and a standby's
+# log left unconsolidated): no background worker runs rounds of its own
+streamsketch.background_consolidation = off
 });
 my $standby = ss_standby($node, 'standby');
 
