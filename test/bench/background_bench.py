@@ -162,8 +162,11 @@ def summarize(runs):
                 consolidated_s=statistics.median([r["consolidated_s"] for r in rs
                                                   if r["consolidated_s"] is not None] or [0]),
             )
-        tot = sum(r["rounds"] for r in per["on"])
-        row["worker_share"] = (sum(r["worker_rounds"] for r in per["on"]) / tot) if tot else None
+        # a lert's worker counts each cone's round, its log only the rounds
+        # that moved the head: the share is of the rounds each side ran
+        bg = sum(r["worker_rounds"] for r in per["on"])
+        tot = bg + sum(r["foreground_rounds"] for r in per["on"])
+        row["worker_share"] = bg / tot if tot else None
         row["ratio"] = row["on"]["rows_per_s"] / row["off"]["rows_per_s"]
         out[name] = row
     return out

@@ -28,7 +28,8 @@ def plot(results, C):
     ax[0].set_xticks(list(x), labels, rotation=20, ha="right", fontsize=9)
     ax[0].set_ylabel("foreground insert rate (thousand rows/s, median)")
     ax[0].set_title("One writer, transactions of %s rows" % fmt(C["BATCH"]))
-    ax[0].legend(fontsize=9)
+    ax[0].set_ylim(0, max(off + on) * 1.3)
+    ax[0].legend(fontsize=9, loc="upper left")
     ax[0].grid(True, axis="y", alpha=0.3)
     fg = [summ[n]["on"]["foreground_rounds"] for n in names]
     bg = [summ[n]["on"]["worker_rounds"] for n in names]
@@ -39,7 +40,8 @@ def plot(results, C):
     ax[1].set_xticks(list(x), labels, rotation=20, ha="right", fontsize=9)
     ax[1].set_ylabel("consolidation rounds during the stream (median)")
     ax[1].set_title("Who consolidates")
-    ax[1].legend(fontsize=9)
+    ax[1].set_ylim(0, max(fg_off + [b + f for b, f in zip(bg, fg)]) * 1.3 or 1)
+    ax[1].legend(fontsize=9, loc="upper left")
     ax[1].grid(True, axis="y", alpha=0.3)
     fig.suptitle("Background consolidation: %s rows per structure" % fmt(C["ROWS"]), fontsize=13)
     fig.savefig(C["OUT_PNG"], dpi=100)
