@@ -417,7 +417,7 @@ bcms_count_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 												 ((const CmsData *) payload)->total);
 	else if (hdr->type == SS_PENDING_KEY && ss_record_key(hdr, payload, &key))
 	{
-		stats->items = cms_saturating_add(stats->items, 1);
+		stats->items = cms_saturating_add(stats->items, hdr->rows);
 		stats->total_weight = cms_saturating_add(stats->total_weight,
 												 key.weight);
 	}

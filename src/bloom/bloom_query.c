@@ -235,7 +235,7 @@ bloom_count_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 				   void *arg)
 {
 	if (hdr->type == SS_PENDING_KEY)
-		(*(int64 *) arg)++;
+		*(int64 *) arg += hdr->rows;
 }
 
 Datum

@@ -39,7 +39,9 @@ typedef struct SSPendingHeader
 	uint16		type;			/* SSPendingType */
 	uint16		unused;
 	uint32		len;			/* payload bytes (record is MAXALIGNed) */
-	uint32		unused2;
+	uint32		rows;			/* the rows the record stands for: 1, or
+								 * more for key records combined at
+								 * pre-commit (ss_pending.c) */
 } SSPendingHeader;
 
 typedef struct SSPendingKey
@@ -66,8 +68,10 @@ extern uint64 ss_pending_count(Oid relid, uint64 *log_bytes);
  * TRUNCATE record), in insertion order.  *payload is valid until the next
  * call.
  */
+struct PendingSeq;
 typedef struct SSPendingIter
 {
+	const struct PendingSeq *seq;	/* the byte sequence read */
 	Oid			relid;
 	int64		pos;			/* logical offset of the next record */
 	int64		start;			/* first live record of relid */
