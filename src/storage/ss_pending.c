@@ -26,6 +26,7 @@
 #include "ss_changelog.h"
 #include "ss_pending.h"
 #include "ss_structure.h"
+#include "ss_test.h"
 #include "ss_worker.h"
 #include "ss_xlog.h"
 #include "storage/buffile.h"
@@ -511,9 +512,10 @@ ss_pending_iter_end(SSPendingIter *it)
  * Batches of fewer records are appended as they are: they fill at most
  * four log pages (24 bytes a record), so combining could save little, and
  * the transactions of a row or a few, by far the most common, skip the
- * pass over their records and the table's allocation.
+ * pass over their records and the table's allocation.  Tests whose change
+ * log must be long raise it (streamsketch.test_combine_min_records).
  */
-#define SS_COMBINE_MIN_RECORDS	1024
+static int	combine_min_records = 1024;
 
 typedef struct CombineEntry
 {
@@ -620,7 +622,8 @@ pending_combine(Relation rel, PendingRel *pr, uint64 *nrecords,
 	uint64		n = 0;
 
 	live = ss_pending_count(pr->relid, log_bytes);
-	if (!ss_structure_ops(rel)->combine_keys || live < SS_COMBINE_MIN_RECORDS)
+	if (!ss_structure_ops(rel)->combine_keys ||
+		live < (uint64) combine_min_records)
 		return false;
 
 	cxt = AllocSetContextCreate(CurrentMemoryContext,
@@ -800,6 +803,10 @@ pending_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 void
 ss_pending_init(void)
 {
+	ss_test_define_int("streamsketch.test_combine_min_records",
+					   "Combines a transaction's key records per key only if it has at least this many (for tests only).",
+					   "Tests that need a long change log from few keys raise it.",
+					   &combine_min_records, 1024, 1, INT_MAX, NULL);
 	RegisterXactCallback(pending_xact_callback, NULL);
 	RegisterSubXactCallback(pending_subxact_callback, NULL);
 }
