@@ -800,13 +800,19 @@ pending_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	}
 }
 
+/* before the settings' prefix is reserved (_PG_init) */
 void
-ss_pending_init(void)
+ss_pending_define_settings(void)
 {
 	ss_test_define_int("streamsketch.test_combine_min_records",
 					   "Combines a transaction's key records per key only if it has at least this many (for tests only).",
 					   "Tests that need a long change log from few keys raise it.",
 					   &combine_min_records, 1024, 1, INT_MAX, NULL);
+}
+
+void
+ss_pending_init(void)
+{
 	RegisterXactCallback(pending_xact_callback, NULL);
 	RegisterSubXactCallback(pending_subxact_callback, NULL);
 }

@@ -55,6 +55,7 @@ extern bool ss_slot_key(Relation rel, struct TupleTableSlot *slot,
 						int16 keylen, bool keybyval, Oid inttype, uint32 seed,
 						SSPendingKey *key);
 
+extern void ss_pending_define_settings(void);
 extern void ss_pending_init(void);
 extern void ss_pending_add(Relation rel, SSPendingType type,
 						   const void *payload, uint32 len);
