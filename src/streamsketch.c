@@ -45,6 +45,7 @@ _PG_init(void)
 	ss_storage_init();
 	ss_log_init();
 	ss_log_cache_init();
+	ss_pending_define_settings();
 	for (int i = 0; i < lengthof(structures); i++)
 	{
 		ss_structure_define_settings(structures[i]);

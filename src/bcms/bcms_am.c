@@ -279,6 +279,7 @@ const SSStructure bcms_structure = {
 	.kind = SS_KIND_BCMS,
 	SS_LAYOUT(BcmsState, p, BcmsMetaData, params),
 	.consolidate = bcms_consolidate,
+	.combine_keys = true,
 	.stats_size = sizeof(BcmsStats),
 	.add_stats = bcms_add_stats,
 	.check_columns = bcms_check_columns,

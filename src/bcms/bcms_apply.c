@@ -307,7 +307,7 @@ bcms_parts_of(const SSPendingHeader *hdr, const char *payload, uint32 *parts,
 	memcpy(&key, payload, sizeof(key));
 	if (bc->stats != NULL)
 	{
-		bc->stats->items = cms_saturating_add(bc->stats->items, 1);
+		bc->stats->items = cms_saturating_add(bc->stats->items, hdr->rows);
 		bc->stats->total_weight = cms_saturating_add(bc->stats->total_weight,
 													 key.weight);
 	}

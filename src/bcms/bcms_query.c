@@ -405,11 +405,22 @@ bcms_flush(PG_FUNCTION_ARGS)
 								 &bcms_structure, bcms_flush_all, true));
 }
 
+/*
+ * What bcms_info counts in the change log: the rows and weight its records
+ * add, and the records themselves, each an update (a record combined from
+ * several rows too, ss_pending.c).
+ */
+typedef struct BcmsLogged
+{
+	BcmsStats	stats;
+	int64		updates;
+} BcmsLogged;
+
 static void
 bcms_count_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 				  void *arg)
 {
-	BcmsStats  *stats = arg;
+	BcmsStats  *stats = &((BcmsLogged *) arg)->stats;
 	SSPendingKey key;
 
 	if (hdr->type == SS_PENDING_MERGE)
@@ -417,9 +428,10 @@ bcms_count_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 												 ((const CmsData *) payload)->total);
 	else if (hdr->type == SS_PENDING_KEY && ss_record_key(hdr, payload, &key))
 	{
-		stats->items = cms_saturating_add(stats->items, 1);
+		stats->items = cms_saturating_add(stats->items, hdr->rows);
 		stats->total_weight = cms_saturating_add(stats->total_weight,
 												 key.weight);
+		((BcmsLogged *) arg)->updates++;
 	}
 }
 
@@ -433,7 +445,7 @@ bcms_info(PG_FUNCTION_ARGS)
 	BcmsMetaData meta;
 	Datum	   *values = row.values;
 	int64		buffered = 0;
-	BcmsStats	logged;
+	BcmsLogged	logged;
 	BlockNumber nblocks;
 	double		width;
 
@@ -442,9 +454,9 @@ bcms_info(PG_FUNCTION_ARGS)
 		memset(&meta, 0, sizeof(meta));
 	else
 	{
-		bcms_add_stats(&meta, &logged);
-		/* and their rows are not on the sketch pages yet */
-		buffered = logged.items;
+		bcms_add_stats(&meta, &logged.stats);
+		/* and their updates are not on the sketch pages yet */
+		buffered = logged.updates;
 	}
 	nblocks = RelationGetNumberOfBlocks(rel);
 	buffered += ss_subbufs_total(rel, 1 + p->geom.npages, p->nbufpages,

@@ -272,6 +272,7 @@ const SSStructure bloom_structure = {
 	.kind = SS_KIND_BLOOM,
 	SS_LAYOUT(BloomState, p, BloomMetaData, params),
 	.consolidate = bloom_consolidate,
+	.combine_keys = true,
 	.stats_size = sizeof(BloomStats),
 	.add_stats = bloom_add_stats,
 	.check_columns = bloom_check_columns,

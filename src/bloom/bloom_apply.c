@@ -100,7 +100,8 @@ typedef struct HashFeed
 	const uint64 *extra;		/* elevator flush */
 	int			nextra;
 	uint64		max_hashes;		/* at least as many as run() gives */
-	int64		count;			/* hashes of the last run */
+	int64		count;			/* entries of the last run, or rows of its
+								 * records (a round's) */
 } HashFeed;
 
 /* A feed of run's hashes, of which there are at most max_hashes. */
@@ -129,7 +130,7 @@ log_feed_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 {
 	LogFeedArg *la = arg;
 
-	la->feed->count++;
+	la->feed->count += hdr->rows;
 	la->fn(bloom_record_h2(la->feed->rel, hdr, payload, NULL), la->arg);
 }
 
@@ -146,7 +147,8 @@ log_feed_run(HashFeed *feed, BloomHashFn fn, void *arg)
 
 /*
  * The elevator's sub-buffers, then a consolidation round's records (a
- * round too large for the buffer, bloom_consolidate); count: the records.
+ * round too large for the buffer, bloom_consolidate); count: the records'
+ * rows.
  */
 static void
 buffer_and_log_feed_run(HashFeed *feed, BloomHashFn fn, void *arg)
@@ -265,6 +267,7 @@ typedef struct BitCollector
 	uint32		nfiles;
 	uint32		range_pages;
 	uint64		seen;
+	uint64		rows;			/* of the round's records collected */
 } BitCollector;
 
 #define BLOOM_MAX_RANGE_PAGES	65536
@@ -713,6 +716,7 @@ collect_local_record(uint64 pos, const SSPendingHeader *hdr,
 	uint64		h2 = bloom_record_h2(bc->rel, hdr, payload, &h);
 	uint64		first = (uint64) bloom_subbuf_of(p, h) * BLOOM_PAGE_BITS;
 
+	bc->rows += hdr->rows;
 	if ((++bc->seen & 1023) == 0)
 		CHECK_FOR_INTERRUPTS();
 	for (uint32 i = 0; i < p->nhashes; i++)
@@ -925,7 +929,7 @@ bloom_parts_of(const SSPendingHeader *hdr, const char *payload, uint32 *parts,
 	SSHash		h;
 
 	bloom_record_h2(bc->rel, hdr, payload, &h);
-	bc->stats->items++;
+	bc->stats->items += hdr->rows;
 	parts[0] = bloom_subbuf_of(bc->p, h);
 	return 1;
 }
@@ -1010,7 +1014,7 @@ bloom_consolidate(SSConsolidation *c)
 
 		collector_init(&col, c->rel, p, c->nrecords);
 		ss_cons_foreach(c, collect_local_record, &col);
-		stats->items += (int64) col.seen;
+		stats->items += (int64) col.rows;
 		stats->bits_set += collector_apply(&col);
 		if (p->nsubbufs > 0)
 			stats->flushes++;	/* it did a flush's work */

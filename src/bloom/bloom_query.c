@@ -230,12 +230,24 @@ bloom_flush(PG_FUNCTION_ARGS)
 								 &bloom_structure, bloom_flush_all, true));
 }
 
+/* the rows and the records (each an insert to buffer) of the change log */
+typedef struct BloomLogged
+{
+	int64		rows;
+	int64		inserts;
+} BloomLogged;
+
 static void
 bloom_count_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 				   void *arg)
 {
+	BloomLogged *logged = arg;
+
 	if (hdr->type == SS_PENDING_KEY)
-		(*(int64 *) arg)++;
+	{
+		logged->rows += hdr->rows;
+		logged->inserts++;
+	}
 }
 
 Datum
@@ -248,7 +260,7 @@ bloom_info(PG_FUNCTION_ARGS)
 	BloomMetaData meta;
 	Datum	   *values = row.values;
 	int64		buffered = 0;
-	int64		logged;
+	BloomLogged logged;
 	BlockNumber nblocks;
 	double		m;
 	double		k;
@@ -258,8 +270,8 @@ bloom_info(PG_FUNCTION_ARGS)
 		memset(&meta, 0, sizeof(meta));
 	else
 	{
-		meta.items += logged;
-		buffered = logged;
+		meta.items += logged.rows;
+		buffered = logged.inserts;
 	}
 	nblocks = RelationGetNumberOfBlocks(rel);
 

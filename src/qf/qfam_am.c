@@ -340,6 +340,7 @@ const SSStructure qfam_structure = {
 	.kind = SS_KIND_QF,
 	SS_LAYOUT(QfamState, p, QfamMeta, params),
 	.consolidate = qfam_consolidate,
+	.combine_keys = true,
 	.admit = qfam_admit,
 	.check_columns = qfam_check_columns,
 	.check_meta = qfam_check_meta,

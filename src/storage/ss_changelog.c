@@ -484,6 +484,26 @@ batch_status(TransactionId xid)
 	return TransactionIdDidCommit(xid) ? BATCH_COMMITTED : BATCH_ABORTED;
 }
 
+/*
+ * The stored length of a key or delete record with these flags (one at
+ * most), or PG_UINT32_MAX for flags no record has.
+ */
+static inline uint32
+log_key_record_len(uint16 flags)
+{
+	switch (flags)
+	{
+		case 0:
+		case SS_LOG_REC_ROWS_WEIGHT:
+			return sizeof(SSPendingKey);
+		case SS_LOG_REC_WEIGHT1:
+			return sizeof(SSHash);
+		case SS_LOG_REC_ROWS:
+			return sizeof(SSPendingKey) + sizeof(uint64);
+	}
+	return PG_UINT32_MAX;
+}
+
 /* Read and check a batch header; false if the log moved. */
 static bool
 reader_batch(LogReader *r, uint64 end, SSLogBatchHeader *bh)
@@ -532,13 +552,13 @@ reader_records(LogReader *r, const SSLogBatchHeader *bh, SSLogRecordFn fn,
 		else if (!reader_read(r, &rh, sizeof(rh)))
 			return false;
 		if (rh.len > MaxAllocSize || MAXALIGN(rh.len) > stop - r->pos ||
-			((rh.flags & SS_LOG_REC_WEIGHT1) && rh.len != sizeof(SSHash)) ||
-			(rh.flags & ~SS_LOG_REC_WEIGHT1) != 0 ||
 			(rh.type != SS_PENDING_KEY && rh.type != SS_PENDING_DELETE &&
 			 rh.type != SS_PENDING_MERGE && rh.type != SS_PENDING_ITEM) ||
-			(rh.type != SS_PENDING_MERGE && rh.type != SS_PENDING_ITEM &&
-			 rh.len != ((rh.flags & SS_LOG_REC_WEIGHT1) ? sizeof(SSHash) :
-						sizeof(SSPendingKey))))
+			(rh.type == SS_PENDING_MERGE || rh.type == SS_PENDING_ITEM ?
+			 rh.flags != 0 :
+			 rh.len != log_key_record_len(rh.flags) ||
+			 (rh.type == SS_PENDING_DELETE &&
+			  (rh.flags & ~SS_LOG_REC_WEIGHT1) != 0)))
 			ss_log_corrupted(r->rel, r->blk, "A change log record is invalid.");
 		if (r->payload_size < Max(rh.len, sizeof(SSPendingKey)))
 		{
@@ -561,6 +581,7 @@ reader_records(LogReader *r, const SSLogBatchHeader *bh, SSLogRecordFn fn,
 		hdr.relid = RelationGetRelid(r->rel);
 		hdr.type = rh.type;
 		hdr.len = rh.len;
+		hdr.rows = 1;
 		if (rh.flags & SS_LOG_REC_WEIGHT1)
 		{
 			int64		one = 1;
@@ -568,9 +589,24 @@ reader_records(LogReader *r, const SSLogBatchHeader *bh, SSLogRecordFn fn,
 			memcpy(r->payload + sizeof(SSHash), &one, sizeof(one));
 			hdr.len = sizeof(SSPendingKey);
 		}
-		else if ((rh.type == SS_PENDING_KEY || rh.type == SS_PENDING_DELETE) &&
-				 ((const SSPendingKey *) r->payload)->weight < 0)
-			ss_log_corrupted(r->rel, r->blk, "A change log record has a negative weight.");
+		else if (rh.type == SS_PENDING_KEY || rh.type == SS_PENDING_DELETE)
+		{
+			const SSPendingKey *key = (const SSPendingKey *) r->payload;
+			uint64		rows = 1;
+
+			if (rh.flags & SS_LOG_REC_ROWS_WEIGHT)
+				rows = (uint64) key->weight;
+			else if (rh.flags & SS_LOG_REC_ROWS)
+			{
+				memcpy(&rows, r->payload + sizeof(SSPendingKey), sizeof(rows));
+				hdr.len = sizeof(SSPendingKey);
+			}
+			if (key->weight < 0)
+				ss_log_corrupted(r->rel, r->blk, "A change log record has a negative weight.");
+			if (rows < 1 || rows > PG_UINT32_MAX)
+				ss_log_corrupted(r->rel, r->blk, "A combined change log record stands for no rows or too many.");
+			hdr.rows = (uint32) rows;
+		}
 		fn(pos, &hdr, r->payload, arg);
 	}
 	if (r->pos != stop)

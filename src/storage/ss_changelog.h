@@ -99,7 +99,11 @@ typedef struct SSLogBatchHeader
  * relation (the log is the relation's own).  A key update or delete of
  * weight 1, by far the most common record, omits its weight (16 bytes of
  * hash instead of 24); readers restore it, so callbacks always get an
- * SSPendingHeader and the full payload.
+ * SSPendingHeader and the full payload.  A key record combined from several
+ * rows (ss_pending.c) says so in its flags: its rows are its weight (a
+ * structure without weights, or rows of weight 1), or follow the
+ * SSPendingKey as a uint64; readers put them in SSPendingHeader.rows,
+ * which is 1 for every other record.
  */
 typedef struct SSLogRecordHeader
 {
@@ -109,6 +113,8 @@ typedef struct SSLogRecordHeader
 } SSLogRecordHeader;
 
 #define SS_LOG_REC_WEIGHT1		0x0001	/* SSPendingKey of weight 1, hash only */
+#define SS_LOG_REC_ROWS_WEIGHT	0x0002	/* combined: rows = weight */
+#define SS_LOG_REC_ROWS			0x0004	/* combined: SSPendingKey, uint64 rows */
 
 extern Size ss_log_record_size(const SSPendingHeader *hdr, const char *payload);
 

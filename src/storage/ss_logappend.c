@@ -132,7 +132,14 @@ log_record_header(const SSPendingHeader *hdr, const char *payload,
 		SSPendingKey key;
 
 		memcpy(&key, payload, sizeof(key));
-		if (key.weight == 1)
+		if (hdr->rows > 1 && key.weight == hdr->rows)
+			rh->flags = SS_LOG_REC_ROWS_WEIGHT;
+		else if (hdr->rows > 1)
+		{
+			rh->flags = SS_LOG_REC_ROWS;
+			rh->len = sizeof(SSPendingKey) + sizeof(uint64);
+		}
+		else if (key.weight == 1)
 		{
 			/* the hash comes first: the payload's prefix is written */
 			StaticAssertStmt(offsetof(SSPendingKey, hash) == 0,
@@ -178,6 +185,8 @@ typedef struct BatchStream
 	StreamNext	next;			/* ... and what follows them */
 	SSLogRecordHeader rh;		/* the current record */
 	const char *payload;
+	/* an SS_LOG_REC_ROWS record's payload: the key, then its rows */
+	char		key_rows[sizeof(SSPendingKey) + sizeof(uint64)];
 } BatchStream;
 
 static void
@@ -221,6 +230,14 @@ stream_next_record(BatchStream *s)
 		CHECK_FOR_INTERRUPTS();
 	log_record_header(&hdr, payload, &s->rh);
 	s->payload = payload;
+	if (s->rh.flags & SS_LOG_REC_ROWS)
+	{
+		uint64		rows = hdr.rows;
+
+		memcpy(s->key_rows, payload, sizeof(SSPendingKey));
+		memcpy(s->key_rows + sizeof(SSPendingKey), &rows, sizeof(rows));
+		s->payload = s->key_rows;
+	}
 	return true;
 }
 

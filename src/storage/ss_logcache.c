@@ -44,7 +44,8 @@ typedef struct CachedRecord
 	uint64		pos;
 	uint16		type;
 	uint32		len;
-	Size		payload_off;	/* in the entry's arena */
+	uint32		payload_off;	/* in the entry's arena (under 1 GB) */
+	uint32		rows;
 } CachedRecord;
 
 typedef struct PartRef
@@ -186,7 +187,8 @@ build_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	rec->pos = pos;
 	rec->type = hdr->type;
 	rec->len = hdr->len;
-	rec->payload_off = e->arena_used;
+	rec->rows = hdr->rows;
+	rec->payload_off = (uint32) e->arena_used;
 	memcpy(e->arena + e->arena_used, payload, hdr->len);
 	e->arena_used += MAXALIGN(hdr->len);
 	for (int i = 0; i < Max(np, 1); i++)
@@ -449,6 +451,7 @@ ss_log_scan_parts(Relation rel, const SSLogSnapshot *snap, uint64 stamp,
 		hdr.relid = RelationGetRelid(rel);
 		hdr.type = rec->type;
 		hdr.len = rec->len;
+		hdr.rows = rec->rows;
 		fn(rec->pos, &hdr, e->arena + rec->payload_off, arg);
 	}
 	return true;

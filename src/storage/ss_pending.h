@@ -39,7 +39,9 @@ typedef struct SSPendingHeader
 	uint16		type;			/* SSPendingType */
 	uint16		unused;
 	uint32		len;			/* payload bytes (record is MAXALIGNed) */
-	uint32		unused2;
+	uint32		rows;			/* the rows the record stands for: 1, or
+								 * more for key records combined at
+								 * pre-commit (ss_pending.c) */
 } SSPendingHeader;
 
 typedef struct SSPendingKey
@@ -53,6 +55,7 @@ extern bool ss_slot_key(Relation rel, struct TupleTableSlot *slot,
 						int16 keylen, bool keybyval, Oid inttype, uint32 seed,
 						SSPendingKey *key);
 
+extern void ss_pending_define_settings(void);
 extern void ss_pending_init(void);
 extern void ss_pending_add(Relation rel, SSPendingType type,
 						   const void *payload, uint32 len);
@@ -66,8 +69,10 @@ extern uint64 ss_pending_count(Oid relid, uint64 *log_bytes);
  * TRUNCATE record), in insertion order.  *payload is valid until the next
  * call.
  */
+struct PendingSeq;
 typedef struct SSPendingIter
 {
+	const struct PendingSeq *seq;	/* the byte sequence read */
 	Oid			relid;
 	int64		pos;			/* logical offset of the next record */
 	int64		start;			/* first live record of relid */

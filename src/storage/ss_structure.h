@@ -182,6 +182,14 @@ typedef struct SSStructure
 	 */
 	bool		(*admit) (Relation rel, uint64 log_records, bool final);
 	/*
+	 * May a transaction's key records (SS_PENDING_KEY) of one hash be
+	 * appended as one, weights added, where no other record comes between
+	 * them (ss_pending.c)?  True for a structure whose consolidation and
+	 * readers use key records only through each hash's total weight and
+	 * rows (SSPendingHeader.rows) in such a run.
+	 */
+	bool		combine_keys;
+	/*
 	 * Optional: does someone wait for rel's committed records to be
 	 * consolidated (a LERT whose reports NOTIFY a channel)?  The
 	 * background worker then takes them after streamsketch.background_delay

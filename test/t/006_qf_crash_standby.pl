@@ -228,6 +228,9 @@ $sql = "BEGIN;\nSELECT qf_create('q_new', 'int8', capacity => 2000, fp_rate => 1
 $sql .= ins('q_new',
 	'SELECT (i % 6000)::int8 AS key FROM generate_series(1, 12000) i');
 $sql .= "COMMIT;\n";
+# consolidated (and so resized) now: combined per key, its 6,000 records
+# are too few for a background worker to take them at once
+$sql .= "SELECT qf_flush('q_new');\n";
 $primary->safe_psql('postgres', $sql);
 
 # 5b. a big filter (2^11 pages), resized at the moment of the crash below
