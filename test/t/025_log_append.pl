@@ -48,6 +48,9 @@ autovacuum = off
 # the WAL records of one commit are counted: no background worker may write
 # any in between
 streamsketch.background_consolidation = off
+# its batches repeat 30 keys, which a commit would combine into a few
+# records: the appends and failures below need batches of many pages
+streamsketch.test_combine_min_records = 2147483647
 shared_buffers = 64MB
 max_connections = 20
 max_wal_size = 1GB
