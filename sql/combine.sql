@@ -1,6 +1,7 @@
 -- A transaction's key records are combined per key before they enter the
--- change log (bcms, bloom_filter, quotient filters): the log holds one
--- record per distinct key, and every answer and count stays exact.
+-- change log (bcms, bloom_filter, quotient filters), and a cbt's input rows
+-- per group: the log holds one record per distinct key or group, and every
+-- answer and count stays exact.
 \set VERBOSITY default
 SET client_min_messages = warning;
 -- the logs below are read before any consolidation: this session's commits
@@ -156,4 +157,91 @@ SELECT items FROM bloom_info('cbf');
 SELECT count(*) FILTER (WHERE NOT bloom_contains('cbf', k)) AS missing
 FROM generate_series(0, 199) k;
 
-DROP TABLE cb, cb_ref, cbw, cbo, cbs, cbc, cbp, cbm, cq, cqc, cbf;
+-- cbt: a transaction's input rows are aggregated per group at commit by
+-- the transition functions, as a round aggregates them, and logged as one
+-- partial aggregate per group, in the order of each group's first row
+CREATE TEMP TABLE cbt_rows AS
+	SELECT g % 100 AS k, g::int8 AS v, ((g % 7) / 4.0)::float8 AS f
+	FROM generate_series(1, 100000) g;
+SELECT cbt_create('ccb', group_by => 'k int',
+                  aggregates => 'count(*) AS n, sum(v::bigint) AS sv, min(v::bigint) AS mn,
+                                 max(f::float8) AS mf, avg(v::bigint) AS av');
+CREATE TEMP VIEW ccb_expected AS
+	SELECT k, count(*) AS n, sum(v) AS sv, min(v) AS mn, max(f) AS mf, avg(v) AS av
+	FROM cbt_rows GROUP BY k;
+BEGIN;
+INSERT INTO ccb (k, v, f) SELECT k, v, f FROM cbt_rows;
+-- the transaction's own reads see its rows
+SELECT k, n, sv, mn, mf, av FROM cbt_lookup(NULL::ccb, 7);
+SELECT count(*) AS groups, sum(n) AS n FROM ccb;
+COMMIT;
+SELECT log_records FROM streamsketch_log_info('ccb');
+SELECT rows, pending_records FROM cbt_info('ccb');
+-- the table, and each group's lookup, equal GROUP BY over the same rows
+SELECT k, n, sv, mn, mf, av FROM ccb ORDER BY k LIMIT 3;
+SELECT count(*) AS groups,
+       count(*) FILTER (WHERE c.k IS NULL OR t.k IS NULL) AS missing,
+       count(*) FILTER (WHERE (c.n, c.sv, c.mn, c.mf, c.av) IS DISTINCT FROM
+                              (t.n, t.sv, t.mn, t.mf, t.av)) AS wrong
+FROM ccb_expected t FULL JOIN ccb c USING (k);
+SELECT count(*) FILTER (WHERE (l.n, l.sv, l.mn, l.mf, l.av) IS DISTINCT FROM
+                              (t.n, t.sv, t.mn, t.mf, t.av)) AS lookup_wrong
+FROM ccb_expected t LEFT JOIN LATERAL cbt_lookup(NULL::ccb, t.k) l ON true;
+-- consolidated, the tree counts every input row the partial aggregates
+-- stand for
+SELECT cbt_finalize('ccb') AS groups;
+SELECT rows, pending_records FROM cbt_info('ccb');
+SELECT count(*) FILTER (WHERE (c.n, c.sv, c.mn, c.mf, c.av) IS DISTINCT FROM
+                              (t.n, t.sv, t.mn, t.mf, t.av)) AS wrong
+FROM ccb_expected t FULL JOIN ccb c USING (k);
+
+-- savepoints: what a rolled-back subtransaction added is not combined in;
+-- a group inserted with its values (as a dump writes it) is logged as it
+-- is, after the groups of the rows before it
+SELECT cbt_create('ccp', group_by => 'k int',
+                  aggregates => 'count(*) AS n, sum(v::int) AS sv, max(v::int) AS mx');
+BEGIN;
+INSERT INTO ccp (k, v) SELECT g % 10, g FROM generate_series(1, 3000) g;
+SAVEPOINT s;
+INSERT INTO ccp (k, v) SELECT g % 10, g FROM generate_series(1, 3000) g;
+ROLLBACK TO s;
+INSERT INTO ccp VALUES (1, 5, 100000, 100000, NULL);
+INSERT INTO ccp (k, v) SELECT 1, 1 FROM generate_series(1, 10);
+COMMIT;
+SELECT log_records FROM streamsketch_log_info('ccp');
+SELECT k, n, sv, mx FROM ccp ORDER BY k;
+SELECT rows FROM cbt_info('ccp');
+SELECT cbt_finalize('ccp') AS groups;
+SELECT rows FROM cbt_info('ccp');
+SELECT k, n, sv, mx FROM ccp WHERE k IN (1, 2) ORDER BY k;
+
+-- a small work_mem: the groups held are logged whenever they fill it, so
+-- a group may have several records, and every group stays exact
+-- (2,000 groups of 10 rows each, twice over: 40,000 rows)
+SET work_mem = '64kB';
+SELECT cbt_create('ccm', group_by => 'k int', aggregates => 'count(*) AS n, sum(v::bigint) AS sv');
+INSERT INTO ccm (k, v) SELECT (g / 10) % 2000, g FROM generate_series(0, 39999) g;
+SELECT log_records > 2000 AS groups_in_several_records,
+       log_records < 8000 AS combined
+FROM streamsketch_log_info('ccm');
+RESET work_mem;
+SELECT count(*) AS groups,
+       count(*) FILTER (WHERE c.k IS NULL OR (c.n, c.sv) IS DISTINCT FROM (t.n, t.sv)) AS wrong
+FROM (SELECT (g / 10) % 2000 AS k, count(*) AS n, sum(g) AS sv
+      FROM generate_series(0, 39999) g GROUP BY 1) t
+LEFT JOIN ccm c USING (k);
+
+-- an aggregate that fails while the rows are combined fails the COMMIT,
+-- as a deferred constraint does: nothing of the transaction is committed
+CREATE AGGREGATE sum4(int4) (sfunc = int4pl, stype = int4, combinefunc = int4pl);
+SELECT cbt_create('cce', group_by => 'k int', aggregates => 'sum4(v::int) AS s');
+INSERT INTO cce (k, v) SELECT 1, 1 FROM generate_series(1, 2000);
+BEGIN;
+INSERT INTO cce (k, v) SELECT 2, 1 FROM generate_series(1, 2000);
+INSERT INTO cce (k, v) VALUES (3, 2000000000), (3, 2000000000);
+COMMIT;
+SELECT log_records FROM streamsketch_log_info('cce');
+SELECT k, s FROM cce ORDER BY k;
+
+DROP TABLE cb, cb_ref, cbw, cbo, cbs, cbc, cbp, cbm, cq, cqc, cbf, ccb, ccp, ccm, cce;
+DROP AGGREGATE sum4(int4);

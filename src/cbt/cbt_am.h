@@ -14,6 +14,7 @@
 #include "access/tableam.h"
 #include "cbt.h"
 #include "cbt_agg.h"
+#include "ss_pending.h"
 #include "streamsketch.h"
 
 /*
@@ -63,6 +64,14 @@ extern char *cbt_definition_text(Relation rel);
 extern void cbt_as_owner(Relation rel, CbtOwnerSave *save);
 extern void cbt_as_caller(CbtOwnerSave *save);
 extern void cbt_init(void);
+
+/* cbt_combine.c: SSStructure.combine_batch */
+struct SSLogSource;
+extern void cbt_combine_batch(Relation rel, const struct SSLogSource *src,
+							  void (*emit) (void *arg,
+											const SSPendingHeader *hdr,
+											const void *payload),
+							  void *emit_arg);
 
 /* cbt_scan.c */
 extern const SSScanOps cbt_scan_ops;

@@ -79,16 +79,6 @@ lookup_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	lk->rows = lappend(lk->rows, row);
 }
 
-/* Fold a record into the groups: an input row, or a group's PAO. */
-static void
-add_record(CbtGroups *groups, bool pao, const char *bytes, uint32 len)
-{
-	if (pao)
-		cbt_groups_add_pao(groups, bytes, len);
-	else
-		cbt_groups_add_row(groups, bytes, len);
-}
-
 /*
  * The tree and the log's records of the hash, consistently (a log that
  * moved while it was read is read again).  False if the table is empty
@@ -313,8 +303,9 @@ cbt_lookup(PG_FUNCTION_ARGS)
 		{
 			bytea	   *row = (bytea *) lfirst(lc);
 
-			add_record(&groups, VARDATA(row)[0], VARDATA(row) + 1,
-					   VARSIZE(row) - VARHDRSZ - 1);
+			(void) cbt_groups_add_record(&groups, lk.hash, VARDATA(row)[0],
+										 VARDATA(row) + 1,
+										 VARSIZE(row) - VARHDRSZ - 1);
 		}
 		/* the caller's own inserts, not committed yet */
 		ss_pending_iter_begin(&it, RelationGetRelid(rel));
@@ -324,8 +315,10 @@ cbt_lookup(PG_FUNCTION_ARGS)
 
 			memcpy(&h, payload, sizeof(h));
 			if (h == lk.hash)
-				add_record(&groups, hdr.type == SS_PENDING_MERGE,
-						   payload + sizeof(uint64), hdr.len - sizeof(uint64));
+				(void) cbt_groups_add_record(&groups, h,
+											 hdr.type == SS_PENDING_MERGE,
+											 payload + sizeof(uint64),
+											 hdr.len - sizeof(uint64));
 		}
 		ss_pending_iter_end(&it);
 	}

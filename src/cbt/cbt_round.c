@@ -154,13 +154,9 @@ records_fragment(CbtRound *r, CbtFragment *out)
 		CHECK_FOR_INTERRUPTS();
 		if (i > 0 && recs[i].hash != recs[i - 1].hash)
 			groups_emit(r, &r->groups, recs[i - 1].hash, &w);
-		if (recs[i].pao)
-			cbt_groups_add_pao(&r->groups, recs[i].row, recs[i].len);
-		else
-		{
-			cbt_groups_add_row(&r->groups, recs[i].row, recs[i].len);
-			r->meta.rows++;
-		}
+		r->meta.rows += cbt_groups_add_record(&r->groups, recs[i].hash,
+											  recs[i].pao, recs[i].row,
+											  recs[i].len);
 	}
 	if (r->nrecords > 0)
 		groups_emit(r, &r->groups, recs[r->nrecords - 1].hash, &w);

@@ -358,12 +358,9 @@ next_hash(CbtScanDesc *scan, uint64 *hash)
 		bool		isnull;
 		bytea	   *row = DatumGetByteaPP(slot_getattr(scan->sortslot, 3, &isnull));
 
-		if (DatumGetBool(slot_getattr(scan->sortslot, 4, &isnull)))
-			cbt_groups_add_pao(&scan->groups, VARDATA_ANY(row),
-							   VARSIZE_ANY_EXHDR(row));
-		else
-			cbt_groups_add_row(&scan->groups, VARDATA_ANY(row),
-							   VARSIZE_ANY_EXHDR(row));
+		(void) cbt_groups_add_record(&scan->groups, h,
+									 DatumGetBool(slot_getattr(scan->sortslot, 4, &isnull)),
+									 VARDATA_ANY(row), VARSIZE_ANY_EXHDR(row));
 		log_next(scan);
 	}
 	*hash = h;

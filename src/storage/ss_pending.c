@@ -11,7 +11,9 @@
  * At pre-commit, a structure that opts in (SSStructure.combine_keys) gets
  * its key records combined per hash before they are appended (see
  * pending_combine): the batch then holds one record per distinct key
- * between two other records, in a second sequence of the same kind.
+ * between two other records, in a second sequence of the same kind.  A
+ * structure with records of its own to combine (SSStructure.combine_batch,
+ * a cbt) writes that sequence itself.
  *
  *-------------------------------------------------------------------------
  */
@@ -602,49 +604,32 @@ combine_key(Combiner *c, const SSPendingKey *key, uint32 rows)
 	c->slots[i] = ++c->nentries;
 }
 
-/*
- * Combine pr's records into the combined sequence, if its structure takes
- * combined records and it has enough of them; their count and log bytes
- * in *nrecords and *log_bytes.  False if they are appended as they are.
- */
-static bool
-pending_combine(Relation rel, PendingRel *pr, uint64 *nrecords,
-				uint64 *log_bytes)
+/* Combine the key records of the source into the combined sequence. */
+static void
+combine_key_records(Oid relid, uint64 live, SSLogSource *src, Combiner *c)
 {
-	Combiner	c;
 	MemoryContext cxt;
-	MemoryContext old;
-	SSPendingIter it;
 	SSPendingHeader hdr;
 	char	   *payload;
-	uint64		live;
 	uint64		max_entries;
 	uint64		n = 0;
 
-	live = ss_pending_count(pr->relid, log_bytes);
-	if (!ss_structure_ops(rel)->combine_keys ||
-		live < (uint64) combine_min_records)
-		return false;
-
+	/* the table's; the source's buffers outlive it */
 	cxt = AllocSetContextCreate(CurrentMemoryContext,
 								"streamsketch combined records",
 								ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(cxt);
-	memset(&c, 0, sizeof(c));
-	c.relid = pr->relid;
+	c->relid = relid;
 	/* an entry and two slots of a table at most half full */
 	max_entries = (uint64) work_mem * 1024 /
 		(sizeof(CombineEntry) + 2 * sizeof(uint32));
 	max_entries = Max(Min(Min(max_entries, live), PG_INT32_MAX / 2), 1);
-	c.max_entries = (uint32) max_entries;
-	c.mask = pg_nextpower2_32(c.max_entries * 2) - 1;
-	c.entries = MemoryContextAllocHuge(cxt, sizeof(CombineEntry) * max_entries);
-	c.slots = MemoryContextAllocHuge(cxt, sizeof(uint32) * ((Size) c.mask + 1));
-	memset(c.slots, 0, sizeof(uint32) * ((Size) c.mask + 1));
+	c->max_entries = (uint32) max_entries;
+	c->mask = pg_nextpower2_32(c->max_entries * 2) - 1;
+	c->entries = MemoryContextAllocHuge(cxt, sizeof(CombineEntry) * max_entries);
+	c->slots = MemoryContextAllocHuge(cxt, sizeof(uint32) * ((Size) c->mask + 1));
+	memset(c->slots, 0, sizeof(uint32) * ((Size) c->mask + 1));
 
-	seq_clear(&combined);
-	ss_pending_iter_begin(&it, pr->relid);
-	while (ss_pending_iter_next(&it, &hdr, &payload))
+	while (src->next(src->arg, &hdr, &payload))
 	{
 		if ((++n & 1023) == 0)
 			CHECK_FOR_INTERRUPTS();
@@ -653,17 +638,75 @@ pending_combine(Relation rel, PendingRel *pr, uint64 *nrecords,
 			SSPendingKey key;
 
 			memcpy(&key, payload, sizeof(key));
-			combine_key(&c, &key, hdr.rows);
+			combine_key(c, &key, hdr.rows);
 			continue;
 		}
 		/* every key record before another record stays before it */
-		combine_flush(&c);
-		combine_emit(&c, &hdr, payload);
+		combine_flush(c);
+		combine_emit(c, &hdr, payload);
 	}
-	combine_flush(&c);
-	ss_pending_iter_end(&it);
-	MemoryContextSwitchTo(old);
+	combine_flush(c);
 	MemoryContextDelete(cxt);
+}
+
+/* combine_batch's emit: a record into the combined sequence */
+static void
+combine_batch_emit(void *arg, const SSPendingHeader *hdr, const void *payload)
+{
+	combine_emit((Combiner *) arg, hdr, payload);
+}
+
+static void
+combine_error_context(void *arg)
+{
+	errcontext("combining the changes of \"%s\" at commit",
+			   RelationGetRelationName((Relation) arg));
+}
+
+static bool pending_source_next(void *arg, SSPendingHeader *hdr,
+								char **payload);
+
+/*
+ * Combine pr's records into the combined sequence, if its structure takes
+ * combined records (its key records, or its own through combine_batch) and
+ * it has enough of them; their count and log bytes in *nrecords and
+ * *log_bytes.  False if they are appended as they are.
+ */
+static bool
+pending_combine(Relation rel, PendingRel *pr, uint64 *nrecords,
+				uint64 *log_bytes)
+{
+	const SSStructure *ops = ss_structure_ops(rel);
+	Combiner	c;
+	SSPendingIter it;
+	SSLogSource src;
+	ErrorContextCallback errcb;
+	uint64		live;
+
+	live = ss_pending_count(pr->relid, log_bytes);
+	if ((!ops->combine_keys && ops->combine_batch == NULL) ||
+		live < (uint64) combine_min_records)
+		return false;
+
+	memset(&c, 0, sizeof(c));
+	c.relid = pr->relid;
+	seq_clear(&combined);
+	ss_pending_iter_begin(&it, pr->relid);
+	src.nrecords = live;
+	src.log_bytes = *log_bytes;
+	src.arg = &it;
+	src.next = pending_source_next;
+	/* a structure's own combining may run user code, which may fail */
+	errcb.callback = combine_error_context;
+	errcb.arg = rel;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+	if (ops->combine_batch != NULL)
+		ops->combine_batch(rel, &src, combine_batch_emit, &c);
+	else
+		combine_key_records(pr->relid, live, &src, &c);
+	error_context_stack = errcb.previous;
+	ss_pending_iter_end(&it);
 	*nrecords = c.nrecords;
 	*log_bytes = c.log_bytes;
 	return true;

@@ -21,6 +21,8 @@
 #include "utils/relcache.h"
 
 struct SSConsolidation;
+struct SSLogSource;
+struct SSPendingHeader;
 
 /*
  * How a parameter is stored in the structure's state, written in a label
@@ -189,6 +191,20 @@ typedef struct SSStructure
 	 * rows (SSPendingHeader.rows) in such a run.
 	 */
 	bool		combine_keys;
+	/*
+	 * Optional, for a structure whose own records combine (a cbt's input
+	 * rows into partial aggregates): at pre-commit, read the transaction's
+	 * live records of rel from src and pass emit the records to append
+	 * instead, in an order the structure's consolidation and readers take
+	 * as the same changes.  Called only for a batch of at least the
+	 * records key combining needs (ss_pending.c); an error fails the
+	 * COMMIT.
+	 */
+	void		(*combine_batch) (Relation rel, const struct SSLogSource *src,
+								  void (*emit) (void *arg,
+												const struct SSPendingHeader *hdr,
+												const void *payload),
+								  void *emit_arg);
 	/*
 	 * Optional: does someone wait for rel's committed records to be
 	 * consolidated (a LERT whose reports NOTIFY a channel)?  The

@@ -53,6 +53,9 @@ max_wal_size = 2GB
 log_statement = none
 # the writers leave the log to the round each part triggers
 streamsketch.change_log_limit = '256MB'
+# and their rows stay rows (uncombined at commit): the rounds that crash,
+# spill and split run the transition functions over them
+streamsketch.test_combine_min_records = 2147483647
 });
 my $standby = ss_standby($node, 'standby');
 

@@ -190,8 +190,11 @@ CREATE AGGREGATE note_sum(bigint) (sfunc = note_user, stype = bigint,
 SELECT cbt_create('owned', 'k int', 'note_sum(v::bigint) AS s', root_buffer => '64kB');
 });
 my $log_offset = -s $node->logfile;
+# the rows stay rows for the worker (a commit of that many would combine
+# them, running the aggregate in the session)
 $node->safe_psql('postgres',
-	"INSERT INTO owned (k, v) SELECT g % 10, 1 FROM generate_series(1, 20000) g");
+	"SET streamsketch.test_combine_min_records = 2147483647;\n"
+	  . "INSERT INTO owned (k, v) SELECT g % 10, 1 FROM generate_series(1, 20000) g");
 $node->wait_for_log(qr/aggregate runs as/, $log_offset);
 # the worker that ran it lives on for a few idle seconds
 my $wpid = $node->safe_psql('postgres',
@@ -202,6 +205,20 @@ like(
 	'the worker runs the aggregate as the owner, restricted, with the pinned search_path');
 unlike(slurp_file($node->logfile, $log_offset), qr/aggregate runs as (?!alice)/,
 	'never as anyone else');
+
+# a commit that combines its rows runs the aggregate in the session, as the
+# owner too
+$log_offset = -s $node->logfile;
+my $spid = $node->safe_psql('postgres',
+	"INSERT INTO owned (k, v) SELECT g % 10, 1 FROM generate_series(1, 20000) g;\n"
+	  . "SELECT pg_backend_pid()");
+$node->wait_for_log(qr/combining the changes of "owned" at commit/, $log_offset);
+like(
+	slurp_file($node->logfile, $log_offset),
+	qr/\[$spid\] [^\n]*LOG:  aggregate runs as alice, search_path pg_catalog, pg_temp, restricted t\n[^\n]*\n\tcombining the changes of "owned" at commit/,
+	'combining at commit runs the aggregate as the owner, restricted, with the pinned search_path');
+unlike(slurp_file($node->logfile, $log_offset), qr/aggregate runs as (?!alice)/,
+	'never as anyone else at commit either');
 
 # ---------------------------------------------------------------------------
 # c. a worker stopped in the middle of a round
@@ -232,8 +249,10 @@ foreach my $how (qw(cancel terminate kill))
 {
 	my $from = $rows + 1;
 	$rows += 400_000;
+	# uncombined at commit, so that the worker's round is a long one
 	$node->safe_psql('postgres',
-		"INSERT INTO groups (k, v) SELECT g % 5000, g FROM generate_series($from, $rows) g");
+		"SET streamsketch.test_combine_min_records = 2147483647;\n"
+		  . "INSERT INTO groups (k, v) SELECT g % 5000, g FROM generate_series($from, $rows) g");
 	my $pid = worker_in_round();
 	isnt($pid, '', "$how: the worker is in a round of the 400,000 rows");
 	my $offset = -s $node->logfile;
