@@ -39,6 +39,7 @@ END $$;
 SELECT cp_check($$SELECT * FROM cp_views WHERE url = 'u42'$$);
 SELECT cp_check($$SELECT * FROM cp_views WHERE 'u7' = url$$);
 SELECT cp_check($$SELECT hits FROM cp_views WHERE url = 'nope'$$);
+SELECT cp_check($$SELECT tableoid::regclass, url FROM cp_views WHERE url = 'u1'$$);
 -- another column's qual filters the group found
 SELECT cp_check($$SELECT * FROM cp_views WHERE url = 'u42' AND hits > 100$$);
 SELECT cp_check($$SELECT * FROM cp_views WHERE url = 'u42' AND hits = 20$$);
@@ -66,6 +67,11 @@ SELECT cp_check($$SELECT * FROM cp_views WHERE url = url || '' AND hits < 20$$);
 -- a text key with a non-default collation
 SELECT cp_check($$SELECT * FROM cp_views WHERE url = 'u5' COLLATE "C"$$);
 SELECT cp_check($$SELECT * FROM cp_views WHERE url = 'u5' COLLATE "POSIX"$$);
+SELECT cbt_create('cp_coll', group_by => 'name text COLLATE "C"',
+    aggregates => 'count(*) AS n');
+INSERT INTO cp_coll (name) VALUES ('a'), ('a'), ('B'), ('b');
+SELECT cp_check($$SELECT * FROM cp_coll WHERE name = 'a'$$);
+SELECT cp_check($$SELECT * FROM cp_coll WHERE name IN ('b', 'B' COLLATE "default")$$);
 
 -- prepared, with a generic plan
 SET plan_cache_mode = force_generic_plan;
@@ -112,7 +118,7 @@ RESET row_security;
 RESET ROLE;
 
 DROP POLICY cp_some ON cp_views;
-DROP TABLE cp_views, cp_multi;
+DROP TABLE cp_views, cp_multi, cp_coll;
 DROP FUNCTION cp_check(text);
 DROP ROLE cp_reader;
 DROP ROLE cp_stranger;

@@ -190,7 +190,8 @@ add_lookup_path(PlannerInfo *root, RelOptInfo *rel, Relation relation,
 	cp->path.total_cost = qcost.startup +
 		n * ((height + 2) * random_page_cost + cpu_tuple_cost) +
 		cp->path.rows * (qcost.per_tuple + rel->reltarget->cost.per_tuple);
-	cp->flags = 0;
+	/* ExecScan projects */
+	cp->flags = CUSTOMPATH_SUPPORT_PROJECTION;
 	cp->methods = &cbt_path_methods;
 	add_path(rel, &cp->path);
 }
@@ -450,6 +451,7 @@ cbt_lookup_next(ScanState *ss)
 		if (tuple != NULL)
 		{
 			ExecForceStoreHeapTuple(tuple, slot, false);
+			slot->tts_tableOid = RelationGetRelid(rel);
 			return slot;
 		}
 	}
@@ -468,14 +470,11 @@ cbt_exec(CustomScanState *node)
 	return ExecScan(&node->ss, cbt_lookup_next, cbt_lookup_recheck);
 }
 
+/* (the contexts go with the query's) */
 static void
 cbt_end(CustomScanState *node)
 {
-	CbtLookupState *ls = (CbtLookupState *) node;
-
 	ExecClearTuple(node->ss.ss_ScanTupleSlot);
-	MemoryContextDelete(ls->rowcxt);
-	MemoryContextDelete(ls->keycxt);
 }
 
 /* new parameter values (a nested loop's next outer row): new keys */
