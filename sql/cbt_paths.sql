@@ -86,7 +86,17 @@ EXECUTE cp_q(2, 4);
 SET streamsketch.enable_lookup_scan = off;
 EXECUTE cp_q(2, 4);
 RESET streamsketch.enable_lookup_scan;
+PREPARE cp_a(text[]) AS SELECT url, hits FROM cp_views WHERE url = ANY ($1);
+EXPLAIN (COSTS OFF) EXECUTE cp_a('{u3,u4}');
+EXECUTE cp_a('{u3,u4,u3,NULL}');
+EXECUTE cp_a(NULL);
 RESET plan_cache_mode;
+-- date against timestamp: the cast could fail where the comparison does not
+SELECT cbt_create('cp_days', group_by => 'ts timestamp', aggregates => 'count(*) AS n');
+INSERT INTO cp_days (ts) VALUES ('2026-01-01'), ('2026-01-01'), ('2026-01-02 10:00');
+SELECT cp_check($$SELECT * FROM cp_days WHERE ts = '2026-01-01'::date$$);
+SELECT cp_check($$SELECT * FROM cp_days WHERE ts = '5000000-01-01'::date$$);
+SELECT cp_check($$SELECT * FROM cp_days WHERE ts = '2026-01-01'$$);
 
 -- a join: the outer VALUES probe the groups one by one
 SELECT cp_check($$SELECT v.column1, c.hits FROM (VALUES ('u1'), ('u2'), ('none'), ('u1')) v LEFT JOIN cp_views c ON c.url = v.column1$$);
@@ -118,7 +128,7 @@ RESET row_security;
 RESET ROLE;
 
 DROP POLICY cp_some ON cp_views;
-DROP TABLE cp_views, cp_multi, cp_coll;
+DROP TABLE cp_views, cp_multi, cp_coll, cp_days;
 DROP FUNCTION cp_check(text);
 DROP ROLE cp_reader;
 DROP ROLE cp_stranger;

@@ -12,7 +12,8 @@
  * A qual is used only where it selects exactly the groups the scan would
  * return: its operator is the key type's equality (cbt_agg.c compares
  * keys with it) or a cross-type equality of the same btree family whose
- * other type casts implicitly to the key's (as cbt_lookup casts keys),
+ * other type casts implicitly and exactly to the key's (as cbt_lookup
+ * casts keys),
  * and its collation is the key's or, both deterministic, equality alike.
  * A NULL value matches nothing, as `=` does.
  *
@@ -65,6 +66,23 @@ value_type(const SSColumnClause *c)
 	return c->is_array ? get_element_type(t) : t;
 }
 
+/* Is every value of type from one of type to, cast exactly? */
+static bool
+exact_widening(Oid from, Oid to)
+{
+	switch (to)
+	{
+		case INT8OID:
+			return from == INT4OID || from == INT2OID;
+		case INT4OID:
+			return from == INT2OID;
+		case FLOAT8OID:
+			return from == FLOAT4OID;
+		default:
+			return false;
+	}
+}
+
 /* Does c select exactly the groups of key k whose key equals its value? */
 static bool
 key_clause(const CbtDef *def, const CbtRuntime *rt, int k,
@@ -83,16 +101,17 @@ key_clause(const CbtDef *def, const CbtRuntime *rt, int k,
 		 get_op_opfamily_strategy(c->opno, tc->btree_opf) != BTEqualStrategyNumber ||
 		 !IsBinaryCoercible(key->type, c->lefttype)))
 		return false;
-	/* the value becomes a key as cbt_lookup's arguments do */
-	if (vt != key->type)
-	{
-		CoercionPathType path = find_coercion_pathway(key->type, vt,
-													  COERCION_IMPLICIT,
-													  &funcid);
-
-		if (path != COERCION_PATH_RELABELTYPE && path != COERCION_PATH_FUNC)
-			return false;
-	}
+	/*
+	 * The value becomes a key as cbt_lookup's arguments do, by an implicit
+	 * cast: one that can neither fail nor change the value, so that the
+	 * lookup finds what the operator would (a date's cast to timestamp can
+	 * fail where date = timestamp is false).
+	 */
+	if (vt != key->type &&
+		find_coercion_pathway(key->type, vt, COERCION_IMPLICIT,
+							  &funcid) != COERCION_PATH_RELABELTYPE &&
+		!exact_widening(vt, key->type))
+		return false;
 	if (c->inputcollid != key->collation &&
 		(!OidIsValid(c->inputcollid) || !OidIsValid(key->collation) ||
 		 !get_collation_isdeterministic(c->inputcollid) ||
