@@ -17,6 +17,7 @@
 #include "qf/qfam.h"
 #include "ss_changelog.h"
 #include "ss_pending.h"
+#include "ss_planner.h"
 #include "ss_progress.h"
 #include "ss_worker.h"
 #include "streamsketch.h"
@@ -52,6 +53,7 @@ _PG_init(void)
 		if (structures[i]->init)
 			structures[i]->init();
 	}
+	ss_planner_init(structures, lengthof(structures));
 	ss_worker_init();
 	ss_progress_init();
 	ss_params_find_rejected();

@@ -475,6 +475,7 @@ const SSStructure cbt_structure = {
 	.label_set = cbt_label_set,
 	.rebind = cbt_rebind,
 	.scan = &cbt_scan_ops,
+	.paths = &cbt_path_ops,
 	.combine_batch = cbt_combine_batch,
 	.tuple_insert = cbt_tuple_insert,
 };

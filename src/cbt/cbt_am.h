@@ -76,4 +76,11 @@ extern void cbt_combine_batch(Relation rel, const struct SSLogSource *src,
 /* cbt_scan.c */
 extern const SSScanOps cbt_scan_ops;
 
+/* cbt_lookup.c: one group by its keys (of the key columns' types) */
+extern HeapTuple cbt_lookup_tuple(Relation rel, TupleDesc desc,
+								  const Datum *keys, const bool *keynulls);
+
+/* cbt_path.c: SSStructure.paths */
+extern const SSPathOps cbt_path_ops;
+
 #endif							/* CBT_AM_H */

@@ -215,19 +215,15 @@ key_arguments(FunctionCallInfo fcinfo, Datum **values, bool **isnull,
 }
 
 /*
- * cbt_lookup(NULL::table, VARIADIC keys "any") returns SETOF table
- *
- * The group whose keys equal the arguments (NULL matches the NULL group,
- * as GROUP BY), as one row of the table, or no row.  The keys are
- * separate arguments, or an array's elements after VARIADIC.  The first argument
- * only names the table by its row type, so that the result is of that
- * type.  Not STRICT: that argument is NULL, and so may a key be.
+ * The group whose keys (of the key columns' types) are keys/keynulls,
+ * finalized into a tuple of desc (the table's row type), or NULL when
+ * there is none.  Shared by cbt_lookup and the planner's lookup scan
+ * (cbt_path.c); allocates in the current memory context.
  */
-Datum
-cbt_lookup(PG_FUNCTION_ARGS)
+HeapTuple
+cbt_lookup_tuple(Relation rel, TupleDesc desc, const Datum *keys,
+				 const bool *keynulls)
 {
-	Oid			relid = ss_sql_rowtype_relid(fcinfo, "cbt_lookup", "cbt");
-	Relation	rel = ss_sql_open_keyed(relid, "cbt_lookup()", &cbt_structure);
 	CbtRuntime *rt = cbt_runtime(rel);
 	const CbtDef *def = rt->def;
 	CbtState   *st = cbt_get_state(rel);
@@ -235,25 +231,10 @@ cbt_lookup(PG_FUNCTION_ARGS)
 	Lookup		lk;
 	CbtGroups	groups;
 	CbtOwnerSave save;
-	TupleDesc	desc;
 	Datum	   *values;
 	bool	   *isnull;
 	ListCell   *lc;
-	Datum	   *args;
-	bool	   *argnull;
-	Oid			elemtype;
-	int			nargs;
-
-	nargs = key_arguments(fcinfo, &args, &argnull, &elemtype);
-	if (nargs != def->nkeys)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg_plural("cbt \"%s\" has %d group key, cbt_lookup got %d",
-							   "cbt \"%s\" has %d group keys, cbt_lookup got %d",
-							   def->nkeys,
-							   RelationGetRelationName(rel), def->nkeys, nargs)));
-
-	desc = ss_sql_rows_result(fcinfo, rel, "cbt_lookup");
+	HeapTuple	tuple = NULL;
 
 	/* the key, in the input slot's key columns, and its hash */
 	key = rt->input_slot;
@@ -265,18 +246,8 @@ cbt_lookup(PG_FUNCTION_ARGS)
 	}
 	for (int k = 0; k < def->nkeys; k++)
 	{
-		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel),
-											  rt->input_src[k]);
-
-		key->tts_isnull[k] = argnull[k];
-		if (!argnull[k])
-			key->tts_values[k] =
-				ss_coerce_argument(args[k],
-								   OidIsValid(elemtype) ? elemtype :
-								   get_fn_expr_argtype(fcinfo->flinfo, k + 1),
-								   att->atttypid, att->atttypmod,
-								   "key", k + 1, NameStr(att->attname),
-								   "cbt_lookup");
+		key->tts_isnull[k] = keynulls[k];
+		key->tts_values[k] = keynulls[k] ? (Datum) 0 : keys[k];
 	}
 	ExecStoreVirtualTuple(key);
 
@@ -331,7 +302,6 @@ cbt_lookup(PG_FUNCTION_ARGS)
 	{
 		Datum	   *results;
 		bool	   *rnull;
-		HeapTuple	tuple;
 
 		if (!cbt_agg_keys_equal(rt->run, groups.keys[gi], key))
 			continue;
@@ -355,13 +325,68 @@ cbt_lookup(PG_FUNCTION_ARGS)
 			isnull[rt->result_attno[a]] = rnull[a];
 		}
 		tuple = heap_form_tuple(desc, values, isnull);
-		tuplestore_puttuple(((ReturnSetInfo *) fcinfo->resultinfo)->setResult,
-							tuple);
 		break;
 	}
 	cbt_groups_free(&groups);
 	cbt_as_caller(&save);
 	ExecClearTuple(key);
+	return tuple;
+}
+
+/*
+ * cbt_lookup(NULL::table, VARIADIC keys "any") returns SETOF table
+ *
+ * The group whose keys equal the arguments (NULL matches the NULL group,
+ * as GROUP BY), as one row of the table, or no row.  The keys are
+ * separate arguments, or an array's elements after VARIADIC.  The first argument
+ * only names the table by its row type, so that the result is of that
+ * type.  Not STRICT: that argument is NULL, and so may a key be.
+ */
+Datum
+cbt_lookup(PG_FUNCTION_ARGS)
+{
+	Oid			relid = ss_sql_rowtype_relid(fcinfo, "cbt_lookup", "cbt");
+	Relation	rel = ss_sql_open_keyed(relid, "cbt_lookup()", &cbt_structure);
+	CbtRuntime *rt = cbt_runtime(rel);
+	const CbtDef *def = rt->def;
+	TupleDesc	desc;
+	Datum	   *keys;
+	Datum	   *args;
+	bool	   *argnull;
+	Oid			elemtype;
+	int			nargs;
+	HeapTuple	tuple;
+
+	nargs = key_arguments(fcinfo, &args, &argnull, &elemtype);
+	if (nargs != def->nkeys)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg_plural("cbt \"%s\" has %d group key, cbt_lookup got %d",
+							   "cbt \"%s\" has %d group keys, cbt_lookup got %d",
+							   def->nkeys,
+							   RelationGetRelationName(rel), def->nkeys, nargs)));
+
+	desc = ss_sql_rows_result(fcinfo, rel, "cbt_lookup");
+
+	keys = palloc0(sizeof(Datum) * Max(nargs, 1));
+	for (int k = 0; k < def->nkeys; k++)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel),
+											  rt->input_src[k]);
+
+		if (!argnull[k])
+			keys[k] =
+				ss_coerce_argument(args[k],
+								   OidIsValid(elemtype) ? elemtype :
+								   get_fn_expr_argtype(fcinfo->flinfo, k + 1),
+								   att->atttypid, att->atttypmod,
+								   "key", k + 1, NameStr(att->attname),
+								   "cbt_lookup");
+	}
+	tuple = cbt_lookup_tuple(rel, desc, keys, argnull);
+	if (tuple != NULL)
+		tuplestore_puttuple(((ReturnSetInfo *) fcinfo->resultinfo)->setResult,
+							tuple);
 	relation_close(rel, AccessShareLock);
 	return (Datum) 0;
 }

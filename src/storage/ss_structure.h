@@ -117,6 +117,25 @@ typedef struct SSScanOps
 	void		(*stop) (struct SSScanDesc *scan);
 } SSScanOps;
 
+/*
+ * Plain SQL reads other than the scan (ss_planner.c), for a structure that
+ * can answer some quals without reading every row (a cbt's group keys):
+ * add_paths adds CustomPaths of methods' scan (registered at load) to a
+ * base relation of the structure, relation opened, when
+ * streamsketch.enable_lookup_scan is on; the planner keeps the cheapest,
+ * the scan included.
+ */
+struct PlannerInfo;
+struct RelOptInfo;
+struct RangeTblEntry;
+struct CustomScanMethods;
+typedef struct SSPathOps
+{
+	void		(*add_paths) (struct PlannerInfo *root, struct RelOptInfo *rel,
+							  struct RangeTblEntry *rte, Relation relation);
+	const struct CustomScanMethods *methods;
+} SSPathOps;
+
 /* Where check_params' parameters came from. */
 typedef enum SSParamSource
 {
@@ -263,6 +282,7 @@ typedef struct SSStructure
 	 */
 	void		(*rebind) (Relation rel);
 	const struct SSScanOps *scan;	/* optional: the rows a scan returns */
+	const struct SSPathOps *paths;	/* optional: reads the planner may pick */
 	/*
 	 * Optional: VACUUM FULL's and CLUSTER's copy of OldTable's pages into
 	 * NewTable's main fork, for a structure that has space to give back;
