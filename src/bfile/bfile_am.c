@@ -378,6 +378,13 @@ check_bucket(const BfileBucket *b, BlockNumber end, const char *what)
 		elog(ERROR, "the %s is out of range", what);
 }
 
+/* The planner's row estimate: the rows in the sample. */
+static double
+bfile_estimate_rows(const void *metap)
+{
+	return (double) ((const BfileMeta *) metap)->size;
+}
+
 static void
 bfile_check_meta(Relation rel, const void *metap)
 {
@@ -479,6 +486,7 @@ const SSStructure bfile_structure = {
 	.consolidate = bfile_consolidate,
 	.check_columns = bfile_state_columns,
 	.check_meta = bfile_check_meta,
+	.estimate_rows = bfile_estimate_rows,
 	.init_meta = bfile_init_meta,
 	SS_PARAMS(bfile_params),
 	.check_params = bfile_check_params,

@@ -322,6 +322,18 @@ cbt_state_columns(Relation rel, void *st)
 		state_set_columns(rel, (CbtState *) st);
 }
 
+/*
+ * The planner's row estimate: the groups the last cbt_finalize counted,
+ * else the rows in the tree (at least as many as its groups).
+ */
+static double
+cbt_estimate_rows(const void *metap)
+{
+	const CbtMeta *m = (const CbtMeta *) metap;
+
+	return (double) (m->groups_estimate > 0 ? m->groups_estimate : m->rows);
+}
+
 static void
 cbt_check_meta(Relation rel, const void *metap)
 {
@@ -467,6 +479,7 @@ const SSStructure cbt_structure = {
 	.consolidate = cbt_consolidate,
 	.check_columns = cbt_state_columns,
 	.check_meta = cbt_check_meta,
+	.estimate_rows = cbt_estimate_rows,
 	.params_from_meta = cbt_params_from_meta,
 	.init_meta = cbt_init_meta,
 	SS_PARAMS(cbt_params),

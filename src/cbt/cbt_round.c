@@ -869,6 +869,7 @@ cbt_round_finalize(CbtRound *r)
 	set_root(r, refs);
 	r->meta.generation = r->generation;
 	r->meta.finalizes++;
+	r->meta.groups_estimate = groups;
 	cbt_test_crash(r->rel, CBT_CRASH_FINALIZE_WRITTEN);
 	install(r);
 	return groups;

@@ -282,6 +282,13 @@ lert_state_columns(Relation rel, void *stp)
 	}
 }
 
+/* The planner's row estimate: the reports (a scan's rows). */
+static double
+lert_estimate_rows(const void *metap)
+{
+	return (double) ((const LertMeta *) metap)->nreports;
+}
+
 /*
  * The invariants of a LERT metapage the code relies on: parameters in
  * range and derived as lert_derive does, every extent inside the blocks
@@ -529,6 +536,7 @@ const SSStructure lert_structure = {
 	.add_stats = lert_add_stats,
 	.check_columns = lert_state_columns,
 	.check_meta = lert_check_meta,
+	.estimate_rows = lert_estimate_rows,
 	.init_meta = lert_init_meta,
 	SS_PARAMS(lert_params),
 	.check_params = lert_check_params,

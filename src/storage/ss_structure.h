@@ -241,6 +241,11 @@ typedef struct SSStructure
 	 */
 	void		(*check_meta) (Relation rel, const void *meta);
 	/*
+	 * Optional, for a structure whose scan returns rows: how many, from its
+	 * metapage's contents (the planner's estimate, relation_estimate_size).
+	 */
+	double		(*estimate_rows) (const void *meta);
+	/*
 	 * Optional: the state's part of a checked metapage's contents, for a
 	 * structure whose state holds more than the parameters; it calls
 	 * ss_params_from_meta, which is what the storage layer does without it.

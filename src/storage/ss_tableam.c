@@ -849,14 +849,30 @@ ss_relation_needs_toast_table(Relation rel)
 	return false;
 }
 
+/*
+ * The planner's estimate: the pages, and the rows a scan returns as the
+ * structure's metapage counts them (a lert's reports, a bfile's sample, a
+ * cbt's rows); none for the structures whose scan returns nothing.  One
+ * read of the metapage; what waits in the change log is not counted.
+ */
 static void
 ss_relation_estimate_size(Relation rel, int32 *attr_widths,
 						  BlockNumber *pages, double *tuples,
 						  double *allvisfrac)
 {
+	const SSStructure *s = ss_structure_ops(rel);
+
 	*pages = RelationGetNumberOfBlocks(rel);
 	*tuples = 0;
 	*allvisfrac = 0;
+	if (s != NULL && s->estimate_rows != NULL && *pages > 0)
+	{
+		void	   *meta = palloc(s->meta_size);
+
+		if (ss_read_structure_meta(rel, s, meta))
+			*tuples = s->estimate_rows(meta);
+		pfree(meta);
+	}
 }
 
 static bool
