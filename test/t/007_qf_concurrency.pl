@@ -194,10 +194,12 @@ SELECT '$t: ' || count(*) || ' present, ' ||
 	return $node->safe_psql('postgres', $sql);
 }
 
+# (each filter consolidated first: qf_info describes the levels as
+# consolidated)
 sub info_vs_log
 {
 	return $node->safe_psql(
-		'postgres', q{
+		'postgres', join('', map { ss_qf_flush_sql($_) } @tables) . q{
 SELECT string_agg(t, ', ') FROM (
   SELECT l.tbl || ': ' || i.items || '/' || i.total_count || ' logged ' ||
          l.items || '/' || l.n AS t,
@@ -216,6 +218,7 @@ ok($ok, 'concurrent run 1 (pgbench)') or diag("$out\n$err");
 like($out, qr/number of transactions actually processed: 600\b/,
 	'run 1: every transaction processed')
   or diag($out);
+$node->safe_psql('postgres', join('', map { ss_qf_flush_sql($_) } @tables));
 my $resizes1 = $node->safe_psql('postgres',
 	"SELECT string_agg(resizes::text, ' ' ORDER BY t) FROM unnest(ARRAY['c_cnt', 'c_int', 'c_rs']) t, qf_info(t::regclass)");
 ok( $node->safe_psql('postgres',

@@ -242,6 +242,7 @@ $primary->safe_psql('postgres', $sql);
 # qf_resize (merges every level into one twice as large) and qf_merge of a
 # cascade filter of several levels into another
 $primary->safe_psql('postgres', "SELECT qf_resize('cf4'), qf_resize('bqf')");
+$primary->safe_psql('postgres', ss_qf_flush_sql('cf_src'));
 like($primary->safe_psql('postgres', "SELECT levels FROM qf_info('cf_src')"),
 	qr/^[2-9]$/, 'cf_src has several levels');
 # (500 of the source's keys again, in its level 0 while the others are in
@@ -389,7 +390,8 @@ same_answers(answers($standby), $before, 'standby after many merges');
 
 # the unlogged filter merges too
 $primary->safe_psql('postgres',
-	'INSERT INTO cf_unl SELECT i FROM generate_series(1, 30000) i');
+	'INSERT INTO cf_unl SELECT i FROM generate_series(1, 30000) i;'
+	  . ss_qf_flush_sql('cf_unl'));
 like( $primary->safe_psql('postgres',
 		"SELECT levels || ' ' || (resizes > 0) || ' ' || total_count FROM qf_info('cf_unl')"),
 	qr/^[2-9] true 30000$/,
@@ -469,7 +471,7 @@ sub crash_check
 	my $inflight = $clients * 201;
 	foreach my $t (@busy)
 	{
-		$s .= qq{
+		$s .= ss_qf_flush_sql($t) . qq{
 WITH e AS (SELECT key, sum(n) AS n FROM exact WHERE tbl = '$t' GROUP BY key),
      c AS (SELECT k.key, coalesce(e.n, 0) AS n, e.key IS NOT NULL AS logged,
                   qf_count('$t', k.key) AS est,
@@ -508,7 +510,8 @@ is( $primary->safe_psql('postgres',
 		'SELECT count(*) FILTER (WHERE qf_contains(\'cf_unl\', i::int8)) FROM generate_series(1, 30000) i'),
 	'0', 'cf_unl: no key left after the crash');
 $primary->safe_psql('postgres',
-	'INSERT INTO cf_unl SELECT i FROM generate_series(1, 20000) i; INSERT INTO cf_unl VALUES (7), (7)');
+	'INSERT INTO cf_unl SELECT i FROM generate_series(1, 20000) i; INSERT INTO cf_unl VALUES (7), (7);'
+	  . ss_qf_flush_sql('cf_unl'));
 is( $primary->safe_psql(
 		'postgres', q{
 SELECT qf_count('cf_unl', 7::int8) || ' ' ||
@@ -538,9 +541,11 @@ for my $i (1 .. 60)
 	  if $i % 10 == 0;
 	$sql .= "COMMIT;\n";
 }
+my @merging = ('bqf', 'cf16', 'cf2', 'cf4', 'cf_cnt');
+$primary->safe_psql('postgres', join('', map { ss_qf_flush_sql($_) } @merging));
 my $m0 = $primary->safe_psql('postgres',
 	"SELECT sum(resizes) FROM unnest(ARRAY['bqf', 'cf16', 'cf2', 'cf4', 'cf_cnt']) t, qf_info(t::regclass)");
-$primary->safe_psql('postgres', $sql);
+$primary->safe_psql('postgres', $sql . join('', map { ss_qf_flush_sql($_) } @merging));
 cmp_ok(
 	$primary->safe_psql('postgres',
 		"SELECT sum(resizes) FROM unnest(ARRAY['bqf', 'cf16', 'cf2', 'cf4', 'cf_cnt']) t, qf_info(t::regclass)"),
