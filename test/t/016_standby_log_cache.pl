@@ -29,6 +29,8 @@ shared_buffers = 32MB
 max_prepared_transactions = 2
 # writers never consolidate: the log grows until VACUUM
 streamsketch.change_log_limit = '1GB'
+# nor does a background worker (it would after background_quiet_time)
+streamsketch.background_consolidation = off
 });
 $primary->safe_psql(
 	'postgres', q{
