@@ -88,12 +88,7 @@ STRUCTS = {
 
 
 def server(background):
-    gucs = dict(L.MEASURE_GUCS, shared_buffers=f"{C['SB_MB']}MB")
-    gucs["streamsketch.background_consolidation"] = "on" if background else "off"
-    L.server_stop()
-    L.write_conf(gucs)
-    L.sh(L.as_pg(f"{L.PGBIN}/pg_ctl -D {L.PGDATA} -l {L.LOG} -w -t 600 start >/dev/null"))
-    L.server_mode = "background"
+    L.restart_measuring(C["SB_MB"], background, "background")
 
 
 def worker_rounds():

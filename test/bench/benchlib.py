@@ -299,6 +299,18 @@ def server_stop():
         server_mode = None
 
 
+def restart_measuring(sb_mb, background, mode):
+    """The measuring server (no memory cgroup), restarted with
+    shared_buffers sb_mb and streamsketch's background workers on or off."""
+    global server_mode
+    gucs = dict(MEASURE_GUCS, shared_buffers=f"{sb_mb}MB")
+    gucs["streamsketch.background_consolidation"] = "on" if background else "off"
+    server_stop()
+    write_conf(gucs)
+    sh(as_pg(f"{PGBIN}/pg_ctl -D {PGDATA} -l {LOG} -w -t 600 start >/dev/null"))
+    server_mode = mode
+
+
 def restart(mode, drop=True):
     server_stop()
     if drop:

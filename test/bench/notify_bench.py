@@ -125,13 +125,7 @@ def dump(results):
 
 
 def server(background):
-    gucs = dict(L.MEASURE_GUCS, shared_buffers=f"{C['SB_MB']}MB")
-    if not background:
-        gucs["streamsketch.background_consolidation"] = "off"
-    L.server_stop()
-    L.write_conf(gucs)
-    L.sh(L.as_pg(f"{L.PGBIN}/pg_ctl -D {L.PGDATA} -l {L.LOG} -w -t 600 start >/dev/null"))
-    L.server_mode = "notify"
+    L.restart_measuring(C["SB_MB"], background, "notify")
 
 
 def background_stats():
