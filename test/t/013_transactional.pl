@@ -480,9 +480,21 @@ foreach my $s (@structures)
 	}
 
 	# a COMMIT canceled while it appends a 5-million-row batch (cancels
-	# are allowed until the batch is complete)
-	my $h = ss_start_bg($node, 'BEGIN', insert_sql($t, 0, 29, 166_667), 'COMMIT');
-	ss_stop_bg($h, 'cancel');
+	# are allowed until the batch is complete): held in the middle of the
+	# append (streamsketch.test_log_append_wait) by an advisory lock this
+	# test holds, so that the cancel lands there on any machine
+	my $wait_key = 13013;
+	my $holder = $node->background_psql('postgres');
+	$holder->query_safe("SELECT pg_advisory_lock($wait_key)");
+	my $h = ss_start_bg($node,
+		"SET streamsketch.test_log_append_wait = $wait_key",
+		'BEGIN', insert_sql($t, 0, 29, 166_667), 'COMMIT');
+	$node->poll_query_until('postgres',
+		"SELECT wait_event = 'advisory' FROM pg_stat_activity WHERE pid = '$h->{pid}'")
+	  or die "$t: the COMMIT never reached the held point of its append";
+	ss_stop_bg($h, 'cancel', 0);
+	$holder->query_safe("SELECT pg_advisory_unlock($wait_key)");
+	$holder->quit;
 	is($h->{error}, $SS_CANCELED, "$t: COMMIT canceled during its append");
 	is(answer($node, $s, $t), $before,
 		"$t: answers unchanged after a canceled COMMIT");
