@@ -42,3 +42,27 @@ SELECT pg_temp.plan_rows('SELECT * FROM public.e_bfile') =
 CREATE TABLE e_bcms (k int) USING bcms;
 INSERT INTO e_bcms SELECT g FROM generate_series(1, 1000) g;
 SELECT pg_temp.plan_rows('SELECT * FROM public.e_bcms') AS bcms_rows;
+
+-- ANALYZE samples the rows the scans return: the planner gets their
+-- columns' distinct values and widths (a group key is unique; every
+-- group of the cbt counts 20 rows: one distinct count)
+ANALYZE e_cbt, e_lert, e_bfile, e_bcms;
+SELECT tablename, attname, null_frac, avg_width, n_distinct
+FROM pg_stats WHERE tablename IN ('e_cbt', 'e_lert', 'e_bfile', 'e_bcms')
+ORDER BY tablename, attname;
+-- and counts them (the bfile's sample size is random: compared)
+SELECT relname, CASE WHEN relname = 'e_bfile'
+	THEN 'the sample: ' || (reltuples = (SELECT n FROM e_sample))
+	ELSE reltuples::text END AS reltuples
+FROM pg_class WHERE relname IN ('e_cbt', 'e_lert', 'e_bfile', 'e_bcms')
+ORDER BY relname;
+-- the lert's reports are 300 keys: a join's estimate uses their distinct
+-- values (300 rows joined with 300 distinct keys on each side)
+SELECT pg_temp.plan_rows('SELECT * FROM public.e_lert a JOIN public.e_lert b USING (key)')
+	AS lert_self_join_rows;
+
+-- TABLESAMPLE picks blocks and offsets, meaningless in a structure's file:
+-- refused where the scan has rows, empty where it has none
+SELECT * FROM e_cbt TABLESAMPLE BERNOULLI (50);
+SELECT * FROM e_bfile TABLESAMPLE SYSTEM (50) REPEATABLE (1);
+SELECT count(*) FROM e_bcms TABLESAMPLE BERNOULLI (100);

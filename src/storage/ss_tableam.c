@@ -808,11 +808,24 @@ ss_relation_vacuum(Relation rel, struct VacuumParams *params,
 						 0, 0);
 }
 
+/*
+ * ANALYZE samples the rows a scan returns (a cbt's groups, a lert's
+ * reports, a bfile's sample), so that the planner has their columns'
+ * distinct values, frequencies and widths.  Where a row lives in the file
+ * says nothing about it, so the first block the block sampler asks for
+ * yields every row (its reservoir keeps a uniform sample of them) and the
+ * others none.  The sampler's total is exact while the file has no more
+ * blocks than the rows it samples, and overestimated beyond; the planner
+ * takes a structure's row count from its metapage instead
+ * (ss_relation_estimate_size).  A sketch or filter has no rows.
+ */
 static bool
 ss_scan_analyze_next_block(TableScanDesc scan, BlockNumber blockno,
 						   BufferAccessStrategy bstrategy)
 {
-	return false;
+	if (ss_structure_ops(scan->rs_rd)->scan == NULL)
+		return false;
+	return !((SSScanDesc *) scan)->started;
 }
 
 static bool
@@ -820,7 +833,10 @@ ss_scan_analyze_next_tuple(TableScanDesc scan, TransactionId OldestXmin,
 						   double *liverows, double *deadrows,
 						   TupleTableSlot *slot)
 {
-	return false;
+	if (!ss_rows_scan_getnextslot(scan, ForwardScanDirection, slot))
+		return false;
+	*liverows += 1;
+	return true;
 }
 
 static double
@@ -875,9 +891,25 @@ ss_relation_estimate_size(Relation rel, int32 *attr_widths,
 	}
 }
 
+/*
+ * TABLESAMPLE picks blocks and tuple offsets, which mean nothing in a
+ * structure's file: refused where a scan has rows to sample (a bfile's
+ * documented way is bfile_subsample), and empty like the scan where it
+ * has none.
+ */
 static bool
 ss_scan_sample_next_block(TableScanDesc scan, struct SampleScanState *scanstate)
 {
+	Relation	rel = scan->rs_rd;
+
+	if (ss_structure_ops(rel)->scan == NULL)
+		return false;
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("TABLESAMPLE is not supported on %s table \"%s\"",
+					ss_structure_name(rel), RelationGetRelationName(rel)),
+			 errdetail("A %s table's rows are not stored in blocks that a sampling method could pick.",
+					   ss_structure_name(rel))));
 	return false;
 }
 
