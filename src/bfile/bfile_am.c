@@ -491,6 +491,7 @@ const SSStructure bfile_structure = {
 	SS_PARAMS(bfile_params),
 	.check_params = bfile_check_params,
 	.scan = &bfile_scan_ops,
+	.paths = &bfile_path_ops,
 	.tuple_insert = bfile_tuple_insert,
 };
 

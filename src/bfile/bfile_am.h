@@ -129,4 +129,11 @@ extern void bfile_minimal_tuple(Relation rel, MinimalTuple mt, uint32 len,
 								HeapTuple htup);
 extern const SSScanOps bfile_scan_ops;
 
+/* bfile_query.c */
+extern void bfile_window_rows(Relation rel, int64 lo, int64 hi,
+							  TupleDesc desc, Tuplestorestate *out);
+
+/* bfile_path.c: the planner's window path (SSStructure.paths) */
+extern const SSPathOps bfile_path_ops;
+
 #endif							/* BFILE_AM_H */

@@ -657,6 +657,42 @@ window_key(FunctionCallInfo fcinfo, int argno, Relation rel, int32 time_attnum)
 }
 
 /*
+ * The sample's rows with a time key in [lo, hi], put in out (desc: the
+ * table's row type): the change log's rows in the window first (the
+ * view), then each bucket's through its skip list.  bfile_window and the
+ * planner's window path (bfile_path.c) read them so.
+ */
+void
+bfile_window_rows(Relation rel, int64 lo, int64 hi, TupleDesc desc,
+				  Tuplestorestate *out)
+{
+	BfileView	v;
+	BfileMeta  *m;
+	Window		w;
+
+	memset(&w, 0, sizeof(w));
+	w.rel = rel;
+	w.desc = desc;
+	w.out = out;
+	w.lo = lo;
+	w.hi = hi;
+	memset(&v, 0, sizeof(v));
+	if (w.lo > w.hi ||
+		!bfile_view_read(rel, &v, w.out, w.desc, w.lo, w.hi))
+		return;
+	m = v.meta;
+	w.min_level = v.level;
+	w.values = palloc(sizeof(Datum) * w.desc->natts);
+	w.nulls = palloc(sizeof(bool) * w.desc->natts);
+	w.area = palloc(SS_PAGE_DATA_SIZE);
+	for (uint32 i = 0; i < m->nbuckets_live; i++)
+		if (bfile_view_bucket_visible(&v, &m->buckets[i]))
+			window_bucket(&w, &m->buckets[i]);
+	if (bfile_view_bucket_visible(&v, &m->tail))
+		window_bucket(&w, &m->tail);
+}
+
+/*
  * bfile_window(NULL::table, t1 "any", t2 "any") returns SETOF table
  *
  * The sample's rows whose time (the time column, or the position in the
@@ -670,36 +706,13 @@ bfile_window(PG_FUNCTION_ARGS)
 	Oid			relid = ss_sql_rowtype_relid(fcinfo, "bfile_window", "bfile");
 	Relation	rel = ss_sql_open_keyed(relid, "bfile_window()",
 										&bfile_structure);
-	BfileView	v;
-	BfileMeta  *m;
-	int32		time_attnum;
-	Window		w;
+	TupleDesc	desc = ss_sql_rows_result(fcinfo, rel, "bfile_window");
+	int32		time_attnum = bfile_get_state(rel)->params.time_attnum;
+	int64		lo = window_key(fcinfo, 1, rel, time_attnum);
+	int64		hi = window_key(fcinfo, 2, rel, time_attnum);
 
-	memset(&w, 0, sizeof(w));
-	w.rel = rel;
-	w.desc = ss_sql_rows_result(fcinfo, rel, "bfile_window");
-	w.out = ((ReturnSetInfo *) fcinfo->resultinfo)->setResult;
-	time_attnum = bfile_get_state(rel)->params.time_attnum;
-	w.lo = window_key(fcinfo, 1, rel, time_attnum);
-	w.hi = window_key(fcinfo, 2, rel, time_attnum);
-	/* the change log's rows in the window first (the view), then the pages */
-	memset(&v, 0, sizeof(v));
-	if (w.lo > w.hi ||
-		!bfile_view_read(rel, &v, w.out, w.desc, w.lo, w.hi))
-	{
-		relation_close(rel, AccessShareLock);
-		return (Datum) 0;
-	}
-	m = v.meta;
-	w.min_level = v.level;
-	w.values = palloc(sizeof(Datum) * w.desc->natts);
-	w.nulls = palloc(sizeof(bool) * w.desc->natts);
-	w.area = palloc(SS_PAGE_DATA_SIZE);
-	for (uint32 i = 0; i < m->nbuckets_live; i++)
-		if (bfile_view_bucket_visible(&v, &m->buckets[i]))
-			window_bucket(&w, &m->buckets[i]);
-	if (bfile_view_bucket_visible(&v, &m->tail))
-		window_bucket(&w, &m->tail);
+	bfile_window_rows(rel, lo, hi, desc,
+					  ((ReturnSetInfo *) fcinfo->resultinfo)->setResult);
 	relation_close(rel, AccessShareLock);
 	return (Datum) 0;
 }
