@@ -91,6 +91,20 @@ INSERT INTO lp_nd SELECT 'Key' || (i % 3) FROM generate_series(1, 300) i;
 SELECT lert_flush('lp_nd') >= 0 AS flushed;
 SELECT lp_check($$SELECT * FROM lp_nd WHERE key = 'key1'$$);
 
+-- varchar keys compare as text; character(n) (equal values of other
+-- bytes, padding) and numeric (1.0 = 1.00) keys scan
+CREATE TABLE lp_vc (key varchar) USING lert;
+CREATE TABLE lp_bp (key char(4)) USING lert;
+CREATE TABLE lp_num (key numeric, count int) USING lert;
+INSERT INTO lp_vc SELECT 'v' || (i % 3) FROM generate_series(1, 300) i;
+INSERT INTO lp_bp SELECT 'b' || (i % 3) FROM generate_series(1, 300) i;
+INSERT INTO lp_num SELECT (i % 3)::numeric(4, 2), 1 FROM generate_series(1, 300) i;
+SELECT lert_flush('lp_vc') >= 0 AS flushed, lert_flush('lp_bp') >= 0 AS flushed,
+    lert_flush('lp_num') >= 0 AS flushed;
+SELECT lp_check($$SELECT * FROM lp_vc WHERE key = 'v1'$$);
+SELECT lp_check($$SELECT * FROM lp_bp WHERE key = 'b1'$$);
+SELECT lp_check($$SELECT * FROM lp_num WHERE key = 1.0$$);
+
 -- parameters: a prepared statement's generic plan
 SET plan_cache_mode = force_generic_plan;
 PREPARE lp_one (text) AS SELECT * FROM lp_hits WHERE key = $1;
@@ -171,7 +185,7 @@ SELECT lp_plan($$SELECT * FROM lp_hits WHERE key = 'k30'$$);
 SELECT lp_plan(format('SELECT * FROM lp_hits WHERE key = ANY (%L::text[])',
     (SELECT array_agg('k' || i) FROM generate_series(1, 400) i)));
 
-DROP TABLE lp_hits, lp_plain, lp_int, lp_coll, lp_nd;
+DROP TABLE lp_hits, lp_plain, lp_int, lp_coll, lp_nd, lp_vc, lp_bp, lp_num;
 DROP FUNCTION lp_check(text);
 DROP FUNCTION lp_plan(text);
 DROP FUNCTION lp_error(text);

@@ -40,7 +40,6 @@
 
 static const CustomPathMethods cbt_path_methods;
 static const CustomScanMethods cbt_scan_methods;
-static const CustomExecMethods cbt_exec_methods;
 
 /* SSKeyClauseFn: does c select exactly the groups of key k equal to it? */
 static bool
@@ -132,10 +131,13 @@ cbt_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 						   &cbt_scan_methods)->scan.plan;
 }
 
+static TupleTableSlot *cbt_lookup_next(ScanState *ss);
+
 static Node *
 cbt_create_state(CustomScan *cscan)
 {
-	return ss_lookup_create_state(sizeof(SSLookupState), &cbt_exec_methods);
+	return ss_lookup_create_state(sizeof(SSLookupState), cbt_lookup_next,
+								  "Group Keys");
 }
 
 /* ExecScanAccessMtd: the next combination's group, if it exists */
@@ -168,24 +170,10 @@ cbt_lookup_next(ScanState *ss)
 		if (tuple != NULL)
 		{
 			ExecForceStoreHeapTuple(tuple, slot, false);
-			slot->tts_tableOid = RelationGetRelid(rel);
 			return slot;
 		}
 	}
 	return slot;
-}
-
-static TupleTableSlot *
-cbt_exec(CustomScanState *node)
-{
-	return ExecScan(&node->ss, cbt_lookup_next, ss_lookup_recheck);
-}
-
-static void
-cbt_explain(CustomScanState *node, List *ancestors, ExplainState *es)
-{
-	ss_explain_exprs(node, ancestors, es, "Group Keys",
-					 ((CustomScan *) node->ss.ps.plan)->custom_exprs);
 }
 
 static const CustomPathMethods cbt_path_methods = {
@@ -196,15 +184,6 @@ static const CustomPathMethods cbt_path_methods = {
 static const CustomScanMethods cbt_scan_methods = {
 	.CustomName = "cbt lookup",
 	.CreateCustomScanState = cbt_create_state,
-};
-
-static const CustomExecMethods cbt_exec_methods = {
-	.CustomName = "cbt lookup",
-	.BeginCustomScan = ss_lookup_begin,
-	.ExecCustomScan = cbt_exec,
-	.EndCustomScan = ss_lookup_end,
-	.ReScanCustomScan = ss_lookup_rescan,
-	.ExplainCustomScan = cbt_explain,
 };
 
 const SSPathOps cbt_path_ops = {

@@ -52,7 +52,6 @@
 
 static const CustomPathMethods lert_path_methods;
 static const CustomScanMethods lert_scan_methods;
-static const CustomExecMethods lert_exec_methods;
 
 /* The key and count columns (0: none) of a lert table. */
 static void
@@ -74,15 +73,18 @@ lert_columns(Relation rel, AttrNumber *key, AttrNumber *count)
 	}
 }
 
-/* Do values of type typid that are equal under collation have one image? */
+/*
+ * Do values of type typid (the key's, or the type of the operator's input
+ * it is binary-coercible to: text for varchar) that are equal under
+ * collation have one image?
+ */
 static bool
 equal_image(Oid typid, Oid collation)
 {
 	TypeCacheEntry *tc = lookup_type_cache(typid, TYPECACHE_BTREE_OPFAMILY);
 	Oid			proc;
 
-	/* bpchar's equality ignores trailing blanks its images keep */
-	if (!OidIsValid(tc->btree_opf) || typid == BPCHAROID ||
+	if (!OidIsValid(tc->btree_opf) ||
 		(type_is_collatable(typid) && !OidIsValid(collation)))
 		return false;
 	proc = get_opfamily_proc(tc->btree_opf, typid, typid, BTEQUALIMAGE_PROC);
@@ -103,9 +105,11 @@ key_clause(void *arg, int k, const SSColumnClause *c)
 	lert_columns(rel, &key, &count);
 	att = TupleDescAttr(RelationGetDescr(rel), key - 1);
 	/* a length modifier: the value may need padding the cast does not do */
+	/* (bpchar's equality ignores trailing blanks its images keep) */
 	return c->attno == key && att->atttypmod < 0 &&
+		att->atttypid != BPCHAROID &&
 		ss_key_equality(c, att->atttypid) &&
-		equal_image(att->atttypid, c->inputcollid);
+		equal_image(c->lefttype, c->inputcollid);
 }
 
 /* Does the query need the count column (or the whole row) of rel? */
@@ -234,19 +238,13 @@ typedef struct LertLookupState
 	int			next;
 } LertLookupState;
 
+static TupleTableSlot *lert_lookup_next(ScanState *ss);
+
 static Node *
 lert_create_state(CustomScan *cscan)
 {
-	return ss_lookup_create_state(sizeof(LertLookupState), &lert_exec_methods);
-}
-
-static void
-lert_begin(CustomScanState *node, EState *estate, int eflags)
-{
-	LertLookupState *ls = (LertLookupState *) node;
-
-	ss_lookup_begin(node, estate, eflags);
-	ls->need_count = llast_int(((CustomScan *) node->ss.ps.plan)->custom_private);
+	return ss_lookup_create_state(sizeof(LertLookupState), lert_lookup_next,
+								  "Keys");
 }
 
 /*
@@ -296,6 +294,7 @@ lert_find(LertLookupState *ls, Relation rel)
 	Form_pg_attribute att;
 	MemoryContext old;
 
+	ls->need_count = llast_int(((CustomScan *) ls->ls.css.ss.ps.plan)->custom_private);
 	lert_columns(rel, &key, &count);
 	att = TupleDescAttr(RelationGetDescr(rel), key - 1);
 	ss_lookup_key_values(&ls->ls, 0, att, att->attcollation, "a lert lookup");
@@ -349,14 +348,18 @@ lert_lookup_next(ScanState *ss)
 		LertFound  *f = &ls->found[ls->next++];
 		AttrNumber	key,
 					count;
-		Datum	   *values = palloc0(sizeof(Datum) * desc->natts);
-		bool	   *nulls = palloc(sizeof(bool) * desc->natts);
+		Datum	   *values;
+		bool	   *nulls;
 		MemoryContext old;
 
 		/* (on a standby, a report may lag its key's flag, as in the scan) */
 		if (ls->need_count && !f->has_report)
 			continue;
 		lert_columns(rel, &key, &count);
+		MemoryContextReset(ls->ls.rowcxt);
+		old = MemoryContextSwitchTo(ls->ls.rowcxt);
+		values = palloc0(sizeof(Datum) * desc->natts);
+		nulls = palloc(sizeof(bool) * desc->natts);
 		memset(nulls, true, sizeof(bool) * desc->natts);
 		values[key - 1] = f->key;
 		nulls[key - 1] = false;
@@ -367,28 +370,12 @@ lert_lookup_next(ScanState *ss)
 												 f->count);
 			nulls[count - 1] = false;
 		}
-		MemoryContextReset(ls->ls.rowcxt);
-		old = MemoryContextSwitchTo(ls->ls.rowcxt);
 		ExecForceStoreHeapTuple(heap_form_tuple(desc, values, nulls), slot,
 								false);
 		MemoryContextSwitchTo(old);
-		slot->tts_tableOid = RelationGetRelid(rel);
 		return slot;
 	}
 	return slot;
-}
-
-static TupleTableSlot *
-lert_exec(CustomScanState *node)
-{
-	return ExecScan(&node->ss, lert_lookup_next, ss_lookup_recheck);
-}
-
-static void
-lert_explain(CustomScanState *node, List *ancestors, ExplainState *es)
-{
-	ss_explain_exprs(node, ancestors, es, "Keys",
-					 ((CustomScan *) node->ss.ps.plan)->custom_exprs);
 }
 
 static const CustomPathMethods lert_path_methods = {
@@ -399,15 +386,6 @@ static const CustomPathMethods lert_path_methods = {
 static const CustomScanMethods lert_scan_methods = {
 	.CustomName = "lert lookup",
 	.CreateCustomScanState = lert_create_state,
-};
-
-static const CustomExecMethods lert_exec_methods = {
-	.CustomName = "lert lookup",
-	.BeginCustomScan = lert_begin,
-	.ExecCustomScan = lert_exec,
-	.EndCustomScan = ss_lookup_end,
-	.ReScanCustomScan = ss_lookup_rescan,
-	.ExplainCustomScan = lert_explain,
 };
 
 const SSPathOps lert_path_ops = {

@@ -4,10 +4,12 @@
  *	  Plain SQL reads other than the scan.  A set_rel_pathlist_hook, chained
  *	  to any earlier one, asks a base relation's structure for its paths
  *	  (SSStructure.paths): CustomPaths that read only what some quals
- *	  select (a cbt's groups by their keys), costed against the scan, which
- *	  stays the fallback.  Their CustomScanMethods are registered at load,
- *	  so that plans survive copying and reading back (plan cache, parallel
- *	  workers).  streamsketch.enable_lookup_scan = off adds none.
+ *	  select (a cbt's groups, a lert's reported keys, by their keys),
+ *	  costed against the scan, which stays the fallback.  Their
+ *	  CustomScanMethods are registered at load, so that plans survive
+ *	  copying and reading back (plan cache, parallel workers); their
+ *	  execution is shared (SSLookupState).  streamsketch.enable_lookup_scan
+ *	  = off adds none.
  *
  *-------------------------------------------------------------------------
  */
@@ -444,19 +446,26 @@ ss_lookup_plan(RelOptInfo *rel, CustomPath *best_path, List *tlist,
 
 /* ---- lookups: the scan ---- */
 
-/* CustomScanMethods.CreateCustomScanState of a state of size bytes */
+static const CustomExecMethods lookup_exec_methods;
+
+/*
+ * CustomScanMethods.CreateCustomScanState of a state of size bytes, whose
+ * rows next returns and whose key clauses EXPLAIN shows under label.
+ */
 Node *
-ss_lookup_create_state(Size size, const CustomExecMethods *methods)
+ss_lookup_create_state(Size size, ExecScanAccessMtd next, const char *label)
 {
 	SSLookupState *ls = (SSLookupState *) newNode(size, T_CustomScanState);
 
 	Assert(size >= sizeof(SSLookupState));
-	ls->css.methods = methods;
+	ls->css.methods = &lookup_exec_methods;
+	ls->next = next;
+	ls->label = label;
 	return (Node *) ls;
 }
 
-void
-ss_lookup_begin(CustomScanState *node, EState *estate, int eflags)
+static void
+lookup_begin(CustomScanState *node, EState *estate, int eflags)
 {
 	SSLookupState *ls = (SSLookupState *) node;
 	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
@@ -585,22 +594,39 @@ ss_lookup_next_keys(SSLookupState *ls)
 }
 
 /* ExecScanRecheckMtd: a lookup's rows are its keys' own */
-bool
-ss_lookup_recheck(ScanState *ss, TupleTableSlot *slot)
+static bool
+lookup_recheck(ScanState *ss, TupleTableSlot *slot)
 {
 	return true;
 }
 
+/* ExecScanAccessMtd: the structure's next row, of the relation */
+static TupleTableSlot *
+lookup_next(ScanState *ss)
+{
+	TupleTableSlot *slot = ((SSLookupState *) ss)->next(ss);
+
+	if (!TupIsNull(slot))
+		slot->tts_tableOid = RelationGetRelid(ss->ss_currentRelation);
+	return slot;
+}
+
+static TupleTableSlot *
+lookup_exec(CustomScanState *node)
+{
+	return ExecScan(&node->ss, lookup_next, lookup_recheck);
+}
+
 /* (the contexts go with the query's) */
-void
-ss_lookup_end(CustomScanState *node)
+static void
+lookup_end(CustomScanState *node)
 {
 	ExecClearTuple(node->ss.ss_ScanTupleSlot);
 }
 
 /* new parameter values (a nested loop's next outer row): new keys */
-void
-ss_lookup_rescan(CustomScanState *node)
+static void
+lookup_rescan(CustomScanState *node)
 {
 	SSLookupState *ls = (SSLookupState *) node;
 
@@ -611,3 +637,20 @@ ss_lookup_rescan(CustomScanState *node)
 	ls->done = false;
 	ExecScanReScan(&node->ss);
 }
+
+static void
+lookup_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	ss_explain_exprs(node, ancestors, es, ((SSLookupState *) node)->label,
+					 ((CustomScan *) node->ss.ps.plan)->custom_exprs);
+}
+
+/* (EXPLAIN names the node by the plan's CustomScanMethods) */
+static const CustomExecMethods lookup_exec_methods = {
+	.CustomName = "streamsketch lookup",
+	.BeginCustomScan = lookup_begin,
+	.ExecCustomScan = lookup_exec,
+	.EndCustomScan = lookup_end,
+	.ReScanCustomScan = lookup_rescan,
+	.ExplainCustomScan = lookup_explain,
+};

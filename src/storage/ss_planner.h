@@ -17,6 +17,7 @@
 
 #include "commands/explain.h"
 #include "catalog/pg_attribute.h"
+#include "executor/executor.h"
 #include "nodes/execnodes.h"
 #include "nodes/extensible.h"
 #include "nodes/pathnodes.h"
@@ -96,17 +97,16 @@ typedef struct SSLookupState
 	int		   *pos;			/* the next combination */
 	Datum	   *keys;
 	bool	   *keynulls;
+	ExecScanAccessMtd next;		/* the structure's: the next row */
+	const char *label;			/* EXPLAIN's, of the key clauses */
 } SSLookupState;
 
-extern Node *ss_lookup_create_state(Size size,
-									const CustomExecMethods *methods);
-extern void ss_lookup_begin(CustomScanState *node, EState *estate, int eflags);
+extern Node *ss_lookup_create_state(Size size, ExecScanAccessMtd next,
+									const char *label);
 extern void ss_lookup_key_values(SSLookupState *ls, int k,
 								 Form_pg_attribute att, Oid collation,
 								 const char *fname);
 extern bool ss_lookup_next_keys(SSLookupState *ls);
-extern bool ss_lookup_recheck(ScanState *ss, TupleTableSlot *slot);
-extern void ss_lookup_end(CustomScanState *node);
-extern void ss_lookup_rescan(CustomScanState *node);
+
 
 #endif							/* SS_PLANNER_H */
