@@ -104,8 +104,11 @@ key_clause(void *arg, int k, const SSColumnClause *c)
 
 	lert_columns(rel, &key, &count);
 	att = TupleDescAttr(RelationGetDescr(rel), key - 1);
-	/* a length modifier: the value may need padding the cast does not do */
-	/* (bpchar's equality ignores trailing blanks its images keep) */
+	/*
+	 * Not under a length modifier (the value may need padding the cast
+	 * does not do), nor bpchar's equality, which ignores trailing blanks
+	 * its images keep.
+	 */
 	return c->attno == key && att->atttypmod < 0 &&
 		att->atttypid != BPCHAROID &&
 		ss_key_equality(c, att->atttypid) &&
@@ -247,9 +250,19 @@ lert_create_state(CustomScan *cscan)
 								  "Keys");
 }
 
+static int
+found_cmp(const void *a, const void *b)
+{
+	uint64		x = ((const LertFound *) a)->fp;
+	uint64		y = ((const LertFound *) b)->fp;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
 /*
  * The reports of the keys found: one pass over the report stream, as the
- * scan reads it, until each has its report.
+ * scan reads it, until each has its report (the keys sorted by
+ * fingerprint, each report's searched for).
  */
 static void
 find_reports(LertLookupState *ls, Relation rel)
@@ -261,16 +274,30 @@ find_reports(LertLookupState *ls, Relation rel)
 	int64		id;
 	int			left = ls->nfound;
 
+	qsort(ls->found, ls->nfound, sizeof(LertFound), found_cmp);
 	if (lert_read_current(rel, meta))
 	{
 		lert_report_iter_begin(&it, rel, meta, 0);
 		while (left > 0 && (r = lert_report_iter_next(&it, &id, &key)) != NULL)
 		{
-			for (int i = 0; i < ls->nfound; i++)
+			int			lo = 0,
+						hi = ls->nfound;
+
+			/* the first key of fingerprint r->fp or above */
+			while (lo < hi)
+			{
+				int			mid = (lo + hi) / 2;
+
+				if (ls->found[mid].fp < r->fp)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			for (int i = lo; i < ls->nfound && ls->found[i].fp == r->fp; i++)
 			{
 				LertFound  *f = &ls->found[i];
 
-				if (f->has_report || f->fp != r->fp || f->len != r->keylen ||
+				if (f->has_report || f->len != r->keylen ||
 					(f->len > 0 && memcmp(f->bytes, key, f->len) != 0))
 					continue;
 				f->has_report = true;
