@@ -478,6 +478,14 @@ extern const LertReportRec *lert_report_iter_next(LertReportIter *it,
 												  int64 *id, const char **key);
 extern void lert_report_iter_end(LertReportIter *it);
 
+/* ---- lert_query.c, lert_path.c: reading ---- */
+extern bool lert_read_current(Relation rel, LertMeta *meta);
+extern Datum lert_count_datum(Oid inttype, int64 count);
+extern void lert_wait_round(Relation rel);
+extern void lert_lookup(Relation rel, const LertState *st, Datum keyd,
+						int64 *count, bool *reported);
+extern const struct SSPathOps lert_path_ops;
+
 /* streamsketch.test_lert_crash: where a consolidation stops the server */
 typedef enum LertCrashPoint
 {

@@ -541,6 +541,7 @@ const SSStructure lert_structure = {
 	SS_PARAMS(lert_params),
 	.check_params = lert_check_params,
 	.scan = &lert_scan_ops,
+	.paths = &lert_path_ops,
 	.tuple_insert = lert_tuple_insert,
 };
 

@@ -58,7 +58,7 @@ PG_FUNCTION_INFO_V1(lert_create);
  * not in a parallel worker), then read the metapage.  False if the
  * structure has none yet (nothing was ever inserted).
  */
-static bool
+bool
 lert_read_current(Relation rel, LertMeta *meta)
 {
 	SSLogSnapshot snap;
@@ -79,8 +79,8 @@ typedef struct LertScanDesc
 } LertScanDesc;
 
 /* A count in the table's count column type, or an error if it overflows. */
-static Datum
-count_datum(Oid inttype, int64 count)
+Datum
+lert_count_datum(Oid inttype, int64 count)
 {
 	if ((inttype == INT2OID && count > PG_INT16_MAX) ||
 		(inttype == INT4OID && count > PG_INT32_MAX))
@@ -126,7 +126,7 @@ lert_scan_next(SSScanDesc *sscan, TupleTableSlot *slot)
 	slot->tts_isnull[0] = false;
 	if (OidIsValid(scan->st->inttype))
 	{
-		slot->tts_values[1] = count_datum(scan->st->inttype, r->count);
+		slot->tts_values[1] = lert_count_datum(scan->st->inttype, r->count);
 		slot->tts_isnull[1] = false;
 	}
 	ExecStoreVirtualTuple(slot);
@@ -235,7 +235,7 @@ count_log_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
  * concurrent flush freed and reused, or a flush between the first and the
  * last read, sends the reader back to the metapage.
  */
-static void
+void
 lert_lookup(Relation rel, const LertState *st, Datum keyd, int64 *count,
 			bool *reported)
 {
@@ -339,6 +339,18 @@ lert_lookup(Relation rel, const LertState *st, Datum keyd, int64 *count,
 }
 
 /*
+ * Before reading reported flags: wait for a round in progress and
+ * consolidate what is committed (see lert_lookup_arg), where this backend
+ * can.
+ */
+void
+lert_wait_round(Relation rel)
+{
+	if (!RecoveryInProgress() && !IsInParallelMode())
+		(void) ss_log_consolidate(rel, true);
+}
+
+/*
  * lert_count(table, key) and lert_reported(table, key) (fname): the key
  * argument, coerced to the table's key type, looked up.
  *
@@ -357,8 +369,8 @@ lert_lookup_arg(FunctionCallInfo fcinfo, const char *fname, bool wait_round,
 										&lert_structure);
 	LertState  *st = lert_get_state(rel);
 
-	if (wait_round && !RecoveryInProgress() && !IsInParallelMode())
-		(void) ss_log_consolidate(rel, true);
+	if (wait_round)
+		lert_wait_round(rel);
 	lert_lookup(rel, st,
 				ss_coerce_key(PG_GETARG_DATUM(1),
 							  get_fn_expr_argtype(fcinfo->flinfo, 1),

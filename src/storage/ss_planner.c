@@ -4,31 +4,43 @@
  *	  Plain SQL reads other than the scan.  A set_rel_pathlist_hook, chained
  *	  to any earlier one, asks a base relation's structure for its paths
  *	  (SSStructure.paths): CustomPaths that read only what some quals
- *	  select (a cbt's groups by their keys), costed against the scan, which
- *	  stays the fallback.  Their CustomScanMethods are registered at load,
- *	  so that plans survive copying and reading back (plan cache, parallel
- *	  workers).  streamsketch.enable_lookup_scan = off adds none.
+ *	  select (a cbt's groups, a lert's reported keys, by their keys),
+ *	  costed against the scan, which stays the fallback.  Their
+ *	  CustomScanMethods are registered at load, so that plans survive
+ *	  copying and reading back (plan cache, parallel workers); their
+ *	  execution is shared (SSLookupState).  streamsketch.enable_lookup_scan
+ *	  = off adds none.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/stratnum.h"
 #include "access/table.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/clauses.h"
+#include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
 #include "optimizer/restrictinfo.h"
+#include "parser/parse_coerce.h"
 #include "ss_planner.h"
+#include "ss_sqlfunc.h"
 #include "streamsketch.h"
+#include "utils/array.h"
+#include "utils/datum.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/memutils.h"
 #include "utils/ruleutils.h"
+#include "utils/typcache.h"
 
 bool		ss_enable_lookup_scan = true;
 
@@ -207,3 +219,438 @@ ss_explain_exprs(CustomScanState *node, List *ancestors, ExplainState *es,
 										   context, es->verbose, false),
 						es);
 }
+
+/* ---- lookups: key clauses to a path, a path to a plan ---- */
+
+/* elements assumed in an array that is not a constant */
+#define LOOKUP_ARRAY_GUESS	10
+
+/* The value's type (an array's element type), or InvalidOid. */
+static Oid
+value_type(const SSColumnClause *c)
+{
+	Oid			t = exprType((Node *) c->value);
+
+	return c->is_array ? get_element_type(t) : t;
+}
+
+/* Is every value of type from one of type to, cast exactly? */
+static bool
+exact_widening(Oid from, Oid to)
+{
+	switch (to)
+	{
+		case INT8OID:
+			return from == INT4OID || from == INT2OID;
+		case INT4OID:
+			return from == INT2OID;
+		case FLOAT8OID:
+			return from == FLOAT4OID;
+		default:
+			return false;
+	}
+}
+
+/*
+ * Is c's operator the equality of keytype, or a cross-type equality of
+ * its btree family, whose value becomes a key exactly?  (Collations are
+ * the caller's to check.)
+ */
+bool
+ss_key_equality(const SSColumnClause *c, Oid keytype)
+{
+	TypeCacheEntry *tc;
+	Oid			vt = value_type(c);
+	Oid			funcid;
+
+	if (!OidIsValid(vt))
+		return false;
+	tc = lookup_type_cache(keytype, TYPECACHE_EQ_OPR | TYPECACHE_BTREE_OPFAMILY);
+	if (c->opno != tc->eq_opr &&
+		(!OidIsValid(tc->btree_opf) ||
+		 get_op_opfamily_strategy(c->opno, tc->btree_opf) != BTEqualStrategyNumber ||
+		 !IsBinaryCoercible(keytype, c->lefttype)))
+		return false;
+
+	/*
+	 * The value becomes a key as a lookup function's arguments do, by an
+	 * implicit cast: one that can neither fail nor change the value, so
+	 * that the lookup finds what the operator would (a date's cast to
+	 * timestamp can fail where date = timestamp is false).
+	 */
+	if (vt != keytype &&
+		find_coercion_pathway(keytype, vt, COERCION_IMPLICIT,
+							  &funcid) != COERCION_PATH_RELABELTYPE &&
+		!exact_widening(vt, keytype))
+		return false;
+	return true;
+}
+
+/*
+ * Pick, for every key, a clause of clauses (RestrictInfos) whose value
+ * references only relations in outer and that key_clause accepts: an
+ * equality rather than an array.  Returns false unless every key has one.
+ */
+bool
+ss_match_keys(PlannerInfo *root, RelOptInfo *rel, List *clauses,
+			  Relids outer, int nkeys, SSKeyClauseFn key_clause, void *arg,
+			  SSColumnClause *keys)
+{
+	ListCell   *lc;
+	bool		all = true;
+
+	for (int k = 0; k < nkeys; k++)
+		keys[k].rinfo = NULL;
+	foreach(lc, clauses)
+	{
+		SSColumnClause c;
+
+		if (!ss_match_column_clause(root, lfirst_node(RestrictInfo, lc), rel, &c) ||
+			!bms_is_subset(c.outer_relids, outer))
+			continue;
+		for (int k = 0; k < nkeys; k++)
+			if ((keys[k].rinfo == NULL || (keys[k].is_array && !c.is_array)) &&
+				key_clause(arg, k, &c))
+				keys[k] = c;
+	}
+	for (int k = 0; k < nkeys; k++)
+		all = all && keys[k].rinfo != NULL;
+	return all;
+}
+
+/*
+ * The sets of other relations whose columns give the keys (columns
+ * attnos) values, one path to try for each; *joins, the join clauses to
+ * match with the base restrictions.
+ */
+List *
+ss_lookup_outers(PlannerInfo *root, RelOptInfo *rel, const AttrNumber *attnos,
+				 int nkeys, List **joins)
+{
+	List	   *outers = NIL;
+	ListCell   *lc;
+
+	*joins = NIL;
+	for (int k = 0; k < nkeys; k++)
+		*joins = list_concat(*joins, ss_column_join_clauses(root, rel, attnos[k]));
+	foreach(lc, *joins)
+	{
+		SSColumnClause c;
+
+		ListCell   *lc2;
+		bool		seen = false;
+
+		if (!ss_match_column_clause(root, lfirst_node(RestrictInfo, lc), rel, &c) ||
+			bms_is_empty(c.outer_relids))
+			continue;
+		/* (Relids are no Nodes: list_append_unique cannot compare them) */
+		foreach(lc2, outers)
+			seen = seen || bms_equal(lfirst(lc2), c.outer_relids);
+		if (!seen)
+			outers = lappend(outers, c.outer_relids);
+	}
+	return outers;
+}
+
+/* Lookups the keys make: the product of their arrays' lengths. */
+double
+ss_lookup_count(const SSColumnClause *keys, int nkeys)
+{
+	double		n = 1;
+
+	for (int k = 0; k < nkeys; k++)
+	{
+		Node	   *v = (Node *) keys[k].value;
+
+		if (!keys[k].is_array)
+			continue;
+		if (IsA(v, Const) && !((Const *) v)->constisnull)
+		{
+			ArrayType  *a = DatumGetArrayTypeP(((Const *) v)->constvalue);
+
+			n *= ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
+		}
+		else if (IsA(v, ArrayExpr))
+			n *= list_length(((ArrayExpr *) v)->elements);
+		else
+			n *= LOOKUP_ARRAY_GUESS;
+	}
+	return n;
+}
+
+/*
+ * Add a lookup path of n lookups, parameterized by outer (or none), each
+ * reading pages at random, plus extra_cost once per scan.
+ */
+void
+ss_add_lookup_path(PlannerInfo *root, RelOptInfo *rel, Relids outer,
+				   double n, double pages, Cost extra_cost,
+				   const CustomPathMethods *methods)
+{
+	CustomPath *cp = makeNode(CustomPath);
+	Relids		required = bms_union(outer, rel->lateral_relids);
+	QualCost	qcost;
+
+	cp->path.pathtype = T_CustomScan;
+	cp->path.parent = rel;
+	cp->path.pathtarget = rel->reltarget;
+	cp->path.param_info = get_baserel_parampathinfo(root, rel, required);
+	cp->path.parallel_aware = false;
+	/* a worker lacks the leader's pending rows, which a lookup reads */
+	cp->path.parallel_safe = false;
+	cp->path.rows = clamp_row_est(Min(n, cp->path.param_info ?
+									  cp->path.param_info->ppi_rows : rel->rows));
+
+	/* per lookup its pages and a tuple; then the remaining quals per row */
+	cost_qual_eval(&qcost, rel->baserestrictinfo, root);
+	cp->path.startup_cost = qcost.startup;
+	cp->path.total_cost = qcost.startup +
+		n * (pages * random_page_cost + cpu_tuple_cost) +
+		cp->path.rows * (qcost.per_tuple + rel->reltarget->cost.per_tuple) +
+		extra_cost;
+	/* ExecScan projects */
+	cp->flags = CUSTOMPATH_SUPPORT_PROJECTION;
+	cp->methods = methods;
+	add_path(rel, &cp->path);
+}
+
+/*
+ * A lookup path's plan: custom_exprs are the key clauses, in key order
+ * (EXPLAIN shows them), custom_private the argument of each that holds
+ * the value (a structure may append its own items); the other clauses are
+ * the plan's quals.
+ */
+CustomScan *
+ss_lookup_plan(RelOptInfo *rel, CustomPath *best_path, List *tlist,
+			   List *clauses, const SSColumnClause *keys, int nkeys,
+			   const CustomScanMethods *methods)
+{
+	CustomScan *cscan = makeNode(CustomScan);
+	List	   *used = NIL;
+
+	for (int k = 0; k < nkeys; k++)
+	{
+		used = lappend(used, keys[k].rinfo);
+		cscan->custom_exprs = lappend(cscan->custom_exprs, keys[k].rinfo->clause);
+		cscan->custom_private = lappend_int(cscan->custom_private,
+											keys[k].value_on_left ? 0 : 1);
+	}
+	cscan->scan.plan.targetlist = tlist;
+	cscan->scan.plan.qual =
+		extract_actual_clauses(list_difference_ptr(clauses, used), false);
+	cscan->scan.scanrelid = rel->relid;
+	cscan->flags = best_path->flags;
+	cscan->methods = methods;
+	return cscan;
+}
+
+/* ---- lookups: the scan ---- */
+
+static const CustomExecMethods lookup_exec_methods;
+
+/*
+ * CustomScanMethods.CreateCustomScanState of a state of size bytes, whose
+ * rows next returns and whose key clauses EXPLAIN shows under label.
+ */
+Node *
+ss_lookup_create_state(Size size, ExecScanAccessMtd next, const char *label)
+{
+	SSLookupState *ls = (SSLookupState *) newNode(size, T_CustomScanState);
+
+	Assert(size >= sizeof(SSLookupState));
+	ls->css.methods = &lookup_exec_methods;
+	ls->next = next;
+	ls->label = label;
+	return (Node *) ls;
+}
+
+static void
+lookup_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	SSLookupState *ls = (SSLookupState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	ListCell   *lc,
+			   *lc2;
+	int			k = 0;
+
+	ls->nkeys = list_length(cscan->custom_exprs);
+	ls->value = palloc(sizeof(ExprState *) * ls->nkeys);
+	ls->is_array = palloc(sizeof(bool) * ls->nkeys);
+	ls->nvals = palloc0(sizeof(int) * ls->nkeys);
+	ls->vals = palloc0(sizeof(Datum *) * ls->nkeys);
+	ls->pos = palloc0(sizeof(int) * ls->nkeys);
+	ls->keys = palloc0(sizeof(Datum) * ls->nkeys);
+	ls->keynulls = palloc0(sizeof(bool) * ls->nkeys);
+	/* (custom_private may go on past the keys: forboth stops at them) */
+	forboth(lc, cscan->custom_exprs, lc2, cscan->custom_private)
+	{
+		Node	   *clause = lfirst(lc);
+		List	   *args = IsA(clause, OpExpr) ? ((OpExpr *) clause)->args :
+			castNode(ScalarArrayOpExpr, clause)->args;
+
+		ls->is_array[k] = IsA(clause, ScalarArrayOpExpr);
+		ls->value[k] = ExecInitExpr(list_nth(args, lfirst_int(lc2)),
+									&node->ss.ps);
+		k++;
+	}
+	ls->keycxt = AllocSetContextCreate(CurrentMemoryContext, "lookup keys",
+									   ALLOCSET_DEFAULT_SIZES);
+	ls->rowcxt = AllocSetContextCreate(CurrentMemoryContext, "lookup row",
+									   ALLOCSET_DEFAULT_SIZES);
+}
+
+/*
+ * Key k's distinct values (NULLs dropped: they match nothing), as the type
+ * of column att, compared with collation, in keycxt.  A key without
+ * values leaves nothing to look up.  fname names the lookup in errors.
+ */
+void
+ss_lookup_key_values(SSLookupState *ls, int k, Form_pg_attribute att,
+					 Oid collation, const char *fname)
+{
+	ExprContext *econtext = ls->css.ss.ps.ps_ExprContext;
+	FmgrInfo   *eq = &lookup_type_cache(att->atttypid, TYPECACHE_EQ_OPR_FINFO)->eq_opr_finfo;
+	Oid			vtype = exprType((Node *) ls->value[k]->expr);
+	Datum		value;
+	bool		isnull;
+	Datum	   *elems;
+	bool	   *elemnulls;
+	int			n;
+	MemoryContext old;
+
+	value = ExecEvalExprSwitchContext(ls->value[k], econtext, &isnull);
+	old = MemoryContextSwitchTo(ls->keycxt);
+	ls->nvals[k] = 0;
+	ls->pos[k] = 0;
+	if (isnull)
+	{
+		MemoryContextSwitchTo(old);
+		ls->done = true;
+		return;
+	}
+	if (ls->is_array[k])
+	{
+		ArrayType  *arr = DatumGetArrayTypeP(value);
+		int16		typlen;
+		bool		typbyval;
+		char		typalign;
+
+		vtype = ARR_ELEMTYPE(arr);
+		get_typlenbyvalalign(vtype, &typlen, &typbyval, &typalign);
+		deconstruct_array(arr, vtype, typlen, typbyval, typalign, &elems,
+						  &elemnulls, &n);
+	}
+	else
+	{
+		elems = &value;
+		elemnulls = &isnull;
+		n = 1;
+	}
+	ls->vals[k] = palloc(sizeof(Datum) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		Datum		v;
+		bool		seen = false;
+
+		if (elemnulls[i])
+			continue;
+		v = datumCopy(ss_coerce_argument(elems[i], vtype, att->atttypid,
+										 att->atttypmod, "key", k + 1,
+										 NameStr(att->attname), fname),
+					  att->attbyval, att->attlen);
+		for (int j = 0; j < ls->nvals[k] && !seen; j++)
+			seen = DatumGetBool(FunctionCall2Coll(eq, collation,
+												  ls->vals[k][j], v));
+		if (!seen)
+			ls->vals[k][ls->nvals[k]++] = v;
+	}
+	MemoryContextSwitchTo(old);
+	ls->done = ls->done || ls->nvals[k] == 0;
+}
+
+/*
+ * The next combination of the keys' values into ls->keys (the last key's
+ * values varying fastest), rowcxt reset for its lookup; false after the
+ * last.
+ */
+bool
+ss_lookup_next_keys(SSLookupState *ls)
+{
+	int			k;
+
+	if (ls->done)
+		return false;
+	for (k = 0; k < ls->nkeys; k++)
+		ls->keys[k] = ls->vals[k][ls->pos[k]];
+	for (k = ls->nkeys - 1; k >= 0; k--)
+	{
+		if (++ls->pos[k] < ls->nvals[k])
+			break;
+		ls->pos[k] = 0;
+	}
+	ls->done = k < 0;
+	MemoryContextReset(ls->rowcxt);
+	return true;
+}
+
+/* ExecScanRecheckMtd: a lookup's rows are its keys' own */
+static bool
+lookup_recheck(ScanState *ss, TupleTableSlot *slot)
+{
+	return true;
+}
+
+/* ExecScanAccessMtd: the structure's next row, of the relation */
+static TupleTableSlot *
+lookup_next(ScanState *ss)
+{
+	TupleTableSlot *slot = ((SSLookupState *) ss)->next(ss);
+
+	if (!TupIsNull(slot))
+		slot->tts_tableOid = RelationGetRelid(ss->ss_currentRelation);
+	return slot;
+}
+
+static TupleTableSlot *
+lookup_exec(CustomScanState *node)
+{
+	return ExecScan(&node->ss, lookup_next, lookup_recheck);
+}
+
+/* (the contexts go with the query's) */
+static void
+lookup_end(CustomScanState *node)
+{
+	ExecClearTuple(node->ss.ss_ScanTupleSlot);
+}
+
+/* new parameter values (a nested loop's next outer row): new keys */
+static void
+lookup_rescan(CustomScanState *node)
+{
+	SSLookupState *ls = (SSLookupState *) node;
+
+	ExecClearTuple(node->ss.ss_ScanTupleSlot);
+	MemoryContextReset(ls->rowcxt);
+	MemoryContextReset(ls->keycxt);
+	ls->ready = false;
+	ls->done = false;
+	ExecScanReScan(&node->ss);
+}
+
+static void
+lookup_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	ss_explain_exprs(node, ancestors, es, ((SSLookupState *) node)->label,
+					 ((CustomScan *) node->ss.ps.plan)->custom_exprs);
+}
+
+/* (EXPLAIN names the node by the plan's CustomScanMethods) */
+static const CustomExecMethods lookup_exec_methods = {
+	.CustomName = "streamsketch lookup",
+	.BeginCustomScan = lookup_begin,
+	.ExecCustomScan = lookup_exec,
+	.EndCustomScan = lookup_end,
+	.ReScanCustomScan = lookup_rescan,
+	.ExplainCustomScan = lookup_explain,
+};

@@ -4,7 +4,9 @@
  *	  Plain SQL reads other than the scan: the planner hook that asks a
  *	  structure for its paths (SSStructure.paths), and what structures
  *	  share to build them: matching a qual to a column, the join clauses
- *	  that could parameterize a path, EXPLAIN's lines.
+ *	  that could parameterize a path, EXPLAIN's lines; and the lookup scan
+ *	  they share: key values from constants, parameters or arrays, their
+ *	  combinations, a lookup path's cost.
  *
  *-------------------------------------------------------------------------
  */
@@ -14,7 +16,10 @@
 #include "postgres.h"
 
 #include "commands/explain.h"
+#include "catalog/pg_attribute.h"
+#include "executor/executor.h"
 #include "nodes/execnodes.h"
+#include "nodes/extensible.h"
 #include "nodes/pathnodes.h"
 #include "ss_structure.h"
 
@@ -48,5 +53,60 @@ extern List *ss_column_join_clauses(PlannerInfo *root, RelOptInfo *rel,
 extern void ss_explain_exprs(CustomScanState *node, List *ancestors,
 							 ExplainState *es, const char *label,
 							 List *exprs);
+
+/* ---- lookups: key clauses to a path, a path to a plan ---- */
+
+/* Does c select exactly the rows whose key k equals its value? */
+typedef bool (*SSKeyClauseFn) (void *arg, int k, const SSColumnClause *c);
+
+extern bool ss_key_equality(const SSColumnClause *c, Oid keytype);
+extern bool ss_match_keys(PlannerInfo *root, RelOptInfo *rel, List *clauses,
+						  Relids outer, int nkeys, SSKeyClauseFn key_clause,
+						  void *arg, SSColumnClause *keys);
+extern List *ss_lookup_outers(PlannerInfo *root, RelOptInfo *rel,
+							  const AttrNumber *attnos, int nkeys,
+							  List **joins);
+extern double ss_lookup_count(const SSColumnClause *keys, int nkeys);
+extern void ss_add_lookup_path(PlannerInfo *root, RelOptInfo *rel,
+							   Relids outer, double n, double pages,
+							   Cost extra_cost,
+							   const CustomPathMethods *methods);
+extern CustomScan *ss_lookup_plan(RelOptInfo *rel, CustomPath *best_path,
+								  List *tlist, List *clauses,
+								  const SSColumnClause *keys, int nkeys,
+								  const CustomScanMethods *methods);
+
+/* ---- lookups: the scan ---- */
+
+/*
+ * A lookup scan's state (a structure's may extend it): per key, the
+ * distinct values its clause gives, and the combination to look up next.
+ */
+typedef struct SSLookupState
+{
+	CustomScanState css;
+	int			nkeys;
+	ExprState **value;			/* per key */
+	bool	   *is_array;
+	MemoryContext keycxt;		/* the keys, until a rescan */
+	MemoryContext rowcxt;		/* one lookup's row */
+	bool		ready;			/* the keys' values are computed */
+	bool		done;
+	int		   *nvals;			/* per key: its distinct values */
+	Datum	  **vals;
+	int		   *pos;			/* the next combination */
+	Datum	   *keys;
+	bool	   *keynulls;
+	ExecScanAccessMtd next;		/* the structure's: the next row */
+	const char *label;			/* EXPLAIN's, of the key clauses */
+} SSLookupState;
+
+extern Node *ss_lookup_create_state(Size size, ExecScanAccessMtd next,
+									const char *label);
+extern void ss_lookup_key_values(SSLookupState *ls, int k,
+								 Form_pg_attribute att, Oid collation,
+								 const char *fname);
+extern bool ss_lookup_next_keys(SSLookupState *ls);
+
 
 #endif							/* SS_PLANNER_H */

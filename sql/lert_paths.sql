@@ -1,0 +1,193 @@
+-- lert: plain SQL key predicates look keys up as lert_reported does
+-- (Custom Scan (lert lookup)); each answer is compared with the scan's,
+-- the lookup scan turned off
+SET client_min_messages = warning;
+-- the reports below are read after this session's own consolidation
+SET streamsketch.background_consolidation = off;
+-- the tables are small: a scan would be cheaper, but the paths are tested
+SET enable_seqscan = off;
+
+-- lp_hits: keys k0..k49 observed 1..50 times, T = 24 (the default):
+-- k23..k49 reported, after a flush
+CREATE TABLE lp_hits (key text, count bigint) USING lert;
+CREATE TABLE lp_plain (key bigint) USING lert;
+INSERT INTO lp_hits SELECT 'k' || i, 1 FROM generate_series(0, 49) i,
+    generate_series(0, 49) j WHERE j <= i;
+INSERT INTO lp_plain SELECT i % 10 FROM generate_series(1, 300) i;
+SELECT lert_flush('lp_hits') >= 0 AS flushed, lert_flush('lp_plain') >= 0 AS flushed;
+SELECT count(*) AS reported FROM lp_hits;
+SELECT count(*) AS reported FROM lp_plain;
+
+-- run a query with and without the lookup scan: the plan, then whether
+-- the answers are the same
+CREATE FUNCTION lp_check(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE
+	r text;
+	a text;
+	b text;
+BEGIN
+	FOR r IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+		RETURN NEXT r;
+	END LOOP;
+	EXECUTE format('SELECT string_agg(x::text, %L ORDER BY x::text) FROM (%s) x', ' | ', q) INTO a;
+	SET LOCAL streamsketch.enable_lookup_scan = off;
+	EXECUTE format('SELECT string_agg(x::text, %L ORDER BY x::text) FROM (%s) x', ' | ', q) INTO b;
+	SET LOCAL streamsketch.enable_lookup_scan = on;
+	RETURN NEXT CASE WHEN a IS NOT DISTINCT FROM b THEN 'same: ' || coalesce(a, '(none)')
+				ELSE 'DIFFERENT: ' || coalesce(a, '(none)') || ' vs ' || coalesce(b, '(none)') END;
+END $$;
+
+-- equality with a constant: the key and its count at the report
+SELECT lp_check($$SELECT * FROM lp_hits WHERE key = 'k30'$$);
+SELECT lp_check($$SELECT count FROM lp_hits WHERE 'k42' = key$$);
+SELECT lp_check($$SELECT key FROM lp_hits WHERE key = 'k30'$$);
+SELECT lp_check($$SELECT tableoid::regclass, key FROM lp_hits WHERE key = 'k49'$$);
+SELECT lp_check($$SELECT lp_hits FROM lp_hits WHERE key = 'k25'$$);
+-- observed but not reported, and never observed: no row
+SELECT lp_check($$SELECT * FROM lp_hits WHERE key = 'k3'$$);
+SELECT lp_check($$SELECT * FROM lp_hits WHERE key = 'nope'$$);
+SELECT lert_reported('lp_hits', 'k3'::text) AS k3_reported, lert_count('lp_hits', 'k3'::text) AS k3_count;
+-- another column's qual filters the row found
+SELECT lp_check($$SELECT * FROM lp_hits WHERE key = 'k30' AND count > 100$$);
+SELECT lp_check($$SELECT * FROM lp_hits WHERE key = 'k30' AND count >= 20$$);
+-- IN lists and = ANY (array), duplicates and NULLs in them
+SELECT lp_check($$SELECT * FROM lp_hits WHERE key IN ('k30', 'k31', 'k30', 'k1', 'zz')$$);
+SELECT lp_check($$SELECT * FROM lp_hits WHERE key = ANY (ARRAY['k33', NULL, 'k34'])$$);
+SELECT lp_check($$SELECT * FROM lp_hits WHERE key = ANY ('{}'::text[])$$);
+-- NULL keys match nothing (= NULL), as in the scan
+SELECT lp_check($$SELECT * FROM lp_hits WHERE key = NULL$$);
+SELECT lp_check($$SELECT * FROM lp_hits WHERE key = ANY (NULL::text[])$$);
+-- a table without a count column; bigint key against int and smallint
+SELECT lp_check($$SELECT * FROM lp_plain WHERE key = 4$$);
+SELECT lp_check($$SELECT * FROM lp_plain WHERE key = 4::smallint$$);
+SELECT lp_check($$SELECT * FROM lp_plain WHERE key IN (1, 2, 3::bigint)$$);
+
+-- the path does not apply: ranges, OR, other columns alone, IS NULL
+SELECT lp_check($$SELECT * FROM lp_hits WHERE key > 'k45'$$);
+SELECT lp_check($$SELECT * FROM lp_hits WHERE key = 'k30' OR key = 'k31'$$);
+SELECT lp_check($$SELECT * FROM lp_hits WHERE count = 45$$);
+SELECT lp_check($$SELECT * FROM lp_hits WHERE key IS NULL$$);
+SELECT lp_check($$SELECT * FROM lp_hits WHERE key = ANY (ARRAY['k30']) IS NOT FALSE$$);
+
+-- an int key against a bigint value: its cast could fail, the scan
+CREATE TABLE lp_int (key int, count int) USING lert;
+INSERT INTO lp_int SELECT i % 4, 1 FROM generate_series(1, 200) i;
+SELECT lert_flush('lp_int') >= 0 AS flushed;
+SELECT lp_check($$SELECT * FROM lp_int WHERE key = 2::bigint$$);
+SELECT lp_check($$SELECT * FROM lp_int WHERE key = 2$$);
+SELECT lp_check($$SELECT * FROM lp_int WHERE key = 2::smallint$$);
+
+-- collations: a deterministic one other than the default uses the path,
+-- a nondeterministic one (equal values of other bytes) does not
+CREATE COLLATION lp_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+CREATE TABLE lp_coll (key text COLLATE "C", count int) USING lert;
+INSERT INTO lp_coll SELECT 'Key' || (i % 3), 1 FROM generate_series(1, 300) i;
+SELECT lert_flush('lp_coll') >= 0 AS flushed;
+SELECT lp_check($$SELECT * FROM lp_coll WHERE key = 'Key1'$$);
+SELECT lp_check($$SELECT * FROM lp_coll WHERE key = 'Key1' COLLATE "POSIX"$$);
+SELECT lp_check($$SELECT * FROM lp_coll WHERE key = 'key1' COLLATE lp_ci$$);
+CREATE TABLE lp_nd (key text COLLATE lp_ci) USING lert;
+INSERT INTO lp_nd SELECT 'Key' || (i % 3) FROM generate_series(1, 300) i;
+SELECT lert_flush('lp_nd') >= 0 AS flushed;
+SELECT lp_check($$SELECT * FROM lp_nd WHERE key = 'key1'$$);
+
+-- varchar keys compare as text; character(n) (equal values of other
+-- bytes, padding) and numeric (1.0 = 1.00) keys scan
+CREATE TABLE lp_vc (key varchar) USING lert;
+CREATE TABLE lp_bp (key char(4)) USING lert;
+CREATE TABLE lp_num (key numeric, count int) USING lert;
+INSERT INTO lp_vc SELECT 'v' || (i % 3) FROM generate_series(1, 300) i;
+INSERT INTO lp_bp SELECT 'b' || (i % 3) FROM generate_series(1, 300) i;
+INSERT INTO lp_num SELECT (i % 3)::numeric(4, 2), 1 FROM generate_series(1, 300) i;
+SELECT lert_flush('lp_vc') >= 0 AS flushed, lert_flush('lp_bp') >= 0 AS flushed,
+    lert_flush('lp_num') >= 0 AS flushed;
+SELECT lp_check($$SELECT * FROM lp_vc WHERE key = 'v1'$$);
+SELECT lp_check($$SELECT * FROM lp_bp WHERE key = 'b1'$$);
+SELECT lp_check($$SELECT * FROM lp_num WHERE key = 1.0$$);
+
+-- parameters: a prepared statement's generic plan
+SET plan_cache_mode = force_generic_plan;
+PREPARE lp_one (text) AS SELECT * FROM lp_hits WHERE key = $1;
+EXPLAIN (COSTS OFF) EXECUTE lp_one('k40');
+EXECUTE lp_one('k40');
+EXECUTE lp_one('k2');
+EXECUTE lp_one(NULL);
+PREPARE lp_many (text[]) AS SELECT * FROM lp_hits WHERE key = ANY ($1) ORDER BY key;
+EXPLAIN (COSTS OFF) EXECUTE lp_many('{k40,k41,k1}');
+EXECUTE lp_many('{k40,k41,k1}');
+SET streamsketch.enable_lookup_scan = off;
+EXECUTE lp_one('k40');
+EXECUTE lp_many('{k40,k41,k1}');
+RESET streamsketch.enable_lookup_scan;
+RESET plan_cache_mode;
+
+-- a nested loop over a small outer side probes per outer row
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SELECT lp_check($$SELECT v.k, h.count FROM (VALUES ('k22'), ('k5'), ('k47'), (NULL)) v(k)
+    JOIN lp_hits h ON h.key = v.k$$);
+SELECT lp_check($$SELECT v.k, h.key FROM (VALUES ('k22'), ('k5')) v(k)
+    LEFT JOIN lp_hits h ON h.key = v.k$$);
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+
+-- the transaction's own inserts: no report before they commit, in the
+-- lookup as in the scan
+BEGIN;
+INSERT INTO lp_hits SELECT 'fresh', 1 FROM generate_series(1, 30);
+SELECT lp_check($$SELECT * FROM lp_hits WHERE key = 'fresh'$$);
+SELECT lert_count('lp_hits', 'fresh'::text) AS fresh_count;
+COMMIT;
+SELECT lert_flush('lp_hits') >= 0 AS flushed;
+SELECT lp_check($$SELECT * FROM lp_hits WHERE key = 'fresh'$$);
+
+-- privileges and row-level security are the scan's
+CREATE ROLE lp_reader;
+CREATE ROLE lp_nobody;
+GRANT SELECT ON lp_hits TO lp_reader;
+GRANT EXECUTE ON FUNCTION lp_check(text) TO lp_reader, lp_nobody;
+SET ROLE lp_reader;
+SELECT lp_check($$SELECT * FROM lp_hits WHERE key = 'k30'$$);
+RESET ROLE;
+CREATE FUNCTION lp_error(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE q;
+	RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+	RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+GRANT EXECUTE ON FUNCTION lp_error(text) TO lp_nobody;
+SET ROLE lp_nobody;
+SELECT lp_error($$SELECT * FROM lp_hits WHERE key = 'k30'$$);
+SET streamsketch.enable_lookup_scan = off;
+SELECT lp_error($$SELECT * FROM lp_hits WHERE key = 'k30'$$);
+RESET streamsketch.enable_lookup_scan;
+RESET ROLE;
+ALTER TABLE lp_hits ENABLE ROW LEVEL SECURITY;
+CREATE POLICY lp_some ON lp_hits FOR SELECT USING (key < 'k4');
+SET ROLE lp_reader;
+SELECT lp_check($$SELECT * FROM lp_hits WHERE key = 'k30'$$);
+SELECT lp_check($$SELECT * FROM lp_hits WHERE key IN ('k30', 'k45')$$);
+RESET ROLE;
+ALTER TABLE lp_hits DISABLE ROW LEVEL SECURITY;
+
+
+-- by cost: a lookup per key, or the scan for many keys
+RESET enable_seqscan;
+CREATE FUNCTION lp_plan(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	r text;
+BEGIN
+	EXECUTE 'EXPLAIN (COSTS OFF) ' || q INTO r;
+	RETURN r;
+END $$;
+SELECT lp_plan($$SELECT * FROM lp_hits WHERE key = 'k30'$$);
+SELECT lp_plan(format('SELECT * FROM lp_hits WHERE key = ANY (%L::text[])',
+    (SELECT array_agg('k' || i) FROM generate_series(1, 400) i)));
+
+DROP TABLE lp_hits, lp_plain, lp_int, lp_coll, lp_nd, lp_vc, lp_bp, lp_num;
+DROP FUNCTION lp_check(text);
+DROP FUNCTION lp_plan(text);
+DROP FUNCTION lp_error(text);
+DROP COLLATION lp_ci;
+DROP ROLE lp_reader, lp_nobody;

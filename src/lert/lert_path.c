@@ -1,0 +1,421 @@
+/*-------------------------------------------------------------------------
+ *
+ * lert_path.c
+ *	  A lert's plain SQL lookups (SSStructure.paths): a query whose quals
+ *	  give the key a value (`key = value`, `key = ANY (array)`, `key IN
+ *	  (...)`) looks each value up as lert_reported does, instead of reading
+ *	  every report (docs/lert.md, "Plain SQL lookups").  The values are
+ *	  constants, parameters or, for a path parameterized by other
+ *	  relations, their columns (a nested loop probes per outer row).  The
+ *	  other quals filter the rows found.
+ *
+ * A key found reported is a row.  Its count column is the count at the
+ * report, which only the report stream holds: when the query needs it,
+ * one pass over the report pages finds the reports of the keys found
+ * reported, stopping at the last; a query that does not (the key alone,
+ * or a table without a count column) reads no report page.
+ *
+ * Keys are found by their binary form (lert_key_fingerprint), so a qual
+ * is used only where it selects exactly the keys the scan would return:
+ * the key type's equality (or a cross-type one of its btree family whose
+ * value casts exactly to the key type, as ss_key_equality), under which
+ * equal values have equal images (the btree "equalimage" support: text in
+ * a deterministic collation, integers; not numeric, float or a
+ * nondeterministic collation).  A NULL value matches nothing, as `=` does.
+ *
+ * What the lookup sees is what the scan does: it consolidates what is
+ * committed and waits for a round in progress once per scan, as
+ * lert_reported does, and the transaction's own uncommitted inserts make
+ * no report in either.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "access/nbtree.h"
+#include "access/table.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "lert.h"
+#include "nodes/extensible.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "parser/parsetree.h"
+#include "ss_planner.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/typcache.h"
+
+static const CustomPathMethods lert_path_methods;
+static const CustomScanMethods lert_scan_methods;
+
+/* The key and count columns (0: none) of a lert table. */
+static void
+lert_columns(Relation rel, AttrNumber *key, AttrNumber *count)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	*key = *count = InvalidAttrNumber;
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped)
+			continue;
+		if (*key == InvalidAttrNumber)
+			*key = att->attnum;
+		else if (*count == InvalidAttrNumber)
+			*count = att->attnum;
+	}
+}
+
+/*
+ * Do values of type typid (the key's, or the type of the operator's input
+ * it is binary-coercible to: text for varchar) that are equal under
+ * collation have one image?
+ */
+static bool
+equal_image(Oid typid, Oid collation)
+{
+	TypeCacheEntry *tc = lookup_type_cache(typid, TYPECACHE_BTREE_OPFAMILY);
+	Oid			proc;
+
+	if (!OidIsValid(tc->btree_opf) ||
+		(type_is_collatable(typid) && !OidIsValid(collation)))
+		return false;
+	proc = get_opfamily_proc(tc->btree_opf, typid, typid, BTEQUALIMAGE_PROC);
+	return OidIsValid(proc) &&
+		DatumGetBool(OidFunctionCall1Coll(proc, collation,
+										  ObjectIdGetDatum(typid)));
+}
+
+/* SSKeyClauseFn: does c select exactly the key equal to its value? */
+static bool
+key_clause(void *arg, int k, const SSColumnClause *c)
+{
+	Relation	rel = (Relation) arg;
+	AttrNumber	key,
+				count;
+	Form_pg_attribute att;
+
+	lert_columns(rel, &key, &count);
+	att = TupleDescAttr(RelationGetDescr(rel), key - 1);
+	/*
+	 * Not under a length modifier (the value may need padding the cast
+	 * does not do), nor bpchar's equality, which ignores trailing blanks
+	 * its images keep.
+	 */
+	return c->attno == key && att->atttypmod < 0 &&
+		att->atttypid != BPCHAROID &&
+		ss_key_equality(c, att->atttypid) &&
+		equal_image(c->lefttype, c->inputcollid);
+}
+
+/* Does the query need the count column (or the whole row) of rel? */
+static bool
+needs_count(RelOptInfo *rel, Relation relation, List *clauses)
+{
+	AttrNumber	key,
+				count;
+	Bitmapset  *attnos = NULL;
+	ListCell   *lc;
+
+	lert_columns(relation, &key, &count);
+	if (count == InvalidAttrNumber)
+		return false;
+	pull_varattnos((Node *) rel->reltarget->exprs, rel->relid, &attnos);
+	foreach(lc, clauses)
+		pull_varattnos((Node *) lfirst_node(RestrictInfo, lc)->clause,
+					   rel->relid, &attnos);
+	return bms_is_member(count - FirstLowInvalidHeapAttributeNumber, attnos) ||
+		bms_is_member(InvalidAttrNumber - FirstLowInvalidHeapAttributeNumber,
+					  attnos);
+}
+
+/*
+ * Per lookup, as lert_reported: a level-0 page, an index and a data page
+ * per on-disk level, the change log's page, at random.  When the count
+ * column is needed, a pass over the report pages up to the last report
+ * of the keys found: of rows found uniformly among the reports, the last
+ * is a fraction rows / (rows + 1) in.
+ */
+static void
+add_lookup_path(PlannerInfo *root, RelOptInfo *rel, Relation relation,
+				const SSColumnClause *keys, Relids outer)
+{
+	LertState  *st = lert_get_state(relation);
+	double		n = ss_lookup_count(keys, 1);
+	double		rows = Min(n, rel->rows);
+	Cost		reports = 0;
+
+	if (needs_count(rel, relation, rel->baserestrictinfo))
+	{
+		double		width = st->fixed_key ? 0 :
+			get_typavgwidth(st->keytype, -1);
+		double		pages = ceil(rel->tuples * (sizeof(LertReportRec) + width) /
+								 SS_PAGE_DATA_SIZE);
+
+		reports = pages * seq_page_cost * rows / (rows + 1);
+	}
+	ss_add_lookup_path(root, rel, outer, n, 2 + 2 * st->p.geom.nlevels,
+					   reports, &lert_path_methods);
+}
+
+/* SSPathOps.add_paths */
+static void
+lert_add_paths(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte,
+			   Relation relation)
+{
+	SSColumnClause key;
+	AttrNumber	keyatt,
+				countatt;
+	List	   *outers;
+	List	   *joins;
+	ListCell   *lc;
+
+	if (ss_match_keys(root, rel, rel->baserestrictinfo, NULL, 1, key_clause,
+					  relation, &key))
+		add_lookup_path(root, rel, relation, &key, NULL);
+
+	/* one path per set of other relations whose columns give the key */
+	lert_columns(relation, &keyatt, &countatt);
+	outers = ss_lookup_outers(root, rel, &keyatt, 1, &joins);
+	foreach(lc, outers)
+	{
+		Relids		outer = (Relids) lfirst(lc);
+
+		if (ss_match_keys(root, rel,
+						  list_concat_copy(rel->baserestrictinfo, joins),
+						  outer, 1, key_clause, relation, &key))
+			add_lookup_path(root, rel, relation, &key, outer);
+	}
+}
+
+/*
+ * CustomPathMethods.PlanCustomPath: ss_lookup_plan's, custom_private
+ * ending with whether the count column is needed.
+ */
+static Plan *
+lert_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+			   List *tlist, List *clauses, List *custom_plans)
+{
+	RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
+	Relation	relation = table_open(rte->relid, NoLock);
+	SSColumnClause key;
+	CustomScan *cscan;
+	bool		count;
+
+	if (!ss_match_keys(root, rel, clauses, PATH_REQ_OUTER(&best_path->path),
+					   1, key_clause, relation, &key))
+		elog(ERROR, "lert lookup path lost its key clause");
+	count = needs_count(rel, relation, clauses);
+	table_close(relation, NoLock);
+	cscan = ss_lookup_plan(rel, best_path, tlist, clauses, &key, 1,
+						   &lert_scan_methods);
+	cscan->custom_private = lappend_int(cscan->custom_private, count);
+	return &cscan->scan.plan;
+}
+
+/* A key found reported; count, its count at the report once found. */
+typedef struct LertFound
+{
+	Datum		key;
+	uint64		fp;
+	char	   *bytes;
+	uint32		len;
+	bool		has_report;
+	int64		count;
+} LertFound;
+
+typedef struct LertLookupState
+{
+	SSLookupState ls;
+	bool		need_count;
+	bool		waited;			/* for a round, once per scan */
+	LertFound  *found;			/* of the current keys, in keycxt */
+	int			nfound;
+	int			next;
+} LertLookupState;
+
+static TupleTableSlot *lert_lookup_next(ScanState *ss);
+
+static Node *
+lert_create_state(CustomScan *cscan)
+{
+	return ss_lookup_create_state(sizeof(LertLookupState), lert_lookup_next,
+								  "Keys");
+}
+
+static int
+found_cmp(const void *a, const void *b)
+{
+	uint64		x = ((const LertFound *) a)->fp;
+	uint64		y = ((const LertFound *) b)->fp;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/*
+ * The reports of the keys found: one pass over the report stream, as the
+ * scan reads it, until each has its report (the keys sorted by
+ * fingerprint, each report's searched for).
+ */
+static void
+find_reports(LertLookupState *ls, Relation rel)
+{
+	LertMeta   *meta = palloc(sizeof(LertMeta));
+	LertReportIter it;
+	const LertReportRec *r;
+	const char *key;
+	int64		id;
+	int			left = ls->nfound;
+
+	qsort(ls->found, ls->nfound, sizeof(LertFound), found_cmp);
+	if (lert_read_current(rel, meta))
+	{
+		lert_report_iter_begin(&it, rel, meta, 0);
+		while (left > 0 && (r = lert_report_iter_next(&it, &id, &key)) != NULL)
+		{
+			int			lo = 0,
+						hi = ls->nfound;
+
+			/* the first key of fingerprint r->fp or above */
+			while (lo < hi)
+			{
+				int			mid = (lo + hi) / 2;
+
+				if (ls->found[mid].fp < r->fp)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			for (int i = lo; i < ls->nfound && ls->found[i].fp == r->fp; i++)
+			{
+				LertFound  *f = &ls->found[i];
+
+				if (f->has_report || f->len != r->keylen ||
+					(f->len > 0 && memcmp(f->bytes, key, f->len) != 0))
+					continue;
+				f->has_report = true;
+				f->count = r->count;
+				left--;
+				break;
+			}
+		}
+		lert_report_iter_end(&it);
+	}
+	pfree(meta);
+}
+
+/* Look the keys' values up: the reported ones, with their reports' counts. */
+static void
+lert_find(LertLookupState *ls, Relation rel)
+{
+	LertState  *st = lert_get_state(rel);
+	AttrNumber	key,
+				count;
+	Form_pg_attribute att;
+	MemoryContext old;
+
+	ls->need_count = llast_int(((CustomScan *) ls->ls.css.ss.ps.plan)->custom_private);
+	lert_columns(rel, &key, &count);
+	att = TupleDescAttr(RelationGetDescr(rel), key - 1);
+	ss_lookup_key_values(&ls->ls, 0, att, att->attcollation, "a lert lookup");
+	if (!ls->waited && !ls->ls.done)
+	{
+		lert_wait_round(rel);
+		ls->waited = true;
+	}
+	old = MemoryContextSwitchTo(ls->ls.keycxt);
+	ls->found = palloc(sizeof(LertFound) * Max(ls->ls.nvals[0], 1));
+	ls->nfound = 0;
+	ls->next = 0;
+	while (ss_lookup_next_keys(&ls->ls))
+	{
+		LertFound  *f = &ls->found[ls->nfound];
+		int64		n;
+		bool		reported;
+		bool		free_bytes;
+
+		lert_lookup(rel, st, ls->ls.keys[0], &n, &reported);
+		if (!reported)
+			continue;
+		f->key = ls->ls.keys[0];
+		f->fp = lert_key_fingerprint(st, f->key, &f->bytes, &f->len,
+									 &free_bytes);
+		f->has_report = false;
+		ls->nfound++;
+	}
+	if (ls->need_count && ls->nfound > 0)
+		find_reports(ls, rel);
+	MemoryContextSwitchTo(old);
+}
+
+/* ExecScanAccessMtd: the next key found reported */
+static TupleTableSlot *
+lert_lookup_next(ScanState *ss)
+{
+	LertLookupState *ls = (LertLookupState *) ss;
+	Relation	rel = ss->ss_currentRelation;
+	TupleTableSlot *slot = ss->ss_ScanTupleSlot;
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	ExecClearTuple(slot);
+	if (!ls->ls.ready)
+	{
+		ls->ls.ready = true;
+		lert_find(ls, rel);
+	}
+	while (ls->next < ls->nfound)
+	{
+		LertFound  *f = &ls->found[ls->next++];
+		AttrNumber	key,
+					count;
+		Datum	   *values;
+		bool	   *nulls;
+		MemoryContext old;
+
+		/* (on a standby, a report may lag its key's flag, as in the scan) */
+		if (ls->need_count && !f->has_report)
+			continue;
+		lert_columns(rel, &key, &count);
+		MemoryContextReset(ls->ls.rowcxt);
+		old = MemoryContextSwitchTo(ls->ls.rowcxt);
+		values = palloc0(sizeof(Datum) * desc->natts);
+		nulls = palloc(sizeof(bool) * desc->natts);
+		memset(nulls, true, sizeof(bool) * desc->natts);
+		values[key - 1] = f->key;
+		nulls[key - 1] = false;
+		/* a count the query does not read stays NULL */
+		if (ls->need_count)
+		{
+			values[count - 1] = lert_count_datum(TupleDescAttr(desc, count - 1)->atttypid,
+												 f->count);
+			nulls[count - 1] = false;
+		}
+		ExecForceStoreHeapTuple(heap_form_tuple(desc, values, nulls), slot,
+								false);
+		MemoryContextSwitchTo(old);
+		return slot;
+	}
+	return slot;
+}
+
+static const CustomPathMethods lert_path_methods = {
+	.CustomName = "lert lookup",
+	.PlanCustomPath = lert_plan_path,
+};
+
+static const CustomScanMethods lert_scan_methods = {
+	.CustomName = "lert lookup",
+	.CreateCustomScanState = lert_create_state,
+};
+
+const SSPathOps lert_path_ops = {
+	.add_paths = lert_add_paths,
+	.methods = &lert_scan_methods,
+};
