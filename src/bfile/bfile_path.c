@@ -206,10 +206,11 @@ bfile_add_paths(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte,
 				Relation relation)
 {
 	int32		t = bfile_get_state(relation)->params.time_attnum;
+	AttrNumber	time_attno = t;
 	Form_pg_attribute att;
 	List	   *bounds;
 	List	   *joins;
-	List	   *outers = NIL;
+	List	   *outers;
 	ListCell   *lc;
 	bool		outer_used;
 
@@ -221,22 +222,7 @@ bfile_add_paths(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte,
 		add_window_path(root, rel, relation, bounds, NULL);
 
 	/* one path per set of other relations whose columns give bounds */
-	joins = ss_column_join_clauses(root, rel, t);
-	foreach(lc, joins)
-	{
-		SSColumnClause c;
-		ListCell   *lc2;
-		bool		seen = false;
-
-		if (!ss_match_column_clause(root, lfirst_node(RestrictInfo, lc), rel, &c) ||
-			bms_is_empty(c.outer_relids) || time_strategy(att, &c) == 0)
-			continue;
-		/* (Relids are no Nodes: list_append_unique cannot compare them) */
-		foreach(lc2, outers)
-			seen = seen || bms_equal(lfirst(lc2), c.outer_relids);
-		if (!seen)
-			outers = lappend(outers, c.outer_relids);
-	}
+	outers = ss_lookup_outers(root, rel, &time_attno, 1, &joins);
 	foreach(lc, outers)
 	{
 		Relids		outer = (Relids) lfirst(lc);
@@ -252,44 +238,38 @@ bfile_add_paths(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte,
 /*
  * CustomPathMethods.PlanCustomPath: custom_exprs are the bounding clauses
  * (EXPLAIN shows them), custom_private per clause the argument that holds
- * the bound and the clause's strategy; the other clauses are the plan's
- * quals, in their order (row-level security's first).
+ * the bound (ss_lookup_plan), then per clause its strategy; the other
+ * clauses are the plan's quals, in their order (row-level security's
+ * first).
  */
 static Plan *
 bfile_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 				List *tlist, List *clauses, List *custom_plans)
 {
-	CustomScan *cscan = makeNode(CustomScan);
 	RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
 	Relation	relation = table_open(rte->relid, NoLock);
 	int32		t = bfile_get_state(relation)->params.time_attnum;
 	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(relation), t - 1);
 	List	   *bounds;
-	List	   *used = NIL;
+	SSColumnClause *used;
+	CustomScan *cscan;
 	ListCell   *lc;
 	bool		outer_used;
+	int			k = 0;
 
 	bounds = time_bounds(root, rel, att, clauses,
 						 PATH_REQ_OUTER(&best_path->path), &outer_used);
 	table_close(relation, NoLock);
 	if (bounds == NIL)
 		elog(ERROR, "bfile window path lost its time bounds");
+	used = palloc(sizeof(SSColumnClause) * list_length(bounds));
 	foreach(lc, bounds)
-	{
-		TimeBound  *b = (TimeBound *) lfirst(lc);
-
-		used = lappend(used, b->c.rinfo);
-		cscan->custom_exprs = lappend(cscan->custom_exprs, b->c.rinfo->clause);
+		used[k++] = ((TimeBound *) lfirst(lc))->c;
+	cscan = ss_lookup_plan(rel, best_path, tlist, clauses, used, k,
+						   &bfile_scan_methods);
+	foreach(lc, bounds)
 		cscan->custom_private = lappend_int(cscan->custom_private,
-											b->c.value_on_left ? 0 : 1);
-		cscan->custom_private = lappend_int(cscan->custom_private, b->strategy);
-	}
-	cscan->scan.plan.targetlist = tlist;
-	cscan->scan.plan.qual =
-		extract_actual_clauses(list_difference_ptr(clauses, used), false);
-	cscan->scan.scanrelid = rel->relid;
-	cscan->flags = best_path->flags;
-	cscan->methods = &bfile_scan_methods;
+											((TimeBound *) lfirst(lc))->strategy);
 	return &cscan->scan.plan;
 }
 
@@ -331,9 +311,9 @@ bfile_begin(CustomScanState *node, EState *estate, int eflags)
 		OpExpr	   *op = lfirst_node(OpExpr, lc);
 
 		ws->value[k] = ExecInitExpr(list_nth(op->args,
-											 list_nth_int(cscan->custom_private, 2 * k)),
+											 list_nth_int(cscan->custom_private, k)),
 									&node->ss.ps);
-		ws->strategy[k] = list_nth_int(cscan->custom_private, 2 * k + 1);
+		ws->strategy[k] = list_nth_int(cscan->custom_private, ws->nbounds + k);
 		k++;
 	}
 	ws->wincxt = AllocSetContextCreate(CurrentMemoryContext, "bfile window",
