@@ -67,8 +67,9 @@ match_keys(PlannerInfo *root, RelOptInfo *rel, const CbtRuntime *rt,
 }
 
 /*
- * Per lookup: a node page per level, the fragment block and the change
- * log's page, read at random; then the remaining quals per group.
+ * Per lookup: a node page per level, the upper ones shared by all
+ * lookups; the leaf, its fragment block and the change log's page of its
+ * own.
  */
 static void
 add_lookup_path(PlannerInfo *root, RelOptInfo *rel, Relation relation,
@@ -78,7 +79,7 @@ add_lookup_path(PlannerInfo *root, RelOptInfo *rel, Relation relation,
 	double		height = 1 + ceil(log(Max(rel->pages, 1)) / log(fanout));
 
 	ss_add_lookup_path(root, rel, outer, ss_lookup_count(keys, nkeys),
-					   height + 2, 0, &cbt_path_methods);
+					   height - 1, 3, 0, &cbt_path_methods);
 }
 
 /* SSPathOps.add_paths */
@@ -186,7 +187,21 @@ static const CustomScanMethods cbt_scan_methods = {
 	.CreateCustomScanState = cbt_create_state,
 };
 
+/*
+ * SSPathOps.scan_row_cost: a scan decodes each group's keys and partial
+ * aggregates and finalizes them (measured about ten operators' cost per
+ * column, beyond what a heap row costs).
+ */
+static double
+cbt_scan_row_cost(Relation relation)
+{
+	const CbtDef *def = cbt_runtime(relation)->def;
+
+	return 10 * cpu_operator_cost * (1 + def->nkeys + def->naggs);
+}
+
 const SSPathOps cbt_path_ops = {
 	.add_paths = cbt_add_paths,
+	.scan_row_cost = cbt_scan_row_cost,
 	.methods = &cbt_scan_methods,
 };

@@ -137,8 +137,9 @@ needs_count(RelOptInfo *rel, Relation relation, List *clauses)
 }
 
 /*
- * Per lookup, as lert_reported: a level-0 page, an index and a data page
- * per on-disk level, the change log's page, at random.  When the count
+ * Per lookup, as lert_reported: an index page per on-disk level (shared
+ * by all lookups); a level-0 page, a data page per on-disk level and the
+ * change log's page of its own.  When the count
  * column is needed, a pass over the report pages up to the last report
  * of the keys found: of rows found uniformly among the reports, the last
  * is a fraction rows / (rows + 1) in.
@@ -161,8 +162,8 @@ add_lookup_path(PlannerInfo *root, RelOptInfo *rel, Relation relation,
 
 		reports = pages * seq_page_cost * rows / (rows + 1);
 	}
-	ss_add_lookup_path(root, rel, outer, n, 2 + 2 * st->p.geom.nlevels,
-					   reports, &lert_path_methods);
+	ss_add_lookup_path(root, rel, outer, n, st->p.geom.nlevels,
+					   2 + st->p.geom.nlevels, reports, &lert_path_methods);
 }
 
 /* SSPathOps.add_paths */

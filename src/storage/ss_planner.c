@@ -46,6 +46,45 @@ bool		ss_enable_lookup_scan = true;
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
 
+/*
+ * The scan paths core built for rel (a sequential scan, its partial
+ * version), dearer by per_row for each row they read: removed and added
+ * again, so that the lists stay in cost order.
+ */
+static void
+charge_scan_rows(RelOptInfo *rel, double per_row)
+{
+	List	   *scans = NIL;
+	ListCell   *lc;
+
+	foreach(lc, rel->pathlist)
+		if (((Path *) lfirst(lc))->pathtype == T_SeqScan)
+			scans = lappend(scans, lfirst(lc));
+	foreach(lc, scans)
+	{
+		Path	   *p = (Path *) lfirst(lc);
+
+		rel->pathlist = list_delete_ptr(rel->pathlist, p);
+		p->total_cost += per_row * rel->tuples;
+		add_path(rel, p);
+	}
+	list_free(scans);
+	scans = NIL;
+	foreach(lc, rel->partial_pathlist)
+		if (((Path *) lfirst(lc))->pathtype == T_SeqScan)
+			scans = lappend(scans, lfirst(lc));
+	foreach(lc, scans)
+	{
+		Path	   *p = (Path *) lfirst(lc);
+
+		rel->partial_pathlist = list_delete_ptr(rel->partial_pathlist, p);
+		/* (one participant produces a structure's rows, ss_scan_claim) */
+		p->total_cost += per_row * rel->tuples;
+		add_partial_path(rel, p);
+	}
+	list_free(scans);
+}
+
 static void
 ss_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 					RangeTblEntry *rte)
@@ -57,7 +96,7 @@ ss_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		prev_set_rel_pathlist_hook(root, rel, rti, rte);
 
 	/* a plain table (not an inheritance parent), not sampled */
-	if (!ss_enable_lookup_scan || rte->rtekind != RTE_RELATION ||
+	if (rte->rtekind != RTE_RELATION ||
 		rte->relkind != RELKIND_RELATION || rte->inh ||
 		rte->tablesample != NULL || !IS_SIMPLE_REL(rel) || IS_DUMMY_REL(rel))
 		return;
@@ -66,7 +105,12 @@ ss_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	relation = table_open(rte->relid, NoLock);
 	s = ss_structure_ops(relation);
 	if (s != NULL && s->paths != NULL)
-		s->paths->add_paths(root, rel, rte, relation);
+	{
+		if (s->paths->scan_row_cost != NULL)
+			charge_scan_rows(rel, s->paths->scan_row_cost(relation));
+		if (ss_enable_lookup_scan)
+			s->paths->add_paths(root, rel, rte, relation);
+	}
 	table_close(relation, NoLock);
 }
 
@@ -379,16 +423,45 @@ ss_lookup_count(const SSColumnClause *keys, int nkeys)
 }
 
 /*
- * Add a lookup path of n lookups, parameterized by outer (or none), each
- * reading pages at random, plus extra_cost once per scan.
+ * How often a path parameterized by outer runs: the fewest rows any of
+ * those relations has (as the planner's own index paths assume).
+ */
+static double
+outer_loops(PlannerInfo *root, Relids outer)
+{
+	double		loops = 0;
+	int			relid = -1;
+
+	while ((relid = bms_next_member(outer, relid)) >= 0)
+	{
+		RelOptInfo *o = relid < root->simple_rel_array_size ?
+		root->simple_rel_array[relid] : NULL;
+
+		if (o != NULL && o->reloptkind == RELOPT_BASEREL &&
+			(loops == 0 || o->rows < loops))
+			loops = o->rows;
+	}
+	return Max(loops, 1);
+}
+
+/*
+ * Add a lookup path of n lookups, parameterized by outer (or none), plus
+ * extra_cost once per scan.  Each lookup descends levels pages that all
+ * lookups share (charged as CPU, as btree charges its descent) and reads
+ * pages of its own at random; over the repeated scans of a nested loop
+ * those reads are counted as the planner counts an index's
+ * (index_pages_fetched: the relation's pages, effective_cache_size), so
+ * that many lookups into a small structure cost no more than reading it.
  */
 void
 ss_add_lookup_path(PlannerInfo *root, RelOptInfo *rel, Relids outer,
-				   double n, double pages, Cost extra_cost,
+				   double n, double levels, double pages, Cost extra_cost,
 				   const CustomPathMethods *methods)
 {
 	CustomPath *cp = makeNode(CustomPath);
 	Relids		required = bms_union(outer, rel->lateral_relids);
+	double		loops = outer_loops(root, required);
+	double		fetched;
 	QualCost	qcost;
 
 	cp->path.pathtype = T_CustomScan;
@@ -401,11 +474,13 @@ ss_add_lookup_path(PlannerInfo *root, RelOptInfo *rel, Relids outer,
 	cp->path.rows = clamp_row_est(Min(n, cp->path.param_info ?
 									  cp->path.param_info->ppi_rows : rel->rows));
 
-	/* per lookup its pages and a tuple; then the remaining quals per row */
+	fetched = index_pages_fetched(n * pages * loops, Max(rel->pages, 1),
+								  Max(rel->pages, 1), root) / loops;
 	cost_qual_eval(&qcost, rel->baserestrictinfo, root);
 	cp->path.startup_cost = qcost.startup;
 	cp->path.total_cost = qcost.startup +
-		n * (pages * random_page_cost + cpu_tuple_cost) +
+		fetched * random_page_cost +
+		n * ((levels + 1) * 50.0 * cpu_operator_cost + cpu_tuple_cost) +
 		cp->path.rows * (qcost.per_tuple + rel->reltarget->cost.per_tuple) +
 		extra_cost;
 	/* ExecScan projects */

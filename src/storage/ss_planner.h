@@ -68,8 +68,8 @@ extern List *ss_lookup_outers(PlannerInfo *root, RelOptInfo *rel,
 							  List **joins);
 extern double ss_lookup_count(const SSColumnClause *keys, int nkeys);
 extern void ss_add_lookup_path(PlannerInfo *root, RelOptInfo *rel,
-							   Relids outer, double n, double pages,
-							   Cost extra_cost,
+							   Relids outer, double n, double levels,
+							   double pages, Cost extra_cost,
 							   const CustomPathMethods *methods);
 extern CustomScan *ss_lookup_plan(RelOptInfo *rel, CustomPath *best_path,
 								  List *tlist, List *clauses,

@@ -123,7 +123,9 @@ typedef struct SSScanOps
  * add_paths adds CustomPaths of methods' scan (registered at load) to a
  * base relation of the structure, relation opened, when
  * streamsketch.enable_lookup_scan is on; the planner keeps the cheapest,
- * the scan included.
+ * the scan included.  scan_row_cost (optional) is the CPU a scan spends
+ * per row beyond a heap's (a cbt finalizes each group's aggregates),
+ * added to the scan's cost so that the planner weighs it honestly.
  */
 struct PlannerInfo;
 struct RelOptInfo;
@@ -133,6 +135,7 @@ typedef struct SSPathOps
 {
 	void		(*add_paths) (struct PlannerInfo *root, struct RelOptInfo *rel,
 							  struct RangeTblEntry *rte, Relation relation);
+	double		(*scan_row_cost) (Relation relation);
 	const struct CustomScanMethods *methods;
 } SSPathOps;
 
