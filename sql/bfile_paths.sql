@@ -139,7 +139,8 @@ SELECT bp_check($$SELECT w.lo, b.id FROM bp_windows w JOIN bp_ts b ON b.ts > w.l
 RESET enable_hashjoin;
 RESET enable_mergejoin;
 
--- the transaction's own pending rows, as the scan returns them
+-- the transaction's own pending rows: not in the sample until it commits,
+-- for the window as for the scan
 BEGIN;
 INSERT INTO bp_ts VALUES (-1, '2024-01-02 00:00:30', 'mine'), (-2, '2030-01-01', 'later');
 SELECT bp_check($$SELECT * FROM bp_ts WHERE ts BETWEEN '2024-01-02' AND '2024-01-02 00:01'$$);
