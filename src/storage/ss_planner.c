@@ -46,6 +46,11 @@ bool		ss_enable_lookup_scan = true;
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
 
+/* ss_planner_add_function_paths's */
+#define SS_MAX_FUNCTION_PATHS	4
+static SSFunctionPathsFn function_paths[SS_MAX_FUNCTION_PATHS];
+static int	nfunction_paths = 0;
+
 /*
  * The scan paths core built for rel (a sequential scan, its partial
  * version), dearer by per_row for each row they read: removed and added
@@ -95,6 +100,17 @@ ss_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	if (prev_set_rel_pathlist_hook)
 		prev_set_rel_pathlist_hook(root, rel, rti, rte);
 
+	/* one function's rows, without WITH ORDINALITY */
+	if (rte->rtekind == RTE_FUNCTION && list_length(rte->functions) == 1 &&
+		!rte->funcordinality && IS_SIMPLE_REL(rel) && !IS_DUMMY_REL(rel) &&
+		ss_enable_lookup_scan)
+	{
+		for (int i = 0; i < nfunction_paths; i++)
+			function_paths[i] (root, rel, rte,
+							   linitial_node(RangeTblFunction, rte->functions));
+		return;
+	}
+
 	/* a plain table (not an inheritance parent), not sampled */
 	if (rte->rtekind != RTE_RELATION ||
 		rte->relkind != RELKIND_RELATION || rte->inh ||
@@ -127,6 +143,16 @@ ss_planner_init(const SSStructure *const *list, int n)
 			RegisterCustomScanMethods(list[i]->paths->methods);
 	prev_set_rel_pathlist_hook = set_rel_pathlist_hook;
 	set_rel_pathlist_hook = ss_set_rel_pathlist;
+}
+
+void
+ss_planner_add_function_paths(SSFunctionPathsFn fn,
+							  const CustomScanMethods *methods)
+{
+	if (nfunction_paths >= SS_MAX_FUNCTION_PATHS)
+		elog(ERROR, "too many function paths registered");
+	function_paths[nfunction_paths++] = fn;
+	RegisterCustomScanMethods(methods);
 }
 
 /* Is expr a column of rel (under binary-compatible relabeling)? */
@@ -681,7 +707,8 @@ lookup_next(ScanState *ss)
 {
 	TupleTableSlot *slot = ((SSLookupState *) ss)->next(ss);
 
-	if (!TupIsNull(slot))
+	/* (a function scan's rows come from no relation) */
+	if (!TupIsNull(slot) && ss->ss_currentRelation != NULL)
 		slot->tts_tableOid = RelationGetRelid(ss->ss_currentRelation);
 	return slot;
 }
