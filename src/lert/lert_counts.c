@@ -357,23 +357,10 @@ needs_whole_row(RelOptInfo *rel)
 static void
 charge_function_scan(RelOptInfo *rel, Relation relation, double levels)
 {
-	Cost		extra = RelationGetNumberOfBlocks(relation) * seq_page_cost +
-		rel->tuples * ((levels + 1) * 50.0 * cpu_operator_cost + cpu_tuple_cost);
-	List	   *scans = NIL;
-	ListCell   *lc;
-
-	foreach(lc, rel->pathlist)
-		if (((Path *) lfirst(lc))->pathtype == T_FunctionScan)
-			scans = lappend(scans, lfirst(lc));
-	foreach(lc, scans)
-	{
-		Path	   *p = (Path *) lfirst(lc);
-
-		rel->pathlist = list_delete_ptr(rel->pathlist, p);
-		p->total_cost += extra;
-		add_path(rel, p);
-	}
-	list_free(scans);
+	ss_charge_paths(rel, T_FunctionScan,
+					RelationGetNumberOfBlocks(relation) * seq_page_cost +
+					rel->tuples * ((levels + 1) * 50.0 * cpu_operator_cost +
+								   cpu_tuple_cost));
 }
 
 /* SSFunctionPathsFn */

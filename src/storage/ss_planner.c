@@ -52,42 +52,50 @@ static SSFunctionPathsFn function_paths[SS_MAX_FUNCTION_PATHS];
 static int	nfunction_paths = 0;
 
 /*
+ * The paths of type pathtype core built for rel (its partial paths with
+ * partial), dearer by extra: removed and added again, so that the list
+ * stays in cost order.
+ */
+static void
+charge_paths(RelOptInfo *rel, bool partial, NodeTag pathtype, Cost extra)
+{
+	List	  **list = partial ? &rel->partial_pathlist : &rel->pathlist;
+	List	   *scans = NIL;
+	ListCell   *lc;
+
+	foreach(lc, *list)
+		if (((Path *) lfirst(lc))->pathtype == pathtype)
+			scans = lappend(scans, lfirst(lc));
+	foreach(lc, scans)
+	{
+		Path	   *p = (Path *) lfirst(lc);
+
+		*list = list_delete_ptr(*list, p);
+		p->total_cost += extra;
+		if (partial)
+			add_partial_path(rel, p);
+		else
+			add_path(rel, p);
+	}
+	list_free(scans);
+}
+
+void
+ss_charge_paths(RelOptInfo *rel, NodeTag pathtype, Cost extra)
+{
+	charge_paths(rel, false, pathtype, extra);
+}
+
+/*
  * The scan paths core built for rel (a sequential scan, its partial
- * version), dearer by per_row for each row they read: removed and added
- * again, so that the lists stay in cost order.
+ * version), dearer by per_row for each row they read.
  */
 static void
 charge_scan_rows(RelOptInfo *rel, double per_row)
 {
-	List	   *scans = NIL;
-	ListCell   *lc;
-
-	foreach(lc, rel->pathlist)
-		if (((Path *) lfirst(lc))->pathtype == T_SeqScan)
-			scans = lappend(scans, lfirst(lc));
-	foreach(lc, scans)
-	{
-		Path	   *p = (Path *) lfirst(lc);
-
-		rel->pathlist = list_delete_ptr(rel->pathlist, p);
-		p->total_cost += per_row * rel->tuples;
-		add_path(rel, p);
-	}
-	list_free(scans);
-	scans = NIL;
-	foreach(lc, rel->partial_pathlist)
-		if (((Path *) lfirst(lc))->pathtype == T_SeqScan)
-			scans = lappend(scans, lfirst(lc));
-	foreach(lc, scans)
-	{
-		Path	   *p = (Path *) lfirst(lc);
-
-		rel->partial_pathlist = list_delete_ptr(rel->partial_pathlist, p);
-		/* (one participant produces a structure's rows, ss_scan_claim) */
-		p->total_cost += per_row * rel->tuples;
-		add_partial_path(rel, p);
-	}
-	list_free(scans);
+	charge_paths(rel, false, T_SeqScan, per_row * rel->tuples);
+	/* (one participant produces a structure's rows, ss_scan_claim) */
+	charge_paths(rel, true, T_SeqScan, per_row * rel->tuples);
 }
 
 static void

@@ -61,6 +61,7 @@ typedef struct SSColumnClause
 	Relids		outer_relids;	/* the other relations value references */
 } SSColumnClause;
 
+extern void ss_charge_paths(RelOptInfo *rel, NodeTag pathtype, Cost extra);
 extern bool ss_match_column_clause(PlannerInfo *root, RestrictInfo *rinfo,
 								   RelOptInfo *rel, SSColumnClause *out);
 extern List *ss_column_join_clauses(PlannerInfo *root, RelOptInfo *rel,
