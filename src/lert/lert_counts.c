@@ -61,6 +61,9 @@ PG_FUNCTION_INFO_V1(lert_counts);
 
 #define COUNTS_FNAME	"lert_counts()"
 
+/* reads of a cone that may find it flushed meanwhile (as the log's) */
+#define COUNTS_MAX_RESTARTS 1000
+
 /* ---- the keys a lert holds ---- */
 
 /*
@@ -177,7 +180,7 @@ put_all_keys(Relation rel, Tuplesortstate *sort)
 	{
 		for (uint32 c = 0; c < meta->params.ncones; c++)
 		{
-			for (;;)
+			for (int attempt = 0;; attempt++)
 			{
 				if (put_cone_keys(rel, meta, c, sort, area) &&
 					lert_read_meta(rel, again) &&
@@ -186,6 +189,10 @@ put_all_keys(Relation rel, Tuplesortstate *sort)
 					break;
 				/* a flush of the cone came in between: read it again */
 				CHECK_FOR_INTERRUPTS();
+				if (attempt >= COUNTS_MAX_RESTARTS)
+					ss_page_corrupted(rel, SS_METAPAGE_BLKNO,
+									  "LERT cone %u kept changing under a read of its keys.",
+									  c);
 				if (!lert_read_meta(rel, meta))
 					elog(ERROR, "LERT \"%s\" lost its metapage",
 						 RelationGetRelationName(rel));
