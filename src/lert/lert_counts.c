@@ -15,9 +15,7 @@
  * levels: a record consolidated meanwhile is in the levels by the time
  * they are read.  A cone is read again when a flush of it, or a level-0
  * page freed and reused, came in between (as lert_lookup reads again).
- * A key whose count is 0 (observed only in an aborted transaction, or by
- * a delete of the transaction's own, or found before its cone was
- * rewritten) is no row.
+ * A key whose count is 0 is no row, as a key never observed is none.
  *
  * The planner path (ss_planner_add_function_paths): a function scan of
  * lert_counts with a constant lert, whose quals give the key a value
