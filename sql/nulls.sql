@@ -80,6 +80,7 @@ INSERT INTO null_calls VALUES
        '''elevator''::text', '''64kB''::text', 'false']),
 ('lert_count(regclass,anycompatible)', ARRAY['''nt_lert''::regclass', '0::int']),
 ('lert_reported(regclass,anycompatible)', ARRAY['''nt_lert''::regclass', '0::int']),
+('lert_counts(regclass,anyelement)', ARRAY['''nt_lert''::regclass', 'NULL::int']),
 ('lert_reports(regclass,bigint)', ARRAY['''nt_lert''::regclass', '0::bigint']),
 ('lert_flush(regclass)', ARRAY['''nt_lert''::regclass']),
 ('lert_info(regclass)', ARRAY['''nt_lert''::regclass']),
@@ -195,14 +196,17 @@ SELECT fn, null_arg, name, outcome FROM null_outcomes ORDER BY fn::text, null_ar
 
 -- must be empty: internal errors, or a value where NULL or an error is due
 -- (the first argument of cbt_lookup, bfile_subsample and bfile_window is
--- a NULL of the table's row type anyway)
+-- a NULL of the table's row type anyway, lert_counts' second a NULL of the
+-- key type)
 SELECT fn, null_arg, outcome FROM null_outcomes
 WHERE outcome LIKE 'error XX%'
    OR (outcome = 'value' AND NOT (fn::text LIKE '%\_create(%' AND null_arg > 2)
        AND NOT (fn IN ('cbt_lookup(anycompatible,"any")'::regprocedure,
                        'bfile_subsample(anycompatible,bigint)'::regprocedure,
                        'bfile_window(anycompatible,"any","any")'::regprocedure)
-                AND null_arg = 1));
+                AND null_arg = 1)
+       AND NOT (fn = 'lert_counts(regclass,anyelement)'::regprocedure
+                AND null_arg = 2));
 
 -- every valid call works, in positional and in named notation (aggregates
 -- cannot be called in named notation, nor a VARIADIC argument without

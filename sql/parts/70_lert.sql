@@ -19,6 +19,15 @@ CREATE FUNCTION lert_reported(lert regclass, key anycompatible) RETURNS boolean
 AS 'MODULE_PATHNAME', 'lert_reported' LANGUAGE C STRICT STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION lert_reported(regclass, anycompatible) IS 'true if key has been reported';
 
+-- Not STRICT on purpose: key_type is a NULL of the lert's key type, which
+-- gives the key column its type (anyelement); PARALLEL RESTRICTED as
+-- lert_count.  A view over a call with a constant lert lets the planner
+-- look keys up (Custom Scan (lert counts)).
+CREATE FUNCTION lert_counts(lert regclass, key_type anyelement)
+RETURNS TABLE (key anyelement, count bigint)
+AS 'MODULE_PATHNAME', 'lert_counts' LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION lert_counts(regclass, anyelement) IS 'every key observed (committed, and this transaction''s own) with its exact count, as lert_count gives it: lert_counts(''table'', NULL::key_type)';
+
 CREATE FUNCTION lert_reports(lert regclass, after bigint DEFAULT 0,
 	OUT report_id bigint, OUT key text, OUT count bigint,
 	OUT first_position bigint, OUT reported_position bigint,

@@ -55,6 +55,7 @@
 #include "lert_core.h"
 #include "lert_page.h"
 #include "ss_page.h"
+#include "ss_pending.h"
 #include "ss_test.h"
 #include "access/tableam.h"
 #include "port/pg_bitutils.h"
@@ -434,6 +435,13 @@ typedef struct LertRunReader
 	char	   *index_area;		/* the index page of the next data page */
 	int64		index_loaded;	/* which one, or -1 */
 	bool		loaded;
+	/*
+	 * A reader without the cone's lock (lert_counts) sets unowned after
+	 * begin: a page freed and reused under it then ends the run early with
+	 * stale set, instead of being reported as damage.
+	 */
+	bool		unowned;
+	bool		stale;
 } LertRunReader;
 
 extern void lert_run_reader_begin(LertRunReader *r, Relation rel,
@@ -482,9 +490,18 @@ extern void lert_report_iter_end(LertReportIter *it);
 extern bool lert_read_current(Relation rel, LertMeta *meta);
 extern Datum lert_count_datum(Oid inttype, int64 count);
 extern void lert_wait_round(Relation rel);
+extern bool lert_record_item(const SSPendingHeader *hdr, const char *payload,
+							 LertItem *item);
 extern void lert_lookup(Relation rel, const LertState *st, Datum keyd,
 						int64 *count, bool *reported);
 extern const struct SSPathOps lert_path_ops;
+extern void lert_columns(Relation rel, AttrNumber *key, AttrNumber *count);
+struct SSColumnClause;
+extern bool lert_key_qual(Form_pg_attribute att,
+						  const struct SSColumnClause *c);
+
+/* ---- lert_counts.c: every key's exact count, lert_counts() ---- */
+extern void lert_counts_init(void);
 
 /* streamsketch.test_lert_crash: where a consolidation stops the server */
 typedef enum LertCrashPoint

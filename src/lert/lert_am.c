@@ -902,4 +902,5 @@ lert_init(void)
 					   "Test only: how many free extents of the pool the LERT metapage lists; the rest wait on its spill page.",
 					   NULL, &ss_test_lert_free_extents, LERT_MAX_FREE_EXTENTS,
 					   1, LERT_MAX_FREE_EXTENTS, NULL);
+	lert_counts_init();
 }

@@ -54,7 +54,7 @@ static const CustomPathMethods lert_path_methods;
 static const CustomScanMethods lert_scan_methods;
 
 /* The key and count columns (0: none) of a lert table. */
-static void
+void
 lert_columns(Relation rel, AttrNumber *key, AttrNumber *count)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
@@ -104,13 +104,19 @@ key_clause(void *arg, int k, const SSColumnClause *c)
 
 	lert_columns(rel, &key, &count);
 	att = TupleDescAttr(RelationGetDescr(rel), key - 1);
-	/*
-	 * Not under a length modifier (the value may need padding the cast
-	 * does not do), nor bpchar's equality, which ignores trailing blanks
-	 * its images keep.
-	 */
-	return c->attno == key && att->atttypmod < 0 &&
-		att->atttypid != BPCHAROID &&
+	return c->attno == key && lert_key_qual(att, c);
+}
+
+/*
+ * Does c, on a column holding the keys of key column att, select exactly
+ * the key equal to its value?  Not under a length modifier (the value may
+ * need padding the cast does not do), nor bpchar's equality, which
+ * ignores trailing blanks its images keep.
+ */
+bool
+lert_key_qual(Form_pg_attribute att, const SSColumnClause *c)
+{
+	return att->atttypmod < 0 && att->atttypid != BPCHAROID &&
 		ss_key_equality(c, att->atttypid) &&
 		equal_image(c->lefttype, c->inputcollid);
 }

@@ -195,7 +195,7 @@ lert_reports(PG_FUNCTION_ARGS)
  * Copy the item out of an observation record (its key's bytes follow it);
  * false for any other record.
  */
-static inline bool
+bool
 lert_record_item(const SSPendingHeader *hdr, const char *payload,
 				 LertItem *item)
 {

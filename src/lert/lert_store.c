@@ -726,6 +726,8 @@ lert_run_reader_begin(LertRunReader *r, Relation rel, const LertRun *run)
 	r->area = palloc(SS_PAGE_DATA_SIZE);
 	r->index_area = palloc(SS_PAGE_DATA_SIZE);
 	r->index_loaded = -1;
+	r->unowned = false;
+	r->stale = false;
 }
 
 /* ---- looking up keys of a run in order ---- */
@@ -870,7 +872,12 @@ lert_run_reader_next(LertRunReader *r)
 		ix = (const LertIndexEntry *) (r->index_area + LERT_INDEX_HEADER);
 		if ((int64) i != r->index_loaded)
 		{
-			(void) run_index_page(r->rel, &r->run, i, r->index_area, &n, true);
+			if (run_index_page(r->rel, &r->run, i, r->index_area, &n,
+							   !r->unowned) == NULL)
+			{
+				r->stale = true;
+				return NULL;
+			}
 			r->index_loaded = i;
 			run_reader_prefetch(r, ix, i, r->page + 1,
 								r->page + 1 + LERT_READ_AHEAD);
@@ -879,8 +886,16 @@ lert_run_reader_next(LertRunReader *r)
 			run_reader_prefetch(r, ix, i, r->page + LERT_READ_AHEAD,
 								r->page + LERT_READ_AHEAD + 1);
 		blkno = ix[r->page % LERT_INDEX_PER_PAGE].blkno;
-		read_page_owned_with(r->rel, blkno, SS_PAGE_LERT_RUN, r->run.gen,
-							 r->area, NULL, ss_bulk_read_ring());
+		if (!r->unowned)
+			read_page_owned_with(r->rel, blkno, SS_PAGE_LERT_RUN, r->run.gen,
+								 r->area, NULL, ss_bulk_read_ring());
+		else if (lert_read_page_with(r->rel, blkno, SS_PAGE_LERT_RUN,
+									 r->run.gen, r->area, NULL,
+									 ss_bulk_read_ring()) != LERT_OK)
+		{
+			r->stale = true;
+			return NULL;
+		}
 		if (!lert_run_page_check(r->area, SS_PAGE_DATA_SIZE))
 			ss_page_corrupted(r->rel, blkno, "The LERT run page's entries are out of order or out of bounds.");
 		r->page++;

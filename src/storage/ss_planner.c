@@ -46,43 +46,56 @@ bool		ss_enable_lookup_scan = true;
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
 
+/* ss_planner_add_function_paths's */
+#define SS_MAX_FUNCTION_PATHS	4
+static SSFunctionPathsFn function_paths[SS_MAX_FUNCTION_PATHS];
+static int	nfunction_paths = 0;
+
+/*
+ * The paths of type pathtype core built for rel (its partial paths with
+ * partial), dearer by extra: removed and added again, so that the list
+ * stays in cost order.
+ */
+static void
+charge_paths(RelOptInfo *rel, bool partial, NodeTag pathtype, Cost extra)
+{
+	List	  **list = partial ? &rel->partial_pathlist : &rel->pathlist;
+	List	   *scans = NIL;
+	ListCell   *lc;
+
+	foreach(lc, *list)
+		if (((Path *) lfirst(lc))->pathtype == pathtype)
+			scans = lappend(scans, lfirst(lc));
+	foreach(lc, scans)
+	{
+		Path	   *p = (Path *) lfirst(lc);
+
+		*list = list_delete_ptr(*list, p);
+		p->total_cost += extra;
+		if (partial)
+			add_partial_path(rel, p);
+		else
+			add_path(rel, p);
+	}
+	list_free(scans);
+}
+
+void
+ss_charge_paths(RelOptInfo *rel, NodeTag pathtype, Cost extra)
+{
+	charge_paths(rel, false, pathtype, extra);
+}
+
 /*
  * The scan paths core built for rel (a sequential scan, its partial
- * version), dearer by per_row for each row they read: removed and added
- * again, so that the lists stay in cost order.
+ * version), dearer by per_row for each row they read.
  */
 static void
 charge_scan_rows(RelOptInfo *rel, double per_row)
 {
-	List	   *scans = NIL;
-	ListCell   *lc;
-
-	foreach(lc, rel->pathlist)
-		if (((Path *) lfirst(lc))->pathtype == T_SeqScan)
-			scans = lappend(scans, lfirst(lc));
-	foreach(lc, scans)
-	{
-		Path	   *p = (Path *) lfirst(lc);
-
-		rel->pathlist = list_delete_ptr(rel->pathlist, p);
-		p->total_cost += per_row * rel->tuples;
-		add_path(rel, p);
-	}
-	list_free(scans);
-	scans = NIL;
-	foreach(lc, rel->partial_pathlist)
-		if (((Path *) lfirst(lc))->pathtype == T_SeqScan)
-			scans = lappend(scans, lfirst(lc));
-	foreach(lc, scans)
-	{
-		Path	   *p = (Path *) lfirst(lc);
-
-		rel->partial_pathlist = list_delete_ptr(rel->partial_pathlist, p);
-		/* (one participant produces a structure's rows, ss_scan_claim) */
-		p->total_cost += per_row * rel->tuples;
-		add_partial_path(rel, p);
-	}
-	list_free(scans);
+	charge_paths(rel, false, T_SeqScan, per_row * rel->tuples);
+	/* (one participant produces a structure's rows, ss_scan_claim) */
+	charge_paths(rel, true, T_SeqScan, per_row * rel->tuples);
 }
 
 static void
@@ -94,6 +107,17 @@ ss_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 
 	if (prev_set_rel_pathlist_hook)
 		prev_set_rel_pathlist_hook(root, rel, rti, rte);
+
+	/* one function's rows, without WITH ORDINALITY */
+	if (rte->rtekind == RTE_FUNCTION && list_length(rte->functions) == 1 &&
+		!rte->funcordinality && IS_SIMPLE_REL(rel) && !IS_DUMMY_REL(rel) &&
+		ss_enable_lookup_scan)
+	{
+		for (int i = 0; i < nfunction_paths; i++)
+			function_paths[i] (root, rel, rte,
+							   linitial_node(RangeTblFunction, rte->functions));
+		return;
+	}
 
 	/* a plain table (not an inheritance parent), not sampled */
 	if (rte->rtekind != RTE_RELATION ||
@@ -127,6 +151,16 @@ ss_planner_init(const SSStructure *const *list, int n)
 			RegisterCustomScanMethods(list[i]->paths->methods);
 	prev_set_rel_pathlist_hook = set_rel_pathlist_hook;
 	set_rel_pathlist_hook = ss_set_rel_pathlist;
+}
+
+void
+ss_planner_add_function_paths(SSFunctionPathsFn fn,
+							  const CustomScanMethods *methods)
+{
+	if (nfunction_paths >= SS_MAX_FUNCTION_PATHS)
+		elog(ERROR, "too many function paths registered");
+	function_paths[nfunction_paths++] = fn;
+	RegisterCustomScanMethods(methods);
 }
 
 /* Is expr a column of rel (under binary-compatible relabeling)? */
@@ -681,7 +715,8 @@ lookup_next(ScanState *ss)
 {
 	TupleTableSlot *slot = ((SSLookupState *) ss)->next(ss);
 
-	if (!TupIsNull(slot))
+	/* (a function scan's rows come from no relation) */
+	if (!TupIsNull(slot) && ss->ss_currentRelation != NULL)
 		slot->tts_tableOid = RelationGetRelid(ss->ss_currentRelation);
 	return slot;
 }

@@ -28,6 +28,21 @@ extern bool ss_enable_lookup_scan;
 extern void ss_planner_init(const SSStructure *const *list, int n);
 
 /*
+ * Paths for a function scan (a FROM item that is one function call, as a
+ * view over the function leaves it once pulled up): a structure's SQL
+ * function whose rows can be read by key (lert_counts) registers, from
+ * its init, fn, called for every such base relation when
+ * streamsketch.enable_lookup_scan is on, and the CustomScanMethods of the
+ * paths fn adds (registered at once, as SSPathOps.methods are).
+ */
+typedef void (*SSFunctionPathsFn) (PlannerInfo *root, RelOptInfo *rel,
+								   RangeTblEntry *rte,
+								   RangeTblFunction *rtfunc);
+
+extern void ss_planner_add_function_paths(SSFunctionPathsFn fn,
+										  const CustomScanMethods *methods);
+
+/*
  * A qual `column op value` (or `value op column`, op then commuted) of a
  * base relation, or `column op ANY (array)`: value references no column
  * of the relation and nothing volatile.
@@ -46,6 +61,7 @@ typedef struct SSColumnClause
 	Relids		outer_relids;	/* the other relations value references */
 } SSColumnClause;
 
+extern void ss_charge_paths(RelOptInfo *rel, NodeTag pathtype, Cost extra);
 extern bool ss_match_column_clause(PlannerInfo *root, RestrictInfo *rinfo,
 								   RelOptInfo *rel, SSColumnClause *out);
 extern List *ss_column_join_clauses(PlannerInfo *root, RelOptInfo *rel,
