@@ -23,9 +23,14 @@ COMMENT ON FUNCTION lert_reported(regclass, anycompatible) IS 'true if key has b
 -- gives the key column its type (anyelement); PARALLEL RESTRICTED as
 -- lert_count.  A view over a call with a constant lert lets the planner
 -- look keys up (Custom Scan (lert counts)).
+-- Its support function estimates the rows, and loads the library while
+-- the planner sizes the call, before it looks for the lookup path.
+CREATE FUNCTION lert_counts_support(internal) RETURNS internal
+AS 'MODULE_PATHNAME', 'lert_counts_support' LANGUAGE C STRICT;
 CREATE FUNCTION lert_counts(lert regclass, key_type anyelement)
 RETURNS TABLE (key anyelement, count bigint)
-AS 'MODULE_PATHNAME', 'lert_counts' LANGUAGE C STABLE PARALLEL RESTRICTED;
+AS 'MODULE_PATHNAME', 'lert_counts' LANGUAGE C STABLE PARALLEL RESTRICTED
+SUPPORT lert_counts_support;
 COMMENT ON FUNCTION lert_counts(regclass, anyelement) IS 'every key observed (committed, and this transaction''s own) with its exact count, as lert_count gives it: lert_counts(''table'', NULL::key_type)';
 
 CREATE FUNCTION lert_reports(lert regclass, after bigint DEFAULT 0,

@@ -40,6 +40,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "nodes/supportnodes.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
@@ -56,6 +57,7 @@
 #include "utils/typcache.h"
 
 PG_FUNCTION_INFO_V1(lert_counts);
+PG_FUNCTION_INFO_V1(lert_counts_support);
 
 #define COUNTS_FNAME	"lert_counts()"
 
@@ -297,6 +299,61 @@ lert_counts(PG_FUNCTION_ARGS)
 }
 
 /* ---- the planner path ---- */
+
+/*
+ * lert_counts' planner support (SupportRequestRows): the rows of its full
+ * result, estimated from the metapage as every cone's level 0 and its
+ * largest level (the keys seen, give or take those in several levels).
+ * Being called also loads this library while the planner sizes the
+ * function scan, before it builds its paths: in a fresh session nothing
+ * else of such a query would, and the lookup path would be missed.
+ */
+Datum
+lert_counts_support(PG_FUNCTION_ARGS)
+{
+	Node	   *rawreq = (Node *) PG_GETARG_POINTER(0);
+	SupportRequestRows *req;
+	FuncExpr   *f;
+	Const	   *lert;
+	Relation	rel;
+	bool		found = false;
+
+	if (!IsA(rawreq, SupportRequestRows))
+		PG_RETURN_POINTER(NULL);
+	req = (SupportRequestRows *) rawreq;
+	f = (FuncExpr *) req->node;
+	if (!IsA(f, FuncExpr) || list_length(f->args) != 2 ||
+		!IsA(linitial(f->args), Const))
+		PG_RETURN_POINTER(NULL);
+	lert = linitial_node(Const, f->args);
+	if (lert->consttype != REGCLASSOID || lert->constisnull ||
+		(rel = try_relation_open(DatumGetObjectId(lert->constvalue),
+								 AccessShareLock)) == NULL)
+		PG_RETURN_POINTER(NULL);
+	if (rel->rd_rel->relkind == RELKIND_RELATION &&
+		ss_structure_ops(rel) == &lert_structure)
+	{
+		const LertParams *p = &lert_get_state(rel)->p;
+		LertMeta   *meta = palloc0(sizeof(LertMeta));
+		double		rows = 0;
+
+		if (ss_read_structure_meta(rel, &lert_structure, meta))
+			for (uint32 c = 0; c < p->ncones; c++)
+			{
+				int64		deepest = 0;
+
+				for (uint32 j = 1; j <= p->geom.nlevels; j++)
+					deepest = Max(deepest, meta->cones[c].runs[j].nentries);
+				rows += meta->cones[c].level0_entries + deepest;
+			}
+		pfree(meta);
+		req->rows = Max(rows, 1);
+		found = true;
+	}
+	/* (the lock stays until the end of the transaction, as the scan's) */
+	relation_close(rel, NoLock);
+	PG_RETURN_POINTER(found ? req : NULL);
+}
 
 static const CustomPathMethods counts_path_methods;
 static const CustomScanMethods counts_scan_methods;
