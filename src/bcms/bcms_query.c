@@ -498,18 +498,11 @@ bcms_info_fill(Relation rel, Datum *values, bool *nulls)
  * they share (NULL where they differ), the sizes and counters summed, and
  * error_bound the sum of theirs, the bound of a summed estimate.
  */
-static const SSInfoMerge bcms_info_merge[17] = {
-	SS_INFO_SAME, SS_INFO_SAME, SS_INFO_SAME, SS_INFO_SAME, SS_INFO_SAME,
-	SS_INFO_SUM, SS_INFO_SUM, SS_INFO_SAME, SS_INFO_SAME, SS_INFO_SAME,
-	SS_INFO_SUM, SS_INFO_SUM, SS_INFO_SUM, SS_INFO_SUM, SS_INFO_SUM,
-	SS_INFO_SUM, SS_INFO_SUM
-};
-
 Datum
 bcms_info(PG_FUNCTION_ARGS)
 {
-	return ss_sql_info(fcinfo, &bcms_structure, "bcms_info", 15,
-					   bcms_info_fill, bcms_info_merge);
+	return ss_sql_info(fcinfo, &bcms_structure, "bcms_info", "=====++===+++++",
+					   bcms_info_fill);
 }
 
 /*

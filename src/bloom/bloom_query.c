@@ -315,18 +315,11 @@ bloom_info_fill(Relation rel, Datum *values, bool *nulls)
  * fullest partition's fill ratio, and the false-positive rate of an OR of
  * the partitions' answers.
  */
-static const SSInfoMerge bloom_info_merge[18] = {
-	SS_INFO_SAME, SS_INFO_SUM, SS_INFO_SAME, SS_INFO_SUM, SS_INFO_SAME,
-	SS_INFO_SUM, SS_INFO_SUM, SS_INFO_SAME, SS_INFO_SUM, SS_INFO_SUM,
-	SS_INFO_SUM, SS_INFO_MAX, SS_INFO_ANY_FP, SS_INFO_SUM, SS_INFO_SUM,
-	SS_INFO_SAME, SS_INFO_SUM, SS_INFO_SUM
-};
-
 Datum
 bloom_info(PG_FUNCTION_ARGS)
 {
-	return ss_sql_info(fcinfo, &bloom_structure, "bloom_info", 16,
-					   bloom_info_fill, bloom_info_merge);
+	return ss_sql_info(fcinfo, &bloom_structure, "bloom_info", "=+=+=++=+++>|++=",
+					   bloom_info_fill);
 }
 
 /* bloom_create's arguments that give parameters (the others are its own) */

@@ -638,18 +638,11 @@ qf_info_fill(Relation rel, Datum *values, bool *nulls)
  * largest number of levels and load factor, and the false-positive rate
  * of an OR of the partitions' answers.
  */
-static const SSInfoMerge qf_info_merge[17] = {
-	SS_INFO_SAME, SS_INFO_SUM, SS_INFO_SAME, SS_INFO_SAME, SS_INFO_SAME,
-	SS_INFO_SAME, SS_INFO_MAX, SS_INFO_SUM, SS_INFO_SUM, SS_INFO_SUM,
-	SS_INFO_MAX, SS_INFO_ANY_FP, SS_INFO_SUM, SS_INFO_SUM, SS_INFO_SAME,
-	SS_INFO_SUM, SS_INFO_SUM
-};
-
 Datum
 qf_info_sql(PG_FUNCTION_ARGS)
 {
-	return ss_sql_info(fcinfo, &qfam_structure, "qf_info", 15,
-					   qf_info_fill, qf_info_merge);
+	return ss_sql_info(fcinfo, &qfam_structure, "qf_info", "=+====>+++>|++=",
+					   qf_info_fill);
 }
 
 /*

@@ -270,8 +270,7 @@ ss_open_targets(FunctionCallInfo fcinfo, int keyarg, const SSStructure *s,
 		return rels;
 	rels = keyarg >= 0 ? route_key(rel, s, *key) :
 		open_leaves(relid, rel, s);
-	/* the parent's lock is kept to the end of the transaction, as a SELECT's */
-	relation_close(rel, NoLock);
+	relation_close(rel, AccessShareLock);
 	return rels;
 }
 
@@ -384,7 +383,7 @@ info_fill(Relation rel, int natts, SSInfoFillFn fill, Datum *values,
 
 /* Merge column att of another partition's row (v, isnull) into *acc. */
 static void
-info_merge(Form_pg_attribute att, SSInfoMerge rule, Datum v, bool isnull,
+info_merge(Form_pg_attribute att, char rule, Datum v, bool isnull,
 		   Datum *acc, bool *accnull)
 {
 	Oid			typid = att->atttypid;
@@ -396,11 +395,11 @@ info_merge(Form_pg_attribute att, SSInfoMerge rule, Datum v, bool isnull,
 	}
 	switch (rule)
 	{
-		case SS_INFO_SAME:
+		case '=':
 			if (!datumIsEqual(v, *acc, att->attbyval, att->attlen))
 				*accnull = true;
 			break;
-		case SS_INFO_SUM:
+		case '+':
 			if (typid == INT8OID)
 				*acc = Int64GetDatum(DatumGetInt64(*acc) + DatumGetInt64(v));
 			else if (typid == INT4OID)
@@ -408,7 +407,7 @@ info_merge(Form_pg_attribute att, SSInfoMerge rule, Datum v, bool isnull,
 			else
 				*acc = Float8GetDatum(DatumGetFloat8(*acc) + DatumGetFloat8(v));
 			break;
-		case SS_INFO_MAX:
+		case '>':
 			if (typid == INT8OID)
 				*acc = Int64GetDatum(Max(DatumGetInt64(*acc), DatumGetInt64(v)));
 			else if (typid == INT4OID)
@@ -416,24 +415,25 @@ info_merge(Form_pg_attribute att, SSInfoMerge rule, Datum v, bool isnull,
 			else
 				*acc = Float8GetDatum(Max(DatumGetFloat8(*acc), DatumGetFloat8(v)));
 			break;
-		case SS_INFO_ANY_FP:
+		case '|':
 			/* 1 - (1 - a)(1 - b): a false positive of either answers yes */
 			*acc = Float8GetDatum(1.0 - (1.0 - DatumGetFloat8(*acc)) *
 								  (1.0 - DatumGetFloat8(v)));
 			break;
+		default:
+			elog(ERROR, "unknown info merge rule '%c'", rule);
 	}
 }
 
 /* The merged row of a parent without partitions: sums 0, the rest NULL. */
 static void
-info_empty(TupleDesc desc, const SSInfoMerge *rules, Datum *values,
-		   bool *nulls)
+info_empty(TupleDesc desc, const char *rules, Datum *values, bool *nulls)
 {
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Oid			typid = TupleDescAttr(desc, i)->atttypid;
 
-		nulls[i] = rules[i] != SS_INFO_SUM && rules[i] != SS_INFO_ANY_FP;
+		nulls[i] = rules[i] != '+' && rules[i] != '|';
 		values[i] = typid == INT8OID ? Int64GetDatum(0) :
 			typid == INT4OID ? Int32GetDatum(0) : Float8GetDatum(0.0);
 	}
@@ -441,16 +441,18 @@ info_empty(TupleDesc desc, const SSInfoMerge *rules, Datum *values,
 
 Datum
 ss_sql_info(FunctionCallInfo fcinfo, const SSStructure *s, const char *fname,
-			int natts, SSInfoFillFn fill, const SSInfoMerge *rules)
+			const char *rules, SSInfoFillFn fill)
 {
 	SSInfoRow	row;
 	List	   *rels = ss_open_targets(fcinfo, -1, s, fname, NULL);
+	int			natts = strlen(rules);
+	char	   *all_rules = psprintf("%s++", rules);
 	Datum	   *values = palloc(sizeof(Datum) * (natts + 2));
 	bool	   *nulls = palloc(sizeof(bool) * (natts + 2));
 	ListCell   *lc;
 
 	ss_info_row_begin(fcinfo, &row, fname, natts + 2);
-	info_empty(row.tupdesc, rules, row.values, row.nulls);
+	info_empty(row.tupdesc, all_rules, row.values, row.nulls);
 	foreach(lc, rels)
 	{
 		Relation	rel = (Relation) lfirst(lc);
@@ -462,7 +464,7 @@ ss_sql_info(FunctionCallInfo fcinfo, const SSStructure *s, const char *fname,
 		}
 		info_fill(rel, natts, fill, values, nulls);
 		for (int i = 0; i < natts + 2; i++)
-			info_merge(TupleDescAttr(row.tupdesc, i), rules[i], values[i],
+			info_merge(TupleDescAttr(row.tupdesc, i), all_rules[i], values[i],
 					   nulls[i], &row.values[i], &row.nulls[i]);
 	}
 	ss_close_targets(rels);

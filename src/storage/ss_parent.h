@@ -48,28 +48,18 @@ extern void ss_close_targets(List *rels);
 extern void ss_check_partition_trees(List *rels);
 
 /*
- * How an info function's column is merged over a parent's partitions:
- * the partitions' common value (NULL if they differ), their sum, their
- * largest value, or, for a false-positive rate, that of an OR of the
- * partitions' answers, 1 - prod(1 - x).
- */
-typedef enum SSInfoMerge
-{
-	SS_INFO_SAME,
-	SS_INFO_SUM,
-	SS_INFO_MAX,
-	SS_INFO_ANY_FP
-} SSInfoMerge;
-
-/*
- * An info function's row: fill (values, nulls of natts own columns) for
+ * An info function's row: fill (values, nulls of its own columns) for
  * each structure ss_open_targets gives, the change log's two columns
- * appended (ss_sql_info_result), merged by rules (natts + 2 rules: the
- * log columns are summed by the caller's rules too) on a parent.
+ * appended (as ss_sql_info_result does).  On a parent the partitions'
+ * rows are merged column by column as rules says, one character per own
+ * column: '=' the partitions' common value (NULL where they differ), '+'
+ * their sum, '>' their largest value, '|' for a false-positive rate, that
+ * of an OR of the partitions' answers, 1 - prod(1 - x).  The log's
+ * columns are summed.
  */
 typedef void (*SSInfoFillFn) (Relation rel, Datum *values, bool *nulls);
 extern Datum ss_sql_info(FunctionCallInfo fcinfo, const struct SSStructure *s,
-						 const char *fname, int natts, SSInfoFillFn fill,
-						 const SSInfoMerge *rules);
+						 const char *fname, const char *rules,
+						 SSInfoFillFn fill);
 
 #endif							/* SS_PARENT_H */
