@@ -52,6 +52,7 @@
 #include "utils/lsyscache.h"
 #include "utils/partcache.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
 /* The first live column of desc: the key of bcms, bloom and qf tables. */
 static Form_pg_attribute
@@ -286,63 +287,95 @@ ss_close_targets(List *rels)
 
 /* ---- DDL: one kind of structure per partitioned tree ---- */
 
-/* "a bcms table", "a heap table", "a foreign table" */
-static char *
-kind_text(Relation rel)
+/* The access method of relation relid (pg_class), or InvalidOid. */
+static Oid
+rel_am(Oid relid)
 {
+	HeapTuple	tp = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			relam;
+
+	if (!HeapTupleIsValid(tp))
+		return InvalidOid;
+	relam = ((Form_pg_class) GETSTRUCT(tp))->relam;
+	ReleaseSysCache(tp);
+	return relam;
+}
+
+/* The kind of structure relid is (opened to ask). */
+static const SSStructure *
+structure_kind(Oid relid)
+{
+	Relation	rel = relation_open(relid, AccessShareLock);
 	const SSStructure *s = ss_structure_ops(rel);
 
-	if (s != NULL)
-		return psprintf("a %s table", s->name);
-	if (rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE)
-		return "a foreign table";
-	return psprintf("a %s table", get_am_name(rel->rd_rel->relam));
+	relation_close(rel, AccessShareLock);
+	return s;
+}
+
+/* "a bcms table", "a heap table" */
+static char *
+kind_text(Oid relid, const SSStructure *s)
+{
+	return psprintf("a %s table",
+					s ? s->name : get_am_name(rel_am(relid)));
 }
 
 /*
  * The leaf partitions of partitioned table top: structures of one kind,
  * or none.  Foreign tables are left out: they may be structures on other
- * servers, which cannot be looked at from here.
+ * servers, which cannot be looked at from here.  Only structures are
+ * opened, so that DDL on a tree of heaps costs catalog lookups alone.
  */
 static void
 check_tree(Oid top)
 {
-	Relation	first = NULL;
-	List	   *others = NIL;
+	Oid			first = InvalidOid;		/* the first structure */
+	const SSStructure *kind = NULL;
+	Oid			other = InvalidOid;		/* one of another kind */
+	const SSStructure *other_kind = NULL;
+	Oid			heap = InvalidOid;	/* the first table of no structure */
 	ListCell   *lc;
 
 	foreach(lc, find_all_inheritors(top, NoLock, NULL))
 	{
 		Oid			relid = lfirst_oid(lc);
-		Relation	rel;
+		const SSStructure *s = NULL;
 
 		if (get_rel_relkind(relid) != RELKIND_RELATION)
 			continue;
-		rel = relation_open(relid, AccessShareLock);
-		if (first == NULL && ss_structure_ops(rel) != NULL)
-			first = rel;
-		else
-			others = lappend(others, rel);
+		if (ss_relam_is_streamsketch(rel_am(relid)))
+			s = structure_kind(relid);
+		if (s == NULL)
+		{
+			if (!OidIsValid(heap))
+				heap = relid;
+		}
+		else if (kind == NULL)
+		{
+			first = relid;
+			kind = s;
+		}
+		else if (s != kind && !OidIsValid(other))
+		{
+			other = relid;
+			other_kind = s;
+		}
 	}
-	foreach(lc, others)
-	{
-		Relation	rel = (Relation) lfirst(lc);
-
-		/* with no structure among them, anything goes */
-		if (first != NULL && ss_structure_ops(rel) != ss_structure_ops(first))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("the partitions of \"%s\" must all be %s tables",
-							get_rel_name(top), ss_structure_ops(first)->name),
-					 errdetail("Partition \"%s\" is %s and partition \"%s\" is %s.  The functions of a structure answer for a partitioned table by routing a key to its partition or by combining the answers of its partitions, which must all be the same structure.",
-							   RelationGetRelationName(rel), kind_text(rel),
-							   RelationGetRelationName(first), kind_text(first)),
-					 errhint("Make every partition of \"%s\" a %s table, or none.",
-							 get_rel_name(top), ss_structure_ops(first)->name)));
-		relation_close(rel, AccessShareLock);
-	}
-	if (first != NULL)
-		relation_close(first, AccessShareLock);
+	if (kind == NULL)
+		return;
+	if (!OidIsValid(other))
+		other = heap;
+	if (!OidIsValid(other))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+			 errmsg("the partitions of \"%s\" must all be %s tables",
+					get_rel_name(top), kind->name),
+			 errdetail("Partition \"%s\" is %s and partition \"%s\" is %s.  The functions of a structure answer for a partitioned table by routing a key to its partition or by combining the answers of its partitions, which must all be the same structure.",
+					   get_rel_name(other), kind_text(other, other_kind),
+					   get_rel_name(first), kind_text(first, kind)),
+			 errhint("Make every partition of \"%s\" a %s table, or none.",
+					 get_rel_name(top), kind->name)));
 }
 
 void
