@@ -52,7 +52,6 @@
 #include "utils/lsyscache.h"
 #include "utils/partcache.h"
 #include "utils/rel.h"
-#include "utils/syscache.h"
 
 /* The first live column of desc: the key of bcms, bloom and qf tables. */
 static Form_pg_attribute
@@ -287,20 +286,6 @@ ss_close_targets(List *rels)
 
 /* ---- DDL: one kind of structure per partitioned tree ---- */
 
-/* The access method of relation relid (pg_class), or InvalidOid. */
-static Oid
-rel_am(Oid relid)
-{
-	HeapTuple	tp = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Oid			relam;
-
-	if (!HeapTupleIsValid(tp))
-		return InvalidOid;
-	relam = ((Form_pg_class) GETSTRUCT(tp))->relam;
-	ReleaseSysCache(tp);
-	return relam;
-}
-
 /* The kind of structure relid is (opened to ask). */
 static const SSStructure *
 structure_kind(Oid relid)
@@ -317,7 +302,7 @@ static char *
 kind_text(Oid relid, const SSStructure *s)
 {
 	return psprintf("a %s table",
-					s ? s->name : get_am_name(rel_am(relid)));
+					s ? s->name : get_am_name(ss_get_rel_relam(relid)));
 }
 
 /*
@@ -343,7 +328,7 @@ check_tree(Oid top)
 
 		if (get_rel_relkind(relid) != RELKIND_RELATION)
 			continue;
-		if (ss_relam_is_streamsketch(rel_am(relid)))
+		if (ss_relam_is_streamsketch(ss_get_rel_relam(relid)))
 			s = structure_kind(relid);
 		if (s == NULL)
 		{
