@@ -20,6 +20,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "ss_changelog.h"
+#include "ss_parent.h"
 #include "ss_pending.h"
 #include "ss_queryutil.h"
 #include "ss_sqlfunc.h"
@@ -382,19 +383,32 @@ typedef struct EstimateCache
 	bool		keybyval;
 } EstimateCache;
 
+/*
+ * On a partitioned table: the estimate of the partition that holds the
+ * key, or the sum of every partition's (ss_parent.h), which is a
+ * count-min estimate of the whole stream (docs/partitions.md).
+ */
 Datum
 bcms_estimate(PG_FUNCTION_ARGS)
 {
-	Relation	rel = ss_sql_open_keyed(PG_GETARG_OID(0), "bcms_estimate()",
-										&bcms_structure);
-	BcmsState  *st = bcms_get_state(rel);
-	int64		est;
-	SSHash		h;
+	Datum		key;
+	List	   *rels = ss_open_targets(fcinfo, 1, &bcms_structure,
+									   "bcms_estimate()", &key);
+	ListCell   *lc;
+	int64		est = 0;
 
-	h = ss_sql_key_hash(fcinfo, 1, st->keytype, st->keylen, st->keybyval,
-						st->p.seed);
-	est = bcms_estimate_hash(rel, st, h);
-	relation_close(rel, AccessShareLock);
+	foreach(lc, rels)
+	{
+		Relation	rel = (Relation) lfirst(lc);
+		BcmsState  *st = bcms_get_state(rel);
+
+		est = cms_saturating_add(est,
+								 bcms_estimate_hash(rel, st,
+													ss_hash_datum(key, st->keylen,
+																  st->keybyval,
+																  st->p.seed)));
+	}
+	ss_close_targets(rels);
 	PG_RETURN_INT64(est);
 }
 
@@ -435,15 +449,11 @@ bcms_count_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	}
 }
 
-Datum
-bcms_info(PG_FUNCTION_ARGS)
+static void
+bcms_info_fill(Relation rel, Datum *values, bool *nulls)
 {
-	SSInfoRow	row;
-	Relation	rel = ss_sql_info_open(fcinfo, &bcms_structure, "bcms_info",
-									   &row, 15);
 	BcmsParams *p = &bcms_get_state(rel)->p;
 	BcmsMetaData meta;
-	Datum	   *values = row.values;
 	int64		buffered = 0;
 	BcmsLogged	logged;
 	BlockNumber nblocks;
@@ -481,7 +491,18 @@ bcms_info(PG_FUNCTION_ARGS)
 	values[13] = Int64GetDatum((int64) nblocks);
 	/* e/width * n: the additive error bound that holds with prob. 1-delta */
 	values[14] = Float8GetDatum(M_E / width * (double) meta.total_weight);
-	return ss_sql_info_result(rel, &row);
+}
+
+/*
+ * On a partitioned table, the partitions' rows merged: the parameters
+ * they share (NULL where they differ), the sizes and counters summed, and
+ * error_bound the sum of theirs, the bound of a summed estimate.
+ */
+Datum
+bcms_info(PG_FUNCTION_ARGS)
+{
+	return ss_sql_info(fcinfo, &bcms_structure, "bcms_info", "=====++===+++++",
+					   bcms_info_fill);
 }
 
 /*

@@ -24,6 +24,7 @@
 #include "miscadmin.h"
 #include "ss_changelog.h"
 #include "ss_pending.h"
+#include "ss_parent.h"
 #include "ss_queryutil.h"
 #include "ss_sqlfunc.h"
 #include "storage/bufmgr.h"
@@ -207,19 +208,31 @@ bloom_contains_hash(Relation rel, const BloomState *st, SSHash h)
 	return found;
 }
 
+/*
+ * On a partitioned table: the answer of the partition that holds the key,
+ * or the OR of every partition's (ss_parent.h).
+ */
 Datum
 bloom_contains(PG_FUNCTION_ARGS)
 {
-	Relation	rel = ss_sql_open_keyed(PG_GETARG_OID(0), "bloom_contains()",
-										&bloom_structure);
-	BloomState *st = bloom_get_state(rel);
-	bool		found;
+	Datum		key;
+	List	   *rels = ss_open_targets(fcinfo, 1, &bloom_structure,
+									   "bloom_contains()", &key);
+	ListCell   *lc;
+	bool		found = false;
 
-	found = bloom_contains_hash(rel, st,
-								ss_sql_key_hash(fcinfo, 1, st->keytype,
-												st->keylen, st->keybyval,
-												st->p.seed));
-	relation_close(rel, AccessShareLock);
+	foreach(lc, rels)
+	{
+		Relation	rel = (Relation) lfirst(lc);
+		BloomState *st = bloom_get_state(rel);
+
+		found = bloom_contains_hash(rel, st,
+									ss_hash_datum(key, st->keylen, st->keybyval,
+												  st->p.seed));
+		if (found)
+			break;
+	}
+	ss_close_targets(rels);
 	PG_RETURN_BOOL(found);
 }
 
@@ -250,15 +263,11 @@ bloom_count_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	}
 }
 
-Datum
-bloom_info(PG_FUNCTION_ARGS)
+static void
+bloom_info_fill(Relation rel, Datum *values, bool *nulls)
 {
-	SSInfoRow	row;
-	Relation	rel = ss_sql_info_open(fcinfo, &bloom_structure, "bloom_info",
-									   &row, 16);
 	BloomParams *p = &bloom_get_state(rel)->p;
 	BloomMetaData meta;
-	Datum	   *values = row.values;
 	int64		buffered = 0;
 	BloomLogged logged;
 	BlockNumber nblocks;
@@ -298,7 +307,19 @@ bloom_info(PG_FUNCTION_ARGS)
 	values[13] = Int64GetDatum(meta.flushes);
 	values[14] = Int64GetDatum((int64) nblocks);
 	values[15] = Int64GetDatum((int64) p->seed);
-	return ss_sql_info_result(rel, &row);
+}
+
+/*
+ * On a partitioned table, the partitions' rows merged: the parameters
+ * they share (NULL where they differ), sizes and counters summed, the
+ * fullest partition's fill ratio, and the false-positive rate of an OR of
+ * the partitions' answers.
+ */
+Datum
+bloom_info(PG_FUNCTION_ARGS)
+{
+	return ss_sql_info(fcinfo, &bloom_structure, "bloom_info", "=+=+=++=+++>|++=",
+					   bloom_info_fill);
 }
 
 /* bloom_create's arguments that give parameters (the others are its own) */

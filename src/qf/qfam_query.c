@@ -24,6 +24,7 @@
 #include "ss_changelog.h"
 #include "ss_pending.h"
 #include "ss_progress.h"
+#include "ss_parent.h"
 #include "ss_queryutil.h"
 #include "ss_sqlfunc.h"
 #include "storage/bufmgr.h"
@@ -309,17 +310,26 @@ qfam_count_hash(Relation rel, const QfamState *st, SSHash h)
 static uint64
 qfam_lookup_arg(FunctionCallInfo fcinfo, const char *fname, bool any_copy)
 {
-	Relation	rel = ss_sql_open_keyed(PG_GETARG_OID(0), fname,
-										&qfam_structure);
-	QfamState  *st = qfam_get_state(rel);
-	SSHash		h = qfam_key_hash(fcinfo, 1, st);
-	uint64		count;
+	Datum		key;
+	List	   *rels = ss_open_targets(fcinfo, 1, &qfam_structure, fname, &key);
+	ListCell   *lc;
+	uint64		count = 0;
 
-	if (any_copy && !ss_pending_has(RelationGetRelid(rel)))
-		count = qfam_committed_count(rel, h, true);
-	else
-		count = qfam_count_hash(rel, st, h);
-	relation_close(rel, AccessShareLock);
+	/* on a partitioned table: the partitions' counts added */
+	foreach(lc, rels)
+	{
+		Relation	rel = (Relation) lfirst(lc);
+		QfamState  *st = qfam_get_state(rel);
+		SSHash		h = ss_hash_datum(key, st->keylen, st->keybyval, st->p.seed);
+
+		if (any_copy && !ss_pending_has(RelationGetRelid(rel)))
+			count = add_saturating(count, qfam_committed_count(rel, h, true));
+		else
+			count = add_saturating(count, qfam_count_hash(rel, st, h));
+		if (any_copy && count > 0)
+			break;
+	}
+	ss_close_targets(rels);
 	return count;
 }
 
@@ -574,15 +584,11 @@ qf_flush_sql(PG_FUNCTION_ARGS)
 								 &qfam_structure, qfam_flushed_items, true));
 }
 
-Datum
-qf_info_sql(PG_FUNCTION_ARGS)
+static void
+qf_info_fill(Relation rel, Datum *values, bool *nulls)
 {
-	SSInfoRow	row;
-	Relation	rel = ss_sql_info_open(fcinfo, &qfam_structure, "qf_info",
-									   &row, 15);
 	QfamState  *st = qfam_get_state(rel);
 	QfamMeta	meta;
-	Datum	   *values = row.values;
 	int64		pages = 0;
 	int64		items = 0;
 	int64		total = 0;
@@ -624,7 +630,19 @@ qf_info_sql(PG_FUNCTION_ARGS)
 	values[12] = Int64GetDatum((int64) RelationGetNumberOfBlocks(rel));
 	values[13] = Int64GetDatum(meta.merges);
 	values[14] = Int64GetDatum((int64) st->p.seed);
-	return ss_sql_info_result(rel, &row);
+}
+
+/*
+ * On a partitioned table, the partitions' rows merged: the parameters
+ * they share (NULL where they differ), sizes and counters summed, the
+ * largest number of levels and load factor, and the false-positive rate
+ * of an OR of the partitions' answers.
+ */
+Datum
+qf_info_sql(PG_FUNCTION_ARGS)
+{
+	return ss_sql_info(fcinfo, &qfam_structure, "qf_info", "=+====>+++>|++=",
+					   qf_info_fill);
 }
 
 /*

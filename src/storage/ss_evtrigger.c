@@ -82,6 +82,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
+#include "ss_parent.h"
 #include "streamsketch.h"
 #include "tcop/cmdtag.h"
 #include "tcop/deparse_utility.h"
@@ -1147,6 +1148,8 @@ check_collected(CollectedCommand *cmd, CommandTag tag)
 	else
 		reached = reached_relations(relid, recurse);
 	check_reached_state(reached, relid, tag);
+	/* a partition created or attached: its tree must stay one kind */
+	ss_check_partition_trees(reached);
 }
 
 static void

@@ -38,8 +38,9 @@
 
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 
-static Oid
-get_rel_relam(Oid relid)
+/* The access method of relation relid (pg_class), or InvalidOid. */
+Oid
+ss_get_rel_relam(Oid relid)
 {
 	HeapTuple	tp = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	Oid			relam;
@@ -54,13 +55,13 @@ get_rel_relam(Oid relid)
 static bool
 relid_is_streamsketch(Oid relid)
 {
-	return OidIsValid(relid) && ss_relam_is_streamsketch(get_rel_relam(relid));
+	return OidIsValid(relid) && ss_relam_is_streamsketch(ss_get_rel_relam(relid));
 }
 
 static void
 refuse_relid(Oid relid, const char *what, const char *hint)
 {
-	char	   *amname = get_am_name(get_rel_relam(relid));
+	char	   *amname = get_am_name(ss_get_rel_relam(relid));
 
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

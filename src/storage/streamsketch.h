@@ -156,6 +156,7 @@ extern int64 ss_int_datum(Oid typid, Datum d);
 
 /* ss_guard.c: refuse operations that would silently lose data */
 extern void ss_guard_init(void);
+extern Oid	ss_get_rel_relam(Oid relid);
 
 /* ss_evtrigger.c: an event trigger support function's rows, one by one */
 typedef struct SSEventRows

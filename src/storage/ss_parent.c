@@ -1,0 +1,490 @@
+/*-------------------------------------------------------------------------
+ *
+ * ss_parent.c
+ *	  Partitioned parents whose partitions are structures (ss_parent.h).
+ *
+ * A function called on a parent answers as if the parent were one
+ * structure fed by every row inserted through it.  When every level of
+ * partitioning on the way down is by the structure's key column, every
+ * row of a key went to one leaf partition, and the key's answer is that
+ * partition's: the leaf is found as INSERT's tuple routing finds it
+ * (execPartition.c's get_partition_for_tuple, which is static, rebuilt
+ * from the bound searches partbounds.h exports), one bound search per
+ * level, never a loop over the partitions.  Otherwise the key may be in
+ * any leaf below the last level routed, and the caller combines their
+ * answers by the structure's own rule (a sum of estimates or counts, an
+ * OR of memberships).
+ *
+ * Routing trusts that each partition's contents satisfy its bound, which
+ * rows routed by INSERT do.  ATTACH PARTITION validates a table's rows
+ * against the bound by scanning them, and a structure's scan returns
+ * none, so a structure attached with keys outside its bound (or a default
+ * partition holding keys that a partition attached later accepts) answers
+ * for them only when combined: docs/partitions.md says so.
+ *
+ * Privileges and row-level security are the parent's, as for a query
+ * through it: PostgreSQL does not check a partition's own ACL or policies
+ * then, and neither do the functions.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "catalog/pg_class.h"
+#include "catalog/partition.h"
+#include "catalog/pg_inherits.h"
+#include "commands/defrem.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "partitioning/partbounds.h"
+#include "partitioning/partdesc.h"
+#include "ss_hash.h"
+#include "ss_changelog.h"
+#include "ss_parent.h"
+#include "ss_queryutil.h"
+#include "ss_sqlfunc.h"
+#include "storage/lmgr.h"
+#include "streamsketch.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/partcache.h"
+#include "utils/rel.h"
+
+/* The first live column of desc: the key of bcms, bloom and qf tables. */
+static Form_pg_attribute
+key_column(TupleDesc desc)
+{
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped)
+			return att;
+	}
+	return NULL;
+}
+
+static bool
+is_leaf_kind(char relkind)
+{
+	return relkind == RELKIND_RELATION || relkind == RELKIND_FOREIGN_TABLE;
+}
+
+/*
+ * Open leaf partition relid (locked) of parent for a function of s: a
+ * structure of that kind, usable here.  A foreign table is a structure on
+ * another server, which the functions do not reach yet.
+ */
+static Relation
+open_leaf(Oid relid, Relation parent, const SSStructure *s)
+{
+	Relation	rel = relation_open(relid, NoLock);
+
+	if (rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("partition \"%s\" of \"%s\" is a foreign table",
+						RelationGetRelationName(rel),
+						RelationGetRelationName(parent)),
+				 errdetail("The %s functions do not reach partitions on other servers yet.",
+						   s->name),
+				 errhint("Call the function on the foreign server's table there.")));
+	if (rel->rd_rel->relkind != RELKIND_RELATION || ss_structure_ops(rel) != s)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("partition \"%s\" of \"%s\" is not a %s table",
+						RelationGetRelationName(rel),
+						RelationGetRelationName(parent), s->name),
+				 errhint("Every partition of a partitioned %s table must be created USING %s or %s.",
+						 s->name, s->amname, s->constructor)));
+	ss_sql_check_access(rel, NULL);
+	return rel;
+}
+
+/* Every leaf partition below partitioned table relid, opened. */
+static List *
+open_leaves(Oid relid, Relation parent, const SSStructure *s)
+{
+	List	   *rels = NIL;
+	ListCell   *lc;
+
+	/* locked as a SELECT on the parent locks what it scans */
+	foreach(lc, find_all_inheritors(relid, AccessShareLock, NULL))
+	{
+		Oid			child = lfirst_oid(lc);
+
+		if (is_leaf_kind(get_rel_relkind(child)))
+			rels = lappend(rels, open_leaf(child, parent, s));
+	}
+	return rels;
+}
+
+/*
+ * The index in partdesc of the partition of partitioned table rel that
+ * accepts key, a value of its partition key's only column, or -1: the
+ * search get_partition_for_tuple makes for one non-NULL column.
+ */
+static int
+partition_for_key(Relation rel, PartitionKey pkey, PartitionDesc partdesc,
+				  Datum key)
+{
+	PartitionBoundInfo bounds = partdesc->boundinfo;
+	int			part = -1;
+	bool		isnull = false;
+	bool		equal = false;
+	int			offset;
+
+	if (bounds == NULL)
+		return -1;				/* no partitions */
+	switch (pkey->strategy)
+	{
+		case PARTITION_STRATEGY_HASH:
+			{
+				uint64		hash = compute_partition_hash_value(1, pkey->partsupfunc,
+																pkey->partcollation,
+																&key, &isnull);
+
+				part = bounds->indexes[hash % get_hash_partition_greatest_modulus(bounds)];
+				break;
+			}
+		case PARTITION_STRATEGY_LIST:
+			offset = partition_list_bsearch(pkey->partsupfunc,
+											pkey->partcollation, bounds, key,
+											&equal);
+			if (offset >= 0 && equal)
+				part = bounds->indexes[offset];
+			break;
+		case PARTITION_STRATEGY_RANGE:
+			offset = partition_range_datum_bsearch(pkey->partsupfunc,
+												   pkey->partcollation,
+												   bounds, 1, &key, &equal);
+			part = bounds->indexes[offset + 1];
+			break;
+		default:
+			elog(ERROR, "unexpected partition strategy: %d",
+				 (int) pkey->strategy);
+	}
+	/* a hash bound always has a partition; others may fall to the default */
+	if (part < 0)
+		part = bounds->default_index;
+	return part;
+}
+
+/* Is rel partitioned by its first live column, the structure's key? */
+static bool
+partitioned_by_key(Relation rel, PartitionKey pkey)
+{
+	Form_pg_attribute att = key_column(RelationGetDescr(rel));
+
+	return pkey->partnatts == 1 && att != NULL &&
+		pkey->partattrs[0] == att->attnum;
+}
+
+/*
+ * The leaves of partitioned table parent (opened, locked) that may hold
+ * key: routed down while the levels are partitioned by the key, then
+ * every leaf below.
+ */
+static List *
+route_key(Relation parent, const SSStructure *s, Datum key)
+{
+	Relation	level = parent;
+
+	for (;;)
+	{
+		PartitionKey pkey = RelationGetPartitionKey(level);
+		PartitionDesc partdesc;
+		int			part;
+		Oid			child;
+		bool		leaf;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!partitioned_by_key(level, pkey))
+			break;
+		partdesc = RelationGetPartitionDesc(level, true);
+		part = partition_for_key(level, pkey, partdesc, key);
+		/* read before locking, which may rebuild level's relcache entry */
+		child = part >= 0 ? partdesc->oids[part] : InvalidOid;
+		leaf = part >= 0 && partdesc->is_leaf[part];
+		if (level != parent)
+			relation_close(level, NoLock);
+		if (part < 0)
+			return NIL;			/* no partition accepts the key */
+		LockRelationOid(child, AccessShareLock);
+		if (leaf)
+			return list_make1(open_leaf(child, parent, s));
+		level = relation_open(child, NoLock);
+	}
+	if (level != parent)
+	{
+		Oid			relid = RelationGetRelid(level);
+
+		relation_close(level, NoLock);
+		return open_leaves(relid, parent, s);
+	}
+	return open_leaves(RelationGetRelid(parent), parent, s);
+}
+
+List *
+ss_open_targets(FunctionCallInfo fcinfo, int keyarg, const SSStructure *s,
+				const char *fname, Datum *key)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	Relation	rel;
+	AclResult	aclresult;
+	List	   *rels;
+	Form_pg_attribute att;
+
+	if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+	{
+		rel = keyarg >= 0 ? ss_sql_open_keyed(relid, fname, s) :
+			ss_sql_open_structure(relid, AccessShareLock, NULL, ACL_SELECT, s);
+		rels = list_make1(rel);
+	}
+	else
+	{
+		rel = relation_open(ss_sql_lock_relid(relid, AccessShareLock, NULL),
+							AccessShareLock);
+		aclresult = pg_class_aclcheck(relid, GetUserId(), ACL_SELECT);
+		if (aclresult != ACLCHECK_OK)
+			aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
+						   RelationGetRelationName(rel));
+		if (keyarg >= 0)
+			ss_sql_check_row_security(rel, fname);
+		rels = NIL;
+	}
+	if (keyarg >= 0)
+	{
+		Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, keyarg);
+
+		if (!OidIsValid(argtype))
+			elog(ERROR, "could not determine the type of the key");
+		att = key_column(RelationGetDescr(rel));
+		*key = ss_coerce_key(PG_GETARG_DATUM(keyarg), argtype,
+							 att ? att->atttypid : InvalidOid);
+	}
+	if (rels != NIL)
+		return rels;
+	rels = keyarg >= 0 ? route_key(rel, s, *key) :
+		open_leaves(relid, rel, s);
+	relation_close(rel, AccessShareLock);
+	return rels;
+}
+
+void
+ss_close_targets(List *rels)
+{
+	ListCell   *lc;
+
+	foreach(lc, rels)
+		relation_close((Relation) lfirst(lc), AccessShareLock);
+	list_free(rels);
+}
+
+/* ---- DDL: one kind of structure per partitioned tree ---- */
+
+/* The kind of structure relid is (opened to ask). */
+static const SSStructure *
+structure_kind(Oid relid)
+{
+	Relation	rel = relation_open(relid, AccessShareLock);
+	const SSStructure *s = ss_structure_ops(rel);
+
+	relation_close(rel, AccessShareLock);
+	return s;
+}
+
+/* "a bcms table", "a heap table" */
+static char *
+kind_text(Oid relid, const SSStructure *s)
+{
+	return psprintf("a %s table",
+					s ? s->name : get_am_name(ss_get_rel_relam(relid)));
+}
+
+/*
+ * The leaf partitions of partitioned table top: structures of one kind,
+ * or none.  Foreign tables are left out: they may be structures on other
+ * servers, which cannot be looked at from here.  Only structures are
+ * opened, so that DDL on a tree of heaps costs catalog lookups alone.
+ */
+static void
+check_tree(Oid top)
+{
+	Oid			first = InvalidOid;		/* the first structure */
+	const SSStructure *kind = NULL;
+	Oid			other = InvalidOid;		/* one of another kind */
+	const SSStructure *other_kind = NULL;
+	Oid			heap = InvalidOid;	/* the first table of no structure */
+	ListCell   *lc;
+
+	foreach(lc, find_all_inheritors(top, NoLock, NULL))
+	{
+		Oid			relid = lfirst_oid(lc);
+		const SSStructure *s = NULL;
+
+		if (get_rel_relkind(relid) != RELKIND_RELATION)
+			continue;
+		if (ss_relam_is_streamsketch(ss_get_rel_relam(relid)))
+			s = structure_kind(relid);
+		if (s == NULL)
+		{
+			if (!OidIsValid(heap))
+				heap = relid;
+		}
+		else if (kind == NULL)
+		{
+			first = relid;
+			kind = s;
+		}
+		else if (s != kind && !OidIsValid(other))
+		{
+			other = relid;
+			other_kind = s;
+		}
+	}
+	if (kind == NULL)
+		return;
+	if (!OidIsValid(other))
+		other = heap;
+	if (!OidIsValid(other))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+			 errmsg("the partitions of \"%s\" must all be %s tables",
+					get_rel_name(top), kind->name),
+			 errdetail("Partition \"%s\" is %s and partition \"%s\" is %s.  The functions of a structure answer for a partitioned table by routing a key to its partition or by combining the answers of its partitions, which must all be the same structure.",
+					   get_rel_name(other), kind_text(other, other_kind),
+					   get_rel_name(first), kind_text(first, kind)),
+			 errhint("Make every partition of \"%s\" a %s table, or none.",
+					 get_rel_name(top), kind->name)));
+}
+
+void
+ss_check_partition_trees(List *rels)
+{
+	List	   *tops = NIL;
+	ListCell   *lc;
+
+	foreach(lc, rels)
+	{
+		Oid			relid = lfirst_oid(lc);
+		Oid			top = relid;
+
+		if (get_rel_relispartition(relid))
+			top = llast_oid(get_partition_ancestors(relid));
+		else if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+			continue;
+		tops = list_append_unique_oid(tops, top);
+	}
+	foreach(lc, tops)
+		check_tree(lfirst_oid(lc));
+}
+
+/* ---- info functions ---- */
+
+static void
+info_fill(Relation rel, int natts, SSInfoFillFn fill, Datum *values,
+		  bool *nulls)
+{
+	SSLogMeta	log;
+
+	memset(nulls, 0, sizeof(bool) * (natts + 2));
+	fill(rel, values, nulls);
+	ss_log_meta(rel, &log);
+	values[natts] = Int64GetDatum((int64) log.nrecords);
+	values[natts + 1] = Int64GetDatum((int64) (log.end_pos - log.head_pos));
+}
+
+/* Merge column att of another partition's row (v, isnull) into *acc. */
+static void
+info_merge(Form_pg_attribute att, char rule, Datum v, bool isnull,
+		   Datum *acc, bool *accnull)
+{
+	Oid			typid = att->atttypid;
+
+	if (*accnull || isnull)
+	{
+		*accnull = true;		/* unknown for one: unknown for all */
+		return;
+	}
+	switch (rule)
+	{
+		case '=':
+			if (!datumIsEqual(v, *acc, att->attbyval, att->attlen))
+				*accnull = true;
+			break;
+		case '+':
+			if (typid == INT8OID)
+				*acc = Int64GetDatum(DatumGetInt64(*acc) + DatumGetInt64(v));
+			else if (typid == INT4OID)
+				*acc = Int32GetDatum(DatumGetInt32(*acc) + DatumGetInt32(v));
+			else
+				*acc = Float8GetDatum(DatumGetFloat8(*acc) + DatumGetFloat8(v));
+			break;
+		case '>':
+			if (typid == INT8OID)
+				*acc = Int64GetDatum(Max(DatumGetInt64(*acc), DatumGetInt64(v)));
+			else if (typid == INT4OID)
+				*acc = Int32GetDatum(Max(DatumGetInt32(*acc), DatumGetInt32(v)));
+			else
+				*acc = Float8GetDatum(Max(DatumGetFloat8(*acc), DatumGetFloat8(v)));
+			break;
+		case '|':
+			/* 1 - (1 - a)(1 - b): a false positive of either answers yes */
+			*acc = Float8GetDatum(1.0 - (1.0 - DatumGetFloat8(*acc)) *
+								  (1.0 - DatumGetFloat8(v)));
+			break;
+		default:
+			elog(ERROR, "unknown info merge rule '%c'", rule);
+	}
+}
+
+/* The merged row of a parent without partitions: sums 0, the rest NULL. */
+static void
+info_empty(TupleDesc desc, const char *rules, Datum *values, bool *nulls)
+{
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Oid			typid = TupleDescAttr(desc, i)->atttypid;
+
+		nulls[i] = rules[i] != '+' && rules[i] != '|';
+		values[i] = typid == INT8OID ? Int64GetDatum(0) :
+			typid == INT4OID ? Int32GetDatum(0) : Float8GetDatum(0.0);
+	}
+}
+
+Datum
+ss_sql_info(FunctionCallInfo fcinfo, const SSStructure *s, const char *fname,
+			const char *rules, SSInfoFillFn fill)
+{
+	SSInfoRow	row;
+	List	   *rels = ss_open_targets(fcinfo, -1, s, fname, NULL);
+	int			natts = strlen(rules);
+	char	   *all_rules = psprintf("%s++", rules);
+	Datum	   *values = palloc(sizeof(Datum) * (natts + 2));
+	bool	   *nulls = palloc(sizeof(bool) * (natts + 2));
+	ListCell   *lc;
+
+	ss_info_row_begin(fcinfo, &row, fname, natts + 2);
+	info_empty(row.tupdesc, all_rules, row.values, row.nulls);
+	foreach(lc, rels)
+	{
+		Relation	rel = (Relation) lfirst(lc);
+
+		if (foreach_current_index(lc) == 0)
+		{
+			info_fill(rel, natts, fill, row.values, row.nulls);
+			continue;
+		}
+		info_fill(rel, natts, fill, values, nulls);
+		for (int i = 0; i < natts + 2; i++)
+			info_merge(TupleDescAttr(row.tupdesc, i), all_rules[i], values[i],
+					   nulls[i], &row.values[i], &row.nulls[i]);
+	}
+	ss_close_targets(rels);
+	return ss_info_row_datum(&row);
+}

@@ -1,0 +1,65 @@
+/*-------------------------------------------------------------------------
+ *
+ * ss_parent.h
+ *	  Partitioned parents whose partitions are structures: the structures
+ *	  a SQL function's call reads (one, or the partitions it must
+ *	  combine), the check that keeps a parent's partitions one kind, and
+ *	  the merge of the partitions' info rows (ss_parent.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef SS_PARENT_H
+#define SS_PARENT_H
+
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "nodes/pg_list.h"
+#include "utils/relcache.h"
+
+struct SSStructure;
+
+/*
+ * The structures a function's call on relid (its first argument) reads,
+ * opened with AccessShareLock, for SELECT: relid itself when it is a
+ * structure of kind s (checked as ss_sql_open_keyed does); for a
+ * partitioned table of s, with keyarg >= 0, the one leaf partition that
+ * can hold the key argument when every partitioning level on the way is
+ * by the structure's key column (none when no partition accepts the
+ * key), else every leaf below the last level routed.  With keyarg < 0
+ * (an info function): relid, or every leaf partition.  The caller's
+ * privilege and, for a key, row-level security are checked on relid:
+ * a query through a parent is not checked against its partitions' own.
+ * *key (with keyarg >= 0) is the key argument as a value of the key
+ * column's type, which every partition shares.  fname is the function's
+ * SQL name.  Close with ss_close_targets.
+ */
+extern List *ss_open_targets(FunctionCallInfo fcinfo, int keyarg,
+							 const struct SSStructure *s, const char *fname,
+							 Datum *key);
+extern void ss_close_targets(List *rels);
+
+/*
+ * DDL: every partitioned tree one of the relations in rels belongs to (a
+ * partition created or attached, a parent whose partitions were) must
+ * have leaf partitions of one kind of structure, or none: 42P17
+ * otherwise.  Foreign tables pass (a structure on another server).
+ */
+extern void ss_check_partition_trees(List *rels);
+
+/*
+ * An info function's row: fill (values, nulls of its own columns) for
+ * each structure ss_open_targets gives, the change log's two columns
+ * appended (as ss_sql_info_result does).  On a parent the partitions'
+ * rows are merged column by column as rules says, one character per own
+ * column: '=' the partitions' common value (NULL where they differ), '+'
+ * their sum, '>' their largest value, '|' for a false-positive rate, that
+ * of an OR of the partitions' answers, 1 - prod(1 - x).  The log's
+ * columns are summed.
+ */
+typedef void (*SSInfoFillFn) (Relation rel, Datum *values, bool *nulls);
+extern Datum ss_sql_info(FunctionCallInfo fcinfo, const struct SSStructure *s,
+						 const char *fname, const char *rules,
+						 SSInfoFillFn fill);
+
+#endif							/* SS_PARENT_H */
