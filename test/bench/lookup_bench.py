@@ -15,9 +15,10 @@ background workers on (the default; nothing is pending while measuring).
 Per structure: the structure and its btree twin are loaded from one
 stream; then, per variant (SQL predicate, function, btree table):
   * latency: pgbench, one client, prepared statements, QUERIES queries
-    with a random key (or window start) each; p50 and p99 of the
-    per-query latencies pgbench logs (client round trip included, the same
-    for every variant);
+    with a random key (or window start) each, in ROUNDS rounds that
+    alternate the variants; p50 and p99 of the per-query latencies
+    pgbench logs (client round trip included, the same for every
+    variant);
   * page touches per query: EXPLAIN (ANALYZE, BUFFERS) of EXPLAINS random
     queries, the top plan node's shared buffers hit + read (planning
     excluded), averaged;
@@ -41,13 +42,14 @@ import benchlib as L  # noqa: E402
 from benchlib import env_int, log, psql  # noqa: E402
 
 CONFIG = dict(
-    STRUCTS=os.environ.get("STRUCTS", "cbt,lert,bfile").split(","),
+    STRUCTS=os.environ.get("STRUCTS", "cbt,lert,lert_counts,bfile").split(","),
     KEYS=env_int("KEYS", 500_000),          # cbt groups; lert keys
     ROWS=env_int("ROWS", 2_000_000),        # stream rows per structure
     BATCH=env_int("BATCH", 100_000),        # rows per INSERT transaction
     QUERIES=env_int("QUERIES", 20_000),     # point queries per variant
     EXPLAINS=env_int("EXPLAINS", 200),      # queries measured for page touches
     JOINS=env_int("JOINS", 300),            # 100-row joins per variant
+    ROUNDS=env_int("ROUNDS", 5),            # rounds alternating the variants
     WINDOW=env_int("WINDOW", 1000),         # bfile: positions per time range
     SB_MB=env_int("SB_MB", 1024),
     PORT=env_int("PORT", 5483),
@@ -126,6 +128,34 @@ STRUCTS = {
             ("btree table", "SELECT count(*) FROM probe_lert e JOIN hh_btree p ON p.key = e.key"),
         ],
         path="lert lookup"),
+    "lert_counts": dict(
+        label="lert: a key's exact count",
+        # the lert of "lert" above (run it first), its counts as a view
+        setup=[
+            "CREATE VIEW hh_counts AS SELECT * FROM lert_counts('hh', NULL::int8)",
+            "CREATE TABLE hh_counts_btree AS SELECT k AS key, count(*) AS count FROM "
+            "(SELECT floor(exp(((hashint8extended(g, 3) & 4294967295)::float8 / 4294967296.0) "
+            "* ln({keys}::float8)))::int8 AS k FROM generate_series(1, {rows}) g) s GROUP BY k",
+            "ALTER TABLE hh_counts_btree ADD PRIMARY KEY (key)",
+            "VACUUM ANALYZE hh_counts_btree",
+        ],
+        batch=None,
+        finish=[],
+        key_range="{keys}",
+        variants=[
+            ("SQL predicate", "SELECT count FROM hh_counts WHERE key = {k}::int8"),
+            ("function", "SELECT lert_count('hh', {k}::int8)"),
+            ("btree table", "SELECT count FROM hh_counts_btree WHERE key = {k}::int8"),
+        ],
+        joins=[
+            ("SQL predicate", "SELECT count(*), sum(p.count) FROM probe_lert e "
+                              "JOIN hh_counts p ON p.key = e.key"),
+            ("function", "SELECT count(*), sum(c) FROM probe_lert e, "
+                         "LATERAL lert_count('hh', e.key) c WHERE c > 0"),
+            ("btree table", "SELECT count(*), sum(p.count) FROM probe_lert e "
+                            "JOIN hh_counts_btree p ON p.key = e.key"),
+        ],
+        path="lert counts"),
     "bfile": dict(
         label="bfile: a time range of the sample",
         setup=[
@@ -173,15 +203,15 @@ def fill(text):
 def load(name, s):
     for q in s["setup"]:
         psql(fill(q))
-    for lo in range(1, C["ROWS"] + 1, C["BATCH"]):
+    for lo in range(1, C["ROWS"] + 1, C["BATCH"]) if s["batch"] else ():
         hi = min(lo + C["BATCH"] - 1, C["ROWS"])
         psql(fill(s["batch"]).format(lo=lo, hi=hi))
     for q in s["finish"]:
         psql(fill(q))
-    log(f"{name}: loaded {C['ROWS']:,} rows")
+    log(f"{name}: loaded")
 
 
-def pgbench(name, sql, count, key_range):
+def pgbench_latencies(name, sql, count, key_range):
     """Latencies (us) of count runs of sql, one client, prepared."""
     script = L.write_sql(f"{name}.pgb", f"\\set k random(0, {key_range} - 1)\n{sql.format(k=':k')};\n")
     logdir = os.path.join(L.WORK, "pgblog")
@@ -195,9 +225,24 @@ def pgbench(name, sql, count, key_range):
     for f in os.listdir(logdir):
         for line in open(os.path.join(logdir, f)):
             lat.append(int(line.split()[2]))
-    lat.sort()
-    return dict(p50_us=lat[len(lat) // 2], p99_us=lat[int(len(lat) * 0.99)],
-                mean_us=statistics.mean(lat), n=len(lat))
+    return lat
+
+
+def interleaved(name, queries, count, key_range):
+    """Per variant (label, sql): the latency percentiles of count runs,
+    run in ROUNDS rounds that alternate the variants (so that a busy
+    moment of the machine hits them alike)."""
+    lats = {label: [] for label, _ in queries}
+    for r in range(C["ROUNDS"]):
+        for label, q in queries:
+            lats[label] += pgbench_latencies(f"{name}_{label.split()[0]}", q,
+                                             max(count // C["ROUNDS"], 1), key_range)
+    out = {}
+    for label, lat in lats.items():
+        lat.sort()
+        out[label] = dict(p50_us=lat[len(lat) // 2], p99_us=lat[int(len(lat) * 0.99)],
+                          mean_us=statistics.mean(lat), n=len(lat))
+    return out
 
 
 def node_types(plan):
@@ -244,23 +289,22 @@ def run_struct(name):
     load(name, s)
     key_range = fill(s["key_range"])
     res = dict(label=s["label"], points={}, joins={})
-    for label, q in s["variants"]:
-        q = fill(q)
-        lat = pgbench(f"{name}_point_{label.split()[0]}", q, C["QUERIES"], key_range)
-        pages, shape = page_touches(f"{name}_{label.split()[0]}", q, key_range)
-        lat.update(pages=pages, plan=shape)
-        res["points"][label] = lat
+    points = [(label, fill(q)) for label, q in s["variants"]]
+    joins = [(label, fill(q)) for label, q in s["joins"]]
+    res["points"] = interleaved(f"{name}_point", points, C["QUERIES"], key_range)
+    for label, q in points:
+        lat = res["points"][label]
+        lat["pages"], lat["plan"] = page_touches(f"{name}_{label.split()[0]}", q, key_range)
         log(f"{name} point, {label}: p50 {lat['p50_us']} us, p99 {lat['p99_us']} us, "
-            f"{pages:.1f} pages, plan {' > '.join(shape)}")
+            f"{lat['pages']:.1f} pages, plan {' > '.join(lat['plan'])}")
+    res["joins"] = interleaved(f"{name}_join", joins, C["JOINS"], 1)
     answers = {}
-    for label, q in s["joins"]:
-        q = fill(q)
-        lat = pgbench(f"{name}_join_{label.split()[0]}", q, C["JOINS"], 1)
+    for label, q in joins:
+        lat = res["joins"][label]
         p = explain_all(f"{name}_join_{label.split()[0]}", [q])[0]
         lat.update(pages=p["Shared Hit Blocks"] + p["Shared Read Blocks"], plan=node_types(p))
         answers[label] = psql(q)
         lat["answer"] = answers[label]
-        res["joins"][label] = lat
         log(f"{name} join, {label}: p50 {lat['p50_us']} us, p99 {lat['p99_us']} us, "
             f"answer {answers[label]}, plan {' > '.join(lat['plan'])}")
     res["joins_agree"] = len(set(answers.values())) == 1

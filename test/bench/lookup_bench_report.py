@@ -66,7 +66,8 @@ def report(results, C):
               " ".join("%.2f" % v for v in results["load_after"])),
            "Each structure and a heap table with a btree index holding the same answer are loaded "
            "from one stream of %s rows (a cbt of %s groups and its upsert table; a lert with threshold "
-           "24 over a Zipf-like stream and a table of its reported keys; a bfile whose sample holds "
+           "24 over a Zipf-like stream and a table of its reported keys; the same lert's exact counts "
+           "through a view over `lert_counts` and a table of the counts; a bfile whose sample holds "
            "every row and a table of the rows indexed by time). Everything is in RAM "
            "(shared_buffers %s MB). *Latency*: pgbench, one client, prepared statements, a random key "
            "(or range start) per query, %s point queries and %s joins per variant; p50 / p99 in "
