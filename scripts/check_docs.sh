@@ -8,7 +8,8 @@
 #      not refer to the project's issue numbers;
 #   3. every function and aggregate that sql/parts/*.sql creates is named
 #      somewhere in README.md or docs/ (type I/O and aggregate support
-#      functions, whose names end in _in, _out, _recv, _send, _handler,
+#      functions and planner support functions, whose names end in _in,
+#      _out, _recv, _send, _handler, _support,
 #      _trans, _combine, _serial, _deserial or _final, are not required);
 #   4. every file under docs/ (pages and plots) is linked from README.md or
 #      from another page under docs/.
@@ -117,7 +118,7 @@ for p in pages:
             problems.append("%s:%d: names an issue number: %s" % (p, n, line.strip()))
 
 # 3. functions nobody documents
-skip = re.compile(r"_(in|out|recv|send|handler|trans|combine|serial|deserial|final)$")
+skip = re.compile(r"_(in|out|recv|send|handler|support|trans|combine|serial|deserial|final)$")
 fn_re = re.compile(r"\bCREATE\s+(?:OR\s+REPLACE\s+)?(?:FUNCTION|AGGREGATE)\s+"
                    r"(?:[A-Za-z_][A-Za-z0-9_]*\.)?\"?([A-Za-z_][A-Za-z0-9_]*)", re.I)
 functions = set()

@@ -27,7 +27,8 @@ def plot(results, C):
             p99 = [structs[n][kind][v]["p99_us"] / 1000 for n in names]
             a.bar(xs, p50, w, label=f"{v} (p50; tick: p99)", color=f"C{j}")
             a.scatter(xs, p99, marker="_", s=300, color="black")
-        a.set_xticks(range(len(names)), [structs[n]["label"] for n in names], fontsize=9)
+        a.set_xticks(range(len(names)), [structs[n]["label"].replace(": ", ":\n") for n in names],
+                     fontsize=9)
         a.set_ylabel("latency (ms)")
         a.set_yscale("log")
         a.set_title(title)
