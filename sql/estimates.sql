@@ -61,6 +61,20 @@ ORDER BY relname;
 SELECT pg_temp.plan_rows('SELECT * FROM public.e_lert a JOIN public.e_lert b USING (key)')
 	AS lert_self_join_rows;
 
+-- one participant of a parallel scan produces all of a structure's rows:
+-- no parallel plan, however cheap parallelism is made
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+EXPLAIN (COSTS OFF) SELECT count(*), sum(n) FROM e_cbt;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM e_lert;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM e_bfile;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET max_parallel_workers_per_gather;
+
 -- TABLESAMPLE picks blocks and offsets, meaningless in a structure's file:
 -- refused where the scan has rows, empty where it has none
 SELECT * FROM e_cbt TABLESAMPLE BERNOULLI (50);

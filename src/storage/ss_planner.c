@@ -52,50 +52,42 @@ static SSFunctionPathsFn function_paths[SS_MAX_FUNCTION_PATHS];
 static int	nfunction_paths = 0;
 
 /*
- * The paths of type pathtype core built for rel (its partial paths with
- * partial), dearer by extra: removed and added again, so that the list
- * stays in cost order.
+ * The paths of type pathtype core built for rel, dearer by extra: removed
+ * and added again, so that the list stays in cost order.
  */
-static void
-charge_paths(RelOptInfo *rel, bool partial, NodeTag pathtype, Cost extra)
+void
+ss_charge_paths(RelOptInfo *rel, NodeTag pathtype, Cost extra)
 {
-	List	  **list = partial ? &rel->partial_pathlist : &rel->pathlist;
 	List	   *scans = NIL;
 	ListCell   *lc;
 
-	foreach(lc, *list)
+	foreach(lc, rel->pathlist)
 		if (((Path *) lfirst(lc))->pathtype == pathtype)
 			scans = lappend(scans, lfirst(lc));
 	foreach(lc, scans)
 	{
 		Path	   *p = (Path *) lfirst(lc);
 
-		*list = list_delete_ptr(*list, p);
+		rel->pathlist = list_delete_ptr(rel->pathlist, p);
 		p->total_cost += extra;
-		if (partial)
-			add_partial_path(rel, p);
-		else
-			add_path(rel, p);
+		add_path(rel, p);
 	}
 	list_free(scans);
 }
 
-void
-ss_charge_paths(RelOptInfo *rel, NodeTag pathtype, Cost extra)
-{
-	charge_paths(rel, false, pathtype, extra);
-}
-
 /*
- * The scan paths core built for rel (a sequential scan, its partial
- * version), dearer by per_row for each row they read.
+ * One participant of a parallel scan produces all of a structure's rows
+ * (ss_scan_claim): a Parallel Seq Scan of it divides no work, while its
+ * cost, divided among the workers, would draw parallel plans for nothing.
  */
 static void
-charge_scan_rows(RelOptInfo *rel, double per_row)
+drop_partial_scans(RelOptInfo *rel)
 {
-	charge_paths(rel, false, T_SeqScan, per_row * rel->tuples);
-	/* (one participant produces a structure's rows, ss_scan_claim) */
-	charge_paths(rel, true, T_SeqScan, per_row * rel->tuples);
+	ListCell   *lc;
+
+	foreach(lc, rel->partial_pathlist)
+		if (((Path *) lfirst(lc))->pathtype == T_SeqScan)
+			rel->partial_pathlist = foreach_delete_current(rel->partial_pathlist, lc);
 }
 
 static void
@@ -128,10 +120,14 @@ ss_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	/* the planner holds a lock on it already */
 	relation = table_open(rte->relid, NoLock);
 	s = ss_structure_ops(relation);
+	if (s != NULL && s->scan != NULL)
+		drop_partial_scans(rel);
 	if (s != NULL && s->paths != NULL)
 	{
+		/* the sequential scan, dearer by its CPU per row */
 		if (s->paths->scan_row_cost != NULL)
-			charge_scan_rows(rel, s->paths->scan_row_cost(relation));
+			ss_charge_paths(rel, T_SeqScan,
+							s->paths->scan_row_cost(relation) * rel->tuples);
 		if (ss_enable_lookup_scan)
 			s->paths->add_paths(root, rel, rte, relation);
 	}
