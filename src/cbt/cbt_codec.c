@@ -175,16 +175,14 @@ cbt_block_peek(const char *in, Size inlen, CbtBlockHeader *hdr)
 }
 
 bool
-cbt_block_decode(const char *in, Size inlen, const CbtBlockHeader *hdr,
-				 uint64 *hashes, uint32 *sizes, char *data)
+cbt_block_decode_hashes(const char *in, const CbtBlockHeader *hdr,
+						uint64 *hashes)
 {
 	const char *p = in + sizeof(CbtBlockHeader);
 	const char *end = p + hdr->hash_len;
 	uint64		h = 0;
-	uint64		sum = 0;
-	uint32		i;
 
-	for (i = 0; i < hdr->npaos; i++)
+	for (uint32 i = 0; i < hdr->npaos; i++)
 	{
 		uint64		delta;
 
@@ -193,8 +191,25 @@ cbt_block_decode(const char *in, Size inlen, const CbtBlockHeader *hdr,
 		h += delta;
 		hashes[i] = h;
 	}
-	if (p != end)
-		return false;
+	return p == end;
+}
+
+bool
+cbt_block_decode(const char *in, Size inlen, const CbtBlockHeader *hdr,
+				 uint64 *hashes, uint32 *sizes, char *data)
+{
+	return cbt_block_decode_hashes(in, hdr, hashes) &&
+		cbt_block_decode_data(in, inlen, hdr, sizes, data);
+}
+
+bool
+cbt_block_decode_data(const char *in, Size inlen, const CbtBlockHeader *hdr,
+					  uint32 *sizes, char *data)
+{
+	const char *p = in + sizeof(CbtBlockHeader) + hdr->hash_len;
+	const char *end;
+	uint64		sum = 0;
+	uint32		i;
 
 	end = p + hdr->size_len;
 	for (i = 0; i < hdr->npaos;)

@@ -90,4 +90,16 @@ extern bool cbt_block_decode(const char *in, Size inlen,
 							 const CbtBlockHeader *hdr, uint64 *hashes,
 							 uint32 *sizes, char *data);
 
+/*
+ * Decode only the hashes[npaos] of such a block (what a lookup needs to
+ * know whether the block holds its hash); false if that column is damaged.
+ */
+extern bool cbt_block_decode_hashes(const char *in, const CbtBlockHeader *hdr,
+									uint64 *hashes);
+
+/* ... and the rest of it: sizes[npaos] and data[data_raw]. */
+extern bool cbt_block_decode_data(const char *in, Size inlen,
+								  const CbtBlockHeader *hdr, uint32 *sizes,
+								  char *data);
+
 #endif							/* CBT_CODEC_H */

@@ -1099,6 +1099,41 @@ unload(CbtFragCursor *c)
 	}
 }
 
+/*
+ * Decode block c->block, read into raw (its directory entry e): its
+ * hashes, unless the caller decoded and checked them into hashes (palloc'd,
+ * taken over), then its sizes and data.
+ */
+static void
+decode_block(CbtFragCursor *c, FragDirEntry *e, char *raw, uint64 *hashes)
+{
+	c->hashes = hashes ? hashes : palloc(sizeof(uint64) * c->hdr.npaos);
+	c->sizes = palloc(sizeof(uint32) * c->hdr.npaos);
+	c->data = palloc(Max(c->hdr.data_raw, 1));
+	if ((hashes == NULL &&
+		 (!cbt_block_decode_hashes(raw, &c->hdr, c->hashes) ||
+		  c->hashes[0] != e->first_hash ||
+		  c->hashes[c->hdr.npaos - 1] != e->last_hash)) ||
+		!cbt_block_decode_data(raw, e->length, &c->hdr, c->sizes, c->data))
+		frag_corrupted(c, "a block is damaged");
+	c->loaded = true;
+	c->pos = 0;
+	c->offset = 0;
+	c->block++;
+}
+
+/* Read block c->block and check its header (e: its directory entry). */
+static char *
+read_block(CbtFragCursor *c, FragDirEntry *e)
+{
+	char	   *raw = palloc(e->length);
+
+	frag_read(c, e->offset, e->length, raw);
+	if (!cbt_block_peek(raw, e->length, &c->hdr) || c->hdr.npaos != e->npaos)
+		frag_corrupted(c, "a block's header is damaged");
+	return raw;
+}
+
 /* Load block c->block; false past the last one. */
 static bool
 load_block(CbtFragCursor *c)
@@ -1110,31 +1145,30 @@ load_block(CbtFragCursor *c)
 	if (c->block >= c->frag.nblocks)
 		return false;
 	e = dir_entry(c, c->block);
-	raw = palloc(e->length);
-	frag_read(c, e->offset, e->length, raw);
-	if (!cbt_block_peek(raw, e->length, &c->hdr) || c->hdr.npaos != e->npaos)
-		frag_corrupted(c, "a block's header is damaged");
-	c->hashes = palloc(sizeof(uint64) * c->hdr.npaos);
-	c->sizes = palloc(sizeof(uint32) * c->hdr.npaos);
-	c->data = palloc(Max(c->hdr.data_raw, 1));
-	if (!cbt_block_decode(raw, e->length, &c->hdr, c->hashes, c->sizes, c->data) ||
-		c->hashes[0] != e->first_hash ||
-		c->hashes[c->hdr.npaos - 1] != e->last_hash)
-		frag_corrupted(c, "a block is damaged");
+	raw = read_block(c, e);
+	decode_block(c, e, raw, NULL);
 	pfree(raw);
-	c->loaded = true;
-	c->pos = 0;
-	c->offset = 0;
-	c->block++;
 	return true;
 }
 
-/* Position c before its first PAO whose hash is at least hash. */
+/*
+ * Position c before its first PAO of hash, or at its end when it has none
+ * (a lookup's seek: it reads the PAOs of its hash).  The one block that
+ * could hold the hash first has its hashes decoded, checked against the
+ * directory as a whole decode checks them; its sizes and data (LZ4) are
+ * decoded only when it holds the hash, which most blocks a lookup meets
+ * (its path's upper nodes') do not.
+ */
 void
 cbt_frag_seek(CbtFragCursor *c, uint64 hash)
 {
 	uint32		lo = 0;
 	uint32		hi = c->frag.nblocks;
+	FragDirEntry *e;
+	char	   *raw;
+	uint64	   *hashes;
+	uint32		blk;
+	uint32		pos;
 
 	/* the first block whose last hash is >= hash */
 	while (lo < hi)
@@ -1146,12 +1180,40 @@ cbt_frag_seek(CbtFragCursor *c, uint64 hash)
 		else
 			hi = mid;
 	}
+	blk = lo;
 	unload(c);
-	c->block = lo;
-	if (!load_block(c))
+	c->block = c->frag.nblocks;
+	if (blk >= c->frag.nblocks || dir_entry(c, blk)->first_hash > hash)
 		return;
-	while (c->pos < c->hdr.npaos && c->hashes[c->pos] < hash)
-		c->offset += c->sizes[c->pos++];
+	e = dir_entry(c, blk);
+	raw = read_block(c, e);
+	hashes = palloc(sizeof(uint64) * c->hdr.npaos);
+	if (!cbt_block_decode_hashes(raw, &c->hdr, hashes) ||
+		hashes[0] != e->first_hash || hashes[c->hdr.npaos - 1] != e->last_hash)
+		frag_corrupted(c, "a block is damaged");
+	/* the first PAO whose hash is >= hash (the last one's is) */
+	lo = 0;
+	hi = c->hdr.npaos - 1;
+	while (lo < hi)
+	{
+		uint32		mid = lo + (hi - lo) / 2;
+
+		if (hashes[mid] < hash)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	pos = lo;
+	if (hashes[pos] == hash)
+	{
+		c->block = blk;
+		decode_block(c, e, raw, hashes);
+		while (c->pos < pos)
+			c->offset += c->sizes[c->pos++];
+	}
+	else
+		pfree(hashes);
+	pfree(raw);
 }
 
 /*
