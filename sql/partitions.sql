@@ -225,6 +225,39 @@ SELECT bcms_estimate('s_l_bcms_b', 12) AS detached, bcms_estimate('s_l_bcms', 12
 ALTER TABLE s_l_bcms ATTACH PARTITION s_l_bcms_b FOR VALUES IN (11, 12, 13, 14, 15, 16, 17, 18, 19, 20);
 SELECT bcms_estimate('s_l_bcms', 12) AS attached;
 
+-- lert_count and lert_reported on a parent: a lert partitioned by its key
+-- reads the partition that holds the key (each key reported once, there);
+-- partitioned by an expression of the key, the partitions' exact counts
+-- add up and a report in any of them counts
+SET streamsketch.background_consolidation = off;
+CREATE TABLE s_h_lert (key int8) PARTITION BY HASH (key);
+CREATE TABLE s_h_lert_0 PARTITION OF s_h_lert FOR VALUES WITH (MODULUS 2, REMAINDER 0) USING lert;
+CREATE TABLE s_h_lert_1 PARTITION OF s_h_lert FOR VALUES WITH (MODULUS 2, REMAINDER 1) USING lert;
+CREATE TABLE s_x_lert (key int8) PARTITION BY LIST ((key % 2));
+CREATE TABLE s_x_lert_0 PARTITION OF s_x_lert FOR VALUES IN (0) USING lert;
+CREATE TABLE s_x_lert_1 PARTITION OF s_x_lert FOR VALUES IN (1) USING lert;
+INSERT INTO s_h_lert SELECT g % 40 FROM generate_series(1, 1000) g;
+INSERT INTO s_x_lert SELECT g % 40 FROM generate_series(1, 1000) g;
+SELECT lert_flush('s_h_lert_0') >= 0 AS flushed, lert_flush('s_h_lert_1') >= 0 AS flushed,
+	lert_flush('s_x_lert_0') >= 0 AS flushed, lert_flush('s_x_lert_1') >= 0 AS flushed;
+-- every key: the parent's answer against the partition that holds it
+-- (PostgreSQL's own hash routing: satisfies_hash_partition)
+SELECT count(*) FILTER (WHERE lert_count('s_h_lert', k) <> lert_count(h, k)) AS count_differences,
+	count(*) FILTER (WHERE lert_reported('s_h_lert', k) <> lert_reported(h, k)) AS reported_differences,
+	sum(lert_count('s_h_lert', k)) AS observations,
+	count(*) FILTER (WHERE lert_reported('s_h_lert', k)) AS reported
+FROM (SELECT k, CASE WHEN satisfies_hash_partition('s_h_lert'::regclass, 2, 0, k)
+				THEN 's_h_lert_0' ELSE 's_h_lert_1' END::regclass AS h
+	  FROM generate_series(0::int8, 45::int8) k) s;
+SELECT count(*) FILTER (WHERE lert_count('s_x_lert', k) <>
+			lert_count('s_x_lert_0', k) + lert_count('s_x_lert_1', k)) AS count_differences,
+	count(*) FILTER (WHERE lert_reported('s_x_lert', k) <>
+			(lert_reported('s_x_lert_0', k) OR lert_reported('s_x_lert_1', k))) AS reported_differences,
+	sum(lert_count('s_x_lert', k)) AS observations
+FROM generate_series(0::int8, 45::int8) k;
+RESET streamsketch.background_consolidation;
+DROP TABLE s_h_lert, s_x_lert;
+
 DROP TABLE s_h_bcms, s_l_bcms, s_r_bcms, s_x_bcms, t_h_bcms, t_l_bcms, t_r_bcms, t_x_bcms,
 	s_h_bloom_filter, s_l_bloom_filter, s_r_bloom_filter, s_x_bloom_filter,
 	t_h_bloom_filter, t_l_bloom_filter, t_r_bloom_filter, t_x_bloom_filter,

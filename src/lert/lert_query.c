@@ -34,6 +34,7 @@
 #include "miscadmin.h"
 #include "ss_changelog.h"
 #include "ss_hash.h"
+#include "ss_parent.h"
 #include "ss_pending.h"
 #include "ss_queryutil.h"
 #include "ss_sqlfunc.h"
@@ -365,18 +366,26 @@ static void
 lert_lookup_arg(FunctionCallInfo fcinfo, const char *fname, bool wait_round,
 				int64 *count, bool *reported)
 {
-	Relation	rel = ss_sql_open_keyed(PG_GETARG_OID(0), fname,
-										&lert_structure);
-	LertState  *st = lert_get_state(rel);
+	Datum		key;
+	List	   *rels = ss_open_targets(fcinfo, 1, &lert_structure, fname, &key);
+	ListCell   *lc;
 
-	if (wait_round)
-		lert_wait_round(rel);
-	lert_lookup(rel, st,
-				ss_coerce_key(PG_GETARG_DATUM(1),
-							  get_fn_expr_argtype(fcinfo->flinfo, 1),
-							  st->keytype),
-				count, reported);
-	relation_close(rel, AccessShareLock);
+	/* on a partitioned table: the partitions' counts add up, reports OR */
+	*count = 0;
+	*reported = false;
+	foreach(lc, rels)
+	{
+		Relation	rel = (Relation) lfirst(lc);
+		int64		c;
+		bool		r;
+
+		if (wait_round)
+			lert_wait_round(rel);
+		lert_lookup(rel, lert_get_state(rel), key, &c, &r);
+		*count += c;
+		*reported = *reported || r;
+	}
+	ss_close_targets(rels);
 }
 
 Datum
