@@ -16,62 +16,45 @@ SELECT cbt_create('cp_multi', group_by => 'region text, day int, big bigint',
 INSERT INTO cp_multi (region, day, big, v)
 SELECT 'r' || (i % 3), i % 7, i % 5, i FROM generate_series(1, 300) i;
 
--- run a query with and without the lookup scan: the plan, then whether
--- the answers are the same
-CREATE FUNCTION cp_check(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
-DECLARE
-	r text;
-	a text;
-	b text;
-BEGIN
-	FOR r IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-		RETURN NEXT r;
-	END LOOP;
-	EXECUTE format('SELECT string_agg(x::text, %L ORDER BY x::text) FROM (%s) x', ' | ', q) INTO a;
-	SET LOCAL streamsketch.enable_lookup_scan = off;
-	EXECUTE format('SELECT string_agg(x::text, %L ORDER BY x::text) FROM (%s) x', ' | ', q) INTO b;
-	SET LOCAL streamsketch.enable_lookup_scan = on;
-	RETURN NEXT CASE WHEN a IS NOT DISTINCT FROM b THEN 'same: ' || coalesce(a, '(none)')
-				ELSE 'DIFFERENT: ' || coalesce(a, '(none)') || ' vs ' || coalesce(b, '(none)') END;
-END $$;
+\i sql/include/lookup_check.sql
 
 -- equality with a constant
-SELECT cp_check($$SELECT * FROM cp_views WHERE url = 'u42'$$);
-SELECT cp_check($$SELECT * FROM cp_views WHERE 'u7' = url$$);
-SELECT cp_check($$SELECT hits FROM cp_views WHERE url = 'nope'$$);
-SELECT cp_check($$SELECT tableoid::regclass, url FROM cp_views WHERE url = 'u1'$$);
+SELECT lookup_check($$SELECT * FROM cp_views WHERE url = 'u42'$$);
+SELECT lookup_check($$SELECT * FROM cp_views WHERE 'u7' = url$$);
+SELECT lookup_check($$SELECT hits FROM cp_views WHERE url = 'nope'$$);
+SELECT lookup_check($$SELECT tableoid::regclass, url FROM cp_views WHERE url = 'u1'$$);
 -- another column's qual filters the group found
-SELECT cp_check($$SELECT * FROM cp_views WHERE url = 'u42' AND hits > 100$$);
-SELECT cp_check($$SELECT * FROM cp_views WHERE url = 'u42' AND hits = 20$$);
+SELECT lookup_check($$SELECT * FROM cp_views WHERE url = 'u42' AND hits > 100$$);
+SELECT lookup_check($$SELECT * FROM cp_views WHERE url = 'u42' AND hits = 20$$);
 -- IN lists and = ANY (array), duplicates and NULLs in them
-SELECT cp_check($$SELECT * FROM cp_views WHERE url IN ('u1', 'u2', 'u1', 'zz')$$);
-SELECT cp_check($$SELECT * FROM cp_views WHERE url = ANY (ARRAY['u3', NULL, 'u4'])$$);
-SELECT cp_check($$SELECT * FROM cp_views WHERE url = ANY ('{}'::text[])$$);
+SELECT lookup_check($$SELECT * FROM cp_views WHERE url IN ('u1', 'u2', 'u1', 'zz')$$);
+SELECT lookup_check($$SELECT * FROM cp_views WHERE url = ANY (ARRAY['u3', NULL, 'u4'])$$);
+SELECT lookup_check($$SELECT * FROM cp_views WHERE url = ANY ('{}'::text[])$$);
 -- NULL keys match nothing (= NULL), as in the scan
-SELECT cp_check($$SELECT * FROM cp_views WHERE url = NULL$$);
-SELECT cp_check($$SELECT * FROM cp_views WHERE url IS NULL$$);
+SELECT lookup_check($$SELECT * FROM cp_views WHERE url = NULL$$);
+SELECT lookup_check($$SELECT * FROM cp_views WHERE url IS NULL$$);
 -- multi-column keys, int against bigint both ways
-SELECT cp_check($$SELECT * FROM cp_multi WHERE region = 'r1' AND day = 3 AND big = 2$$);
-SELECT cp_check($$SELECT * FROM cp_multi WHERE region = 'r1' AND day = 3::bigint AND big = 2::smallint$$);
-SELECT cp_check($$SELECT * FROM cp_multi WHERE region IN ('r0', 'r2') AND day = 1 AND big = ANY ('{1,2,3}')$$);
+SELECT lookup_check($$SELECT * FROM cp_multi WHERE region = 'r1' AND day = 3 AND big = 2$$);
+SELECT lookup_check($$SELECT * FROM cp_multi WHERE region = 'r1' AND day = 3::bigint AND big = 2::smallint$$);
+SELECT lookup_check($$SELECT * FROM cp_multi WHERE region IN ('r0', 'r2') AND day = 1 AND big = ANY ('{1,2,3}')$$);
 -- one key missing: the scan
-SELECT cp_check($$SELECT * FROM cp_multi WHERE region = 'r1' AND day = 3$$);
+SELECT lookup_check($$SELECT * FROM cp_multi WHERE region = 'r1' AND day = 3$$);
 
 -- the path does not apply
-SELECT cp_check($$SELECT * FROM cp_views WHERE url > 'u8'$$);
-SELECT cp_check($$SELECT * FROM cp_views WHERE hits = 21$$);
-SELECT cp_check($$SELECT * FROM cp_views WHERE url = 'u1' OR url = 'u2'$$);
-SELECT cp_check($$SELECT * FROM cp_views WHERE url = 'u1' OR hits = 21$$);
-SELECT cp_check($$SELECT * FROM cp_views WHERE url = url || '' AND hits < 20$$);
+SELECT lookup_check($$SELECT * FROM cp_views WHERE url > 'u8'$$);
+SELECT lookup_check($$SELECT * FROM cp_views WHERE hits = 21$$);
+SELECT lookup_check($$SELECT * FROM cp_views WHERE url = 'u1' OR url = 'u2'$$);
+SELECT lookup_check($$SELECT * FROM cp_views WHERE url = 'u1' OR hits = 21$$);
+SELECT lookup_check($$SELECT * FROM cp_views WHERE url = url || '' AND hits < 20$$);
 
 -- a text key with a non-default collation
-SELECT cp_check($$SELECT * FROM cp_views WHERE url = 'u5' COLLATE "C"$$);
-SELECT cp_check($$SELECT * FROM cp_views WHERE url = 'u5' COLLATE "POSIX"$$);
+SELECT lookup_check($$SELECT * FROM cp_views WHERE url = 'u5' COLLATE "C"$$);
+SELECT lookup_check($$SELECT * FROM cp_views WHERE url = 'u5' COLLATE "POSIX"$$);
 SELECT cbt_create('cp_coll', group_by => 'name text COLLATE "C"',
     aggregates => 'count(*) AS n');
 INSERT INTO cp_coll (name) VALUES ('a'), ('a'), ('B'), ('b');
-SELECT cp_check($$SELECT * FROM cp_coll WHERE name = 'a'$$);
-SELECT cp_check($$SELECT * FROM cp_coll WHERE name IN ('b', 'B' COLLATE "default")$$);
+SELECT lookup_check($$SELECT * FROM cp_coll WHERE name = 'a'$$);
+SELECT lookup_check($$SELECT * FROM cp_coll WHERE name IN ('b', 'B' COLLATE "default")$$);
 
 -- prepared, with a generic plan
 SET plan_cache_mode = force_generic_plan;
@@ -94,18 +77,18 @@ RESET plan_cache_mode;
 -- date against timestamp: the cast could fail where the comparison does not
 SELECT cbt_create('cp_days', group_by => 'ts timestamp', aggregates => 'count(*) AS n');
 INSERT INTO cp_days (ts) VALUES ('2026-01-01'), ('2026-01-01'), ('2026-01-02 10:00');
-SELECT cp_check($$SELECT * FROM cp_days WHERE ts = '2026-01-01'::date$$);
-SELECT cp_check($$SELECT * FROM cp_days WHERE ts = '5000000-01-01'::date$$);
-SELECT cp_check($$SELECT * FROM cp_days WHERE ts = '2026-01-01'$$);
+SELECT lookup_check($$SELECT * FROM cp_days WHERE ts = '2026-01-01'::date$$);
+SELECT lookup_check($$SELECT * FROM cp_days WHERE ts = '5000000-01-01'::date$$);
+SELECT lookup_check($$SELECT * FROM cp_days WHERE ts = '2026-01-01'$$);
 
 -- a join: the outer VALUES probe the groups one by one
-SELECT cp_check($$SELECT v.column1, c.hits FROM (VALUES ('u1'), ('u2'), ('none'), ('u1')) v LEFT JOIN cp_views c ON c.url = v.column1$$);
-SELECT cp_check($$SELECT v.d, c.n FROM (VALUES (1, 2), (3, 4)) v(d, b) JOIN cp_multi c ON c.day = v.d AND c.big = v.b AND c.region = 'r0'$$);
+SELECT lookup_check($$SELECT v.column1, c.hits FROM (VALUES ('u1'), ('u2'), ('none'), ('u1')) v LEFT JOIN cp_views c ON c.url = v.column1$$);
+SELECT lookup_check($$SELECT v.d, c.n FROM (VALUES (1, 2), (3, 4)) v(d, b) JOIN cp_multi c ON c.day = v.d AND c.big = v.b AND c.region = 'r0'$$);
 
 -- the transaction's own rows, not committed yet
 BEGIN;
 INSERT INTO cp_views (url, bytes) VALUES ('u42', 1000), ('fresh', 1);
-SELECT cp_check($$SELECT * FROM cp_views WHERE url IN ('u42', 'fresh')$$);
+SELECT lookup_check($$SELECT * FROM cp_views WHERE url IN ('u42', 'fresh')$$);
 ROLLBACK;
 
 -- privileges and row-level security, as the scan's
@@ -116,12 +99,12 @@ SET ROLE cp_stranger;
 SELECT * FROM cp_views WHERE url = 'u42';
 RESET ROLE;
 SET ROLE cp_reader;
-SELECT cp_check($$SELECT * FROM cp_views WHERE url = 'u42'$$);
+SELECT lookup_check($$SELECT * FROM cp_views WHERE url = 'u42'$$);
 RESET ROLE;
 ALTER TABLE cp_views ENABLE ROW LEVEL SECURITY;
 CREATE POLICY cp_some ON cp_views FOR SELECT USING (url LIKE 'u1%');
 SET ROLE cp_reader;
-SELECT cp_check($$SELECT * FROM cp_views WHERE url IN ('u1', 'u2', 'u13')$$);
+SELECT lookup_check($$SELECT * FROM cp_views WHERE url IN ('u1', 'u2', 'u13')$$);
 SET row_security = off;
 SELECT * FROM cp_views WHERE url = 'u13';
 RESET row_security;
@@ -129,6 +112,6 @@ RESET ROLE;
 
 DROP POLICY cp_some ON cp_views;
 DROP TABLE cp_views, cp_multi, cp_coll, cp_days;
-DROP FUNCTION cp_check(text);
+DROP FUNCTION lookup_check(text);
 DROP ROLE cp_reader;
 DROP ROLE cp_stranger;

@@ -16,44 +16,28 @@ SET enable_seqscan = off;
 
 CREATE COLLATION icu_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
 
--- the plan, then the answers with and without the lookup scan
-CREATE FUNCTION icu_check(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
-DECLARE
-	r text;
-	a text;
-	b text;
-BEGIN
-	FOR r IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-		RETURN NEXT r;
-	END LOOP;
-	EXECUTE format('SELECT string_agg(x::text, %L ORDER BY x::text) FROM (%s) x', ' | ', q) INTO a;
-	SET LOCAL streamsketch.enable_lookup_scan = off;
-	EXECUTE format('SELECT string_agg(x::text, %L ORDER BY x::text) FROM (%s) x', ' | ', q) INTO b;
-	SET LOCAL streamsketch.enable_lookup_scan = on;
-	RETURN NEXT CASE WHEN a IS NOT DISTINCT FROM b THEN 'same: ' || coalesce(a, '(none)')
-				ELSE 'DIFFERENT: ' || coalesce(a, '(none)') || ' vs ' || coalesce(b, '(none)') END;
-END $$;
+\i sql/include/lookup_check.sql
 
 -- a lert: a "C" key asked under the nondeterministic collation, and a
 -- key column of that collation
 CREATE TABLE icu_lert (key text COLLATE "C", count int) USING lert;
 INSERT INTO icu_lert SELECT 'Key' || (i % 3), 1 FROM generate_series(1, 300) i;
 SELECT lert_flush('icu_lert') >= 0 AS flushed;
-SELECT icu_check($$SELECT * FROM icu_lert WHERE key = 'key1' COLLATE icu_ci$$);
+SELECT lookup_check($$SELECT * FROM icu_lert WHERE key = 'key1' COLLATE icu_ci$$);
 CREATE TABLE icu_lert_ci (key text COLLATE icu_ci) USING lert;
 INSERT INTO icu_lert_ci SELECT 'Key' || (i % 3) FROM generate_series(1, 300) i;
 SELECT lert_flush('icu_lert_ci') >= 0 AS flushed;
-SELECT icu_check($$SELECT * FROM icu_lert_ci WHERE key = 'key1'$$);
+SELECT lookup_check($$SELECT * FROM icu_lert_ci WHERE key = 'key1'$$);
 
 -- a cbt: the same two cases ('Key1' and 'key1' are one group of the
 -- nondeterministic key, found by a lookup of 'KEY1')
 SELECT cbt_create('icu_cbt', group_by => 'name text COLLATE "C"', aggregates => 'count(*) AS n');
 INSERT INTO icu_cbt (name) SELECT 'Key' || (i % 3) FROM generate_series(1, 30) i;
-SELECT icu_check($$SELECT * FROM icu_cbt WHERE name = 'key1' COLLATE icu_ci$$);
+SELECT lookup_check($$SELECT * FROM icu_cbt WHERE name = 'key1' COLLATE icu_ci$$);
 SELECT cbt_create('icu_cbt_ci', group_by => 'name text COLLATE icu_ci', aggregates => 'count(*) AS n');
 INSERT INTO icu_cbt_ci (name) SELECT (ARRAY['Key', 'key'])[1 + i % 2] || (i % 3) FROM generate_series(1, 30) i;
-SELECT icu_check($$SELECT count(*), sum(n) FROM icu_cbt_ci WHERE name = 'KEY1'$$);
+SELECT lookup_check($$SELECT count(*), sum(n) FROM icu_cbt_ci WHERE name = 'KEY1'$$);
 
 DROP TABLE icu_lert, icu_lert_ci, icu_cbt, icu_cbt_ci;
-DROP FUNCTION icu_check(text);
+DROP FUNCTION lookup_check(text);
 DROP COLLATION icu_ci;

@@ -77,44 +77,29 @@ SELECT * FROM lert_counts(NULL, NULL::text);
 -- views: key quals are looked up; the answers are the function scan's
 CREATE VIEW lc_counts AS SELECT * FROM lert_counts('lc_gen', NULL::text);
 CREATE VIEW lc_int_counts AS SELECT * FROM lert_counts('lc_int', NULL::bigint);
-CREATE FUNCTION lc_check(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
-DECLARE
-	r text;
-	a text;
-	b text;
-BEGIN
-	FOR r IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-		RETURN NEXT r;
-	END LOOP;
-	EXECUTE format('SELECT string_agg(x::text, %L ORDER BY x::text) FROM (%s) x', ' | ', q) INTO a;
-	SET LOCAL streamsketch.enable_lookup_scan = off;
-	EXECUTE format('SELECT string_agg(x::text, %L ORDER BY x::text) FROM (%s) x', ' | ', q) INTO b;
-	SET LOCAL streamsketch.enable_lookup_scan = on;
-	RETURN NEXT CASE WHEN a IS NOT DISTINCT FROM b THEN 'same: ' || coalesce(a, '(none)')
-				ELSE 'DIFFERENT: ' || coalesce(a, '(none)') || ' vs ' || coalesce(b, '(none)') END;
-END $$;
-SELECT lc_check($$SELECT * FROM lc_counts WHERE key = 'k30'$$);
-SELECT lc_check($$SELECT count FROM lc_counts WHERE 'k42' = key$$);
+\i sql/include/lookup_check.sql
+SELECT lookup_check($$SELECT * FROM lc_counts WHERE key = 'k30'$$);
+SELECT lookup_check($$SELECT count FROM lc_counts WHERE 'k42' = key$$);
 -- never observed: no row, as in the function's result
-SELECT lc_check($$SELECT * FROM lc_counts WHERE key = 'nope'$$);
-SELECT lc_check($$SELECT * FROM lc_counts WHERE key IN ('k30', 'k31', 'k30', 'zz')$$);
-SELECT lc_check($$SELECT * FROM lc_counts WHERE key = ANY (ARRAY['k33', NULL, 'k34'])$$);
-SELECT lc_check($$SELECT * FROM lc_counts WHERE key = NULL$$);
+SELECT lookup_check($$SELECT * FROM lc_counts WHERE key = 'nope'$$);
+SELECT lookup_check($$SELECT * FROM lc_counts WHERE key IN ('k30', 'k31', 'k30', 'zz')$$);
+SELECT lookup_check($$SELECT * FROM lc_counts WHERE key = ANY (ARRAY['k33', NULL, 'k34'])$$);
+SELECT lookup_check($$SELECT * FROM lc_counts WHERE key = NULL$$);
 -- another column's qual filters the rows found
-SELECT lc_check($$SELECT * FROM lc_counts WHERE key IN ('k30', 'k31') AND count > 5$$);
-SELECT lc_check($$SELECT key FROM lc_int_counts WHERE key = 42$$);
-SELECT lc_check($$SELECT * FROM lc_int_counts WHERE key IN (7, 120, 1000)$$);
+SELECT lookup_check($$SELECT * FROM lc_counts WHERE key IN ('k30', 'k31') AND count > 5$$);
+SELECT lookup_check($$SELECT key FROM lc_int_counts WHERE key = 42$$);
+SELECT lookup_check($$SELECT * FROM lc_int_counts WHERE key IN (7, 120, 1000)$$);
 -- no key qual, or one the lookup cannot use: the function scan
-SELECT lc_check($$SELECT count(*) FROM lc_counts WHERE count > 10$$);
-SELECT lc_check($$SELECT * FROM lc_counts WHERE key < 'k1' $$);
+SELECT lookup_check($$SELECT count(*) FROM lc_counts WHERE count > 10$$);
+SELECT lookup_check($$SELECT * FROM lc_counts WHERE key < 'k1' $$);
 -- (the view's row is a row of its columns; the function's own row is
 -- not a column the lookup returns)
-SELECT lc_check($$SELECT c FROM lc_counts c WHERE key = 'k30'$$);
-SELECT lc_check($$SELECT f FROM lert_counts('lc_gen', NULL::text) f WHERE key = 'k30'$$);
+SELECT lookup_check($$SELECT c FROM lc_counts c WHERE key = 'k30'$$);
+SELECT lookup_check($$SELECT f FROM lert_counts('lc_gen', NULL::text) f WHERE key = 'k30'$$);
 -- a key type whose equal values can differ in bytes: the function scan
 CREATE TABLE lc_num (key numeric) USING lert;
 INSERT INTO lc_num VALUES (1.0), (1.00), (2);
-SELECT lc_check($$SELECT * FROM lert_counts('lc_num', NULL::numeric) WHERE key = 1$$);
+SELECT lookup_check($$SELECT * FROM lert_counts('lc_num', NULL::numeric) WHERE key = 1$$);
 -- a prepared statement's generic plan
 SET plan_cache_mode = force_generic_plan;
 PREPARE lc_one(text) AS SELECT * FROM lc_counts WHERE key = $1;
@@ -126,8 +111,8 @@ RESET plan_cache_mode;
 -- a nested loop probes per outer row
 SET enable_hashjoin = off;
 SET enable_mergejoin = off;
-SELECT lc_check($$SELECT v.k, c.count FROM (VALUES ('k1'), ('k2'), ('zz'), ('k2')) v(k) JOIN lc_counts c ON c.key = v.k$$);
-SELECT lc_check($$SELECT v.k, c.count FROM (VALUES (1::bigint), (2), (500)) v(k) JOIN lc_int_counts c ON c.key = v.k$$);
+SELECT lookup_check($$SELECT v.k, c.count FROM (VALUES ('k1'), ('k2'), ('zz'), ('k2')) v(k) JOIN lc_counts c ON c.key = v.k$$);
+SELECT lookup_check($$SELECT v.k, c.count FROM (VALUES (1::bigint), (2), (500)) v(k) JOIN lc_int_counts c ON c.key = v.k$$);
 RESET enable_hashjoin;
 RESET enable_mergejoin;
 
@@ -175,5 +160,5 @@ SELECT * FROM lc_counts WHERE key = 'k30';
 
 DROP VIEW lc_counts, lc_counts_invoker, lc_int_counts;
 DROP TABLE lc_gen, lc_truth, lc_int, lc_num;
-DROP FUNCTION lc_check(text);
+DROP FUNCTION lookup_check(text);
 DROP ROLE lc_reader;

@@ -18,72 +18,55 @@ SELECT lert_flush('lp_hits') >= 0 AS flushed, lert_flush('lp_plain') >= 0 AS flu
 SELECT count(*) AS reported FROM lp_hits;
 SELECT count(*) AS reported FROM lp_plain;
 
--- run a query with and without the lookup scan: the plan, then whether
--- the answers are the same
-CREATE FUNCTION lp_check(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
-DECLARE
-	r text;
-	a text;
-	b text;
-BEGIN
-	FOR r IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-		RETURN NEXT r;
-	END LOOP;
-	EXECUTE format('SELECT string_agg(x::text, %L ORDER BY x::text) FROM (%s) x', ' | ', q) INTO a;
-	SET LOCAL streamsketch.enable_lookup_scan = off;
-	EXECUTE format('SELECT string_agg(x::text, %L ORDER BY x::text) FROM (%s) x', ' | ', q) INTO b;
-	SET LOCAL streamsketch.enable_lookup_scan = on;
-	RETURN NEXT CASE WHEN a IS NOT DISTINCT FROM b THEN 'same: ' || coalesce(a, '(none)')
-				ELSE 'DIFFERENT: ' || coalesce(a, '(none)') || ' vs ' || coalesce(b, '(none)') END;
-END $$;
+\i sql/include/lookup_check.sql
 
 -- equality with a constant: the key and its count at the report
-SELECT lp_check($$SELECT * FROM lp_hits WHERE key = 'k30'$$);
-SELECT lp_check($$SELECT count FROM lp_hits WHERE 'k42' = key$$);
-SELECT lp_check($$SELECT key FROM lp_hits WHERE key = 'k30'$$);
-SELECT lp_check($$SELECT tableoid::regclass, key FROM lp_hits WHERE key = 'k49'$$);
-SELECT lp_check($$SELECT lp_hits FROM lp_hits WHERE key = 'k25'$$);
+SELECT lookup_check($$SELECT * FROM lp_hits WHERE key = 'k30'$$);
+SELECT lookup_check($$SELECT count FROM lp_hits WHERE 'k42' = key$$);
+SELECT lookup_check($$SELECT key FROM lp_hits WHERE key = 'k30'$$);
+SELECT lookup_check($$SELECT tableoid::regclass, key FROM lp_hits WHERE key = 'k49'$$);
+SELECT lookup_check($$SELECT lp_hits FROM lp_hits WHERE key = 'k25'$$);
 -- observed but not reported, and never observed: no row
-SELECT lp_check($$SELECT * FROM lp_hits WHERE key = 'k3'$$);
-SELECT lp_check($$SELECT * FROM lp_hits WHERE key = 'nope'$$);
+SELECT lookup_check($$SELECT * FROM lp_hits WHERE key = 'k3'$$);
+SELECT lookup_check($$SELECT * FROM lp_hits WHERE key = 'nope'$$);
 SELECT lert_reported('lp_hits', 'k3'::text) AS k3_reported, lert_count('lp_hits', 'k3'::text) AS k3_count;
 -- another column's qual filters the row found
-SELECT lp_check($$SELECT * FROM lp_hits WHERE key = 'k30' AND count > 100$$);
-SELECT lp_check($$SELECT * FROM lp_hits WHERE key = 'k30' AND count >= 20$$);
+SELECT lookup_check($$SELECT * FROM lp_hits WHERE key = 'k30' AND count > 100$$);
+SELECT lookup_check($$SELECT * FROM lp_hits WHERE key = 'k30' AND count >= 20$$);
 -- IN lists and = ANY (array), duplicates and NULLs in them
-SELECT lp_check($$SELECT * FROM lp_hits WHERE key IN ('k30', 'k31', 'k30', 'k1', 'zz')$$);
-SELECT lp_check($$SELECT * FROM lp_hits WHERE key = ANY (ARRAY['k33', NULL, 'k34'])$$);
-SELECT lp_check($$SELECT * FROM lp_hits WHERE key = ANY ('{}'::text[])$$);
+SELECT lookup_check($$SELECT * FROM lp_hits WHERE key IN ('k30', 'k31', 'k30', 'k1', 'zz')$$);
+SELECT lookup_check($$SELECT * FROM lp_hits WHERE key = ANY (ARRAY['k33', NULL, 'k34'])$$);
+SELECT lookup_check($$SELECT * FROM lp_hits WHERE key = ANY ('{}'::text[])$$);
 -- NULL keys match nothing (= NULL), as in the scan
-SELECT lp_check($$SELECT * FROM lp_hits WHERE key = NULL$$);
-SELECT lp_check($$SELECT * FROM lp_hits WHERE key = ANY (NULL::text[])$$);
+SELECT lookup_check($$SELECT * FROM lp_hits WHERE key = NULL$$);
+SELECT lookup_check($$SELECT * FROM lp_hits WHERE key = ANY (NULL::text[])$$);
 -- a table without a count column; bigint key against int and smallint
-SELECT lp_check($$SELECT * FROM lp_plain WHERE key = 4$$);
-SELECT lp_check($$SELECT * FROM lp_plain WHERE key = 4::smallint$$);
-SELECT lp_check($$SELECT * FROM lp_plain WHERE key IN (1, 2, 3::bigint)$$);
+SELECT lookup_check($$SELECT * FROM lp_plain WHERE key = 4$$);
+SELECT lookup_check($$SELECT * FROM lp_plain WHERE key = 4::smallint$$);
+SELECT lookup_check($$SELECT * FROM lp_plain WHERE key IN (1, 2, 3::bigint)$$);
 
 -- the path does not apply: ranges, OR, other columns alone, IS NULL
-SELECT lp_check($$SELECT * FROM lp_hits WHERE key > 'k45'$$);
-SELECT lp_check($$SELECT * FROM lp_hits WHERE key = 'k30' OR key = 'k31'$$);
-SELECT lp_check($$SELECT * FROM lp_hits WHERE count = 45$$);
-SELECT lp_check($$SELECT * FROM lp_hits WHERE key IS NULL$$);
-SELECT lp_check($$SELECT * FROM lp_hits WHERE key = ANY (ARRAY['k30']) IS NOT FALSE$$);
+SELECT lookup_check($$SELECT * FROM lp_hits WHERE key > 'k45'$$);
+SELECT lookup_check($$SELECT * FROM lp_hits WHERE key = 'k30' OR key = 'k31'$$);
+SELECT lookup_check($$SELECT * FROM lp_hits WHERE count = 45$$);
+SELECT lookup_check($$SELECT * FROM lp_hits WHERE key IS NULL$$);
+SELECT lookup_check($$SELECT * FROM lp_hits WHERE key = ANY (ARRAY['k30']) IS NOT FALSE$$);
 
 -- an int key against a bigint value: its cast could fail, the scan
 CREATE TABLE lp_int (key int, count int) USING lert;
 INSERT INTO lp_int SELECT i % 4, 1 FROM generate_series(1, 200) i;
 SELECT lert_flush('lp_int') >= 0 AS flushed;
-SELECT lp_check($$SELECT * FROM lp_int WHERE key = 2::bigint$$);
-SELECT lp_check($$SELECT * FROM lp_int WHERE key = 2$$);
-SELECT lp_check($$SELECT * FROM lp_int WHERE key = 2::smallint$$);
+SELECT lookup_check($$SELECT * FROM lp_int WHERE key = 2::bigint$$);
+SELECT lookup_check($$SELECT * FROM lp_int WHERE key = 2$$);
+SELECT lookup_check($$SELECT * FROM lp_int WHERE key = 2::smallint$$);
 
 -- collations: a deterministic one other than the default uses the path
 -- (nondeterministic ones, which need ICU: sql/icu.sql)
 CREATE TABLE lp_coll (key text COLLATE "C", count int) USING lert;
 INSERT INTO lp_coll SELECT 'Key' || (i % 3), 1 FROM generate_series(1, 300) i;
 SELECT lert_flush('lp_coll') >= 0 AS flushed;
-SELECT lp_check($$SELECT * FROM lp_coll WHERE key = 'Key1'$$);
-SELECT lp_check($$SELECT * FROM lp_coll WHERE key = 'Key1' COLLATE "POSIX"$$);
+SELECT lookup_check($$SELECT * FROM lp_coll WHERE key = 'Key1'$$);
+SELECT lookup_check($$SELECT * FROM lp_coll WHERE key = 'Key1' COLLATE "POSIX"$$);
 
 -- varchar keys compare as text; character(n) (equal values of other
 -- bytes, padding) and numeric (1.0 = 1.00) keys scan
@@ -95,9 +78,9 @@ INSERT INTO lp_bp SELECT 'b' || (i % 3) FROM generate_series(1, 300) i;
 INSERT INTO lp_num SELECT (i % 3)::numeric(4, 2), 1 FROM generate_series(1, 300) i;
 SELECT lert_flush('lp_vc') >= 0 AS flushed, lert_flush('lp_bp') >= 0 AS flushed,
     lert_flush('lp_num') >= 0 AS flushed;
-SELECT lp_check($$SELECT * FROM lp_vc WHERE key = 'v1'$$);
-SELECT lp_check($$SELECT * FROM lp_bp WHERE key = 'b1'$$);
-SELECT lp_check($$SELECT * FROM lp_num WHERE key = 1.0$$);
+SELECT lookup_check($$SELECT * FROM lp_vc WHERE key = 'v1'$$);
+SELECT lookup_check($$SELECT * FROM lp_bp WHERE key = 'b1'$$);
+SELECT lookup_check($$SELECT * FROM lp_num WHERE key = 1.0$$);
 
 -- parameters: a prepared statement's generic plan
 SET plan_cache_mode = force_generic_plan;
@@ -118,9 +101,9 @@ RESET plan_cache_mode;
 -- a nested loop over a small outer side probes per outer row
 SET enable_hashjoin = off;
 SET enable_mergejoin = off;
-SELECT lp_check($$SELECT v.k, h.count FROM (VALUES ('k22'), ('k5'), ('k47'), (NULL)) v(k)
+SELECT lookup_check($$SELECT v.k, h.count FROM (VALUES ('k22'), ('k5'), ('k47'), (NULL)) v(k)
     JOIN lp_hits h ON h.key = v.k$$);
-SELECT lp_check($$SELECT v.k, h.key FROM (VALUES ('k22'), ('k5')) v(k)
+SELECT lookup_check($$SELECT v.k, h.key FROM (VALUES ('k22'), ('k5')) v(k)
     LEFT JOIN lp_hits h ON h.key = v.k$$);
 RESET enable_hashjoin;
 RESET enable_mergejoin;
@@ -129,19 +112,19 @@ RESET enable_mergejoin;
 -- lookup as in the scan
 BEGIN;
 INSERT INTO lp_hits SELECT 'fresh', 1 FROM generate_series(1, 30);
-SELECT lp_check($$SELECT * FROM lp_hits WHERE key = 'fresh'$$);
+SELECT lookup_check($$SELECT * FROM lp_hits WHERE key = 'fresh'$$);
 SELECT lert_count('lp_hits', 'fresh'::text) AS fresh_count;
 COMMIT;
 SELECT lert_flush('lp_hits') >= 0 AS flushed;
-SELECT lp_check($$SELECT * FROM lp_hits WHERE key = 'fresh'$$);
+SELECT lookup_check($$SELECT * FROM lp_hits WHERE key = 'fresh'$$);
 
 -- privileges and row-level security are the scan's
 CREATE ROLE lp_reader;
 CREATE ROLE lp_nobody;
 GRANT SELECT ON lp_hits TO lp_reader;
-GRANT EXECUTE ON FUNCTION lp_check(text) TO lp_reader, lp_nobody;
+GRANT EXECUTE ON FUNCTION lookup_check(text) TO lp_reader, lp_nobody;
 SET ROLE lp_reader;
-SELECT lp_check($$SELECT * FROM lp_hits WHERE key = 'k30'$$);
+SELECT lookup_check($$SELECT * FROM lp_hits WHERE key = 'k30'$$);
 RESET ROLE;
 CREATE FUNCTION lp_error(q text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
@@ -160,8 +143,8 @@ RESET ROLE;
 ALTER TABLE lp_hits ENABLE ROW LEVEL SECURITY;
 CREATE POLICY lp_some ON lp_hits FOR SELECT USING (key < 'k4');
 SET ROLE lp_reader;
-SELECT lp_check($$SELECT * FROM lp_hits WHERE key = 'k30'$$);
-SELECT lp_check($$SELECT * FROM lp_hits WHERE key IN ('k30', 'k45')$$);
+SELECT lookup_check($$SELECT * FROM lp_hits WHERE key = 'k30'$$);
+SELECT lookup_check($$SELECT * FROM lp_hits WHERE key IN ('k30', 'k45')$$);
 RESET ROLE;
 ALTER TABLE lp_hits DISABLE ROW LEVEL SECURITY;
 
@@ -180,7 +163,7 @@ SELECT lp_plan(format('SELECT * FROM lp_hits WHERE key = ANY (%L::text[])',
     (SELECT array_agg('k' || i) FROM generate_series(1, 400) i)));
 
 DROP TABLE lp_hits, lp_plain, lp_int, lp_coll, lp_vc, lp_bp, lp_num;
-DROP FUNCTION lp_check(text);
+DROP FUNCTION lookup_check(text);
 DROP FUNCTION lp_plan(text);
 DROP FUNCTION lp_error(text);
 DROP ROLE lp_reader, lp_nobody;

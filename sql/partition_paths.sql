@@ -10,22 +10,7 @@ SET streamsketch.background_consolidation = off;
 -- the partitions are small: a scan would be cheaper, but the paths are tested
 SET enable_seqscan = off;
 
-CREATE FUNCTION pp_check(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
-DECLARE
-	r text;
-	a text;
-	b text;
-BEGIN
-	FOR r IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
-		RETURN NEXT r;
-	END LOOP;
-	EXECUTE format('SELECT string_agg(x::text, %L ORDER BY x::text) FROM (%s) x', ' | ', q) INTO a;
-	SET LOCAL streamsketch.enable_lookup_scan = off;
-	EXECUTE format('SELECT string_agg(x::text, %L ORDER BY x::text) FROM (%s) x', ' | ', q) INTO b;
-	SET LOCAL streamsketch.enable_lookup_scan = on;
-	RETURN NEXT CASE WHEN a IS NOT DISTINCT FROM b THEN 'same: ' || coalesce(a, '(none)')
-				ELSE 'DIFFERENT: ' || coalesce(a, '(none)') || ' vs ' || coalesce(b, '(none)') END;
-END $$;
+\i sql/include/lookup_check.sql
 
 -- a cbt hash partitioned by its group key
 CREATE TABLE pp_views (url text, hits bigint) PARTITION BY HASH (url);
@@ -34,10 +19,10 @@ SELECT cbt_create('pp_views_1', group_by => 'url text', aggregates => 'count(*) 
 ALTER TABLE pp_views ATTACH PARTITION pp_views_0 FOR VALUES WITH (MODULUS 2, REMAINDER 0);
 ALTER TABLE pp_views ATTACH PARTITION pp_views_1 FOR VALUES WITH (MODULUS 2, REMAINDER 1);
 INSERT INTO pp_views (url) SELECT 'u' || (g % 50) FROM generate_series(1, 1000) g;
-SELECT pp_check($$SELECT * FROM pp_views WHERE url = 'u7'$$);
-SELECT pp_check($$SELECT * FROM pp_views WHERE url IN ('u7', 'u8', 'nope')$$);
+SELECT lookup_check($$SELECT * FROM pp_views WHERE url = 'u7'$$);
+SELECT lookup_check($$SELECT * FROM pp_views WHERE url IN ('u7', 'u8', 'nope')$$);
 -- a join probes through the parent per outer row
-SELECT pp_check($$SELECT v.url, p.hits FROM (VALUES ('u1'), ('u2'), ('x')) v(url)
+SELECT lookup_check($$SELECT v.url, p.hits FROM (VALUES ('u1'), ('u2'), ('x')) v(url)
                    JOIN pp_views p ON p.url = v.url$$);
 
 -- a lert list partitioned by its key, with a default partition
@@ -46,8 +31,8 @@ CREATE TABLE pp_hh_ab PARTITION OF pp_hh FOR VALUES IN ('a', 'b') USING lert;
 CREATE TABLE pp_hh_other PARTITION OF pp_hh DEFAULT USING lert;
 INSERT INTO pp_hh SELECT (ARRAY['a', 'b', 'c', 'd', 'e'])[1 + g % 5] FROM generate_series(1, 200) g;
 SELECT lert_flush('pp_hh_ab') >= 0 AS flushed, lert_flush('pp_hh_other') >= 0 AS flushed;
-SELECT pp_check($$SELECT * FROM pp_hh WHERE key = 'c'$$);
-SELECT pp_check($$SELECT * FROM pp_hh WHERE key = 'a'$$);
+SELECT lookup_check($$SELECT * FROM pp_hh WHERE key = 'c'$$);
+SELECT lookup_check($$SELECT * FROM pp_hh WHERE key = 'a'$$);
 
 -- a bfile range partitioned by its time column
 CREATE TABLE pp_r (id int, ts int NOT NULL) PARTITION BY RANGE (ts);
@@ -56,8 +41,8 @@ SELECT bfile_create('pp_r_2', 'id int, ts int NOT NULL', sample_size => 100000, 
 ALTER TABLE pp_r ATTACH PARTITION pp_r_1 FOR VALUES FROM (0) TO (1000);
 ALTER TABLE pp_r ATTACH PARTITION pp_r_2 FOR VALUES FROM (1000) TO (2000);
 INSERT INTO pp_r SELECT g, g FROM generate_series(0, 1999) g;
-SELECT pp_check($$SELECT count(*), sum(ts) FROM pp_r WHERE ts BETWEEN 1500 AND 1509$$);
-SELECT pp_check($$SELECT count(*), sum(ts) FROM pp_r WHERE ts BETWEEN 995 AND 1004$$);
+SELECT lookup_check($$SELECT count(*), sum(ts) FROM pp_r WHERE ts BETWEEN 1500 AND 1509$$);
+SELECT lookup_check($$SELECT count(*), sum(ts) FROM pp_r WHERE ts BETWEEN 995 AND 1004$$);
 
 -- a generic plan prunes at execution and looks up in the partition kept
 SET plan_cache_mode = force_generic_plan;
@@ -68,4 +53,4 @@ DEALLOCATE pp_q;
 RESET plan_cache_mode;
 
 DROP TABLE pp_views, pp_hh, pp_r;
-DROP FUNCTION pp_check(text);
+DROP FUNCTION lookup_check(text);
