@@ -5,7 +5,7 @@ workers on against off, and the share of the rounds the workers ran).
 """
 import os
 
-from benchlib import fmt, notes_section, table
+from benchlib import fmt, notes_section, run_header, table
 
 
 def plot(results, C):
@@ -50,16 +50,8 @@ def plot(results, C):
 
 def report(results, C):
     C = dict(results.get("config", {}), **{k: v for k, v in C.items() if k.startswith("OUT_")})
-    m = results["machine"]
     out = ["# Background consolidation benchmark\n",
-           "Command: `bash test/bench/background_bench.sh` (as root; parameters in "
-           "`test/bench/background_bench.py`). Run %s on %s, %s cores, %s MB RAM, %s, kernel %s, %s; "
-           "build `%s`. Load average (1, 5, 15 min) at the start: %s, at the end: %s.\n"
-           % (results["started"], m.get("cpu", "?"), m.get("cores", "?"), fmt(m.get("ram_mb", 0)),
-              m.get("disk", "?"), m.get("kernel", "?"), m.get("pg", "?"),
-              results["ext"].get("head", "?"),
-              " ".join("%.2f" % v for v in results["load_before"]),
-              " ".join("%.2f" % v for v in results["load_after"])),
+           run_header(results, "background_bench"),
            "One session streams %s rows into a fresh structure in transactions of %s rows, "
            "with `streamsketch.background_consolidation` off (the writer consolidates the change log "
            "whenever a statement finds it longer than `streamsketch.change_log_limit`, 1 MB) and on "

@@ -542,6 +542,21 @@ def notes_section(name):
     return ["## Analysis\n", notes, ""] if notes else []
 
 
+def run_header(results, name):
+    """A report's first paragraph: the command of benchmark NAME
+    (test/bench/NAME.sh, parameters in NAME.py), when and on what it ran,
+    the build, and the load average at its start and end."""
+    m = results["machine"]
+    return ("Command: `bash test/bench/%s.sh` (as root; parameters in "
+            "`test/bench/%s.py`). Run %s on %s, %s cores, %s MB RAM, %s, kernel %s, %s; "
+            "build `%s`. Load average (1, 5, 15 min) at the start: %s, at the end: %s.\n"
+            % (name, name, results["started"], m.get("cpu", "?"), m.get("cores", "?"),
+               fmt(m.get("ram_mb", 0)), m.get("disk", "?"), m.get("kernel", "?"), m.get("pg", "?"),
+               results["ext"].get("head", "?"),
+               " ".join("%.2f" % v for v in results["load_before"]),
+               " ".join("%.2f" % v for v in results["load_after"])))
+
+
 def table(header, rows):
     out = ["| " + " | ".join(header) + " |",
            "|" + "|".join("---:" if i else "---" for i in range(len(header))) + "|"]

@@ -5,7 +5,7 @@ structure: SQL predicate, function, btree table).
 """
 import os
 
-from benchlib import fmt, notes_section, table
+from benchlib import fmt, notes_section, run_header, table
 
 VARIANTS = ("SQL predicate", "function", "btree table")
 
@@ -55,16 +55,8 @@ def rows_of(structs, kind):
 
 def report(results, C):
     C = dict(results.get("config", {}), **{k: v for k, v in C.items() if k.startswith("OUT_")})
-    m = results["machine"]
     out = ["# Plain SQL lookup benchmark\n",
-           "Command: `bash test/bench/lookup_bench.sh` (as root; parameters in "
-           "`test/bench/lookup_bench.py`). Run %s on %s, %s cores, %s MB RAM, %s, kernel %s, %s; "
-           "build `%s`. Load average (1, 5, 15 min) at the start: %s, at the end: %s.\n"
-           % (results["started"], m.get("cpu", "?"), m.get("cores", "?"), fmt(m.get("ram_mb", 0)),
-              m.get("disk", "?"), m.get("kernel", "?"), m.get("pg", "?"),
-              results["ext"].get("head", "?"),
-              " ".join("%.2f" % v for v in results["load_before"]),
-              " ".join("%.2f" % v for v in results["load_after"])),
+           run_header(results, "lookup_bench"),
            "Each structure and a heap table with a btree index holding the same answer are loaded "
            "from one stream of %s rows (a cbt of %s groups and its upsert table; a lert with threshold "
            "24 over a Zipf-like stream and a table of its reported keys; the same lert's exact counts "
