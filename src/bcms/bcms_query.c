@@ -518,6 +518,10 @@ bcms_merge(PG_FUNCTION_ARGS)
 	BcmsState  *st;
 	BcmsParams *p;
 
+	/* a sketch's counters do not say which keys they count */
+	ss_refuse_parent(PG_GETARG_OID(0), "bcms_merge()",
+					 "A count-min sketch's counters cannot be split among the partitions that hold their keys.",
+					 "Build one cms per partition and merge each into its partition.");
 	rel = ss_sql_open_structure(PG_GETARG_OID(0), RowExclusiveLock, "bcms_merge()", ACL_INSERT,
 								&bcms_structure);
 	cms_check(cms);

@@ -14,6 +14,7 @@
 #include "access/relation.h"
 #include "bfile.h"
 #include "bfile_am.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "common/keywords.h"
 #include "common/pg_prng.h"
@@ -25,6 +26,7 @@
 #include "parser/scanner.h"
 #include "ss_aggutil.h"
 #include "ss_changelog.h"
+#include "ss_parent.h"
 #include "ss_queryutil.h"
 #include "ss_sqlfunc.h"
 #include "storage/bufmgr.h"
@@ -239,15 +241,10 @@ bfile_create(PG_FUNCTION_ARGS)
 
 /* ---- bfile_info ---- */
 
-Datum
-bfile_info(PG_FUNCTION_ARGS)
+static void
+bfile_info_fill(Relation rel, Datum *values, bool *nulls)
 {
-	SSInfoRow	row;
-	Relation	rel = ss_sql_info_open(fcinfo, &bfile_structure, "bfile_info",
-									   &row, 22);
 	BfileMeta  *m = palloc0(sizeof(BfileMeta));
-	Datum	   *values = row.values;
-	bool	   *nulls = row.nulls;
 	BfileView	v;
 	Datum	   *items;
 	int64		free_pages = 0;
@@ -306,7 +303,19 @@ bfile_info(PG_FUNCTION_ARGS)
 	values[17] = Int64GetDatum(m->leaked_pages);
 	values[18] = Int64GetDatum(m->added);
 	values[19] = Int64GetDatum(m->pages_written);
-	return ss_sql_info_result(rel, &row);
+}
+
+/*
+ * On a partitioned table, the partitions' rows merged: the parameters
+ * (mode, sizes asked for, buckets) and the state of each sample (level,
+ * inclusion probability, bucket_items) where every partition has the same,
+ * NULL where they differ; the sizes and counters summed.
+ */
+Datum
+bfile_info(PG_FUNCTION_ARGS)
+{
+	return ss_sql_info(fcinfo, &bfile_structure, "bfile_info",
+					   "===+====++=+++=+++++==", bfile_info_fill);
 }
 
 /* ---- bfile_flush ---- */
@@ -404,26 +413,21 @@ select_next(int64 *need, int64 *left)
 }
 
 /*
- * bfile_subsample(NULL::table, n bigint) returns SETOF table
- *
- * A random subsample of exactly min(n, size) rows of the sample.  In the
- * uniform mode every bucket is a uniform sample of the stream, so whole
- * buckets plus a uniform choice of the rest from one bucket (selection
- * sampling, Knuth's algorithm S) is a uniform subsample (§5.1), reading
- * only those buckets.  In the other modes, and when no choice of buckets
- * works, the rows are chosen from the whole sample the same way: a uniform
- * subsample of a biased sample keeps its bias.  The first argument only
- * names the table by its row type.  Not STRICT: that argument is NULL.
+ * A random subsample of exactly min(n, size) rows of rel's sample, put in
+ * out (desc: rel's row type).  In the uniform mode every bucket is a
+ * uniform sample of the stream, so whole buckets plus a uniform choice of
+ * the rest from one bucket (selection sampling, Knuth's algorithm S) is a
+ * uniform subsample (§5.1), reading only those buckets.  In the other
+ * modes, and when no choice of buckets works, the rows are chosen from the
+ * whole sample the same way: a uniform subsample of a biased sample keeps
+ * its bias.
  */
-Datum
-bfile_subsample(PG_FUNCTION_ARGS)
+static void
+subsample_rows(Relation rel, TupleDesc desc, Tuplestorestate *out, int64 n)
 {
-	Oid			relid = ss_sql_rowtype_relid(fcinfo, "bfile_subsample", "bfile");
-	Relation	rel;
 	BfileView	v;
 	BfileMeta  *m;
 	Tuplestorestate *log_rows;
-	int64		n;
 	int			nb;
 	int64	   *items;
 	bool	   *whole;
@@ -433,27 +437,14 @@ bfile_subsample(PG_FUNCTION_ARGS)
 				left;
 	Datum	   *values;
 	bool	   *nulls;
-	TupleDesc	desc;
-	Tuplestorestate *out;
 
-	if (PG_ARGISNULL(1))
-		ss_null_argument("the subsample size of bfile_subsample must not be NULL");
-	n = PG_GETARG_INT64(1);
-	if (n < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("bfile_subsample size " INT64_FORMAT " is negative", n)));
-	rel = ss_sql_open_keyed(relid, "bfile_subsample()", &bfile_structure);
-	desc = ss_sql_rows_result(fcinfo, rel, "bfile_subsample");
-	out = ((ReturnSetInfo *) fcinfo->resultinfo)->setResult;
 	memset(&v, 0, sizeof(v));
 	log_rows = tuplestore_begin_heap(false, false, work_mem);
 	if (!bfile_view_read(rel, &v, log_rows, desc, PG_INT64_MIN, PG_INT64_MAX) ||
 		n == 0 || v.size == 0)
 	{
 		tuplestore_end(log_rows);
-		relation_close(rel, AccessShareLock);
-		return (Datum) 0;
+		return;
 	}
 	m = v.meta;
 	nb = (int) m->nbuckets_live + 1;
@@ -523,6 +514,117 @@ bfile_subsample(PG_FUNCTION_ARGS)
 		ExecDropSingleTupleTableSlot(slot);
 	}
 	tuplestore_end(log_rows);
+}
+
+/* ss_leaf_rows' function: *(int64 *) arg rows of a partition's sample */
+static void
+subsample_leaf(Relation leaf, TupleDesc desc, Tuplestorestate *out, void *arg)
+{
+	subsample_rows(leaf, desc, out, *(int64 *) arg);
+}
+
+/*
+ * bfile_subsample on partitioned table relid: a uniform subsample of the
+ * whole stream inserted through it.  Such a sample of n rows takes n_i of
+ * them from partition i, the counts drawn as a uniform choice of n of the
+ * stream's rows would fall (a multivariate hypergeometric split of n by
+ * the rows each partition has seen); partition i's sample is a uniform
+ * sample of its own rows, so a uniform subsample of n_i of it completes
+ * the sample.  That needs n_i rows in partition i's sample, which every
+ * split gives when n is at most the sample size of each partition that
+ * has left rows out: n is lowered to that (and to the stream's length).
+ * The uniform mode only: the other modes draw rows by a weight or an age
+ * that partitions do not keep a total of.
+ */
+static void
+parent_subsample(FunctionCallInfo fcinfo, Oid relid, int64 n)
+{
+	List	   *rels = ss_open_all_targets(relid, &bfile_structure,
+										   AccessShareLock, NULL, ACL_SELECT,
+										   "bfile_subsample()");
+	TupleDesc	desc = ss_parent_rows_result(fcinfo, relid, "bfile_subsample");
+	Tuplestorestate *out = ((ReturnSetInfo *) fcinfo->resultinfo)->setResult;
+	int			k = list_length(rels);
+	int64	   *left = palloc0(sizeof(int64) * Max(k, 1));	/* seen, not drawn */
+	int64	   *take = palloc0(sizeof(int64) * Max(k, 1));
+	int64		total = 0;
+	ListCell   *lc;
+
+	foreach(lc, rels)
+	{
+		Relation	rel = (Relation) lfirst(lc);
+		BfileView	v;
+		BfileMode	mode = bfile_get_state(rel)->params.mode;
+
+		if (mode != BFILE_UNIFORM)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("bfile_subsample cannot combine the samples of partitioned table \"%s\"",
+							get_rel_name(relid)),
+					 errdetail("Partition \"%s\" is a %s bfile: a sample of the whole table would weigh each partition by its total weight or age, which bfile does not keep.",
+							   RelationGetRelationName(rel), bfile_mode_name(mode)),
+					 errhint("Call bfile_subsample on each partition.")));
+		memset(&v, 0, sizeof(v));
+		if (!bfile_view_read(rel, &v, NULL, NULL, 0, 0))
+			continue;
+		left[foreach_current_index(lc)] = v.seen;
+		total += v.seen;
+		if (v.size < v.seen)
+			n = Min(n, v.size);
+	}
+	n = Min(n, total);
+	for (int64 j = 0; j < n; j++)
+	{
+		/* the stream's rows not drawn yet, each as likely */
+		int64		r = (int64) pg_prng_uint64_range(&pg_global_prng_state, 0,
+													 (uint64) (total - 1));
+		int			i = 0;
+
+		CHECK_FOR_INTERRUPTS();
+		while (r >= left[i])
+			r -= left[i++];
+		take[i]++;
+		left[i]--;
+		total--;
+	}
+	foreach(lc, rels)
+		if (take[foreach_current_index(lc)] > 0)
+			ss_leaf_rows((Relation) lfirst(lc), desc, out, subsample_leaf,
+						 &take[foreach_current_index(lc)]);
+	ss_close_all_targets(rels, AccessShareLock);
+}
+
+/*
+ * bfile_subsample(NULL::table, n bigint) returns SETOF table
+ *
+ * A random subsample of exactly min(n, size) rows of the sample
+ * (subsample_rows); of a partitioned table, of the whole stream
+ * (parent_subsample).  The first argument only names the table by its row
+ * type.  Not STRICT: that argument is NULL.
+ */
+Datum
+bfile_subsample(PG_FUNCTION_ARGS)
+{
+	Oid			relid = ss_sql_rowtype_relid(fcinfo, "bfile_subsample", "bfile");
+	Relation	rel;
+	TupleDesc	desc;
+	int64		n;
+
+	if (PG_ARGISNULL(1))
+		ss_null_argument("the subsample size of bfile_subsample must not be NULL");
+	n = PG_GETARG_INT64(1);
+	if (n < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("bfile_subsample size " INT64_FORMAT " is negative", n)));
+	if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
+	{
+		parent_subsample(fcinfo, relid, n);
+		return (Datum) 0;
+	}
+	rel = ss_sql_open_keyed(relid, "bfile_subsample()", &bfile_structure);
+	desc = ss_sql_rows_result(fcinfo, rel, "bfile_subsample");
+	subsample_rows(rel, desc, ((ReturnSetInfo *) fcinfo->resultinfo)->setResult, n);
 	relation_close(rel, AccessShareLock);
 	return (Datum) 0;
 }
@@ -692,27 +794,46 @@ bfile_window_rows(Relation rel, int64 lo, int64 hi, TupleDesc desc,
 		window_bucket(&w, &m->tail);
 }
 
+/* ss_leaf_rows' function: a partition's window (arg: bfile_window's call) */
+static void
+window_leaf(Relation leaf, TupleDesc desc, Tuplestorestate *out, void *arg)
+{
+	FunctionCallInfo fcinfo = (FunctionCallInfo) arg;
+	int32		time_attnum = bfile_get_state(leaf)->params.time_attnum;
+
+	bfile_window_rows(leaf, window_key(fcinfo, 1, leaf, time_attnum),
+					  window_key(fcinfo, 2, leaf, time_attnum), desc, out);
+}
+
 /*
  * bfile_window(NULL::table, t1 "any", t2 "any") returns SETOF table
  *
  * The sample's rows whose time (the time column, or the position in the
  * stream without one) is in [t1, t2]: what filtering the whole sample
- * gives, read through each bucket's skip list (§5.2).  Not STRICT: the
- * first argument is NULL (it names the table by its row type).
+ * gives, read through each bucket's skip list (§5.2).  On a partitioned
+ * table, every leaf partition's window, one after the other: a partition
+ * whose rows are all outside the window costs a read of its newest pages.
+ * Not STRICT: the first argument is NULL (it names the table by its row
+ * type).
  */
 Datum
 bfile_window(PG_FUNCTION_ARGS)
 {
 	Oid			relid = ss_sql_rowtype_relid(fcinfo, "bfile_window", "bfile");
-	Relation	rel = ss_sql_open_keyed(relid, "bfile_window()",
-										&bfile_structure);
-	TupleDesc	desc = ss_sql_rows_result(fcinfo, rel, "bfile_window");
-	int32		time_attnum = bfile_get_state(rel)->params.time_attnum;
-	int64		lo = window_key(fcinfo, 1, rel, time_attnum);
-	int64		hi = window_key(fcinfo, 2, rel, time_attnum);
+	List	   *rels = ss_open_all_targets(relid, &bfile_structure,
+										   AccessShareLock, NULL, ACL_SELECT,
+										   "bfile_window()");
+	TupleDesc	desc;
+	ListCell   *lc;
 
-	bfile_window_rows(rel, lo, hi, desc,
-					  ((ReturnSetInfo *) fcinfo->resultinfo)->setResult);
-	relation_close(rel, AccessShareLock);
+	if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
+		desc = ss_parent_rows_result(fcinfo, relid, "bfile_window");
+	else
+		desc = ss_sql_rows_result(fcinfo, linitial(rels), "bfile_window");
+	foreach(lc, rels)
+		ss_leaf_rows((Relation) lfirst(lc), desc,
+					 ((ReturnSetInfo *) fcinfo->resultinfo)->setResult,
+					 window_leaf, fcinfo);
+	ss_close_all_targets(rels, AccessShareLock);
 	return (Datum) 0;
 }

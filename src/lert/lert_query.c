@@ -143,50 +143,95 @@ const SSScanOps lert_scan_ops = {
 
 /* ---- lert_reports(regclass, after bigint) ---- */
 
+/* One structure's reports, read in report order. */
+typedef struct ReportSource
+{
+	Relation	rel;
+	LertState  *st;
+	Oid			outfunc;
+	LertMeta   *meta;
+	LertReportIter it;
+	const LertReportRec *r;		/* the next report, or NULL: done */
+	const char *key;
+	int64		id;
+} ReportSource;
+
+static void
+report_source_next(ReportSource *src)
+{
+	src->r = lert_report_iter_next(&src->it, &src->id, &src->key);
+}
+
+static void
+put_report(ReturnSetInfo *rsinfo, ReportSource *src)
+{
+	const LertReportRec *r = src->r;
+	Datum		values[7];
+	bool		nulls[7] = {0};
+	Datum		k = lert_key_datum(src->st, r->fp, src->key, r->keylen);
+
+	values[0] = Int64GetDatum(src->id);
+	values[1] = CStringGetTextDatum(OidOutputFunctionCall(src->outfunc, k));
+	values[2] = Int64GetDatum(r->count);
+	values[3] = Int64GetDatum(r->first_pos);
+	values[4] = Int64GetDatum(r->reported_pos);
+	values[5] = TimestampTzGetDatum(r->at);
+	values[6] = Int32GetDatum((int32) lert_cone_of(&src->meta->params, r->fp));
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/*
+ * lert_reports(table, after) returns the reports with an id above after,
+ * in report order.  On a partitioned table, every leaf partition's: ids are
+ * each partition's own (after applies to each), and the partitions'
+ * reports are merged by reported_at (ties in partition order), each
+ * partition's staying in its own order: one page of reports per partition
+ * is held at a time.
+ */
 Datum
 lert_reports(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Relation	rel;
 	int64		after = PG_GETARG_INT64(1);
-	LertState  *st;
-	LertMeta   *meta;
-	Oid			outfunc;
-	bool		isvarlena;
+	List	   *rels = ss_open_all_targets(PG_GETARG_OID(0), &lert_structure,
+										   AccessShareLock, NULL, ACL_SELECT,
+										   "lert_reports()");
+	int			n = list_length(rels);
+	ReportSource *srcs = palloc0(sizeof(ReportSource) * Max(n, 1));
+	ListCell   *lc;
 
-	rel = ss_sql_open_keyed(PG_GETARG_OID(0), "lert_reports()",
-							&lert_structure);
-	st = lert_get_state(rel);
-	meta = palloc(sizeof(LertMeta));
 	InitMaterializedSRF(fcinfo, 0);
-	getTypeOutputInfo(st->keytype, &outfunc, &isvarlena);
-	if (lert_read_current(rel, meta))
+	foreach(lc, rels)
 	{
-		LertReportIter it;
-		const LertReportRec *r;
-		const char *key;
-		int64		id;
+		ReportSource *src = &srcs[foreach_current_index(lc)];
+		bool		isvarlena;
 
-		lert_report_iter_begin(&it, rel, meta, after);
-		while ((r = lert_report_iter_next(&it, &id, &key)) != NULL)
-		{
-			Datum		values[7];
-			bool		nulls[7] = {0};
-			Datum		k = lert_key_datum(st, r->fp, key, r->keylen);
-
-			values[0] = Int64GetDatum(id);
-			values[1] = CStringGetTextDatum(OidOutputFunctionCall(outfunc, k));
-			values[2] = Int64GetDatum(r->count);
-			values[3] = Int64GetDatum(r->first_pos);
-			values[4] = Int64GetDatum(r->reported_pos);
-			values[5] = TimestampTzGetDatum(r->at);
-			values[6] = Int32GetDatum((int32) lert_cone_of(&meta->params, r->fp));
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		}
-		lert_report_iter_end(&it);
+		src->rel = (Relation) lfirst(lc);
+		src->st = lert_get_state(src->rel);
+		src->meta = palloc(sizeof(LertMeta));
+		getTypeOutputInfo(src->st->keytype, &src->outfunc, &isvarlena);
+		if (!lert_read_current(src->rel, src->meta))
+			continue;
+		lert_report_iter_begin(&src->it, src->rel, src->meta, after);
+		report_source_next(src);
+		if (src->r == NULL)
+			lert_report_iter_end(&src->it);
 	}
-	pfree(meta);
-	relation_close(rel, AccessShareLock);
+	for (;;)
+	{
+		ReportSource *next = NULL;
+
+		for (int i = 0; i < n; i++)
+			if (srcs[i].r != NULL && (next == NULL || srcs[i].r->at < next->r->at))
+				next = &srcs[i];
+		if (next == NULL)
+			break;
+		put_report(rsinfo, next);
+		report_source_next(next);
+		if (next->r == NULL)
+			lert_report_iter_end(&next->it);
+	}
+	ss_close_all_targets(rels, AccessShareLock);
 	return (Datum) 0;
 }
 
@@ -440,16 +485,11 @@ int8_array(const int64 *v, int n)
 										   TYPALIGN_DOUBLE));
 }
 
-Datum
-lert_info(PG_FUNCTION_ARGS)
+static void
+lert_info_fill(Relation rel, Datum *values, bool *nulls)
 {
-	SSInfoRow	row;
-	Relation	rel = ss_sql_info_open(fcinfo, &lert_structure, "lert_info",
-									   &row, 24);
 	LertParams *p = &lert_get_state(rel)->p;
 	LertMeta   *meta = palloc0(sizeof(LertMeta));
-	Datum	   *values = row.values;
-	bool	   *nulls = row.nulls;
 	int64		logged = 0;
 	int64		level0 = 0;
 	int64		level0_pages = 0;
@@ -520,7 +560,19 @@ lert_info(PG_FUNCTION_ARGS)
 	values[22] = Int64GetDatum(level0_pages);
 	values[23] = int8_array(level_pages, (int) p->geom.nlevels);
 	pfree(meta);
-	return ss_sql_info_result(rel, &row);
+}
+
+/*
+ * On a partitioned table, the partitions' rows merged: the parameters they
+ * share (NULL where they differ), the counters and sizes summed (the
+ * per-level arrays element by element), the stretch bounds and
+ * max_level0_entries the largest partition's.
+ */
+Datum
+lert_info(PG_FUNCTION_ARGS)
+{
+	return ss_sql_info(fcinfo, &lert_structure, "lert_info",
+					   "========>>+++++>++++==++", lert_info_fill);
 }
 
 /* ---- lert_create ---- */

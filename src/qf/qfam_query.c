@@ -351,17 +351,21 @@ qf_contains_sql(PG_FUNCTION_ARGS)
  * qf_delete(filter, key, count DEFAULT 1): remove count copies of the key's
  * fingerprint at commit (all of them if it has fewer).  Deleting a key that
  * was never inserted may remove a colliding key's fingerprint, as in every
- * quotient filter; never delete what you did not insert.
+ * quotient filter; never delete what you did not insert.  On a table
+ * partitioned by the key, in the partition that holds it.
  */
 Datum
 qf_delete_sql(PG_FUNCTION_ARGS)
 {
-	Relation	rel = ss_sql_open_structure(PG_GETARG_OID(0), RowExclusiveLock,
-											  "qf_delete()", ACL_DELETE,
-											  &qfam_structure);
+	Datum		keyd;
+	Relation	rel = ss_open_routed_target(fcinfo, 1, &qfam_structure,
+											RowExclusiveLock, "qf_delete()",
+											ACL_DELETE, &keyd);
 	QfamState  *st;
 	SSPendingKey key;
 
+	if (rel == NULL)
+		PG_RETURN_VOID();		/* no partition holds the key */
 	st = qfam_get_state(rel);
 	/* STRICT: a NULL key or count deletes nothing (it must not hash a 0) */
 	key.weight = PG_GETARG_INT64(2);
@@ -377,6 +381,18 @@ qf_delete_sql(PG_FUNCTION_ARGS)
 }
 
 /*
+ * A merge's fingerprints cannot be routed to partitions: the partition key
+ * is the key's value, which a fingerprint no longer has.
+ */
+static void
+refuse_merge_parent(Oid relid, const char *fname)
+{
+	ss_refuse_parent(relid, fname,
+					 "A filter's fingerprints cannot be routed to the partitions that hold their keys.",
+					 "Merge partition by partition, each into or from the partition of the same bounds.");
+}
+
+/*
  * qf_merge(target, source): add every fingerprint of source (with its
  * count) to target, at commit like inserts.  Both must have the same
  * fingerprint size, seed and key type; the fingerprints are re-split for
@@ -385,16 +401,20 @@ qf_delete_sql(PG_FUNCTION_ARGS)
 Datum
 qf_merge_sql(PG_FUNCTION_ARGS)
 {
-	Relation	dst = ss_sql_open_structure(PG_GETARG_OID(0), RowExclusiveLock,
-											  "qf_merge()", ACL_INSERT,
-											  &qfam_structure);
-	Relation	src = ss_sql_open_structure(PG_GETARG_OID(1), AccessShareLock,
-											  NULL, ACL_SELECT,
-											  &qfam_structure);
+	Relation	dst;
+	Relation	src;
 	QfamState  *dst_st;
 	QfamState  *src_st;
 	QfamMeta	meta;
 	int64		merged = 0;
+
+	refuse_merge_parent(PG_GETARG_OID(0), "qf_merge()");
+	refuse_merge_parent(PG_GETARG_OID(1), "qf_merge()");
+	dst = ss_sql_open_structure(PG_GETARG_OID(0), RowExclusiveLock,
+											  "qf_merge()", ACL_INSERT,
+											  &qfam_structure);
+	src = ss_sql_open_structure(PG_GETARG_OID(1), AccessShareLock, NULL,
+								ACL_SELECT, &qfam_structure);
 
 	/* the source's keys would become readable in the target */
 	ss_sql_check_row_security(src, "qf_merge()");
@@ -469,15 +489,18 @@ qf_merge_sql(PG_FUNCTION_ARGS)
 Datum
 qf_merge_value_sql(PG_FUNCTION_ARGS)
 {
-	Relation	rel = ss_sql_open_structure(PG_GETARG_OID(0), RowExclusiveLock,
-											  "qf_merge_value()", ACL_INSERT,
-											  &qfam_structure);
-	QFilterData *qf = (QFilterData *) PG_DETOAST_DATUM(PG_GETARG_DATUM(1));
+	Relation	rel;
+	QFilterData *qf;
 	QfamState  *st;
 	QfGeom		g;
 	int64		merged = 0;
 	uint32		fp_bits;
 
+	refuse_merge_parent(PG_GETARG_OID(0), "qf_merge_value()");
+	rel = ss_sql_open_structure(PG_GETARG_OID(0), RowExclusiveLock,
+								"qf_merge_value()", ACL_INSERT,
+								&qfam_structure);
+	qf = (QFilterData *) PG_DETOAST_DATUM(PG_GETARG_DATUM(1));
 	qfilter_check(qf);
 	st = qfam_get_state(rel);
 	fp_bits = (uint32) qf->page_bits + qf->slot_bits + qf->rbits;
@@ -524,22 +547,16 @@ qf_merge_value_sql(PG_FUNCTION_ARGS)
  * merged.  Not transactional: it changes the layout, not the contents, and
  * stays done if the transaction aborts.  Returns the new number of pages.
  */
-Datum
-qf_resize_sql(PG_FUNCTION_ARGS)
+static int64
+qfam_resize(Relation rel)
 {
-	Relation	rel;
 	QfamMeta	meta;
 	uint32		last;
 	uint32		t;
 	int64		pages = 0;
 
-	/* ownership, as ALTER TABLE needs, rather than a privilege */
-	rel = ss_sql_open_structure(PG_GETARG_OID(0), ShareUpdateExclusiveLock,
-								"qf_resize()", SS_ACL_OWNER, &qfam_structure);
 	/* checks the parameters (the metapage exists from creation on) */
 	(void) qfam_get_state(rel);
-	/* with an xid, the commit waits for the resize's WAL to be flushed */
-	(void) GetCurrentTransactionId();
 	ss_progress_start(rel, "qf_resize");
 	/* no consolidation round may write the levels meanwhile */
 	ss_log_lock_consolidation(rel);
@@ -555,7 +572,25 @@ qf_resize_sql(PG_FUNCTION_ARGS)
 	ss_progress_end();
 	for (uint32 l = 0; l < meta.nlevels; l++)
 		pages += (int64) 1 << meta.levels[l].page_bits;
-	relation_close(rel, NoLock);
+	return pages;
+}
+
+/* On a partitioned table: every leaf partition, their pages summed. */
+Datum
+qf_resize_sql(PG_FUNCTION_ARGS)
+{
+	/* ownership, as ALTER TABLE needs, rather than a privilege */
+	List	   *rels = ss_open_all_targets(PG_GETARG_OID(0), &qfam_structure,
+										   ShareUpdateExclusiveLock,
+										   "qf_resize()", SS_ACL_OWNER, NULL);
+	ListCell   *lc;
+	int64		pages = 0;
+
+	/* with an xid, the commit waits for the resize's WAL to be flushed */
+	(void) GetCurrentTransactionId();
+	foreach(lc, rels)
+		pages += qfam_resize((Relation) lfirst(lc));
+	ss_close_all_targets(rels, NoLock);
 	PG_RETURN_INT64(pages);
 }
 

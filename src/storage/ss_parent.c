@@ -31,10 +31,12 @@
 #include "postgres.h"
 
 #include "access/relation.h"
+#include "access/tupconvert.h"
 #include "catalog/pg_class.h"
 #include "catalog/partition.h"
 #include "catalog/pg_inherits.h"
 #include "commands/defrem.h"
+#include "executor/tuptable.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "partitioning/partbounds.h"
@@ -47,11 +49,13 @@
 #include "storage/lmgr.h"
 #include "streamsketch.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/partcache.h"
 #include "utils/rel.h"
+#include "utils/tuplestore.h"
 
 /* The first live column of desc: the key of bcms, bloom and qf tables. */
 static Form_pg_attribute
@@ -399,6 +403,37 @@ info_fill(Relation rel, int natts, SSInfoFillFn fill, Datum *values,
 	values[natts + 1] = Int64GetDatum((int64) (log.end_pos - log.head_pos));
 }
 
+/* a + b element by element, the shorter array taken as padded with zeros */
+static Datum
+sum_int8_arrays(Datum a, Datum b)
+{
+	ArrayType  *x = DatumGetArrayTypeP(a);
+	ArrayType  *y = DatumGetArrayTypeP(b);
+	Datum	   *xv,
+			   *yv;
+	int			nx,
+				ny;
+
+	deconstruct_array(x, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+					  &xv, NULL, &nx);
+	deconstruct_array(y, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+					  &yv, NULL, &ny);
+	if (nx < ny)
+	{
+		Datum	   *t = xv;
+		int			n = nx;
+
+		xv = yv;
+		yv = t;
+		nx = ny;
+		ny = n;
+	}
+	for (int i = 0; i < ny; i++)
+		xv[i] = Int64GetDatum(DatumGetInt64(xv[i]) + DatumGetInt64(yv[i]));
+	return PointerGetDatum(construct_array(xv, nx, INT8OID, 8, FLOAT8PASSBYVAL,
+										   TYPALIGN_DOUBLE));
+}
+
 /* Merge column att of another partition's row (v, isnull) into *acc. */
 static void
 info_merge(Form_pg_attribute att, char rule, Datum v, bool isnull,
@@ -418,7 +453,9 @@ info_merge(Form_pg_attribute att, char rule, Datum v, bool isnull,
 				*accnull = true;
 			break;
 		case '+':
-			if (typid == INT8OID)
+			if (typid == INT8ARRAYOID)
+				*acc = sum_int8_arrays(*acc, v);
+			else if (typid == INT8OID)
 				*acc = Int64GetDatum(DatumGetInt64(*acc) + DatumGetInt64(v));
 			else if (typid == INT4OID)
 				*acc = Int32GetDatum(DatumGetInt32(*acc) + DatumGetInt32(v));
@@ -452,7 +489,9 @@ info_empty(TupleDesc desc, const char *rules, Datum *values, bool *nulls)
 		Oid			typid = TupleDescAttr(desc, i)->atttypid;
 
 		nulls[i] = rules[i] != '+' && rules[i] != '|';
-		values[i] = typid == INT8OID ? Int64GetDatum(0) :
+		values[i] = typid == INT8ARRAYOID ?
+			PointerGetDatum(construct_empty_array(INT8OID)) :
+			typid == INT8OID ? Int64GetDatum(0) :
 			typid == INT4OID ? Int32GetDatum(0) : Float8GetDatum(0.0);
 	}
 }
@@ -487,4 +526,206 @@ ss_sql_info(FunctionCallInfo fcinfo, const SSStructure *s, const char *fname,
 	}
 	ss_close_targets(rels);
 	return ss_info_row_datum(&row);
+}
+
+/* ---- set and writer functions: every leaf, or the one a key routes to ---- */
+
+/* ERROR unless the caller has mode on rel (SS_ACL_OWNER: owns it). */
+static void
+check_privilege(Relation rel, AclMode mode)
+{
+	AclResult	aclresult;
+
+	if (mode == SS_ACL_OWNER)
+		aclresult = pg_class_ownercheck(RelationGetRelid(rel), GetUserId()) ?
+			ACLCHECK_OK : ACLCHECK_NOT_OWNER;
+	else
+		aclresult = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), mode);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
+					   RelationGetRelationName(rel));
+}
+
+/*
+ * Partitioned table relid, locked with lockmode as a statement on it locks
+ * it, the caller's privilege (mode) and, with rls_fname, row-level
+ * security checked on it.  Open: close with NoLock.
+ */
+static Relation
+open_parent(Oid relid, LOCKMODE lockmode, const char *writer, AclMode mode,
+			const char *rls_fname)
+{
+	Relation	parent = relation_open(ss_sql_lock_relid(relid, lockmode, writer),
+									   lockmode);
+
+	check_privilege(parent, mode);
+	if (rls_fname != NULL)
+		ss_sql_check_row_security(parent, rls_fname);
+	return parent;
+}
+
+/* Leaf relid of parent (locked): open_leaf, then a writer's checks. */
+static Relation
+open_leaf_for(Oid relid, Relation parent, const SSStructure *s,
+			  const char *writer)
+{
+	Relation	rel = open_leaf(relid, parent, s);
+
+	if (writer != NULL)
+		ss_sql_check_access(rel, writer);
+	return rel;
+}
+
+List *
+ss_open_all_targets(Oid relid, const SSStructure *s, LOCKMODE lockmode,
+					const char *writer, AclMode mode, const char *rls_fname)
+{
+	Relation	parent;
+	List	   *rels = NIL;
+	ListCell   *lc;
+
+	if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+	{
+		Relation	rel = ss_sql_open_structure(relid, lockmode, writer, mode, s);
+
+		if (rls_fname != NULL)
+			ss_sql_check_row_security(rel, rls_fname);
+		return list_make1(rel);
+	}
+	parent = open_parent(relid, lockmode, writer, mode, rls_fname);
+	/* the partitions are locked as a statement on the parent locks them */
+	foreach(lc, find_all_inheritors(relid, lockmode, NULL))
+	{
+		Oid			child = lfirst_oid(lc);
+
+		if (is_leaf_kind(get_rel_relkind(child)))
+			rels = lappend(rels, open_leaf_for(child, parent, s, writer));
+	}
+	relation_close(parent, NoLock);
+	return rels;
+}
+
+void
+ss_close_all_targets(List *rels, LOCKMODE lockmode)
+{
+	ListCell   *lc;
+
+	foreach(lc, rels)
+		relation_close((Relation) lfirst(lc), lockmode);
+	list_free(rels);
+}
+
+Relation
+ss_open_routed_target(FunctionCallInfo fcinfo, int keyarg,
+					  const SSStructure *s, LOCKMODE lockmode,
+					  const char *writer, AclMode mode, Datum *key)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	Relation	parent;
+	Relation	level;
+	Form_pg_attribute att;
+	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, keyarg);
+
+	if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+		return ss_sql_open_structure(relid, lockmode, writer, mode, s);
+	parent = open_parent(relid, lockmode, writer, mode, NULL);
+	if (!OidIsValid(argtype))
+		elog(ERROR, "could not determine the type of the key");
+	att = key_column(RelationGetDescr(parent));
+	*key = ss_coerce_key(PG_GETARG_DATUM(keyarg), argtype,
+						 att ? att->atttypid : InvalidOid);
+	/* down the levels as route_key, but a level not by the key refuses */
+	for (level = parent;;)
+	{
+		PartitionKey pkey = RelationGetPartitionKey(level);
+		PartitionDesc partdesc;
+		int			part;
+		Oid			child;
+		bool		leaf;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!partitioned_by_key(level, pkey))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("%s cannot route its key to a partition of \"%s\"",
+							writer, RelationGetRelationName(parent)),
+					 errdetail("\"%s\" is not partitioned by its key column alone, so the key may be in any of its partitions.",
+							   RelationGetRelationName(level)),
+					 errhint("Call %s on the partition that holds the key.",
+							 writer)));
+		partdesc = RelationGetPartitionDesc(level, true);
+		part = partition_for_key(level, pkey, partdesc, *key);
+		child = part >= 0 ? partdesc->oids[part] : InvalidOid;
+		leaf = part >= 0 && partdesc->is_leaf[part];
+		if (level != parent)
+			relation_close(level, NoLock);
+		if (part < 0)
+		{
+			relation_close(parent, NoLock);
+			return NULL;		/* no partition accepts the key */
+		}
+		LockRelationOid(child, lockmode);
+		if (leaf)
+		{
+			Relation	rel = open_leaf_for(child, parent, s, writer);
+
+			relation_close(parent, NoLock);
+			return rel;
+		}
+		level = relation_open(child, NoLock);
+	}
+}
+
+void
+ss_refuse_parent(Oid relid, const char *fname, const char *why,
+				 const char *hint)
+{
+	if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("%s cannot take partitioned table \"%s\"",
+					fname, get_rel_name(relid)),
+			 errdetail("%s", why),
+			 errhint("%s", hint)));
+}
+
+TupleDesc
+ss_parent_rows_result(FunctionCallInfo fcinfo, Oid relid, const char *fname)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	parent = relation_open(relid, NoLock);	/* locked */
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (rsinfo->setDesc->natts != RelationGetDescr(parent)->natts)
+		elog(ERROR, "%s: the result is not the table's row type", fname);
+	relation_close(parent, NoLock);
+	return rsinfo->setDesc;
+}
+
+void
+ss_leaf_rows(Relation leaf, TupleDesc desc, Tuplestorestate *out,
+			 SSLeafRowsFn fn, void *arg)
+{
+	TupleDesc	leafdesc = RelationGetDescr(leaf);
+	TupleConversionMap *map = convert_tuples_by_name(leafdesc, desc);
+	Tuplestorestate *rows;
+	TupleTableSlot *in;
+	TupleTableSlot *conv;
+
+	if (map == NULL)
+	{
+		fn(leaf, desc, out, arg);	/* the parent's layout */
+		return;
+	}
+	rows = tuplestore_begin_heap(false, false, work_mem);
+	fn(leaf, leafdesc, rows, arg);
+	in = MakeSingleTupleTableSlot(leafdesc, &TTSOpsMinimalTuple);
+	conv = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+	while (tuplestore_gettupleslot(rows, true, false, in))
+		tuplestore_puttupleslot(out, execute_attr_map_slot(map->attrMap, in, conv));
+	ExecDropSingleTupleTableSlot(in);
+	ExecDropSingleTupleTableSlot(conv);
+	free_conversion_map(map);
+	tuplestore_end(rows);
 }

@@ -20,6 +20,7 @@
 #include "utils/rel.h"
 #include "ss_changelog.h"
 #include "ss_page.h"
+#include "ss_parent.h"
 #include "ss_progress.h"
 #include "ss_queryutil.h"
 #include "ss_sqlfunc.h"
@@ -46,17 +47,20 @@ int64
 ss_sql_flush(Oid relid, const char *fname, const struct SSStructure *s,
 			 SSFlushFn flush, bool durable)
 {
-	Relation	rel;
-	int64		applied;
+	/* a partitioned table's every leaf partition, the results summed */
+	List	   *rels = ss_open_all_targets(relid, s, RowExclusiveLock, fname,
+										   ACL_INSERT, NULL);
+	/* shown in streamsketch_progress by its name: "bcms_flush" */
+	char	   *operation = pnstrdup(fname, strcspn(fname, "("));
+	int64		applied = 0;
+	ListCell   *lc;
 
-	rel = ss_sql_open_structure(relid, RowExclusiveLock, fname, ACL_INSERT,
-								s);
 	/* with an xid, the commit waits for the flush's WAL to be flushed */
 	if (durable)
 		(void) GetCurrentTransactionId();
-	/* shown in streamsketch_progress by its name: "bcms_flush" */
-	applied = ss_log_flush(rel, pnstrdup(fname, strcspn(fname, "(")), flush);
-	relation_close(rel, durable ? NoLock : RowExclusiveLock);
+	foreach(lc, rels)
+		applied += ss_log_flush((Relation) lfirst(lc), operation, flush);
+	ss_close_all_targets(rels, durable ? NoLock : RowExclusiveLock);
 	return applied;
 }
 

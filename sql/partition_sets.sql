@@ -1,0 +1,240 @@
+-- The set, info and writer functions on partitioned parents
+-- (docs/partitions.md): lert_info, lert_reports, bfile_info,
+-- bfile_subsample, bfile_window against the partitions' own answers; the
+-- flush functions and qf_resize on every partition; qf_delete routed to
+-- the key's partition; merges refused; privileges checked on the parent.
+SET client_min_messages = warning;
+SET streamsketch.background_consolidation = off;
+CREATE FUNCTION sqlstate_of(stmt text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE stmt;
+	RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+	RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+
+-- ---- lert: hash, list (with a default) and range parents by the key ----
+CREATE TABLE ls_h (key int8) PARTITION BY HASH (key);
+CREATE TABLE ls_h_0 PARTITION OF ls_h FOR VALUES WITH (MODULUS 2, REMAINDER 0) USING lert;
+CREATE TABLE ls_h_1 PARTITION OF ls_h FOR VALUES WITH (MODULUS 2, REMAINDER 1) USING lert;
+CREATE TABLE ls_l (key int8) PARTITION BY LIST (key);
+CREATE TABLE ls_l_a PARTITION OF ls_l FOR VALUES IN (1, 2, 3, 4, 5) USING lert;
+CREATE TABLE ls_l_d PARTITION OF ls_l DEFAULT USING lert;
+CREATE TABLE ls_r (key int8) PARTITION BY RANGE (key);
+CREATE TABLE ls_r_a PARTITION OF ls_r FOR VALUES FROM (MINVALUE) TO (20) USING lert;
+CREATE TABLE ls_r_b PARTITION OF ls_r FOR VALUES FROM (20) TO (MAXVALUE) USING lert;
+INSERT INTO ls_h SELECT g % 40 FROM generate_series(1, 2000) g;
+INSERT INTO ls_l SELECT g % 40 FROM generate_series(1, 2000) g;
+INSERT INTO ls_r SELECT g % 40 FROM generate_series(1, 2000) g;
+-- flush on the parent: every partition, their results summed
+SELECT lert_flush('ls_h') = lert_flush('ls_h_0') + lert_flush('ls_h_1') AS summed;
+SELECT lert_flush('ls_l') >= 0 AS flushed, lert_flush('ls_r') >= 0 AS flushed;
+SELECT (lert_info('ls_h')).pending_records, (lert_info('ls_l')).pending_records;
+
+-- lert_info: parameters shared, counters summed (arrays element by element)
+CREATE FUNCTION lert_info_check(parent regclass) RETURNS TABLE (
+	observations_equal bool, reports_equal bool, level0_equal bool,
+	levels_equal bool, pages_equal bool, threshold bigint, variant text,
+	max_level0_ok bool) LANGUAGE sql AS $$
+	WITH p AS (SELECT (lert_info(relid)).* FROM pg_partition_tree(parent) WHERE isleaf),
+		 lv AS (SELECT i, sum(e) AS e FROM p, unnest(p.level_entries) WITH ORDINALITY u(e, i) GROUP BY i),
+		 t AS (SELECT * FROM lert_info(parent))
+	SELECT t.observations = (SELECT sum(observations) FROM p),
+		   t.reports = (SELECT sum(reports) FROM p),
+		   t.level0_entries = (SELECT sum(level0_entries) FROM p),
+		   t.level_entries = (SELECT array_agg(e ORDER BY i) FROM lv),
+		   t.relation_pages = (SELECT sum(relation_pages) FROM p),
+		   t.threshold, t.variant,
+		   t.max_level0_entries = (SELECT max(max_level0_entries) FROM p)
+	FROM t $$;
+SELECT * FROM lert_info_check('ls_h');
+SELECT * FROM lert_info_check('ls_l');
+SELECT * FROM lert_info_check('ls_r');
+
+-- lert_reports: every partition's reports (their own ids, after applied to
+-- each), merged by reported_at
+CREATE FUNCTION lert_reports_check(parent regclass, after int8) RETURNS TABLE (
+	reports bigint, missing bigint, extra bigint, in_time_order bool)
+LANGUAGE sql AS $$
+	WITH p AS (SELECT r.* FROM pg_partition_tree(parent) t, lert_reports(t.relid, after) r WHERE t.isleaf),
+		 a AS (SELECT row_number() OVER () AS n, * FROM lert_reports(parent, after))
+	SELECT (SELECT count(*) FROM a),
+		   (SELECT count(*) FROM (SELECT * FROM p EXCEPT ALL SELECT report_id, key, count, first_pos, reported_pos, reported_at, cone FROM a) x),
+		   (SELECT count(*) FROM (SELECT report_id, key, count, first_pos, reported_pos, reported_at, cone FROM a EXCEPT ALL SELECT * FROM p) x),
+		   NOT EXISTS (SELECT FROM a a1 JOIN a a2 ON a2.n = a1.n + 1 WHERE a2.reported_at < a1.reported_at) $$;
+SELECT * FROM lert_reports_check('ls_h', 0);
+SELECT * FROM lert_reports_check('ls_l', 0);
+SELECT * FROM lert_reports_check('ls_r', 0);
+SELECT * FROM lert_reports_check('ls_h', 3);
+SELECT count(*) AS keys, count(DISTINCT key) AS distinct_keys FROM lert_reports('ls_r', 0);
+-- a parent without partitions: no reports, zero counters
+CREATE TABLE ls_empty (key int8) PARTITION BY HASH (key);
+SELECT count(*) FROM lert_reports('ls_empty', 0);
+SELECT observations, reports, threshold FROM lert_info('ls_empty');
+
+-- ---- bfile ----
+-- uniform, every row kept (sample_size above the stream): list by grp,
+-- seen 3:1; hash by id; range by the time column, one partition attached
+-- with its columns in another order
+CREATE TABLE bs_l (id int, grp int, ts int NOT NULL) PARTITION BY LIST (grp);
+SELECT bfile_create('bs_l_0', 'id int, grp int, ts int NOT NULL', sample_size => 100000, time_column => 'ts') IS NOT NULL AS created;
+SELECT bfile_create('bs_l_1', 'id int, grp int, ts int NOT NULL', sample_size => 100000, time_column => 'ts') IS NOT NULL AS created;
+ALTER TABLE bs_l ATTACH PARTITION bs_l_0 FOR VALUES IN (0);
+ALTER TABLE bs_l ATTACH PARTITION bs_l_1 FOR VALUES IN (1);
+INSERT INTO bs_l SELECT g, (g % 4 = 0)::int, g FROM generate_series(1, 4000) g;
+CREATE TABLE bs_h (id int, grp int, ts int NOT NULL) PARTITION BY HASH (id);
+SELECT bfile_create('bs_h_0', 'id int, grp int, ts int NOT NULL', sample_size => 300, time_column => 'ts') IS NOT NULL AS created;
+SELECT bfile_create('bs_h_1', 'id int, grp int, ts int NOT NULL', sample_size => 300, time_column => 'ts') IS NOT NULL AS created;
+ALTER TABLE bs_h ATTACH PARTITION bs_h_0 FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+ALTER TABLE bs_h ATTACH PARTITION bs_h_1 FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+INSERT INTO bs_h SELECT g, g % 4, g FROM generate_series(1, 5000) g;
+CREATE TABLE bs_r (id int, grp int, ts int NOT NULL) PARTITION BY RANGE (ts);
+SELECT bfile_create('bs_r_1', 'id int, grp int, ts int NOT NULL', sample_size => 100000, time_column => 'ts') IS NOT NULL AS created;
+SELECT bfile_create('bs_r_2', 'ts int NOT NULL, grp int, id int', sample_size => 100000, time_column => 'ts') IS NOT NULL AS created;
+ALTER TABLE bs_r ATTACH PARTITION bs_r_1 FOR VALUES FROM (0) TO (1000);
+ALTER TABLE bs_r ATTACH PARTITION bs_r_2 FOR VALUES FROM (1000) TO (2000);
+INSERT INTO bs_r SELECT g, g % 4, g FROM generate_series(0, 1999) g;
+
+-- bfile_flush: every partition, their sample sizes summed
+SELECT bfile_flush('bs_l') AS l, bfile_flush('bs_r') AS r,
+	   bfile_flush('bs_h') = bfile_flush('bs_h_0') + bfile_flush('bs_h_1') AS h_summed;
+
+-- bfile_info: sizes and counters summed, parameters shared
+CREATE FUNCTION bfile_info_check(parent regclass) RETURNS TABLE (
+	mode text, sample_size bigint, seen bigint, size_equal bool,
+	seen_equal bool, added_equal bool, pages_equal bool, pending bigint)
+LANGUAGE sql AS $$
+	WITH p AS (SELECT (bfile_info(relid)).* FROM pg_partition_tree(parent) WHERE isleaf),
+		 t AS (SELECT * FROM bfile_info(parent))
+	SELECT t.mode, t.sample_size, t.seen,
+		   t.size = (SELECT sum(size) FROM p), t.seen = (SELECT sum(seen) FROM p),
+		   t.added = (SELECT sum(added) FROM p),
+		   t.relation_pages = (SELECT sum(relation_pages) FROM p), t.pending_records
+	FROM t $$;
+SELECT * FROM bfile_info_check('bs_l');
+SELECT * FROM bfile_info_check('bs_h');
+SELECT * FROM bfile_info_check('bs_r');
+
+-- bfile_window: every partition's window, in the parent's row type
+CREATE FUNCTION bfile_window_check(lo int, hi int) RETURNS TABLE (
+	rows bigint, missing bigint, extra bigint, as_select bool)
+LANGUAGE sql AS $$
+	WITH w AS (SELECT * FROM bfile_window(NULL::bs_r, lo, hi)),
+		 p AS (SELECT id, grp, ts FROM bfile_window(NULL::bs_r_1, lo, hi)
+			   UNION ALL SELECT id, grp, ts FROM bfile_window(NULL::bs_r_2, lo, hi))
+	SELECT (SELECT count(*) FROM w),
+		   (SELECT count(*) FROM (SELECT * FROM p EXCEPT ALL SELECT * FROM w) x),
+		   (SELECT count(*) FROM (SELECT * FROM w EXCEPT ALL SELECT * FROM p) x),
+		   (SELECT array_agg(w ORDER BY ts) FROM w) =
+		   (SELECT array_agg(s ORDER BY ts) FROM bs_r s WHERE ts BETWEEN lo AND hi) $$;
+SELECT * FROM bfile_window_check(990, 1009);
+SELECT * FROM bfile_window_check(100, 120);
+SELECT * FROM bfile_window_check(1500, 1500);
+SELECT * FROM bfile_window_check(3000, 4000);
+SELECT count(*) AS rows, min(id) = min(ts) AS mapped FROM bfile_window(NULL::bs_h, 0, 100000);
+
+-- bfile_subsample: n rows split by what each partition has seen (3:1),
+-- uniform within each.  The share of grp 0 in 2000 of 4000 rows is
+-- hypergeometric: 1500, sd 13.7; +-5 sd never fails in practice.
+SELECT count(*) AS rows, count(DISTINCT id) AS distinct_rows,
+	   abs(count(*) FILTER (WHERE grp = 0) - 1500) <= 68 AS share_ok,
+	   bool_and(grp = (id % 4 = 0)::int) AS rows_ok
+FROM bfile_subsample(NULL::bs_l, 2000);
+-- many draws of 400: the share of grp 0 over all of them, 3 of 4
+-- (120000 rows, sd of the share 0.0013)
+SELECT abs(avg((grp = 0)::int) - 0.75) < 0.0065 AS share_ok
+FROM generate_series(1, 300) i, bfile_subsample(NULL::bs_l, 400);
+SELECT count(*) FROM bfile_subsample(NULL::bs_l, 0);
+SELECT count(*) FROM bfile_subsample(NULL::bs_l, 100000);
+-- partitions that left rows out: at most the smallest such sample, whatever
+-- n; every row from a partition's sample
+SELECT count(*) = (SELECT min(size) FROM pg_partition_tree('bs_h') t, bfile_info(t.relid) WHERE t.isleaf) AS capped,
+	   count(*) FILTER (WHERE s NOT IN (SELECT p FROM bs_h p)) AS not_sampled
+FROM bfile_subsample(NULL::bs_h, 100000) s;
+SELECT count(*) FROM bfile_subsample(NULL::bs_h, 50);
+-- the parent's row type from a partition of another column order
+SELECT count(*) AS rows, bool_and(id = ts) AS mapped FROM bfile_subsample(NULL::bs_r, 500);
+-- a weighted partition: refused
+CREATE TABLE bs_w (id int, w float8) PARTITION BY HASH (id);
+SELECT bfile_create('bs_w_0', 'id int, w float8', mode => 'weighted', weight_column => 'w') IS NOT NULL AS created;
+ALTER TABLE bs_w ATTACH PARTITION bs_w_0 FOR VALUES WITH (MODULUS 1, REMAINDER 0);
+\set VERBOSITY default
+SELECT * FROM bfile_subsample(NULL::bs_w, 10);
+\set VERBOSITY terse
+SELECT count(*) FROM bfile_window(NULL::bs_w, 0, 10);
+
+-- ---- writers of the other structures ----
+CREATE TABLE ws_q (k int) PARTITION BY HASH (k);
+CREATE TABLE ws_q_0 PARTITION OF ws_q FOR VALUES WITH (MODULUS 2, REMAINDER 0) USING quotient_filter;
+CREATE TABLE ws_q_1 PARTITION OF ws_q FOR VALUES WITH (MODULUS 2, REMAINDER 1) USING quotient_filter;
+CREATE TABLE ws_qx (k int) PARTITION BY LIST ((k % 2));
+CREATE TABLE ws_qx_0 PARTITION OF ws_qx FOR VALUES IN (0) USING quotient_filter;
+CREATE TABLE ws_qx_1 PARTITION OF ws_qx FOR VALUES IN (1) USING quotient_filter;
+CREATE TABLE ws_b (k int) PARTITION BY HASH (k);
+CREATE TABLE ws_b_0 PARTITION OF ws_b FOR VALUES WITH (MODULUS 2, REMAINDER 0) USING bcms;
+CREATE TABLE ws_b_1 PARTITION OF ws_b FOR VALUES WITH (MODULUS 2, REMAINDER 1) USING bcms;
+CREATE TABLE ws_f (k int) PARTITION BY HASH (k);
+CREATE TABLE ws_f_0 PARTITION OF ws_f FOR VALUES WITH (MODULUS 2, REMAINDER 0) USING bloom_filter;
+CREATE TABLE ws_f_1 PARTITION OF ws_f FOR VALUES WITH (MODULUS 2, REMAINDER 1) USING bloom_filter;
+INSERT INTO ws_q SELECT g % 50 FROM generate_series(1, 500) g;
+INSERT INTO ws_qx SELECT g % 50 FROM generate_series(1, 500) g;
+INSERT INTO ws_b SELECT g % 50 FROM generate_series(1, 500) g;
+INSERT INTO ws_f SELECT g % 50 FROM generate_series(1, 500) g;
+SELECT qf_flush('ws_q') AS items, qf_flush('ws_q') = qf_flush('ws_q_0') + qf_flush('ws_q_1') AS summed;
+SELECT bcms_flush('ws_b') >= 0 AS flushed, bloom_flush('ws_f') >= 0 AS flushed;
+SELECT (bcms_info('ws_b')).pending_records, (bloom_info('ws_f')).pending_records,
+	   (qf_info('ws_q')).pending_records;
+SELECT bcms_estimate('ws_b', 7) AS estimate, bloom_contains('ws_f', 7) AS contains;
+-- qf_delete: in the partition that holds the key
+SELECT qf_count('ws_q', 7) AS before;
+SELECT qf_delete('ws_q', 7, 3);
+SELECT qf_count('ws_q', 7) AS after, qf_count('ws_q_0', 7) + qf_count('ws_q_1', 7) AS partitions;
+-- qf_resize: every partition, pages summed; contents kept
+SELECT qf_resize('ws_q') = (SELECT sum(pages) FROM pg_partition_tree('ws_q') t, qf_info(t.relid) WHERE t.isleaf) AS resized,
+	   (qf_info('ws_q')).items, qf_count('ws_q', 8) AS count_8;
+-- refusals
+SELECT stmt, sqlstate_of(stmt) FROM (VALUES
+	('SELECT qf_delete(''ws_qx'', 7)'),
+	('SELECT qf_merge(''ws_q'', ''ws_qx_0'')'),
+	('SELECT qf_merge(''ws_q_0'', ''ws_qx'')'),
+	('SELECT qf_merge_value(''ws_q'', qfilter_agg(1, 100, 0.01))'),
+	('SELECT bcms_merge(''ws_b'', cms_agg(1, 0.01, 0.01))'),
+	('SELECT lert_flush(''bs_l'')'),
+	('SELECT bfile_flush(''ls_h'')')) v(stmt);
+\set VERBOSITY default
+SELECT qf_delete('ws_qx', 7);
+\set VERBOSITY terse
+
+-- ---- privileges: the parent's ----
+CREATE ROLE regress_sets_reader;
+GRANT SELECT ON ls_h, bs_l, bs_r, ws_q, ws_b TO regress_sets_reader;
+SET ROLE regress_sets_reader;
+SELECT count(*) > 0 AS reports FROM lert_reports('ls_h', 0);
+SELECT (lert_info('ls_h')).observations, (bfile_info('bs_l')).seen;
+SELECT count(*) FROM bfile_window(NULL::bs_r, 990, 1009);
+SELECT count(*) FROM bfile_subsample(NULL::bs_l, 10);
+SELECT stmt, sqlstate_of(stmt) FROM (VALUES
+	('SELECT lert_flush(''ls_h'')'),
+	('SELECT bfile_flush(''bs_l'')'),
+	('SELECT qf_flush(''ws_q'')'),
+	('SELECT bcms_flush(''ws_b'')'),
+	('SELECT qf_delete(''ws_q'', 7)'),
+	('SELECT qf_resize(''ws_q'')'),
+	('SELECT count(*) FROM lert_reports(''ls_h_0'', 0)'),
+	('SELECT count(*) FROM lert_reports(''ls_l'', 0)')) v(stmt);
+RESET ROLE;
+-- row-level security on the parent: the row functions refuse, info stays
+ALTER TABLE bs_l ENABLE ROW LEVEL SECURITY;
+CREATE POLICY p ON bs_l USING (grp = 0);
+SET ROLE regress_sets_reader;
+SELECT sqlstate_of('SELECT count(*) FROM bfile_subsample(NULL::bs_l, 10)');
+SELECT sqlstate_of('SELECT count(*) FROM bfile_window(NULL::bs_l, 0, 10)');
+SELECT (bfile_info('bs_l')).seen;
+RESET ROLE;
+REVOKE ALL ON ls_h, bs_l, bs_r, ws_q, ws_b FROM regress_sets_reader;
+DROP ROLE regress_sets_reader;
+
+RESET streamsketch.background_consolidation;
+DROP TABLE ls_h, ls_l, ls_r, ls_empty, bs_l, bs_h, bs_r, bs_w, ws_q, ws_qx, ws_b, ws_f;
+DROP FUNCTION sqlstate_of(text), lert_info_check(regclass), lert_reports_check(regclass, int8),
+	bfile_info_check(regclass), bfile_window_check(int, int);
