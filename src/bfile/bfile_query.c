@@ -800,9 +800,10 @@ window_leaf(Relation leaf, TupleDesc desc, Tuplestorestate *out, void *arg)
 {
 	FunctionCallInfo fcinfo = (FunctionCallInfo) arg;
 	int32		time_attnum = bfile_get_state(leaf)->params.time_attnum;
+	int64		lo = window_key(fcinfo, 1, leaf, time_attnum);
+	int64		hi = window_key(fcinfo, 2, leaf, time_attnum);
 
-	bfile_window_rows(leaf, window_key(fcinfo, 1, leaf, time_attnum),
-					  window_key(fcinfo, 2, leaf, time_attnum), desc, out);
+	bfile_window_rows(leaf, lo, hi, desc, out);
 }
 
 /*
