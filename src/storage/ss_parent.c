@@ -530,22 +530,6 @@ ss_sql_info(FunctionCallInfo fcinfo, const SSStructure *s, const char *fname,
 
 /* ---- set and writer functions: every leaf, or the one a key routes to ---- */
 
-/* ERROR unless the caller has mode on rel (SS_ACL_OWNER: owns it). */
-static void
-check_privilege(Relation rel, AclMode mode)
-{
-	AclResult	aclresult;
-
-	if (mode == SS_ACL_OWNER)
-		aclresult = pg_class_ownercheck(RelationGetRelid(rel), GetUserId()) ?
-			ACLCHECK_OK : ACLCHECK_NOT_OWNER;
-	else
-		aclresult = pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), mode);
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
-					   RelationGetRelationName(rel));
-}
-
 /*
  * Partitioned table relid, locked with lockmode as a statement on it locks
  * it, the caller's privilege (mode) and, with rls_fname, row-level
@@ -558,7 +542,7 @@ open_parent(Oid relid, LOCKMODE lockmode, const char *writer, AclMode mode,
 	Relation	parent = relation_open(ss_sql_lock_relid(relid, lockmode, writer),
 									   lockmode);
 
-	check_privilege(parent, mode);
+	ss_sql_check_privilege(parent, mode);
 	if (rls_fname != NULL)
 		ss_sql_check_row_security(parent, rls_fname);
 	return parent;
@@ -622,9 +606,10 @@ ss_open_routed_target(FunctionCallInfo fcinfo, int keyarg,
 {
 	Oid			relid = PG_GETARG_OID(0);
 	Relation	parent;
-	Relation	level;
+	Relation	rel;
 	Form_pg_attribute att;
 	Oid			argtype = get_fn_expr_argtype(fcinfo->flinfo, keyarg);
+	List	   *rels;
 
 	if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
 		return ss_sql_open_structure(relid, lockmode, writer, mode, s);
@@ -634,46 +619,26 @@ ss_open_routed_target(FunctionCallInfo fcinfo, int keyarg,
 	att = key_column(RelationGetDescr(parent));
 	*key = ss_coerce_key(PG_GETARG_DATUM(keyarg), argtype,
 						 att ? att->atttypid : InvalidOid);
-	/* down the levels as route_key, but a level not by the key refuses */
-	for (level = parent;;)
-	{
-		PartitionKey pkey = RelationGetPartitionKey(level);
-		PartitionDesc partdesc;
-		int			part;
-		Oid			child;
-		bool		leaf;
-
-		CHECK_FOR_INTERRUPTS();
-		if (!partitioned_by_key(level, pkey))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("%s cannot route its key to a partition of \"%s\"",
-							writer, RelationGetRelationName(parent)),
-					 errdetail("\"%s\" is not partitioned by its key column alone, so the key may be in any of its partitions.",
-							   RelationGetRelationName(level)),
-					 errhint("Call %s on the partition that holds the key.",
-							 writer)));
-		partdesc = RelationGetPartitionDesc(level, true);
-		part = partition_for_key(level, pkey, partdesc, *key);
-		child = part >= 0 ? partdesc->oids[part] : InvalidOid;
-		leaf = part >= 0 && partdesc->is_leaf[part];
-		if (level != parent)
-			relation_close(level, NoLock);
-		if (part < 0)
-		{
-			relation_close(parent, NoLock);
-			return NULL;		/* no partition accepts the key */
-		}
-		LockRelationOid(child, lockmode);
-		if (leaf)
-		{
-			Relation	rel = open_leaf_for(child, parent, s, writer);
-
-			relation_close(parent, NoLock);
-			return rel;
-		}
-		level = relation_open(child, NoLock);
-	}
+	/* the leaves that may hold the key, as the readers find them */
+	rels = route_key(parent, s, *key);
+	if (list_length(rels) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s cannot route its key to a partition of \"%s\"",
+						writer, RelationGetRelationName(parent)),
+				 errdetail("\"%s\" is not partitioned by its key column alone, so the key may be in any of %d partitions.",
+						   RelationGetRelationName(parent), list_length(rels)),
+				 errhint("Call %s on the partition that holds the key.",
+						 writer)));
+	relation_close(parent, NoLock);
+	if (rels == NIL)
+		return NULL;			/* no partition accepts the key */
+	rel = linitial(rels);
+	list_free(rels);
+	/* read-locked by route_key: the writer's lock too, both kept */
+	LockRelationOid(RelationGetRelid(rel), lockmode);
+	ss_sql_check_access(rel, writer);
+	return rel;
 }
 
 void

@@ -85,10 +85,11 @@ extern void ss_close_all_targets(List *rels, LOCKMODE lockmode);
  * The one structure a writer of one key (argument keyarg, *key: as the key
  * column's value) changes: relid itself, or the leaf partition of
  * partitioned table relid that holds the key, routed as ss_open_targets
- * routes it; NULL when no partition accepts the key.  A level on the way
- * that is not partitioned by the key refuses (0A000): the key may then be
- * in any partition, and a change of one of them is not the caller's to
- * pick.  Checks as ss_open_all_targets.
+ * routes it; NULL when no partition accepts the key.  Where routing stops
+ * above more than one leaf (a level not partitioned by the key) it
+ * refuses (0A000): the key may be in any of them, and a change of one is
+ * not the caller's to pick.  Checks as ss_open_all_targets; the leaf is
+ * also read-locked.
  */
 extern Relation ss_open_routed_target(FunctionCallInfo fcinfo, int keyarg,
 									  const struct SSStructure *s,

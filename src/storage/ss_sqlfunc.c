@@ -94,7 +94,6 @@ ss_sql_open_structure(Oid relid, LOCKMODE lockmode, const char *writer,
 {
 	Relation	rel = relation_open(ss_sql_lock_relid(relid, lockmode, writer),
 									lockmode);
-	AclResult	aclresult;
 
 	if (rel->rd_rel->relkind != RELKIND_RELATION || ss_structure_ops(rel) != s)
 		ereport(ERROR,
@@ -104,6 +103,15 @@ ss_sql_open_structure(Oid relid, LOCKMODE lockmode, const char *writer,
 				 errhint("Create one with CREATE TABLE ... USING %s or %s.",
 						 s->amname, s->constructor)));
 	ss_sql_check_access(rel, writer);
+	ss_sql_check_privilege(rel, mode);
+	return rel;
+}
+
+void
+ss_sql_check_privilege(Relation rel, AclMode mode)
+{
+	AclResult	aclresult;
+
 	if (mode == SS_ACL_OWNER)
 		aclresult = pg_class_ownercheck(RelationGetRelid(rel), GetUserId()) ?
 			ACLCHECK_OK : ACLCHECK_NOT_OWNER;
@@ -112,7 +120,6 @@ ss_sql_open_structure(Oid relid, LOCKMODE lockmode, const char *writer,
 	if (aclresult != ACLCHECK_OK)
 		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
 					   RelationGetRelationName(rel));
-	return rel;
 }
 
 void

@@ -80,4 +80,10 @@ extern Relation ss_sql_open_structure(Oid relid, LOCKMODE lockmode,
 									  const char *writer, AclMode mode,
 									  const struct SSStructure *s);
 
+/*
+ * ERROR (42501) unless the caller has privilege mode on rel, or with
+ * SS_ACL_OWNER owns it.
+ */
+extern void ss_sql_check_privilege(Relation rel, AclMode mode);
+
 #endif							/* SS_SQLFUNC_H */
