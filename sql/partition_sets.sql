@@ -13,7 +13,8 @@ EXCEPTION WHEN OTHERS THEN
 	RETURN SQLSTATE || ': ' || SQLERRM;
 END $$;
 
--- ---- lert: hash, list (with a default) and range parents by the key ----
+-- ---- lert: hash, list (with a default) and range (one partition
+-- sub-partitioned) parents by the key ----
 CREATE TABLE ls_h (key int8) PARTITION BY HASH (key);
 CREATE TABLE ls_h_0 PARTITION OF ls_h FOR VALUES WITH (MODULUS 2, REMAINDER 0) USING lert;
 CREATE TABLE ls_h_1 PARTITION OF ls_h FOR VALUES WITH (MODULUS 2, REMAINDER 1) USING lert;
@@ -22,7 +23,9 @@ CREATE TABLE ls_l_a PARTITION OF ls_l FOR VALUES IN (1, 2, 3, 4, 5) USING lert;
 CREATE TABLE ls_l_d PARTITION OF ls_l DEFAULT USING lert;
 CREATE TABLE ls_r (key int8) PARTITION BY RANGE (key);
 CREATE TABLE ls_r_a PARTITION OF ls_r FOR VALUES FROM (MINVALUE) TO (20) USING lert;
-CREATE TABLE ls_r_b PARTITION OF ls_r FOR VALUES FROM (20) TO (MAXVALUE) USING lert;
+CREATE TABLE ls_r_b PARTITION OF ls_r FOR VALUES FROM (20) TO (MAXVALUE) PARTITION BY HASH (key);
+CREATE TABLE ls_r_b0 PARTITION OF ls_r_b FOR VALUES WITH (MODULUS 2, REMAINDER 0) USING lert;
+CREATE TABLE ls_r_b1 PARTITION OF ls_r_b FOR VALUES WITH (MODULUS 2, REMAINDER 1) USING lert;
 INSERT INTO ls_h SELECT g % 40 FROM generate_series(1, 2000) g;
 INSERT INTO ls_l SELECT g % 40 FROM generate_series(1, 2000) g;
 INSERT INTO ls_r SELECT g % 40 FROM generate_series(1, 2000) g;
@@ -189,6 +192,14 @@ SELECT bcms_estimate('ws_b', 7) AS estimate, bloom_contains('ws_f', 7) AS contai
 SELECT qf_count('ws_q', 7) AS before;
 SELECT qf_delete('ws_q', 7, 3);
 SELECT qf_count('ws_q', 7) AS after, qf_count('ws_q_0', 7) + qf_count('ws_q_1', 7) AS partitions;
+-- a key no partition accepts: nothing to delete; sub-partitions routed
+CREATE TABLE ws_ql (k int) PARTITION BY LIST (k);
+CREATE TABLE ws_ql_a PARTITION OF ws_ql FOR VALUES IN (1, 2) PARTITION BY HASH (k);
+CREATE TABLE ws_ql_a0 PARTITION OF ws_ql_a FOR VALUES WITH (MODULUS 2, REMAINDER 0) USING quotient_filter;
+CREATE TABLE ws_ql_a1 PARTITION OF ws_ql_a FOR VALUES WITH (MODULUS 2, REMAINDER 1) USING quotient_filter;
+INSERT INTO ws_ql VALUES (1), (1), (2);
+SELECT qf_delete('ws_ql', 99), qf_delete('ws_ql', 1);
+SELECT qf_count('ws_ql', 1) AS count_1, qf_count('ws_ql', 2) AS count_2;
 -- qf_resize: every partition, pages summed; contents kept
 SELECT qf_resize('ws_q') = (SELECT sum(pages) FROM pg_partition_tree('ws_q') t, qf_info(t.relid) WHERE t.isleaf) AS resized,
 	   (qf_info('ws_q')).items, qf_count('ws_q', 8) AS count_8;
@@ -235,6 +246,6 @@ REVOKE ALL ON ls_h, bs_l, bs_r, ws_q, ws_b FROM regress_sets_reader;
 DROP ROLE regress_sets_reader;
 
 RESET streamsketch.background_consolidation;
-DROP TABLE ls_h, ls_l, ls_r, ls_empty, bs_l, bs_h, bs_r, bs_w, ws_q, ws_qx, ws_b, ws_f;
+DROP TABLE ls_h, ls_l, ls_r, ls_empty, bs_l, bs_h, bs_r, bs_w, ws_q, ws_qx, ws_ql, ws_b, ws_f;
 DROP FUNCTION sets_sqlstate_of(text), lert_info_check(regclass), lert_reports_check(regclass, int8),
 	bfile_info_check(regclass), bfile_window_check(int, int);

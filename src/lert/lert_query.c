@@ -14,10 +14,11 @@
  * committed records still in the log and the caller's own uncommitted
  * inserts.
  *
- * The functions open their table with ss_sql_open_structure; those that
- * return keys or facts about them are refused where row-level security
- * applies (ss_sql_check_row_security), lert_info, whose counters say
- * nothing about any key, is not.
+ * The functions open their table with ss_sql_open_structure, or the
+ * partitions of a partitioned parent (ss_parent.h); those that return keys
+ * or facts about them are refused where row-level security applies
+ * (ss_sql_check_row_security), lert_info, whose counters say nothing about
+ * any key, is not.
  *
  *-------------------------------------------------------------------------
  */
