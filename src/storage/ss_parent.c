@@ -43,6 +43,7 @@
 #include "ss_changelog.h"
 #include "ss_parent.h"
 #include "ss_queryutil.h"
+#include "ss_remote.h"
 #include "ss_sqlfunc.h"
 #include "storage/lmgr.h"
 #include "streamsketch.h"
@@ -75,23 +76,29 @@ is_leaf_kind(char relkind)
 
 /*
  * Open leaf partition relid (locked) of parent for a function of s: a
- * structure of that kind, usable here.  A foreign table is a structure on
- * another server, which the functions do not reach yet.
+ * structure of that kind, usable here; or, with remote, a foreign table
+ * of postgres_fdw (a structure on another server, which the caller
+ * reaches with ss_remote_call).
  */
 static Relation
-open_leaf(Oid relid, Relation parent, const SSStructure *s)
+open_leaf(Oid relid, Relation parent, const SSStructure *s, bool remote)
 {
 	Relation	rel = relation_open(relid, NoLock);
 
 	if (rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("partition \"%s\" of \"%s\" is a foreign table",
-						RelationGetRelationName(rel),
-						RelationGetRelationName(parent)),
-				 errdetail("The %s functions do not reach partitions on other servers yet.",
-						   s->name),
-				 errhint("Call the function on the foreign server's table there.")));
+	{
+		if (!remote)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("partition \"%s\" of \"%s\" is a foreign table",
+							RelationGetRelationName(rel),
+							RelationGetRelationName(parent)),
+					 errdetail("This function of %s does not reach partitions on other servers.",
+							   s->name),
+					 errhint("Call the function on the foreign server's table there.")));
+		ss_remote_check(rel);
+		return rel;
+	}
 	if (rel->rd_rel->relkind != RELKIND_RELATION || ss_structure_ops(rel) != s)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -106,7 +113,7 @@ open_leaf(Oid relid, Relation parent, const SSStructure *s)
 
 /* Every leaf partition below partitioned table relid, opened. */
 static List *
-open_leaves(Oid relid, Relation parent, const SSStructure *s)
+open_leaves(Oid relid, Relation parent, const SSStructure *s, bool remote)
 {
 	List	   *rels = NIL;
 	ListCell   *lc;
@@ -117,7 +124,7 @@ open_leaves(Oid relid, Relation parent, const SSStructure *s)
 		Oid			child = lfirst_oid(lc);
 
 		if (is_leaf_kind(get_rel_relkind(child)))
-			rels = lappend(rels, open_leaf(child, parent, s));
+			rels = lappend(rels, open_leaf(child, parent, s, remote));
 	}
 	return rels;
 }
@@ -189,7 +196,7 @@ partitioned_by_key(Relation rel, PartitionKey pkey)
  * every leaf below.
  */
 static List *
-route_key(Relation parent, const SSStructure *s, Datum key)
+route_key(Relation parent, const SSStructure *s, Datum key, bool remote)
 {
 	Relation	level = parent;
 
@@ -215,7 +222,7 @@ route_key(Relation parent, const SSStructure *s, Datum key)
 			return NIL;			/* no partition accepts the key */
 		LockRelationOid(child, AccessShareLock);
 		if (leaf)
-			return list_make1(open_leaf(child, parent, s));
+			return list_make1(open_leaf(child, parent, s, remote));
 		level = relation_open(child, NoLock);
 	}
 	if (level != parent)
@@ -223,14 +230,14 @@ route_key(Relation parent, const SSStructure *s, Datum key)
 		Oid			relid = RelationGetRelid(level);
 
 		relation_close(level, NoLock);
-		return open_leaves(relid, parent, s);
+		return open_leaves(relid, parent, s, remote);
 	}
-	return open_leaves(RelationGetRelid(parent), parent, s);
+	return open_leaves(RelationGetRelid(parent), parent, s, remote);
 }
 
-List *
-ss_open_targets(FunctionCallInfo fcinfo, int keyarg, const SSStructure *s,
-				const char *fname, Datum *key)
+static List *
+open_targets(FunctionCallInfo fcinfo, int keyarg, const SSStructure *s,
+			 const char *fname, Datum *key, bool remote)
 {
 	Oid			relid = PG_GETARG_OID(0);
 	Relation	rel;
@@ -268,10 +275,24 @@ ss_open_targets(FunctionCallInfo fcinfo, int keyarg, const SSStructure *s,
 	}
 	if (rels != NIL)
 		return rels;
-	rels = keyarg >= 0 ? route_key(rel, s, *key) :
-		open_leaves(relid, rel, s);
+	rels = keyarg >= 0 ? route_key(rel, s, *key, remote) :
+		open_leaves(relid, rel, s, remote);
 	relation_close(rel, AccessShareLock);
 	return rels;
+}
+
+List *
+ss_open_targets(FunctionCallInfo fcinfo, int keyarg, const SSStructure *s,
+				const char *fname, Datum *key)
+{
+	return open_targets(fcinfo, keyarg, s, fname, key, false);
+}
+
+List *
+ss_open_targets_remote(FunctionCallInfo fcinfo, int keyarg,
+					   const SSStructure *s, const char *fname, Datum *key)
+{
+	return open_targets(fcinfo, keyarg, s, fname, key, true);
 }
 
 void
@@ -386,13 +407,36 @@ ss_check_partition_trees(List *rels)
 
 /* ---- info functions ---- */
 
+/* A foreign partition's info row, as its server gives it. */
+typedef struct RemoteInfo
+{
+	Datum	   *values;
+	bool	   *nulls;
+} RemoteInfo;
+
 static void
-info_fill(Relation rel, int natts, SSInfoFillFn fill, Datum *values,
-		  bool *nulls)
+keep_info_row(void *arg, TupleDesc desc, Datum *values, bool *nulls)
+{
+	RemoteInfo *ri = arg;
+
+	memcpy(ri->values, values, sizeof(Datum) * desc->natts);
+	memcpy(ri->nulls, nulls, sizeof(bool) * desc->natts);
+}
+
+static void
+info_fill(FunctionCallInfo fcinfo, TupleDesc desc, Relation rel, int natts,
+		  SSInfoFillFn fill, Datum *values, bool *nulls)
 {
 	SSLogMeta	log;
 
 	memset(nulls, 0, sizeof(bool) * (natts + 2));
+	if (ss_is_remote(rel))
+	{
+		RemoteInfo	ri = {values, nulls};
+
+		ss_remote_call(rel, fcinfo, NULL, true, desc, keep_info_row, &ri);
+		return;
+	}
 	fill(rel, values, nulls);
 	ss_log_meta(rel, &log);
 	values[natts] = Int64GetDatum((int64) log.nrecords);
@@ -462,7 +506,7 @@ ss_sql_info(FunctionCallInfo fcinfo, const SSStructure *s, const char *fname,
 			const char *rules, SSInfoFillFn fill)
 {
 	SSInfoRow	row;
-	List	   *rels = ss_open_targets(fcinfo, -1, s, fname, NULL);
+	List	   *rels = ss_open_targets_remote(fcinfo, -1, s, fname, NULL);
 	int			natts = strlen(rules);
 	char	   *all_rules = psprintf("%s++", rules);
 	Datum	   *values = palloc(sizeof(Datum) * (natts + 2));
@@ -477,10 +521,11 @@ ss_sql_info(FunctionCallInfo fcinfo, const SSStructure *s, const char *fname,
 
 		if (foreach_current_index(lc) == 0)
 		{
-			info_fill(rel, natts, fill, row.values, row.nulls);
+			info_fill(fcinfo, row.tupdesc, rel, natts, fill, row.values,
+					  row.nulls);
 			continue;
 		}
-		info_fill(rel, natts, fill, values, nulls);
+		info_fill(fcinfo, row.tupdesc, rel, natts, fill, values, nulls);
 		for (int i = 0; i < natts + 2; i++)
 			info_merge(TupleDescAttr(row.tupdesc, i), all_rules[i], values[i],
 					   nulls[i], &row.values[i], &row.nulls[i]);

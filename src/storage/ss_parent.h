@@ -40,6 +40,16 @@ extern List *ss_open_targets(FunctionCallInfo fcinfo, int keyarg,
 extern void ss_close_targets(List *rels);
 
 /*
+ * ss_open_targets for a function that also reaches partitions on other
+ * servers: the leaves may be foreign tables of postgres_fdw as well
+ * (ss_is_remote; checked with ss_remote_check), which the caller asks
+ * with ss_remote_call or ss_remote_scalar instead of reading them.
+ */
+extern List *ss_open_targets_remote(FunctionCallInfo fcinfo, int keyarg,
+									const struct SSStructure *s,
+									const char *fname, Datum *key);
+
+/*
  * DDL: every partitioned tree one of the relations in rels belongs to (a
  * partition created or attached, a parent whose partitions were) must
  * have leaf partitions of one kind of structure, or none: 42P17
