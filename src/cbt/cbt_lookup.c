@@ -477,7 +477,7 @@ check_partition(Relation parent, Relation ref, Relation rel)
 
 	if (rel == ref)
 		return;
-	same = strcmp(a->definition, b->definition) == 0 &&
+	same = memcmp(a->definition, b->definition, CBT_DEF_MAX) == 0 &&
 		a->def->nkeys == b->def->nkeys && a->def->naggs == b->def->naggs;
 	for (int k = 0; same && k < a->def->nkeys; k++)
 		same = strcmp(NameStr(TupleDescAttr(adesc, a->input_src[k])->attname),
@@ -496,9 +496,7 @@ check_partition(Relation parent, Relation ref, Relation rel)
 			 errmsg("partitions \"%s\" and \"%s\" of \"%s\" have different cbt definitions",
 					RelationGetRelationName(ref), RelationGetRelationName(rel),
 					RelationGetRelationName(parent)),
-			 errdetail("Partition \"%s\" is defined as %s; partition \"%s\" as %s.  cbt_lookup on a partitioned table combines the partial aggregates of its partitions, which needs the same group keys and aggregates in every one.",
-					   RelationGetRelationName(ref), atext ? atext : "nothing",
-					   RelationGetRelationName(rel), btext ? btext : "nothing"),
+			 errdetail("cbt_lookup on a partitioned table takes the group keys and aggregates of its first partition and combines the partitions' partial aggregates: every partition needs the same definition.  cbt_info on a partition shows its definition."),
 			 errhint("Create every partition of \"%s\" with the same cbt_create definition.",
 					 RelationGetRelationName(parent))));
 }
