@@ -17,6 +17,11 @@
  * wait for its rounds beyond), and a lookup consolidates it first only
  * when that is cheap or the log is over its limit.
  *
+ * On a partitioned parent of cbts (docs/cbt.md, "Partitioned cbts") the
+ * group is read from the one partition routing finds, or from every
+ * partition that may hold it: each one's group as a PAO, the PAOs
+ * combined and finalized once, as a round combines a group's PAOs.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

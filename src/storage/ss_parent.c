@@ -575,8 +575,8 @@ routes_as_grouped(PartitionKey pkey, int i, Oid typid, Oid coll)
  * routing as grouped?  map[i] is then the key column of partition column i.
  */
 static bool
-partitioned_by_columns(Relation level, PartitionKey pkey, const SSRouteKey *kc,
-					   int *map)
+partitioned_by_columns(Relation level, PartitionKey pkey,
+					   const SSRouteKey *kc, int *map)
 {
 	TupleDesc	desc = RelationGetDescr(level);
 
