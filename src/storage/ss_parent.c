@@ -31,6 +31,7 @@
 #include "postgres.h"
 
 #include "access/relation.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/partition.h"
 #include "catalog/pg_inherits.h"
@@ -532,4 +533,241 @@ ss_sql_info(FunctionCallInfo fcinfo, const SSStructure *s, const char *fname,
 	}
 	ss_close_targets(rels);
 	return ss_info_row_datum(&row);
+}
+
+/* ---- structures keyed by several columns (a cbt's group keys) ---- */
+
+Relation
+ss_open_parent(Oid relid, LOCKMODE lockmode, const char *writer,
+			   AclMode mode, const char *keyed_fname)
+{
+	Relation	rel = relation_open(ss_sql_lock_relid(relid, lockmode, writer),
+									lockmode);
+	AclResult	aclresult = pg_class_aclcheck(relid, GetUserId(), mode);
+
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
+					   RelationGetRelationName(rel));
+	if (keyed_fname != NULL)
+		ss_sql_check_row_security(rel, keyed_fname);
+	return rel;
+}
+
+/* The first local leaf below level (parent or one of its sub-partitions). */
+static Relation
+first_leaf_below(Relation level, Relation parent, const SSStructure *s)
+{
+	PartitionDesc partdesc = RelationGetPartitionDesc(level, true);
+
+	for (int i = 0; i < partdesc->nparts; i++)
+	{
+		Oid			child = partdesc->oids[i];
+		bool		leaf = partdesc->is_leaf[i];
+		Relation	found;
+		Relation	sub;
+
+		/* a foreign table is read only when a key leads to it */
+		if (get_rel_relkind(child) == RELKIND_FOREIGN_TABLE)
+			continue;
+		LockRelationOid(child, AccessShareLock);
+		if (leaf)
+			return open_leaf(child, parent, s);
+		sub = relation_open(child, NoLock);
+		found = first_leaf_below(sub, parent, s);
+		relation_close(sub, NoLock);
+		if (found != NULL)
+			return found;
+	}
+	return NULL;
+}
+
+Relation
+ss_first_leaf(Relation parent, const SSStructure *s)
+{
+	return first_leaf_below(parent, parent, s);
+}
+
+/*
+ * Can column i of partition key pkey route a key compared with collation
+ * coll by the equality of its type's default operator class (as a cbt
+ * groups it)?  Only when the partitioning's equality is that one: the
+ * default operator family of the type for the strategy's access method,
+ * with the same collation or two deterministic ones (both equal only
+ * equal bytes).  Else keys the structure takes as equal may have gone to
+ * different partitions.
+ */
+static bool
+routes_as_grouped(PartitionKey pkey, int i, Oid typid, Oid coll)
+{
+	Oid			am = pkey->strategy == PARTITION_STRATEGY_HASH ?
+		HASH_AM_OID : BTREE_AM_OID;
+	Oid			opclass = GetDefaultOpClass(typid, am);
+	Oid			pcoll = pkey->partcollation[i];
+
+	if (!OidIsValid(opclass) ||
+		get_opclass_family(opclass) != pkey->partopfamily[i])
+		return false;
+	if (pcoll == coll)
+		return true;
+	return OidIsValid(pcoll) && OidIsValid(coll) &&
+		get_collation_isdeterministic(pcoll) &&
+		get_collation_isdeterministic(coll);
+}
+
+/*
+ * Is every column of level's partition key one of the key columns (by
+ * name: a sub-partition's attribute numbers may differ from the top's),
+ * routing as grouped?  map[i] is then the key column of partition column i.
+ */
+static bool
+partitioned_by_columns(Relation level, PartitionKey pkey,
+					   const SSRouteKey *kc, int *map)
+{
+	TupleDesc	desc = RelationGetDescr(level);
+
+	for (int i = 0; i < pkey->partnatts; i++)
+	{
+		Form_pg_attribute att;
+		int			j;
+
+		if (pkey->partattrs[i] == 0)
+			return false;		/* an expression */
+		att = TupleDescAttr(desc, pkey->partattrs[i] - 1);
+		for (j = 0; j < kc->ncols; j++)
+			if (strcmp(NameStr(att->attname), kc->names[j]) == 0)
+				break;
+		if (j == kc->ncols ||
+			!routes_as_grouped(pkey, i, att->atttypid, kc->collations[j]))
+			return false;
+		map[i] = j;
+	}
+	return true;
+}
+
+/*
+ * The index in partdesc of the partition that accepts values/isnull (one
+ * per partition column), or -1: get_partition_for_tuple's search for any
+ * number of columns and NULLs.
+ */
+static int
+partition_for_values(PartitionKey pkey, PartitionDesc partdesc,
+					 Datum *values, bool *isnull)
+{
+	PartitionBoundInfo bounds = partdesc->boundinfo;
+	int			part = -1;
+	bool		equal = false;
+	int			offset;
+
+	if (bounds == NULL)
+		return -1;				/* no partitions */
+	switch (pkey->strategy)
+	{
+		case PARTITION_STRATEGY_HASH:
+			{
+				uint64		hash = compute_partition_hash_value(pkey->partnatts,
+																pkey->partsupfunc,
+																pkey->partcollation,
+																values, isnull);
+
+				part = bounds->indexes[hash % get_hash_partition_greatest_modulus(bounds)];
+				break;
+			}
+		case PARTITION_STRATEGY_LIST:
+			/* one column */
+			if (isnull[0])
+			{
+				if (partition_bound_accepts_nulls(bounds))
+					part = bounds->null_index;
+				break;
+			}
+			offset = partition_list_bsearch(pkey->partsupfunc,
+											pkey->partcollation, bounds,
+											values[0], &equal);
+			if (offset >= 0 && equal)
+				part = bounds->indexes[offset];
+			break;
+		case PARTITION_STRATEGY_RANGE:
+			/* a NULL in any column: only the default partition */
+			for (int i = 0; i < pkey->partnatts; i++)
+				if (isnull[i])
+					return bounds->default_index;
+			offset = partition_range_datum_bsearch(pkey->partsupfunc,
+												   pkey->partcollation,
+												   bounds, pkey->partnatts,
+												   values, &equal);
+			part = bounds->indexes[offset + 1];
+			break;
+		default:
+			elog(ERROR, "unexpected partition strategy: %d",
+				 (int) pkey->strategy);
+	}
+	if (part < 0)
+		part = bounds->default_index;
+	return part;
+}
+
+List *
+ss_route_columns(Relation parent, const SSStructure *s, const SSRouteKey *kc)
+{
+	Relation	level = parent;
+	Datum		values[PARTITION_MAX_KEYS];
+	bool		isnull[PARTITION_MAX_KEYS];
+	int			map[PARTITION_MAX_KEYS];
+	Oid			relid;
+
+	for (;;)
+	{
+		PartitionKey pkey = RelationGetPartitionKey(level);
+		PartitionDesc partdesc;
+		int			part;
+		Oid			child;
+		bool		leaf;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!partitioned_by_columns(level, pkey, kc, map))
+			break;
+		for (int i = 0; i < pkey->partnatts; i++)
+		{
+			values[i] = kc->values[map[i]];
+			isnull[i] = kc->isnull[map[i]];
+		}
+		partdesc = RelationGetPartitionDesc(level, true);
+		part = partition_for_values(pkey, partdesc, values, isnull);
+		/* read before locking, which may rebuild level's relcache entry */
+		child = part >= 0 ? partdesc->oids[part] : InvalidOid;
+		leaf = part >= 0 && partdesc->is_leaf[part];
+		if (level != parent)
+			relation_close(level, NoLock);
+		if (part < 0)
+			return NIL;			/* no partition accepts the key */
+		LockRelationOid(child, AccessShareLock);
+		if (leaf)
+			return list_make1(open_leaf(child, parent, s));
+		level = relation_open(child, NoLock);
+	}
+	relid = RelationGetRelid(level);
+	if (level != parent)
+		relation_close(level, NoLock);
+	return open_leaves(relid, parent, s);
+}
+
+List *
+ss_open_all_leaves(Relation parent, LOCKMODE lockmode, const char *writer,
+				   const SSStructure *s)
+{
+	List	   *rels = NIL;
+	ListCell   *lc;
+
+	foreach(lc, find_all_inheritors(RelationGetRelid(parent), lockmode, NULL))
+	{
+		Oid			child = lfirst_oid(lc);
+		Relation	rel;
+
+		if (!is_leaf_kind(get_rel_relkind(child)))
+			continue;
+		rel = open_leaf(child, parent, s);
+		ss_sql_check_access(rel, writer);
+		rels = lappend(rels, rel);
+	}
+	return rels;
 }

@@ -14,7 +14,9 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "nodes/parsenodes.h"
 #include "nodes/pg_list.h"
+#include "storage/lockdefs.h"
 #include "utils/relcache.h"
 
 struct SSStructure;
@@ -71,5 +73,57 @@ typedef void (*SSInfoFillFn) (Relation rel, Datum *values, bool *nulls);
 extern Datum ss_sql_info(FunctionCallInfo fcinfo, const struct SSStructure *s,
 						 const char *fname, const char *rules,
 						 SSInfoFillFn fill);
+
+/*
+ * Structures whose key is several columns (a cbt's group keys), whose
+ * functions know the key columns only from a partition's definition.
+ *
+ * ss_open_parent: partitioned table relid, locked with lockmode (writer
+ * as for ss_sql_lock_relid), the caller's privilege mode checked on it
+ * and, with keyed_fname, its row-level security as ss_open_targets does
+ * for a key.  Close it with relation_close(rel, lockmode).
+ *
+ * ss_first_leaf: the first leaf partition below parent in bound order
+ * that is not a foreign table, opened (AccessShareLock) as
+ * ss_open_targets opens partitions, or NULL when the tree has none.
+ */
+extern Relation ss_open_parent(Oid relid, LOCKMODE lockmode,
+							   const char *writer, AclMode mode,
+							   const char *keyed_fname);
+extern Relation ss_first_leaf(Relation parent, const struct SSStructure *s);
+
+/*
+ * A key of several columns, named as in the parent (partitions share the
+ * names, not always the attribute numbers): each value of its column's
+ * type, or NULL, compared by the type's default equality with
+ * collations[i].
+ */
+typedef struct SSRouteKey
+{
+	int			ncols;
+	const char *const *names;
+	const Datum *values;
+	const bool *isnull;
+	const Oid  *collations;
+} SSRouteKey;
+
+/*
+ * The leaves of partitioned table parent (opened, AccessShareLock) that
+ * may hold the key: routed as ss_open_targets routes a key while every
+ * column of a level's partition key is one of the key's columns, with
+ * the key's equality (its type's default operator family, a compatible
+ * collation), then every leaf below the last level routed.
+ */
+extern List *ss_route_columns(Relation parent, const struct SSStructure *s,
+							  const SSRouteKey *kc);
+
+/*
+ * Every leaf partition below parent, locked with lockmode and opened as
+ * ss_open_targets opens them, each checked usable by writer
+ * (ss_sql_check_access).  Close with relation_close(rel, lockmode).
+ */
+extern List *ss_open_all_leaves(Relation parent, LOCKMODE lockmode,
+								const char *writer,
+								const struct SSStructure *s);
 
 #endif							/* SS_PARENT_H */
