@@ -571,7 +571,7 @@ first_leaf_below(Relation level, Relation parent, const SSStructure *s)
 			continue;
 		LockRelationOid(child, AccessShareLock);
 		if (leaf)
-			return open_leaf(child, parent, s);
+			return open_leaf(child, parent, s, false);
 		sub = relation_open(child, NoLock);
 		found = first_leaf_below(sub, parent, s);
 		relation_close(sub, NoLock);
@@ -742,13 +742,13 @@ ss_route_columns(Relation parent, const SSStructure *s, const SSRouteKey *kc)
 			return NIL;			/* no partition accepts the key */
 		LockRelationOid(child, AccessShareLock);
 		if (leaf)
-			return list_make1(open_leaf(child, parent, s));
+			return list_make1(open_leaf(child, parent, s, false));
 		level = relation_open(child, NoLock);
 	}
 	relid = RelationGetRelid(level);
 	if (level != parent)
 		relation_close(level, NoLock);
-	return open_leaves(relid, parent, s);
+	return open_leaves(relid, parent, s, false);
 }
 
 List *
@@ -765,7 +765,7 @@ ss_open_all_leaves(Relation parent, LOCKMODE lockmode, const char *writer,
 
 		if (!is_leaf_kind(get_rel_relkind(child)))
 			continue;
-		rel = open_leaf(child, parent, s);
+		rel = open_leaf(child, parent, s, false);
 		ss_sql_check_access(rel, writer);
 		rels = lappend(rels, rel);
 	}

@@ -23,6 +23,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/parallel.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
@@ -285,6 +286,13 @@ ss_remote_call(Relation rel, FunctionCallInfo fcinfo,
 	PGresult   *volatile res = NULL;
 	char	   *sql;
 
+	/* a worker's remote transaction would not be the leader's */
+	if (IsParallelWorker())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot reach partition \"%s\" on another server from a parallel worker",
+						RelationGetRelationName(rel)),
+				 errhint("Set max_parallel_workers_per_gather to 0 for this query.")));
 	ss_remote_check(rel);
 	user = GetUserMapping(GetUserId(), ft->serverid);
 	sql = remote_call_sql(rel, fcinfo, args, from);
