@@ -537,6 +537,8 @@ lookup_parent(FunctionCallInfo fcinfo, Oid relid)
 
 	if (ref == NULL)
 	{
+		/* the group keys are a local partition's definition's */
+		ss_refuse_foreign_leaves(parent, &cbt_structure);
 		/* no partition: no group; the keys are not known to check */
 		(void) ss_sql_rows_result(fcinfo, parent, "cbt_lookup");
 		relation_close(parent, AccessShareLock);

@@ -81,6 +81,18 @@ is_leaf_kind(char relkind)
  * of postgres_fdw (a structure on another server, which the caller
  * reaches with ss_remote_call).
  */
+static void
+refuse_foreign(Oid relid, Relation parent, const SSStructure *s)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("partition \"%s\" of \"%s\" is a foreign table",
+					get_rel_name(relid), RelationGetRelationName(parent)),
+			 errdetail("This function of %s does not reach partitions on other servers.",
+					   s->name),
+			 errhint("Call the function on the server's table, or query the parent in SQL, which postgres_fdw sends to the server.")));
+}
+
 static Relation
 open_leaf(Oid relid, Relation parent, const SSStructure *s, bool remote)
 {
@@ -89,14 +101,7 @@ open_leaf(Oid relid, Relation parent, const SSStructure *s, bool remote)
 	if (rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE)
 	{
 		if (!remote)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("partition \"%s\" of \"%s\" is a foreign table",
-							RelationGetRelationName(rel),
-							RelationGetRelationName(parent)),
-					 errdetail("This function of %s does not reach partitions on other servers.",
-							   s->name),
-					 errhint("Call the function on the foreign server's table there.")));
+			refuse_foreign(relid, parent, s);
 		ss_remote_check(rel);
 		return rel;
 	}
@@ -770,4 +775,16 @@ ss_open_all_leaves(Relation parent, LOCKMODE lockmode, const char *writer,
 		rels = lappend(rels, rel);
 	}
 	return rels;
+}
+
+void
+ss_refuse_foreign_leaves(Relation parent, const SSStructure *s)
+{
+	ListCell   *lc;
+
+	foreach(lc, find_all_inheritors(RelationGetRelid(parent), NoLock, NULL))
+	{
+		if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_FOREIGN_TABLE)
+			refuse_foreign(lfirst_oid(lc), parent, s);
+	}
 }

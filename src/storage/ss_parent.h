@@ -126,4 +126,11 @@ extern List *ss_open_all_leaves(Relation parent, LOCKMODE lockmode,
 								const char *writer,
 								const struct SSStructure *s);
 
+/*
+ * 0A000 when a partition below parent (locked) is a foreign table: for a
+ * function of s that reads only local partitions and found none.
+ */
+extern void ss_refuse_foreign_leaves(Relation parent,
+									 const struct SSStructure *s);
+
 #endif							/* SS_PARENT_H */

@@ -10,9 +10,11 @@
 #     qf_count, lert_count, lert_reported) and the info functions answer
 #     exactly as the same parent with local partitions fed the same stream
 #     (count-min estimates never below the true count; lert counts exact);
-#  c. plain SQL with a key predicate on a lert parent is pruned to one
-#     foreign partition and ships the predicate; the shard answers that
-#     remote query with its lookup path;
+#  c. plain SQL with a key predicate on a lert or cbt parent is pruned to
+#     one foreign partition and ships the predicate; the shard answers
+#     that remote query with its lookup path; every group of the cbt
+#     parent equals the GROUP BY of the stream; cbt_lookup, which needs a
+#     local partition's definition, refuses foreign ones (0A000);
 #  d. the calls run as the caller's user mapping: a role with SELECT on
 #     the parent and no mapping gets postgres_fdw's error; a foreign table
 #     of another wrapper is refused 0A000;
@@ -47,6 +49,8 @@ for my $i (0, 1)
 		CREATE TABLE clicks_$i (url text) USING bcms;
 		CREATE TABLE seen_$i (url text) USING quotient_filter;
 		SELECT lert_create('hh_$i', 'text', threshold => 10);
+		SELECT cbt_create('views_$i', group_by => 'url text',
+			aggregates => 'count(*) AS hits, sum(length(url)) AS chars');
 	});
 	my ($host, $port) = ($shards[$i]->host, $shards[$i]->port);
 	$coord->safe_psql(
@@ -79,6 +83,13 @@ $coord->safe_psql(
 	CREATE FOREIGN TABLE hh_1 PARTITION OF hh
 		FOR VALUES WITH (MODULUS 2, REMAINDER 1) SERVER shard1;
 
+	CREATE TABLE views (url text, hits bigint, chars bigint)
+		PARTITION BY HASH (url);
+	CREATE FOREIGN TABLE views_0 PARTITION OF views
+		FOR VALUES WITH (MODULUS 2, REMAINDER 0) SERVER shard0;
+	CREATE FOREIGN TABLE views_1 PARTITION OF views
+		FOR VALUES WITH (MODULUS 2, REMAINDER 1) SERVER shard1;
+
 	CREATE TABLE l_clicks (url text) PARTITION BY HASH (url);
 	CREATE TABLE l_clicks_0 PARTITION OF l_clicks
 		FOR VALUES WITH (MODULUS 2, REMAINDER 0) USING bcms;
@@ -108,6 +119,7 @@ $coord->safe_psql(
 	INSERT INTO clicks SELECT url FROM stream;
 	INSERT INTO seen SELECT url FROM stream;
 	INSERT INTO hh SELECT url FROM stream;
+	INSERT INTO views (url) SELECT url FROM stream;
 	INSERT INTO l_clicks SELECT url FROM stream;
 	INSERT INTO l_seen SELECT url FROM stream;
 	INSERT INTO l_hh SELECT url FROM stream;
@@ -175,6 +187,30 @@ is( $coord->safe_psql('postgres', "SELECT count(*) FROM hh WHERE key = '/b17'"),
 	$coord->safe_psql('postgres', "SELECT count(*) FROM l_hh WHERE key = '/b17'"),
 	'the shipped query returns what the local parent returns');
 
+# ... and on the cbt parent: each group, shipped to its shard, is the
+# group a GROUP BY of the stream gives
+is( $coord->safe_psql(
+		'postgres', q{
+	SELECT count(*) FROM (SELECT url, count(*) AS hits, sum(length(url)) AS chars
+						  FROM stream GROUP BY url) g
+	WHERE (SELECT row(v.hits, v.chars) FROM views v WHERE v.url = g.url)
+		  IS DISTINCT FROM row(g.hits, g.chars)}),
+	'0',
+	'every group of a cbt parent asked in SQL equals the GROUP BY of the stream');
+$plan = $coord->safe_psql('postgres',
+	"EXPLAIN (VERBOSE, COSTS OFF) SELECT * FROM views WHERE url = '/c5'");
+($remote_sql) = $plan =~ /Remote SQL: (.*)$/m;
+($shard_of_key) = $plan =~ /Foreign Scan on public\.views_(\d)/;
+like(
+	$shards[$shard_of_key]
+	  ->safe_psql('postgres', "EXPLAIN (COSTS OFF) $remote_sql"),
+	qr/Custom Scan \(cbt lookup\)/,
+	'the shard answers a group shipped to it with its cbt lookup');
+my ($err) = ss_run_sql($coord,
+	"SELECT * FROM cbt_lookup(NULL::views, '/c5'::text)");
+like($err, qr/^0A000: partition "views_\d" of "views" is a foreign table/,
+	'cbt_lookup refuses partitions on other servers (plain SQL reaches them)');
+
 # d. the user mapping and the wrapper
 $coord->safe_psql(
 	'postgres', q{
@@ -186,7 +222,7 @@ $coord->safe_psql(
 	CREATE FOREIGN TABLE mixed_other PARTITION OF mixed DEFAULT
 		SERVER other_server;
 });
-my ($err) = ss_run_sql($coord,
+($err) = ss_run_sql($coord,
 	"SET ROLE fdw_reader; SELECT bcms_estimate('clicks', '/a1'::text)");
 like($err, qr/^42704: user mapping not found for "fdw_reader"/,
 	'a role without a user mapping for the shard gets postgres_fdw\'s error');
