@@ -13,8 +13,11 @@ DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 
 # Structures include the storage layer's headers and their own folder's;
 # no folder includes another structure's.
-PG_CPPFLAGS = -I$(srcdir)/src/storage
+PG_CPPFLAGS = -I$(srcdir)/src/storage -I$(libpq_srcdir)
 SHLIB_LINK = -lmurmurhash -llz4
+# libpq reads the answers of partitions on other servers, asked through
+# postgres_fdw's connections (src/storage/ss_remote.c), as postgres_fdw does
+SHLIB_LINK_INTERNAL = $(libpq)
 
 REGRESS = $(sort $(filter-out $(EXTENSION)--%,$(basename $(notdir $(wildcard sql/*.sql)))))
 REGRESS_OPTS = --load-extension=$(EXTENSION)

@@ -21,6 +21,7 @@ SS_PACKAGES=(
 	"postgresql-server-dev-${PG_MAJOR}"
 	libmurmurhash-dev
 	liblz4-dev
+	libpq-dev
 	libipc-run-perl
 	python3
 )

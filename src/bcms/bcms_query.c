@@ -23,6 +23,7 @@
 #include "ss_parent.h"
 #include "ss_pending.h"
 #include "ss_queryutil.h"
+#include "ss_remote.h"
 #include "ss_sqlfunc.h"
 #include "storage/bufmgr.h"
 #include "streamsketch.h"
@@ -392,16 +393,25 @@ Datum
 bcms_estimate(PG_FUNCTION_ARGS)
 {
 	Datum		key;
-	List	   *rels = ss_open_targets(fcinfo, 1, &bcms_structure,
-									   "bcms_estimate()", &key);
+	List	   *rels = ss_open_targets_remote(fcinfo, 1, &bcms_structure,
+											  "bcms_estimate()", &key);
 	ListCell   *lc;
 	int64		est = 0;
 
 	foreach(lc, rels)
 	{
 		Relation	rel = (Relation) lfirst(lc);
-		BcmsState  *st = bcms_get_state(rel);
+		BcmsState  *st;
+		bool		isnull;
 
+		if (ss_is_remote(rel))
+		{
+			est = cms_saturating_add(est,
+									 DatumGetInt64(ss_remote_scalar(rel, fcinfo,
+																	&isnull)));
+			continue;
+		}
+		st = bcms_get_state(rel);
 		est = cms_saturating_add(est,
 								 bcms_estimate_hash(rel, st,
 													ss_hash_datum(key, st->keylen,

@@ -26,6 +26,7 @@
 #include "ss_pending.h"
 #include "ss_parent.h"
 #include "ss_queryutil.h"
+#include "ss_remote.h"
 #include "ss_sqlfunc.h"
 #include "storage/bufmgr.h"
 #include "streamsketch.h"
@@ -216,16 +217,25 @@ Datum
 bloom_contains(PG_FUNCTION_ARGS)
 {
 	Datum		key;
-	List	   *rels = ss_open_targets(fcinfo, 1, &bloom_structure,
-									   "bloom_contains()", &key);
+	List	   *rels = ss_open_targets_remote(fcinfo, 1, &bloom_structure,
+											  "bloom_contains()", &key);
 	ListCell   *lc;
 	bool		found = false;
 
 	foreach(lc, rels)
 	{
 		Relation	rel = (Relation) lfirst(lc);
-		BloomState *st = bloom_get_state(rel);
+		BloomState *st;
+		bool		isnull;
 
+		if (ss_is_remote(rel))
+		{
+			found = DatumGetBool(ss_remote_scalar(rel, fcinfo, &isnull));
+			if (found)
+				break;
+			continue;
+		}
+		st = bloom_get_state(rel);
 		found = bloom_contains_hash(rel, st,
 									ss_hash_datum(key, st->keylen, st->keybyval,
 												  st->p.seed));

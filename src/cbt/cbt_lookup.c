@@ -17,12 +17,19 @@
  * wait for its rounds beyond), and a lookup consolidates it first only
  * when that is cheap or the log is over its limit.
  *
+ * On a partitioned parent of cbts (docs/cbt.md, "Partitioned cbts") the
+ * group is read from the one partition routing finds, or from every
+ * partition that may hold it: each one's group as a PAO, the PAOs
+ * combined and finalized once, as a round combines a group's PAOs.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/tupconvert.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "cbt.h"
 #include "cbt_am.h"
@@ -33,6 +40,7 @@
 #include "parser/parse_coerce.h"
 #include "ss_aggutil.h"
 #include "ss_changelog.h"
+#include "ss_parent.h"
 #include "ss_pending.h"
 #include "ss_queryutil.h"
 #include "ss_sqlfunc.h"
@@ -215,26 +223,24 @@ key_arguments(FunctionCallInfo fcinfo, Datum **values, bool **isnull,
 }
 
 /*
- * The group whose keys (of the key columns' types) are keys/keynulls,
- * finalized into a tuple of desc (the table's row type), or NULL when
- * there is none.  Shared by cbt_lookup and the planner's lookup scan
- * (cbt_path.c); allocates in the current memory context.
+ * Fold what rel holds of the hash of the key keys/keynulls (of the key
+ * columns' types) into groups, initialized here with rel's run; the index
+ * of the group whose keys equal the key, or -1.  Returns as rel's owner
+ * (cbt_as_owner, save), which the aggregates' functions run as: the caller
+ * serializes or finalizes the group, frees groups, then returns to itself
+ * with cbt_as_caller(save).
  */
-HeapTuple
-cbt_lookup_tuple(Relation rel, TupleDesc desc, const Datum *keys,
-				 const bool *keynulls)
+static int
+lookup_group(Relation rel, const Datum *keys, const bool *keynulls,
+			 CbtGroups *groups, CbtOwnerSave *save)
 {
 	CbtRuntime *rt = cbt_runtime(rel);
 	const CbtDef *def = rt->def;
 	CbtState   *st = cbt_get_state(rel);
 	TupleTableSlot *key;
 	Lookup		lk;
-	CbtGroups	groups;
-	CbtOwnerSave save;
-	Datum	   *values;
-	bool	   *isnull;
 	ListCell   *lc;
-	HeapTuple	tuple = NULL;
+	int			found = -1;
 
 	/* the key, in the input slot's key columns, and its hash */
 	key = rt->input_slot;
@@ -254,13 +260,13 @@ cbt_lookup_tuple(Relation rel, TupleDesc desc, const Datum *keys,
 	memset(&lk, 0, sizeof(lk));
 	lk.rel = rel;
 	lk.meta = palloc(sizeof(CbtMeta));
-	lk.groups = &groups;
+	lk.groups = groups;
 
 	/* hashed as INSERT hashes it: as the caller */
 	lk.hash = cbt_agg_key_hash(rt->run, key, st->params.seed);
 	if (st->params.hash_bits < 64)
 		lk.hash &= (UINT64CONST(1) << st->params.hash_bits) - 1;
-	cbt_groups_init(&groups, rel, rt->run, def->nkeys);
+	cbt_groups_init(groups, rel, rt->run, def->nkeys);
 	if (lookup_snapshot(&lk))
 	{
 		SSPendingIter it;
@@ -268,13 +274,13 @@ cbt_lookup_tuple(Relation rel, TupleDesc desc, const Datum *keys,
 		char	   *payload;
 
 		/* the aggregates' functions (and the keys' equality) as the owner */
-		cbt_as_owner(rel, &save);
+		cbt_as_owner(rel, save);
 		lookup_path(&lk);
 		foreach(lc, lk.rows)
 		{
 			bytea	   *row = (bytea *) lfirst(lc);
 
-			(void) cbt_groups_add_record(&groups, lk.hash, VARDATA(row)[0],
+			(void) cbt_groups_add_record(groups, lk.hash, VARDATA(row)[0],
 										 VARDATA(row) + 1,
 										 VARSIZE(row) - VARHDRSZ - 1);
 		}
@@ -286,7 +292,7 @@ cbt_lookup_tuple(Relation rel, TupleDesc desc, const Datum *keys,
 
 			memcpy(&h, payload, sizeof(h));
 			if (h == lk.hash)
-				(void) cbt_groups_add_record(&groups, h,
+				(void) cbt_groups_add_record(groups, h,
 											 hdr.type == SS_PENDING_MERGE,
 											 payload + sizeof(uint64),
 											 hdr.len - sizeof(uint64));
@@ -294,43 +300,292 @@ cbt_lookup_tuple(Relation rel, TupleDesc desc, const Datum *keys,
 		ss_pending_iter_end(&it);
 	}
 	else
-		cbt_as_owner(rel, &save);
+		cbt_as_owner(rel, save);
 
-	values = palloc(sizeof(Datum) * desc->natts);
-	isnull = palloc(sizeof(bool) * desc->natts);
-	for (int gi = 0; gi < groups.n; gi++)
+	for (int gi = 0; gi < groups->n && found < 0; gi++)
+		if (cbt_agg_keys_equal(rt->run, groups->keys[gi], key))
+			found = gi;
+	ExecClearTuple(key);
+	return found;
+}
+
+/* Group gi of groups finalized into a tuple of desc (rel's row type). */
+static HeapTuple
+group_tuple(CbtRuntime *rt, CbtGroups *groups, int gi, TupleDesc desc)
+{
+	const CbtDef *def = rt->def;
+	Datum	   *values = palloc(sizeof(Datum) * desc->natts);
+	bool	   *isnull = palloc(sizeof(bool) * desc->natts);
+	Datum	   *results = palloc(sizeof(Datum) * def->naggs);
+	bool	   *rnull = palloc(sizeof(bool) * def->naggs);
+
+	for (int i = 0; i < desc->natts; i++)
 	{
-		Datum	   *results;
-		bool	   *rnull;
-
-		if (!cbt_agg_keys_equal(rt->run, groups.keys[gi], key))
-			continue;
-		results = palloc(sizeof(Datum) * def->naggs);
-		rnull = palloc(sizeof(bool) * def->naggs);
-		for (int i = 0; i < desc->natts; i++)
-		{
-			values[i] = (Datum) 0;
-			isnull[i] = true;
-		}
-		slot_getsomeattrs(groups.keys[gi], def->nkeys);
-		for (int k = 0; k < def->nkeys; k++)
-		{
-			values[rt->input_src[k]] = groups.keys[gi]->tts_values[k];
-			isnull[rt->input_src[k]] = groups.keys[gi]->tts_isnull[k];
-		}
-		cbt_agg_finalize(rt->run, &groups.states[gi], results, rnull);
-		for (int a = 0; a < def->naggs; a++)
-		{
-			values[rt->result_attno[a]] = results[a];
-			isnull[rt->result_attno[a]] = rnull[a];
-		}
-		tuple = heap_form_tuple(desc, values, isnull);
-		break;
+		values[i] = (Datum) 0;
+		isnull[i] = true;
 	}
+	slot_getsomeattrs(groups->keys[gi], def->nkeys);
+	for (int k = 0; k < def->nkeys; k++)
+	{
+		values[rt->input_src[k]] = groups->keys[gi]->tts_values[k];
+		isnull[rt->input_src[k]] = groups->keys[gi]->tts_isnull[k];
+	}
+	cbt_agg_finalize(rt->run, &groups->states[gi], results, rnull);
+	for (int a = 0; a < def->naggs; a++)
+	{
+		values[rt->result_attno[a]] = results[a];
+		isnull[rt->result_attno[a]] = rnull[a];
+	}
+	return heap_form_tuple(desc, values, isnull);
+}
+
+/*
+ * The group whose keys (of the key columns' types) are keys/keynulls,
+ * finalized into a tuple of desc (the table's row type), or NULL when
+ * there is none.  Shared by cbt_lookup and the planner's lookup scan
+ * (cbt_path.c); allocates in the current memory context.
+ */
+HeapTuple
+cbt_lookup_tuple(Relation rel, TupleDesc desc, const Datum *keys,
+				 const bool *keynulls)
+{
+	CbtGroups	groups;
+	CbtOwnerSave save;
+	int			gi = lookup_group(rel, keys, keynulls, &groups, &save);
+	HeapTuple	tuple = NULL;
+
+	if (gi >= 0)
+		tuple = group_tuple(cbt_runtime(rel), &groups, gi, desc);
 	cbt_groups_free(&groups);
 	cbt_as_caller(&save);
-	ExecClearTuple(key);
 	return tuple;
+}
+
+/*
+ * The group of the key combined from every partition in rels (cbts of
+ * ref's definition): each partition's partial aggregate, as a PAO, folded
+ * by the combine functions into one group of ref's run and finalized
+ * once, as one cbt fed every partition's rows would give it.  A tuple of
+ * ref's row type, or NULL when no partition has the group.
+ */
+static HeapTuple
+lookup_combined(Relation ref, List *rels, const Datum *keys,
+				const bool *keynulls)
+{
+	CbtRuntime *rt;
+	CbtGroups	groups;
+	CbtOwnerSave save;
+	StringInfoData pao;
+	List	   *paos = NIL;
+	ListCell   *lc;
+	HeapTuple	tuple = NULL;
+
+	initStringInfo(&pao);
+	foreach(lc, rels)
+	{
+		Relation	rel = (Relation) lfirst(lc);
+		int			gi = lookup_group(rel, keys, keynulls, &groups, &save);
+
+		if (gi >= 0)
+		{
+			/* serialized as the partition's owner, its states in its run */
+			bytea	   *copy;
+
+			cbt_groups_pao(&groups, gi, &pao);
+			copy = palloc(VARHDRSZ + pao.len);
+			SET_VARSIZE(copy, VARHDRSZ + pao.len);
+			memcpy(VARDATA(copy), pao.data, pao.len);
+			paos = lappend(paos, copy);
+		}
+		cbt_groups_free(&groups);
+		cbt_as_caller(&save);
+	}
+	if (paos == NIL)
+		return NULL;
+
+	rt = cbt_runtime(ref);
+	cbt_as_owner(ref, &save);
+	cbt_groups_init(&groups, ref, rt->run, rt->def->nkeys);
+	foreach(lc, paos)
+		cbt_groups_add_pao(&groups, VARDATA((bytea *) lfirst(lc)),
+						   VARSIZE((bytea *) lfirst(lc)) - VARHDRSZ);
+	if (groups.n != 1)
+		elog(ERROR, "partial aggregates of one group have different keys");
+	tuple = group_tuple(rt, &groups, 0, RelationGetDescr(ref));
+	cbt_groups_free(&groups);
+	cbt_as_caller(&save);
+	return tuple;
+}
+
+/*
+ * cbt_lookup's key arguments as values of the key columns' types of cbt
+ * rel, one per group key (keynulls: NULL keys); named is the table the
+ * call names (rel, or its partitioned parent) for the messages.
+ */
+static Datum *
+lookup_keys(FunctionCallInfo fcinfo, Relation named, Relation rel,
+			bool **keynulls)
+{
+	CbtRuntime *rt = cbt_runtime(rel);
+	const CbtDef *def = rt->def;
+	Datum	   *keys;
+	Datum	   *args;
+	Oid			elemtype;
+	int			nargs;
+
+	nargs = key_arguments(fcinfo, &args, keynulls, &elemtype);
+	if (nargs != def->nkeys)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg_plural("cbt \"%s\" has %d group key, cbt_lookup got %d",
+							   "cbt \"%s\" has %d group keys, cbt_lookup got %d",
+							   def->nkeys,
+							   RelationGetRelationName(named), def->nkeys, nargs)));
+
+	keys = palloc0(sizeof(Datum) * Max(nargs, 1));
+	for (int k = 0; k < def->nkeys; k++)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel),
+											  rt->input_src[k]);
+
+		if (!(*keynulls)[k])
+			keys[k] =
+				ss_coerce_argument(args[k],
+								   OidIsValid(elemtype) ? elemtype :
+								   get_fn_expr_argtype(fcinfo->flinfo, k + 1),
+								   att->atttypid, att->atttypmod,
+								   "key", k + 1, NameStr(att->attname),
+								   "cbt_lookup");
+	}
+	return keys;
+}
+
+/*
+ * Refuse (42P17) partition rel of parent unless its definition is ref's:
+ * its groups are then ref's, their partial aggregates combine with ref's
+ * functions, and its columns are ref's and the parent's.  The stored
+ * definitions are compared first (equal unless the definitions were
+ * written differently), then the definitions as SQL, as cbt_info shows
+ * them: the same text names the same keys, inputs and aggregates, by the
+ * column names every partition shares with the parent.
+ */
+static void
+check_partition(Relation parent, Relation ref, Relation rel)
+{
+	CbtRuntime *a = cbt_runtime(ref);
+	CbtRuntime *b = cbt_runtime(rel);
+	TupleDesc	adesc = RelationGetDescr(ref);
+	TupleDesc	bdesc = RelationGetDescr(rel);
+	char	   *atext;
+	char	   *btext;
+	bool		same;
+
+	if (rel == ref)
+		return;
+	same = memcmp(a->definition, b->definition, CBT_DEF_MAX) == 0 &&
+		a->def->nkeys == b->def->nkeys && a->def->naggs == b->def->naggs;
+	for (int k = 0; same && k < a->def->nkeys; k++)
+		same = strcmp(NameStr(TupleDescAttr(adesc, a->input_src[k])->attname),
+					  NameStr(TupleDescAttr(bdesc, b->input_src[k])->attname)) == 0;
+	for (int i = 0; same && i < a->def->naggs; i++)
+		same = strcmp(NameStr(TupleDescAttr(adesc, a->result_attno[i])->attname),
+					  NameStr(TupleDescAttr(bdesc, b->result_attno[i])->attname)) == 0;
+	if (same)
+		return;
+	atext = cbt_definition_text(ref);
+	btext = cbt_definition_text(rel);
+	if (atext != NULL && btext != NULL && strcmp(atext, btext) == 0)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+			 errmsg("partitions \"%s\" and \"%s\" of \"%s\" have different cbt definitions",
+					RelationGetRelationName(ref), RelationGetRelationName(rel),
+					RelationGetRelationName(parent)),
+			 errdetail("cbt_lookup on a partitioned table takes the group keys and aggregates of its first partition and combines the partitions' partial aggregates: every partition needs the same definition.  cbt_info on a partition shows its definition."),
+			 errhint("Create every partition of \"%s\" with the same cbt_create definition.",
+					 RelationGetRelationName(parent))));
+}
+
+/*
+ * cbt_lookup on partitioned table relid: the key's group as one cbt fed
+ * every row inserted through the parent would give it, in the parent's
+ * row type.  The group keys are those of the first partition (every
+ * partition read must have its definition: check_partition); the key is
+ * routed to the one partition that can hold the group while the levels
+ * are partitioned by group keys (ss_route_columns), else the partial
+ * aggregates of every partition below are combined (lookup_combined).
+ * SELECT and row-level security are the parent's, as for a query
+ * through it.
+ */
+static void
+lookup_parent(FunctionCallInfo fcinfo, Oid relid)
+{
+	Relation	parent = ss_open_parent(relid, AccessShareLock, NULL,
+										ACL_SELECT, "cbt_lookup()");
+	Relation	ref = ss_first_leaf(parent, &cbt_structure);
+	TupleDesc	desc;
+	CbtRuntime *rt;
+	SSRouteKey kc;
+	const char **names;
+	Oid		   *collations;
+	Datum	   *keys;
+	bool	   *keynulls;
+	List	   *rels;
+	ListCell   *lc;
+	HeapTuple	tuple = NULL;
+	Relation	from = ref;
+
+	if (ref == NULL)
+	{
+		/* the group keys are a local partition's definition's */
+		ss_refuse_foreign_leaves(parent, &cbt_structure);
+		/* no partition: no group; the keys are not known to check */
+		(void) ss_sql_rows_result(fcinfo, parent, "cbt_lookup");
+		relation_close(parent, AccessShareLock);
+		return;
+	}
+	rt = cbt_runtime(ref);
+	keys = lookup_keys(fcinfo, parent, ref, &keynulls);
+	desc = ss_sql_rows_result(fcinfo, parent, "cbt_lookup");
+
+	names = palloc(sizeof(char *) * rt->def->nkeys);
+	collations = palloc(sizeof(Oid) * rt->def->nkeys);
+	for (int k = 0; k < rt->def->nkeys; k++)
+	{
+		names[k] = NameStr(TupleDescAttr(RelationGetDescr(ref),
+										 rt->input_src[k])->attname);
+		collations[k] = rt->def->keys[k].collation;
+	}
+	kc.ncols = rt->def->nkeys;
+	kc.names = names;
+	kc.values = keys;
+	kc.isnull = keynulls;
+	kc.collations = collations;
+	rels = ss_route_columns(parent, &cbt_structure, &kc);
+	foreach(lc, rels)
+		check_partition(parent, ref, (Relation) lfirst(lc));
+
+	if (list_length(rels) == 1)
+	{
+		from = (Relation) linitial(rels);
+		tuple = cbt_lookup_tuple(from, RelationGetDescr(from), keys, keynulls);
+	}
+	else if (rels != NIL)
+		tuple = lookup_combined(ref, rels, keys, keynulls);
+	if (tuple != NULL)
+	{
+		/* the partition's columns are the parent's, maybe in another order */
+		TupleConversionMap *map = convert_tuples_by_name(RelationGetDescr(from),
+														 desc);
+
+		if (map != NULL)
+			tuple = execute_attr_map_tuple(tuple, map);
+		tuplestore_puttuple(((ReturnSetInfo *) fcinfo->resultinfo)->setResult,
+							tuple);
+	}
+	ss_close_targets(rels);
+	relation_close(ref, AccessShareLock);
+	relation_close(parent, AccessShareLock);
 }
 
 /*
@@ -346,44 +601,21 @@ Datum
 cbt_lookup(PG_FUNCTION_ARGS)
 {
 	Oid			relid = ss_sql_rowtype_relid(fcinfo, "cbt_lookup", "cbt");
-	Relation	rel = ss_sql_open_keyed(relid, "cbt_lookup()", &cbt_structure);
-	CbtRuntime *rt = cbt_runtime(rel);
-	const CbtDef *def = rt->def;
+	Relation	rel;
 	TupleDesc	desc;
 	Datum	   *keys;
-	Datum	   *args;
-	bool	   *argnull;
-	Oid			elemtype;
-	int			nargs;
+	bool	   *keynulls;
 	HeapTuple	tuple;
 
-	nargs = key_arguments(fcinfo, &args, &argnull, &elemtype);
-	if (nargs != def->nkeys)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg_plural("cbt \"%s\" has %d group key, cbt_lookup got %d",
-							   "cbt \"%s\" has %d group keys, cbt_lookup got %d",
-							   def->nkeys,
-							   RelationGetRelationName(rel), def->nkeys, nargs)));
-
-	desc = ss_sql_rows_result(fcinfo, rel, "cbt_lookup");
-
-	keys = palloc0(sizeof(Datum) * Max(nargs, 1));
-	for (int k = 0; k < def->nkeys; k++)
+	if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
 	{
-		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel),
-											  rt->input_src[k]);
-
-		if (!argnull[k])
-			keys[k] =
-				ss_coerce_argument(args[k],
-								   OidIsValid(elemtype) ? elemtype :
-								   get_fn_expr_argtype(fcinfo->flinfo, k + 1),
-								   att->atttypid, att->atttypmod,
-								   "key", k + 1, NameStr(att->attname),
-								   "cbt_lookup");
+		lookup_parent(fcinfo, relid);
+		return (Datum) 0;
 	}
-	tuple = cbt_lookup_tuple(rel, desc, keys, argnull);
+	rel = ss_sql_open_keyed(relid, "cbt_lookup()", &cbt_structure);
+	keys = lookup_keys(fcinfo, rel, rel, &keynulls);
+	desc = ss_sql_rows_result(fcinfo, rel, "cbt_lookup");
+	tuple = cbt_lookup_tuple(rel, desc, keys, keynulls);
 	if (tuple != NULL)
 		tuplestore_puttuple(((ReturnSetInfo *) fcinfo->resultinfo)->setResult,
 							tuple);

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * cbt_query.c
- *	  The SQL functions of the `cbt` access method: cbt_create, cbt_info.
+ *	  The SQL functions of the `cbt` access method: cbt_create, cbt_info,
+ *	  cbt_finalize.
  *
  *-------------------------------------------------------------------------
  */
@@ -9,12 +10,14 @@
 
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "catalog/pg_class.h"
 #include "cbt.h"
 #include "cbt_am.h"
 #include "cbt_round.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "ss_changelog.h"
+#include "ss_parent.h"
 #include "ss_queryutil.h"
 #include "ss_sqlfunc.h"
 #include "utils/acl.h"
@@ -92,19 +95,16 @@ cbt_create(PG_FUNCTION_ARGS)
 
 /* ---- cbt_info ---- */
 
-Datum
-cbt_info(PG_FUNCTION_ARGS)
+/* SSInfoFillFn: one cbt's row, the tree as consolidated */
+static void
+cbt_info_fill(Relation rel, Datum *values, bool *nulls)
 {
-	SSInfoRow	row;
-	Relation	rel = ss_sql_info_open(fcinfo, &cbt_structure, "cbt_info",
-									   &row, 19);
 	CbtMeta    *meta = palloc0(sizeof(CbtMeta));
 	CbtState   *st = cbt_get_state(rel);
-	Datum	   *values = row.values;
 	int64		free_pages = 0;
 	char	   *definition;
 
-	/* the tree as consolidated: what waits in the log is pending_records */
+	/* what waits in the log is pending_records */
 	if (!ss_read_structure_meta(rel, &cbt_structure, meta))
 	{
 		meta->params = st->params;
@@ -113,7 +113,7 @@ cbt_info(PG_FUNCTION_ARGS)
 
 	definition = cbt_definition_text(rel);
 	values[0] = definition ? CStringGetTextDatum(definition) : (Datum) 0;
-	row.nulls[0] = definition == NULL;
+	nulls[0] = definition == NULL;
 	values[1] = Int64GetDatum((int64) meta->params.root_buffer_kb * 1024);
 	values[2] = Int64GetDatum((int64) meta->params.node_buffer_kb * 1024);
 	values[3] = Int32GetDatum((int32) meta->params.fanout);
@@ -135,7 +135,19 @@ cbt_info(PG_FUNCTION_ARGS)
 	values[16] = Int64GetDatum(free_pages);
 	values[17] = Int32GetDatum((int32) (meta->nfree + meta->overflow_extents));
 	values[18] = Int64GetDatum((int64) meta->fragments_in_pieces);
-	return ss_sql_info_result(rel, &row);
+}
+
+/*
+ * cbt_info(regclass): one cbt's row, or a partitioned parent's merged
+ * from its partitions' (ss_sql_info): the definition and parameters
+ * where all partitions share them (else NULL), the height of the highest
+ * tree, sizes and counters summed.
+ */
+Datum
+cbt_info(PG_FUNCTION_ARGS)
+{
+	return ss_sql_info(fcinfo, &cbt_structure, "cbt_info",
+					   "=====>+++++++++++++", cbt_info_fill);
 }
 
 /* ---- cbt_finalize ---- */
@@ -169,16 +181,41 @@ finalize_tree(Relation rel, void *stats)
  * cbt_finalize(regclass) returns bigint: consolidate every committed row,
  * push every buffer down to the leaves, merge each leaf's fragments into
  * one; returns the groups.  Out of place, one install at the end:
- * interrupting it loses nothing.
+ * interrupting it loses nothing.  On a partitioned parent (INSERT on it,
+ * as for a partition alone): every partition finalized, one after the
+ * other, and their groups summed (a group split over partitions counts
+ * once in each).
  */
 Datum
 cbt_finalize(PG_FUNCTION_ARGS)
 {
-	Relation	rel = ss_sql_open_structure(PG_GETARG_OID(0), RowExclusiveLock,
-											"cbt_finalize()", ACL_INSERT,
-											&cbt_structure);
-	int64		groups;
+	Oid			relid = PG_GETARG_OID(0);
+	Relation	rel;
+	int64		groups = 0;
 
+	if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
+	{
+		List	   *rels;
+		ListCell   *lc;
+
+		rel = ss_open_parent(relid, RowExclusiveLock, "cbt_finalize()",
+							 ACL_INSERT, NULL);
+		rels = ss_open_all_leaves(rel, RowExclusiveLock, "cbt_finalize()",
+								  &cbt_structure);
+		foreach(lc, rels)
+			(void) cbt_runtime((Relation) lfirst(lc));
+		foreach(lc, rels)
+		{
+			Relation	leaf = (Relation) lfirst(lc);
+
+			groups += ss_log_flush(leaf, "cbt_finalize", finalize_tree);
+			relation_close(leaf, RowExclusiveLock);
+		}
+		relation_close(rel, RowExclusiveLock);
+		PG_RETURN_INT64(groups);
+	}
+	rel = ss_sql_open_structure(relid, RowExclusiveLock, "cbt_finalize()",
+								ACL_INSERT, &cbt_structure);
 	(void) cbt_runtime(rel);	/* no definition: refused before any work */
 	groups = ss_log_flush(rel, "cbt_finalize", finalize_tree);
 	relation_close(rel, RowExclusiveLock);

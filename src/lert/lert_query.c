@@ -38,6 +38,7 @@
 #include "ss_parent.h"
 #include "ss_pending.h"
 #include "ss_queryutil.h"
+#include "ss_remote.h"
 #include "ss_sqlfunc.h"
 #include "storage/bufmgr.h"
 #include "streamsketch.h"
@@ -413,7 +414,8 @@ lert_lookup_arg(FunctionCallInfo fcinfo, const char *fname, bool wait_round,
 				int64 *count, bool *reported)
 {
 	Datum		key;
-	List	   *rels = ss_open_targets(fcinfo, 1, &lert_structure, fname, &key);
+	List	   *rels = ss_open_targets_remote(fcinfo, 1, &lert_structure, fname,
+											  &key);
 	ListCell   *lc;
 
 	/* on a partitioned table: the partitions' counts add up, reports OR */
@@ -425,6 +427,17 @@ lert_lookup_arg(FunctionCallInfo fcinfo, const char *fname, bool wait_round,
 		int64		c;
 		bool		r;
 
+		if (ss_is_remote(rel))
+		{
+			/* the same function there: lert_reported or lert_count */
+			Datum		d = ss_remote_scalar(rel, fcinfo, &r);
+
+			if (wait_round)
+				*reported = *reported || DatumGetBool(d);
+			else
+				*count += DatumGetInt64(d);
+			continue;
+		}
 		if (wait_round)
 			lert_wait_round(rel);
 		lert_lookup(rel, lert_get_state(rel), key, &c, &r);

@@ -26,6 +26,7 @@
 #include "ss_progress.h"
 #include "ss_parent.h"
 #include "ss_queryutil.h"
+#include "ss_remote.h"
 #include "ss_sqlfunc.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
@@ -311,7 +312,8 @@ static uint64
 qfam_lookup_arg(FunctionCallInfo fcinfo, const char *fname, bool any_copy)
 {
 	Datum		key;
-	List	   *rels = ss_open_targets(fcinfo, 1, &qfam_structure, fname, &key);
+	List	   *rels = ss_open_targets_remote(fcinfo, 1, &qfam_structure, fname,
+											  &key);
 	ListCell   *lc;
 	uint64		count = 0;
 
@@ -319,9 +321,23 @@ qfam_lookup_arg(FunctionCallInfo fcinfo, const char *fname, bool any_copy)
 	foreach(lc, rels)
 	{
 		Relation	rel = (Relation) lfirst(lc);
-		QfamState  *st = qfam_get_state(rel);
-		SSHash		h = ss_hash_datum(key, st->keylen, st->keybyval, st->p.seed);
+		QfamState  *st;
+		SSHash		h;
+		bool		isnull;
 
+		if (ss_is_remote(rel))
+		{
+			/* the same function there: a membership or a count */
+			Datum		d = ss_remote_scalar(rel, fcinfo, &isnull);
+
+			count = add_saturating(count, any_copy ? DatumGetBool(d) :
+								   (uint64) DatumGetInt64(d));
+			if (any_copy && count > 0)
+				break;
+			continue;
+		}
+		st = qfam_get_state(rel);
+		h = ss_hash_datum(key, st->keylen, st->keybyval, st->p.seed);
 		if (any_copy && !ss_pending_has(RelationGetRelid(rel)))
 			count = add_saturating(count, qfam_committed_count(rel, h, true));
 		else

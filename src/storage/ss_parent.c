@@ -32,6 +32,7 @@
 
 #include "access/relation.h"
 #include "access/tupconvert.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/partition.h"
 #include "catalog/pg_inherits.h"
@@ -45,6 +46,7 @@
 #include "ss_changelog.h"
 #include "ss_parent.h"
 #include "ss_queryutil.h"
+#include "ss_remote.h"
 #include "ss_sqlfunc.h"
 #include "storage/lmgr.h"
 #include "streamsketch.h"
@@ -79,23 +81,34 @@ is_leaf_kind(char relkind)
 
 /*
  * Open leaf partition relid (locked) of parent for a function of s: a
- * structure of that kind, usable here.  A foreign table is a structure on
- * another server, which the functions do not reach yet.
+ * structure of that kind, usable here; or, with remote, a foreign table
+ * of postgres_fdw (a structure on another server, which the caller
+ * reaches with ss_remote_call).
  */
+static void
+refuse_foreign(Oid relid, Relation parent, const SSStructure *s)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("partition \"%s\" of \"%s\" is a foreign table",
+					get_rel_name(relid), RelationGetRelationName(parent)),
+			 errdetail("This function of %s does not reach partitions on other servers.",
+					   s->name),
+			 errhint("Call the function on the server's table, or query the parent in SQL, which postgres_fdw sends to the server.")));
+}
+
 static Relation
-open_leaf(Oid relid, Relation parent, const SSStructure *s)
+open_leaf(Oid relid, Relation parent, const SSStructure *s, bool remote)
 {
 	Relation	rel = relation_open(relid, NoLock);
 
 	if (rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("partition \"%s\" of \"%s\" is a foreign table",
-						RelationGetRelationName(rel),
-						RelationGetRelationName(parent)),
-				 errdetail("The %s functions do not reach partitions on other servers yet.",
-						   s->name),
-				 errhint("Call the function on the foreign server's table there.")));
+	{
+		if (!remote)
+			refuse_foreign(relid, parent, s);
+		ss_remote_check(rel);
+		return rel;
+	}
 	if (rel->rd_rel->relkind != RELKIND_RELATION || ss_structure_ops(rel) != s)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -110,7 +123,7 @@ open_leaf(Oid relid, Relation parent, const SSStructure *s)
 
 /* Every leaf partition below partitioned table relid, opened. */
 static List *
-open_leaves(Oid relid, Relation parent, const SSStructure *s)
+open_leaves(Oid relid, Relation parent, const SSStructure *s, bool remote)
 {
 	List	   *rels = NIL;
 	ListCell   *lc;
@@ -121,7 +134,7 @@ open_leaves(Oid relid, Relation parent, const SSStructure *s)
 		Oid			child = lfirst_oid(lc);
 
 		if (is_leaf_kind(get_rel_relkind(child)))
-			rels = lappend(rels, open_leaf(child, parent, s));
+			rels = lappend(rels, open_leaf(child, parent, s, remote));
 	}
 	return rels;
 }
@@ -193,7 +206,7 @@ partitioned_by_key(Relation rel, PartitionKey pkey)
  * every leaf below.
  */
 static List *
-route_key(Relation parent, const SSStructure *s, Datum key)
+route_key(Relation parent, const SSStructure *s, Datum key, bool remote)
 {
 	Relation	level = parent;
 
@@ -219,7 +232,7 @@ route_key(Relation parent, const SSStructure *s, Datum key)
 			return NIL;			/* no partition accepts the key */
 		LockRelationOid(child, AccessShareLock);
 		if (leaf)
-			return list_make1(open_leaf(child, parent, s));
+			return list_make1(open_leaf(child, parent, s, remote));
 		level = relation_open(child, NoLock);
 	}
 	if (level != parent)
@@ -227,14 +240,14 @@ route_key(Relation parent, const SSStructure *s, Datum key)
 		Oid			relid = RelationGetRelid(level);
 
 		relation_close(level, NoLock);
-		return open_leaves(relid, parent, s);
+		return open_leaves(relid, parent, s, remote);
 	}
-	return open_leaves(RelationGetRelid(parent), parent, s);
+	return open_leaves(RelationGetRelid(parent), parent, s, remote);
 }
 
-List *
-ss_open_targets(FunctionCallInfo fcinfo, int keyarg, const SSStructure *s,
-				const char *fname, Datum *key)
+static List *
+open_targets(FunctionCallInfo fcinfo, int keyarg, const SSStructure *s,
+			 const char *fname, Datum *key, bool remote)
 {
 	Oid			relid = PG_GETARG_OID(0);
 	Relation	rel;
@@ -272,10 +285,24 @@ ss_open_targets(FunctionCallInfo fcinfo, int keyarg, const SSStructure *s,
 	}
 	if (rels != NIL)
 		return rels;
-	rels = keyarg >= 0 ? route_key(rel, s, *key) :
-		open_leaves(relid, rel, s);
+	rels = keyarg >= 0 ? route_key(rel, s, *key, remote) :
+		open_leaves(relid, rel, s, remote);
 	relation_close(rel, AccessShareLock);
 	return rels;
+}
+
+List *
+ss_open_targets(FunctionCallInfo fcinfo, int keyarg, const SSStructure *s,
+				const char *fname, Datum *key)
+{
+	return open_targets(fcinfo, keyarg, s, fname, key, false);
+}
+
+List *
+ss_open_targets_remote(FunctionCallInfo fcinfo, int keyarg,
+					   const SSStructure *s, const char *fname, Datum *key)
+{
+	return open_targets(fcinfo, keyarg, s, fname, key, true);
 }
 
 void
@@ -390,13 +417,36 @@ ss_check_partition_trees(List *rels)
 
 /* ---- info functions ---- */
 
+/* A foreign partition's info row, as its server gives it. */
+typedef struct RemoteInfo
+{
+	Datum	   *values;
+	bool	   *nulls;
+} RemoteInfo;
+
 static void
-info_fill(Relation rel, int natts, SSInfoFillFn fill, Datum *values,
-		  bool *nulls)
+keep_info_row(void *arg, TupleDesc desc, Datum *values, bool *nulls)
+{
+	RemoteInfo *ri = arg;
+
+	memcpy(ri->values, values, sizeof(Datum) * desc->natts);
+	memcpy(ri->nulls, nulls, sizeof(bool) * desc->natts);
+}
+
+static void
+info_fill(FunctionCallInfo fcinfo, TupleDesc desc, Relation rel, int natts,
+		  SSInfoFillFn fill, Datum *values, bool *nulls)
 {
 	SSLogMeta	log;
 
 	memset(nulls, 0, sizeof(bool) * (natts + 2));
+	if (ss_is_remote(rel))
+	{
+		RemoteInfo	ri = {values, nulls};
+
+		ss_remote_call(rel, fcinfo, NULL, true, desc, keep_info_row, &ri);
+		return;
+	}
 	fill(rel, values, nulls);
 	ss_log_meta(rel, &log);
 	values[natts] = Int64GetDatum((int64) log.nrecords);
@@ -501,7 +551,7 @@ ss_sql_info(FunctionCallInfo fcinfo, const SSStructure *s, const char *fname,
 			const char *rules, SSInfoFillFn fill)
 {
 	SSInfoRow	row;
-	List	   *rels = ss_open_targets(fcinfo, -1, s, fname, NULL);
+	List	   *rels = ss_open_targets_remote(fcinfo, -1, s, fname, NULL);
 	int			natts = strlen(rules);
 	char	   *all_rules = psprintf("%s++", rules);
 	Datum	   *values = palloc(sizeof(Datum) * (natts + 2));
@@ -516,10 +566,11 @@ ss_sql_info(FunctionCallInfo fcinfo, const SSStructure *s, const char *fname,
 
 		if (foreach_current_index(lc) == 0)
 		{
-			info_fill(rel, natts, fill, row.values, row.nulls);
+			info_fill(fcinfo, row.tupdesc, rel, natts, fill, row.values,
+					  row.nulls);
 			continue;
 		}
-		info_fill(rel, natts, fill, values, nulls);
+		info_fill(fcinfo, row.tupdesc, rel, natts, fill, values, nulls);
 		for (int i = 0; i < natts + 2; i++)
 			info_merge(TupleDescAttr(row.tupdesc, i), all_rules[i], values[i],
 					   nulls[i], &row.values[i], &row.nulls[i]);
@@ -528,45 +579,260 @@ ss_sql_info(FunctionCallInfo fcinfo, const SSStructure *s, const char *fname,
 	return ss_info_row_datum(&row);
 }
 
-/* ---- set and writer functions: every leaf, or the one a key routes to ---- */
+/* ---- structures keyed by several columns (a cbt's group keys) ---- */
 
-/*
- * Partitioned table relid, locked with lockmode as a statement on it locks
- * it, the caller's privilege (mode) and, with rls_fname, row-level
- * security checked on it.  Open: close with NoLock.
- */
-static Relation
-open_parent(Oid relid, LOCKMODE lockmode, const char *writer, AclMode mode,
-			const char *rls_fname)
+Relation
+ss_open_parent(Oid relid, LOCKMODE lockmode, const char *writer,
+			   AclMode mode, const char *keyed_fname)
 {
-	Relation	parent = relation_open(ss_sql_lock_relid(relid, lockmode, writer),
-									   lockmode);
+	Relation	rel = relation_open(ss_sql_lock_relid(relid, lockmode, writer),
+									lockmode);
 
-	ss_sql_check_privilege(parent, mode);
-	if (rls_fname != NULL)
-		ss_sql_check_row_security(parent, rls_fname);
-	return parent;
-}
-
-/* Leaf relid of parent (locked): open_leaf, then a writer's checks. */
-static Relation
-open_leaf_for(Oid relid, Relation parent, const SSStructure *s,
-			  const char *writer)
-{
-	Relation	rel = open_leaf(relid, parent, s);
-
-	if (writer != NULL)
-		ss_sql_check_access(rel, writer);
+	ss_sql_check_privilege(rel, mode);
+	if (keyed_fname != NULL)
+		ss_sql_check_row_security(rel, keyed_fname);
 	return rel;
 }
+
+/* The first local leaf below level (parent or one of its sub-partitions). */
+static Relation
+first_leaf_below(Relation level, Relation parent, const SSStructure *s)
+{
+	PartitionDesc partdesc = RelationGetPartitionDesc(level, true);
+
+	for (int i = 0; i < partdesc->nparts; i++)
+	{
+		Oid			child = partdesc->oids[i];
+		bool		leaf = partdesc->is_leaf[i];
+		Relation	found;
+		Relation	sub;
+
+		/* a foreign table is read only when a key leads to it */
+		if (get_rel_relkind(child) == RELKIND_FOREIGN_TABLE)
+			continue;
+		LockRelationOid(child, AccessShareLock);
+		if (leaf)
+			return open_leaf(child, parent, s, false);
+		sub = relation_open(child, NoLock);
+		found = first_leaf_below(sub, parent, s);
+		relation_close(sub, NoLock);
+		if (found != NULL)
+			return found;
+	}
+	return NULL;
+}
+
+Relation
+ss_first_leaf(Relation parent, const SSStructure *s)
+{
+	return first_leaf_below(parent, parent, s);
+}
+
+/*
+ * Can column i of partition key pkey route a key compared with collation
+ * coll by the equality of its type's default operator class (as a cbt
+ * groups it)?  Only when the partitioning's equality is that one: the
+ * default operator family of the type for the strategy's access method,
+ * with the same collation or two deterministic ones (both equal only
+ * equal bytes).  Else keys the structure takes as equal may have gone to
+ * different partitions.
+ */
+static bool
+routes_as_grouped(PartitionKey pkey, int i, Oid typid, Oid coll)
+{
+	Oid			am = pkey->strategy == PARTITION_STRATEGY_HASH ?
+		HASH_AM_OID : BTREE_AM_OID;
+	Oid			opclass = GetDefaultOpClass(typid, am);
+	Oid			pcoll = pkey->partcollation[i];
+
+	if (!OidIsValid(opclass) ||
+		get_opclass_family(opclass) != pkey->partopfamily[i])
+		return false;
+	if (pcoll == coll)
+		return true;
+	return OidIsValid(pcoll) && OidIsValid(coll) &&
+		get_collation_isdeterministic(pcoll) &&
+		get_collation_isdeterministic(coll);
+}
+
+/*
+ * Is every column of level's partition key one of the key columns (by
+ * name: a sub-partition's attribute numbers may differ from the top's),
+ * routing as grouped?  map[i] is then the key column of partition column i.
+ */
+static bool
+partitioned_by_columns(Relation level, PartitionKey pkey,
+					   const SSRouteKey *kc, int *map)
+{
+	TupleDesc	desc = RelationGetDescr(level);
+
+	for (int i = 0; i < pkey->partnatts; i++)
+	{
+		Form_pg_attribute att;
+		int			j;
+
+		if (pkey->partattrs[i] == 0)
+			return false;		/* an expression */
+		att = TupleDescAttr(desc, pkey->partattrs[i] - 1);
+		for (j = 0; j < kc->ncols; j++)
+			if (strcmp(NameStr(att->attname), kc->names[j]) == 0)
+				break;
+		if (j == kc->ncols ||
+			!routes_as_grouped(pkey, i, att->atttypid, kc->collations[j]))
+			return false;
+		map[i] = j;
+	}
+	return true;
+}
+
+/*
+ * The index in partdesc of the partition that accepts values/isnull (one
+ * per partition column), or -1: get_partition_for_tuple's search for any
+ * number of columns and NULLs.
+ */
+static int
+partition_for_values(PartitionKey pkey, PartitionDesc partdesc,
+					 Datum *values, bool *isnull)
+{
+	PartitionBoundInfo bounds = partdesc->boundinfo;
+	int			part = -1;
+	bool		equal = false;
+	int			offset;
+
+	if (bounds == NULL)
+		return -1;				/* no partitions */
+	switch (pkey->strategy)
+	{
+		case PARTITION_STRATEGY_HASH:
+			{
+				uint64		hash = compute_partition_hash_value(pkey->partnatts,
+																pkey->partsupfunc,
+																pkey->partcollation,
+																values, isnull);
+
+				part = bounds->indexes[hash % get_hash_partition_greatest_modulus(bounds)];
+				break;
+			}
+		case PARTITION_STRATEGY_LIST:
+			/* one column */
+			if (isnull[0])
+			{
+				if (partition_bound_accepts_nulls(bounds))
+					part = bounds->null_index;
+				break;
+			}
+			offset = partition_list_bsearch(pkey->partsupfunc,
+											pkey->partcollation, bounds,
+											values[0], &equal);
+			if (offset >= 0 && equal)
+				part = bounds->indexes[offset];
+			break;
+		case PARTITION_STRATEGY_RANGE:
+			/* a NULL in any column: only the default partition */
+			for (int i = 0; i < pkey->partnatts; i++)
+				if (isnull[i])
+					return bounds->default_index;
+			offset = partition_range_datum_bsearch(pkey->partsupfunc,
+												   pkey->partcollation,
+												   bounds, pkey->partnatts,
+												   values, &equal);
+			part = bounds->indexes[offset + 1];
+			break;
+		default:
+			elog(ERROR, "unexpected partition strategy: %d",
+				 (int) pkey->strategy);
+	}
+	if (part < 0)
+		part = bounds->default_index;
+	return part;
+}
+
+List *
+ss_route_columns(Relation parent, const SSStructure *s, const SSRouteKey *kc)
+{
+	Relation	level = parent;
+	Datum		values[PARTITION_MAX_KEYS];
+	bool		isnull[PARTITION_MAX_KEYS];
+	int			map[PARTITION_MAX_KEYS];
+	Oid			relid;
+
+	for (;;)
+	{
+		PartitionKey pkey = RelationGetPartitionKey(level);
+		PartitionDesc partdesc;
+		int			part;
+		Oid			child;
+		bool		leaf;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!partitioned_by_columns(level, pkey, kc, map))
+			break;
+		for (int i = 0; i < pkey->partnatts; i++)
+		{
+			values[i] = kc->values[map[i]];
+			isnull[i] = kc->isnull[map[i]];
+		}
+		partdesc = RelationGetPartitionDesc(level, true);
+		part = partition_for_values(pkey, partdesc, values, isnull);
+		/* read before locking, which may rebuild level's relcache entry */
+		child = part >= 0 ? partdesc->oids[part] : InvalidOid;
+		leaf = part >= 0 && partdesc->is_leaf[part];
+		if (level != parent)
+			relation_close(level, NoLock);
+		if (part < 0)
+			return NIL;			/* no partition accepts the key */
+		LockRelationOid(child, AccessShareLock);
+		if (leaf)
+			return list_make1(open_leaf(child, parent, s, false));
+		level = relation_open(child, NoLock);
+	}
+	relid = RelationGetRelid(level);
+	if (level != parent)
+		relation_close(level, NoLock);
+	return open_leaves(relid, parent, s, false);
+}
+
+List *
+ss_open_all_leaves(Relation parent, LOCKMODE lockmode, const char *writer,
+				   const SSStructure *s)
+{
+	List	   *rels = NIL;
+	ListCell   *lc;
+
+	foreach(lc, find_all_inheritors(RelationGetRelid(parent), lockmode, NULL))
+	{
+		Oid			child = lfirst_oid(lc);
+		Relation	rel;
+
+		if (!is_leaf_kind(get_rel_relkind(child)))
+			continue;
+		rel = open_leaf(child, parent, s, false);
+		ss_sql_check_access(rel, writer);
+		rels = lappend(rels, rel);
+	}
+	return rels;
+}
+
+void
+ss_refuse_foreign_leaves(Relation parent, const SSStructure *s)
+{
+	ListCell   *lc;
+
+	foreach(lc, find_all_inheritors(RelationGetRelid(parent), NoLock, NULL))
+	{
+		if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_FOREIGN_TABLE)
+			refuse_foreign(lfirst_oid(lc), parent, s);
+	}
+}
+
+/* ---- set and writer functions: every leaf, or the one a key routes to ---- */
 
 List *
 ss_open_all_targets(Oid relid, const SSStructure *s, LOCKMODE lockmode,
 					const char *writer, AclMode mode, const char *rls_fname)
 {
 	Relation	parent;
-	List	   *rels = NIL;
-	ListCell   *lc;
+	List	   *rels;
 
 	if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
 	{
@@ -576,15 +842,9 @@ ss_open_all_targets(Oid relid, const SSStructure *s, LOCKMODE lockmode,
 			ss_sql_check_row_security(rel, rls_fname);
 		return list_make1(rel);
 	}
-	parent = open_parent(relid, lockmode, writer, mode, rls_fname);
+	parent = ss_open_parent(relid, lockmode, writer, mode, rls_fname);
 	/* the partitions are locked as a statement on the parent locks them */
-	foreach(lc, find_all_inheritors(relid, lockmode, NULL))
-	{
-		Oid			child = lfirst_oid(lc);
-
-		if (is_leaf_kind(get_rel_relkind(child)))
-			rels = lappend(rels, open_leaf_for(child, parent, s, writer));
-	}
+	rels = ss_open_all_leaves(parent, lockmode, writer, s);
 	relation_close(parent, NoLock);
 	return rels;
 }
@@ -613,14 +873,14 @@ ss_open_routed_target(FunctionCallInfo fcinfo, int keyarg,
 
 	if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
 		return ss_sql_open_structure(relid, lockmode, writer, mode, s);
-	parent = open_parent(relid, lockmode, writer, mode, NULL);
+	parent = ss_open_parent(relid, lockmode, writer, mode, NULL);
 	if (!OidIsValid(argtype))
 		elog(ERROR, "could not determine the type of the key");
 	att = key_column(RelationGetDescr(parent));
 	*key = ss_coerce_key(PG_GETARG_DATUM(keyarg), argtype,
 						 att ? att->atttypid : InvalidOid);
 	/* the leaves that may hold the key, as the readers find them */
-	rels = route_key(parent, s, *key);
+	rels = route_key(parent, s, *key, false);
 	if (list_length(rels) > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -14,10 +14,12 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "nodes/parsenodes.h"
 #include "nodes/pg_list.h"
 #include "storage/lockdefs.h"
 #include "utils/acl.h"
 #include "utils/tuplestore.h"
+#include "storage/lockdefs.h"
 #include "utils/relcache.h"
 
 struct SSStructure;
@@ -43,6 +45,16 @@ extern List *ss_open_targets(FunctionCallInfo fcinfo, int keyarg,
 extern void ss_close_targets(List *rels);
 
 /*
+ * ss_open_targets for a function that also reaches partitions on other
+ * servers: the leaves may be foreign tables of postgres_fdw as well
+ * (ss_is_remote; checked with ss_remote_check), which the caller asks
+ * with ss_remote_call or ss_remote_scalar instead of reading them.
+ */
+extern List *ss_open_targets_remote(FunctionCallInfo fcinfo, int keyarg,
+									const struct SSStructure *s,
+									const char *fname, Datum *key);
+
+/*
  * DDL: every partitioned tree one of the relations in rels belongs to (a
  * partition created or attached, a parent whose partitions were) must
  * have leaf partitions of one kind of structure, or none: 42P17
@@ -64,6 +76,65 @@ typedef void (*SSInfoFillFn) (Relation rel, Datum *values, bool *nulls);
 extern Datum ss_sql_info(FunctionCallInfo fcinfo, const struct SSStructure *s,
 						 const char *fname, const char *rules,
 						 SSInfoFillFn fill);
+
+/*
+ * Structures whose key is several columns (a cbt's group keys), whose
+ * functions know the key columns only from a partition's definition.
+ *
+ * ss_open_parent: partitioned table relid, locked with lockmode (writer
+ * as for ss_sql_lock_relid), the caller's privilege mode (or with
+ * SS_ACL_OWNER its ownership) checked on it and, with keyed_fname, its
+ * row-level security as ss_open_targets does for a key.  Close it with relation_close(rel, lockmode).
+ *
+ * ss_first_leaf: the first leaf partition below parent in bound order
+ * that is not a foreign table, opened (AccessShareLock) as
+ * ss_open_targets opens partitions, or NULL when the tree has none.
+ */
+extern Relation ss_open_parent(Oid relid, LOCKMODE lockmode,
+							   const char *writer, AclMode mode,
+							   const char *keyed_fname);
+extern Relation ss_first_leaf(Relation parent, const struct SSStructure *s);
+
+/*
+ * A key of several columns, named as in the parent (partitions share the
+ * names, not always the attribute numbers): each value of its column's
+ * type, or NULL, compared by the type's default equality with
+ * collations[i].
+ */
+typedef struct SSRouteKey
+{
+	int			ncols;
+	const char *const *names;
+	const Datum *values;
+	const bool *isnull;
+	const Oid  *collations;
+} SSRouteKey;
+
+/*
+ * The leaves of partitioned table parent (opened, AccessShareLock) that
+ * may hold the key: routed as ss_open_targets routes a key while every
+ * column of a level's partition key is one of the key's columns, with
+ * the key's equality (its type's default operator family, a compatible
+ * collation), then every leaf below the last level routed.
+ */
+extern List *ss_route_columns(Relation parent, const struct SSStructure *s,
+							  const SSRouteKey *kc);
+
+/*
+ * Every leaf partition below parent, locked with lockmode and opened as
+ * ss_open_targets opens them, each checked usable by writer
+ * (ss_sql_check_access).  Close with relation_close(rel, lockmode).
+ */
+extern List *ss_open_all_leaves(Relation parent, LOCKMODE lockmode,
+								const char *writer,
+								const struct SSStructure *s);
+
+/*
+ * 0A000 when a partition below parent (locked) is a foreign table: for a
+ * function of s that reads only local partitions and found none.
+ */
+extern void ss_refuse_foreign_leaves(Relation parent,
+									 const struct SSStructure *s);
 
 /*
  * Every structure a set function (rls_fname: its name, for row-level

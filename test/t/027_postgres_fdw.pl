@@ -1,0 +1,297 @@
+# Copyright (c) streamsketch authors
+#
+# Partitions on other servers (docs/scale-out.md): a coordinator whose
+# partitioned parents have foreign-table partitions of postgres_fdw on two
+# shard servers that have the extension.
+#
+#  a. INSERT through a parent routes each row to its shard, in batches of
+#     the foreign table's batch_size (the shard receives multi-row INSERTs);
+#  b. every key function on the parent (bcms_estimate, qf_contains,
+#     qf_count, lert_count, lert_reported) and the info functions answer
+#     exactly as the same parent with local partitions fed the same stream
+#     (count-min estimates never below the true count; lert counts exact);
+#  c. plain SQL with a key predicate on a lert or cbt parent is pruned to
+#     one foreign partition and ships the predicate; the shard answers
+#     that remote query with its lookup path; every group of the cbt
+#     parent equals the GROUP BY of the stream; cbt_lookup, which needs a
+#     local partition's definition, refuses foreign ones (0A000);
+#  d. the calls run as the caller's user mapping: a role with SELECT on
+#     the parent and no mapping gets postgres_fdw's error; a foreign table
+#     of another wrapper is refused 0A000;
+#  e. a shard stopped in the middle of a stream of transactions: the
+#     transaction that reaches it fails with a clear error, keys on the
+#     other shard still answer, and once the shard is back every
+#     committed row is counted, exactly, and nothing else.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use StreamsketchTest;
+use IPC::Run;
+use Test::More;
+
+my @shards = map {
+	ss_node("shard$_", consistency => 0, extension => 1,
+		conf => "log_statement = 'all'\n")
+} (0, 1);
+my $coord = ss_node('coordinator', consistency => 0, extension => 1);
+$coord->safe_psql('postgres', 'CREATE EXTENSION postgres_fdw');
+
+# On each shard i: a bcms, a quotient filter and a lert, named _i.
+for my $i (0, 1)
+{
+	$shards[$i]->safe_psql(
+		'postgres', qq{
+		CREATE TABLE clicks_$i (url text) USING bcms;
+		CREATE TABLE seen_$i (url text) USING quotient_filter;
+		SELECT lert_create('hh_$i', 'text', threshold => 10);
+		SELECT cbt_create('views_$i', group_by => 'url text',
+			aggregates => 'count(*) AS hits, sum(length(url)) AS chars');
+	});
+	my ($host, $port) = ($shards[$i]->host, $shards[$i]->port);
+	$coord->safe_psql(
+		'postgres', qq{
+		CREATE SERVER shard$i FOREIGN DATA WRAPPER postgres_fdw
+			OPTIONS (host '$host', port '$port', dbname 'postgres',
+					 batch_size '100');
+		CREATE USER MAPPING FOR CURRENT_USER SERVER shard$i;
+	});
+}
+
+# The same parents twice on the coordinator: partitions on the shards, and
+# local partitions with the same parameters (the reference).  Hash
+# partitioned by the key (routed); the filter by an expression of the key
+# (combined: every partition answers).
+$coord->safe_psql(
+	'postgres', q{
+	CREATE TABLE clicks (url text) PARTITION BY HASH (url);
+	CREATE FOREIGN TABLE clicks_0 PARTITION OF clicks
+		FOR VALUES WITH (MODULUS 2, REMAINDER 0) SERVER shard0;
+	CREATE FOREIGN TABLE clicks_1 PARTITION OF clicks
+		FOR VALUES WITH (MODULUS 2, REMAINDER 1) SERVER shard1;
+	CREATE TABLE seen (url text) PARTITION BY LIST (left(url, 2));
+	CREATE FOREIGN TABLE seen_0 PARTITION OF seen FOR VALUES IN ('/a')
+		SERVER shard0;
+	CREATE FOREIGN TABLE seen_1 PARTITION OF seen DEFAULT SERVER shard1;
+	CREATE TABLE hh (key text) PARTITION BY HASH (key);
+	CREATE FOREIGN TABLE hh_0 PARTITION OF hh
+		FOR VALUES WITH (MODULUS 2, REMAINDER 0) SERVER shard0;
+	CREATE FOREIGN TABLE hh_1 PARTITION OF hh
+		FOR VALUES WITH (MODULUS 2, REMAINDER 1) SERVER shard1;
+
+	CREATE TABLE views (url text, hits bigint, chars bigint)
+		PARTITION BY HASH (url);
+	CREATE FOREIGN TABLE views_0 PARTITION OF views
+		FOR VALUES WITH (MODULUS 2, REMAINDER 0) SERVER shard0;
+	CREATE FOREIGN TABLE views_1 PARTITION OF views
+		FOR VALUES WITH (MODULUS 2, REMAINDER 1) SERVER shard1;
+
+	CREATE TABLE l_clicks (url text) PARTITION BY HASH (url);
+	CREATE TABLE l_clicks_0 PARTITION OF l_clicks
+		FOR VALUES WITH (MODULUS 2, REMAINDER 0) USING bcms;
+	CREATE TABLE l_clicks_1 PARTITION OF l_clicks
+		FOR VALUES WITH (MODULUS 2, REMAINDER 1) USING bcms;
+	CREATE TABLE l_seen (url text) PARTITION BY LIST (left(url, 2));
+	CREATE TABLE l_seen_0 PARTITION OF l_seen FOR VALUES IN ('/a')
+		USING quotient_filter;
+	CREATE TABLE l_seen_1 PARTITION OF l_seen DEFAULT USING quotient_filter;
+	CREATE TABLE l_hh (key text) PARTITION BY HASH (key);
+	SELECT lert_create('l_hh_0', 'text', threshold => 10);
+	SELECT lert_create('l_hh_1', 'text', threshold => 10);
+	ALTER TABLE l_hh ATTACH PARTITION l_hh_0
+		FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+	ALTER TABLE l_hh ATTACH PARTITION l_hh_1
+		FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+
+	CREATE TABLE stream (url text);
+	INSERT INTO stream
+		SELECT (ARRAY['/a', '/b', '/c'])[1 + g % 3] || (g * 7919 % 997) % 300
+		FROM generate_series(1, 30000) g;
+});
+
+# a. the stream through each parent, in one statement each
+$coord->safe_psql(
+	'postgres', q{
+	INSERT INTO clicks SELECT url FROM stream;
+	INSERT INTO seen SELECT url FROM stream;
+	INSERT INTO hh SELECT url FROM stream;
+	INSERT INTO views (url) SELECT url FROM stream;
+	INSERT INTO l_clicks SELECT url FROM stream;
+	INSERT INTO l_seen SELECT url FROM stream;
+	INSERT INTO l_hh SELECT url FROM stream;
+});
+my $shard_rows = 0;
+for my $i (0, 1)
+{
+	$shard_rows += $shards[$i]->safe_psql('postgres',
+		"SELECT (bcms_info('clicks_$i')).items");
+}
+is($shard_rows, 30000, 'every row went to a shard');
+my $log = slurp_file($shards[0]->logfile);
+like(
+	$log,
+	qr/INSERT INTO public\.clicks_0\(url\) VALUES \(\$1\), \(\$2\)/,
+	'the shard received the rows in multi-row batches (batch_size)');
+
+# b. every key function on the parent against the local reference
+my $keys = q{(SELECT DISTINCT url FROM stream
+			  UNION ALL VALUES ('/a-absent'), ('/x-absent')) k(url)};
+is( $coord->safe_psql(
+		'postgres', qq{
+	SELECT count(*) FROM $keys
+	WHERE bcms_estimate('clicks', url) IS DISTINCT FROM bcms_estimate('l_clicks', url)
+	   OR bcms_estimate('clicks', url) < (SELECT count(*) FROM stream s WHERE s.url = k.url)
+	   OR qf_contains('seen', url) IS DISTINCT FROM qf_contains('l_seen', url)
+	   OR qf_count('seen', url) IS DISTINCT FROM qf_count('l_seen', url)
+	   OR lert_count('hh', url) IS DISTINCT FROM
+			(SELECT count(*) FROM stream s WHERE s.url = k.url)
+	   OR lert_reported('hh', url) IS DISTINCT FROM lert_reported('l_hh', url)}),
+	'0',
+	'bcms_estimate, qf_contains, qf_count, lert_count and lert_reported on a parent of foreign partitions answer as on local partitions'
+);
+is( $coord->safe_psql(
+		'postgres', q{
+	SELECT count(*) FILTER (WHERE lert_reported('hh', url)),
+		   count(*) FILTER (WHERE qf_contains('seen', url))
+	FROM (SELECT DISTINCT url FROM stream) k}),
+	'900|900',
+	'every key of the stream is reported and contained');
+is( $coord->safe_psql(
+		'postgres', q{
+	SELECT (SELECT row(items, total_weight, width, depth, error_bound) FROM bcms_info('clicks'))
+		 = (SELECT row(items, total_weight, width, depth, error_bound) FROM bcms_info('l_clicks')),
+		   (SELECT row(items, total_count) FROM qf_info('seen'))
+		 = (SELECT row(items, total_count) FROM qf_info('l_seen'))}),
+	't|t',
+	'bcms_info and qf_info merge the shards\' rows as the local partitions\'');
+
+# c. plain SQL on the lert parent: pruned, and the key shipped
+my $plan = $coord->safe_psql('postgres',
+	"EXPLAIN (VERBOSE, COSTS OFF) SELECT key FROM hh WHERE key = '/b17'");
+my ($remote_sql) = $plan =~ /Remote SQL: (.*)$/m;
+like($remote_sql, qr/WHERE \(\(key = '\/b17'\)\)/,
+	'the key predicate is shipped to the one shard partition pruning kept');
+my @scanned = $plan =~ /Foreign Scan on (\S+)/g;
+is(scalar(@scanned), 1, 'one foreign partition is scanned');
+my ($shard_of_key) = $scanned[0] =~ /hh_(\d)$/;
+like(
+	$shards[$shard_of_key]
+	  ->safe_psql('postgres', "EXPLAIN (COSTS OFF) $remote_sql"),
+	qr/Custom Scan \(lert lookup\)/,
+	'the shard answers the shipped query with its lookup path');
+is( $coord->safe_psql('postgres', "SELECT count(*) FROM hh WHERE key = '/b17'"),
+	$coord->safe_psql('postgres', "SELECT count(*) FROM l_hh WHERE key = '/b17'"),
+	'the shipped query returns what the local parent returns');
+
+# ... and on the cbt parent: each group, shipped to its shard, is the
+# group a GROUP BY of the stream gives
+is( $coord->safe_psql(
+		'postgres', q{
+	SELECT count(*) FROM (SELECT url, count(*) AS hits, sum(length(url)) AS chars
+						  FROM stream GROUP BY url) g
+	WHERE (SELECT row(v.hits, v.chars) FROM views v WHERE v.url = g.url)
+		  IS DISTINCT FROM row(g.hits, g.chars)}),
+	'0',
+	'every group of a cbt parent asked in SQL equals the GROUP BY of the stream');
+$plan = $coord->safe_psql('postgres',
+	"EXPLAIN (VERBOSE, COSTS OFF) SELECT * FROM views WHERE url = '/c5'");
+($remote_sql) = $plan =~ /Remote SQL: (.*)$/m;
+($shard_of_key) = $plan =~ /Foreign Scan on public\.views_(\d)/;
+like(
+	$shards[$shard_of_key]
+	  ->safe_psql('postgres', "EXPLAIN (COSTS OFF) $remote_sql"),
+	qr/Custom Scan \(cbt lookup\)/,
+	'the shard answers a group shipped to it with its cbt lookup');
+my ($err) = ss_run_sql($coord,
+	"SELECT * FROM cbt_lookup(NULL::views, '/c5'::text)");
+like($err, qr/^0A000: partition "views_\d" of "views" is a foreign table/,
+	'cbt_lookup refuses partitions on other servers (plain SQL reaches them)');
+
+# d. the user mapping and the wrapper
+$coord->safe_psql(
+	'postgres', q{
+	CREATE ROLE fdw_reader;
+	GRANT SELECT ON clicks TO fdw_reader;
+	CREATE FOREIGN DATA WRAPPER other_fdw;
+	CREATE SERVER other_server FOREIGN DATA WRAPPER other_fdw;
+	CREATE TABLE mixed (url text) PARTITION BY LIST (url);
+	CREATE FOREIGN TABLE mixed_other PARTITION OF mixed DEFAULT
+		SERVER other_server;
+});
+($err) = ss_run_sql($coord,
+	"SET ROLE fdw_reader; SELECT bcms_estimate('clicks', '/a1'::text)");
+like($err, qr/^42704: user mapping not found for "fdw_reader"/,
+	'a role without a user mapping for the shard gets postgres_fdw\'s error');
+($err) = ss_run_sql($coord, "SELECT bcms_estimate('mixed', 'x'::text)");
+like($err, qr/^0A000: .*not of postgres_fdw/,
+	'a foreign partition of another wrapper is refused');
+
+# e. a shard stopped in the middle of a stream.  Each transaction inserts
+# keys of one shard (range partitioning by the key's first letter) and
+# records them in a local table: postgres_fdw commits each server of a
+# transaction in turn, so only a transaction on one shard is atomic across
+# a stopped shard.
+$coord->safe_psql(
+	'postgres', q{
+	CREATE TABLE obs (key text COLLATE "C") PARTITION BY RANGE (key);
+	CREATE FOREIGN TABLE obs_a PARTITION OF obs FOR VALUES FROM ('a') TO ('b')
+		SERVER shard0 OPTIONS (table_name 'obs_a');
+	CREATE FOREIGN TABLE obs_b PARTITION OF obs FOR VALUES FROM ('b') TO ('c')
+		SERVER shard1 OPTIONS (table_name 'obs_b');
+	CREATE TABLE sent (key text);
+});
+$shards[0]->safe_psql('postgres',
+	"SELECT lert_create('obs_a', 'text', threshold => 1000000)");
+$shards[1]->safe_psql('postgres',
+	"SELECT lert_create('obs_b', 'text', threshold => 1000000)");
+
+my $stream = '';
+for my $t (1 .. 400)
+{
+	my $k = ($t % 2 ? 'a' : 'b') . ($t % 7);
+	$stream .= "BEGIN;\n"
+	  . "INSERT INTO obs SELECT '$k' FROM generate_series(1, 25);\n"
+	  . "INSERT INTO sent SELECT '$k' FROM generate_series(1, 25);\n"
+	  . "COMMIT;\n";
+	$stream .= "SELECT pg_sleep(0.05);\n" if $t % 10 == 0;
+}
+my $stream_file = "$PostgreSQL::Test::Utils::tmp_check/027_stream.sql";
+append_to_file($stream_file, $stream);
+my ($stdout, $stderr) = ('', '');
+my $writer = IPC::Run::start(
+	[
+		'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=0', '-f', $stream_file,
+		'-d', $coord->connstr('postgres')
+	],
+	'>' => \$stdout,
+	'2>' => \$stderr);
+$coord->poll_query_until('postgres', 'SELECT count(*) > 1000 FROM sent')
+  or die 'the stream did not start';
+$shards[1]->stop('immediate');
+$writer->finish;
+like(
+	$stderr,
+	qr/ERROR:  could not connect to server "shard1"|server closed the connection unexpectedly|connection to server .* failed/,
+	'the transactions that reach the stopped shard fail with a clear error');
+is( $coord->safe_psql('postgres', "SELECT lert_count('obs', 'a1'::text)"),
+	$coord->safe_psql('postgres', "SELECT count(*) FROM sent WHERE key = 'a1'"),
+	'a key of the running shard still answers, exactly');
+($err) = ss_run_sql($coord, "SELECT lert_count('obs', 'b2'::text)");
+like($err, qr/^08001: could not connect to server "shard1"/,
+	'a key of the stopped shard gets postgres_fdw\'s connection error');
+$shards[1]->start;
+is( $coord->safe_psql(
+		'postgres', q{
+	SELECT count(*) FROM (SELECT key, count(*) AS n FROM sent GROUP BY key) s
+	WHERE lert_count('obs', key) <> n}),
+	'0',
+	'once the shard is back, every committed observation is counted, and nothing else'
+);
+cmp_ok($coord->safe_psql('postgres', 'SELECT count(*) FROM sent'),
+	'<', 400 * 25, 'the stream lost transactions to the stopped shard');
+
+done_testing();
