@@ -315,6 +315,8 @@ lert_check_meta(Relation rel, const void *metap)
 		meta->nreport_ext > LERT_MAX_REPORT_EXTENTS ||
 		meta->nfree > LERT_MAX_FREE_EXTENTS || meta->merges < 0)
 		elog(ERROR, "a counter is out of range");
+	if (meta->format > LERT_FORMAT_CURRENT)
+		elog(ERROR, "the format %u is unknown", meta->format);
 	for (uint32 i = 0; i < meta->nreport_ext; i++)
 	{
 		if (!EXTENT_OK(meta->report_ext[i]) || meta->report_ext[i].npages == 0)
@@ -377,6 +379,7 @@ lert_init_meta(const void *st, void *metap)
 	uint64		deepest_period = 1;
 
 	ss_meta_init(&lert_structure, st, m);
+	m->format = LERT_FORMAT_CURRENT;
 	/* g^(L-1), the deepest level's period, in flushes (capped) */
 	for (uint32 j = 2; j <= p->geom.nlevels &&
 		 deepest_period <= PG_UINT32_MAX / LERT_MAX_GROWTH; j++)
