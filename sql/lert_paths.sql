@@ -214,23 +214,32 @@ BEGIN
 	RETURN plan || ': ' || CASE WHEN a IS NOT DISTINCT FROM b THEN 'same, ' ELSE 'DIFFERENT, ' END ||
 		rows || ' rows';
 END $$;
-SELECT lert_create('lp_cs', 'int8', buffer_size => '64kB') AS created;
-SELECT lert_create('lp_cs4', 'int8', buffer_size => '64kB', cones => 4) AS created;
-SELECT lert_create('lp_ir', 'int8', variant => 'immediate', buffer_size => '64kB') AS created;
-SELECT lert_create('lp_ts', 'int8', variant => 'time_stretch', age_bits => 2,
-                   buffer_size => '64kB') AS created;
-SELECT lert_create('lp_cf', 'int8', variant => 'cascade', buffer_size => '64kB') AS created;
+SET streamsketch.lert_buffer_size = '64kB';
+CREATE TABLE lp_cs (key int8, count bigint) USING lert;
+SET streamsketch.lert_cones = 4;
+CREATE TABLE lp_cs4 (key int8, count bigint) USING lert;
+RESET streamsketch.lert_cones;
+SET streamsketch.lert_variant = 'immediate';
+CREATE TABLE lp_ir (key int8, count bigint) USING lert;
+SET streamsketch.lert_variant = 'time_stretch';
+SET streamsketch.lert_age_bits = 2;
+CREATE TABLE lp_ts (key int8, count bigint) USING lert;
+SET streamsketch.lert_variant = 'cascade';
+CREATE TABLE lp_cf (key int8, count bigint) USING lert;
+RESET streamsketch.lert_variant;
+RESET streamsketch.lert_age_bits;
+RESET streamsketch.lert_buffer_size;
 -- what they report must not depend on when autovacuum consolidates
 ALTER TABLE lp_cs SET (autovacuum_enabled = off);
 ALTER TABLE lp_cs4 SET (autovacuum_enabled = off);
 ALTER TABLE lp_ir SET (autovacuum_enabled = off);
 ALTER TABLE lp_ts SET (autovacuum_enabled = off);
 ALTER TABLE lp_cf SET (autovacuum_enabled = off);
--- key k observed 2k + 1 times, the keys interleaved
+-- key k in 2k + 1 rows of 1 to 3 observations, the keys interleaved
 CREATE FUNCTION lp_feed(t regclass, n int) RETURNS bigint LANGUAGE plpgsql AS $$
 BEGIN
-	EXECUTE format('INSERT INTO %s SELECT floor(sqrt((i::bigint * 7919) %% %s))::int8
-					FROM generate_series(1, %s) i', t, n, n);
+	EXECUTE format('INSERT INTO %s SELECT floor(sqrt((i::bigint * 7919) %% %s))::int8,
+					1 + i %% 3 FROM generate_series(1, %s) i', t, n, n);
 	RETURN n;
 END $$;
 SELECT t AS lert, lp_feed(t, 40000) AS fed
