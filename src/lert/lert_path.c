@@ -218,7 +218,10 @@ lert_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	return &cscan->scan.plan;
 }
 
-/* A key found reported; count, its count at the report once found. */
+/*
+ * A key found reported, with its count at the report (format 0: once
+ * find_reports found the report, has_report).
+ */
 typedef struct LertFound
 {
 	Datum		key;
@@ -385,18 +388,14 @@ lert_find(LertLookupState *ls, Relation rel)
 		if (!lookup_report(rel, meta, again, area, f->fp, f->bytes, f->len,
 						   &f->count))
 			continue;
-		f->has_report = true;
+		f->has_report = false;
 		ls->nfound++;
 	}
 	/* (meta: as the last lookup read it; a format stays until TRUNCATE) */
 	ls->from_reports = ls->need_count && ls->nfound > 0 &&
 		meta->format < LERT_FORMAT_REPORT_COUNTS;
 	if (ls->from_reports)
-	{
-		for (int i = 0; i < ls->nfound; i++)
-			ls->found[i].has_report = false;
 		find_reports(ls, rel, meta);
-	}
 	MemoryContextSwitchTo(old);
 }
 
