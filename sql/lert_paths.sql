@@ -149,6 +149,111 @@ RESET ROLE;
 ALTER TABLE lp_hits DISABLE ROW LEVEL SECURITY;
 
 
+-- The count at the report comes with the key's entries: a lookup that
+-- reads it reads the pages of one that reads the key alone (the lookup
+-- node's buffers in EXPLAIN), however many report pages come before the
+-- key's report.  A lert of the earlier format (0) passes over them.
+CREATE FUNCTION lp_pages(q text) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE
+	r text;
+BEGIN
+	FOR r IN EXECUTE 'EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+		IF r ~ 'Buffers:' THEN
+			RETURN coalesce((regexp_match(r, 'hit=(\d+)'))[1]::int, 0) +
+				coalesce((regexp_match(r, 'read=(\d+)'))[1]::int, 0);
+		END IF;
+	END LOOP;
+	RETURN 0;
+END $$;
+CREATE TABLE lp_many (key text, count bigint) USING lert;
+SET streamsketch.test_lert_format = 0;
+CREATE TABLE lp_old (key text, count bigint) USING lert;
+RESET streamsketch.test_lert_format;
+ALTER TABLE lp_many SET (autovacuum_enabled = off);
+ALTER TABLE lp_old SET (autovacuum_enabled = off);
+-- 2000 keys reported over several report pages, observed again after
+INSERT INTO lp_many SELECT 'm' || i, 1 FROM generate_series(1, 2000) i, generate_series(1, 10);
+INSERT INTO lp_old SELECT 'm' || i, 1 FROM generate_series(1, 2000) i, generate_series(1, 10);
+SELECT lert_flush('lp_many') >= 0 AS flushed, lert_flush('lp_old') >= 0 AS flushed;
+INSERT INTO lp_many SELECT 'm' || i, 1 FROM generate_series(1, 2000) i, generate_series(1, 20);
+INSERT INTO lp_old SELECT 'm' || i, 1 FROM generate_series(1, 2000) i, generate_series(1, 20);
+SELECT lert_flush('lp_many') >= 0 AS flushed, lert_flush('lp_old') >= 0 AS flushed;
+INSERT INTO lp_many SELECT 'm' || i, 1 FROM generate_series(1, 2000, 3) i, generate_series(1, 5);
+INSERT INTO lp_old SELECT 'm' || i, 1 FROM generate_series(1, 2000, 3) i, generate_series(1, 5);
+SELECT count(*) AS reported FROM lp_many;
+SELECT count(*) AS reported FROM lp_old;
+SELECT lookup_check($$SELECT * FROM lp_many WHERE key IN ('m1', 'm1000', 'm1998', 'm2000')$$);
+SELECT lookup_check($$SELECT * FROM lp_old WHERE key IN ('m1', 'm1000', 'm1998', 'm2000')$$);
+SELECT lp_pages($$SELECT * FROM lp_many WHERE key IN ('m1', 'm1000', 'm1998', 'm2000')$$) =
+       lp_pages($$SELECT key FROM lp_many WHERE key IN ('m1', 'm1000', 'm1998', 'm2000')$$)
+       AS count_reads_the_key_pages,
+       lp_pages($$SELECT * FROM lp_old WHERE key IN ('m1', 'm1000', 'm1998', 'm2000')$$) >
+       lp_pages($$SELECT key FROM lp_old WHERE key IN ('m1', 'm1000', 'm1998', 'm2000')$$)
+       AS old_format_reads_reports;
+DROP TABLE lp_many, lp_old;
+DROP FUNCTION lp_pages(text);
+
+-- every variant: the counts at the report the entries keep are the
+-- reports' (reports at level 0 and in merges, keys observed after their
+-- report, fixed and keyed level-0 pages, several cones)
+CREATE FUNCTION lp_same(t regclass, n int) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	q text := format('SELECT * FROM %s WHERE key = ANY (%L::int8[])', t,
+					 (SELECT array_agg(i) FROM generate_series(0, n) i));
+	plan text;
+	a text;
+	b text;
+	rows bigint;
+BEGIN
+	EXECUTE 'EXPLAIN (COSTS OFF) ' || q INTO plan;
+	EXECUTE format('SELECT string_agg(x::text, %L ORDER BY x::text), count(*) FROM (%s) x', ',', q)
+		INTO a, rows;
+	SET LOCAL streamsketch.enable_lookup_scan = off;
+	EXECUTE format('SELECT string_agg(x::text, %L ORDER BY x::text) FROM (%s) x', ',', q) INTO b;
+	SET LOCAL streamsketch.enable_lookup_scan = on;
+	RETURN plan || ': ' || CASE WHEN a IS NOT DISTINCT FROM b THEN 'same, ' ELSE 'DIFFERENT, ' END ||
+		rows || ' rows';
+END $$;
+SET streamsketch.lert_buffer_size = '64kB';
+CREATE TABLE lp_cs (key int8, count bigint) USING lert;
+SET streamsketch.lert_cones = 4;
+CREATE TABLE lp_cs4 (key int8, count bigint) USING lert;
+RESET streamsketch.lert_cones;
+SET streamsketch.lert_variant = 'immediate';
+CREATE TABLE lp_ir (key int8, count bigint) USING lert;
+SET streamsketch.lert_variant = 'time_stretch';
+SET streamsketch.lert_age_bits = 2;
+CREATE TABLE lp_ts (key int8, count bigint) USING lert;
+SET streamsketch.lert_variant = 'cascade';
+CREATE TABLE lp_cf (key int8, count bigint) USING lert;
+RESET streamsketch.lert_variant;
+RESET streamsketch.lert_age_bits;
+RESET streamsketch.lert_buffer_size;
+-- what they report must not depend on when autovacuum consolidates
+ALTER TABLE lp_cs SET (autovacuum_enabled = off);
+ALTER TABLE lp_cs4 SET (autovacuum_enabled = off);
+ALTER TABLE lp_ir SET (autovacuum_enabled = off);
+ALTER TABLE lp_ts SET (autovacuum_enabled = off);
+ALTER TABLE lp_cf SET (autovacuum_enabled = off);
+-- key k in 2k + 1 rows of 1 to 3 observations, the keys interleaved
+CREATE FUNCTION lp_feed(t regclass, n int) RETURNS bigint LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE format('INSERT INTO %s SELECT floor(sqrt((i::bigint * 7919) %% %s))::int8,
+					1 + i %% 3 FROM generate_series(1, %s) i', t, n, n);
+	RETURN n;
+END $$;
+SELECT t AS lert, lp_feed(t, 40000) AS fed
+FROM unnest(ARRAY['lp_cs', 'lp_cs4', 'lp_ir', 'lp_ts', 'lp_cf']::regclass[]) t;
+SELECT t AS lert, lert_flush(t) >= 0 AS flushed, lp_same(t, 200)
+FROM unnest(ARRAY['lp_cs', 'lp_cs4', 'lp_ir', 'lp_ts', 'lp_cf']::regclass[]) t;
+SELECT t AS lert, lp_feed(t, 20000) AS fed_again
+FROM unnest(ARRAY['lp_cs', 'lp_cs4', 'lp_ir', 'lp_ts', 'lp_cf']::regclass[]) t;
+SELECT t AS lert, lp_same(t, 200)
+FROM unnest(ARRAY['lp_cs', 'lp_cs4', 'lp_ir', 'lp_ts', 'lp_cf']::regclass[]) t;
+DROP TABLE lp_cs, lp_cs4, lp_ir, lp_ts, lp_cf;
+DROP FUNCTION lp_same(regclass, int);
+DROP FUNCTION lp_feed(regclass, int);
+
 -- by cost: a lookup per key, or the scan for many keys
 RESET enable_seqscan;
 CREATE FUNCTION lp_plan(q text) RETURNS text LANGUAGE plpgsql AS $$

@@ -210,7 +210,7 @@ typedef struct LertMeta
 	int64		merges;
 	int64		point_queries;
 	uint32		max_keylen;		/* longest key consolidated so far */
-	uint32		unused;
+	uint32		format;			/* LERT_FORMAT_* it was created with */
 	LertCone	cones[LERT_MAX_CONES];
 	/* pool extents beyond free_ext: on spill_blk[spill_cur] (lert_pool.c) */
 	BlockNumber spill_blk[2];	/* 0: not allocated yet */
@@ -218,6 +218,18 @@ typedef struct LertMeta
 	uint32		nspill;
 	uint64		spill_version;
 } LertMeta;
+
+/*
+ * The lert's own format, beside the storage layer's (SSMetaHeader).  A
+ * lert created before LERT_FORMAT_REPORT_COUNTS (format 0) may hold
+ * entries flagged reported whose first_pos is a position, not the count
+ * at the report (LertCount): its lookups of the count read the report
+ * stream instead (lert_path.c).  Every other rule reads the same pages
+ * alike, so such a lert is read and written as before; TRUNCATE, or a
+ * dump and restore, makes it current.
+ */
+#define LERT_FORMAT_REPORT_COUNTS	1
+#define LERT_FORMAT_CURRENT			LERT_FORMAT_REPORT_COUNTS
 
 StaticAssertDecl(sizeof(LertMeta) <= SS_PAGE_DATA_SIZE,
 				 "a LERT's metapage fits a page");
@@ -374,6 +386,10 @@ typedef struct LertDiskCount
 extern void lert_run_lookup(Relation rel, const LertRun *run, uint64 fp,
 							const char *key, uint32 keylen,
 							LertDiskCount *out);
+extern bool lert_cone_lookup(Relation rel, const LertMeta *meta, uint64 fp,
+							 const char *key, uint32 keylen, char *area,
+							 LertDiskCount *d, bool *l0_kept,
+							 uint64 *applied);
 extern bool lert_run_may_keep(Relation rel, const LertRun *run, uint64 fp);
 extern void lert_run_prefetch_filter(Relation rel, const LertRun *run,
 									 uint64 fp);

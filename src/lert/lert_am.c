@@ -315,6 +315,8 @@ lert_check_meta(Relation rel, const void *metap)
 		meta->nreport_ext > LERT_MAX_REPORT_EXTENTS ||
 		meta->nfree > LERT_MAX_FREE_EXTENTS || meta->merges < 0)
 		elog(ERROR, "a counter is out of range");
+	if (meta->format > LERT_FORMAT_CURRENT)
+		elog(ERROR, "the format %u is unknown", meta->format);
 	for (uint32 i = 0; i < meta->nreport_ext; i++)
 	{
 		if (!EXTENT_OK(meta->report_ext[i]) || meta->report_ext[i].npages == 0)
@@ -368,6 +370,9 @@ lert_check_meta(Relation rel, const void *metap)
 #undef EXTENT_OK
 }
 
+/* streamsketch.test_lert_format (lert_init) */
+static int	ss_test_lert_format = LERT_FORMAT_CURRENT;
+
 /* ss_meta_init's contents, with the cones' schedules and empty levels */
 static void
 lert_init_meta(const void *st, void *metap)
@@ -377,6 +382,7 @@ lert_init_meta(const void *st, void *metap)
 	uint64		deepest_period = 1;
 
 	ss_meta_init(&lert_structure, st, m);
+	m->format = (uint32) ss_test_lert_format;
 	/* g^(L-1), the deepest level's period, in flushes (capped) */
 	for (uint32 j = 2; j <= p->geom.nlevels &&
 		 deepest_period <= PG_UINT32_MAX / LERT_MAX_GROWTH; j++)
@@ -895,6 +901,11 @@ lert_init(void)
 					   "Below 64, fingerprints are truncated to force collisions; every key is then stored with its bytes.",
 					   &ss_test_lert_hash_bits, 64, 1, 64, NULL);
 	ss_test_crash_define(&lert_crash);
+	ss_test_define_int("streamsketch.test_lert_format",
+					   "Test only: the format of new lert tables (LertMeta.format).",
+					   "0 makes a table as an earlier version did, whose lookups of the count read the report stream.",
+					   &ss_test_lert_format, LERT_FORMAT_CURRENT, 0,
+					   LERT_FORMAT_CURRENT, NULL);
 	ss_test_define_int("streamsketch.test_lert_round_wait",
 					   "Makes each LERT cone's round wait, holding the cone's lock, until the advisory lock of this key is free (for tests only; 0: never).",
 					   NULL, &ss_test_lert_round_wait, 0, 0, INT_MAX, NULL);

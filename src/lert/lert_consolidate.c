@@ -346,8 +346,10 @@ take_kept_count(LertRound *r, uint32 cone, uint64 fp, const char *key,
 		if (d.kept_found)
 		{
 			e->count += d.kept;
-			if (d.kept > 0 && (e->first_pos < 0 || d.first_pos < e->first_pos))
-				e->first_pos = d.first_pos;
+			if (d.kept > 0)
+				e->first_pos = lert_fold_first_pos(e->first_pos,
+												   (e->flags & LERT_REPORTED) != 0,
+												   d.first_pos, false);
 			break;
 		}
 	}

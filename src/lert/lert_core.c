@@ -207,8 +207,10 @@ min_first_pos(int64 a, int64 b)
  * weight observations of the key at positions pos .. pos + weight - 1
  * reach its level-0 entry slot.  Returns true if they report the key,
  * filling *report (the position where its count reaches T); the slot is
- * then flagged reported.  query is called at most once, when the on-disk
- * levels must be asked (a candidate for a report).
+ * then flagged reported, and holds the count at the report in first_pos
+ * (LertCount), as it does when a deeper level turns out to flag the key.
+ * query is called at most once, when the on-disk levels must be asked (a
+ * candidate for a report).
  */
 bool
 lert_observe(const LertGeom *g, LertCount *slot, int64 weight, int64 pos,
@@ -219,10 +221,10 @@ lert_observe(const LertGeom *g, LertCount *slot, int64 weight, int64 pos,
 	int64		disk_first = -1;
 	bool		reported = false;
 
-	slot->first_pos = min_first_pos(slot->first_pos, pos);
 	slot->count += weight;
 	if (slot->flags & LERT_REPORTED)
 		return false;
+	slot->first_pos = min_first_pos(slot->first_pos, pos);
 
 	if (g->variant == LERT_IMMEDIATE)
 	{
@@ -235,6 +237,7 @@ lert_observe(const LertGeom *g, LertCount *slot, int64 weight, int64 pos,
 			if (reported)
 			{
 				slot->flags |= LERT_REPORTED;
+				slot->first_pos = disk_first;
 				return false;
 			}
 			slot->flags |= LERT_DISK_KNOWN;
@@ -249,6 +252,7 @@ lert_observe(const LertGeom *g, LertCount *slot, int64 weight, int64 pos,
 		report->position = pos + Max(g->threshold - total_before, 1) - 1;
 		report->count = Max(total_before + 1, g->threshold);
 		report->first_pos = slot->first_pos;
+		slot->first_pos = report->count;
 		return true;
 	}
 
@@ -258,19 +262,24 @@ lert_observe(const LertGeom *g, LertCount *slot, int64 weight, int64 pos,
 	query(query_arg, &disk_count, &disk_first, &reported);
 	slot->flags |= LERT_REPORTED;
 	if (reported)
+	{
+		slot->first_pos = disk_first;
 		return false;
+	}
 	report->position = pos + Max(g->threshold - before, 1) - 1;
 	report->count = Max(before + 1, g->threshold) + disk_count;
 	report->first_pos = min_first_pos(slot->first_pos, disk_first);
+	slot->first_pos = report->count;
 	return true;
 }
 
 /*
  * A shuffle-merge at position pos (after the observations before pos)
- * gathered a key's counts over the levels taking part into merged.  If
- * they reach T and no deeper level flags the key reported, report it.
- * deeper_levels: some level that holds keys does not take part (query
- * asks those).  merged is flagged reported either way.
+ * gathered a key's counts over the levels taking part into merged
+ * (first_pos by lert_fold_first_pos).  If they reach T and no deeper level
+ * flags the key reported, report it.  deeper_levels: some level that holds
+ * keys does not take part (query asks those).  merged is flagged reported
+ * either way, with the count at the report in first_pos.
  */
 bool
 lert_merge_report(const LertGeom *g, LertCount *merged, int64 pos,
@@ -287,10 +296,14 @@ lert_merge_report(const LertGeom *g, LertCount *merged, int64 pos,
 		query(query_arg, &deep_count, &deep_first, &reported);
 	merged->flags |= LERT_REPORTED;
 	if (reported)
+	{
+		merged->first_pos = deep_first;
 		return false;
+	}
 	report->position = pos - 1;
 	report->count = merged->count + deep_count;
 	report->first_pos = min_first_pos(merged->first_pos, deep_first);
+	merged->first_pos = report->count;
 	return true;
 }
 

@@ -87,11 +87,23 @@ typedef struct LertGeom
 #define LERT_DISK_KNOWN		0x0002	/* immediate: disk_sum is the key's
 									 * count on disk (level 0 only) */
 
-/* A key's count at one level (or over several, in a shuffle-merge). */
+/*
+ * A key's count at one level (or over several, in a shuffle-merge).
+ *
+ * first_pos of an entry flagged LERT_REPORTED is the key's count at its
+ * report, not a position: once a key is reported its first position no
+ * longer enters any rule (lert_observe, lert_merge_report and lert_place
+ * read it only of unreported keys; the report keeps it), and its count at
+ * the report is what a lookup of the key's row returns, from the entries
+ * it reads anyway instead of the report stream (docs/lert.md, "Plain SQL
+ * lookups").  Every entry flagged reported carries it: the entry that made
+ * the report, an entry flagged later because a deeper one is (the deeper
+ * one's, through LertQueryFn), and a merged entry (lert_fold_first_pos).
+ */
 typedef struct LertCount
 {
 	int64		count;
-	int64		first_pos;		/* -1: none yet */
+	int64		first_pos;		/* -1: none yet; reported: count at report */
 	int64		disk_sum;		/* with LERT_DISK_KNOWN */
 	uint32		flags;
 } LertCount;
@@ -99,7 +111,9 @@ typedef struct LertCount
 /*
  * Ask the levels that do not hold the count being looked at (the on-disk
  * levels for an observation, levels deeper than k in a shuffle-merge) for
- * the key: its count there and whether one of them flags it reported.
+ * the key: its count there and whether one of them flags it reported;
+ * first_pos is its first position there, or if it was reported, its count
+ * at the report (LertCount).
  */
 typedef void (*LertQueryFn) (void *arg, int64 *count, int64 *first_pos,
 							 bool *reported);
@@ -111,6 +125,28 @@ typedef struct LertReport
 	int64		count;
 	int64		first_pos;
 } LertReport;
+
+/*
+ * What a key's first_pos becomes with one more of its entries (first_pos,
+ * flagged reported or not) gathered, given what was gathered so far (a
+ * position or -1; reported: whether an entry gathered so far is flagged,
+ * its first_pos then the count at the report).  An entry of a reported key
+ * may lie beside unflagged ones (a key reported by a merge keeps its
+ * entries of the levels the merge did not take part in): the flagged
+ * entry's count wins, and the positions of the others are moot.
+ */
+static inline int64
+lert_fold_first_pos(int64 gathered, bool reported, int64 first_pos,
+					bool entry_reported)
+{
+	if (reported)
+		return gathered;
+	if (entry_reported || gathered < 0)
+		return first_pos;
+	if (first_pos < 0)
+		return gathered;
+	return Min(gathered, first_pos);
+}
 
 extern const char *lert_variant_name(uint32 variant);
 extern int	lert_variant_from_name(const char *name);

@@ -345,7 +345,12 @@ deep_resolve(LertRound *r, uint32 cone, uint32 depth, DeepKeptSet *set)
 			{
 				d->found = true;
 				d->kept = e.disk_sum;
-				d->first_pos = e.first_pos;
+				/*
+				 * a reported entry's is its count at the report (LertCount):
+				 * whether the key was reported, the merge asks the deeper
+				 * levels
+				 */
+				d->first_pos = (e.flags & LERT_REPORTED) ? -1 : e.first_pos;
 				r->meta.point_queries++;
 			}
 		}
@@ -508,8 +513,10 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 				const LertEntry *e = src[i].e;
 
 				m.count += e->count;
-				if (m.first_pos < 0 || (e->first_pos >= 0 && e->first_pos < m.first_pos))
-					m.first_pos = e->first_pos;
+				m.first_pos = lert_fold_first_pos(m.first_pos,
+												  (m.flags & LERT_REPORTED) != 0,
+												  e->first_pos,
+												  (e->flags & LERT_REPORTED) != 0);
 				m.flags |= e->flags & LERT_REPORTED;
 				if (src[i].is_level0)
 				{
@@ -539,8 +546,9 @@ lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos, bool final,
 			if (d != NULL && d->found)
 			{
 				m.count += d->kept;
-				if (m.first_pos < 0 || (d->first_pos >= 0 && d->first_pos < m.first_pos))
-					m.first_pos = d->first_pos;
+				m.first_pos = lert_fold_first_pos(m.first_pos,
+												  (m.flags & LERT_REPORTED) != 0,
+												  d->first_pos, false);
 				kept_met = true;
 			}
 		}

@@ -42,7 +42,8 @@ typedef struct LertEntry
 {
 	uint64		fp;
 	int64		count;
-	int64		first_pos;
+	int64		first_pos;		/* LERT_REPORTED: the count at the report
+								 * (LertCount) */
 	int64		disk_sum;		/* level 0: LERT_DISK_KNOWN; runs:
 								 * LERT_RUN_KEPT */
 	uint32		keylen;			/* key bytes after the header */
@@ -125,7 +126,7 @@ typedef struct LertFixedEntry
 {
 	uint64		fp;
 	int64		count;
-	int64		first_pos;
+	int64		first_pos;		/* as LertEntry's */
 } LertFixedEntry;
 
 #define LERT_L0_OFFSET_FLAGS	((uint16) 7)	/* entries are 8-byte aligned */

@@ -10,10 +10,12 @@
  *	  other quals filter the rows found.
  *
  * A key found reported is a row.  Its count column is the count at the
- * report, which only the report stream holds: when the query needs it,
- * one pass over the report pages finds the reports of the keys found
- * reported, stopping at the last; a query that does not (the key alone,
- * or a table without a count column) reads no report page.
+ * report, which the key's entries flagged reported hold (LertCount): a
+ * lookup reads the same pages whether the query needs the count or not,
+ * the key's level-0 page and a data page per on-disk level, and no report
+ * page.  A lert created before that (LertMeta.format 0) keeps positions
+ * there: for it, one pass over the report pages finds the reports of the
+ * keys found reported, stopping at the last.
  *
  * Keys are found by their binary form (lert_key_fingerprint), so a qual
  * is used only where it selects exactly the keys the scan would return:
@@ -32,14 +34,13 @@
  */
 #include "postgres.h"
 
-#include <math.h>
-
 #include "access/htup_details.h"
 #include "access/nbtree.h"
 #include "access/table.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "lert.h"
+#include "miscadmin.h"
 #include "nodes/extensible.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
@@ -49,6 +50,9 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/typcache.h"
+
+/* restarts of a key's lookup, each after a flush of its cone in between */
+#define LOOKUP_MAX_RESTARTS 1000
 
 static const CustomPathMethods lert_path_methods;
 static const CustomScanMethods lert_scan_methods;
@@ -143,33 +147,20 @@ needs_count(RelOptInfo *rel, Relation relation, List *clauses)
 }
 
 /*
- * Per lookup, as lert_reported: an index page per on-disk level (shared
- * by all lookups); a level-0 page, a data page per on-disk level and the
- * change log's page of its own.  When the count
- * column is needed, a pass over the report pages up to the last report
- * of the keys found: of rows found uniformly among the reports, the last
- * is a fraction rows / (rows + 1) in.
+ * Per lookup, the count or not: an index page per on-disk level (shared
+ * by all lookups); the metapage, a level-0 page and a data page per
+ * on-disk level of its own.  (A lert of format 0 also passes over the
+ * report pages when the count is needed: rare, and not costed.)
  */
 static void
 add_lookup_path(PlannerInfo *root, RelOptInfo *rel, Relation relation,
 				const SSColumnClause *keys, Relids outer)
 {
 	LertState  *st = lert_get_state(relation);
-	double		n = ss_lookup_count(keys, 1);
-	double		rows = Min(n, rel->rows);
-	Cost		reports = 0;
 
-	if (needs_count(rel, relation, rel->baserestrictinfo))
-	{
-		double		width = st->fixed_key ? 0 :
-			get_typavgwidth(st->keytype, -1);
-		double		pages = ceil(rel->tuples * (sizeof(LertReportRec) + width) /
-								 SS_PAGE_DATA_SIZE);
-
-		reports = pages * seq_page_cost * rows / (rows + 1);
-	}
-	ss_add_lookup_path(root, rel, outer, n, st->p.geom.nlevels,
-					   2 + st->p.geom.nlevels, reports, &lert_path_methods);
+	ss_add_lookup_path(root, rel, outer, ss_lookup_count(keys, 1),
+					   st->p.geom.nlevels, 2 + st->p.geom.nlevels, 0,
+					   &lert_path_methods);
 }
 
 /* SSPathOps.add_paths */
@@ -227,7 +218,10 @@ lert_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	return &cscan->scan.plan;
 }
 
-/* A key found reported; count, its count at the report once found. */
+/*
+ * A key found reported, with its count at the report (format 0: once
+ * find_reports found the report, has_report).
+ */
 typedef struct LertFound
 {
 	Datum		key;
@@ -243,6 +237,7 @@ typedef struct LertLookupState
 	SSLookupState ls;
 	bool		need_count;
 	bool		waited;			/* for a round, once per scan */
+	bool		from_reports;	/* format 0: counts from the report stream */
 	LertFound  *found;			/* of the current keys, in keycxt */
 	int			nfound;
 	int			next;
@@ -267,14 +262,13 @@ found_cmp(const void *a, const void *b)
 }
 
 /*
- * The reports of the keys found: one pass over the report stream, as the
- * scan reads it, until each has its report (the keys sorted by
- * fingerprint, each report's searched for).
+ * The reports of the keys found, for a lert of format 0: one pass over the
+ * report stream, as the scan reads it, until each has its report (the
+ * keys sorted by fingerprint, each report's searched for).
  */
 static void
-find_reports(LertLookupState *ls, Relation rel)
+find_reports(LertLookupState *ls, Relation rel, LertMeta *meta)
 {
-	LertMeta   *meta = palloc(sizeof(LertMeta));
 	LertReportIter it;
 	const LertReportRec *r;
 	const char *key;
@@ -315,7 +309,43 @@ find_reports(LertLookupState *ls, Relation rel)
 		}
 		lert_report_iter_end(&it);
 	}
-	pfree(meta);
+}
+
+/*
+ * Was the key reported?  *report_count: then its count at the report
+ * (format 0: not).  Its entries as lert_lookup reads them, but not the
+ * change log: observations not consolidated make no report.  meta, again
+ * and area: the caller's buffers (meta is left as last read).
+ */
+static bool
+lookup_report(Relation rel, LertMeta *meta, LertMeta *again, char *area,
+			  uint64 fp, const char *key, uint32 keylen, int64 *report_count)
+{
+	for (int attempt = 0;; attempt++)
+	{
+		LertDiskCount d = LERT_DISK_COUNT_INIT;
+		uint32		cone;
+		bool		l0_kept;
+		uint64		applied;
+
+		CHECK_FOR_INTERRUPTS();
+		if (attempt >= LOOKUP_MAX_RESTARTS)
+			ss_page_corrupted(rel, SS_METAPAGE_BLKNO,
+							  "LERT levels kept changing under a lookup.");
+		if (!lert_read_meta(rel, meta))
+			return false;
+		cone = lert_cone_of(&meta->params, fp);
+		if (!lert_cone_lookup(rel, meta, fp, key, keylen, area, &d, &l0_kept,
+							  &applied))
+			continue;
+		/* a flush of the cone since the metapage was read: read again */
+		if (!lert_read_meta(rel, again) ||
+			again->cones[cone].flushes != meta->cones[cone].flushes ||
+			again->cones[cone].level0_gen != meta->cones[cone].level0_gen)
+			continue;
+		*report_count = d.first_pos;
+		return d.reported;
+	}
 }
 
 /* Look the keys' values up: the reported ones, with their reports' counts. */
@@ -327,6 +357,9 @@ lert_find(LertLookupState *ls, Relation rel)
 				count;
 	Form_pg_attribute att;
 	MemoryContext old;
+	LertMeta   *meta;
+	LertMeta   *again;
+	char	   *area;
 
 	ls->need_count = llast_int(((CustomScan *) ls->ls.css.ss.ps.plan)->custom_private);
 	lert_columns(rel, &key, &count);
@@ -338,27 +371,31 @@ lert_find(LertLookupState *ls, Relation rel)
 		ls->waited = true;
 	}
 	old = MemoryContextSwitchTo(ls->ls.keycxt);
+	meta = palloc(sizeof(LertMeta));
+	again = palloc(sizeof(LertMeta));
+	area = palloc(SS_PAGE_DATA_SIZE);
 	ls->found = palloc(sizeof(LertFound) * Max(ls->ls.nvals[0], 1));
 	ls->nfound = 0;
 	ls->next = 0;
 	while (ss_lookup_next_keys(&ls->ls))
 	{
 		LertFound  *f = &ls->found[ls->nfound];
-		int64		n;
-		bool		reported;
 		bool		free_bytes;
 
-		lert_lookup(rel, st, ls->ls.keys[0], &n, &reported);
-		if (!reported)
-			continue;
 		f->key = ls->ls.keys[0];
 		f->fp = lert_key_fingerprint(st, f->key, &f->bytes, &f->len,
 									 &free_bytes);
+		if (!lookup_report(rel, meta, again, area, f->fp, f->bytes, f->len,
+						   &f->count))
+			continue;
 		f->has_report = false;
 		ls->nfound++;
 	}
-	if (ls->need_count && ls->nfound > 0)
-		find_reports(ls, rel);
+	/* (meta: as the last lookup read it; a format stays until TRUNCATE) */
+	ls->from_reports = ls->need_count && ls->nfound > 0 &&
+		meta->format < LERT_FORMAT_REPORT_COUNTS;
+	if (ls->from_reports)
+		find_reports(ls, rel, meta);
 	MemoryContextSwitchTo(old);
 }
 
@@ -387,7 +424,7 @@ lert_lookup_next(ScanState *ss)
 		MemoryContext old;
 
 		/* (on a standby, a report may lag its key's flag, as in the scan) */
-		if (ls->need_count && !f->has_report)
+		if (ls->from_reports && !f->has_report)
 			continue;
 		lert_columns(rel, &key, &count);
 		MemoryContextReset(ls->ls.rowcxt);

@@ -1041,8 +1041,10 @@ lert_run_lookup(Relation rel, const LertRun *run, uint64 fp, const char *key,
 			if (c == 0)
 			{
 				out->count += e->count;
-				if (out->first_pos < 0 || e->first_pos < out->first_pos)
-					out->first_pos = e->first_pos;
+				out->first_pos = lert_fold_first_pos(out->first_pos,
+													 out->reported,
+													 e->first_pos,
+													 (e->flags & LERT_REPORTED) != 0);
 				out->reported |= (e->flags & LERT_REPORTED) != 0;
 				if ((e->flags & LERT_RUN_KEPT) && !out->kept_found)
 				{
@@ -1067,6 +1069,60 @@ stale:
 	out->stale = true;
 	pfree(area);
 	pfree(iarea);
+}
+
+/*
+ * Add the key's entries in its cone as meta has it to *d: level 0's
+ * entry, then each on-disk level's (lert_run_lookup), first_pos folded by
+ * lert_fold_first_pos.  *l0_kept: level 0 has an entry that holds the
+ * key's kept count (LERT_L0_KEPT_PENDING clear); *applied: the log
+ * position level 0's page has applied (0: no level 0).  Pages are read
+ * without locks: false if one was freed and reused meanwhile (the caller
+ * reads the metapage again, and again after, to tell a flush in between).
+ */
+bool
+lert_cone_lookup(Relation rel, const LertMeta *meta, uint64 fp,
+				 const char *key, uint32 keylen, char *area,
+				 LertDiskCount *d, bool *l0_kept, uint64 *applied)
+{
+	const LertCone *cn = &meta->cones[lert_cone_of(&meta->params, fp)];
+
+	*l0_kept = false;
+	*applied = 0;
+	if (cn->level0.npages > 0)
+	{
+		BlockNumber blkno = cn->level0.start +
+			lert_level0_page(&meta->params, fp, cn->level0.npages);
+		bool		found;
+		int			at;
+
+		if (lert_read_page(rel, blkno, SS_PAGE_LERT_LEVEL0, cn->level0_gen,
+						   area, NULL) != LERT_OK)
+			return false;
+		if (!lert_l0_check(area, SS_PAGE_DATA_SIZE))
+			ss_page_corrupted(rel, blkno, "The LERT level-0 page's entries are out of order or out of bounds.");
+		at = lert_l0_search(area, fp, key, keylen, &found);
+		if (found)
+		{
+			LertEntry	e;
+
+			(void) lert_l0_get(area, at, &e);
+			d->count += e.count;
+			d->first_pos = lert_fold_first_pos(d->first_pos, d->reported,
+											   e.first_pos,
+											   (e.flags & LERT_REPORTED) != 0);
+			d->reported |= (e.flags & LERT_REPORTED) != 0;
+			*l0_kept = !(e.flags & LERT_L0_KEPT_PENDING);
+		}
+		*applied = ((LertL0Header *) area)->applied_pos;
+	}
+	for (uint32 j = 1; j <= meta->params.geom.nlevels; j++)
+	{
+		lert_run_lookup(rel, &cn->runs[j], fp, key, keylen, d);
+		if (d->stale)
+			return false;
+	}
+	return true;
 }
 
 /* ---- reports ---- */

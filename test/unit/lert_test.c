@@ -390,9 +390,9 @@ query_levels(void *arg, int64 *count, int64 *first_pos, bool *reported)
 		if (lo < lv->n && lv->e[lo].key == q->key)
 		{
 			*count += lv->e[lo].c.count;
-			if (*first_pos < 0 || (lv->e[lo].c.first_pos >= 0 &&
-								   lv->e[lo].c.first_pos < *first_pos))
-				*first_pos = lv->e[lo].c.first_pos;
+			*first_pos = lert_fold_first_pos(*first_pos, *reported,
+											 lv->e[lo].c.first_pos,
+											 (lv->e[lo].c.flags & LERT_REPORTED) != 0);
 			*reported |= (lv->e[lo].c.flags & LERT_REPORTED) != 0;
 		}
 	}
@@ -408,6 +408,20 @@ record_report(Sim *sim, uint64 key, const LertReport *r)
 	sim->reported[id] = true;
 	sim->rep[id] = *r;
 	sim->nreports++;
+}
+
+/* An entry flagged reported holds the count at the report (LertCount). */
+static void
+check_report_count(Sim *sim, uint64 key, const LertCount *c)
+{
+	uint32		id = key_id(sim, key);
+
+	if (!(c->flags & LERT_REPORTED))
+		return;
+	CHECK(id < sim->nkeys && sim->reported[id] &&
+		  c->first_pos == sim->rep[id].count,
+		  "an entry of key %u flagged reported holds %lld, not its count at the report",
+		  id, (long long) c->first_pos);
 }
 
 static int
@@ -506,13 +520,15 @@ sim_flush(Sim *sim, int64 pos, bool final)
 		for (; k < n && all[k].key == all[i].key; k++)
 		{
 			m.count += all[k].c.count;
-			if (m.first_pos < 0 || (all[k].c.first_pos >= 0 &&
-									all[k].c.first_pos < m.first_pos))
-				m.first_pos = all[k].c.first_pos;
+			m.first_pos = lert_fold_first_pos(m.first_pos,
+											  (m.flags & LERT_REPORTED) != 0,
+											  all[k].c.first_pos,
+											  (all[k].c.flags & LERT_REPORTED) != 0);
 			m.flags |= all[k].c.flags & LERT_REPORTED;
 		}
 		if (lert_merge_report(g, &m, pos, deeper, query_levels, &q, &r))
 			record_report(sim, all[i].key, &r);
+		check_report_count(sim, all[i].key, &m);
 		lert_place(g, depth, pos, &m, counts);
 		for (uint32 j = 0; j <= depth; j++)
 		{
@@ -590,6 +606,7 @@ sim_observe(Sim *sim, uint64 key, int64 pos)
 	}
 	if (lert_observe(&sim->g, &e->c, 1, pos, query_levels, &q, &r))
 		record_report(sim, key, &r);
+	check_report_count(sim, key, &e->c);
 }
 
 /* ---- offline truth and checks ---- */
