@@ -308,8 +308,7 @@ lert_lookup(Relation rel, const LertState *st, Datum keyd, int64 *count,
 		uint32		cone;
 		const LertCone *cn;
 		LertDiskCount d = LERT_DISK_COUNT_INIT;
-		bool		stale = false;
-		bool		l0_has_kept = false;
+		bool		l0_has_kept;
 
 		CHECK_FOR_INTERRUPTS();
 		ss_log_read_begin(rel, &snap, attempt, false);
@@ -318,39 +317,8 @@ lert_lookup(Relation rel, const LertState *st, Datum keyd, int64 *count,
 		cone = lert_cone_of(&meta->params, k.fp);
 		cn = &meta->cones[cone];
 		k.count = 0;
-		k.applied = 0;
-		if (cn->level0.npages > 0)
-		{
-			uint32		p = lert_level0_page(&meta->params, k.fp, cn->level0.npages);
-			BlockNumber blkno = cn->level0.start + p;
-
-			if (lert_read_page(rel, blkno, SS_PAGE_LERT_LEVEL0, cn->level0_gen,
-							   area, NULL) != LERT_OK)
-				continue;
-			if (!lert_l0_check(area, SS_PAGE_DATA_SIZE))
-				ss_page_corrupted(rel, blkno, "The LERT level-0 page's entries are out of order or out of bounds.");
-			{
-				bool		found;
-				int			at = lert_l0_search(area, k.fp, k.key, k.keylen, &found);
-
-				if (found)
-				{
-					LertEntry	e;
-
-					(void) lert_l0_get(area, at, &e);
-					d.count += e.count;
-					d.reported |= (e.flags & LERT_REPORTED) != 0;
-					l0_has_kept = !(e.flags & LERT_L0_KEPT_PENDING);
-				}
-			}
-			k.applied = ((LertL0Header *) area)->applied_pos;
-		}
-		for (uint32 j = 1; j <= meta->params.geom.nlevels && !stale; j++)
-		{
-			lert_run_lookup(rel, &cn->runs[j], k.fp, k.key, k.keylen, &d);
-			stale = d.stale;
-		}
-		if (stale)
+		if (!lert_cone_lookup(rel, meta, k.fp, k.key, k.keylen, area, &d,
+							  &l0_has_kept, &k.applied))
 			continue;
 		if (!ss_log_scan(rel, &snap, count_log_record, &k))
 			continue;
