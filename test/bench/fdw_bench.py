@@ -327,6 +327,11 @@ def main():
     finally:
         for c in clusters():
             c.stop()
+        # the coordinator's directory is benchlib's PGDATA, removed by
+        # benchlib.cleanup(); the shards' go the same way
+        if os.environ.get("KEEP_WORK") != "1":
+            for s in SHARDS:
+                L.shutil.rmtree(s.data, ignore_errors=True)
     L.finish_run(results)
     with open(C["OUT_JSON"], "w") as f:
         json.dump(results, f, indent=1)
