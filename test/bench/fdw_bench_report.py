@@ -111,7 +111,7 @@ def report(results, C):
     b = results["ingest"]["bcms"]
     if "fdw2b1" in b:
         out.append("\nInto 2 shards, `batch_size` %s carried the bcms stream %.0f times as fast as "
-                   "`batch_size` 1 (one remote round trip per row).\n"
+                   "`batch_size` 1 (one remote round trip per row)."
                    % (fmt(C["FDW_BATCH"]), b["fdw2"]["median_rows_per_s"] / b["fdw2b1"]["median_rows_per_s"]))
     look = results.get("lookups")
     if look:
