@@ -425,7 +425,7 @@ bcms_estimate(PG_FUNCTION_ARGS)
 Datum
 bcms_flush(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT64(ss_sql_flush(PG_GETARG_OID(0), "bcms_flush()",
+	PG_RETURN_INT64(ss_sql_flush(fcinfo, "bcms_flush()",
 								 &bcms_structure, bcms_flush_all, true));
 }
 

@@ -28,6 +28,7 @@
 #include "ss_changelog.h"
 #include "ss_parent.h"
 #include "ss_queryutil.h"
+#include "ss_remote.h"
 #include "ss_sqlfunc.h"
 #include "storage/bufmgr.h"
 #include "utils/acl.h"
@@ -339,7 +340,7 @@ flush_done(Relation rel, void *stats)
 Datum
 bfile_flush(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT64(ss_sql_flush(PG_GETARG_OID(0), "bfile_flush()",
+	PG_RETURN_INT64(ss_sql_flush(fcinfo, "bfile_flush()",
 								 &bfile_structure, flush_done, false));
 }
 
@@ -523,6 +524,48 @@ subsample_leaf(Relation leaf, TupleDesc desc, Tuplestorestate *out, void *arg)
 	subsample_rows(leaf, desc, out, *(int64 *) arg);
 }
 
+/* A partition's mode, size and seen, from bfile_info on its server. */
+typedef struct RemoteView
+{
+	char	   *mode;
+	int64		size;
+	int64		seen;
+} RemoteView;
+
+static void
+keep_remote_view(void *arg, TupleDesc desc, Datum *values, bool *nulls)
+{
+	RemoteView *rv = arg;
+
+	rv->mode = nulls[0] ? NULL : TextDatumGetCString(values[0]);
+	rv->size = nulls[1] ? 0 : DatumGetInt64(values[1]);
+	rv->seen = nulls[2] ? 0 : DatumGetInt64(values[2]);
+}
+
+static void
+remote_view(FunctionCallInfo fcinfo, Relation rel, RemoteView *rv)
+{
+	TupleDesc	desc = CreateTemplateTupleDesc(3);
+
+	TupleDescInitEntry(desc, 1, "mode", TEXTOID, -1, 0);
+	TupleDescInitEntry(desc, 2, "size", INT8OID, -1, 0);
+	TupleDescInitEntry(desc, 3, "seen", INT8OID, -1, 0);
+	memset(rv, 0, sizeof(*rv));
+	ss_remote_info(rel, fcinfo, "bfile_info", desc, keep_remote_view, rv);
+}
+
+static void
+refuse_mode(Oid relid, Relation rel, const char *mode)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("bfile_subsample cannot combine the samples of partitioned table \"%s\"",
+					get_rel_name(relid)),
+			 errdetail("Partition \"%s\" is a %s bfile: a sample of the whole table would weigh each partition by its total weight or age, which bfile does not keep.",
+					   RelationGetRelationName(rel), mode),
+			 errhint("Call bfile_subsample on each partition.")));
+}
+
 /*
  * bfile_subsample on partitioned table relid: a uniform subsample of the
  * whole stream inserted through it.  Such a sample of n rows takes n_i of
@@ -539,9 +582,10 @@ subsample_leaf(Relation leaf, TupleDesc desc, Tuplestorestate *out, void *arg)
 static void
 parent_subsample(FunctionCallInfo fcinfo, Oid relid, int64 n)
 {
-	List	   *rels = ss_open_all_targets(relid, &bfile_structure,
-										   AccessShareLock, NULL, ACL_SELECT,
-										   "bfile_subsample()");
+	List	   *rels = ss_open_all_targets_remote(relid, &bfile_structure,
+												  AccessShareLock, NULL,
+												  ACL_SELECT,
+												  "bfile_subsample()");
 	TupleDesc	desc = ss_parent_rows_result(fcinfo, relid, "bfile_subsample");
 	Tuplestorestate *out = ((ReturnSetInfo *) fcinfo->resultinfo)->setResult;
 	int			k = list_length(rels);
@@ -554,19 +598,29 @@ parent_subsample(FunctionCallInfo fcinfo, Oid relid, int64 n)
 	{
 		Relation	rel = (Relation) lfirst(lc);
 		BfileView	v;
-		BfileMode	mode = bfile_get_state(rel)->params.mode;
 
-		if (mode != BFILE_UNIFORM)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("bfile_subsample cannot combine the samples of partitioned table \"%s\"",
-							get_rel_name(relid)),
-					 errdetail("Partition \"%s\" is a %s bfile: a sample of the whole table would weigh each partition by its total weight or age, which bfile does not keep.",
-							   RelationGetRelationName(rel), bfile_mode_name(mode)),
-					 errhint("Call bfile_subsample on each partition.")));
 		memset(&v, 0, sizeof(v));
-		if (!bfile_view_read(rel, &v, NULL, NULL, 0, 0))
-			continue;
+		if (ss_is_remote(rel))
+		{
+			/* a partition on another server: its bfile_info there */
+			RemoteView	rv;
+
+			remote_view(fcinfo, rel, &rv);
+			if (rv.mode == NULL ||
+				strcmp(rv.mode, bfile_mode_name(BFILE_UNIFORM)) != 0)
+				refuse_mode(relid, rel, rv.mode ? rv.mode : "unknown");
+			v.size = rv.size;
+			v.seen = rv.seen;
+		}
+		else
+		{
+			BfileMode	mode = bfile_get_state(rel)->params.mode;
+
+			if (mode != BFILE_UNIFORM)
+				refuse_mode(relid, rel, bfile_mode_name(mode));
+			if (!bfile_view_read(rel, &v, NULL, NULL, 0, 0))
+				continue;
+		}
 		left[foreach_current_index(lc)] = v.seen;
 		total += v.seen;
 		if (v.size < v.seen)
@@ -588,9 +642,22 @@ parent_subsample(FunctionCallInfo fcinfo, Oid relid, int64 n)
 		total--;
 	}
 	foreach(lc, rels)
-		if (take[foreach_current_index(lc)] > 0)
-			ss_leaf_rows((Relation) lfirst(lc), desc, out, subsample_leaf,
-						 &take[foreach_current_index(lc)]);
+	{
+		Relation	rel = (Relation) lfirst(lc);
+		int64	   *take_here = &take[foreach_current_index(lc)];
+
+		if (*take_here == 0)
+			continue;
+		if (ss_is_remote(rel))
+		{
+			/* bfile_subsample(NULL::table, n_i) on the server */
+			NullableDatum args[2] = {{0, true}, {Int64GetDatum(*take_here), false}};
+
+			ss_remote_rows(rel, fcinfo, args, desc, out);
+		}
+		else
+			ss_leaf_rows(rel, desc, out, subsample_leaf, take_here);
+	}
 	ss_close_all_targets(rels, AccessShareLock);
 }
 
@@ -821,9 +888,9 @@ Datum
 bfile_window(PG_FUNCTION_ARGS)
 {
 	Oid			relid = ss_sql_rowtype_relid(fcinfo, "bfile_window", "bfile");
-	List	   *rels = ss_open_all_targets(relid, &bfile_structure,
-										   AccessShareLock, NULL, ACL_SELECT,
-										   "bfile_window()");
+	List	   *rels = ss_open_all_targets_remote(relid, &bfile_structure,
+												  AccessShareLock, NULL,
+												  ACL_SELECT, "bfile_window()");
 	TupleDesc	desc;
 	ListCell   *lc;
 
@@ -832,9 +899,15 @@ bfile_window(PG_FUNCTION_ARGS)
 	else
 		desc = ss_sql_rows_result(fcinfo, linitial(rels), "bfile_window");
 	foreach(lc, rels)
-		ss_leaf_rows((Relation) lfirst(lc), desc,
-					 ((ReturnSetInfo *) fcinfo->resultinfo)->setResult,
-					 window_leaf, fcinfo);
+	{
+		Relation	rel = (Relation) lfirst(lc);
+		Tuplestorestate *out = ((ReturnSetInfo *) fcinfo->resultinfo)->setResult;
+
+		if (ss_is_remote(rel))
+			ss_remote_rows(rel, fcinfo, NULL, desc, out);	/* its window there */
+		else
+			ss_leaf_rows(rel, desc, out, window_leaf, fcinfo);
+	}
 	ss_close_all_targets(rels, AccessShareLock);
 	return (Datum) 0;
 }

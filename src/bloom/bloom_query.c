@@ -249,7 +249,7 @@ bloom_contains(PG_FUNCTION_ARGS)
 Datum
 bloom_flush(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT64(ss_sql_flush(PG_GETARG_OID(0), "bloom_flush()",
+	PG_RETURN_INT64(ss_sql_flush(fcinfo, "bloom_flush()",
 								 &bloom_structure, bloom_flush_all, true));
 }
 

@@ -145,7 +145,11 @@ const SSScanOps lert_scan_ops = {
 
 /* ---- lert_reports(regclass, after bigint) ---- */
 
-/* One structure's reports, read in report order. */
+/*
+ * One structure's reports, read in report order: a local one's from its
+ * report pages, a foreign partition's from lert_reports on its server
+ * (rows, read into a tuplestore first).
+ */
 typedef struct ReportSource
 {
 	Relation	rel;
@@ -156,12 +160,38 @@ typedef struct ReportSource
 	const LertReportRec *r;		/* the next report, or NULL: done */
 	const char *key;
 	int64		id;
+	Tuplestorestate *rows;		/* a foreign partition's, or NULL */
+	TupleTableSlot *slot;		/* its next row */
+	bool		more;			/* the slot holds one */
 } ReportSource;
+
+/* lert_reports' reported_at column */
+#define REPORT_AT_COLUMN 6
 
 static void
 report_source_next(ReportSource *src)
 {
-	src->r = lert_report_iter_next(&src->it, &src->id, &src->key);
+	if (src->rows != NULL)
+		src->more = tuplestore_gettupleslot(src->rows, true, false, src->slot);
+	else
+		src->r = lert_report_iter_next(&src->it, &src->id, &src->key);
+}
+
+static bool
+report_source_done(ReportSource *src)
+{
+	return src->rows != NULL ? !src->more : src->r == NULL;
+}
+
+static TimestampTz
+report_source_at(ReportSource *src)
+{
+	bool		isnull;
+
+	if (src->rows != NULL)
+		return DatumGetTimestampTz(slot_getattr(src->slot, REPORT_AT_COLUMN,
+												&isnull));
+	return src->r->at;
 }
 
 static void
@@ -170,7 +200,14 @@ put_report(ReturnSetInfo *rsinfo, ReportSource *src)
 	const LertReportRec *r = src->r;
 	Datum		values[7];
 	bool		nulls[7] = {0};
-	Datum		k = lert_key_datum(src->st, r->fp, src->key, r->keylen);
+	Datum		k;
+
+	if (src->rows != NULL)
+	{
+		tuplestore_puttupleslot(rsinfo->setResult, src->slot);
+		return;
+	}
+	k = lert_key_datum(src->st, r->fp, src->key, r->keylen);
 
 	values[0] = Int64GetDatum(src->id);
 	values[1] = CStringGetTextDatum(OidOutputFunctionCall(src->outfunc, k));
@@ -195,9 +232,10 @@ lert_reports(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	int64		after = PG_GETARG_INT64(1);
-	List	   *rels = ss_open_all_targets(PG_GETARG_OID(0), &lert_structure,
-										   AccessShareLock, NULL, ACL_SELECT,
-										   "lert_reports()");
+	List	   *rels = ss_open_all_targets_remote(PG_GETARG_OID(0),
+												  &lert_structure,
+												  AccessShareLock, NULL,
+												  ACL_SELECT, "lert_reports()");
 	int			n = list_length(rels);
 	ReportSource *srcs = palloc0(sizeof(ReportSource) * Max(n, 1));
 	ListCell   *lc;
@@ -209,6 +247,15 @@ lert_reports(PG_FUNCTION_ARGS)
 		bool		isvarlena;
 
 		src->rel = (Relation) lfirst(lc);
+		if (ss_is_remote(src->rel))
+		{
+			src->rows = tuplestore_begin_heap(false, false, work_mem);
+			ss_remote_rows(src->rel, fcinfo, NULL, rsinfo->setDesc, src->rows);
+			src->slot = MakeSingleTupleTableSlot(rsinfo->setDesc,
+												 &TTSOpsMinimalTuple);
+			report_source_next(src);
+			continue;
+		}
 		src->st = lert_get_state(src->rel);
 		src->meta = palloc(sizeof(LertMeta));
 		getTypeOutputInfo(src->st->keytype, &src->outfunc, &isvarlena);
@@ -224,13 +271,15 @@ lert_reports(PG_FUNCTION_ARGS)
 		ReportSource *next = NULL;
 
 		for (int i = 0; i < n; i++)
-			if (srcs[i].r != NULL && (next == NULL || srcs[i].r->at < next->r->at))
+			if (!report_source_done(&srcs[i]) &&
+				(next == NULL ||
+				 report_source_at(&srcs[i]) < report_source_at(next)))
 				next = &srcs[i];
 		if (next == NULL)
 			break;
 		put_report(rsinfo, next);
 		report_source_next(next);
-		if (next->r == NULL)
+		if (next->rows == NULL && next->r == NULL)
 			lert_report_iter_end(&next->it);
 	}
 	ss_close_all_targets(rels, AccessShareLock);
@@ -440,7 +489,7 @@ lert_reported(PG_FUNCTION_ARGS)
 Datum
 lert_flush(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT64(ss_sql_flush(PG_GETARG_OID(0), "lert_flush()",
+	PG_RETURN_INT64(ss_sql_flush(fcinfo, "lert_flush()",
 								 &lert_structure, lert_flush_all, false));
 }
 

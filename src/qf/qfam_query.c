@@ -631,7 +631,7 @@ qfam_flushed_items(Relation rel, void *stats)
 Datum
 qf_flush_sql(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT64(ss_sql_flush(PG_GETARG_OID(0), "qf_flush()",
+	PG_RETURN_INT64(ss_sql_flush(fcinfo, "qf_flush()",
 								 &qfam_structure, qfam_flushed_items, true));
 }
 

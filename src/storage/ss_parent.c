@@ -792,9 +792,9 @@ ss_route_columns(Relation parent, const SSStructure *s, const SSRouteKey *kc)
 	return open_leaves(relid, parent, s, false);
 }
 
-List *
-ss_open_all_leaves(Relation parent, LOCKMODE lockmode, const char *writer,
-				   const SSStructure *s)
+static List *
+open_all_leaves(Relation parent, LOCKMODE lockmode, const char *writer,
+				const SSStructure *s, bool remote)
 {
 	List	   *rels = NIL;
 	ListCell   *lc;
@@ -806,11 +806,19 @@ ss_open_all_leaves(Relation parent, LOCKMODE lockmode, const char *writer,
 
 		if (!is_leaf_kind(get_rel_relkind(child)))
 			continue;
-		rel = open_leaf(child, parent, s, false);
-		ss_sql_check_access(rel, writer);
+		rel = open_leaf(child, parent, s, remote);
+		if (!ss_is_remote(rel))
+			ss_sql_check_access(rel, writer);
 		rels = lappend(rels, rel);
 	}
 	return rels;
+}
+
+List *
+ss_open_all_leaves(Relation parent, LOCKMODE lockmode, const char *writer,
+				   const SSStructure *s)
+{
+	return open_all_leaves(parent, lockmode, writer, s, false);
 }
 
 void
@@ -827,9 +835,10 @@ ss_refuse_foreign_leaves(Relation parent, const SSStructure *s)
 
 /* ---- set and writer functions: every leaf, or the one a key routes to ---- */
 
-List *
-ss_open_all_targets(Oid relid, const SSStructure *s, LOCKMODE lockmode,
-					const char *writer, AclMode mode, const char *rls_fname)
+static List *
+open_all_targets(Oid relid, const SSStructure *s, LOCKMODE lockmode,
+				 const char *writer, AclMode mode, const char *rls_fname,
+				 bool remote)
 {
 	Relation	parent;
 	List	   *rels;
@@ -844,9 +853,26 @@ ss_open_all_targets(Oid relid, const SSStructure *s, LOCKMODE lockmode,
 	}
 	parent = ss_open_parent(relid, lockmode, writer, mode, rls_fname);
 	/* the partitions are locked as a statement on the parent locks them */
-	rels = ss_open_all_leaves(parent, lockmode, writer, s);
+	rels = open_all_leaves(parent, lockmode, writer, s, remote);
 	relation_close(parent, NoLock);
 	return rels;
+}
+
+List *
+ss_open_all_targets(Oid relid, const SSStructure *s, LOCKMODE lockmode,
+					const char *writer, AclMode mode, const char *rls_fname)
+{
+	return open_all_targets(relid, s, lockmode, writer, mode, rls_fname,
+							false);
+}
+
+List *
+ss_open_all_targets_remote(Oid relid, const SSStructure *s,
+						   LOCKMODE lockmode, const char *writer,
+						   AclMode mode, const char *rls_fname)
+{
+	return open_all_targets(relid, s, lockmode, writer, mode, rls_fname,
+							true);
 }
 
 void

@@ -150,6 +150,11 @@ extern void ss_refuse_foreign_leaves(Relation parent,
 extern List *ss_open_all_targets(Oid relid, const struct SSStructure *s,
 								 LOCKMODE lockmode, const char *writer,
 								 AclMode mode, const char *rls_fname);
+/* ss_open_all_targets, and foreign leaves too (ss_open_targets_remote) */
+extern List *ss_open_all_targets_remote(Oid relid,
+										const struct SSStructure *s,
+										LOCKMODE lockmode, const char *writer,
+										AclMode mode, const char *rls_fname);
 extern void ss_close_all_targets(List *rels, LOCKMODE lockmode);
 
 /*

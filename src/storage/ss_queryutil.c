@@ -23,6 +23,7 @@
 #include "ss_parent.h"
 #include "ss_progress.h"
 #include "ss_queryutil.h"
+#include "ss_remote.h"
 #include "ss_sqlfunc.h"
 #include "streamsketch.h"
 
@@ -44,12 +45,13 @@ ss_sql_key_hash(FunctionCallInfo fcinfo, int argno, Oid keytype,
 }
 
 int64
-ss_sql_flush(Oid relid, const char *fname, const struct SSStructure *s,
-			 SSFlushFn flush, bool durable)
+ss_sql_flush(FunctionCallInfo fcinfo, const char *fname,
+			 const struct SSStructure *s, SSFlushFn flush, bool durable)
 {
 	/* a partitioned table's every leaf partition, the results summed */
-	List	   *rels = ss_open_all_targets(relid, s, RowExclusiveLock, fname,
-										   ACL_INSERT, NULL);
+	List	   *rels = ss_open_all_targets_remote(PG_GETARG_OID(0), s,
+												  RowExclusiveLock, fname,
+												  ACL_INSERT, NULL);
 	/* shown in streamsketch_progress by its name: "bcms_flush" */
 	char	   *operation = pnstrdup(fname, strcspn(fname, "("));
 	int64		applied = 0;
@@ -59,7 +61,15 @@ ss_sql_flush(Oid relid, const char *fname, const struct SSStructure *s,
 	if (durable)
 		(void) GetCurrentTransactionId();
 	foreach(lc, rels)
-		applied += ss_log_flush((Relation) lfirst(lc), operation, flush);
+	{
+		Relation	rel = (Relation) lfirst(lc);
+		bool		isnull;
+
+		if (ss_is_remote(rel))
+			applied += DatumGetInt64(ss_remote_scalar(rel, fcinfo, &isnull));
+		else
+			applied += ss_log_flush(rel, operation, flush);
+	}
 	ss_close_all_targets(rels, durable ? NoLock : RowExclusiveLock);
 	return applied;
 }

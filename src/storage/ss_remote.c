@@ -34,6 +34,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
+#include "utils/tuplestore.h"
 
 /* postgres_fdw's connection.c and postgres_fdw.c, as of PostgreSQL 15 */
 typedef struct PgFdwConnState PgFdwConnState;
@@ -190,29 +191,76 @@ append_literal(StringInfo sql, Datum value, bool isnull, Oid typid)
 }
 
 /*
- * SELECT [* FROM] schema.function(remote table, arguments...): the call
- * of fcinfo, whose first argument names the structure.
+ * The name on rel's server of column name of a row of rel: its
+ * column_name option, else its own name (as postgres_fdw's deparse).
+ * Other columns (an info function's) have their own name.
+ */
+static const char *
+remote_column_name(Relation rel, const char *name)
+{
+	AttrNumber	attnum = get_attnum(RelationGetRelid(rel), name);
+	ListCell   *lc;
+
+	if (attnum == InvalidAttrNumber)
+		return name;
+	foreach(lc, GetForeignColumnOptions(RelationGetRelid(rel), attnum))
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, "column_name") == 0)
+			return defGetString(def);
+	}
+	return name;
+}
+
+/*
+ * "SELECT " and, with desc, its columns by name and " FROM ", then the
+ * function fn of the extension's schema called with rel's remote table
+ * as its first argument: a regclass, or with table_row a NULL of the
+ * table's row type.  The caller appends the other arguments and ')'.
+ */
+static void
+begin_call_sql(StringInfo sql, Relation rel, Oid nspid, const char *fn,
+			   TupleDesc desc, bool table_row)
+{
+	char	   *table = remote_table_name(rel);
+
+	appendStringInfoString(sql, "SELECT ");
+	if (desc != NULL)
+	{
+		for (int i = 0; i < desc->natts; i++)
+			appendStringInfo(sql, "%sr.%s", i > 0 ? ", " : "",
+							 quote_identifier(table_row ?
+											  remote_column_name(rel, NameStr(TupleDescAttr(desc, i)->attname)) :
+											  NameStr(TupleDescAttr(desc, i)->attname)));
+		appendStringInfoString(sql, " FROM ");
+	}
+	appendStringInfo(sql, "%s(",
+					 quote_qualified_identifier(get_namespace_name(nspid), fn));
+	if (table_row)
+		appendStringInfo(sql, "NULL::%s", table);
+	else
+		appendStringInfo(sql, "%s::pg_catalog.regclass",
+						 quote_literal_cstr(table));
+}
+
+/*
+ * The call of fcinfo, whose first argument names the structure, as a
+ * query: SELECT value, or with desc SELECT desc's columns FROM the call.
  */
 static char *
 remote_call_sql(Relation rel, FunctionCallInfo fcinfo,
-				const NullableDatum *args, bool from)
+				const NullableDatum *args, TupleDesc desc)
 {
 	FmgrInfo   *flinfo = fcinfo->flinfo;
 	Oid			fn = flinfo->fn_oid;
 	bool		variadic = get_fn_expr_variadic(flinfo);
-	char	   *table = remote_table_name(rel);
 	StringInfoData sql;
 	int			transmission;
 
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "SELECT %s%s(", from ? "* FROM " : "",
-					 quote_qualified_identifier(get_namespace_name(get_func_namespace(fn)),
-												get_func_name(fn)));
-	if (get_fn_expr_argtype(flinfo, 0) == REGCLASSOID)
-		appendStringInfo(&sql, "%s::pg_catalog.regclass",
-						 quote_literal_cstr(table));
-	else
-		appendStringInfo(&sql, "NULL::%s", table);	/* the row type */
+	begin_call_sql(&sql, rel, get_func_namespace(fn), get_func_name(fn), desc,
+				   get_fn_expr_argtype(flinfo, 0) != REGCLASSOID);
 
 	/* values printed as the remote session reads them (postgres_fdw's) */
 	transmission = fdw.set_transmission_modes();
@@ -229,7 +277,7 @@ remote_call_sql(Relation rel, FunctionCallInfo fcinfo,
 		append_literal(&sql, a->value, a->isnull, typid);
 	}
 	fdw.reset_transmission_modes(transmission);
-	appendStringInfoChar(&sql, ')');
+	appendStringInfoString(&sql, desc != NULL ? ") r" : ")");
 	return sql.data;
 }
 
@@ -274,29 +322,16 @@ parse_rows(PGresult *res, const char *sql, Relation rel, TupleDesc desc,
 	}
 }
 
-void
-ss_remote_call(Relation rel, FunctionCallInfo fcinfo,
-			   const NullableDatum *args, bool from, TupleDesc desc,
-			   SSRemoteRowFn fn, void *arg)
+/* Run sql on rel's server in postgres_fdw's remote transaction. */
+static void
+remote_query(Relation rel, const char *sql, TupleDesc desc, SSRemoteRowFn fn,
+			 void *arg)
 {
 	ForeignTable *ft = GetForeignTable(RelationGetRelid(rel));
-	UserMapping *user;
+	UserMapping *user = GetUserMapping(GetUserId(), ft->serverid);
 	PgFdwConnState *state;
-	PGconn	   *conn;
+	PGconn	   *conn = fdw.get_connection(user, false, &state);
 	PGresult   *volatile res = NULL;
-	char	   *sql;
-
-	/* a worker's remote transaction would not be the leader's */
-	if (IsParallelWorker())
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot reach partition \"%s\" on another server from a parallel worker",
-						RelationGetRelationName(rel)),
-				 errhint("Set max_parallel_workers_per_gather to 0 for this query.")));
-	ss_remote_check(rel);
-	user = GetUserMapping(GetUserId(), ft->serverid);
-	sql = remote_call_sql(rel, fcinfo, args, from);
-	conn = fdw.get_connection(user, false, &state);
 
 	/* the result is malloc'd by libpq: freed on every way out */
 	PG_TRY();
@@ -312,6 +347,58 @@ ss_remote_call(Relation rel, FunctionCallInfo fcinfo,
 	}
 	PG_END_TRY();
 	fdw.release_connection(conn);
+}
+
+/* Checks before a remote call of rel. */
+static void
+remote_begin(Relation rel)
+{
+	/* a worker's remote transaction would not be the leader's */
+	if (IsParallelWorker())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot reach partition \"%s\" on another server from a parallel worker",
+						RelationGetRelationName(rel)),
+				 errhint("Set max_parallel_workers_per_gather to 0 for this query.")));
+	ss_remote_check(rel);
+}
+
+void
+ss_remote_call(Relation rel, FunctionCallInfo fcinfo,
+			   const NullableDatum *args, bool from, TupleDesc desc,
+			   SSRemoteRowFn fn, void *arg)
+{
+	remote_begin(rel);
+	remote_query(rel, remote_call_sql(rel, fcinfo, args, from ? desc : NULL),
+				 desc, fn, arg);
+}
+
+void
+ss_remote_info(Relation rel, FunctionCallInfo fcinfo, const char *fname,
+			   TupleDesc desc, SSRemoteRowFn fn, void *arg)
+{
+	StringInfoData sql;
+
+	remote_begin(rel);
+	initStringInfo(&sql);
+	begin_call_sql(&sql, rel, get_func_namespace(fcinfo->flinfo->fn_oid),
+				   fname, desc, false);
+	appendStringInfoString(&sql, ") r");
+	remote_query(rel, sql.data, desc, fn, arg);
+}
+
+static void
+put_row(void *arg, TupleDesc desc, Datum *values, bool *nulls)
+{
+	tuplestore_putvalues((Tuplestorestate *) arg, desc, values, nulls);
+}
+
+void
+ss_remote_rows(Relation rel, FunctionCallInfo fcinfo,
+			   const NullableDatum *args, TupleDesc desc,
+			   Tuplestorestate *out)
+{
+	ss_remote_call(rel, fcinfo, args, true, desc, put_row, out);
 }
 
 typedef struct ScalarResult

@@ -16,6 +16,7 @@
 #include "catalog/pg_class.h"
 #include "fmgr.h"
 #include "utils/rel.h"
+#include "utils/tuplestore.h"
 
 /* Is rel a foreign table: a structure on another server? */
 static inline bool
@@ -42,13 +43,26 @@ typedef void (*SSRemoteRowFn) (void *arg, TupleDesc desc, Datum *values,
  * the same schema there), the remote table in place of the first
  * argument (a regclass, or a NULL of the table's row type), then the
  * call's other arguments, or args[i] where args is not NULL.  With from,
- * the rows of SELECT * FROM the call, else its one value; each row is
- * parsed into desc's column types (as many columns as desc has) and
- * passed to fn.
+ * the rows of the call's columns named as desc's (a table's columns by
+ * their names on the server), else its one value; each row is parsed
+ * into desc's column types and passed to fn.
  */
 extern void ss_remote_call(Relation rel, FunctionCallInfo fcinfo,
 						   const NullableDatum *args, bool from,
 						   TupleDesc desc, SSRemoteRowFn fn, void *arg);
+
+/* ss_remote_call's rows (from) put in out. */
+extern void ss_remote_rows(Relation rel, FunctionCallInfo fcinfo,
+						   const NullableDatum *args, TupleDesc desc,
+						   Tuplestorestate *out);
+
+/*
+ * The rows of desc's columns of info function fname (of fcinfo's
+ * function's schema) called on rel's remote table, passed to fn.
+ */
+extern void ss_remote_info(Relation rel, FunctionCallInfo fcinfo,
+						   const char *fname, TupleDesc desc,
+						   SSRemoteRowFn fn, void *arg);
 
 /* The value of fcinfo's call on rel's server (of fcinfo's return type). */
 extern Datum ss_remote_scalar(Relation rel, FunctionCallInfo fcinfo,

@@ -15,6 +15,10 @@
 #     that remote query with its lookup path; every group of the cbt
 #     parent equals the GROUP BY of the stream; cbt_lookup, which needs a
 #     local partition's definition, refuses foreign ones (0A000);
+#     lert_info, lert_reports, bcms_flush, bfile_subsample (uniform over
+#     the whole stream by chi-square, drawn from each shard in proportion
+#     to what it has seen) and bfile_window on the parent reach the shards
+#     too;
 #  d. the calls run as the caller's user mapping: a role with SELECT on
 #     the parent and no mapping gets postgres_fdw's error; a foreign table
 #     of another wrapper is refused 0A000;
@@ -34,9 +38,12 @@ use StreamsketchTest;
 use IPC::Run;
 use Test::More;
 
+# The shards consolidate only when asked (no background workers), so
+# that a flush through the parent has work to do.
 my @shards = map {
 	ss_node("shard$_", consistency => 0, extension => 1,
-		conf => "log_statement = 'all'\n")
+		conf => "log_statement = 'all'\n"
+		  . "streamsketch.background_consolidation = off\n")
 } (0, 1);
 my $coord = ss_node('coordinator', consistency => 0, extension => 1);
 $coord->safe_psql('postgres', 'CREATE EXTENSION postgres_fdw');
@@ -51,6 +58,8 @@ for my $i (0, 1)
 		SELECT lert_create('hh_$i', 'text', threshold => 10);
 		SELECT cbt_create('views_$i', group_by => 'url text',
 			aggregates => 'count(*) AS hits, sum(length(url)) AS chars');
+		SELECT bfile_create('sample_$i', 'id int, ts int NOT NULL',
+			sample_size => 2000, time_column => 'ts');
 	});
 	my ($host, $port) = ($shards[$i]->host, $shards[$i]->port);
 	$coord->safe_psql(
@@ -90,6 +99,12 @@ $coord->safe_psql(
 	CREATE FOREIGN TABLE views_1 PARTITION OF views
 		FOR VALUES WITH (MODULUS 2, REMAINDER 1) SERVER shard1;
 
+	CREATE TABLE sample (id int, ts int NOT NULL) PARTITION BY RANGE (id);
+	CREATE FOREIGN TABLE sample_0 PARTITION OF sample
+		FOR VALUES FROM (1) TO (30001) SERVER shard0;
+	CREATE FOREIGN TABLE sample_1 PARTITION OF sample
+		FOR VALUES FROM (30001) TO (40001) SERVER shard1;
+
 	CREATE TABLE l_clicks (url text) PARTITION BY HASH (url);
 	CREATE TABLE l_clicks_0 PARTITION OF l_clicks
 		FOR VALUES WITH (MODULUS 2, REMAINDER 0) USING bcms;
@@ -120,6 +135,7 @@ $coord->safe_psql(
 	INSERT INTO seen SELECT url FROM stream;
 	INSERT INTO hh SELECT url FROM stream;
 	INSERT INTO views (url) SELECT url FROM stream;
+	INSERT INTO sample SELECT g, g % 1000 FROM generate_series(1, 40000) g;
 	INSERT INTO l_clicks SELECT url FROM stream;
 	INSERT INTO l_seen SELECT url FROM stream;
 	INSERT INTO l_hh SELECT url FROM stream;
@@ -168,6 +184,64 @@ is( $coord->safe_psql(
 		 = (SELECT row(items, total_count) FROM qf_info('l_seen'))}),
 	't|t',
 	'bcms_info and qf_info merge the shards\' rows as the local partitions\'');
+
+is( $coord->safe_psql(
+		'postgres', q{
+	SELECT (SELECT row(observations, reports) FROM lert_info('hh'))
+		 = (SELECT row(observations, reports) FROM lert_info('l_hh')),
+		   (SELECT count(*) FROM (
+				(SELECT key, count FROM lert_reports('hh')
+				 EXCEPT ALL SELECT key, count FROM lert_reports('l_hh'))
+				UNION ALL
+				(SELECT key, count FROM lert_reports('l_hh')
+				 EXCEPT ALL SELECT key, count FROM lert_reports('hh'))) d),
+		   (SELECT count(*) FROM lert_reports('hh'))}),
+	't|0|900',
+	'lert_info and lert_reports on the parent merge the shards as the local partitions');
+
+# flushes through the parent reach every shard's change log
+is( $coord->safe_psql(
+		'postgres', q{
+	INSERT INTO clicks SELECT url FROM stream LIMIT 1000;
+	SELECT (SELECT pending_records > 0 FROM bcms_info('clicks')),
+		   bcms_flush('clicks') > 0,
+		   (SELECT pending_records FROM bcms_info('clicks'))}),
+	't|t|0',
+	'bcms_flush on the parent consolidates every shard\'s change log');
+
+# bfile: a subsample of the parent is a uniform sample of the whole
+# stream, drawn from each shard in proportion to what it has seen (3:1
+# here): chi-square of one subsample of 1,200 over 8 equal ranges of the
+# stream, 7 degrees of freedom, refused above 40 (p = 1.3e-6).  A
+# concatenation or an even split of the shards would be far above.
+my $chi2 = $coord->safe_psql(
+	'postgres', q{
+	SELECT round(sum((n - 150.0) ^ 2 / 150.0), 1)
+	FROM (SELECT b, count(s.id) AS n
+		  FROM generate_series(0, 7) b
+		  LEFT JOIN bfile_subsample(NULL::sample, 1200) s
+			ON (s.id - 1) / 5000 = b
+		  GROUP BY b) c});
+cmp_ok($chi2, '<', 40,
+	"a subsample of the parent is uniform over the whole stream (chi-square $chi2)");
+my $smallest = (sort { $a <=> $b }
+	  map { $shards[$_]->safe_psql('postgres', "SELECT size FROM bfile_info('sample_$_')") }
+	  (0, 1))[0];
+is( $coord->safe_psql(
+		'postgres', q{
+	SELECT count(*), count(DISTINCT id) FROM bfile_subsample(NULL::sample, 100000)}),
+	"$smallest|$smallest",
+	'a subsample is at most the smallest sample that left rows out, no row twice');
+is( $coord->safe_psql(
+		'postgres', q{
+	SELECT count(*) FROM (
+		(SELECT * FROM bfile_window(NULL::sample, 100, 300)
+		 EXCEPT ALL SELECT * FROM sample WHERE ts BETWEEN 100 AND 300)
+		UNION ALL
+		(SELECT * FROM sample WHERE ts BETWEEN 100 AND 300
+		 EXCEPT ALL SELECT * FROM bfile_window(NULL::sample, 100, 300))) d}),
+	'0',
+	'bfile_window on the parent returns the shards\' sampled rows in the window');
 
 # c. plain SQL on the lert parent: pruned, and the key shipped
 my $plan = $coord->safe_psql('postgres',
