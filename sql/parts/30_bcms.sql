@@ -24,7 +24,7 @@ CREATE FUNCTION bcms_info(sketch regclass,
 	OUT items bigint, OUT total_weight bigint, OUT buffered_entries bigint,
 	OUT relation_pages bigint, OUT error_bound float8,
 	OUT pending_records bigint, OUT pending_bytes bigint)
-AS 'MODULE_PATHNAME', 'bcms_info' LANGUAGE C STRICT STABLE PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'bcms_info' LANGUAGE C STRICT STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION bcms_info(regclass) IS 'parameters and counters of a bcms table (width: the counters per row actually used, rounded up to whole pages in buffered mode)';
 
 CREATE FUNCTION bcms_merge(sketch regclass, value cms) RETURNS void

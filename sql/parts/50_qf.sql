@@ -54,7 +54,7 @@ CREATE FUNCTION qf_info(filter regclass,
 	OUT load_factor float8, OUT false_positive_rate float8,
 	OUT relation_pages bigint, OUT resizes bigint, OUT seed bigint,
 	OUT pending_records bigint, OUT pending_bytes bigint)
-AS 'MODULE_PATHNAME', 'qf_info_sql' LANGUAGE C STRICT STABLE PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'qf_info_sql' LANGUAGE C STRICT STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION qf_info(regclass) IS 'parameters and counters of a quotient filter table (its levels as consolidated; pending_records: changes still in its change log)';
 
 -- Not STRICT on purpose: a NULL optional argument means its default (the

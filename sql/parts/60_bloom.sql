@@ -26,7 +26,7 @@ CREATE FUNCTION bloom_info(filter regclass,
 	OUT bits_set bigint, OUT fill_ratio float8, OUT false_positive_rate float8,
 	OUT flushes bigint, OUT relation_pages bigint, OUT seed bigint,
 	OUT pending_records bigint, OUT pending_bytes bigint)
-AS 'MODULE_PATHNAME', 'bloom_info' LANGUAGE C STRICT STABLE PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'bloom_info' LANGUAGE C STRICT STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION bloom_info(regclass) IS 'parameters and counters of a bloom_filter table';
 
 -- Not STRICT on purpose: a NULL optional argument means its default (the

@@ -38,7 +38,7 @@ CREATE FUNCTION lert_reports(lert regclass, after bigint DEFAULT 0,
 	OUT first_position bigint, OUT reported_position bigint,
 	OUT reported_at timestamptz, OUT cone int)
 RETURNS SETOF record
-AS 'MODULE_PATHNAME', 'lert_reports' LANGUAGE C STRICT STABLE PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'lert_reports' LANGUAGE C STRICT STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION lert_reports(regclass, bigint) IS 'the reports with an id above after, in report order (each cone''s in stream order)';
 
 CREATE FUNCTION lert_flush(lert regclass) RETURNS bigint
@@ -57,7 +57,7 @@ CREATE FUNCTION lert_info(lert regclass,
 	OUT free_pages bigint, OUT notify text,
 	OUT seed bigint, OUT level0_pages bigint, OUT level_pages bigint[],
 	OUT pending_records bigint, OUT pending_bytes bigint)
-AS 'MODULE_PATHNAME', 'lert_info' LANGUAGE C STRICT STABLE PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'lert_info' LANGUAGE C STRICT STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION lert_info(regclass) IS 'parameters, bounds and counters of a lert table';
 
 -- Not STRICT on purpose: a NULL optional argument means its default (the

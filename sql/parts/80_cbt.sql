@@ -28,7 +28,7 @@ CREATE FUNCTION cbt_info(cbt regclass,
 	OUT free_pages bigint, OUT free_extents int,
 	OUT fragments_in_pieces bigint,
 	OUT pending_records bigint, OUT pending_bytes bigint)
-AS 'MODULE_PATHNAME', 'cbt_info' LANGUAGE C STRICT STABLE PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'cbt_info' LANGUAGE C STRICT STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION cbt_info(regclass) IS 'definition, parameters, tree shape and counters of a cbt table (the tree as consolidated; pending_records: rows still in its change log)';
 
 CREATE FUNCTION cbt_finalize(cbt regclass) RETURNS bigint

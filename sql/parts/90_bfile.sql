@@ -84,7 +84,7 @@ CREATE FUNCTION bfile_info(sample regclass,
 	OUT leaked_pages bigint, OUT added bigint, OUT pages_written bigint,
 	OUT sample_bytes bigint, OUT min_bytes bigint,
 	OUT pending_records bigint, OUT pending_bytes bigint)
-AS 'MODULE_PATHNAME', 'bfile_info' LANGUAGE C STRICT STABLE PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'bfile_info' LANGUAGE C STRICT STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION bfile_info(regclass) IS 'parameters, levels, buckets and counters of a bfile table';
 
 CREATE FUNCTION bfile_flush(sample regclass) RETURNS bigint
