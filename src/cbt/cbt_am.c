@@ -491,6 +491,7 @@ const SSStructure cbt_structure = {
 	.paths = &cbt_path_ops,
 	.combine_batch = cbt_combine_batch,
 	.tuple_insert = cbt_tuple_insert,
+	.check_partition = cbt_check_partition,
 };
 
 CbtState *

@@ -61,6 +61,7 @@ extern const SSStructure cbt_structure;
 extern CbtState *cbt_get_state(Relation rel);
 extern CbtRuntime *cbt_runtime(Relation rel);
 extern char *cbt_definition_text(Relation rel);
+extern void cbt_check_partition(Relation top, Relation first, Relation other);
 extern void cbt_as_owner(Relation rel, CbtOwnerSave *save);
 extern void cbt_as_caller(CbtOwnerSave *save);
 extern void cbt_init(void);

@@ -501,9 +501,24 @@ check_partition(Relation parent, Relation ref, Relation rel)
 			 errmsg("partitions \"%s\" and \"%s\" of \"%s\" have different cbt definitions",
 					RelationGetRelationName(ref), RelationGetRelationName(rel),
 					RelationGetRelationName(parent)),
-			 errdetail("cbt_lookup on a partitioned table takes the group keys and aggregates of its first partition and combines the partitions' partial aggregates: every partition needs the same definition.  cbt_info on a partition shows its definition."),
+			 errdetail("The functions of a partitioned cbt take the group keys and aggregates of its first partition and combine the partitions' partial aggregates: every partition needs the same definition.  cbt_info on a partition shows its definition."),
 			 errhint("Create every partition of \"%s\" with the same cbt_create definition.",
 					 RelationGetRelationName(parent))));
+}
+
+/*
+ * The partitions of one tree must have one definition, checked when a
+ * partition is created or attached (ss_structure.h): a partition without
+ * a definition yet (created USING cbt, to be given one by its label) is
+ * checked by cbt_lookup once it has one.
+ */
+void
+cbt_check_partition(Relation top, Relation first, Relation other)
+{
+	if (cbt_definition_text(first) == NULL ||
+		cbt_definition_text(other) == NULL)
+		return;
+	check_partition(top, first, other);
 }
 
 /*

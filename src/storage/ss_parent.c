@@ -337,6 +337,36 @@ kind_text(Oid relid, const SSStructure *s)
 }
 
 /*
+ * Leaf partitions of top whose contents kind cannot combine with those of
+ * first (a structure of kind, in top): refused by kind's check_partition.
+ */
+static void
+check_contents(Oid top, const SSStructure *kind, Oid first)
+{
+	Relation	toprel;
+	Relation	firstrel;
+	ListCell   *lc;
+
+	if (kind->check_partition == NULL)
+		return;
+	toprel = relation_open(top, AccessShareLock);
+	firstrel = relation_open(first, AccessShareLock);
+	foreach(lc, find_all_inheritors(top, NoLock, NULL))
+	{
+		Oid			relid = lfirst_oid(lc);
+		Relation	rel;
+
+		if (relid == first || get_rel_relkind(relid) != RELKIND_RELATION)
+			continue;
+		rel = relation_open(relid, AccessShareLock);
+		kind->check_partition(toprel, firstrel, rel);
+		relation_close(rel, AccessShareLock);
+	}
+	relation_close(firstrel, AccessShareLock);
+	relation_close(toprel, AccessShareLock);
+}
+
+/*
  * The leaf partitions of partitioned table top: structures of one kind,
  * or none.  Foreign tables are left out: they may be structures on other
  * servers, which cannot be looked at from here.  Only structures are
@@ -382,7 +412,10 @@ check_tree(Oid top)
 	if (!OidIsValid(other))
 		other = heap;
 	if (!OidIsValid(other))
+	{
+		check_contents(top, kind, first);
 		return;
+	}
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
 			 errmsg("the partitions of \"%s\" must all be %s tables",

@@ -255,6 +255,15 @@ typedef struct SSStructure
 	 */
 	void		(*params_from_meta) (const void *meta, void *st);
 	/*
+	 * Optional: refuse (42P17) leaf partition other of partitioned tree
+	 * top whose contents cannot be combined with those of first, another
+	 * leaf of the tree (both opened), when a partition is created or
+	 * attached (ss_check_partition_trees).  Without it, any two
+	 * structures of one kind combine.
+	 */
+	void		(*check_partition) (Relation top, Relation first,
+									Relation other);
+	/*
 	 * Optional: the first block after the fixed layout of a new structure
 	 * with st's parameters, where its log pages start; without it, 1 (the
 	 * metapage alone).
