@@ -38,11 +38,13 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "parser/parse_coerce.h"
+#include "parser/parser.h"
 #include "ss_aggutil.h"
 #include "ss_changelog.h"
 #include "ss_parent.h"
 #include "ss_pending.h"
 #include "ss_queryutil.h"
+#include "ss_remote.h"
 #include "ss_sqlfunc.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -521,6 +523,137 @@ cbt_check_partition(Relation top, Relation first, Relation other)
 	check_partition(top, first, other);
 }
 
+static void
+keep_definition(void *arg, TupleDesc desc, Datum *values, bool *nulls)
+{
+	*(char **) arg = nulls[0] ? NULL : TextDatumGetCString(values[0]);
+}
+
+/*
+ * The result names of the group keys of the cbt on the server of foreign
+ * partition leaf, in the order of cbt_lookup's arguments: from its
+ * definition there (cbt_info's, a query whose GROUP BY lists the keys in
+ * order, each a column of the query's target list, maybe renamed),
+ * parsed but not analyzed: its names are the server's.
+ */
+static List *
+remote_key_names(FunctionCallInfo fcinfo, Relation leaf)
+{
+	TupleDesc	desc = CreateTemplateTupleDesc(1);
+	char	   *definition = NULL;
+	List	   *stmts;
+	SelectStmt *sel = NULL;
+	List	   *names = NIL;
+	ListCell   *lc;
+
+	TupleDescInitEntry(desc, 1, "definition", TEXTOID, -1, 0);
+	ss_remote_info(leaf, fcinfo, "cbt_info", desc, keep_definition,
+				   &definition);
+	if (definition != NULL)
+	{
+		stmts = raw_parser(definition, RAW_PARSE_DEFAULT);
+		if (list_length(stmts) == 1 &&
+			IsA(((RawStmt *) linitial(stmts))->stmt, SelectStmt))
+			sel = (SelectStmt *) ((RawStmt *) linitial(stmts))->stmt;
+	}
+	if (sel == NULL || sel->groupClause == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the server of partition \"%s\" gives no cbt definition of its table",
+						RelationGetRelationName(leaf)),
+				 errhint("Give the table on that server a definition with cbt_create.")));
+	foreach(lc, sel->groupClause)
+	{
+		ColumnRef  *key = (ColumnRef *) lfirst(lc);
+		char	   *name;
+		ListCell   *tl;
+
+		if (!IsA(key, ColumnRef))
+			elog(ERROR, "unexpected group key in a cbt definition: %s",
+				 definition);
+		name = strVal(llast(key->fields));
+		foreach(tl, sel->targetList)
+		{
+			ResTarget  *target = (ResTarget *) lfirst(tl);
+
+			if (target->name != NULL && IsA(target->val, ColumnRef) &&
+				strcmp(strVal(llast(((ColumnRef *) target->val)->fields)),
+					   name) == 0)
+			{
+				name = target->name;
+				break;
+			}
+		}
+		names = lappend(names, name);
+	}
+	return names;
+}
+
+/*
+ * cbt_lookup on partitioned table parent whose partitions are all on
+ * other servers (remote, the first of them): the key routed by the group
+ * keys of remote's definition there, as the parent's columns of those
+ * names, and asked of the one partition it reaches.  A group of several
+ * partitions would need their partial aggregates, which do not leave a
+ * server: refused.
+ */
+static void
+lookup_remote_parent(FunctionCallInfo fcinfo, Relation parent,
+					 Relation remote, TupleDesc desc)
+{
+	List	   *key_names = remote_key_names(fcinfo, remote);
+	int			nkeys = list_length(key_names);
+	const char **names = palloc(sizeof(char *) * nkeys);
+	Oid		   *collations = palloc(sizeof(Oid) * nkeys);
+	Datum	   *keys = palloc(sizeof(Datum) * nkeys);
+	Datum	   *args;
+	bool	   *keynulls;
+	Oid			elemtype;
+	SSRouteKey	kc;
+	List	   *rels;
+	int			nargs = key_arguments(fcinfo, &args, &keynulls, &elemtype);
+
+	if (nargs != nkeys)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg_plural("cbt \"%s\" has %d group key, cbt_lookup got %d",
+							   "cbt \"%s\" has %d group keys, cbt_lookup got %d",
+							   nkeys, RelationGetRelationName(parent), nkeys,
+							   nargs)));
+	for (int k = 0; k < nkeys; k++)
+	{
+		const char *name = list_nth(key_names, k);
+		AttrNumber	attnum = get_attnum(RelationGetRelid(parent), name);
+		Form_pg_attribute att;
+
+		if (attnum == InvalidAttrNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("group key \"%s\" of the cbt on the server of partition \"%s\" is not a column of \"%s\"",
+							name, RelationGetRelationName(remote),
+							RelationGetRelationName(parent))));
+		att = TupleDescAttr(RelationGetDescr(parent), attnum - 1);
+		names[k] = name;
+		collations[k] = att->attcollation;
+		if (!keynulls[k])
+			keys[k] = ss_coerce_argument(args[k],
+										 OidIsValid(elemtype) ? elemtype :
+										 get_fn_expr_argtype(fcinfo->flinfo, k + 1),
+										 att->atttypid, att->atttypmod,
+										 "key", k + 1, name, "cbt_lookup");
+	}
+	kc.ncols = nkeys;
+	kc.names = names;
+	kc.values = keys;
+	kc.isnull = keynulls;
+	kc.collations = collations;
+	rels = ss_route_columns(parent, &cbt_structure, &kc);
+	if (list_length(rels) == 1)
+		ss_remote_rows(linitial(rels), fcinfo, NULL, desc,
+					   ((ReturnSetInfo *) fcinfo->resultinfo)->setResult);
+	ss_close_targets(rels);
+}
+
 /*
  * cbt_lookup on partitioned table relid: the key's group as one cbt fed
  * every row inserted through the parent would give it, in the parent's
@@ -552,10 +685,15 @@ lookup_parent(FunctionCallInfo fcinfo, Oid relid)
 
 	if (ref == NULL)
 	{
-		/* the group keys are a local partition's definition's */
-		ss_refuse_foreign_leaves(parent, &cbt_structure);
+		Relation	remote = ss_first_foreign_leaf(parent, &cbt_structure);
+
+		desc = ss_sql_rows_result(fcinfo, parent, "cbt_lookup");
 		/* no partition: no group; the keys are not known to check */
-		(void) ss_sql_rows_result(fcinfo, parent, "cbt_lookup");
+		if (remote != NULL)
+		{
+			lookup_remote_parent(fcinfo, parent, remote, desc);
+			relation_close(remote, AccessShareLock);
+		}
 		relation_close(parent, AccessShareLock);
 		return;
 	}
@@ -577,6 +715,13 @@ lookup_parent(FunctionCallInfo fcinfo, Oid relid)
 	kc.isnull = keynulls;
 	kc.collations = collations;
 	rels = ss_route_columns(parent, &cbt_structure, &kc);
+	if (list_length(rels) == 1 && ss_is_remote(linitial(rels)))
+	{
+		/* the group's partition is on another server: asked there */
+		ss_remote_rows(linitial(rels), fcinfo, NULL, desc,
+					   ((ReturnSetInfo *) fcinfo->resultinfo)->setResult);
+		rels = NIL;
+	}
 	foreach(lc, rels)
 		check_partition(parent, ref, (Relation) lfirst(lc));
 

@@ -816,7 +816,7 @@ ss_route_columns(Relation parent, const SSStructure *s, const SSRouteKey *kc)
 			return NIL;			/* no partition accepts the key */
 		LockRelationOid(child, AccessShareLock);
 		if (leaf)
-			return list_make1(open_leaf(child, parent, s, false));
+			return list_make1(open_leaf(child, parent, s, true));
 		level = relation_open(child, NoLock);
 	}
 	relid = RelationGetRelid(level);
@@ -854,16 +854,21 @@ ss_open_all_leaves(Relation parent, LOCKMODE lockmode, const char *writer,
 	return open_all_leaves(parent, lockmode, writer, s, false);
 }
 
-void
-ss_refuse_foreign_leaves(Relation parent, const SSStructure *s)
+Relation
+ss_first_foreign_leaf(Relation parent, const SSStructure *s)
 {
 	ListCell   *lc;
 
 	foreach(lc, find_all_inheritors(RelationGetRelid(parent), NoLock, NULL))
 	{
-		if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_FOREIGN_TABLE)
-			refuse_foreign(lfirst_oid(lc), parent, s);
+		Oid			relid = lfirst_oid(lc);
+
+		if (get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE)
+			continue;
+		LockRelationOid(relid, AccessShareLock);
+		return open_leaf(relid, parent, s, true);
 	}
+	return NULL;
 }
 
 /* ---- set and writer functions: every leaf, or the one a key routes to ---- */

@@ -115,7 +115,10 @@ typedef struct SSRouteKey
  * may hold the key: routed as ss_open_targets routes a key while every
  * column of a level's partition key is one of the key's columns, with
  * the key's equality (its type's default operator family, a compatible
- * collation), then every leaf below the last level routed.
+ * collation), then every leaf below the last level routed.  The one
+ * leaf a key is routed to may be a foreign table of postgres_fdw
+ * (ss_is_remote), which the caller asks on its server; the leaves of a
+ * level not routed must be local.
  */
 extern List *ss_route_columns(Relation parent, const struct SSStructure *s,
 							  const SSRouteKey *kc);
@@ -130,11 +133,12 @@ extern List *ss_open_all_leaves(Relation parent, LOCKMODE lockmode,
 								const struct SSStructure *s);
 
 /*
- * 0A000 when a partition below parent (locked) is a foreign table: for a
- * function of s that reads only local partitions and found none.
+ * The first foreign-table leaf below parent (locked), opened
+ * (AccessShareLock) and checked as ss_open_targets_remote checks one, or
+ * NULL when the tree has none.
  */
-extern void ss_refuse_foreign_leaves(Relation parent,
-									 const struct SSStructure *s);
+extern Relation ss_first_foreign_leaf(Relation parent,
+									  const struct SSStructure *s);
 
 /*
  * Every structure a set function (rls_fname: its name, for row-level

@@ -13,8 +13,9 @@
 #  c. plain SQL with a key predicate on a lert or cbt parent is pruned to
 #     one foreign partition and ships the predicate; the shard answers
 #     that remote query with its lookup path; every group of the cbt
-#     parent equals the GROUP BY of the stream; cbt_lookup, which needs a
-#     local partition's definition, refuses foreign ones (0A000);
+#     parent equals the GROUP BY of the stream, asked in SQL or with
+#     cbt_lookup (routed by the group keys of the shard's definition);
+#     cbt_lookup refuses to combine a group of several servers (0A000);
 #     lert_info, lert_reports, bcms_flush, bfile_subsample (uniform over
 #     the whole stream by chi-square, drawn from each shard in proportion
 #     to what it has seen) and bfile_window on the parent reach the shards
@@ -280,10 +281,27 @@ like(
 	  ->safe_psql('postgres', "EXPLAIN (COSTS OFF) $remote_sql"),
 	qr/Custom Scan \(cbt lookup\)/,
 	'the shard answers a group shipped to it with its cbt lookup');
+is( $coord->safe_psql(
+		'postgres', q{
+	SELECT count(*) FROM (SELECT url, count(*) AS hits, sum(length(url)) AS chars
+						  FROM stream GROUP BY url) g
+	WHERE (SELECT row(v.hits, v.chars) FROM cbt_lookup(NULL::views, g.url) v)
+		  IS DISTINCT FROM row(g.hits, g.chars)}),
+	'0',
+	'cbt_lookup on the parent asks the one shard that holds the group');
+$coord->safe_psql(
+	'postgres', q{
+	CREATE TABLE views_by_prefix (url text, hits bigint, chars bigint)
+		PARTITION BY LIST (left(url, 2));
+	CREATE FOREIGN TABLE views_by_prefix_0 PARTITION OF views_by_prefix
+		FOR VALUES IN ('/a') SERVER shard0 OPTIONS (table_name 'views_0');
+	CREATE FOREIGN TABLE views_by_prefix_1 PARTITION OF views_by_prefix
+		DEFAULT SERVER shard1 OPTIONS (table_name 'views_1');
+});
 my ($err) = ss_run_sql($coord,
-	"SELECT * FROM cbt_lookup(NULL::views, '/c5'::text)");
-like($err, qr/^0A000: partition "views_\d" of "views" is a foreign table/,
-	'cbt_lookup refuses partitions on other servers (plain SQL reaches them)');
+	"SELECT * FROM cbt_lookup(NULL::views_by_prefix, '/c5'::text)");
+like($err, qr/^0A000: partition "views_by_prefix_\d" of "views_by_prefix" is a foreign table/,
+	'cbt_lookup refuses to combine a group over servers (plain SQL reaches them)');
 
 # d. the user mapping and the wrapper
 $coord->safe_psql(
