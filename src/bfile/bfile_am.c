@@ -503,36 +503,42 @@ bfile_get_state(Relation rel)
 
 /* ---- INSERT ---- */
 
+/*
+ * Value d of a weight column of type typid (bfile_check_weight_type's
+ * types) as a float8; 0 for another type.
+ */
+double
+bfile_weight_value(Oid typid, Datum d)
+{
+	switch (typid)
+	{
+		case FLOAT8OID:
+			return DatumGetFloat8(d);
+		case FLOAT4OID:
+			return DatumGetFloat4(d);
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+			return (double) ss_int_datum(typid, d);
+		case NUMERICOID:
+			return DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, d));
+	}
+	return 0;
+}
+
 /* A row's weight as a float8 (weighted modes): positive and finite. */
 static double
 row_weight(Relation rel, TupleTableSlot *slot, int32 attnum)
 {
 	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
-	Datum		d = slot->tts_values[attnum - 1];
-	double		w = 0;
+	double		w;
 
 	if (slot->tts_isnull[attnum - 1])
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("weight column \"%s\" of bfile \"%s\" must not be NULL",
 						NameStr(att->attname), RelationGetRelationName(rel))));
-	switch (att->atttypid)
-	{
-		case FLOAT8OID:
-			w = DatumGetFloat8(d);
-			break;
-		case FLOAT4OID:
-			w = DatumGetFloat4(d);
-			break;
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-			w = (double) ss_int_datum(att->atttypid, d);
-			break;
-		case NUMERICOID:
-			w = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, d));
-			break;
-	}
+	w = bfile_weight_value(att->atttypid, slot->tts_values[attnum - 1]);
 	if (!(w > 0) || isinf(w))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
