@@ -510,20 +510,26 @@ bfile_get_state(Relation rel)
 double
 bfile_weight_value(Oid typid, Datum d)
 {
+	double		w = 0;
+
 	switch (typid)
 	{
 		case FLOAT8OID:
-			return DatumGetFloat8(d);
+			w = DatumGetFloat8(d);
+			break;
 		case FLOAT4OID:
-			return DatumGetFloat4(d);
+			w = DatumGetFloat4(d);
+			break;
 		case INT2OID:
 		case INT4OID:
 		case INT8OID:
-			return (double) ss_int_datum(typid, d);
+			w = (double) ss_int_datum(typid, d);
+			break;
 		case NUMERICOID:
-			return DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, d));
+			w = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, d));
+			break;
 	}
-	return 0;
+	return w;
 }
 
 /* A row's weight as a float8 (weighted modes): positive and finite. */
