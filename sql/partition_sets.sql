@@ -215,6 +215,26 @@ SELECT bool_and(n = 200) AS exact, bool_and(distinct_ids = n) AS no_twice, sum(n
 	   abs(sum(heavy) / 40000.0 - share) <= 5 * sqrt(share * (1 - share) / 40000 + union_sd ^ 2 / 200) AS share_ok
 FROM d, e GROUP BY share, union_sd;
 SELECT count(*) FROM bfile_subsample(NULL::bs_w, 0);
+-- the partition at the smaller inclusion read last: the union so far is
+-- thinned again.  Weights 1: 3000 rows take bs_wr_a to level 4 (375
+-- expected, 750 at level 3), 48000 rows bs_wr_b to level 8; every row of
+-- bs_wr_b's sample is in the union, each of bs_wr_a's with probability
+-- 1/16 (the mean over 200 draws within 5 sd)
+CREATE TABLE bs_wr (id int, w float8) PARTITION BY RANGE (id);
+SELECT bfile_create('bs_wr_a', 'id int, w float8', sample_size => 500, min_fraction => 0.5,
+					mode => 'weighted', weight_column => 'w') IS NOT NULL AS created;
+SELECT bfile_create('bs_wr_b', 'id int, w float8', sample_size => 500, min_fraction => 0.5,
+					mode => 'weighted', weight_column => 'w') IS NOT NULL AS created;
+ALTER TABLE bs_wr ATTACH PARTITION bs_wr_a FOR VALUES FROM (0) TO (100000);
+ALTER TABLE bs_wr ATTACH PARTITION bs_wr_b FOR VALUES FROM (100000) TO (MAXVALUE);
+INSERT INTO bs_wr SELECT g, 1 FROM generate_series(1, 3000) g;
+INSERT INTO bs_wr SELECT 100000 + g, 1 FROM generate_series(1, 48000) g;
+SELECT (bfile_info('bs_wr_a')).level AS level_a, (bfile_info('bs_wr_b')).level AS level_b;
+WITH d AS (SELECT i, count(*) FILTER (WHERE id < 100000) AS a, count(*) FILTER (WHERE id >= 100000) AS b
+		   FROM generate_series(1, 200) i, LATERAL bfile_subsample(NULL::bs_wr, 100000 + 0 * i) GROUP BY i),
+	 s AS (SELECT (bfile_info('bs_wr_a')).size AS sa, (bfile_info('bs_wr_b')).size AS sb)
+SELECT bool_and(b = sb) AS b_whole, abs(avg(a) - sa / 16.0) <= 5 * sqrt(sa / 16.0 * 15 / 16 / 200) AS a_rate_ok
+FROM d, s GROUP BY sa, sb;
 -- refused: a decayed partition (its rows' ages are in its own levels), a
 -- mixture of modes, partitions weighing by different columns
 CREATE TABLE bs_wd (id int, w float8) PARTITION BY HASH (id);
@@ -321,6 +341,6 @@ REVOKE ALL ON ls_h, bs_l, bs_r, ws_q, ws_b FROM regress_sets_reader;
 DROP ROLE regress_sets_reader;
 
 RESET streamsketch.background_consolidation;
-DROP TABLE ls_h, ls_l, ls_r, ls_empty, bs_l, bs_h, bs_r, bs_w, bs_wd, bs_wm, ws_q, ws_qx, ws_ql, ws_b, ws_f;
+DROP TABLE ls_h, ls_l, ls_r, ls_empty, bs_l, bs_h, bs_r, bs_w, bs_wr, bs_wd, bs_wm, ws_q, ws_qx, ws_ql, ws_b, ws_f;
 DROP FUNCTION sets_sqlstate_of(text), lert_info_check(regclass), lert_reports_check(regclass, int8),
 	bfile_info_check(regclass), bfile_window_check(int, int);
