@@ -157,14 +157,109 @@ FROM bfile_subsample(NULL::bs_h, 100000) s;
 SELECT count(*) FROM bfile_subsample(NULL::bs_h, 50);
 -- the parent's row type from a partition of another column order
 SELECT count(*) AS rows, bool_and(id = ts) AS mapped FROM bfile_subsample(NULL::bs_r, 500);
--- a weighted partition: refused
-CREATE TABLE bs_w (id int, w float8) PARTITION BY HASH (id);
-SELECT bfile_create('bs_w_0', 'id int, w float8', mode => 'weighted', weight_column => 'w') IS NOT NULL AS created;
-ALTER TABLE bs_w ATTACH PARTITION bs_w_0 FOR VALUES WITH (MODULUS 1, REMAINDER 0);
+-- ---- bfile_subsample of weighted partitions ----
+-- Each partition's sample thinned to the smallest inclusion scale
+-- t* = α^(L*−1) among them, so that the union holds a row of weight w with
+-- probability min(1, w·t*); then n of its rows chosen uniformly.  Light
+-- rows (w = 1) go to one partition, heavy ones (w = 8) to the other (its
+-- columns in another order): 48000 light rows fill bs_w_1 to level 8
+-- (375 rows expected at t = 1/128, 750 > 500 at level 7), 1500 heavy rows
+-- bs_w_8 to level 6 (8·1500/32 = 375 rows), each 6 sd or more from
+-- another level.
+CREATE TABLE bs_w (id int, w float8) PARTITION BY LIST (w);
+SELECT bfile_create('bs_w_1', 'id int, w float8', sample_size => 500, min_fraction => 0.5,
+					mode => 'weighted', weight_column => 'w') IS NOT NULL AS created;
+SELECT bfile_create('bs_w_8', 'w float8, id int', sample_size => 500, min_fraction => 0.5,
+					mode => 'weighted', weight_column => 'w') IS NOT NULL AS created;
+ALTER TABLE bs_w ATTACH PARTITION bs_w_1 FOR VALUES IN (1);
+ALTER TABLE bs_w ATTACH PARTITION bs_w_8 FOR VALUES IN (8);
+INSERT INTO bs_w SELECT g, 1 FROM generate_series(1, 48000) g;
+INSERT INTO bs_w SELECT 100000 + g, 8 FROM generate_series(1, 1500) g;
+SELECT bfile_flush('bs_w') > 0 AS flushed;
+SELECT t.relid, i.level, i.inclusion_probability
+FROM pg_partition_tree('bs_w') t, bfile_info(t.relid) i WHERE t.isleaf ORDER BY 1;
+-- whole: every row of the light sample (already at t*), each heavy row
+-- with probability min(1, 8·t*) / min(1, 8·t_8) (1/4, heavy rows below
+-- saturation at both levels); over 200 draws the mean number of heavy
+-- rows is within 5 sd of its expectation, 1/4 of bs_w_8's sample.  In one
+-- draw, the kept fractions of the heavy and light rows of the stream are
+-- about 8 to 1, as the inclusion min(1, w·t*) says (±5 sd of that ratio).
+CREATE TABLE bs_w_draws AS
+SELECT i, count(*) FILTER (WHERE w = 1) AS light, count(*) FILTER (WHERE w = 8) AS heavy,
+	   count(*) FILTER (WHERE (id, w) NOT IN (SELECT id, w FROM bs_w_1 UNION ALL SELECT id, w FROM bs_w_8)) AS not_sampled,
+	   count(*) - count(DISTINCT id) AS duplicates
+FROM generate_series(1, 200) i, LATERAL bfile_subsample(NULL::bs_w, 100000 + 0 * i) GROUP BY i;
+WITH lv AS (SELECT (bfile_info('bs_w_1')).level AS l1, (bfile_info('bs_w_8')).level AS l8,
+				   (bfile_info('bs_w_1')).size AS s1, (bfile_info('bs_w_8')).size AS s8),
+	 e AS (SELECT *, least(1, 8 * 0.5 ^ (l1 - 1)) / least(1, 8 * 0.5 ^ (l8 - 1)) AS keep,
+				  least(1, 0.5 ^ (l1 - 1)) AS p_light, least(1, 8 * 0.5 ^ (l1 - 1)) AS p_heavy FROM lv),
+	 one AS (SELECT light, heavy, (heavy / 1500.0) / (light / 48000.0) AS ratio FROM bs_w_draws WHERE i = 1)
+SELECT l1 > l8 AS levels_differ, p_heavy < 1 AS below_saturation,
+	   (SELECT sum(not_sampled) + sum(duplicates) FROM bs_w_draws) AS foreign_or_twice,
+	   (SELECT bool_and(light = s1) FROM bs_w_draws) AS light_whole,
+	   abs((SELECT avg(heavy) FROM bs_w_draws) - s8 * keep) <= 5 * sqrt(s8 * keep * (1 - keep) / 200) AS heavy_rate_ok,
+	   abs(ratio - 8) <= 5 * 8 * sqrt((1 - p_heavy) / (1500 * p_heavy) + (1 - p_light) / (48000 * p_light)) AS ratio_ok
+FROM e, one;
+-- n below the union's size: exactly n rows, no row twice, each from a
+-- partition's sample; over 200 draws of 200 the heavy share is the
+-- union's, (s8/4) / (s8/4 + s1) (±5 sd: the choice's binomial spread and
+-- that of the heavy rows kept)
+WITH d AS (SELECT i, count(*) AS n, count(DISTINCT id) AS distinct_ids,
+				  count(*) FILTER (WHERE w = 8) AS heavy,
+				  count(*) FILTER (WHERE (id, w) NOT IN (SELECT id, w FROM bs_w_1 UNION ALL SELECT id, w FROM bs_w_8)) AS not_sampled
+		   FROM generate_series(1, 200) i, LATERAL bfile_subsample(NULL::bs_w, 200 + 0 * i) GROUP BY i),
+	 s AS (SELECT (bfile_info('bs_w_1')).size AS s1, (bfile_info('bs_w_8')).size AS s8),
+	 e AS (SELECT s8 / 4.0 / (s8 / 4.0 + s1) AS share,
+				  sqrt(s8 * 3 / 16.0) / (s8 / 4.0 + s1) * s1 / (s8 / 4.0 + s1) AS union_sd FROM s)
+SELECT bool_and(n = 200) AS exact, bool_and(distinct_ids = n) AS no_twice, sum(not_sampled) AS not_sampled,
+	   abs(sum(heavy) / 40000.0 - share) <= 5 * sqrt(share * (1 - share) / 40000 + union_sd ^ 2 / 200) AS share_ok
+FROM d, e GROUP BY share, union_sd;
+SELECT count(*) FROM bfile_subsample(NULL::bs_w, 0);
+-- the partition at the smaller inclusion read last: the union so far is
+-- thinned again.  Weights 1: 3000 rows take bs_wr_a to level 4 (375
+-- expected, 750 at level 3), 48000 rows bs_wr_b to level 8; every row of
+-- bs_wr_b's sample is in the union, each of bs_wr_a's with probability
+-- 1/16 (the mean over 200 draws within 5 sd)
+CREATE TABLE bs_wr (id int, w float8) PARTITION BY RANGE (id);
+SELECT bfile_create('bs_wr_a', 'id int, w float8', sample_size => 500, min_fraction => 0.5,
+					mode => 'weighted', weight_column => 'w') IS NOT NULL AS created;
+SELECT bfile_create('bs_wr_b', 'id int, w float8', sample_size => 500, min_fraction => 0.5,
+					mode => 'weighted', weight_column => 'w') IS NOT NULL AS created;
+ALTER TABLE bs_wr ATTACH PARTITION bs_wr_a FOR VALUES FROM (0) TO (100000);
+ALTER TABLE bs_wr ATTACH PARTITION bs_wr_b FOR VALUES FROM (100000) TO (MAXVALUE);
+INSERT INTO bs_wr SELECT g, 1 FROM generate_series(1, 3000) g;
+INSERT INTO bs_wr SELECT 100000 + g, 1 FROM generate_series(1, 48000) g;
+SELECT (bfile_info('bs_wr_a')).level AS level_a, (bfile_info('bs_wr_b')).level AS level_b;
+WITH d AS (SELECT i, count(*) FILTER (WHERE id < 100000) AS a, count(*) FILTER (WHERE id >= 100000) AS b
+		   FROM generate_series(1, 200) i, LATERAL bfile_subsample(NULL::bs_wr, 100000 + 0 * i) GROUP BY i),
+	 s AS (SELECT (bfile_info('bs_wr_a')).size AS sa, (bfile_info('bs_wr_b')).size AS sb)
+SELECT bool_and(b = sb) AS b_whole, abs(avg(a) - sa / 16.0) <= 5 * sqrt(sa / 16.0 * 15 / 16 / 200) AS a_rate_ok
+FROM d, s GROUP BY sa, sb;
+-- refused: a decayed partition (its rows' ages are in its own levels), a
+-- mixture of modes, partitions weighing by different columns
+CREATE TABLE bs_wd (id int, w float8) PARTITION BY HASH (id);
+SELECT bfile_create('bs_wd_0', 'id int, w float8', mode => 'weighted_decayed', weight_column => 'w') IS NOT NULL AS created;
+ALTER TABLE bs_wd ATTACH PARTITION bs_wd_0 FOR VALUES WITH (MODULUS 1, REMAINDER 0);
 \set VERBOSITY default
-SELECT * FROM bfile_subsample(NULL::bs_w, 10);
+SELECT * FROM bfile_subsample(NULL::bs_wd, 10);
 \set VERBOSITY terse
-SELECT count(*) FROM bfile_window(NULL::bs_w, 0, 10);
+SELECT count(*) FROM bfile_window(NULL::bs_wd, 0, 10);
+CREATE TABLE bs_wm (id int, w float8, v float8) PARTITION BY LIST (id);
+SELECT bfile_create('bs_wm_w', 'id int, w float8, v float8', mode => 'weighted', weight_column => 'w') IS NOT NULL AS created;
+SELECT bfile_create('bs_wm_v', 'id int, w float8, v float8', mode => 'weighted', weight_column => 'v') IS NOT NULL AS created;
+SELECT bfile_create('bs_wm_u', 'id int, w float8, v float8') IS NOT NULL AS created;
+ALTER TABLE bs_wm ATTACH PARTITION bs_wm_w FOR VALUES IN (1);
+ALTER TABLE bs_wm ATTACH PARTITION bs_wm_u FOR VALUES IN (2);
+\set VERBOSITY default
+SELECT * FROM bfile_subsample(NULL::bs_wm, 10);
+ALTER TABLE bs_wm DETACH PARTITION bs_wm_u;
+ALTER TABLE bs_wm ATTACH PARTITION bs_wm_v FOR VALUES IN (3);
+SELECT * FROM bfile_subsample(NULL::bs_wm, 10);
+\set VERBOSITY terse
+-- weighted partitions without rows: an empty sample
+ALTER TABLE bs_wm DETACH PARTITION bs_wm_v;
+SELECT count(*) FROM bfile_subsample(NULL::bs_wm, 10);
+DROP TABLE bs_w_draws, bs_wm_u, bs_wm_v;
 
 -- ---- writers of the other structures ----
 CREATE TABLE ws_q (k int) PARTITION BY HASH (k);
@@ -246,6 +341,6 @@ REVOKE ALL ON ls_h, bs_l, bs_r, ws_q, ws_b FROM regress_sets_reader;
 DROP ROLE regress_sets_reader;
 
 RESET streamsketch.background_consolidation;
-DROP TABLE ls_h, ls_l, ls_r, ls_empty, bs_l, bs_h, bs_r, bs_w, ws_q, ws_qx, ws_ql, ws_b, ws_f;
+DROP TABLE ls_h, ls_l, ls_r, ls_empty, bs_l, bs_h, bs_r, bs_w, bs_wr, bs_wd, bs_wm, ws_q, ws_qx, ws_ql, ws_b, ws_f;
 DROP FUNCTION sets_sqlstate_of(text), lert_info_check(regclass), lert_reports_check(regclass, int8),
 	bfile_info_check(regclass), bfile_window_check(int, int);

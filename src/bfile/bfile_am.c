@@ -503,20 +503,16 @@ bfile_get_state(Relation rel)
 
 /* ---- INSERT ---- */
 
-/* A row's weight as a float8 (weighted modes): positive and finite. */
-static double
-row_weight(Relation rel, TupleTableSlot *slot, int32 attnum)
+/*
+ * Value d of a weight column of type typid (bfile_check_weight_type's
+ * types) as a float8; 0 for another type.
+ */
+double
+bfile_weight_value(Oid typid, Datum d)
 {
-	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
-	Datum		d = slot->tts_values[attnum - 1];
 	double		w = 0;
 
-	if (slot->tts_isnull[attnum - 1])
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("weight column \"%s\" of bfile \"%s\" must not be NULL",
-						NameStr(att->attname), RelationGetRelationName(rel))));
-	switch (att->atttypid)
+	switch (typid)
 	{
 		case FLOAT8OID:
 			w = DatumGetFloat8(d);
@@ -527,12 +523,28 @@ row_weight(Relation rel, TupleTableSlot *slot, int32 attnum)
 		case INT2OID:
 		case INT4OID:
 		case INT8OID:
-			w = (double) ss_int_datum(att->atttypid, d);
+			w = (double) ss_int_datum(typid, d);
 			break;
 		case NUMERICOID:
 			w = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow, d));
 			break;
 	}
+	return w;
+}
+
+/* A row's weight as a float8 (weighted modes): positive and finite. */
+static double
+row_weight(Relation rel, TupleTableSlot *slot, int32 attnum)
+{
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+	double		w;
+
+	if (slot->tts_isnull[attnum - 1])
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("weight column \"%s\" of bfile \"%s\" must not be NULL",
+						NameStr(att->attname), RelationGetRelationName(rel))));
+	w = bfile_weight_value(att->atttypid, slot->tts_values[attnum - 1]);
 	if (!(w > 0) || isinf(w))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -55,6 +55,7 @@ extern BfileState *bfile_get_state(Relation rel);
 extern const char *bfile_mode_name(uint32 mode);
 extern uint32 bfile_unroll_every(double alpha, uint32 nbuckets);
 extern void bfile_check_weight_type(const char *name, Oid typid);
+extern double bfile_weight_value(Oid typid, Datum d);
 extern void bfile_check_time_type(const char *name, Oid typid);
 extern int64 bfile_time_key(Oid typid, Datum d);
 extern void bfile_init(void);

@@ -415,7 +415,8 @@ select_next(int64 *need, int64 *left)
 
 /*
  * A random subsample of exactly min(n, size) rows of rel's sample, put in
- * out (desc: rel's row type).  In the uniform mode every bucket is a
+ * out (desc: rel's row type); returns the sample's level L (0: rel has no
+ * metapage).  In the uniform mode every bucket is a
  * uniform sample of the stream, so whole buckets plus a uniform choice of
  * the rest from one bucket (selection sampling, Knuth's algorithm S) is a
  * uniform subsample (§5.1), reading only those buckets.  In the other
@@ -423,7 +424,7 @@ select_next(int64 *need, int64 *left)
  * whole sample the same way: a uniform subsample of a biased sample keeps
  * its bias.
  */
-static void
+static int32
 subsample_rows(Relation rel, TupleDesc desc, Tuplestorestate *out, int64 n)
 {
 	BfileView	v;
@@ -441,11 +442,15 @@ subsample_rows(Relation rel, TupleDesc desc, Tuplestorestate *out, int64 n)
 
 	memset(&v, 0, sizeof(v));
 	log_rows = tuplestore_begin_heap(false, false, work_mem);
-	if (!bfile_view_read(rel, &v, log_rows, desc, PG_INT64_MIN, PG_INT64_MAX) ||
-		n == 0 || v.size == 0)
+	if (!bfile_view_read(rel, &v, log_rows, desc, PG_INT64_MIN, PG_INT64_MAX))
 	{
 		tuplestore_end(log_rows);
-		return;
+		return 0;
+	}
+	if (n == 0 || v.size == 0)
+	{
+		tuplestore_end(log_rows);
+		return v.level;
 	}
 	m = v.meta;
 	nb = (int) m->nbuckets_live + 1;
@@ -515,13 +520,14 @@ subsample_rows(Relation rel, TupleDesc desc, Tuplestorestate *out, int64 n)
 		ExecDropSingleTupleTableSlot(slot);
 	}
 	tuplestore_end(log_rows);
+	return v.level;
 }
 
 /* ss_leaf_rows' function: *(int64 *) arg rows of a partition's sample */
 static void
 subsample_leaf(Relation leaf, TupleDesc desc, Tuplestorestate *out, void *arg)
 {
-	subsample_rows(leaf, desc, out, *(int64 *) arg);
+	(void) subsample_rows(leaf, desc, out, *(int64 *) arg);
 }
 
 /* A partition's mode, size and seen, from bfile_info on its server. */
@@ -554,16 +560,177 @@ remote_view(FunctionCallInfo fcinfo, Relation rel, RemoteView *rv)
 	ss_remote_info(rel, fcinfo, "bfile_info", desc, keep_remote_view, rv);
 }
 
+/*
+ * 0A000: the samples of partitioned table relid cannot be combined
+ * (detail: why, naming the partition).
+ */
 static void
-refuse_mode(Oid relid, Relation rel, const char *mode)
+refuse_parent(Oid relid, const char *detail)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("bfile_subsample cannot combine the samples of partitioned table \"%s\"",
 					get_rel_name(relid)),
-			 errdetail("Partition \"%s\" is a %s bfile: a sample of the whole table would weigh each partition by its total weight or age, which bfile does not keep.",
-					   RelationGetRelationName(rel), mode),
+			 errdetail("%s", detail),
 			 errhint("Call bfile_subsample on each partition.")));
+}
+
+/* A partition of a mode no sample of the whole table is drawn in. */
+static void
+refuse_mode(Oid relid, Relation rel, const char *mode)
+{
+	refuse_parent(relid,
+				  psprintf("Partition \"%s\" is a %s bfile: a row's inclusion depends on the level its partition had when the row arrived, which the other partitions' levels do not measure.",
+						   RelationGetRelationName(rel), mode));
+}
+
+/* A weighted partition on another server. */
+static void
+refuse_remote_weighted(Oid relid, Relation rel)
+{
+	refuse_parent(relid,
+				  psprintf("Partition \"%s\" is a weighted bfile on another server: a weighted sample of the whole table thins each partition's rows by their weights and the partition's level, read from partitions on this server only.",
+						   RelationGetRelationName(rel)));
+}
+
+/*
+ * Selection sampling of min(n, size) of the size rows of from into out: a
+ * uniform choice.
+ */
+static void
+select_rows(Tuplestorestate *from, int64 size, TupleDesc desc,
+			Tuplestorestate *out, int64 n)
+{
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	int64		need = Min(n, size);
+	int64		left = size;
+
+	while (need > 0 && tuplestore_gettupleslot(from, true, false, slot))
+		if (select_next(&need, &left))
+			tuplestore_puttupleslot(out, slot);
+	ExecDropSingleTupleTableSlot(slot);
+}
+
+/*
+ * The rows of from, each kept in to with probability min(1, w·t_to) /
+ * min(1, w·t_from), w its weight (column wcol of desc), t_to <= t_from
+ * given by their logarithms: a sample that held each row of the stream
+ * with probability min(1, w·t_from) then holds it with min(1, w·t_to).
+ * Returns the rows kept.
+ */
+static int64
+thin_rows(Tuplestorestate *from, TupleDesc desc, int wcol, double log_from,
+		  double log_to, Tuplestorestate *to)
+{
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(desc, &TTSOpsMinimalTuple);
+	Oid			wtype = TupleDescAttr(desc, wcol)->atttypid;
+	int64		kept = 0;
+
+	while (tuplestore_gettupleslot(from, true, false, slot))
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (log_to < log_from)
+		{
+			bool		isnull;
+			Datum		d = slot_getattr(slot, wcol + 1, &isnull);
+
+			/* the insert refused a NULL, zero or negative weight */
+			double		lw = isnull ? 0 : log(bfile_weight_value(wtype, d));
+			double		keep = exp(Min(lw + log_to, 0) - Min(lw + log_from, 0));
+
+			if (pg_prng_double(&pg_global_prng_state) >= keep)
+				continue;
+		}
+		tuplestore_puttupleslot(to, slot);
+		kept++;
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	return kept;
+}
+
+/* ss_leaf_rows' function: a partition's whole sample, its level in *arg */
+static void
+whole_leaf(Relation leaf, TupleDesc desc, Tuplestorestate *out, void *arg)
+{
+	*(int32 *) arg = subsample_rows(leaf, desc, out, PG_INT64_MAX);
+}
+
+/* The position in desc of the column named name, or -1. */
+static int
+column_index(TupleDesc desc, const char *name)
+{
+	for (int i = 0; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attisdropped &&
+			strcmp(NameStr(TupleDescAttr(desc, i)->attname), name) == 0)
+			return i;
+	return -1;
+}
+
+/*
+ * bfile_subsample on partitioned table relid whose partitions (rels, on
+ * this server) are weighted bfiles.  Partition i's sample holds a row of
+ * weight w with probability min(1, w·tᵢ), tᵢ = αᵢ^(Lᵢ−1); thinned to the
+ * smallest t* of them (thin_rows), the samples' union holds every row of
+ * the stream with probability min(1, w·t*), as one weighted bfile of that
+ * inclusion would, and a uniform choice of n of its rows is what
+ * subsample_rows takes from one weighted sample.  The partitions are read
+ * one after the other: the union so far is thinned again when a later
+ * partition's t is smaller.  It is kept in a tuplestore, on disk past
+ * work_mem.  Each partition's t is that of the view its rows came from.
+ */
+static void
+weighted_subsample(Oid relid, List *rels, TupleDesc desc,
+				   Tuplestorestate *out, int64 n)
+{
+	Tuplestorestate *all = tuplestore_begin_heap(false, false, work_mem);
+	double		log_all = 0;	/* the union's log t*: 0 while empty */
+	int64		size = 0;
+	const char *wname = NULL;
+	int			wcol = -1;
+	ListCell   *lc;
+
+	foreach(lc, rels)
+	{
+		Relation	rel = (Relation) lfirst(lc);
+		const BfileParams *p = &bfile_get_state(rel)->params;
+		const char *name = NameStr(TupleDescAttr(RelationGetDescr(rel),
+												 p->weight_attnum - 1)->attname);
+		Tuplestorestate *rows;
+		int32		level = 0;
+		double		log_t;
+
+		if (wname == NULL)
+		{
+			wname = name;
+			wcol = column_index(desc, name);
+			if (wcol < 0)
+				elog(ERROR, "weight column \"%s\" not found in the parent", name);
+		}
+		else if (strcmp(name, wname) != 0)
+			refuse_parent(relid,
+						  psprintf("Partition \"%s\" weighs its rows by column \"%s\", another partition by \"%s\".",
+								   RelationGetRelationName(rel), name, wname));
+		rows = tuplestore_begin_heap(false, false, work_mem);
+		ss_leaf_rows(rel, desc, rows, whole_leaf, &level);
+		if (level > 0)
+		{
+			log_t = (double) (level - 1) * log(p->alpha);
+			if (log_t < log_all)
+			{
+				Tuplestorestate *thinned = tuplestore_begin_heap(false, false,
+																 work_mem);
+
+				size = thin_rows(all, desc, wcol, log_all, log_t, thinned);
+				tuplestore_end(all);
+				all = thinned;
+				log_all = log_t;
+			}
+			size += thin_rows(rows, desc, wcol, log_t, log_all, all);
+		}
+		tuplestore_end(rows);
+	}
+	select_rows(all, size, desc, out, n);
+	tuplestore_end(all);
 }
 
 /*
@@ -576,8 +743,9 @@ refuse_mode(Oid relid, Relation rel, const char *mode)
  * the sample.  That needs n_i rows in partition i's sample, which every
  * split gives when n is at most the sample size of each partition that
  * has left rows out: n is lowered to that (and to the stream's length).
- * The uniform mode only: the other modes draw rows by a weight or an age
- * that partitions do not keep a total of.
+ * Partitions in the weighted mode (all on this server): a weighted
+ * subsample (weighted_subsample).  The decayed modes draw rows by an age
+ * measured in each partition's own levels: refused.
  */
 static void
 parent_subsample(FunctionCallInfo fcinfo, Oid relid, int64 n)
@@ -592,7 +760,38 @@ parent_subsample(FunctionCallInfo fcinfo, Oid relid, int64 n)
 	int64	   *left = palloc0(sizeof(int64) * Max(k, 1));	/* seen, not drawn */
 	int64	   *take = palloc0(sizeof(int64) * Max(k, 1));
 	int64		total = 0;
+	Relation	weighted = NULL;
 	ListCell   *lc;
+
+	/* a local weighted partition: every partition must be one */
+	foreach(lc, rels)
+		if (!ss_is_remote((Relation) lfirst(lc)) &&
+			bfile_get_state((Relation) lfirst(lc))->params.mode == BFILE_WEIGHTED)
+			weighted = (Relation) lfirst(lc);
+	if (weighted != NULL)
+	{
+		foreach(lc, rels)
+		{
+			Relation	rel = (Relation) lfirst(lc);
+			BfileMode	mode;
+
+			if (ss_is_remote(rel))
+				refuse_remote_weighted(relid, rel);
+			mode = bfile_get_state(rel)->params.mode;
+			if (BFILE_MODE_DECAYED(mode))
+				refuse_mode(relid, rel, bfile_mode_name(mode));
+			if (mode != BFILE_WEIGHTED)
+				refuse_parent(relid,
+							  psprintf("Partition \"%s\" is a %s bfile, partition \"%s\" a %s one: a sample of the whole table needs every partition in one mode.",
+									   RelationGetRelationName(rel),
+									   bfile_mode_name(mode),
+									   RelationGetRelationName(weighted),
+									   bfile_mode_name(BFILE_WEIGHTED)));
+		}
+		weighted_subsample(relid, rels, desc, out, n);
+		ss_close_all_targets(rels, AccessShareLock);
+		return;
+	}
 
 	foreach(lc, rels)
 	{
@@ -606,6 +805,9 @@ parent_subsample(FunctionCallInfo fcinfo, Oid relid, int64 n)
 			RemoteView	rv;
 
 			remote_view(fcinfo, rel, &rv);
+			if (rv.mode != NULL &&
+				strcmp(rv.mode, bfile_mode_name(BFILE_WEIGHTED)) == 0)
+				refuse_remote_weighted(relid, rel);
 			if (rv.mode == NULL ||
 				strcmp(rv.mode, bfile_mode_name(BFILE_UNIFORM)) != 0)
 				refuse_mode(relid, rel, rv.mode ? rv.mode : "unknown");
@@ -691,7 +893,7 @@ bfile_subsample(PG_FUNCTION_ARGS)
 	}
 	rel = ss_sql_open_keyed(relid, "bfile_subsample()", &bfile_structure);
 	desc = ss_sql_rows_result(fcinfo, rel, "bfile_subsample");
-	subsample_rows(rel, desc, ((ReturnSetInfo *) fcinfo->resultinfo)->setResult, n);
+	(void) subsample_rows(rel, desc, ((ReturnSetInfo *) fcinfo->resultinfo)->setResult, n);
 	relation_close(rel, AccessShareLock);
 	return (Datum) 0;
 }
