@@ -61,6 +61,8 @@ for my $i (0, 1)
 			aggregates => 'count(*) AS hits, sum(length(url)) AS chars');
 		SELECT bfile_create('sample_$i', 'id int, ts int NOT NULL',
 			sample_size => 2000, time_column => 'ts');
+		SELECT bfile_create('wsample_$i', 'id int, w float8 NOT NULL',
+			sample_size => 2000, mode => 'weighted', weight_column => 'w');
 	});
 	my ($host, $port) = ($shards[$i]->host, $shards[$i]->port);
 	$coord->safe_psql(
@@ -233,6 +235,19 @@ is( $coord->safe_psql(
 	SELECT count(*), count(DISTINCT id) FROM bfile_subsample(NULL::sample, 100000)}),
 	"$smallest|$smallest",
 	'a subsample is at most the smallest sample that left rows out, no row twice');
+$coord->safe_psql(
+	'postgres', q{
+	CREATE TABLE wsample (id int, w float8 NOT NULL) PARTITION BY RANGE (id);
+	CREATE FOREIGN TABLE wsample_0 PARTITION OF wsample
+		FOR VALUES FROM (1) TO (1001) SERVER shard0;
+	CREATE FOREIGN TABLE wsample_1 PARTITION OF wsample
+		FOR VALUES FROM (1001) TO (2001) SERVER shard1;
+	INSERT INTO wsample SELECT g, 1 + g % 4 FROM generate_series(1, 2000) g;
+});
+my ($werr) =
+  ss_run_sql($coord, "SELECT * FROM bfile_subsample(NULL::wsample, 10)");
+like($werr, qr/^0A000: .*wsample/,
+	'a weighted subsample of partitions on other servers is refused');
 is( $coord->safe_psql(
 		'postgres', q{
 	SELECT count(*) FROM (
