@@ -396,7 +396,7 @@ FROM qft_counts;
 -- bad input
 SELECT qft_error('SELECT ''garbage''::qfilter');
 SELECT qft_error('SELECT ''''::qfilter');
-SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'version=1', 'version=2')));
+SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'version=2', 'version=1')));
 SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'seed=', 'seed=-')));
 SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'seed=', 'seed=99999999999')));
 SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'capacity=1000', 'capacity=0')));
@@ -425,13 +425,14 @@ SELECT qft_error(format('SELECT %L::qfilter',
 						regexp_replace(:'small', '\.(\d+)\.$', '')
 						|| '.' || (regexp_match(:'small', '\.(\d+)\.$'))[1]::int - 1
 						|| '.AAA'));
--- damaged areas are caught by the full check: the magic number, the used
+-- damaged areas are caught by the full check: the magic number (here the
+-- one of the earlier layout with four metadata bit arrays), the used
 -- slot count in the area header (bytes 16-19), an occupied bit of an
 -- empty slot (the byte at offset 83 is in the occupied bits; the slot now
 -- holds remainder 0, so the item count no longer matches), and nonzero
--- bytes after the last slot (7-bit remainders and 128 home slots leave 32
+-- bytes after the last slot (7-bit remainders and 128 home slots leave 24
 -- bytes unused)
-SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'areas=UUZBMQ', 'areas=UUZBMg')));
+SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'areas=UUZBMg', 'areas=UUZBMQ')));
 SELECT qft_error(format('SELECT %L::qfilter', regexp_replace(:'small', 'areas=(.{20})AAUA', 'areas=\1AAYA')));
 SELECT qft_error(format('SELECT %L::qfilter', regexp_replace(:'small', 'areas=(.{24})\.2\.BgAA\.19\.', 'areas=\1.2.BgAA.18.AAAB')));
 SELECT qfilter_agg(g, 100, 0.01)::text AS small7 FROM generate_series(1, 3) g \gset
@@ -473,7 +474,7 @@ $$;
 -- header: version 4, name length 4, "integer" 7, seed 4, rbits, slot_bits,
 -- page_bits, area_bytes 16, capacity 8, fp_rate 8, total 8: the areas
 -- start at byte 60
-SELECT qft_recv(overlay(qfilter_send(f) PLACING '\x00000002' FROM 1), :'copyfile')
+SELECT qft_recv(overlay(qfilter_send(f) PLACING '\x00000001' FROM 1), :'copyfile')
 FROM qft_small;
 SELECT qft_recv(overlay(qfilter_send(f) PLACING '\xfffffffe' FROM 5), :'copyfile')
 FROM qft_small;

@@ -15,7 +15,7 @@
  *	  the inverted continuation bits;
  *	- inserting n slots finds the first n empty slots with a search over
  *	  (occupied | continuation | shifted) and moves the segments between
- *	  them right with bit-range moves of the four arrays;
+ *	  them right with bit-range moves of the three arrays;
  *	- deleting moves the following runs of the cluster left by as much as
  *	  their home slots allow, again as bit-range moves of whole groups of
  *	  runs that move by the same distance.
@@ -96,6 +96,24 @@ bits_fill(char *a, uint64 pos, uint64 len, bool one)
 		int			n = (int) Min(len, 64);
 
 		bits_put(a, pos, n, one ? PG_UINT64_MAX : 0);
+		pos += n;
+		len -= n;
+	}
+}
+
+/*
+ * a |= ~b over bits [pos, pos+len) of two arrays: marks moved slots
+ * shifted except the continuations, whose shifted bit already says whether
+ * they are remainders (1) or counter digits (0).
+ */
+static void
+bits_or_not(char *a, const char *b, uint64 pos, uint64 len)
+{
+	while (len > 0)
+	{
+		int			n = (int) Min(len, 64);
+
+		bits_put(a, pos, n, bits_get(a, pos, n) | ~bits_get(b, pos, n));
 		pos += n;
 		len -= n;
 	}
@@ -185,7 +203,6 @@ typedef struct QfArrays
 	char	   *occ;
 	char	   *cont;
 	char	   *shf;
-	char	   *cnt;
 	char	   *rem;
 	uint32		nslots;
 	uint32		nhome;
@@ -210,7 +227,6 @@ qf_arrays(QfArrays *A, const QfGeom *g, const char *area)
 	A->occ = base + g->occ_off;
 	A->cont = base + g->cont_off;
 	A->shf = base + g->shf_off;
-	A->cnt = base + g->cnt_off;
 	A->rem = base + g->rem_off;
 	A->nslots = g->nslots;
 	A->nhome = g->nhome;
@@ -229,9 +245,10 @@ word_of(const QfArrays *A, QfWordKind kind, uint32 w)
 		case W_NOT_CONT:
 			return ~ld64(A->cont + o);
 		case W_NOT_SHF:
-			return ~ld64(A->shf + o);
+			/* a counter (continuation without shifted) is shifted too */
+			return ~(ld64(A->shf + o) | ld64(A->cont + o));
 		case W_NOT_CNT:
-			return ~ld64(A->cnt + o);
+			return ~(ld64(A->cont + o) & ~ld64(A->shf + o));
 		case W_EMPTY:
 			return ~(ld64(A->occ + o) | ld64(A->cont + o) | ld64(A->shf + o));
 		case W_NONEMPTY:
@@ -352,13 +369,22 @@ rem_put(QfArrays *A, uint32 i, uint64 v)
 	bits_put(A->rem, (uint64) i * A->rbits, A->rbits, v);
 }
 
-/* Set the metadata bits of slots [pos, pos+len) (not occupied). */
+/*
+ * Set the metadata bits of slots [pos, pos+len) (not occupied): a counter
+ * digit is stored as continuation without shifted (qf.h).
+ */
 static void
 slots_mark(QfArrays *A, uint32 pos, uint32 len, bool cont, bool shf, bool cnt)
 {
 	bits_fill(A->cont, pos, len, cont);
-	bits_fill(A->shf, pos, len, shf);
-	bits_fill(A->cnt, pos, len, cnt);
+	bits_fill(A->shf, pos, len, shf && !cnt);
+}
+
+/* Is slot i a counter digit? */
+static inline bool
+slot_is_cnt(const QfArrays *A, uint32 i)
+{
+	return bit_get(A->cont, i) && !bit_get(A->shf, i);
 }
 
 /* Move the contents of slots [src, src+len) to dst (occupied bits stay). */
@@ -367,7 +393,6 @@ slots_move(QfArrays *A, uint32 dst, uint32 src, uint32 len)
 {
 	bits_move(A->cont, dst, src, len);
 	bits_move(A->shf, dst, src, len);
-	bits_move(A->cnt, dst, src, len);
 	bits_move(A->rem, (uint64) dst * A->rbits, (uint64) src * A->rbits,
 			  (uint64) len * A->rbits);
 }
@@ -520,7 +545,7 @@ slots_open(QfArrays *A, uint32 p, uint32 n)
 		if (len == 0)
 			continue;
 		slots_move(A, from + by, from, len);
-		bits_fill(A->shf, from + by, len, true);
+		bits_or_not(A->shf, A->cont, from + by, len);
 	}
 	return true;
 }
@@ -604,7 +629,7 @@ qf_area_size(int rbits, uint32 nslots)
 	uint64		nwords = ((uint64) nslots + 63) / 64;
 	uint64		rwords = ((uint64) nslots * rbits + 63) / 64;
 
-	return QF_HEADER_SIZE + 4 * 8 * nwords + 8 * rwords;
+	return QF_HEADER_SIZE + 3 * 8 * nwords + 8 * rwords;
 }
 
 /*
@@ -682,8 +707,7 @@ qf_geom_init_slots(QfGeom *g, int slot_bits, int rbits, uint32 nslack,
 	g->occ_off = QF_HEADER_SIZE;
 	g->cont_off = g->occ_off + g->nwords * 8;
 	g->shf_off = g->cont_off + g->nwords * 8;
-	g->cnt_off = g->shf_off + g->nwords * 8;
-	g->rem_off = g->cnt_off + g->nwords * 8;
+	g->rem_off = g->shf_off + g->nwords * 8;
 	g->area_bytes = qf_area_size(rbits, g->nslots);
 	Assert(g->area_bytes == (Size) g->rem_off + (Size) g->rwords * 8);
 	return true;
@@ -874,14 +898,14 @@ qf_count_checked(const QfGeom *g, const char *area, uint32 quotient,
 	b = prev_of(&A, W_NOT_SHF, quotient);
 	CHECK(b >= 0, "quotient filter area has a shifted first slot");
 	CHECK(bit_get(A.occ, (uint32) b) && !bit_get(A.cont, (uint32) b) &&
-		   !bit_get(A.cnt, (uint32) b),
+		   !slot_is_cnt(&A, (uint32) b),
 		   "quotient filter run is shifted past a slot that starts no cluster");
 	k = count_of(&A, W_OCC, (uint32) b, quotient);
 	s = b == quotient ? quotient :
 		select_of(&A, W_NOT_CONT, (uint32) b + 1, k, A.nslots);
 	CHECK(s < A.nslots && s >= quotient,
 		   "quotient filter run starts outside the area or before its home slot");
-	CHECK((bit_get(A.occ, s) || bit_get(A.shf, s)) && !bit_get(A.cnt, s) &&
+	CHECK((bit_get(A.occ, s) || bit_get(A.shf, s)) && !slot_is_cnt(&A, s) &&
 		   bit_get(A.shf, s) == (s != quotient),
 		   "quotient filter run start has wrong metadata bits");
 	e = run_end(&A, s);
@@ -1141,8 +1165,7 @@ qf_area_check(const QfGeom *g, const char *area, const char **msg)
 		uint64		m = ~qf_mask(64 - (int) tailbits);
 		Size		o = (Size) (g->nwords - 1) * 8;
 
-		CHECK(((ld64(A.occ + o) | ld64(A.cont + o) | ld64(A.shf + o) |
-				ld64(A.cnt + o)) & m) == 0,
+		CHECK(((ld64(A.occ + o) | ld64(A.cont + o) | ld64(A.shf + o)) & m) == 0,
 			  "quotient filter area has bits set past its last slot");
 	}
 	if ((uint64) g->rwords * 64 > (uint64) g->nslots * g->rbits)
@@ -1155,7 +1178,7 @@ qf_area_check(const QfGeom *g, const char *area, const char **msg)
 
 	/*
 	 * Slot by slot in the order of the checks, but with each word of the
-	 * four bit arrays loaded once: merges check every page they read, and
+	 * three bit arrays loaded once: merges check every page they read, and
 	 * bit-by-bit loads made this check three times the cost of decoding
 	 * the page.  A word of empty slots whose remainders are all zero is
 	 * taken whole.
@@ -1166,11 +1189,12 @@ qf_area_check(const QfGeom *g, const char *area, const char **msg)
 		uint64		occw = ld64(A.occ + o);
 		uint64		contw = ld64(A.cont + o);
 		uint64		shfw = ld64(A.shf + o);
-		uint64		cntw = ld64(A.cnt + o);
-		uint64		cnt_next = base + 64 < g->nslots ? ld64(A.cnt + o + 8) : 0;
+		uint64		cntw = contw & ~shfw;
+		uint64		cnt_next = base + 64 < g->nslots ?
+			ld64(A.cont + o + 8) & ~ld64(A.shf + o + 8) : 0;
 		uint32		lim = Min(64, g->nslots - base);
 
-		if ((occw | contw | shfw | cntw) == 0 &&
+		if ((occw | contw | shfw) == 0 &&
 			rems_zero(&A, base, lim))
 		{
 			if (have_rem)
@@ -1211,8 +1235,8 @@ qf_area_check(const QfGeom *g, const char *area, const char **msg)
 			uint32		i = base + j;
 			bool		occ = (occw >> j) & 1;
 			bool		cont = (contw >> j) & 1;
-			bool		shf = (shfw >> j) & 1;
 			bool		cnt = (cntw >> j) & 1;
+			bool		shf = ((shfw >> j) & 1) || cnt;
 			uint64		v = rem_get(&A, i);
 			bool		prev_used = last_used;
 

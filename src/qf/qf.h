@@ -31,11 +31,10 @@
  *
  * Slots and counts
  * ----------------
- * Each slot has an rbits-wide payload and four metadata bits:
+ * Each slot has an rbits-wide payload and three metadata bits:
  *	 occupied	 (per home slot i) some fingerprint has quotient i
  *	 continuation the slot belongs to the same run as the slot before it
  *	 shifted	 the slot's content is not in its home slot
- *	 counter	 the payload is a count digit, not a remainder
  * A slot is empty iff occupied, continuation and shifted are all 0.  Runs
  * (all fingerprints of one quotient) hold their remainders in strictly
  * increasing order; clusters are packed: a run starts at
@@ -44,9 +43,12 @@
  * A fingerprint of multiplicity c is stored as its remainder slot followed
  * by d counter slots whose payloads are the base-2^rbits digits of c - 1,
  * least significant first, with no trailing zero digit (d = 0 for c = 1),
- * so the encoding is unique.  Counter slots always have continuation = 1
- * and shifted = 1.  Counts go up to 2^64-1 (at most ceil(64/rbits) digits)
- * and saturate there: adding to a saturated count leaves it at 2^64-1.
+ * so the encoding is unique.  A counter slot is marked continuation = 1,
+ * shifted = 0: a combination no remainder has (a continuation is never in
+ * its home slot), so the counter needs no fourth bit.  Read as "shifted",
+ * a counter slot is shifted.  Counts go up to 2^64-1 (at most
+ * ceil(64/rbits) digits) and saturate there: adding to a saturated count
+ * leaves it at 2^64-1.
  *
  * Because the layout is a pure function of the multiset of fingerprints
  * (packed runs, sorted remainders, canonical digits, empty slots all-zero),
@@ -60,7 +62,6 @@
  *	 occupied bits					 nwords 64-bit words, bit i = slot i
  *	 continuation bits				 nwords words
  *	 shifted bits					 nwords words
- *	 counter bits					 nwords words
  *	 payloads (remainders/digits)	 rwords words, packed: slot i occupies
  *									 bits [i*rbits, (i+1)*rbits) of the
  *									 array, bit k of word w being bit
@@ -111,7 +112,11 @@
  */
 #define QF_PAGE_AREA_BYTES		((SS_PAGE_DATA_SIZE / 24) * 24)
 
-#define QF_MAGIC			0x31414651	/* "QFA1" in little-endian memory */
+/*
+ * "QFA2" in little-endian memory.  "QFA1" was the layout with a fourth
+ * (counter) bit array, which this code does not read.
+ */
+#define QF_MAGIC			0x32414651
 #define QF_HEADER_SIZE		32
 
 #define QF_MIN_RBITS		1
@@ -167,7 +172,6 @@ typedef struct QfGeom
 	uint32		occ_off;		/* byte offsets of the arrays */
 	uint32		cont_off;
 	uint32		shf_off;
-	uint32		cnt_off;
 	uint32		rem_off;
 	Size		area_bytes;		/* bytes the area uses (<= the size given) */
 } QfGeom;

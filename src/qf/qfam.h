@@ -79,8 +79,17 @@ typedef struct QfamParams
 	uint32		fp_bits;		/* fingerprint bits of every level */
 	uint32		t_max;			/* log2 home slots holding capacity */
 	uint32		t0;				/* log2 home slots of level 0 */
-	uint32		unused;
+	uint32		layout;			/* QFAM_LAYOUT of the pages */
 } QfamParams;
+
+/*
+ * Page layout version in QfamParams.layout.  0 is what earlier builds left
+ * in the field: pages with four metadata bit arrays ("QFA1" areas), which
+ * this build refuses to read (qfam_check_meta).  2: three arrays, the
+ * counter bit folded into continuation and shifted (qf.h, "QFA2").
+ */
+#define QFAM_LAYOUT_LEGACY	0
+#define QFAM_LAYOUT			2
 
 /*
  * A level holds 2^t home slots: 2^page_bits pages of 2^slot_bits home slots

@@ -134,6 +134,7 @@ qfam_derive(QfamParams *p)
 				 errmsg("quotient filter capacity " INT64_FORMAT " is too large",
 						p->capacity),
 				 errdetail("Fingerprints would need %u bits.", t + (uint32) rbits)));
+	p->layout = QFAM_LAYOUT;
 	p->t_max = t;
 	p->fp_bits = t + (uint32) rbits;
 	qfam_level_shape(&lv, p->fp_bits, t);	/* validates */
@@ -193,6 +194,17 @@ qfam_check_meta(Relation rel, const void *metap)
 
 	if (p->kind != qfam_relation_kind(rel))
 		elog(ERROR, "filter kind %u does not match the access method", p->kind);
+	/* an intact relation of an earlier build, not damage */
+	if (p->layout == QFAM_LAYOUT_LEGACY)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s table \"%s\" has the page layout of an earlier streamsketch version",
+						ss_structure_name(rel), RelationGetRelationName(rel)),
+				 errdetail("Its pages have four metadata bits per slot; this build reads layout %d.",
+						   QFAM_LAYOUT),
+				 errhint("Install the streamsketch version that created the table, or create the table again and insert its keys again.")));
+	if (p->layout != QFAM_LAYOUT)
+		elog(ERROR, "page layout %u is not %d", p->layout, QFAM_LAYOUT);
 	if (!have_last || memcmp(p, &last_checked, sizeof(*p)) != 0)
 	{
 		QfamParams	d;

@@ -299,6 +299,12 @@ qfilter_check_header(const QFilterData *qf)
 				 errmsg("invalid quotient filter"),
 				 errdetail("The value has %zu bytes, fewer than its %zu-byte header.",
 						   size, (Size) QFILTER_HEADER_SIZE)));
+	if (qf->version == 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("quotient filter value has format version 1, this build reads version %d",
+						QFILTER_VERSION),
+				 errhint("Build the value again from its keys with qfilter_agg, or install the streamsketch version that wrote it.")));
 	if (qf->version != QFILTER_VERSION)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),

@@ -50,7 +50,11 @@
 #include "ss_page.h"
 #include "utils/memutils.h"
 
-#define QFILTER_VERSION			1
+/*
+ * 2: areas with three metadata bit arrays (qf.h, "QFA2").  Version 1
+ * values (four arrays) are refused, not converted.
+ */
+#define QFILTER_VERSION			2
 
 /* Stride of the areas: the page data area of the paged filters. */
 #define QFILTER_AREA_BYTES		QF_PAGE_AREA_BYTES

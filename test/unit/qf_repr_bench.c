@@ -2,8 +2,8 @@
  *
  * qf_repr_bench.c
  *	  Benchmark of the slot metadata representation of a quotient filter
- *	  area: ours (src/qf/qf.c: occupied, continuation, shifted and counter bits
- *	  per slot) against a rank/select quotient filter in the style of the
+ *	  area: ours (src/qf/qf.c: occupied, continuation and shifted bits per
+ *	  slot, a counter digit marked continuation without shifted) against a rank/select quotient filter in the style of the
  *	  counting quotient filter (Pandey et al., SIGMOD 2017), in the same
  *	  page-sized areas.  It exists to justify the choice recorded in
  *	  docs/design.md ("Why three metadata bits and not rank/select").

@@ -114,6 +114,13 @@ ref_rem(const QfGeom *g, const char *area, uint32 i)
 	return v;
 }
 
+/* A counter digit is a continuation without the shifted bit (qf.h). */
+static bool
+ref_cnt(const QfGeom *g, const char *area, uint32 i)
+{
+	return ref_bit(area, g->cont_off, i) && !ref_bit(area, g->shf_off, i);
+}
+
 static uint32
 ref_next_occ(const QfGeom *g, const char *area, uint32 from, uint32 limit)
 {
@@ -149,7 +156,7 @@ ref_area_check(const QfGeom *g, const char *area, const char **msg)
 	memcpy(&h, area, sizeof(h));
 	for (uint32 i = g->nslots; i < g->nwords * 64; i++)
 		REF_CHECK(!ref_bit(area, g->occ_off, i) && !ref_bit(area, g->cont_off, i) &&
-				  !ref_bit(area, g->shf_off, i) && !ref_bit(area, g->cnt_off, i),
+				  !ref_bit(area, g->shf_off, i),
 				  "quotient filter area has bits set past its last slot");
 	for (uint64 b = (uint64) g->nslots * g->rbits; b < (uint64) g->rwords * 64; b++)
 	{
@@ -165,8 +172,8 @@ ref_area_check(const QfGeom *g, const char *area, const char **msg)
 	{
 		bool		occ = ref_bit(area, g->occ_off, i);
 		bool		cont = ref_bit(area, g->cont_off, i);
-		bool		shf = ref_bit(area, g->shf_off, i);
-		bool		cnt = ref_bit(area, g->cnt_off, i);
+		bool		cnt = ref_cnt(g, area, i);
+		bool		shf = ref_bit(area, g->shf_off, i) || cnt;
 		uint64		v = ref_rem(g, area, i);
 		bool		prev_used = i > 0 && (ref_bit(area, g->occ_off, i - 1) ||
 										  ref_bit(area, g->cont_off, i - 1) ||
@@ -224,7 +231,7 @@ ref_area_check(const QfGeom *g, const char *area, const char **msg)
 					  "quotient filter count overflows 64 bits");
 			cval |= v << shift;
 			ndig++;
-			if (i + 1 >= g->nslots || !ref_bit(area, g->cnt_off, i + 1))
+			if (i + 1 >= g->nslots || !ref_cnt(g, area, i + 1))
 			{
 				REF_CHECK(v != 0,
 						  "quotient filter count has a leading zero digit");
