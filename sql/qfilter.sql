@@ -427,14 +427,14 @@ SELECT qft_error(format('SELECT %L::qfilter',
 						|| '.AAA'));
 -- damaged areas are caught by the full check: the magic number (here the
 -- one of the earlier layout with four metadata bit arrays), the used
--- slot count in the area header (bytes 16-19), an occupied bit of an
+-- slot count in the area header (bytes 20-23), an occupied bit of an
 -- empty slot (the byte at offset 83 is in the occupied bits; the slot now
 -- holds remainder 0, so the item count no longer matches), and nonzero
 -- bytes after the last slot (7-bit remainders and 128 home slots leave 24
 -- bytes unused)
 SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'areas=UUZBMg', 'areas=UUZBMQ')));
-SELECT qft_error(format('SELECT %L::qfilter', regexp_replace(:'small', 'areas=(.{20})AAUA', 'areas=\1AAYA')));
-SELECT qft_error(format('SELECT %L::qfilter', regexp_replace(:'small', 'areas=(.{24})\.2\.BgAA\.19\.', 'areas=\1.2.BgAA.18.AAAB')));
+SELECT qft_error(format('SELECT %L::qfilter', regexp_replace(:'small', 'areas=(.{24})AAAF', 'areas=\1AAAG')));
+SELECT qft_error(format('SELECT %L::qfilter', regexp_replace(:'small', 'areas=(.{36})\.19\.', 'areas=\1.18.AAAB')));
 SELECT qfilter_agg(g, 100, 0.01)::text AS small7 FROM generate_series(1, 3) g \gset
 SELECT qft_error(format('SELECT %L::qfilter', :'small7'));
 SELECT qft_error(format('SELECT %L::qfilter',

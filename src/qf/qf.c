@@ -670,16 +670,14 @@ max_slots(int rbits, Size area_bytes)
 }
 
 bool
-qf_geom_init_slots(QfGeom *g, int slot_bits, int rbits, uint32 nslack,
+qf_geom_init_slots(QfGeom *g, uint32 nhome, int rbits, uint32 nslack,
 				   Size area_bytes)
 {
-	uint32		nhome;
 	uint64		nslots;
 
 	if (rbits < QF_MIN_RBITS || rbits > QF_MAX_RBITS ||
-		slot_bits < QF_MIN_SLOT_BITS || slot_bits > QF_MAX_SLOT_BITS)
+		nhome < QF_MIN_HOME || nhome > QF_MAX_HOME)
 		return false;
-	nhome = (uint32) 1 << slot_bits;
 	if (nslack == QF_SLACK_FILL)
 	{
 		uint32		fit = max_slots(rbits, area_bytes);
@@ -697,7 +695,6 @@ qf_geom_init_slots(QfGeom *g, int slot_bits, int rbits, uint32 nslack,
 	}
 
 	memset(g, 0, sizeof(*g));
-	g->slot_bits = slot_bits;
 	g->rbits = rbits;
 	g->nhome = nhome;
 	g->nslots = (uint32) nslots;
@@ -716,16 +713,21 @@ qf_geom_init_slots(QfGeom *g, int slot_bits, int rbits, uint32 nslack,
 bool
 qf_geom_init(QfGeom *g, int rbits, Size area_bytes)
 {
+	uint32		fit;
+	uint32		nhome;
+
 	if (rbits < QF_MIN_RBITS || rbits > QF_MAX_RBITS)
 		return false;
-	for (int s = QF_MAX_SLOT_BITS; s >= QF_MIN_SLOT_BITS; s--)
-	{
-		uint32		nhome = (uint32) 1 << s;
-
-		if (qf_area_size(rbits, nhome + qf_min_slack(nhome)) <= area_bytes)
-			return qf_geom_init_slots(g, s, rbits, QF_SLACK_FILL, area_bytes);
-	}
-	return false;
+	fit = max_slots(rbits, area_bytes);
+	if (fit < QF_MIN_HOME + qf_min_slack(QF_MIN_HOME))
+		return false;
+	/* the slack is nondecreasing in nhome: take the largest nhome that fits */
+	nhome = Min(fit - qf_min_slack(fit), QF_MAX_HOME);
+	while (nhome + qf_min_slack(nhome) < fit && nhome < QF_MAX_HOME)
+		nhome++;
+	while (nhome + qf_min_slack(nhome) > fit)
+		nhome--;
+	return qf_geom_init_slots(g, nhome, rbits, QF_SLACK_FILL, area_bytes);
 }
 
 void
@@ -736,8 +738,8 @@ qf_area_init(const QfGeom *g, char *area)
 	memset(area, 0, g->area_bytes);
 	memset(&h, 0, sizeof(h));
 	h.magic = QF_MAGIC;
-	h.slot_bits = (uint8) g->slot_bits;
 	h.rbits = (uint8) g->rbits;
+	h.nhome = g->nhome;
 	h.nslack = g->nslack;
 	hdr_write(area, &h);
 }
@@ -1045,7 +1047,7 @@ qf_area_check_header(const QfGeom *g, const char *area, const char **msg)
 	*msg = NULL;
 	hdr_read(area, &h);
 	CHECK(h.magic == QF_MAGIC, "quotient filter area has a wrong magic number");
-	CHECK(h.slot_bits == g->slot_bits && h.rbits == g->rbits &&
+	CHECK(h.nhome == g->nhome && h.rbits == g->rbits &&
 		  h.nslack == g->nslack,
 		  "quotient filter area has a different geometry");
 	CHECK(h.flags == 0 && h.reserved == 0,
@@ -1437,10 +1439,11 @@ qf_split_area(const QfGeom *g_old, const char *area, const QfGeom *g_new,
 	uint32		q;
 	uint64		r;
 	uint64		c;
-	int			s = g_old->slot_bits;
+	int			s = pg_leftmost_one_pos32(g_old->nhome);
 	int			rb = g_old->rbits;
 
-	if (g_new->slot_bits != s || g_new->rbits != rb - 1)
+	if (g_old->nhome != ((uint32) 1 << s) || g_new->nhome != g_old->nhome ||
+		g_new->rbits != rb - 1)
 		return QF_INVALID;
 	qf_builder_init(&lo, g_new, out_lo);
 	qf_builder_init(&hi, g_new, out_hi);

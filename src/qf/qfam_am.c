@@ -51,15 +51,17 @@ qfam_relation_kind(Relation rel)
 void
 qfam_level_geom(const QfamLevel *lv, QfGeom *g)
 {
-	if (!qf_geom_init_slots(g, (int) lv->slot_bits, (int) lv->rbits,
+	if (lv->slot_bits < QF_MIN_SLOT_BITS || lv->slot_bits > QF_MAX_SLOT_BITS ||
+		!qf_geom_init_slots(g, (uint32) 1 << lv->slot_bits, (int) lv->rbits,
 							QF_SLACK_FILL, QF_PAGE_AREA_BYTES))
 		elog(ERROR, "invalid quotient filter geometry: %u slot bits, %u remainder bits",
 			 lv->slot_bits, lv->rbits);
 }
 
 /*
- * Shape a level of 2^t home slots: rbits = fp_bits - t, pages as large as
- * the remainder size allows (qf_geom_init), the rest page bits.
+ * Shape a level of 2^t home slots: rbits = fp_bits - t, pages with the
+ * largest power of two of home slots the remainder size allows
+ * (qf_geom_init, qf_home_bits), the rest page bits.
  */
 void
 qfam_level_shape(QfamLevel *lv, uint32 fp_bits, uint32 t)
@@ -76,7 +78,7 @@ qfam_level_shape(QfamLevel *lv, uint32 fp_bits, uint32 t)
 				 errhint("Create a filter with a larger capacity or a smaller false-positive rate.")));
 	lv->t = (uint8) t;
 	lv->rbits = (uint8) rbits;
-	lv->slot_bits = (uint8) Min((uint32) g.slot_bits, t);
+	lv->slot_bits = (uint8) Min((uint32) qf_home_bits(g.nhome), t);
 	lv->page_bits = (uint8) (t - lv->slot_bits);
 	if (lv->page_bits > QFAM_MAX_PAGE_BITS)
 		ereport(ERROR,

@@ -75,8 +75,9 @@ void
 qfilter_geom(const QFilterData *qf, QfGeom *g)
 {
 	/* callers validated the header; this only guards against misuse */
-	if (!qf_geom_init_slots(g, qf->slot_bits, qf->rbits, QF_SLACK_FILL,
-							qf->area_bytes))
+	if (qf->slot_bits < QF_MIN_SLOT_BITS || qf->slot_bits > QF_MAX_SLOT_BITS ||
+		!qf_geom_init_slots(g, (uint32) 1 << qf->slot_bits, qf->rbits,
+							QF_SLACK_FILL, qf->area_bytes))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("invalid quotient filter"),
@@ -108,7 +109,7 @@ qfilter_shape(int fp_bits, int t, int *rbits, int *slot_bits, int *page_bits)
 		!qf_geom_init(&g, r, QFILTER_AREA_BYTES))
 		return false;
 	*rbits = r;
-	*slot_bits = Min(g.slot_bits, t);
+	*slot_bits = Min(qf_home_bits(g.nhome), t);
 	*page_bits = t - *slot_bits;
 	return true;
 }
@@ -130,7 +131,8 @@ qfilter_geometry_problem(int rbits, int slot_bits, int page_bits,
 		return psprintf("The remainder size %d is outside the supported range %d to %d bits.",
 						rbits, QF_MIN_RBITS, QF_MAX_RBITS);
 	if (slot_bits < QF_MIN_SLOT_BITS || slot_bits > QF_MAX_SLOT_BITS ||
-		!qf_geom_init_slots(&g, slot_bits, rbits, QF_SLACK_FILL, area_bytes))
+		!qf_geom_init_slots(&g, (uint32) 1 << slot_bits, rbits, QF_SLACK_FILL,
+							area_bytes))
 		return psprintf("%d-bit quotients with %d-bit remainders do not fit an area of %u bytes.",
 						slot_bits, rbits, area_bytes);
 	if (page_bits < 0 || page_bits > QFILTER_MAX_PAGE_BITS)

@@ -341,7 +341,7 @@ qfilter_lookup_arg(FunctionCallInfo fcinfo, QFilterCallCache *c,
 	{
 		qf = PG_GETARG_QFILTER_P(0);
 		qfilter_check_header(qf);
-		if (c->g_plain.slot_bits != qf->slot_bits ||
+		if (c->g_plain.nhome != ((uint32) 1 << qf->slot_bits) ||
 			c->g_plain.rbits != qf->rbits)
 			qfilter_geom(qf, &c->g_plain);
 		*g = &c->g_plain;
