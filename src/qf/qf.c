@@ -23,6 +23,12 @@
  * No function here calls the backend: no palloc, no elog.  Nothing here
  * needs more stack than a few dozen words.
  *
+ * qf_legacy.c compiles this file a second time with QF_LEGACY defined and
+ * every public function renamed qf_legacy_*: that build reads and writes
+ * the earlier layout ("QFA1": a fourth bit array for the counters, a power
+ * of two of home slots); the public functions here hand a geometry made by
+ * qf_geom_init_legacy* over to it (QF_TO_LEGACY).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -37,6 +43,32 @@ StaticAssertDecl(sizeof(QfAreaHeader) == QF_HEADER_SIZE,
 
 /* Largest area we describe: offsets are uint32, bit positions uint64. */
 #define QF_MAX_SLOTS		(UINT64CONST(1) << 30)
+
+#ifdef QF_LEGACY
+#define QF_AREA_MAGIC		0x31414651	/* "QFA1" */
+#define QF_NARRAYS			4	/* occupied, continuation, shifted, counter */
+#define QF_TO_LEGACY(g, call)	((void) 0)
+#else
+#define QF_AREA_MAGIC		QF_MAGIC
+#define QF_NARRAYS			3
+/* a legacy geometry's operations are the QF_LEGACY build's */
+#define QF_TO_LEGACY(g, call) \
+	do { \
+		if (unlikely((g)->legacy)) \
+			return call; \
+	} while (0)
+
+/* the QF_LEGACY build's functions have the signatures of qf.h's */
+extern __typeof__(qf_area_init) qf_legacy_area_init;
+extern __typeof__(qf_insert) qf_legacy_insert;
+extern __typeof__(qf_count_checked) qf_legacy_count_checked;
+extern __typeof__(qf_count) qf_legacy_count;
+extern __typeof__(qf_remove) qf_legacy_remove;
+extern __typeof__(qf_iter_next) qf_legacy_iter_next;
+extern __typeof__(qf_area_check) qf_legacy_area_check;
+extern __typeof__(qf_area_check_header) qf_legacy_area_check_header;
+extern __typeof__(qf_builder_add) qf_legacy_builder_add;
+#endif
 
 /*
  * Bit arrays.  A bit array is a sequence of 64-bit words at a byte
@@ -101,6 +133,7 @@ bits_fill(char *a, uint64 pos, uint64 len, bool one)
 	}
 }
 
+#ifndef QF_LEGACY
 /*
  * a |= ~b over bits [pos, pos+len) of two arrays: marks moved slots
  * shifted except the continuations, whose shifted bit already says whether
@@ -118,6 +151,7 @@ bits_or_not(char *a, const char *b, uint64 pos, uint64 len)
 		len -= n;
 	}
 }
+#endif
 
 /* Copy n bits (1..64) from bit position from to bit position to. */
 static inline void
@@ -203,6 +237,9 @@ typedef struct QfArrays
 	char	   *occ;
 	char	   *cont;
 	char	   *shf;
+#ifdef QF_LEGACY
+	char	   *cnt;
+#endif
 	char	   *rem;
 	uint32		nslots;
 	uint32		nhome;
@@ -227,6 +264,9 @@ qf_arrays(QfArrays *A, const QfGeom *g, const char *area)
 	A->occ = base + g->occ_off;
 	A->cont = base + g->cont_off;
 	A->shf = base + g->shf_off;
+#ifdef QF_LEGACY
+	A->cnt = base + g->cnt_off;
+#endif
 	A->rem = base + g->rem_off;
 	A->nslots = g->nslots;
 	A->nhome = g->nhome;
@@ -244,11 +284,18 @@ word_of(const QfArrays *A, QfWordKind kind, uint32 w)
 			return ld64(A->occ + o);
 		case W_NOT_CONT:
 			return ~ld64(A->cont + o);
+#ifdef QF_LEGACY
+		case W_NOT_SHF:
+			return ~ld64(A->shf + o);
+		case W_NOT_CNT:
+			return ~ld64(A->cnt + o);
+#else
 		case W_NOT_SHF:
 			/* a counter (continuation without shifted) is shifted too */
 			return ~(ld64(A->shf + o) | ld64(A->cont + o));
 		case W_NOT_CNT:
 			return ~(ld64(A->cont + o) & ~ld64(A->shf + o));
+#endif
 		case W_EMPTY:
 			return ~(ld64(A->occ + o) | ld64(A->cont + o) | ld64(A->shf + o));
 		case W_NONEMPTY:
@@ -377,14 +424,23 @@ static void
 slots_mark(QfArrays *A, uint32 pos, uint32 len, bool cont, bool shf, bool cnt)
 {
 	bits_fill(A->cont, pos, len, cont);
+#ifdef QF_LEGACY
+	bits_fill(A->shf, pos, len, shf);
+	bits_fill(A->cnt, pos, len, cnt);
+#else
 	bits_fill(A->shf, pos, len, shf && !cnt);
+#endif
 }
 
 /* Is slot i a counter digit? */
 static inline bool
 slot_is_cnt(const QfArrays *A, uint32 i)
 {
+#ifdef QF_LEGACY
+	return bit_get(A->cnt, i);
+#else
 	return bit_get(A->cont, i) && !bit_get(A->shf, i);
+#endif
 }
 
 /* Move the contents of slots [src, src+len) to dst (occupied bits stay). */
@@ -393,6 +449,9 @@ slots_move(QfArrays *A, uint32 dst, uint32 src, uint32 len)
 {
 	bits_move(A->cont, dst, src, len);
 	bits_move(A->shf, dst, src, len);
+#ifdef QF_LEGACY
+	bits_move(A->cnt, dst, src, len);
+#endif
 	bits_move(A->rem, (uint64) dst * A->rbits, (uint64) src * A->rbits,
 			  (uint64) len * A->rbits);
 }
@@ -545,7 +604,11 @@ slots_open(QfArrays *A, uint32 p, uint32 n)
 		if (len == 0)
 			continue;
 		slots_move(A, from + by, from, len);
+#ifdef QF_LEGACY
+		bits_fill(A->shf, from + by, len, true);
+#else
 		bits_or_not(A->shf, A->cont, from + by, len);
+#endif
 	}
 	return true;
 }
@@ -623,13 +686,24 @@ args_ok(const QfGeom *g, uint32 quotient, uint64 remainder)
 	return quotient < g->nhome && remainder <= qf_mask(g->rbits);
 }
 
+/* qf_min_slack; the earlier layout's rule was max(64, min(128, home/16)) */
+static inline uint32
+area_min_slack(uint32 nhome)
+{
+#ifdef QF_LEGACY
+	return Max(64, Min(128, nhome / 16));
+#else
+	return qf_min_slack(nhome);
+#endif
+}
+
 Size
 qf_area_size(int rbits, uint32 nslots)
 {
 	uint64		nwords = ((uint64) nslots + 63) / 64;
 	uint64		rwords = ((uint64) nslots * rbits + 63) / 64;
 
-	return QF_HEADER_SIZE + 3 * 8 * nwords + 8 * rwords;
+	return QF_HEADER_SIZE + QF_NARRAYS * 8 * nwords + 8 * rwords;
 }
 
 /*
@@ -678,11 +752,15 @@ qf_geom_init_slots(QfGeom *g, uint32 nhome, int rbits, uint32 nslack,
 	if (rbits < QF_MIN_RBITS || rbits > QF_MAX_RBITS ||
 		nhome < QF_MIN_HOME || nhome > QF_MAX_HOME)
 		return false;
+#ifdef QF_LEGACY
+	if ((nhome & (nhome - 1)) != 0)
+		return false;
+#endif
 	if (nslack == QF_SLACK_FILL)
 	{
 		uint32		fit = max_slots(rbits, area_bytes);
 
-		if (fit < (uint64) nhome + qf_min_slack(nhome))
+		if (fit < (uint64) nhome + area_min_slack(nhome))
 			return false;
 		nslots = fit;
 	}
@@ -705,6 +783,11 @@ qf_geom_init_slots(QfGeom *g, uint32 nhome, int rbits, uint32 nslack,
 	g->cont_off = g->occ_off + g->nwords * 8;
 	g->shf_off = g->cont_off + g->nwords * 8;
 	g->rem_off = g->shf_off + g->nwords * 8;
+#ifdef QF_LEGACY
+	g->legacy = true;
+	g->cnt_off = g->rem_off;
+	g->rem_off += g->nwords * 8;
+#endif
 	g->area_bytes = qf_area_size(rbits, g->nslots);
 	Assert(g->area_bytes == (Size) g->rem_off + (Size) g->rwords * 8);
 	return true;
@@ -719,8 +802,16 @@ qf_geom_init(QfGeom *g, int rbits, Size area_bytes)
 	if (rbits < QF_MIN_RBITS || rbits > QF_MAX_RBITS)
 		return false;
 	fit = max_slots(rbits, area_bytes);
-	if (fit < QF_MIN_HOME + qf_min_slack(QF_MIN_HOME))
+	if (fit < QF_MIN_HOME + area_min_slack(QF_MIN_HOME))
 		return false;
+#ifdef QF_LEGACY
+	/* the largest power of two */
+	for (nhome = QF_MAX_HOME; nhome >= QF_MIN_HOME; nhome /= 2)
+		if ((uint64) nhome + area_min_slack(nhome) <= fit)
+			return qf_geom_init_slots(g, nhome, rbits, QF_SLACK_FILL,
+									  area_bytes);
+	return false;
+#endif
 	/* the slack is nondecreasing in nhome: take the largest nhome that fits */
 	nhome = Min(fit - qf_min_slack(fit), QF_MAX_HOME);
 	while (nhome + qf_min_slack(nhome) < fit && nhome < QF_MAX_HOME)
@@ -735,11 +826,22 @@ qf_area_init(const QfGeom *g, char *area)
 {
 	QfAreaHeader h;
 
+#ifndef QF_LEGACY
+	if (unlikely(g->legacy))
+	{
+		qf_legacy_area_init(g, area);
+		return;
+	}
+#endif
 	memset(area, 0, g->area_bytes);
 	memset(&h, 0, sizeof(h));
-	h.magic = QF_MAGIC;
+	h.magic = QF_AREA_MAGIC;
 	h.rbits = (uint8) g->rbits;
+#ifdef QF_LEGACY
+	h.reserved = (uint8) qf_home_bits(g->nhome);
+#else
 	h.nhome = g->nhome;
+#endif
 	h.nslack = g->nslack;
 	hdr_write(area, &h);
 }
@@ -755,6 +857,7 @@ qf_insert(const QfGeom *g, char *area, uint32 quotient, uint64 remainder,
 	uint32		p;
 	uint32		n;
 
+	QF_TO_LEGACY(g, qf_legacy_insert(g, area, quotient, remainder, count));
 	if (!args_ok(g, quotient, remainder))
 		return QF_INVALID;
 	if (count == 0)
@@ -848,6 +951,7 @@ qf_count(const QfGeom *g, const char *area, uint32 quotient, uint64 remainder)
 	QfArrays	A;
 	QfStored	st;
 
+	QF_TO_LEGACY(g, qf_legacy_count(g, area, quotient, remainder));
 	if (!args_ok(g, quotient, remainder))
 		return 0;
 	qf_arrays(&A, g, area);
@@ -888,6 +992,8 @@ qf_count_checked(const QfGeom *g, const char *area, uint32 quotient,
 	bool		have_last = false;
 	uint64		last = 0;
 
+	QF_TO_LEGACY(g,
+				 qf_legacy_count_checked(g, area, quotient, remainder, count, msg));
 	*count = 0;
 	*msg = NULL;
 	if (!args_ok(g, quotient, remainder))
@@ -947,6 +1053,7 @@ qf_remove(const QfGeom *g, char *area, uint32 quotient, uint64 remainder,
 	uint64		old;
 	uint64		removed;
 
+	QF_TO_LEGACY(g, qf_legacy_remove(g, area, quotient, remainder, count));
 	if (!args_ok(g, quotient, remainder) || count == 0)
 		return 0;
 	qf_arrays(&A, g, area);
@@ -997,6 +1104,7 @@ qf_iter_next(QfIter *it, uint32 *quotient, uint64 *remainder, uint64 *count)
 	uint32		pos = it->pos;
 	uint32		d;
 
+	QF_TO_LEGACY(it->g, qf_legacy_iter_next(it, quotient, remainder, count));
 	qf_arrays(&A, it->g, it->area);
 	if (pos >= A.nslots)
 		return false;
@@ -1044,14 +1152,24 @@ qf_area_check_header(const QfGeom *g, const char *area, const char **msg)
 {
 	QfAreaHeader h;
 
+	QF_TO_LEGACY(g, qf_legacy_area_check_header(g, area, msg));
 	*msg = NULL;
 	hdr_read(area, &h);
-	CHECK(h.magic == QF_MAGIC, "quotient filter area has a wrong magic number");
+	CHECK(h.magic == QF_AREA_MAGIC, "quotient filter area has a wrong magic number");
+#ifdef QF_LEGACY
+	/* there, reserved was log2 of the home slots and nhome reserved */
+	CHECK((uint32) 1 << (h.reserved & 31) == g->nhome && h.rbits == g->rbits &&
+		  h.nslack == g->nslack,
+		  "quotient filter area has a different geometry");
+	CHECK(h.flags == 0 && h.nhome == 0,
+		  "quotient filter area header has reserved bits set");
+#else
 	CHECK(h.nhome == g->nhome && h.rbits == g->rbits &&
 		  h.nslack == g->nslack,
 		  "quotient filter area has a different geometry");
 	CHECK(h.flags == 0 && h.reserved == 0,
 		  "quotient filter area header has reserved bits set");
+#endif
 	CHECK(h.nused <= g->nslots && h.nitems <= h.nused,
 		  "quotient filter area header has impossible counters");
 	return true;
@@ -1155,6 +1273,7 @@ qf_area_check(const QfGeom *g, const char *area, const char **msg)
 	bool		last_used = false;	/* the previous slot is used */
 	uint32		tailbits;
 
+	QF_TO_LEGACY(g, qf_legacy_area_check(g, area, msg));
 	if (!qf_area_check_header(g, area, msg))
 		return false;
 	qf_arrays(&A, g, area);
@@ -1167,7 +1286,12 @@ qf_area_check(const QfGeom *g, const char *area, const char **msg)
 		uint64		m = ~qf_mask(64 - (int) tailbits);
 		Size		o = (Size) (g->nwords - 1) * 8;
 
-		CHECK(((ld64(A.occ + o) | ld64(A.cont + o) | ld64(A.shf + o)) & m) == 0,
+		uint64		bits = ld64(A.occ + o) | ld64(A.cont + o) | ld64(A.shf + o);
+
+#ifdef QF_LEGACY
+		bits |= ld64(A.cnt + o);
+#endif
+		CHECK((bits & m) == 0,
 			  "quotient filter area has bits set past its last slot");
 	}
 	if ((uint64) g->rwords * 64 > (uint64) g->nslots * g->rbits)
@@ -1191,9 +1315,14 @@ qf_area_check(const QfGeom *g, const char *area, const char **msg)
 		uint64		occw = ld64(A.occ + o);
 		uint64		contw = ld64(A.cont + o);
 		uint64		shfw = ld64(A.shf + o);
+#ifdef QF_LEGACY
+		uint64		cntw = ld64(A.cnt + o);
+		uint64		cnt_next = base + 64 < g->nslots ? ld64(A.cnt + o + 8) : 0;
+#else
 		uint64		cntw = contw & ~shfw;
 		uint64		cnt_next = base + 64 < g->nslots ?
 			ld64(A.cont + o + 8) & ~ld64(A.shf + o + 8) : 0;
+#endif
 		uint32		lim = Min(64, g->nslots - base);
 
 		if ((occw | contw | shfw) == 0 &&
@@ -1238,7 +1367,11 @@ qf_area_check(const QfGeom *g, const char *area, const char **msg)
 			bool		occ = (occw >> j) & 1;
 			bool		cont = (contw >> j) & 1;
 			bool		cnt = (cntw >> j) & 1;
+#ifdef QF_LEGACY
+			bool		shf = (shfw >> j) & 1;
+#else
 			bool		shf = ((shfw >> j) & 1) || cnt;
+#endif
 			uint64		v = rem_get(&A, i);
 			bool		prev_used = last_used;
 
@@ -1346,6 +1479,7 @@ qf_builder_add(QfBuilder *b, uint32 quotient, uint64 remainder, uint64 count)
 	uint32		start;
 	uint32		n;
 
+	QF_TO_LEGACY(b->g, qf_legacy_builder_add(b, quotient, remainder, count));
 	if (!args_ok(b->g, quotient, remainder) ||
 		(int64) quotient < b->lastq ||
 		((int64) quotient == b->lastq && remainder <= b->lastr))

@@ -154,13 +154,13 @@ typedef enum QfStatus
 typedef struct QfAreaHeader
 {
 	uint32		magic;			/* QF_MAGIC */
+	uint8		reserved;		/* 0 (log2 of nhome in QFA1 areas) */
 	uint8		rbits;
-	uint8		reserved;		/* 0 */
 	uint16		flags;			/* 0, reserved */
-	uint32		nhome;
 	uint32		nslack;
 	uint32		nitems;			/* distinct fingerprints */
 	uint32		nused;			/* non-empty slots (remainders + digits) */
+	uint32		nhome;			/* (0 in QFA1 areas) */
 	uint64		total_count;	/* sum of all counts, saturating */
 } QfAreaHeader;
 
@@ -176,8 +176,10 @@ typedef struct QfGeom
 	uint32		occ_off;		/* byte offsets of the arrays */
 	uint32		cont_off;
 	uint32		shf_off;
+	uint32		cnt_off;		/* legacy layout only: counter bits */
 	uint32		rem_off;
 	Size		area_bytes;		/* bytes the area uses (<= the size given) */
+	bool		legacy;			/* the earlier "QFA1" layout (see below) */
 } QfGeom;
 
 typedef struct QfStats
@@ -248,6 +250,18 @@ extern bool qf_geom_init(QfGeom *g, int rbits, Size area_bytes);
  */
 extern bool qf_geom_init_slots(QfGeom *g, uint32 nhome, int rbits,
 							   uint32 nslack, Size area_bytes);
+
+/*
+ * Geometries of the earlier layout ("QFA1" areas: a fourth bit array for
+ * the counter digits, 2^k home slots, 64 to 128 slack slots), which tables
+ * and qfilter values written by earlier builds hold.  Every function below
+ * reads and writes such an area through its geometry (qf_legacy.c), so
+ * they stay usable as they are, and merges and builders can copy their
+ * fingerprints into areas of the current layout.
+ */
+extern bool qf_geom_init_legacy(QfGeom *g, int rbits, Size area_bytes);
+extern bool qf_geom_init_slots_legacy(QfGeom *g, uint32 nhome, int rbits,
+									  uint32 nslack, Size area_bytes);
 
 /* log2 of the largest power of two <= nhome (nhome >= 1). */
 static inline int

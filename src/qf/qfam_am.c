@@ -51,25 +51,38 @@ qfam_relation_kind(Relation rel)
 void
 qfam_level_geom(const QfamLevel *lv, QfGeom *g)
 {
-	if (lv->slot_bits < QF_MIN_SLOT_BITS || lv->slot_bits > QF_MAX_SLOT_BITS ||
-		!qf_geom_init_slots(g, (uint32) 1 << lv->slot_bits, (int) lv->rbits,
-							QF_SLACK_FILL, QF_PAGE_AREA_BYTES))
+	bool		ok = lv->slot_bits >= QF_MIN_SLOT_BITS &&
+		lv->slot_bits <= QF_MAX_SLOT_BITS;
+
+	if (ok && lv->layout == QFAM_LAYOUT_LEGACY)
+		ok = qf_geom_init_slots_legacy(g, (uint32) 1 << lv->slot_bits,
+									   (int) lv->rbits, QF_SLACK_FILL,
+									   QF_PAGE_AREA_BYTES);
+	else if (ok)
+		ok = qf_geom_init_slots(g, (uint32) 1 << lv->slot_bits, (int) lv->rbits,
+								QF_SLACK_FILL, QF_PAGE_AREA_BYTES);
+	if (!ok)
 		elog(ERROR, "invalid quotient filter geometry: %u slot bits, %u remainder bits",
 			 lv->slot_bits, lv->rbits);
 }
 
 /*
- * Shape a level of 2^t home slots: rbits = fp_bits - t, pages with the
- * largest power of two of home slots the remainder size allows
- * (qf_geom_init, qf_home_bits), the rest page bits.
+ * Shape a level of 2^t home slots in a page layout: rbits = fp_bits - t,
+ * pages with the largest power of two of home slots the remainder size
+ * allows (qf_geom_init, qf_home_bits), the rest page bits.
  */
-void
-qfam_level_shape(QfamLevel *lv, uint32 fp_bits, uint32 t)
+static void
+qfam_level_shape_in(QfamLevel *lv, uint32 fp_bits, uint32 t, uint32 layout)
 {
 	QfGeom		g;
 	int			rbits = (int) fp_bits - (int) t;
+	bool		ok = rbits >= 1 && rbits <= QF_MAX_RBITS;
 
-	if (rbits < 1 || rbits > QF_MAX_RBITS || !qf_geom_init(&g, rbits, QF_PAGE_AREA_BYTES))
+	if (ok && layout == QFAM_LAYOUT_LEGACY)
+		ok = qf_geom_init_legacy(&g, rbits, QF_PAGE_AREA_BYTES);
+	else if (ok)
+		ok = qf_geom_init(&g, rbits, QF_PAGE_AREA_BYTES);
+	if (!ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("quotient filter is full"),
@@ -77,6 +90,7 @@ qfam_level_shape(QfamLevel *lv, uint32 fp_bits, uint32 t)
 						   t, fp_bits),
 				 errhint("Create a filter with a larger capacity or a smaller false-positive rate.")));
 	lv->t = (uint8) t;
+	lv->layout = (uint16) layout;
 	lv->rbits = (uint8) rbits;
 	lv->slot_bits = (uint8) Min((uint32) qf_home_bits(g.nhome), t);
 	lv->page_bits = (uint8) (t - lv->slot_bits);
@@ -86,6 +100,13 @@ qfam_level_shape(QfamLevel *lv, uint32 fp_bits, uint32 t)
 				 errmsg("quotient filter level of 2^%u slots is too large", t),
 				 errdetail("At most 2^%d pages per level are supported.",
 						   QFAM_MAX_PAGE_BITS)));
+}
+
+/* A new level: the current page layout. */
+void
+qfam_level_shape(QfamLevel *lv, uint32 fp_bits, uint32 t)
+{
+	qfam_level_shape_in(lv, fp_bits, t, QFAM_LAYOUT);
 }
 
 /*
@@ -136,10 +157,9 @@ qfam_derive(QfamParams *p)
 				 errmsg("quotient filter capacity " INT64_FORMAT " is too large",
 						p->capacity),
 				 errdetail("Fingerprints would need %u bits.", t + (uint32) rbits)));
-	p->layout = QFAM_LAYOUT;
 	p->t_max = t;
 	p->fp_bits = t + (uint32) rbits;
-	qfam_level_shape(&lv, p->fp_bits, t);	/* validates */
+	qfam_level_shape_in(&lv, p->fp_bits, t, p->layout);	/* validates */
 
 	/* level 0: the whole filter, or what fits in buffer_pages pages */
 	p->t0 = t;
@@ -147,7 +167,7 @@ qfam_derive(QfamParams *p)
 	{
 		while (p->t0 > 1)
 		{
-			qfam_level_shape(&lv, p->fp_bits, p->t0);
+			qfam_level_shape_in(&lv, p->fp_bits, p->t0, p->layout);
 			if (((uint64) 1 << lv.page_bits) <= Max(p->buffer_pages, 1))
 				break;
 			p->t0--;
@@ -196,17 +216,8 @@ qfam_check_meta(Relation rel, const void *metap)
 
 	if (p->kind != qfam_relation_kind(rel))
 		elog(ERROR, "filter kind %u does not match the access method", p->kind);
-	/* an intact relation of an earlier build, not damage */
-	if (p->layout == QFAM_LAYOUT_LEGACY)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("%s table \"%s\" has the page layout of an earlier streamsketch version",
-						ss_structure_name(rel), RelationGetRelationName(rel)),
-				 errdetail("Its pages have four metadata bits per slot; this build reads layout %d.",
-						   QFAM_LAYOUT),
-				 errhint("Install the streamsketch version that created the table, or create the table again and insert its keys again.")));
-	if (p->layout != QFAM_LAYOUT)
-		elog(ERROR, "page layout %u is not %d", p->layout, QFAM_LAYOUT);
+	if (p->layout != QFAM_LAYOUT && p->layout != QFAM_LAYOUT_LEGACY)
+		elog(ERROR, "page layout %u is unknown", p->layout);
 	if (!have_last || memcmp(p, &last_checked, sizeof(*p)) != 0)
 	{
 		QfamParams	d;
@@ -243,7 +254,12 @@ qfam_check_meta(Relation rel, const void *metap)
 		if (lv->t < 1 || lv->t >= p->fp_bits)
 			elog(ERROR, "level %u has 2^%u home slots, fingerprints have %u bits",
 				 l, lv->t, p->fp_bits);
-		qfam_level_shape(&shape, p->fp_bits, lv->t);
+		/* levels of the earlier layout only in a relation created with it */
+		if (lv->layout != QFAM_LAYOUT &&
+			(lv->layout != QFAM_LAYOUT_LEGACY || p->layout != QFAM_LAYOUT_LEGACY))
+			elog(ERROR, "level %u has page layout %u in a relation of layout %u",
+				 l, lv->layout, p->layout);
+		qfam_level_shape_in(&shape, p->fp_bits, lv->t, lv->layout);
 		if (shape.rbits != lv->rbits || shape.slot_bits != lv->slot_bits ||
 			shape.page_bits != lv->page_bits)
 			elog(ERROR, "level %u's page geometry differs from the one its size gives", l);
@@ -294,6 +310,7 @@ qfam_check_params(Relation rel, void *st, SSParamSource source)
 		p->kind = qfam_relation_kind(rel);
 	if (source == SS_PARAMS_SETTINGS)
 		p->buffer_pages = Max(1, p->buffer_pages / (BLCKSZ / 1024));
+	p->layout = QFAM_LAYOUT;	/* parameters of a new table */
 	qfam_derive(p);
 }
 

@@ -192,7 +192,8 @@ check(const QfGeom *g, const char *area, Ref *ref, const char *what)
 		used += 1 + ndigits(it->c, g->rbits);
 	}
 	for (uint32 i = 0; i < g->nslots; i++)
-		if (bit_at(area, g->cont_off, i) && !bit_at(area, g->shf_off, i))
+		if (g->legacy ? bit_at(area, g->cnt_off, i) :
+			bit_at(area, g->cont_off, i) && !bit_at(area, g->shf_off, i))
 			cnt_slots++;
 	if (cnt_slots != digits)
 		FAIL("%s: %llu slots in the counter state, %llu digits", what,
@@ -497,6 +498,92 @@ test_geometry(void)
 	printf(" home+slack slots\n");
 }
 
+/*
+ * The earlier layout (qf_legacy.c): the geometries earlier builds chose
+ * (as their unit test printed them for 8160-byte areas), random contents
+ * with counts and deletes checked as above, and the copy of every such
+ * area into the current layout with the same home slots.
+ */
+static void
+test_legacy(void)
+{
+	/* rbits:home+slack of earlier builds, 8160-byte areas */
+	static const uint32 old[][3] = {
+		{1, 8192, 4800}, {3, 8192, 1088}, {4, 4096, 4032}, {6, 4096, 2389},
+		{9, 4096, 896}, {11, 4096, 232}, {12, 2048, 2005}, {20, 2048, 652},
+		{25, 2048, 192}, {26, 1024, 1142}, {32, 1024, 776},
+	};
+	int			rbits[] = {3, 8, 12, 20};
+	const char *msg;
+
+	for (int i = 0; i < (int) lengthof(old); i++)
+	{
+		QfGeom		g;
+
+		if (!qf_geom_init_legacy(&g, (int) old[i][0], 8160) ||
+			g.nhome != old[i][1] || g.nslack != old[i][2] || !g.legacy ||
+			g.cnt_off != g.shf_off + g.nwords * 8 ||
+			g.rem_off != g.cnt_off + g.nwords * 8)
+			FAIL("legacy geometry for %u bits is %u+%u, was %u+%u", old[i][0],
+				 g.nhome, g.nslack, old[i][1], old[i][2]);
+	}
+	for (int i = 0; i < (int) lengthof(rbits); i++)
+	{
+		QfGeom		gl;
+		QfGeom		gn;
+		char	   *area;
+		char	   *conv;
+		Ref			ref = {0};
+		QfBuilder	b;
+		QfIter		it;
+		uint32		q;
+		uint64		r,
+					c;
+		char		what[64];
+
+		snprintf(what, sizeof(what), "legacy r %d", rbits[i]);
+		if (!qf_geom_init_legacy(&gl, rbits[i], QF_PAGE_AREA_BYTES) ||
+			!qf_geom_init_slots(&gn, gl.nhome, rbits[i], QF_SLACK_FILL,
+								QF_PAGE_AREA_BYTES) ||
+			qf_geom_init_slots_legacy(&gn, 3000, rbits[i], 10, 1 << 20))
+			FAIL("%s: geometries", what);
+		area = malloc(gl.area_bytes);
+		conv = malloc(gn.area_bytes);
+		qf_area_init(&gl, area);
+		if (!qf_area_check(&gl, area, &msg) || qf_area_check(&gn, area, &msg))
+			FAIL("%s: an empty legacy area is not told apart", what);
+		/* up to MAX_ITEMS fingerprints clustered on a few hundred quotients */
+		for (int k = 0; k < MAX_ITEMS - 16; k++)
+		{
+			uint32		qq = (uint32) (rng() % 300);
+			uint64		rr = rng() & qf_mask(rbits[i]);
+			uint64		cc = rng() % 3 == 0 ? 1 + (rng() >> (rng() % 64)) : 1;
+
+			insert(&gl, area, &ref, qq, rr, cc, what);
+			if (k % 5 == 4 && ref.n > 0)
+			{
+				RefItem		x = ref.it[rng() % ref.n];
+				uint64		n = 1 + rng() % x.c;
+
+				if (qf_remove(&gl, area, x.q, x.r, n) != n)
+					FAIL("%s: remove", what);
+				ref_sub(&ref, x.q, x.r, n);
+				check(&gl, area, &ref, what);
+			}
+		}
+		/* copied into the current layout, then checked there */
+		qf_builder_init(&b, &gn, conv);
+		qf_iter_init(&it, &gl, area);
+		while (qf_iter_next(&it, &q, &r, &c))
+			if (qf_builder_add(&b, q, r, c) != QF_OK)
+				FAIL("%s: copy into the current layout", what);
+		check(&gn, conv, &ref, what);
+		free(area);
+		free(conv);
+	}
+	printf("  legacy layout: geometries, contents and copies ok\n");
+}
+
 int
 main(void)
 {
@@ -507,6 +594,7 @@ main(void)
 	test_counter_state_damage();
 	test_positions();
 	test_merges();
+	test_legacy();
 	printf("all quotient filter layout tests passed\n");
 	return 0;
 }
