@@ -4,9 +4,10 @@
  *	  The quotient filter area code of qf.c for the earlier area layout
  *	  ("QFA1": occupied, continuation, shifted and counter bit arrays, a
  *	  power of two of home slots), which tables and qfilter values written
- *	  by earlier builds hold.  qf.c is compiled a second time with
- *	  QF_LEGACY, its public functions renamed; its own public functions
- *	  hand a geometry made by qf_geom_init_legacy* over to these.
+ *	  by earlier builds hold.  qf.c and qf_check.c are compiled a second
+ *	  time with QF_LEGACY, their public functions renamed; their public
+ *	  functions of the current layout hand a geometry made by
+ *	  qf_geom_init_legacy* over to these.
  *
  *-------------------------------------------------------------------------
  */
@@ -31,3 +32,4 @@
 #define qf_split_area			qf_legacy_split_area
 
 #include "qf.c"
+#include "qf_check.c"
