@@ -36,6 +36,8 @@ include $(PGXS)
 
 # PGXS tracks no header dependencies
 $(OBJS): $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.h))
+# the earlier area layout is qf.c compiled again
+src/qf/qf_legacy.o: src/qf/qf.c src/qf/qf_check.c
 
 sql/$(EXTENSION)--$(EXTVERSION).sql: $(SQL_PARTS)
 	cat $^ > $@

@@ -164,16 +164,16 @@ INSERT INTO tiny SELECT generate_series(1, 1000);
 \echo :LAST_ERROR_SQLSTATE
 DROP TABLE tiny;
 
--- buffered quotient filter and cascade filters: a 64 kB level 0 that fills
+-- buffered quotient filter and cascade filters: a 32 kB level 0 that fills
 -- and merges many times (out of place) while 50 transactions commit
 SELECT qf_create('bqf', 'int8', capacity => 100000, fp_rate => 0.001,
-				 access_method => 'buffered_quotient_filter', buffer_size => '64kB');
+				 access_method => 'buffered_quotient_filter', buffer_size => '32kB');
 SELECT qf_create('cf2', 'int8', capacity => 100000, fp_rate => 0.001,
-				 access_method => 'cascade_filter', fanout => 2, buffer_size => '64kB');
+				 access_method => 'cascade_filter', fanout => 2, buffer_size => '32kB');
 SELECT qf_create('cf4', 'int8', capacity => 100000, fp_rate => 0.001,
-				 access_method => 'cascade_filter', fanout => 4, buffer_size => '64kB');
+				 access_method => 'cascade_filter', fanout => 4, buffer_size => '32kB');
 SELECT qf_create('cf16', 'int8', capacity => 100000, fp_rate => 0.001,
-				 access_method => 'cascade_filter', fanout => 16, buffer_size => '64kB');
+				 access_method => 'cascade_filter', fanout => 16, buffer_size => '32kB');
 SELECT access_method, fingerprint_bits, levels, pages FROM qf_info('bqf');
 SELECT objname, label FROM pg_catalog.pg_seclabels WHERE provider = 'streamsketch' AND (objname LIKE 'cf%' OR objname = 'bqf') ORDER BY objname;
 DO $$

@@ -396,7 +396,28 @@ FROM qft_counts;
 -- bad input
 SELECT qft_error('SELECT ''garbage''::qfilter');
 SELECT qft_error('SELECT ''''::qfilter');
-SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'version=1', 'version=2')));
+SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'version=2', 'version=3')));
+-- version 1 announces areas of the earlier layout (four metadata bit arrays)
+SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'version=2', 'version=1')));
+-- qft_small as earlier builds wrote it, in version 1: read, looked up and
+-- written back as it is; merged into a table, and grown or united anew in
+-- version 2 (where it equals the current value)
+\set small_v1 'version=1 seed=1592598101 capacity=1000 fp_rate=0.001 rbits=10 slot_bits=11 page_bits=0 area_bytes=8136 total=6 type="integer" areas=UUZBMQsKAAAGCgAAAwAAAAUA.2.BgAA.19.AAAQ.23.EAAA.8.gAAA.161.ACAA.32.AQAA.161.IAAA.31.AAAB.161.AAAg.32.AAEA.325.SgoA.232.AMsC.90.AADAAQAA.1415.'
+SELECT :'small_v1'::qfilter::text = :'small_v1' AS same_text,
+	   qfilter_send(:'small_v1'::qfilter) <> qfilter_send(f) AS other_bytes,
+	   (SELECT array_agg(qfilter_count(:'small_v1'::qfilter, k) ORDER BY k)
+		FROM generate_series(0, 4) k) AS counts,
+	   (qfilter_info(:'small_v1'::qfilter)).items,
+	   qfilter_union(:'small_v1'::qfilter, f)::text =
+	   qfilter_union(f, f)::text AS union_same,
+	   split_part(qfilter_resize(:'small_v1'::qfilter)::text, ' ', 1) AS resized,
+	   qfilter_resize(:'small_v1'::qfilter)::text = qfilter_resize(f)::text
+	   AS resize_same
+FROM qft_small;
+SELECT qf_create('qft_v1_target', 'int', capacity => 1000, fp_rate => 0.001);
+SELECT qf_merge_value('qft_v1_target', :'small_v1'::qfilter);
+SELECT k, qf_count('qft_v1_target', k) FROM generate_series(1, 3) k;
+DROP TABLE qft_v1_target;
 SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'seed=', 'seed=-')));
 SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'seed=', 'seed=99999999999')));
 SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'capacity=1000', 'capacity=0')));
@@ -425,15 +446,16 @@ SELECT qft_error(format('SELECT %L::qfilter',
 						regexp_replace(:'small', '\.(\d+)\.$', '')
 						|| '.' || (regexp_match(:'small', '\.(\d+)\.$'))[1]::int - 1
 						|| '.AAA'));
--- damaged areas are caught by the full check: the magic number, the used
+-- damaged areas are caught by the full check: the magic number (here the
+-- one of the earlier layout with four metadata bit arrays), the used
 -- slot count in the area header (bytes 16-19), an occupied bit of an
 -- empty slot (the byte at offset 83 is in the occupied bits; the slot now
 -- holds remainder 0, so the item count no longer matches), and nonzero
--- bytes after the last slot (7-bit remainders and 128 home slots leave 32
+-- bytes after the last slot (7-bit remainders and 128 home slots leave 24
 -- bytes unused)
-SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'areas=UUZBMQ', 'areas=UUZBMg')));
+SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'areas=UUZBMg', 'areas=UUZBMQ')));
 SELECT qft_error(format('SELECT %L::qfilter', regexp_replace(:'small', 'areas=(.{20})AAUA', 'areas=\1AAYA')));
-SELECT qft_error(format('SELECT %L::qfilter', regexp_replace(:'small', 'areas=(.{24})\.2\.BgAA\.19\.', 'areas=\1.2.BgAA.18.AAAB')));
+SELECT qft_error(format('SELECT %L::qfilter', regexp_replace(:'small', 'areas=(.{32})BgAA\.19\.', 'areas=\1BgAA.18.AAAB')));
 SELECT qfilter_agg(g, 100, 0.01)::text AS small7 FROM generate_series(1, 3) g \gset
 SELECT qft_error(format('SELECT %L::qfilter', :'small7'));
 SELECT qft_error(format('SELECT %L::qfilter',
@@ -473,8 +495,10 @@ $$;
 -- header: version 4, name length 4, "integer" 7, seed 4, rbits, slot_bits,
 -- page_bits, area_bytes 16, capacity 8, fp_rate 8, total 8: the areas
 -- start at byte 60
-SELECT qft_recv(overlay(qfilter_send(f) PLACING '\x00000002' FROM 1), :'copyfile')
+SELECT qft_recv(overlay(qfilter_send(f) PLACING '\x00000003' FROM 1), :'copyfile')
 FROM qft_small;
+-- the version 1 value is received as it is
+SELECT qft_recv(qfilter_send(:'small_v1'::qfilter), :'copyfile');
 SELECT qft_recv(overlay(qfilter_send(f) PLACING '\xfffffffe' FROM 5), :'copyfile')
 FROM qft_small;
 SELECT qft_recv(overlay(qfilter_send(f) PLACING '\x00000000' FROM 20), :'copyfile')

@@ -291,10 +291,11 @@ GROUP BY 1, 2, 3;
 
 -- No error class outside the expected ones: data corrupted, invalid text
 -- or binary representation, protocol (truncated binary), and for the key
--- type name: undefined type or schema, syntax, bad encoding (no rows).
+-- type name: undefined type or schema, syntax, bad encoding, a three-part
+-- (cross-database) name (no rows).
 SELECT DISTINCT outcome FROM vf_outcome
 WHERE outcome NOT IN ('accepted', 'XX001', '22P02', '22P03', '08P01',
-					  '42704', '3F000', '42601', '22021');
+					  '42704', '3F000', '42601', '22021', '0A000');
 
 -- The backend survived, and its peak memory did not grow by more than a
 -- few of the largest values a mutation could legitimately produce.

@@ -643,7 +643,7 @@ cms_in(PG_FUNCTION_ARGS)
 	CmsData    *cms;
 
 	ss_text_parser_init(&ps, "cms", str);
-	ss_text_parse_version(&ps, CMS_VERSION, "count-min sketch");
+	ss_text_parse_version(&ps, CMS_VERSION, CMS_VERSION, "count-min sketch");
 	ss_text_expect(&ps, " seed=");
 	seed = (uint32) ss_text_parse_unsigned(&ps, "seed", PG_UINT32_MAX);
 	ss_text_expect(&ps, " epsilon=");
@@ -733,7 +733,8 @@ cms_recv(PG_FUNCTION_ARGS)
 	CmsData    *cms;
 	Size		n;
 
-	elemtype = ss_binary_read_head(buf, CMS_VERSION, "count-min sketch");
+	elemtype = ss_binary_read_head(buf, CMS_VERSION, CMS_VERSION,
+								   "count-min sketch", NULL);
 	seed = pq_getmsgint(buf, 4);
 	g.depth = pq_getmsgint(buf, 4);
 	g.cols_per_page = pq_getmsgint(buf, 4);

@@ -15,7 +15,7 @@
  *	  the inverted continuation bits;
  *	- inserting n slots finds the first n empty slots with a search over
  *	  (occupied | continuation | shifted) and moves the segments between
- *	  them right with bit-range moves of the four arrays;
+ *	  them right with bit-range moves of the three arrays;
  *	- deleting moves the following runs of the cluster left by as much as
  *	  their home slots allow, again as bit-range moves of whole groups of
  *	  runs that move by the same distance.
@@ -23,31 +23,26 @@
  * No function here calls the backend: no palloc, no elog.  Nothing here
  * needs more stack than a few dozen words.
  *
+ * The validation (qf_area_check and the checked lookup) is in qf_check.c,
+ * what both files share in qf_internal.h.  qf_legacy.c compiles both files
+ * a second time with QF_LEGACY defined and every public function renamed
+ * qf_legacy_*: that build reads and writes
+ * the earlier layout ("QFA1": a fourth bit array for the counters, a power
+ * of two of home slots); the public functions here hand a geometry made by
+ * qf_geom_init_legacy* over to it (QF_TO_LEGACY).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "port/pg_bitutils.h"
 
-#include "qf.h"
-#include "qf_words.h"
+#include "qf_internal.h"
 
 StaticAssertDecl(sizeof(QfAreaHeader) == QF_HEADER_SIZE,
 				 "QfAreaHeader must be QF_HEADER_SIZE bytes");
 
-/* Largest area we describe: offsets are uint32, bit positions uint64. */
-#define QF_MAX_SLOTS		(UINT64CONST(1) << 30)
-
-/*
- * Bit arrays.  A bit array is a sequence of 64-bit words at a byte
- * address; bit i is bit (i % 64) of word i / 64.
- */
-static inline bool
-bit_get(const char *a, uint32 i)
-{
-	return (ld64(a + (Size) (i >> 6) * 8) >> (i & 63)) & 1;
-}
-
+/* Bit array writes (the reads, and the layout, are in qf_internal.h). */
 static inline void
 bit_put(char *a, uint32 i, bool v)
 {
@@ -56,19 +51,6 @@ bit_put(char *a, uint32 i, bool v)
 	uint64		m = UINT64CONST(1) << (i & 63);
 
 	st64(p, v ? (w | m) : (w & ~m));
-}
-
-/* n bits (1..64) at bit position pos. */
-static inline uint64
-bits_get(const char *a, uint64 pos, int n)
-{
-	const char *p = a + (Size) (pos >> 6) * 8;
-	int			off = (int) (pos & 63);
-	uint64		v = ld64(p) >> off;
-
-	if (off + n > 64)
-		v |= ld64(p + 8) << (64 - off);
-	return v & qf_mask(n);
 }
 
 static inline void
@@ -100,6 +82,26 @@ bits_fill(char *a, uint64 pos, uint64 len, bool one)
 		len -= n;
 	}
 }
+
+#ifndef QF_LEGACY
+/*
+ * a |= ~b over bits [pos, pos+len) of two arrays: marks moved slots
+ * shifted except the continuations, whose shifted bit already says whether
+ * they are remainders (1) or counter digits (0).
+ */
+static void
+bits_or_not(char *a, const char *b, uint64 pos, uint64 len)
+{
+	while (len > 0)
+	{
+		int			n = (int) Min(len, 64);
+
+		bits_put(a, pos, n, bits_get(a, pos, n) | ~bits_get(b, pos, n));
+		pos += n;
+		len -= n;
+	}
+}
+#endif
 
 /* Copy n bits (1..64) from bit position from to bit position to. */
 static inline void
@@ -175,190 +177,26 @@ bits_move(char *a, uint64 dst, uint64 src, uint64 len)
 	}
 }
 
-/*
- * The arrays of one area, and derived per-slot predicates evaluated a word
- * at a time.  The kind argument is always a constant, so each search below
- * compiles to a loop over one specific word expression.
- */
-typedef struct QfArrays
-{
-	char	   *occ;
-	char	   *cont;
-	char	   *shf;
-	char	   *cnt;
-	char	   *rem;
-	uint32		nslots;
-	uint32		nhome;
-	int			rbits;
-} QfArrays;
-
-typedef enum QfWordKind
-{
-	W_OCC,						/* occupied */
-	W_NOT_CONT,					/* not a continuation: run start or empty */
-	W_NOT_SHF,					/* not shifted: decoding can start here */
-	W_NOT_CNT,					/* not a counter digit */
-	W_EMPTY,					/* empty slot */
-	W_NONEMPTY					/* used slot */
-} QfWordKind;
-
-static inline void
-qf_arrays(QfArrays *A, const QfGeom *g, const char *area)
-{
-	char	   *base = unconstify(char *, area);
-
-	A->occ = base + g->occ_off;
-	A->cont = base + g->cont_off;
-	A->shf = base + g->shf_off;
-	A->cnt = base + g->cnt_off;
-	A->rem = base + g->rem_off;
-	A->nslots = g->nslots;
-	A->nhome = g->nhome;
-	A->rbits = g->rbits;
-}
-
-static inline uint64
-word_of(const QfArrays *A, QfWordKind kind, uint32 w)
-{
-	Size		o = (Size) w * 8;
-
-	switch (kind)
-	{
-		case W_OCC:
-			return ld64(A->occ + o);
-		case W_NOT_CONT:
-			return ~ld64(A->cont + o);
-		case W_NOT_SHF:
-			return ~ld64(A->shf + o);
-		case W_NOT_CNT:
-			return ~ld64(A->cnt + o);
-		case W_EMPTY:
-			return ~(ld64(A->occ + o) | ld64(A->cont + o) | ld64(A->shf + o));
-		case W_NONEMPTY:
-			return ld64(A->occ + o) | ld64(A->cont + o) | ld64(A->shf + o);
-	}
-	return 0;
-}
-
-/* The word of slot from where kind holds, without the slots before from. */
-static inline uint64
-word_from(const QfArrays *A, QfWordKind kind, uint32 from)
-{
-	return word_of(A, kind, from >> 6) & (PG_UINT64_MAX << (from & 63));
-}
-
-/* First slot in [from, limit) where kind holds, or limit. */
-static inline uint32
-next_of(const QfArrays *A, QfWordKind kind, uint32 from, uint32 limit)
-{
-	uint32		w;
-	uint64		x;
-	uint32		pos;
-
-	if (from >= limit)
-		return limit;
-	w = from >> 6;
-	x = word_from(A, kind, from);
-	while (x == 0)
-	{
-		w++;
-		if ((uint64) w * 64 >= limit)
-			return limit;
-		x = word_of(A, kind, w);
-	}
-	pos = w * 64 + pg_rightmost_one_pos64(x);
-	return Min(pos, limit);
-}
-
-/* Last slot <= from where kind holds, or -1. */
-static inline int64
-prev_of(const QfArrays *A, QfWordKind kind, uint32 from)
-{
-	uint32		w = from >> 6;
-	uint64		x = word_of(A, kind, w) & qf_mask((int) (from & 63) + 1);
-
-	while (x == 0)
-	{
-		if (w == 0)
-			return -1;
-		w--;
-		x = word_of(A, kind, w);
-	}
-	return (int64) w * 64 + pg_leftmost_one_pos64(x);
-}
-
-/* Number of slots in [from, to) where kind holds. */
-static inline uint32
-count_of(const QfArrays *A, QfWordKind kind, uint32 from, uint32 to)
-{
-	uint32		w = from >> 6;
-	uint32		wlast;
-	uint64		x;
-	uint32		n = 0;
-
-	if (from >= to)
-		return 0;
-	wlast = (to - 1) >> 6;
-	x = word_from(A, kind, from);
-	while (w < wlast)
-	{
-		n += popcount64(x);
-		w++;
-		x = word_of(A, kind, w);
-	}
-	x &= qf_mask((int) ((to - 1) & 63) + 1);
-	return n + popcount64(x);
-}
-
-/* The k-th (1-based) slot at or after from where kind holds, or limit. */
-static inline uint32
-select_of(const QfArrays *A, QfWordKind kind, uint32 from, uint32 k,
-		  uint32 limit)
-{
-	uint32		w;
-	uint64		x;
-
-	if (from >= limit)
-		return limit;
-	w = from >> 6;
-	x = word_from(A, kind, from);
-	for (;;)
-	{
-		uint32		c = popcount64(x);
-
-		if (k <= c)
-		{
-			uint32		pos = w * 64 + select64(x, (int) k - 1);
-
-			return Min(pos, limit);
-		}
-		k -= c;
-		w++;
-		if ((uint64) w * 64 >= limit)
-			return limit;
-		x = word_of(A, kind, w);
-	}
-}
-
-static inline uint64
-rem_get(const QfArrays *A, uint32 i)
-{
-	return bits_get(A->rem, (uint64) i * A->rbits, A->rbits);
-}
-
 static inline void
 rem_put(QfArrays *A, uint32 i, uint64 v)
 {
 	bits_put(A->rem, (uint64) i * A->rbits, A->rbits, v);
 }
 
-/* Set the metadata bits of slots [pos, pos+len) (not occupied). */
+/*
+ * Set the metadata bits of slots [pos, pos+len) (not occupied): a counter
+ * digit is stored as continuation without shifted (qf.h).
+ */
 static void
 slots_mark(QfArrays *A, uint32 pos, uint32 len, bool cont, bool shf, bool cnt)
 {
 	bits_fill(A->cont, pos, len, cont);
+#ifdef QF_LEGACY
 	bits_fill(A->shf, pos, len, shf);
 	bits_fill(A->cnt, pos, len, cnt);
+#else
+	bits_fill(A->shf, pos, len, shf && !cnt);
+#endif
 }
 
 /* Move the contents of slots [src, src+len) to dst (occupied bits stay). */
@@ -367,7 +205,9 @@ slots_move(QfArrays *A, uint32 dst, uint32 src, uint32 len)
 {
 	bits_move(A->cont, dst, src, len);
 	bits_move(A->shf, dst, src, len);
+#ifdef QF_LEGACY
 	bits_move(A->cnt, dst, src, len);
+#endif
 	bits_move(A->rem, (uint64) dst * A->rbits, (uint64) src * A->rbits,
 			  (uint64) len * A->rbits);
 }
@@ -382,24 +222,6 @@ count_digits(uint64 c, int rbits)
 		return 0;
 	bits = pg_leftmost_one_pos64(c - 1) + 1;
 	return (bits + rbits - 1) / rbits;
-}
-
-/* Decode the d counter digits after the remainder in slot p. */
-static uint64
-count_decode(const QfArrays *A, uint32 p, uint32 d)
-{
-	uint64		v = 0;
-
-	for (uint32 i = 0; i < d; i++)
-	{
-		uint32		shift = i * A->rbits;
-
-		/* more digits than a valid count has only in corrupt areas */
-		if (shift >= 64)
-			break;
-		v |= rem_get(A, p + 1 + i) << shift;
-	}
-	return v == PG_UINT64_MAX ? v : v + 1;
 }
 
 /* Write the digits of count c into slots p+1 .. p+count_digits(c). */
@@ -417,19 +239,6 @@ count_encode(QfArrays *A, uint32 p, uint64 c)
 	}
 }
 
-/* Counter slots following the remainder in slot p, inside [p, end). */
-static inline uint32
-digits_at(const QfArrays *A, uint32 p, uint32 end)
-{
-	return next_of(A, W_NOT_CNT, p + 1, end) - (p + 1);
-}
-
-static inline uint64
-sat_add(uint64 a, uint64 b)
-{
-	return a > PG_UINT64_MAX - b ? PG_UINT64_MAX : a + b;
-}
-
 /*
  * Where the run of quotient q starts if q is occupied, or where it has to
  * be inserted if not (see the file header).  Returns nslots when that
@@ -438,7 +247,7 @@ sat_add(uint64 a, uint64 b)
 static uint32
 run_start(const QfArrays *A, uint32 q)
 {
-	int64		b = prev_of(A, W_NOT_SHF, q);
+	int64		b = prev_unshifted(A, q);
 	uint32		k;
 
 	/* slot 0 is never shifted in a valid area */
@@ -450,13 +259,6 @@ run_start(const QfArrays *A, uint32 q)
 	if (k == 0)
 		return q;				/* corrupt area; stay in bounds */
 	return select_of(A, W_NOT_CONT, (uint32) b + 1, k, A->nslots);
-}
-
-/* First slot after the run starting at s. */
-static inline uint32
-run_end(const QfArrays *A, uint32 s)
-{
-	return next_of(A, W_NOT_CONT, s + 1, A->nslots);
 }
 
 /*
@@ -520,7 +322,11 @@ slots_open(QfArrays *A, uint32 p, uint32 n)
 		if (len == 0)
 			continue;
 		slots_move(A, from + by, from, len);
+#ifdef QF_LEGACY
 		bits_fill(A->shf, from + by, len, true);
+#else
+		bits_or_not(A->shf, A->cont, from + by, len);
+#endif
 	}
 	return true;
 }
@@ -581,21 +387,20 @@ slots_delete(QfArrays *A, uint32 q, uint32 s, uint32 e, uint32 p, uint32 n)
 }
 
 static inline void
-hdr_read(const char *area, QfAreaHeader *h)
-{
-	memcpy(h, area, sizeof(*h));
-}
-
-static inline void
 hdr_write(char *area, const QfAreaHeader *h)
 {
 	memcpy(area, h, sizeof(*h));
 }
 
-static inline bool
-args_ok(const QfGeom *g, uint32 quotient, uint64 remainder)
+/* qf_min_slack; the earlier layout's rule was max(64, min(128, home/16)) */
+static inline uint32
+area_min_slack(uint32 nhome)
 {
-	return quotient < g->nhome && remainder <= qf_mask(g->rbits);
+#ifdef QF_LEGACY
+	return Max(64, Min(128, nhome / 16));
+#else
+	return qf_min_slack(nhome);
+#endif
 }
 
 Size
@@ -604,7 +409,7 @@ qf_area_size(int rbits, uint32 nslots)
 	uint64		nwords = ((uint64) nslots + 63) / 64;
 	uint64		rwords = ((uint64) nslots * rbits + 63) / 64;
 
-	return QF_HEADER_SIZE + 4 * 8 * nwords + 8 * rwords;
+	return QF_HEADER_SIZE + QF_NARRAYS * 8 * nwords + 8 * rwords;
 }
 
 /*
@@ -645,21 +450,23 @@ max_slots(int rbits, Size area_bytes)
 }
 
 bool
-qf_geom_init_slots(QfGeom *g, int slot_bits, int rbits, uint32 nslack,
+qf_geom_init_slots(QfGeom *g, uint32 nhome, int rbits, uint32 nslack,
 				   Size area_bytes)
 {
-	uint32		nhome;
 	uint64		nslots;
 
 	if (rbits < QF_MIN_RBITS || rbits > QF_MAX_RBITS ||
-		slot_bits < QF_MIN_SLOT_BITS || slot_bits > QF_MAX_SLOT_BITS)
+		nhome < QF_MIN_HOME || nhome > QF_MAX_HOME)
 		return false;
-	nhome = (uint32) 1 << slot_bits;
+#ifdef QF_LEGACY
+	if ((nhome & (nhome - 1)) != 0)
+		return false;
+#endif
 	if (nslack == QF_SLACK_FILL)
 	{
 		uint32		fit = max_slots(rbits, area_bytes);
 
-		if (fit < (uint64) nhome + qf_min_slack(nhome))
+		if (fit < (uint64) nhome + area_min_slack(nhome))
 			return false;
 		nslots = fit;
 	}
@@ -672,7 +479,6 @@ qf_geom_init_slots(QfGeom *g, int slot_bits, int rbits, uint32 nslack,
 	}
 
 	memset(g, 0, sizeof(*g));
-	g->slot_bits = slot_bits;
 	g->rbits = rbits;
 	g->nhome = nhome;
 	g->nslots = (uint32) nslots;
@@ -682,8 +488,12 @@ qf_geom_init_slots(QfGeom *g, int slot_bits, int rbits, uint32 nslack,
 	g->occ_off = QF_HEADER_SIZE;
 	g->cont_off = g->occ_off + g->nwords * 8;
 	g->shf_off = g->cont_off + g->nwords * 8;
-	g->cnt_off = g->shf_off + g->nwords * 8;
-	g->rem_off = g->cnt_off + g->nwords * 8;
+	g->rem_off = g->shf_off + g->nwords * 8;
+#ifdef QF_LEGACY
+	g->legacy = true;
+	g->cnt_off = g->rem_off;
+	g->rem_off += g->nwords * 8;
+#endif
 	g->area_bytes = qf_area_size(rbits, g->nslots);
 	Assert(g->area_bytes == (Size) g->rem_off + (Size) g->rwords * 8);
 	return true;
@@ -692,16 +502,29 @@ qf_geom_init_slots(QfGeom *g, int slot_bits, int rbits, uint32 nslack,
 bool
 qf_geom_init(QfGeom *g, int rbits, Size area_bytes)
 {
+	uint32		fit;
+	uint32		nhome;
+
 	if (rbits < QF_MIN_RBITS || rbits > QF_MAX_RBITS)
 		return false;
-	for (int s = QF_MAX_SLOT_BITS; s >= QF_MIN_SLOT_BITS; s--)
-	{
-		uint32		nhome = (uint32) 1 << s;
-
-		if (qf_area_size(rbits, nhome + qf_min_slack(nhome)) <= area_bytes)
-			return qf_geom_init_slots(g, s, rbits, QF_SLACK_FILL, area_bytes);
-	}
+	fit = max_slots(rbits, area_bytes);
+	if (fit < QF_MIN_HOME + area_min_slack(QF_MIN_HOME))
+		return false;
+#ifdef QF_LEGACY
+	/* the largest power of two */
+	for (nhome = QF_MAX_HOME; nhome >= QF_MIN_HOME; nhome /= 2)
+		if ((uint64) nhome + area_min_slack(nhome) <= fit)
+			return qf_geom_init_slots(g, nhome, rbits, QF_SLACK_FILL,
+									  area_bytes);
 	return false;
+#endif
+	/* the slack is nondecreasing in nhome: take the largest nhome that fits */
+	nhome = Min(fit - qf_min_slack(fit), QF_MAX_HOME);
+	while (nhome + qf_min_slack(nhome) < fit && nhome < QF_MAX_HOME)
+		nhome++;
+	while (nhome + qf_min_slack(nhome) > fit)
+		nhome--;
+	return qf_geom_init_slots(g, nhome, rbits, QF_SLACK_FILL, area_bytes);
 }
 
 void
@@ -709,11 +532,22 @@ qf_area_init(const QfGeom *g, char *area)
 {
 	QfAreaHeader h;
 
+#ifndef QF_LEGACY
+	if (unlikely(g->legacy))
+	{
+		qf_legacy_area_init(g, area);
+		return;
+	}
+#endif
 	memset(area, 0, g->area_bytes);
 	memset(&h, 0, sizeof(h));
-	h.magic = QF_MAGIC;
-	h.slot_bits = (uint8) g->slot_bits;
+	h.magic = QF_AREA_MAGIC;
 	h.rbits = (uint8) g->rbits;
+#ifdef QF_LEGACY
+	h.reserved = (uint8) qf_home_bits(g->nhome);
+#else
+	h.nhome = g->nhome;
+#endif
 	h.nslack = g->nslack;
 	hdr_write(area, &h);
 }
@@ -729,6 +563,7 @@ qf_insert(const QfGeom *g, char *area, uint32 quotient, uint64 remainder,
 	uint32		p;
 	uint32		n;
 
+	QF_TO_LEGACY(g, qf_legacy_insert(g, area, quotient, remainder, count));
 	if (!args_ok(g, quotient, remainder))
 		return QF_INVALID;
 	if (count == 0)
@@ -822,93 +657,13 @@ qf_count(const QfGeom *g, const char *area, uint32 quotient, uint64 remainder)
 	QfArrays	A;
 	QfStored	st;
 
+	QF_TO_LEGACY(g, qf_legacy_count(g, area, quotient, remainder));
 	if (!args_ok(g, quotient, remainder))
 		return 0;
 	qf_arrays(&A, g, area);
 	if (!find_stored(&A, quotient, remainder, &st))
 		return 0;
 	return count_decode(&A, st.p, st.d);
-}
-
-/*
- * qf_count for an area read from disk: it also checks the invariants of the
- * slots the lookup relies on (the cluster start it decodes from, the run
- * start it selects, every slot of the run shifted, remainders increasing,
- * a canonical count), at the cost of a few more word operations on words
- * already in cache; qf_area_check is O(nslots), too much for every
- * lookup.  Returns false with *msg set if the area is found corrupted.
- */
-
-/* in the checks below: fail with message unless cond holds */
-#define CHECK(cond, message) \
-	do { \
-		if (!(cond)) \
-		{ \
-			*msg = (message); \
-			return false; \
-		} \
-	} while (0)
-
-bool
-qf_count_checked(const QfGeom *g, const char *area, uint32 quotient,
-				 uint64 remainder, uint64 *count, const char **msg)
-{
-	QfArrays	A;
-	int64		b;
-	uint32		k;
-	uint32		s;
-	uint32		e;
-	uint32		p;
-	bool		have_last = false;
-	uint64		last = 0;
-
-	*count = 0;
-	*msg = NULL;
-	if (!args_ok(g, quotient, remainder))
-		return true;
-	qf_arrays(&A, g, area);
-	if (!bit_get(A.occ, quotient))
-		return true;
-
-	/* decoding starts at the cluster's start: a run start at its home */
-	b = prev_of(&A, W_NOT_SHF, quotient);
-	CHECK(b >= 0, "quotient filter area has a shifted first slot");
-	CHECK(bit_get(A.occ, (uint32) b) && !bit_get(A.cont, (uint32) b) &&
-		   !bit_get(A.cnt, (uint32) b),
-		   "quotient filter run is shifted past a slot that starts no cluster");
-	k = count_of(&A, W_OCC, (uint32) b, quotient);
-	s = b == quotient ? quotient :
-		select_of(&A, W_NOT_CONT, (uint32) b + 1, k, A.nslots);
-	CHECK(s < A.nslots && s >= quotient,
-		   "quotient filter run starts outside the area or before its home slot");
-	CHECK((bit_get(A.occ, s) || bit_get(A.shf, s)) && !bit_get(A.cnt, s) &&
-		   bit_get(A.shf, s) == (s != quotient),
-		   "quotient filter run start has wrong metadata bits");
-	e = run_end(&A, s);
-	CHECK(count_of(&A, W_NOT_SHF, s + 1, e) == 0,
-		   "quotient filter run has a slot that is not shifted");
-
-	p = s;
-	while (p < e)
-	{
-		uint64		v = rem_get(&A, p);
-		uint32		d = digits_at(&A, p, e);
-
-		CHECK(!have_last || v > last,
-			   "quotient filter remainders out of order in a run");
-		CHECK(d == 0 || rem_get(&A, p + d) != 0,
-			   "quotient filter count has a leading zero digit");
-		if (v >= remainder)
-		{
-			if (v == remainder)
-				*count = count_decode(&A, p, d);
-			return true;
-		}
-		have_last = true;
-		last = v;
-		p += 1 + d;
-	}
-	return true;
 }
 
 uint64
@@ -921,6 +676,7 @@ qf_remove(const QfGeom *g, char *area, uint32 quotient, uint64 remainder,
 	uint64		old;
 	uint64		removed;
 
+	QF_TO_LEGACY(g, qf_legacy_remove(g, area, quotient, remainder, count));
 	if (!args_ok(g, quotient, remainder) || count == 0)
 		return 0;
 	qf_arrays(&A, g, area);
@@ -971,6 +727,7 @@ qf_iter_next(QfIter *it, uint32 *quotient, uint64 *remainder, uint64 *count)
 	uint32		pos = it->pos;
 	uint32		d;
 
+	QF_TO_LEGACY(it->g, qf_legacy_iter_next(it, quotient, remainder, count));
 	qf_arrays(&A, it->g, it->area);
 	if (pos >= A.nslots)
 		return false;
@@ -1013,293 +770,6 @@ qf_area_stats(const QfGeom *g, const char *area, QfStats *stats)
 	stats->load = (double) h.nused / g->nhome;
 }
 
-bool
-qf_area_check_header(const QfGeom *g, const char *area, const char **msg)
-{
-	QfAreaHeader h;
-
-	*msg = NULL;
-	hdr_read(area, &h);
-	CHECK(h.magic == QF_MAGIC, "quotient filter area has a wrong magic number");
-	CHECK(h.slot_bits == g->slot_bits && h.rbits == g->rbits &&
-		  h.nslack == g->nslack,
-		  "quotient filter area has a different geometry");
-	CHECK(h.flags == 0 && h.reserved == 0,
-		  "quotient filter area header has reserved bits set");
-	CHECK(h.nused <= g->nslots && h.nitems <= h.nused,
-		  "quotient filter area header has impossible counters");
-	return true;
-}
-
-/* What the slot-by-slot check carries from one word to the next. */
-typedef struct QfCheckState
-{
-	int64		bucket;			/* quotient of the current run */
-	uint64		lastrem;		/* the run's last remainder */
-	bool		last_used;		/* the previous slot is used */
-	bool		have_rem;		/* a remainder's count may go on */
-} QfCheckState;
-
-/*
- * The checks of qf_area_check for a word of slots [base, base + lim)
- * without counter digits (most words: counts are mostly 1), the metadata
- * compared a word at a time and only run starts, continuations and empty
- * slots visited.  Returns false if any check fails, leaving *cs as it
- * was: the caller then checks the word slot by slot, reporting the first
- * failure in slot order.  On success *cs is the state after the word.
- */
-static bool
-check_word_plain(const QfArrays *A, uint32 base, uint32 lim, uint64 occw,
-				 uint64 contw, uint64 shfw, QfCheckState *cs)
-{
-	uint64		lmask = lim == 64 ? PG_UINT64_MAX : qf_mask((int) lim);
-	uint64		used = (occw | contw | shfw) & lmask;
-	uint64		prev_used = (used << 1) | (cs->last_used ? 1 : 0);
-	uint64		starts = used & ~contw;
-	uint64		conts = contw & lmask;
-	uint64		empty = ~used & lmask;
-	int64		bucket = cs->bucket;
-	uint64		x;
-
-	/* continuations are shifted and follow a used slot in a run */
-	if ((conts & ~shfw) != 0 ||
-		(conts & ~((used << 1) | (cs->have_rem ? 1 : 0))) != 0)
-		return false;
-	for (x = empty; x != 0; x &= x - 1)
-	{
-		if (rem_get(A, base + pg_rightmost_one_pos64(x)) != 0)
-			return false;
-	}
-	for (x = starts; x != 0; x &= x - 1)
-	{
-		int			j = pg_rightmost_one_pos64(x);
-		uint32		i = base + (uint32) j;
-		uint32		b = next_of(A, W_OCC, (uint32) (bucket + 1), A->nhome);
-
-		if (b >= A->nhome || b > i ||
-			(((shfw >> j) & 1) != 0) != (b != i) ||
-			(b != i && ((prev_used >> j) & 1) == 0))
-			return false;
-		bucket = b;
-	}
-	for (x = conts; x != 0; x &= x - 1)
-	{
-		int			j = pg_rightmost_one_pos64(x);
-		uint64		prev = j == 0 ? cs->lastrem : rem_get(A, base + j - 1);
-
-		if (rem_get(A, base + j) <= prev)
-			return false;
-	}
-	cs->bucket = bucket;
-	cs->last_used = (used >> (lim - 1)) & 1;
-	cs->have_rem = cs->last_used;
-	if (cs->last_used)
-		cs->lastrem = rem_get(A, base + lim - 1);
-	return true;
-}
-
-/* Are the remainders of slots [from, from + n) all zero? */
-static inline bool
-rems_zero(const QfArrays *A, uint32 from, uint32 n)
-{
-	uint64		pos = (uint64) from * A->rbits;
-	uint64		end = pos + (uint64) n * A->rbits;
-
-	for (; pos < end; pos += 64)
-	{
-		if (bits_get(A->rem, pos, (int) Min(64, end - pos)) != 0)
-			return false;
-	}
-	return true;
-}
-
-bool
-qf_area_check(const QfGeom *g, const char *area, const char **msg)
-{
-	QfArrays	A;
-	QfAreaHeader h;
-	uint32		nitems = 0;
-	uint32		nused = 0;
-	uint64		total = 0;
-	int64		bucket = -1;	/* quotient of the current run */
-	bool		have_rem = false;	/* current run has a remainder yet */
-	uint64		lastrem = 0;
-	uint32		ndig = 0;		/* digits after the current remainder */
-	uint64		cval = 0;		/* their value so far */
-	bool		last_used = false;	/* the previous slot is used */
-	uint32		tailbits;
-
-	if (!qf_area_check_header(g, area, msg))
-		return false;
-	qf_arrays(&A, g, area);
-	hdr_read(area, &h);
-
-	/* bits past the last slot, and occupied bits of slack slots, are 0 */
-	tailbits = g->nwords * 64 - g->nslots;
-	if (tailbits > 0)
-	{
-		uint64		m = ~qf_mask(64 - (int) tailbits);
-		Size		o = (Size) (g->nwords - 1) * 8;
-
-		CHECK(((ld64(A.occ + o) | ld64(A.cont + o) | ld64(A.shf + o) |
-				ld64(A.cnt + o)) & m) == 0,
-			  "quotient filter area has bits set past its last slot");
-	}
-	if ((uint64) g->rwords * 64 > (uint64) g->nslots * g->rbits)
-		CHECK(bits_get(A.rem, (uint64) g->nslots * g->rbits,
-					   (int) ((uint64) g->rwords * 64 -
-							  (uint64) g->nslots * g->rbits)) == 0,
-			  "quotient filter area has payload bits set past its last slot");
-	CHECK(next_of(&A, W_OCC, g->nhome, g->nslots) == g->nslots,
-		  "quotient filter area has an occupied slack slot");
-
-	/*
-	 * Slot by slot in the order of the checks, but with each word of the
-	 * four bit arrays loaded once: merges check every page they read, and
-	 * bit-by-bit loads made this check three times the cost of decoding
-	 * the page.  A word of empty slots whose remainders are all zero is
-	 * taken whole.
-	 */
-	for (uint32 base = 0; base < g->nslots; base += 64)
-	{
-		Size		o = (Size) (base >> 6) * 8;
-		uint64		occw = ld64(A.occ + o);
-		uint64		contw = ld64(A.cont + o);
-		uint64		shfw = ld64(A.shf + o);
-		uint64		cntw = ld64(A.cnt + o);
-		uint64		cnt_next = base + 64 < g->nslots ? ld64(A.cnt + o + 8) : 0;
-		uint32		lim = Min(64, g->nslots - base);
-
-		if ((occw | contw | shfw | cntw) == 0 &&
-			rems_zero(&A, base, lim))
-		{
-			if (have_rem)
-				total = sat_add(total, cval == PG_UINT64_MAX ? cval : cval + 1);
-			have_rem = false;
-			ndig = 0;
-			cval = 0;
-			last_used = false;
-			continue;
-		}
-		if (cntw == 0)
-		{
-			QfCheckState cs = {bucket, lastrem, last_used, have_rem};
-
-			if (check_word_plain(&A, base, lim, occw, contw, shfw, &cs))
-			{
-				uint64		lmask = lim == 64 ? PG_UINT64_MAX : qf_mask((int) lim);
-				uint32		n = (uint32) popcount64((occw | contw | shfw) & lmask);
-
-				/* the counts: the last remainder's may go on in the next word */
-				if (have_rem)
-					total = sat_add(total, cval == PG_UINT64_MAX ? cval : cval + 1);
-				total = sat_add(total, n - (cs.have_rem ? 1 : 0));
-				nused += n;
-				nitems += n;
-				ndig = 0;
-				cval = 0;
-				bucket = cs.bucket;
-				lastrem = cs.lastrem;
-				last_used = cs.last_used;
-				have_rem = cs.have_rem;
-				continue;
-			}
-			/* not plain: the slot-by-slot checks below find the first error */
-		}
-		for (uint32 j = 0; j < lim; j++)
-		{
-			uint32		i = base + j;
-			bool		occ = (occw >> j) & 1;
-			bool		cont = (contw >> j) & 1;
-			bool		shf = (shfw >> j) & 1;
-			bool		cnt = (cntw >> j) & 1;
-			uint64		v = rem_get(&A, i);
-			bool		prev_used = last_used;
-
-			last_used = occ || cont || shf;
-
-			/* the previous remainder's count ends where no digit follows */
-			if (have_rem && !cnt)
-			{
-				total = sat_add(total, cval == PG_UINT64_MAX ? cval : cval + 1);
-				ndig = 0;
-				cval = 0;
-			}
-
-			if (!last_used)
-			{
-				CHECK(!cnt && v == 0,
-					  "quotient filter area has an empty slot with contents");
-				have_rem = false;
-				continue;
-			}
-			nused++;
-			if (!cont)
-			{
-				/* a run start: it belongs to the next occupied bucket */
-				uint32		b = next_of(&A, W_OCC, (uint32) (bucket + 1), g->nhome);
-
-				CHECK(!cnt, "quotient filter run starts with a counter slot");
-				CHECK(b < g->nhome && b <= i,
-					  "quotient filter run has no occupied home slot");
-				CHECK(shf == (b != i),
-					  "quotient filter run start has a wrong shifted bit");
-				CHECK(b == i || prev_used,
-					  "quotient filter run is shifted past an empty slot");
-				bucket = b;
-				have_rem = true;
-				lastrem = v;
-				nitems++;
-			}
-			else if (!cnt)
-			{
-				CHECK(shf, "quotient filter continuation slot is not shifted");
-				CHECK(have_rem,
-					  "quotient filter continuation slot follows an empty slot");
-				CHECK(v > lastrem,
-					  "quotient filter remainders out of order in a run");
-				lastrem = v;
-				nitems++;
-			}
-			else
-			{
-				uint32		shift = ndig * g->rbits;
-				bool		next_cnt = j + 1 < 64 ? (cntw >> (j + 1)) & 1 :
-					cnt_next & 1;
-
-				CHECK(shf, "quotient filter counter slot is not shifted");
-				CHECK(have_rem,
-					  "quotient filter counter slot follows an empty slot");
-				/* digits beyond bit 63 would be lost */
-				CHECK(shift < 64 &&
-					  (shift + g->rbits <= 64 || (v >> (64 - shift)) == 0),
-					  "quotient filter count overflows 64 bits");
-				cval |= v << shift;
-				ndig++;
-				/* the last digit is nonzero (canonical), and c - 1 < 2^64 - 1 */
-				if (i + 1 >= g->nslots || !next_cnt)
-				{
-					CHECK(v != 0,
-						  "quotient filter count has a leading zero digit");
-					CHECK(cval != PG_UINT64_MAX,
-						  "quotient filter count overflows 64 bits");
-				}
-			}
-		}
-	}
-	if (have_rem)
-		total = sat_add(total, cval == PG_UINT64_MAX ? cval : cval + 1);
-	CHECK(next_of(&A, W_OCC, (uint32) (bucket + 1), g->nhome) == g->nhome,
-		  "quotient filter occupied home slot has no run");
-	CHECK(h.nitems == nitems,
-		  "quotient filter area header has a wrong item count");
-	CHECK(h.nused == nused,
-		  "quotient filter area header has a wrong used slot count");
-	CHECK(h.total_count == total || h.total_count == PG_UINT64_MAX,
-		  "quotient filter area header has a wrong total count");
-	return true;
-}
-
 void
 qf_builder_init(QfBuilder *b, const QfGeom *g, char *area)
 {
@@ -1320,6 +790,7 @@ qf_builder_add(QfBuilder *b, uint32 quotient, uint64 remainder, uint64 count)
 	uint32		start;
 	uint32		n;
 
+	QF_TO_LEGACY(b->g, qf_legacy_builder_add(b, quotient, remainder, count));
 	if (!args_ok(b->g, quotient, remainder) ||
 		(int64) quotient < b->lastq ||
 		((int64) quotient == b->lastq && remainder <= b->lastr))
@@ -1413,10 +884,11 @@ qf_split_area(const QfGeom *g_old, const char *area, const QfGeom *g_new,
 	uint32		q;
 	uint64		r;
 	uint64		c;
-	int			s = g_old->slot_bits;
+	int			s = pg_leftmost_one_pos32(g_old->nhome);
 	int			rb = g_old->rbits;
 
-	if (g_new->slot_bits != s || g_new->rbits != rb - 1)
+	if (g_old->nhome != ((uint32) 1 << s) || g_new->nhome != g_old->nhome ||
+		g_new->rbits != rb - 1)
 		return QF_INVALID;
 	qf_builder_init(&lo, g_new, out_lo);
 	qf_builder_init(&hi, g_new, out_hi);

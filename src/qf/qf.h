@@ -7,7 +7,8 @@
  *
  * A QF area is one contiguous byte area holding an independent quotient
  * filter (Bender et al., "Don't thrash: how to cache your hash on flash",
- * section 3) over 2^slot_bits home slots followed by nslack slack slots.
+ * section 3) over nhome home slots (any number) followed by nslack slack
+ * slots.
  * There is no wrap-around: a run that would extend past the last slack
  * slot makes the insert fail with QF_FULL, leaving the area unchanged.
  * Keeping every operation inside one area is what lets the paged filters
@@ -19,8 +20,9 @@
  *
  * Fingerprints
  * ------------
- * A fingerprint is (quotient, remainder) with quotient < 2^slot_bits and
- * remainder < 2^rbits.  A paged or multi-area filter takes the top
+ * A fingerprint is (quotient, remainder) with quotient < nhome and
+ * remainder < 2^rbits.  A paged or multi-area filter (whose areas have
+ * nhome = 2^slot_bits home slots) takes the top
  * page_bits + slot_bits + rbits bits of a 64-bit hash: the top page_bits
  * select the area, the next slot_bits are the quotient, the next rbits the
  * remainder (qf_fingerprint_split).  Areas therefore cover contiguous,
@@ -31,11 +33,10 @@
  *
  * Slots and counts
  * ----------------
- * Each slot has an rbits-wide payload and four metadata bits:
+ * Each slot has an rbits-wide payload and three metadata bits:
  *	 occupied	 (per home slot i) some fingerprint has quotient i
  *	 continuation the slot belongs to the same run as the slot before it
  *	 shifted	 the slot's content is not in its home slot
- *	 counter	 the payload is a count digit, not a remainder
  * A slot is empty iff occupied, continuation and shifted are all 0.  Runs
  * (all fingerprints of one quotient) hold their remainders in strictly
  * increasing order; clusters are packed: a run starts at
@@ -44,9 +45,12 @@
  * A fingerprint of multiplicity c is stored as its remainder slot followed
  * by d counter slots whose payloads are the base-2^rbits digits of c - 1,
  * least significant first, with no trailing zero digit (d = 0 for c = 1),
- * so the encoding is unique.  Counter slots always have continuation = 1
- * and shifted = 1.  Counts go up to 2^64-1 (at most ceil(64/rbits) digits)
- * and saturate there: adding to a saturated count leaves it at 2^64-1.
+ * so the encoding is unique.  A counter slot is marked continuation = 1,
+ * shifted = 0: a combination no remainder has (a continuation is never in
+ * its home slot), so the counter needs no fourth bit.  Read as "shifted",
+ * a counter slot is shifted.  Counts go up to 2^64-1 (at most
+ * ceil(64/rbits) digits) and saturate there: adding to a saturated count
+ * leaves it at 2^64-1.
  *
  * Because the layout is a pure function of the multiset of fingerprints
  * (packed runs, sorted remainders, canonical digits, empty slots all-zero),
@@ -60,7 +64,6 @@
  *	 occupied bits					 nwords 64-bit words, bit i = slot i
  *	 continuation bits				 nwords words
  *	 shifted bits					 nwords words
- *	 counter bits					 nwords words
  *	 payloads (remainders/digits)	 rwords words, packed: slot i occupies
  *									 bits [i*rbits, (i+1)*rbits) of the
  *									 array, bit k of word w being bit
@@ -85,9 +88,9 @@
  *
  * Using areas in pages and values
  * -------------------------------
- * Persist (slot_bits, rbits, area size) and rebuild the geometry with
- * qf_geom_init_slots(g, slot_bits, rbits, QF_SLACK_FILL, area_size): after
- * a resize, qf_geom_init(rbits - 1, ...) may choose a different slot_bits.
+ * Persist (home slots, rbits, area size) and rebuild the geometry with
+ * qf_geom_init_slots(g, nhome, rbits, QF_SLACK_FILL, area_size): after
+ * a resize, qf_geom_init(rbits - 1, ...) may choose a different nhome.
  * A page holds one area of at most SS_PAGE_DATA_SIZE bytes (pd_lower must
  * cover g->area_bytes so generic WAL keeps it); a varlena holds an array
  * of areas of the same geometry, at any alignment.  qf_area_check_header()
@@ -102,6 +105,7 @@
 
 #include "postgres.h"
 
+#include "port/pg_bitutils.h"
 #include "ss_page.h"
 
 /*
@@ -111,13 +115,19 @@
  */
 #define QF_PAGE_AREA_BYTES		((SS_PAGE_DATA_SIZE / 24) * 24)
 
-#define QF_MAGIC			0x31414651	/* "QFA1" in little-endian memory */
+/*
+ * "QFA2" in little-endian memory.  "QFA1" was the layout with a fourth
+ * (counter) bit array, which this code does not read.
+ */
+#define QF_MAGIC			0x32414651
 #define QF_HEADER_SIZE		32
 
 #define QF_MIN_RBITS		1
 #define QF_MAX_RBITS		60
 #define QF_MIN_SLOT_BITS	1
 #define QF_MAX_SLOT_BITS	28
+#define QF_MIN_HOME			2
+#define QF_MAX_HOME			((uint32) 1 << QF_MAX_SLOT_BITS)
 
 /* Most counter digits a fingerprint can have (rbits = 1, c - 1 >= 2^63). */
 #define QF_MAX_DIGITS		64
@@ -135,8 +145,8 @@ typedef enum QfStatus
 } QfStatus;
 
 /*
- * The header at the start of every area.  slot_bits, rbits and nslack
- * repeat the geometry so that qf_area_check() can tell an area of another
+ * The header at the start of every area.  rbits, nhome and nslack repeat
+ * the geometry so that qf_area_check() can tell an area of another
  * geometry (or a foreign page) from ours.  total_count saturates at
  * 2^64-1 and then stays there (removals cannot know the true sum any
  * more); all other fields are exact.
@@ -144,22 +154,21 @@ typedef enum QfStatus
 typedef struct QfAreaHeader
 {
 	uint32		magic;			/* QF_MAGIC */
-	uint8		slot_bits;
+	uint8		reserved;		/* 0 (log2 of nhome in QFA1 areas) */
 	uint8		rbits;
 	uint16		flags;			/* 0, reserved */
 	uint32		nslack;
 	uint32		nitems;			/* distinct fingerprints */
 	uint32		nused;			/* non-empty slots (remainders + digits) */
-	uint32		reserved;		/* 0 */
+	uint32		nhome;			/* (0 in QFA1 areas) */
 	uint64		total_count;	/* sum of all counts, saturating */
 } QfAreaHeader;
 
 /* Geometry of an area: computed by qf_geom_init*, never stored as such. */
 typedef struct QfGeom
 {
-	int			slot_bits;		/* home slots = 2^slot_bits */
 	int			rbits;			/* payload bits per slot */
-	uint32		nhome;			/* 2^slot_bits */
+	uint32		nhome;			/* home slots, QF_MIN_HOME..QF_MAX_HOME */
 	uint32		nslack;			/* slack slots after the home slots */
 	uint32		nslots;			/* nhome + nslack */
 	uint32		nwords;			/* 64-bit words of each metadata array */
@@ -167,9 +176,10 @@ typedef struct QfGeom
 	uint32		occ_off;		/* byte offsets of the arrays */
 	uint32		cont_off;
 	uint32		shf_off;
-	uint32		cnt_off;
+	uint32		cnt_off;		/* legacy layout only: counter bits */
 	uint32		rem_off;
 	Size		area_bytes;		/* bytes the area uses (<= the size given) */
+	bool		legacy;			/* the earlier "QFA1" layout (see below) */
 } QfGeom;
 
 typedef struct QfStats
@@ -200,40 +210,65 @@ typedef struct QfBuilder
 } QfBuilder;
 
 /*
- * Minimum slack for 2^slot_bits home slots: max(64, min(128, home/16)).
- * What overflows past the last home slot is the queue of a linear-probing
+ * Minimum slack for nhome home slots: QF_PAGE_SLACK (192) from 3072 home
+ * slots on, down to 64 for 1024 and fewer (nhome/16 in between).  What
+ * overflows past the last home slot is the queue of a linear-probing
  * table at its end, whose length depends on the load, not on the table
- * size, so the slack needed is a constant.  Measured by
+ * size, so the slack needed is about a constant.  Measured by
  * test/unit/qf_test.c (fills with random fingerprints): no QF_FULL below
  * 95% load with 64 slack slots after 1024 home slots or 128 after 4096 or
- * 8192 (500 to 2000 fills each), while 32 after 4096 failed in 2.7% of the fills.
+ * 8192 (500 to 2000 fills each), while 32 after 4096 failed in 2.7% of
+ * the fills.  Pages sized so that their average load reaches 95% also see
+ * the variance of the load between pages: simulated, a page then needs
+ * more than 128 slack slots with probability about 3e-6 and the tail falls
+ * about 20 times per 32 slots, hence 192 for page-sized areas.
  */
+#define QF_PAGE_SLACK		192
+
 static inline uint32
 qf_min_slack(uint32 nhome)
 {
-	return Max(64, Min(128, nhome / 16));
+	return Min(QF_PAGE_SLACK, Max(64, nhome / 16));
 }
 
 /*
  * Geometry for payloads of rbits bits in an area of area_bytes bytes: the
- * largest power-of-two number of home slots such that home slots plus
- * qf_min_slack() fit, then every slot that still fits becomes slack (free
- * bytes are worth more as slack than as nothing).  The result depends only
- * on (rbits, area_bytes), so every area made with the same arguments has
- * the same geometry.  Returns false if rbits is out of range or even 2 home
- * slots do not fit.
+ * largest number of home slots such that home slots plus qf_min_slack()
+ * fit, then every slot that still fits becomes slack (free bytes are worth
+ * more as slack than as nothing).  The result depends only on (rbits,
+ * area_bytes), so every area made with the same arguments has the same
+ * geometry.  Returns false if rbits is out of range or even QF_MIN_HOME
+ * home slots do not fit.  Callers that split fingerprints by bits use the
+ * largest power of two up to g->nhome (qf_home_bits).
  */
 extern bool qf_geom_init(QfGeom *g, int rbits, Size area_bytes);
 
 /*
- * Geometry with explicit slot_bits and nslack (or QF_SLACK_FILL: all the
- * slots that fit, at least qf_min_slack()).  Used for a resize, which keeps
- * slot_bits and gives one remainder bit to the page index, and by tests.
- * Returns false if a parameter is out of range or the area does not fit
- * in area_bytes.
+ * Geometry with explicit nhome and nslack (or QF_SLACK_FILL: all the
+ * slots that fit, at least qf_min_slack()).  Returns false if a parameter
+ * is out of range or the area does not fit in area_bytes.
  */
-extern bool qf_geom_init_slots(QfGeom *g, int slot_bits, int rbits,
+extern bool qf_geom_init_slots(QfGeom *g, uint32 nhome, int rbits,
 							   uint32 nslack, Size area_bytes);
+
+/*
+ * Geometries of the earlier layout ("QFA1" areas: a fourth bit array for
+ * the counter digits, 2^k home slots, 64 to 128 slack slots), which tables
+ * and qfilter values written by earlier builds hold.  Every function below
+ * reads and writes such an area through its geometry (qf_legacy.c), so
+ * they stay usable as they are, and merges and builders can copy their
+ * fingerprints into areas of the current layout.
+ */
+extern bool qf_geom_init_legacy(QfGeom *g, int rbits, Size area_bytes);
+extern bool qf_geom_init_slots_legacy(QfGeom *g, uint32 nhome, int rbits,
+									  uint32 nslack, Size area_bytes);
+
+/* log2 of the largest power of two <= nhome (nhome >= 1). */
+static inline int
+qf_home_bits(uint32 nhome)
+{
+	return pg_leftmost_one_pos32(nhome);
+}
 
 /* Bytes an area of rbits-bit payloads and nslots slots takes. */
 extern Size qf_area_size(int rbits, uint32 nslots);
@@ -314,8 +349,8 @@ extern QfStatus qf_merge_areas(const QfGeom *g, const char *a, const char *b,
 
 /*
  * Resize by one bit: distribute the fingerprints of an area of geometry
- * g_old (slot_bits, rbits) into two fresh areas of geometry g_new, which
- * must have the same slot_bits and rbits - 1.  The page index gains one
+ * g_old (2^slot_bits home slots, rbits) into two fresh areas of geometry
+ * g_new, which must have the same home slots and rbits - 1.  The page index gains one
  * bit: with q, r the old quotient and remainder,
  *	 new page bit  = top bit of q (0: out_lo, 1: out_hi)
  *	 new quotient  = (q << 1 | top bit of r) mod 2^slot_bits

@@ -79,8 +79,20 @@ typedef struct QfamParams
 	uint32		fp_bits;		/* fingerprint bits of every level */
 	uint32		t_max;			/* log2 home slots holding capacity */
 	uint32		t0;				/* log2 home slots of level 0 */
-	uint32		unused;
+	uint32		layout;			/* page layout t0 was derived with */
 } QfamParams;
+
+/*
+ * Page layouts, in QfamParams.layout and QfamLevel.layout.  0 is what
+ * earlier builds left in those fields: pages of four metadata bit arrays
+ * ("QFA1" areas, qf_geom_init_legacy), still read and written in place.
+ * 2: three arrays, the counter bit folded into continuation and shifted
+ * (qf.h, "QFA2").  Every level a merge or growth writes has the current
+ * layout, so a relation of an earlier build converts level by level; its
+ * parameters keep layout 0, with which its level 0 size t0 was derived.
+ */
+#define QFAM_LAYOUT_LEGACY	0
+#define QFAM_LAYOUT			2
 
 /*
  * A level holds 2^t home slots: 2^page_bits pages of 2^slot_bits home slots
@@ -97,7 +109,7 @@ typedef struct QfamLevel
 	uint8		slot_bits;
 	uint8		rbits;
 	uint16		epoch;
-	uint16		unused;
+	uint16		layout;			/* QFAM_LAYOUT or QFAM_LAYOUT_LEGACY */
 	int64		items;			/* distinct fingerprints */
 	int64		total;			/* sum of counts */
 } QfamLevel;

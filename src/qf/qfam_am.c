@@ -51,23 +51,38 @@ qfam_relation_kind(Relation rel)
 void
 qfam_level_geom(const QfamLevel *lv, QfGeom *g)
 {
-	if (!qf_geom_init_slots(g, (int) lv->slot_bits, (int) lv->rbits,
-							QF_SLACK_FILL, QF_PAGE_AREA_BYTES))
+	bool		ok = lv->slot_bits >= QF_MIN_SLOT_BITS &&
+		lv->slot_bits <= QF_MAX_SLOT_BITS;
+
+	if (ok && lv->layout == QFAM_LAYOUT_LEGACY)
+		ok = qf_geom_init_slots_legacy(g, (uint32) 1 << lv->slot_bits,
+									   (int) lv->rbits, QF_SLACK_FILL,
+									   QF_PAGE_AREA_BYTES);
+	else if (ok)
+		ok = qf_geom_init_slots(g, (uint32) 1 << lv->slot_bits, (int) lv->rbits,
+								QF_SLACK_FILL, QF_PAGE_AREA_BYTES);
+	if (!ok)
 		elog(ERROR, "invalid quotient filter geometry: %u slot bits, %u remainder bits",
 			 lv->slot_bits, lv->rbits);
 }
 
 /*
- * Shape a level of 2^t home slots: rbits = fp_bits - t, pages as large as
- * the remainder size allows (qf_geom_init), the rest page bits.
+ * Shape a level of 2^t home slots in a page layout: rbits = fp_bits - t,
+ * pages with the largest power of two of home slots the remainder size
+ * allows (qf_geom_init, qf_home_bits), the rest page bits.
  */
-void
-qfam_level_shape(QfamLevel *lv, uint32 fp_bits, uint32 t)
+static void
+qfam_level_shape_in(QfamLevel *lv, uint32 fp_bits, uint32 t, uint32 layout)
 {
 	QfGeom		g;
 	int			rbits = (int) fp_bits - (int) t;
+	bool		ok = rbits >= 1 && rbits <= QF_MAX_RBITS;
 
-	if (rbits < 1 || rbits > QF_MAX_RBITS || !qf_geom_init(&g, rbits, QF_PAGE_AREA_BYTES))
+	if (ok && layout == QFAM_LAYOUT_LEGACY)
+		ok = qf_geom_init_legacy(&g, rbits, QF_PAGE_AREA_BYTES);
+	else if (ok)
+		ok = qf_geom_init(&g, rbits, QF_PAGE_AREA_BYTES);
+	if (!ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("quotient filter is full"),
@@ -75,8 +90,9 @@ qfam_level_shape(QfamLevel *lv, uint32 fp_bits, uint32 t)
 						   t, fp_bits),
 				 errhint("Create a filter with a larger capacity or a smaller false-positive rate.")));
 	lv->t = (uint8) t;
+	lv->layout = (uint16) layout;
 	lv->rbits = (uint8) rbits;
-	lv->slot_bits = (uint8) Min((uint32) g.slot_bits, t);
+	lv->slot_bits = (uint8) Min((uint32) qf_home_bits(g.nhome), t);
 	lv->page_bits = (uint8) (t - lv->slot_bits);
 	if (lv->page_bits > QFAM_MAX_PAGE_BITS)
 		ereport(ERROR,
@@ -84,6 +100,13 @@ qfam_level_shape(QfamLevel *lv, uint32 fp_bits, uint32 t)
 				 errmsg("quotient filter level of 2^%u slots is too large", t),
 				 errdetail("At most 2^%d pages per level are supported.",
 						   QFAM_MAX_PAGE_BITS)));
+}
+
+/* A new level: the current page layout. */
+void
+qfam_level_shape(QfamLevel *lv, uint32 fp_bits, uint32 t)
+{
+	qfam_level_shape_in(lv, fp_bits, t, QFAM_LAYOUT);
 }
 
 /*
@@ -136,7 +159,7 @@ qfam_derive(QfamParams *p)
 				 errdetail("Fingerprints would need %u bits.", t + (uint32) rbits)));
 	p->t_max = t;
 	p->fp_bits = t + (uint32) rbits;
-	qfam_level_shape(&lv, p->fp_bits, t);	/* validates */
+	qfam_level_shape_in(&lv, p->fp_bits, t, p->layout);	/* validates */
 
 	/* level 0: the whole filter, or what fits in buffer_pages pages */
 	p->t0 = t;
@@ -144,7 +167,7 @@ qfam_derive(QfamParams *p)
 	{
 		while (p->t0 > 1)
 		{
-			qfam_level_shape(&lv, p->fp_bits, p->t0);
+			qfam_level_shape_in(&lv, p->fp_bits, p->t0, p->layout);
 			if (((uint64) 1 << lv.page_bits) <= Max(p->buffer_pages, 1))
 				break;
 			p->t0--;
@@ -193,6 +216,8 @@ qfam_check_meta(Relation rel, const void *metap)
 
 	if (p->kind != qfam_relation_kind(rel))
 		elog(ERROR, "filter kind %u does not match the access method", p->kind);
+	if (p->layout != QFAM_LAYOUT && p->layout != QFAM_LAYOUT_LEGACY)
+		elog(ERROR, "page layout %u is unknown", p->layout);
 	if (!have_last || memcmp(p, &last_checked, sizeof(*p)) != 0)
 	{
 		QfamParams	d;
@@ -229,7 +254,12 @@ qfam_check_meta(Relation rel, const void *metap)
 		if (lv->t < 1 || lv->t >= p->fp_bits)
 			elog(ERROR, "level %u has 2^%u home slots, fingerprints have %u bits",
 				 l, lv->t, p->fp_bits);
-		qfam_level_shape(&shape, p->fp_bits, lv->t);
+		/* levels of the earlier layout only in a relation created with it */
+		if (lv->layout != QFAM_LAYOUT &&
+			(lv->layout != QFAM_LAYOUT_LEGACY || p->layout != QFAM_LAYOUT_LEGACY))
+			elog(ERROR, "level %u has page layout %u in a relation of layout %u",
+				 l, lv->layout, p->layout);
+		qfam_level_shape_in(&shape, p->fp_bits, lv->t, lv->layout);
 		if (shape.rbits != lv->rbits || shape.slot_bits != lv->slot_bits ||
 			shape.page_bits != lv->page_bits)
 			elog(ERROR, "level %u's page geometry differs from the one its size gives", l);
@@ -280,6 +310,7 @@ qfam_check_params(Relation rel, void *st, SSParamSource source)
 		p->kind = qfam_relation_kind(rel);
 	if (source == SS_PARAMS_SETTINGS)
 		p->buffer_pages = Max(1, p->buffer_pages / (BLCKSZ / 1024));
+	p->layout = QFAM_LAYOUT;	/* parameters of a new table */
 	qfam_derive(p);
 }
 

@@ -714,7 +714,7 @@ qfam_max_items(const QfamParams *p)
 
 		if (rbits > QF_MAX_RBITS || !qf_geom_init(&g, rbits, QF_PAGE_AREA_BYTES))
 			continue;
-		if (t - (int) Min((uint32) g.slot_bits, (uint32) t) > QFAM_MAX_PAGE_BITS)
+		if (t - Min(qf_home_bits(g.nhome), t) > QFAM_MAX_PAGE_BITS)
 			continue;
 		return floor(0.9 * ldexp(1.0, t));
 	}

@@ -75,8 +75,12 @@ void
 qfilter_geom(const QFilterData *qf, QfGeom *g)
 {
 	/* callers validated the header; this only guards against misuse */
-	if (!qf_geom_init_slots(g, qf->slot_bits, qf->rbits, QF_SLACK_FILL,
-							qf->area_bytes))
+	if (qf->slot_bits < QF_MIN_SLOT_BITS || qf->slot_bits > QF_MAX_SLOT_BITS ||
+		!(qf->version == QFILTER_VERSION_LEGACY ?
+		  qf_geom_init_slots_legacy(g, (uint32) 1 << qf->slot_bits, qf->rbits,
+									QF_SLACK_FILL, qf->area_bytes) :
+		  qf_geom_init_slots(g, (uint32) 1 << qf->slot_bits, qf->rbits,
+							 QF_SLACK_FILL, qf->area_bytes)))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("invalid quotient filter"),
@@ -108,7 +112,7 @@ qfilter_shape(int fp_bits, int t, int *rbits, int *slot_bits, int *page_bits)
 		!qf_geom_init(&g, r, QFILTER_AREA_BYTES))
 		return false;
 	*rbits = r;
-	*slot_bits = Min(g.slot_bits, t);
+	*slot_bits = Min(qf_home_bits(g.nhome), t);
 	*page_bits = t - *slot_bits;
 	return true;
 }
@@ -118,10 +122,13 @@ qfilter_shape(int fp_bits, int t, int *rbits, int *slot_bits, int *page_bits)
  * anything is allocated from it.
  */
 char *
-qfilter_geometry_problem(int rbits, int slot_bits, int page_bits,
-						 uint32 area_bytes)
+qfilter_geometry_problem(uint32 version, int rbits, int slot_bits,
+						 int page_bits, uint32 area_bytes)
 {
 	QfGeom		g;
+	bool		(*geom_init) (QfGeom *, uint32, int, uint32, Size) =
+		version == QFILTER_VERSION_LEGACY ? qf_geom_init_slots_legacy :
+		qf_geom_init_slots;
 
 	if (area_bytes != QFILTER_AREA_BYTES)
 		return psprintf("The area size %u is not the supported %d bytes.",
@@ -130,7 +137,8 @@ qfilter_geometry_problem(int rbits, int slot_bits, int page_bits,
 		return psprintf("The remainder size %d is outside the supported range %d to %d bits.",
 						rbits, QF_MIN_RBITS, QF_MAX_RBITS);
 	if (slot_bits < QF_MIN_SLOT_BITS || slot_bits > QF_MAX_SLOT_BITS ||
-		!qf_geom_init_slots(&g, slot_bits, rbits, QF_SLACK_FILL, area_bytes))
+		!geom_init(&g, (uint32) 1 << slot_bits, rbits, QF_SLACK_FILL,
+				   area_bytes))
 		return psprintf("%d-bit quotients with %d-bit remainders do not fit an area of %u bytes.",
 						slot_bits, rbits, area_bytes);
 	if (page_bits < 0 || page_bits > QFILTER_MAX_PAGE_BITS)
@@ -250,7 +258,8 @@ qfilter_create_empty(int rbits, int slot_bits, int page_bits, uint32 seed,
 	QfGeom		g;
 	uint32		npages;
 
-	problem = qfilter_geometry_problem(rbits, slot_bits, page_bits,
+	problem = qfilter_geometry_problem(QFILTER_VERSION, rbits, slot_bits,
+									   page_bits,
 									   QFILTER_AREA_BYTES);
 	if (problem)
 		elog(ERROR, "invalid quotient filter geometry: %s", problem);
@@ -275,6 +284,7 @@ qfilter_alloc_like(const QFilterData *like, int rbits, int slot_bits,
 
 	memcpy(qf, like, QFILTER_HEADER_SIZE);
 	SET_VARSIZE(qf, size);
+	qf->version = QFILTER_VERSION;	/* a value of the earlier layout too */
 	qf->rbits = (uint8) rbits;
 	qf->slot_bits = (uint8) slot_bits;
 	qf->page_bits = (uint8) page_bits;
@@ -299,7 +309,7 @@ qfilter_check_header(const QFilterData *qf)
 				 errmsg("invalid quotient filter"),
 				 errdetail("The value has %zu bytes, fewer than its %zu-byte header.",
 						   size, (Size) QFILTER_HEADER_SIZE)));
-	if (qf->version != QFILTER_VERSION)
+	if (qf->version != QFILTER_VERSION && qf->version != QFILTER_VERSION_LEGACY)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("invalid quotient filter"),
@@ -310,7 +320,7 @@ qfilter_check_header(const QFilterData *qf)
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("invalid quotient filter"),
 				 errdetail("A reserved header field is not zero.")));
-	problem = qfilter_geometry_problem(qf->rbits, qf->slot_bits,
+	problem = qfilter_geometry_problem(qf->version, qf->rbits, qf->slot_bits,
 									   qf->page_bits, qf->area_bytes);
 	if (problem)
 		ereport(ERROR,
@@ -729,7 +739,8 @@ qfilter_grow(const QFilterData *qf, int kmin)
 		QFilterData *out;
 
 		qfilter_target_shape(qf, t, "The filter", &r, &s, &p);
-		if (t == t0 + 1 && s == qf->slot_bits && p == qf->page_bits + 1)
+		if (t == t0 + 1 && s == qf->slot_bits && p == qf->page_bits + 1 &&
+			qf->version == QFILTER_VERSION)
 			out = qfilter_split_once(qf);
 		else
 			out = qfilter_build(qf, NULL, r, s, p);
@@ -820,7 +831,8 @@ qfilter_union_values(const QFilterData *a, const QFilterData *b)
 
 		qfilter_target_shape(a, t, "The union", &r, &s, &p);
 		if (a->rbits == r && a->slot_bits == s && a->page_bits == p &&
-			b->rbits == r && b->slot_bits == s && b->page_bits == p)
+			b->rbits == r && b->slot_bits == s && b->page_bits == p &&
+			a->version == QFILTER_VERSION && b->version == QFILTER_VERSION)
 			out = qfilter_merge_same(a, b);
 		else
 			out = qfilter_build(a, b, r, s, p);

@@ -50,7 +50,14 @@
 #include "ss_page.h"
 #include "utils/memutils.h"
 
-#define QFILTER_VERSION			1
+/*
+ * 2: areas with three metadata bit arrays (qf.h, "QFA2").  Values of
+ * version 1, with areas of the earlier layout (four arrays, "QFA1"), are
+ * read, looked up and written as they are; what grows or unites them is
+ * laid out anew in version 2.
+ */
+#define QFILTER_VERSION			2
+#define QFILTER_VERSION_LEGACY	1
 
 /* Stride of the areas: the page data area of the paged filters. */
 #define QFILTER_AREA_BYTES		QF_PAGE_AREA_BYTES
@@ -126,7 +133,8 @@ qfilter_value_size(int page_bits)
  * Why a geometry is unusable for a qfilter value (a palloc'd sentence for
  * an errdetail), or NULL if it is fine.
  */
-extern char *qfilter_geometry_problem(int rbits, int slot_bits, int page_bits,
+extern char *qfilter_geometry_problem(uint32 version, int rbits,
+									  int slot_bits, int page_bits,
 									  uint32 area_bytes);
 
 /* The area geometry of a value whose header passed qfilter_check_header. */

@@ -341,8 +341,9 @@ qfilter_lookup_arg(FunctionCallInfo fcinfo, QFilterCallCache *c,
 	{
 		qf = PG_GETARG_QFILTER_P(0);
 		qfilter_check_header(qf);
-		if (c->g_plain.slot_bits != qf->slot_bits ||
-			c->g_plain.rbits != qf->rbits)
+		if (c->g_plain.nhome != ((uint32) 1 << qf->slot_bits) ||
+			c->g_plain.rbits != qf->rbits ||
+			c->g_plain.legacy != (qf->version == QFILTER_VERSION_LEGACY))
 			qfilter_geom(qf, &c->g_plain);
 		*g = &c->g_plain;
 		return qf;

@@ -5,7 +5,7 @@
  *
  * Text form (one line, fields in this order, separated by single spaces):
  *
- *	 version=1 seed=<uint32> capacity=<int64> fp_rate=<float8> rbits=<n>
+ *	 version=2 seed=<uint32> capacity=<int64> fp_rate=<float8> rbits=<n>
  *	 slot_bits=<n> page_bits=<n> area_bytes=<n> total=<uint64>
  *	 [type="<type name>"] areas=<area>,<area>,...
  *
@@ -323,11 +323,11 @@ qfilter_decode_areas(SSTextParser *ps, uint32 npages, unsigned char *areas,
 
 /* ERROR if a value read or received has no valid geometry. */
 static void
-qfilter_check_geometry(int rbits, int slot_bits, int page_bits,
-					   uint32 area_bytes)
+qfilter_check_geometry(uint32 version, int rbits, int slot_bits,
+					   int page_bits, uint32 area_bytes)
 {
-	char	   *problem = qfilter_geometry_problem(rbits, slot_bits, page_bits,
-												   area_bytes);
+	char	   *problem = qfilter_geometry_problem(version, rbits, slot_bits,
+												   page_bits, area_bytes);
 
 	if (problem)
 		ereport(ERROR,
@@ -352,9 +352,11 @@ qfilter_in(PG_FUNCTION_ARGS)
 	Oid			elemtype;
 	QFilterData *qf;
 	uint32		npages;
+	uint32		version;
 
 	ss_text_parser_init(&ps, "qfilter", str);
-	ss_text_parse_version(&ps, QFILTER_VERSION, "quotient filter");
+	version = ss_text_parse_version(&ps, QFILTER_VERSION_LEGACY, QFILTER_VERSION,
+									"quotient filter");
 	ss_text_expect(&ps, " seed=");
 	seed = (uint32) ss_text_parse_unsigned(&ps, "seed", PG_UINT32_MAX);
 	ss_text_expect(&ps, " capacity=");
@@ -376,7 +378,7 @@ qfilter_in(PG_FUNCTION_ARGS)
 	ss_text_expect(&ps, " areas=");
 
 	/* validate the geometry before allocating anything sized by it */
-	qfilter_check_geometry(rbits, slot_bits, page_bits, area_bytes);
+	qfilter_check_geometry(version, rbits, slot_bits, page_bits, area_bytes);
 
 	/*
 	 * The header alone can ask for 2^16 areas (535 MB) in a few dozen
@@ -394,7 +396,7 @@ qfilter_in(PG_FUNCTION_ARGS)
 		pfree(scratch);
 	}
 
-	qf = qfilter_alloc(QFILTER_VERSION, elemtype, seed, rbits, slot_bits,
+	qf = qfilter_alloc(version, elemtype, seed, rbits, slot_bits,
 					   page_bits, area_bytes, capacity, fp_rate, total);
 
 	qfilter_decode_areas(&ps, npages, (unsigned char *) qf->areas,
@@ -453,8 +455,10 @@ qfilter_recv(PG_FUNCTION_ARGS)
 	uint64		total;
 	QFilterData *qf;
 	Size		size;
+	uint32		version;
 
-	elemtype = ss_binary_read_head(buf, QFILTER_VERSION, "quotient filter");
+	elemtype = ss_binary_read_head(buf, QFILTER_VERSION_LEGACY, QFILTER_VERSION,
+								   "quotient filter", &version);
 	seed = pq_getmsgint(buf, 4);
 	rbits = pq_getmsgint(buf, 4);
 	slot_bits = pq_getmsgint(buf, 4);
@@ -466,7 +470,7 @@ qfilter_recv(PG_FUNCTION_ARGS)
 
 	/* validate the geometry and the length before allocating */
 	/* as int32, so that the message shows what the input said */
-	qfilter_check_geometry((int32) rbits, (int32) slot_bits,
+	qfilter_check_geometry(version, (int32) rbits, (int32) slot_bits,
 						   (int32) page_bits, area_bytes);
 	size = qfilter_value_size((int) page_bits);
 	if ((Size) (buf->len - buf->cursor) != size - QFILTER_HEADER_SIZE)
@@ -476,7 +480,7 @@ qfilter_recv(PG_FUNCTION_ARGS)
 				 errdetail("%d bytes of areas follow the header, but the filter has %zu.",
 						   buf->len - buf->cursor, size - QFILTER_HEADER_SIZE)));
 
-	qf = qfilter_alloc(QFILTER_VERSION, elemtype, seed, rbits, slot_bits,
+	qf = qfilter_alloc(version, elemtype, seed, rbits, slot_bits,
 					   page_bits, area_bytes, capacity, fp_rate, total);
 	pq_copymsgbytes(buf, qf->areas, size - QFILTER_HEADER_SIZE);
 	qfilter_areas_swap_external(qf->areas, qfilter_npages(qf));

@@ -136,31 +136,41 @@ ss_text_parse_quoted(SSTextParser *ps)
 
 /*
  * ERROR (sqlerrcode) unless the format version got of an external form is
- * version, the only one this build reads.
+ * one this build reads, oldest to version; returns got.
  */
-static void
-ss_check_format_version(uint32 got, uint32 version, const char *what,
-						int sqlerrcode)
+static uint32
+ss_check_format_version(uint32 got, uint32 oldest, uint32 version,
+						const char *what, int sqlerrcode)
 {
-	if (got != version)
+	if ((got < oldest || got > version) && oldest == version)
 		ereport(ERROR,
 				(errcode(sqlerrcode),
 				 errmsg("unsupported %s format version %u", what, got),
 				 errdetail("This version of streamsketch reads format version %d.",
 						   (int) version)));
+	if (got < oldest || got > version)
+		ereport(ERROR,
+				(errcode(sqlerrcode),
+				 errmsg("unsupported %s format version %u", what, got),
+				 errdetail("This version of streamsketch reads format versions %d to %d.",
+						   (int) oldest, (int) version)));
+	return got;
 }
 
 /*
- * The leading "version=<n>" of a text form, which must be version (what
- * names the type in the message: "count-min sketch").
+ * The leading "version=<n>" of a text form, which must be oldest to
+ * version (what names the type in the message: "count-min sketch");
+ * returns it.
  */
-void
-ss_text_parse_version(SSTextParser *ps, uint32 version, const char *what)
+uint32
+ss_text_parse_version(SSTextParser *ps, uint32 oldest, uint32 version,
+					  const char *what)
 {
 	ss_text_expect(ps, "version=");
-	ss_check_format_version((uint32) ss_text_parse_unsigned(ps, "version",
-															PG_UINT32_MAX),
-							version, what, ERRCODE_INVALID_TEXT_REPRESENTATION);
+	return ss_check_format_version((uint32) ss_text_parse_unsigned(ps, "version",
+																   PG_UINT32_MAX),
+								   oldest, version, what,
+								   ERRCODE_INVALID_TEXT_REPRESENTATION);
 }
 
 /*
@@ -298,13 +308,17 @@ ss_binary_begin(StringInfo buf, uint32 version, Oid elemtype, Size rest)
 }
 
 Oid
-ss_binary_read_head(StringInfo buf, uint32 version, const char *what)
+ss_binary_read_head(StringInfo buf, uint32 oldest, uint32 version,
+					const char *what, uint32 *got)
 {
 	int32		namelen;
 	Oid			elemtype = InvalidOid;
+	uint32		v;
 
-	ss_check_format_version(pq_getmsgint(buf, 4), version, what,
-							ERRCODE_INVALID_BINARY_REPRESENTATION);
+	v = ss_check_format_version(pq_getmsgint(buf, 4), oldest, version, what,
+								ERRCODE_INVALID_BINARY_REPRESENTATION);
+	if (got)
+		*got = v;
 	namelen = (int32) pq_getmsgint(buf, 4);
 	if (namelen < -1)
 		ereport(ERROR,

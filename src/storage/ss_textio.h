@@ -33,8 +33,8 @@ extern uint64 ss_text_parse_unsigned(SSTextParser *ps, const char *field,
 									 uint64 max);
 extern double ss_text_parse_float(SSTextParser *ps, const char *field);
 extern char *ss_text_parse_quoted(SSTextParser *ps);
-extern void ss_text_parse_version(SSTextParser *ps, uint32 version,
-								  const char *what);
+extern uint32 ss_text_parse_version(SSTextParser *ps, uint32 oldest,
+									uint32 version, const char *what);
 extern Oid	ss_text_parse_elemtype(SSTextParser *ps);
 
 extern char *ss_elemtype_out(Oid elemtype);
@@ -46,12 +46,13 @@ extern Oid	ss_elemtype_in(char *name);
  * The binary forms start with int32 version and int32 length of the key
  * type's name (-1 if none), then the name in the client encoding.
  * ss_binary_begin starts a send buffer of exactly that head and rest
- * bytes; ss_binary_read_head reads the head back and returns the key type
- * (what names the type in messages: "count-min sketch").
+ * bytes; ss_binary_read_head reads the head back, a version from oldest
+ * to version (in *got unless NULL), and returns the key type (what names
+ * the type in messages: "count-min sketch").
  */
 extern void ss_binary_begin(StringInfo buf, uint32 version, Oid elemtype,
 							Size rest);
-extern Oid	ss_binary_read_head(StringInfo buf, uint32 version,
-								const char *what);
+extern Oid	ss_binary_read_head(StringInfo buf, uint32 oldest, uint32 version,
+								const char *what, uint32 *got);
 
 #endif							/* SS_TEXTIO_H */

@@ -114,6 +114,13 @@ ref_rem(const QfGeom *g, const char *area, uint32 i)
 	return v;
 }
 
+/* A counter digit is a continuation without the shifted bit (qf.h). */
+static bool
+ref_cnt(const QfGeom *g, const char *area, uint32 i)
+{
+	return ref_bit(area, g->cont_off, i) && !ref_bit(area, g->shf_off, i);
+}
+
 static uint32
 ref_next_occ(const QfGeom *g, const char *area, uint32 from, uint32 limit)
 {
@@ -149,7 +156,7 @@ ref_area_check(const QfGeom *g, const char *area, const char **msg)
 	memcpy(&h, area, sizeof(h));
 	for (uint32 i = g->nslots; i < g->nwords * 64; i++)
 		REF_CHECK(!ref_bit(area, g->occ_off, i) && !ref_bit(area, g->cont_off, i) &&
-				  !ref_bit(area, g->shf_off, i) && !ref_bit(area, g->cnt_off, i),
+				  !ref_bit(area, g->shf_off, i),
 				  "quotient filter area has bits set past its last slot");
 	for (uint64 b = (uint64) g->nslots * g->rbits; b < (uint64) g->rwords * 64; b++)
 	{
@@ -165,8 +172,8 @@ ref_area_check(const QfGeom *g, const char *area, const char **msg)
 	{
 		bool		occ = ref_bit(area, g->occ_off, i);
 		bool		cont = ref_bit(area, g->cont_off, i);
-		bool		shf = ref_bit(area, g->shf_off, i);
-		bool		cnt = ref_bit(area, g->cnt_off, i);
+		bool		cnt = ref_cnt(g, area, i);
+		bool		shf = ref_bit(area, g->shf_off, i) || cnt;
 		uint64		v = ref_rem(g, area, i);
 		bool		prev_used = i > 0 && (ref_bit(area, g->occ_off, i - 1) ||
 										  ref_bit(area, g->cont_off, i - 1) ||
@@ -224,7 +231,7 @@ ref_area_check(const QfGeom *g, const char *area, const char **msg)
 					  "quotient filter count overflows 64 bits");
 			cval |= v << shift;
 			ndig++;
-			if (i + 1 >= g->nslots || !ref_bit(area, g->cnt_off, i + 1))
+			if (i + 1 >= g->nslots || !ref_cnt(g, area, i + 1))
 			{
 				REF_CHECK(v != 0,
 						  "quotient filter count has a leading zero digit");
@@ -819,7 +826,7 @@ test_edges(void)
 			FAIL("no page geometry for rbits %d", r);
 		if (g.area_bytes > PAGE_AREA || g.nslack < qf_min_slack(g.nhome) ||
 			qf_area_size(r, g.nslots + 1) <= PAGE_AREA ||
-			qf_area_size(r, 2 * g.nhome + qf_min_slack(2 * g.nhome)) <= PAGE_AREA)
+			qf_area_size(r, g.nhome + 1 + qf_min_slack(g.nhome + 1)) <= PAGE_AREA)
 			FAIL("page geometry for rbits %d is not the largest", r);
 	}
 
@@ -858,7 +865,7 @@ test_edges(void)
 	{
 		QfGeom		gs;
 
-		if (!qf_geom_init_slots(&gs, 12, 8, 100, PAGE_AREA))
+		if (!qf_geom_init_slots(&gs, 4096, 8, 100, PAGE_AREA))
 			FAIL("no geometry");
 		qf_area_init(&gs, area);
 		for (uint32 i = 0; i < gs.nslack + 1; i++)
@@ -896,7 +903,7 @@ test_edges(void)
 		QfBuilder	b;
 		QfGeom		gs;
 
-		if (!qf_geom_init_slots(&gs, 6, 8, 2, PAGE_AREA))
+		if (!qf_geom_init_slots(&gs, 64, 8, 2, PAGE_AREA))
 			FAIL("no geometry");
 		qf_builder_init(&b, &gs, area);
 		if (qf_builder_add(&b, 3, 10, 1) != QF_OK ||
@@ -1167,10 +1174,16 @@ test_split(int rbits)
 	int			nkeys = 0;
 	char		what[64];
 	const char *msg;
+	int			s;
 
 	snprintf(what, sizeof(what), "split r=%d", rbits);
-	if (!qf_geom_init(&go, rbits, PAGE_AREA) ||
-		!qf_geom_init_slots(&gn, go.slot_bits, rbits - 1, QF_SLACK_FILL,
+	/* splits by bits: the largest power of two of home slots that fits */
+	if (!qf_geom_init(&go, rbits, PAGE_AREA))
+		FAIL("%s: no geometry", what);
+	s = qf_home_bits(go.nhome);
+	if (!qf_geom_init_slots(&go, (uint32) 1 << s, rbits, QF_SLACK_FILL,
+							PAGE_AREA) ||
+		!qf_geom_init_slots(&gn, (uint32) 1 << s, rbits - 1, QF_SLACK_FILL,
 							PAGE_AREA))
 		FAIL("%s: no geometry", what);
 	old = malloc(go.area_bytes * np);
@@ -1191,7 +1204,7 @@ test_split(int rbits)
 		uint64		c = rng_below(8) ? 1 : 1 + rng_below(100000);
 		char	   *area;
 
-		qf_fingerprint_split(h, SPLIT_PB, go.slot_bits, rbits, &pg, &q, &r);
+		qf_fingerprint_split(h, SPLIT_PB, s, rbits, &pg, &q, &r);
 		area = old + pg * go.area_bytes;
 		if (load_of(&go, area) >= 0.75 || nkeys >= SPLIT_KEYS)
 			break;
@@ -1202,8 +1215,7 @@ test_split(int rbits)
 		nkeys++;
 
 		/* the same key, inserted afresh with the new geometry */
-		qf_fingerprint_split(h, SPLIT_PB + 1, gn.slot_bits, rbits - 1,
-							 &pg, &q, &r);
+		qf_fingerprint_split(h, SPLIT_PB + 1, s, rbits - 1, &pg, &q, &r);
 		if (qf_insert(&gn, fresh + pg * gn.area_bytes, q, r, c) != QF_OK)
 			FAIL("%s: fresh insert failed", what);
 	}
@@ -1238,11 +1250,10 @@ test_split(int rbits)
 		uint64		co,
 					cn;
 
-		qf_fingerprint_split(split_keys[i], SPLIT_PB, go.slot_bits, rbits,
-							 &pg, &q, &r);
+		qf_fingerprint_split(split_keys[i], SPLIT_PB, s, rbits, &pg, &q, &r);
 		co = qf_count(&go, old + pg * go.area_bytes, q, r);
-		qf_fingerprint_split(split_keys[i], SPLIT_PB + 1, gn.slot_bits,
-							 rbits - 1, &pg, &q, &r);
+		qf_fingerprint_split(split_keys[i], SPLIT_PB + 1, s, rbits - 1,
+							 &pg, &q, &r);
 		cn = qf_count(&gn, new + pg * gn.area_bytes, q, r);
 		if (co < split_counts[i] || cn != co)
 			FAIL("%s: key %d has count %llu before and %llu after", what, i,
@@ -1348,7 +1359,7 @@ measure_full(void)
 		if (cfg[k].slot_bits == 0)
 			ok = qf_geom_init(&g, cfg[k].rbits, PAGE_AREA);
 		else
-			ok = qf_geom_init_slots(&g, cfg[k].slot_bits, cfg[k].rbits,
+			ok = qf_geom_init_slots(&g, (uint32) 1 << cfg[k].slot_bits, cfg[k].rbits,
 									cfg[k].nslack, 1 << 20);
 		if (!ok)
 			FAIL("no geometry for %s", cfg[k].name);
@@ -1589,7 +1600,8 @@ main(int argc, char **argv)
 			{
 				char		name[64];
 
-				if (!qf_geom_init_slots(&g, small[i].s, small[i].r, small[i].slack,
+				if (!qf_geom_init_slots(&g, (uint32) 1 << small[i].s, small[i].r,
+										small[i].slack,
 										1 << 20))
 					FAIL("no geometry");
 				snprintf(name, sizeof(name), "s=%d r=%d slack=%u", small[i].s,
