@@ -959,3 +959,33 @@ ss_leaf_rows(Relation leaf, TupleDesc desc, Tuplestorestate *out,
 	free_conversion_map(map);
 	tuplestore_end(rows);
 }
+
+int64
+ss_sql_flush(FunctionCallInfo fcinfo, const char *fname,
+			 const struct SSStructure *s, SSFlushFn flush, bool durable)
+{
+	/* a partitioned table's every leaf partition, the results summed */
+	List	   *rels = ss_open_all_targets_remote(PG_GETARG_OID(0), s,
+												  RowExclusiveLock, fname,
+												  ACL_INSERT, NULL);
+	/* shown in streamsketch_progress by its name: "bcms_flush" */
+	char	   *operation = pnstrdup(fname, strcspn(fname, "("));
+	int64		applied = 0;
+	ListCell   *lc;
+
+	/* with an xid, the commit waits for the flush's WAL to be flushed */
+	if (durable)
+		(void) GetCurrentTransactionId();
+	foreach(lc, rels)
+	{
+		Relation	rel = (Relation) lfirst(lc);
+		bool		isnull;
+
+		if (ss_is_remote(rel))
+			applied += DatumGetInt64(ss_remote_scalar(rel, fcinfo, &isnull));
+		else
+			applied += ss_log_flush(rel, operation, flush);
+	}
+	ss_close_all_targets(rels, durable ? NoLock : RowExclusiveLock);
+	return applied;
+}

@@ -16,10 +16,10 @@
 #include "fmgr.h"
 #include "nodes/parsenodes.h"
 #include "nodes/pg_list.h"
+#include "ss_changelog.h"
 #include "storage/lockdefs.h"
 #include "utils/acl.h"
 #include "utils/tuplestore.h"
-#include "storage/lockdefs.h"
 #include "utils/relcache.h"
 
 struct SSStructure;
@@ -166,6 +166,19 @@ extern List *ss_open_all_targets_remote(Oid relid,
 										LOCKMODE lockmode, const char *writer,
 										AclMode mode, const char *rls_fname);
 extern void ss_close_all_targets(List *rels, LOCKMODE lockmode);
+
+/*
+ * The <name>_flush(structure) functions: apply the structure's buffers
+ * (ss_log_flush) and return what flush reports.  With durable (bcms,
+ * bloom_filter, quotient filters), an xid is assigned, so that the commit
+ * waits for the flush's WAL, and the lock is kept to the end of the
+ * transaction; without (lert, bfile), neither.  On a partitioned table
+ * (the call's first argument), every leaf partition is flushed, on its
+ * server for a foreign one, and the results are summed.
+ */
+extern int64 ss_sql_flush(FunctionCallInfo fcinfo, const char *fname,
+						  const struct SSStructure *s, SSFlushFn flush,
+						  bool durable);
 
 /*
  * The one structure a writer of one key (argument keyarg, *key: as the key

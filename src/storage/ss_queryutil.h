@@ -95,18 +95,6 @@ extern Oid	ss_sql_create_keyed(FunctionCallInfo fcinfo,
 extern SSHash ss_sql_key_hash(FunctionCallInfo fcinfo, int argno, Oid keytype,
 							  int16 keylen, bool keybyval, uint32 seed);
 
-/*
- * The <name>_flush(structure) functions: apply the structure's buffers
- * (ss_log_flush) and return what flush reports.  With durable (bcms,
- * bloom_filter, quotient filters), an xid is assigned, so that the commit
- * waits for the flush's WAL, and the lock is kept to the end of the
- * transaction; without (lert, bfile), neither.  On a partitioned table
- * (the call's first argument), every leaf partition is flushed, on its
- * server for a foreign one, and the results are summed.
- */
-extern int64 ss_sql_flush(FunctionCallInfo fcinfo, const char *fname,
-						  const struct SSStructure *s, SSFlushFn flush,
-						  bool durable);
 
 /*
  * The sub-buffers of a buffered structure: nsubbufs of them, per_page on
