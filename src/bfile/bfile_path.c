@@ -46,8 +46,7 @@
 #include "utils/memutils.h"
 #include "utils/typcache.h"
 
-static const CustomPathMethods bfile_path_methods;
-static const CustomScanMethods bfile_scan_methods;
+static const SSCustomMethods bfile_methods;
 static const CustomExecMethods bfile_exec_methods;
 
 /* A qual that bounds the time column: its clause and its btree strategy. */
@@ -196,7 +195,7 @@ add_window_path(PlannerInfo *root, RelOptInfo *rel, Relation relation,
 		cp->path.rows * rel->reltarget->cost.per_tuple;
 	/* ExecScan projects */
 	cp->flags = CUSTOMPATH_SUPPORT_PROJECTION;
-	cp->methods = &bfile_path_methods;
+	cp->methods = &bfile_methods.path;
 	add_path(rel, &cp->path);
 }
 
@@ -266,7 +265,7 @@ bfile_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	foreach(lc, bounds)
 		used[k++] = ((TimeBound *) lfirst(lc))->c;
 	cscan = ss_lookup_plan(rel, best_path, tlist, clauses, used, k,
-						   &bfile_scan_methods);
+						   &bfile_methods.scan);
 	foreach(lc, bounds)
 		cscan->custom_private = lappend_int(cscan->custom_private,
 											((TimeBound *) lfirst(lc))->strategy);
@@ -446,15 +445,8 @@ bfile_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 					 ((CustomScan *) node->ss.ps.plan)->custom_exprs);
 }
 
-static const CustomPathMethods bfile_path_methods = {
-	.CustomName = "bfile window",
-	.PlanCustomPath = bfile_plan_path,
-};
-
-static const CustomScanMethods bfile_scan_methods = {
-	.CustomName = "bfile window",
-	.CreateCustomScanState = bfile_create_state,
-};
+static const SSCustomMethods bfile_methods =
+	SS_CUSTOM_METHODS("bfile window", bfile_plan_path, bfile_create_state);
 
 static const CustomExecMethods bfile_exec_methods = {
 	.CustomName = "bfile window",
@@ -467,5 +459,5 @@ static const CustomExecMethods bfile_exec_methods = {
 
 const SSPathOps bfile_path_ops = {
 	.add_paths = bfile_add_paths,
-	.methods = &bfile_scan_methods,
+	.methods = &bfile_methods.scan,
 };

@@ -590,6 +590,20 @@ remote_key_names(FunctionCallInfo fcinfo, Relation leaf)
 }
 
 /*
+ * The leaves of parent that may hold the group of these key values.
+ */
+static List *
+route_group(Relation parent, int nkeys, const char **names,
+			const Datum *keys, const bool *keynulls, const Oid *collations)
+{
+	/* not any_equality: the group's equality, as GROUP BY's */
+	SSRouteKey	kc = {.ncols = nkeys, .names = names, .values = keys,
+					  .isnull = keynulls, .collations = collations};
+
+	return ss_route_columns(parent, &cbt_structure, &kc);
+}
+
+/*
  * cbt_lookup on partitioned table parent whose partitions are all on
  * other servers (remote, the first of them): the key routed by the group
  * keys of remote's definition there, as the parent's columns of those
@@ -609,7 +623,6 @@ lookup_remote_parent(FunctionCallInfo fcinfo, Relation parent,
 	Datum	   *args;
 	bool	   *keynulls;
 	Oid			elemtype;
-	SSRouteKey	kc;
 	List	   *rels;
 	int			nargs = key_arguments(fcinfo, &args, &keynulls, &elemtype);
 
@@ -642,13 +655,7 @@ lookup_remote_parent(FunctionCallInfo fcinfo, Relation parent,
 										 att->atttypid, att->atttypmod,
 										 "key", k + 1, name, "cbt_lookup");
 	}
-	kc.ncols = nkeys;
-	kc.names = names;
-	kc.values = keys;
-	kc.isnull = keynulls;
-	kc.collations = collations;
-	kc.any_equality = false;
-	rels = ss_route_columns(parent, &cbt_structure, &kc);
+	rels = route_group(parent, nkeys, names, keys, keynulls, collations);
 	if (list_length(rels) == 1)
 		ss_remote_rows(linitial(rels), fcinfo, NULL, desc,
 					   ((ReturnSetInfo *) fcinfo->resultinfo)->setResult);
@@ -674,7 +681,6 @@ lookup_parent(FunctionCallInfo fcinfo, Oid relid)
 	Relation	ref = ss_first_leaf(parent, &cbt_structure);
 	TupleDesc	desc;
 	CbtRuntime *rt;
-	SSRouteKey kc;
 	const char **names;
 	Oid		   *collations;
 	Datum	   *keys;
@@ -710,13 +716,7 @@ lookup_parent(FunctionCallInfo fcinfo, Oid relid)
 										 rt->input_src[k])->attname);
 		collations[k] = rt->def->keys[k].collation;
 	}
-	kc.ncols = rt->def->nkeys;
-	kc.names = names;
-	kc.values = keys;
-	kc.isnull = keynulls;
-	kc.collations = collations;
-	kc.any_equality = false;
-	rels = ss_route_columns(parent, &cbt_structure, &kc);
+	rels = route_group(parent, rt->def->nkeys, names, keys, keynulls, collations);
 	if (list_length(rels) == 1 && ss_is_remote(linitial(rels)))
 	{
 		/* the group's partition is on another server: asked there */

@@ -38,8 +38,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
-static const CustomPathMethods cbt_path_methods;
-static const CustomScanMethods cbt_scan_methods;
+static const SSCustomMethods cbt_methods;
 
 /* SSKeyClauseFn: does c select exactly the groups of key k equal to it? */
 static bool
@@ -79,7 +78,7 @@ add_lookup_path(PlannerInfo *root, RelOptInfo *rel, Relation relation,
 	double		height = 1 + ceil(log(Max(rel->pages, 1)) / log(fanout));
 
 	ss_add_lookup_path(root, rel, outer, ss_lookup_count(keys, nkeys),
-					   height - 1, 3, 0, &cbt_path_methods);
+					   height - 1, 3, 0, &cbt_methods.path);
 }
 
 /* SSPathOps.add_paths */
@@ -129,7 +128,7 @@ cbt_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 		elog(ERROR, "cbt lookup path lost its key clauses");
 	table_close(relation, NoLock);
 	return &ss_lookup_plan(rel, best_path, tlist, clauses, keys, nkeys,
-						   &cbt_scan_methods)->scan.plan;
+						   &cbt_methods.scan)->scan.plan;
 }
 
 static TupleTableSlot *cbt_lookup_next(ScanState *ss);
@@ -177,15 +176,8 @@ cbt_lookup_next(ScanState *ss)
 	return slot;
 }
 
-static const CustomPathMethods cbt_path_methods = {
-	.CustomName = "cbt lookup",
-	.PlanCustomPath = cbt_plan_path,
-};
-
-static const CustomScanMethods cbt_scan_methods = {
-	.CustomName = "cbt lookup",
-	.CreateCustomScanState = cbt_create_state,
-};
+static const SSCustomMethods cbt_methods =
+	SS_CUSTOM_METHODS("cbt lookup", cbt_plan_path, cbt_create_state);
 
 /*
  * SSPathOps.scan_row_cost: a scan decodes each group's keys and partial
@@ -203,5 +195,5 @@ cbt_scan_row_cost(Relation relation)
 const SSPathOps cbt_path_ops = {
 	.add_paths = cbt_add_paths,
 	.scan_row_cost = cbt_scan_row_cost,
-	.methods = &cbt_scan_methods,
+	.methods = &cbt_methods.scan,
 };

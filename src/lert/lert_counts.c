@@ -355,8 +355,7 @@ lert_counts_support(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(found ? req : NULL);
 }
 
-static const CustomPathMethods counts_path_methods;
-static const CustomScanMethods counts_scan_methods;
+static const SSCustomMethods counts_methods;
 
 /* Is funcid lert_counts (by its C function, whatever its schema)? */
 static bool
@@ -468,7 +467,7 @@ counts_add_paths(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte,
 						  counts_key_clause, att, &key))
 			ss_add_lookup_path(root, rel, NULL, ss_lookup_count(&key, 1),
 							   st->p.geom.nlevels, 2 + st->p.geom.nlevels, 0,
-							   &counts_path_methods);
+							   &counts_methods.path);
 		outers = ss_lookup_outers(root, rel, &one, 1, &joins);
 		foreach(lc, outers)
 		{
@@ -480,7 +479,7 @@ counts_add_paths(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte,
 				ss_add_lookup_path(root, rel, outer, ss_lookup_count(&key, 1),
 								   st->p.geom.nlevels,
 								   2 + st->p.geom.nlevels, 0,
-								   &counts_path_methods);
+								   &counts_methods.path);
 		}
 	}
 	/* (the lock stays until the end of the transaction, as the scan's) */
@@ -515,7 +514,7 @@ counts_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 		elog(ERROR, "lert counts path lost its key clause");
 	table_close(relation, NoLock);
 	cscan = ss_lookup_plan(rel, best_path, tlist, clauses, &key, 1,
-						   &counts_scan_methods);
+						   &counts_methods.scan);
 	cscan->scan.scanrelid = 0;
 	expandRTE(rte, rel->relid, 0, -1, false, NULL, &vars);
 	foreach(lc, vars)
@@ -614,19 +613,12 @@ counts_next(ScanState *ss)
 	return slot;
 }
 
-static const CustomPathMethods counts_path_methods = {
-	.CustomName = "lert counts",
-	.PlanCustomPath = counts_plan_path,
-};
-
-static const CustomScanMethods counts_scan_methods = {
-	.CustomName = "lert counts",
-	.CreateCustomScanState = counts_create_state,
-};
+static const SSCustomMethods counts_methods =
+	SS_CUSTOM_METHODS("lert counts", counts_plan_path, counts_create_state);
 
 /* Called by lert_init, at load. */
 void
 lert_counts_init(void)
 {
-	ss_planner_add_function_paths(counts_add_paths, &counts_scan_methods);
+	ss_planner_add_function_paths(counts_add_paths, &counts_methods.scan);
 }

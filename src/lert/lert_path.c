@@ -54,8 +54,7 @@
 /* restarts of a key's lookup, each after a flush of its cone in between */
 #define LOOKUP_MAX_RESTARTS 1000
 
-static const CustomPathMethods lert_path_methods;
-static const CustomScanMethods lert_scan_methods;
+static const SSCustomMethods lert_methods;
 
 /* The key and count columns (0: none) of a lert table. */
 void
@@ -160,7 +159,7 @@ add_lookup_path(PlannerInfo *root, RelOptInfo *rel, Relation relation,
 
 	ss_add_lookup_path(root, rel, outer, ss_lookup_count(keys, 1),
 					   st->p.geom.nlevels, 2 + st->p.geom.nlevels, 0,
-					   &lert_path_methods);
+					   &lert_methods.path);
 }
 
 /* SSPathOps.add_paths */
@@ -213,7 +212,7 @@ lert_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	count = needs_count(rel, relation, clauses);
 	table_close(relation, NoLock);
 	cscan = ss_lookup_plan(rel, best_path, tlist, clauses, &key, 1,
-						   &lert_scan_methods);
+						   &lert_methods.scan);
 	cscan->custom_private = lappend_int(cscan->custom_private, count);
 	return &cscan->scan.plan;
 }
@@ -449,17 +448,10 @@ lert_lookup_next(ScanState *ss)
 	return slot;
 }
 
-static const CustomPathMethods lert_path_methods = {
-	.CustomName = "lert lookup",
-	.PlanCustomPath = lert_plan_path,
-};
-
-static const CustomScanMethods lert_scan_methods = {
-	.CustomName = "lert lookup",
-	.CreateCustomScanState = lert_create_state,
-};
+static const SSCustomMethods lert_methods =
+	SS_CUSTOM_METHODS("lert lookup", lert_plan_path, lert_create_state);
 
 const SSPathOps lert_path_ops = {
 	.add_paths = lert_add_paths,
-	.methods = &lert_scan_methods,
+	.methods = &lert_methods.scan,
 };

@@ -28,6 +28,22 @@ extern bool ss_enable_lookup_scan;
 extern void ss_planner_init(const SSStructure *const *list, int n);
 
 /*
+ * A structure's custom path and the scan it plans into, under one name
+ * (EXPLAIN's node name, and the key of the scan's registration).
+ */
+typedef struct SSCustomMethods
+{
+	CustomPathMethods path;
+	CustomScanMethods scan;
+} SSCustomMethods;
+
+#define SS_CUSTOM_METHODS(name, plan_fn, create_fn) \
+	{ \
+		.path = {.CustomName = (name), .PlanCustomPath = (plan_fn)}, \
+		.scan = {.CustomName = (name), .CreateCustomScanState = (create_fn)}, \
+	}
+
+/*
  * Paths for a function scan (a FROM item that is one function call, as a
  * view over the function leaves it once pulled up): a structure's SQL
  * function whose rows can be read by key (lert_counts) registers, from
