@@ -399,16 +399,10 @@ bfile_window_next(ScanState *ss)
 	return slot;
 }
 
-static bool
-bfile_window_recheck(ScanState *ss, TupleTableSlot *slot)
-{
-	return true;
-}
-
 static TupleTableSlot *
 bfile_exec(CustomScanState *node)
 {
-	return ExecScan(&node->ss, bfile_window_next, bfile_window_recheck);
+	return ExecScan(&node->ss, bfile_window_next, ss_scan_recheck_none);
 }
 
 /* The window's rows and what reading them left (a temporary file too). */

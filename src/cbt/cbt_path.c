@@ -57,59 +57,25 @@ key_clause(void *arg, int k, const SSColumnClause *c)
 	return true;
 }
 
-static bool
-match_keys(PlannerInfo *root, RelOptInfo *rel, const CbtRuntime *rt,
-		   List *clauses, Relids outer, SSColumnClause *keys)
-{
-	return ss_match_keys(root, rel, clauses, outer, rt->def->nkeys,
-						 key_clause, (void *) rt, keys);
-}
-
 /*
- * Per lookup: a node page per level, the upper ones shared by all
- * lookups; the leaf, its fragment block and the change log's page of its
- * own.
+ * SSPathOps.add_paths.  Per lookup: a node page per level, the upper ones
+ * shared by all lookups; the leaf, its fragment block and the change
+ * log's page of its own.
  */
-static void
-add_lookup_path(PlannerInfo *root, RelOptInfo *rel, Relation relation,
-				const SSColumnClause *keys, int nkeys, Relids outer)
-{
-	double		fanout = Max(cbt_get_state(relation)->params.fanout, 2);
-	double		height = 1 + ceil(log(Max(rel->pages, 1)) / log(fanout));
-
-	ss_add_lookup_path(root, rel, outer, ss_lookup_count(keys, nkeys),
-					   height - 1, 3, 0, &cbt_methods.path);
-}
-
-/* SSPathOps.add_paths */
 static void
 cbt_add_paths(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte,
 			  Relation relation)
 {
 	CbtRuntime *rt = cbt_runtime(relation);
 	int			nkeys = rt->def->nkeys;
-	SSColumnClause *keys = palloc(sizeof(SSColumnClause) * nkeys);
 	AttrNumber *attnos = palloc(sizeof(AttrNumber) * nkeys);
-	List	   *outers;
-	List	   *joins;
-	ListCell   *lc;
+	double		fanout = Max(cbt_get_state(relation)->params.fanout, 2);
+	double		height = 1 + ceil(log(Max(rel->pages, 1)) / log(fanout));
 
-	if (match_keys(root, rel, rt, rel->baserestrictinfo, NULL, keys))
-		add_lookup_path(root, rel, relation, keys, nkeys, NULL);
-
-	/* one path per set of other relations whose columns give keys values */
 	for (int k = 0; k < nkeys; k++)
 		attnos[k] = rt->input_src[k] + 1;
-	outers = ss_lookup_outers(root, rel, attnos, nkeys, &joins);
-	foreach(lc, outers)
-	{
-		Relids		outer = (Relids) lfirst(lc);
-
-		if (match_keys(root, rel, rt,
-					   list_concat_copy(rel->baserestrictinfo, joins),
-					   outer, keys))
-			add_lookup_path(root, rel, relation, keys, nkeys, outer);
-	}
+	ss_add_key_lookup_paths(root, rel, attnos, nkeys, key_clause, (void *) rt,
+							height - 1, 3, &cbt_methods.path);
 }
 
 /* CustomPathMethods.PlanCustomPath: ss_lookup_plan's, the keys in order */
@@ -123,8 +89,8 @@ cbt_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	int			nkeys = rt->def->nkeys;
 	SSColumnClause *keys = palloc(sizeof(SSColumnClause) * nkeys);
 
-	if (!match_keys(root, rel, rt, clauses, PATH_REQ_OUTER(&best_path->path),
-					keys))
+	if (!ss_match_keys(root, rel, clauses, PATH_REQ_OUTER(&best_path->path),
+					   nkeys, key_clause, (void *) rt, keys))
 		elog(ERROR, "cbt lookup path lost its key clauses");
 	table_close(relation, NoLock);
 	return &ss_lookup_plan(rel, best_path, tlist, clauses, keys, nkeys,

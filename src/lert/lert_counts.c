@@ -435,11 +435,7 @@ counts_add_paths(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte,
 				countatt;
 	Form_pg_attribute att;
 	LertState  *st;
-	SSColumnClause key;
 	AttrNumber	one = 1;
-	List	   *outers;
-	List	   *joins;
-	ListCell   *lc;
 
 	if (!OidIsValid(relid) ||
 		(relation = try_relation_open(relid, AccessShareLock)) == NULL)
@@ -463,24 +459,9 @@ counts_add_paths(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte,
 	if (!needs_whole_row(rel))
 	{
 		/* per lookup, lert_count's: level 0, each level, the log's page */
-		if (ss_match_keys(root, rel, rel->baserestrictinfo, NULL, 1,
-						  counts_key_clause, att, &key))
-			ss_add_lookup_path(root, rel, NULL, ss_lookup_count(&key, 1),
-							   st->p.geom.nlevels, 2 + st->p.geom.nlevels, 0,
-							   &counts_methods.path);
-		outers = ss_lookup_outers(root, rel, &one, 1, &joins);
-		foreach(lc, outers)
-		{
-			Relids		outer = (Relids) lfirst(lc);
-
-			if (ss_match_keys(root, rel,
-							  list_concat_copy(rel->baserestrictinfo, joins),
-							  outer, 1, counts_key_clause, att, &key))
-				ss_add_lookup_path(root, rel, outer, ss_lookup_count(&key, 1),
-								   st->p.geom.nlevels,
-								   2 + st->p.geom.nlevels, 0,
-								   &counts_methods.path);
-		}
+		ss_add_key_lookup_paths(root, rel, &one, 1, counts_key_clause, att,
+								st->p.geom.nlevels, 2 + st->p.geom.nlevels,
+								&counts_methods.path);
 	}
 	/* (the lock stays until the end of the transaction, as the scan's) */
 	relation_close(relation, NoLock);

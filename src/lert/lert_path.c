@@ -146,50 +146,24 @@ needs_count(RelOptInfo *rel, Relation relation, List *clauses)
 }
 
 /*
- * Per lookup, the count or not: an index page per on-disk level (shared
- * by all lookups); the metapage, a level-0 page and a data page per
- * on-disk level of its own.  (A lert of format 0 also passes over the
- * report pages when the count is needed: rare, and not costed.)
+ * SSPathOps.add_paths.  Per lookup, the count or not: an index page per
+ * on-disk level (shared by all lookups); the metapage, a level-0 page and
+ * a data page per on-disk level of its own.  (A lert of format 0 also
+ * passes over the report pages when the count is needed: rare, and not
+ * costed.)
  */
-static void
-add_lookup_path(PlannerInfo *root, RelOptInfo *rel, Relation relation,
-				const SSColumnClause *keys, Relids outer)
-{
-	LertState  *st = lert_get_state(relation);
-
-	ss_add_lookup_path(root, rel, outer, ss_lookup_count(keys, 1),
-					   st->p.geom.nlevels, 2 + st->p.geom.nlevels, 0,
-					   &lert_methods.path);
-}
-
-/* SSPathOps.add_paths */
 static void
 lert_add_paths(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte,
 			   Relation relation)
 {
-	SSColumnClause key;
+	LertState  *st = lert_get_state(relation);
 	AttrNumber	keyatt,
 				countatt;
-	List	   *outers;
-	List	   *joins;
-	ListCell   *lc;
 
-	if (ss_match_keys(root, rel, rel->baserestrictinfo, NULL, 1, key_clause,
-					  relation, &key))
-		add_lookup_path(root, rel, relation, &key, NULL);
-
-	/* one path per set of other relations whose columns give the key */
 	lert_columns(relation, &keyatt, &countatt);
-	outers = ss_lookup_outers(root, rel, &keyatt, 1, &joins);
-	foreach(lc, outers)
-	{
-		Relids		outer = (Relids) lfirst(lc);
-
-		if (ss_match_keys(root, rel,
-						  list_concat_copy(rel->baserestrictinfo, joins),
-						  outer, 1, key_clause, relation, &key))
-			add_lookup_path(root, rel, relation, &key, outer);
-	}
+	ss_add_key_lookup_paths(root, rel, &keyatt, 1, key_clause, relation,
+							st->p.geom.nlevels, 2 + st->p.geom.nlevels,
+							&lert_methods.path);
 }
 
 /*

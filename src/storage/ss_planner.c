@@ -520,6 +520,42 @@ ss_add_lookup_path(PlannerInfo *root, RelOptInfo *rel, Relids outer,
 }
 
 /*
+ * A structure's lookup paths by equality on keys (columns attnos, matched
+ * by key_clause with arg, as ss_match_keys): one where the base
+ * restrictions give every key its values, and one per set of other
+ * relations whose columns give them (ss_lookup_outers), each lookup
+ * costed as ss_add_lookup_path costs it.
+ */
+void
+ss_add_key_lookup_paths(PlannerInfo *root, RelOptInfo *rel,
+						const AttrNumber *attnos, int nkeys,
+						SSKeyClauseFn key_clause, void *arg,
+						double levels, double pages,
+						const CustomPathMethods *methods)
+{
+	SSColumnClause *keys = palloc(sizeof(SSColumnClause) * nkeys);
+	List	   *joins;
+	List	   *outers;
+	ListCell   *lc;
+
+	if (ss_match_keys(root, rel, rel->baserestrictinfo, NULL, nkeys,
+					  key_clause, arg, keys))
+		ss_add_lookup_path(root, rel, NULL, ss_lookup_count(keys, nkeys),
+						   levels, pages, 0, methods);
+	outers = ss_lookup_outers(root, rel, attnos, nkeys, &joins);
+	foreach(lc, outers)
+	{
+		Relids		outer = (Relids) lfirst(lc);
+
+		if (ss_match_keys(root, rel,
+						  list_concat_copy(rel->baserestrictinfo, joins),
+						  outer, nkeys, key_clause, arg, keys))
+			ss_add_lookup_path(root, rel, outer, ss_lookup_count(keys, nkeys),
+							   levels, pages, 0, methods);
+	}
+}
+
+/*
  * A lookup path's plan: custom_exprs are the key clauses, in key order
  * (EXPLAIN shows them), custom_private the argument of each that holds
  * the value (a structure may append its own items); the other clauses are
@@ -698,9 +734,8 @@ ss_lookup_next_keys(SSLookupState *ls)
 	return true;
 }
 
-/* ExecScanRecheckMtd: a lookup's rows are its keys' own */
-static bool
-lookup_recheck(ScanState *ss, TupleTableSlot *slot)
+bool
+ss_scan_recheck_none(ScanState *ss, TupleTableSlot *slot)
 {
 	return true;
 }
@@ -720,7 +755,7 @@ lookup_next(ScanState *ss)
 static TupleTableSlot *
 lookup_exec(CustomScanState *node)
 {
-	return ExecScan(&node->ss, lookup_next, lookup_recheck);
+	return ExecScan(&node->ss, lookup_next, ss_scan_recheck_none);
 }
 
 /* (the contexts go with the query's) */

@@ -103,6 +103,11 @@ extern void ss_add_lookup_path(PlannerInfo *root, RelOptInfo *rel,
 							   Relids outer, double n, double levels,
 							   double pages, Cost extra_cost,
 							   const CustomPathMethods *methods);
+extern void ss_add_key_lookup_paths(PlannerInfo *root, RelOptInfo *rel,
+									const AttrNumber *attnos, int nkeys,
+									SSKeyClauseFn key_clause, void *arg,
+									double levels, double pages,
+									const CustomPathMethods *methods);
 extern CustomScan *ss_lookup_plan(RelOptInfo *rel, CustomPath *best_path,
 								  List *tlist, List *clauses,
 								  const SSColumnClause *keys, int nkeys,
@@ -135,6 +140,12 @@ typedef struct SSLookupState
 
 extern Node *ss_lookup_create_state(Size size, ExecScanAccessMtd next,
 									const char *label);
+
+/*
+ * ExecScanRecheckMtd of a custom scan whose rows need no recheck: they are
+ * exactly the rows its clauses select.
+ */
+extern bool ss_scan_recheck_none(ScanState *ss, TupleTableSlot *slot);
 extern void ss_lookup_key_values(SSLookupState *ls, int k,
 								 Form_pg_attribute att, Oid collation,
 								 const char *fname);
