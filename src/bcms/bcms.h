@@ -192,6 +192,5 @@ extern void bcms_check_merge_record(Relation rel, const BcmsParams *p,
 									const char *payload);
 
 /* bcms_query.c */
-extern int64 bcms_estimate_hash(Relation rel, const BcmsState *st, SSHash h);
 
 #endif							/* BCMS_H */

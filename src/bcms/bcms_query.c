@@ -331,10 +331,13 @@ bcms_estimate_committed(Relation rel, const BcmsParams *p, SSHash h)
  * estimate of pending merged cms values).  That is a valid count-min
  * estimate of the committed stream plus the pending items: never below the
  * true count, and not above what the estimate will be after commit.
+ * (SSKeyAnswerFn)
  */
-int64
-bcms_estimate_hash(Relation rel, const BcmsState *st, SSHash h)
+static int64
+estimate_key(Relation rel, Datum key)
 {
+	BcmsState  *st = bcms_get_state(rel);
+	SSHash		h = ss_hash_datum(key, st->keylen, st->keybyval, st->p.seed);
 	int64		est = bcms_estimate_committed(rel, &st->p, h);
 
 	if (ss_pending_has(RelationGetRelid(rel)))
@@ -351,11 +354,11 @@ bcms_estimate_hash(Relation rel, const BcmsState *st, SSHash h)
 		{
 			if (hdr.type == SS_PENDING_KEY)
 			{
-				SSPendingKey key;
+				SSPendingKey pending;
 
-				memcpy(&key, payload, sizeof(key));
-				if (key.hash.h1 == h.h1 && key.hash.h2 == h.h2)
-					est = cms_saturating_add(est, key.weight);
+				memcpy(&pending, payload, sizeof(pending));
+				if (pending.hash.h1 == h.h1 && pending.hash.h2 == h.h2)
+					est = cms_saturating_add(est, pending.weight);
 			}
 			else if (hdr.type == SS_PENDING_MERGE)
 			{
@@ -374,16 +377,6 @@ bcms_estimate_hash(Relation rel, const BcmsState *st, SSHash h)
 	return est;
 }
 
-/* Per-call-site cache of the key's type. */
-typedef struct EstimateCache
-{
-	Oid			relid;
-	Oid			argtype;
-	Oid			keytype;
-	int16		keylen;
-	bool		keybyval;
-} EstimateCache;
-
 /*
  * On a partitioned table: the estimate of the partition that holds the
  * key, or the sum of every partition's (ss_parent.h), which is a
@@ -392,34 +385,9 @@ typedef struct EstimateCache
 Datum
 bcms_estimate(PG_FUNCTION_ARGS)
 {
-	Datum		key;
-	List	   *rels = ss_open_targets_remote(fcinfo, 1, &bcms_structure,
-											  "bcms_estimate()", &key);
-	ListCell   *lc;
-	int64		est = 0;
-
-	foreach(lc, rels)
-	{
-		Relation	rel = (Relation) lfirst(lc);
-		BcmsState  *st;
-		bool		isnull;
-
-		if (ss_is_remote(rel))
-		{
-			est = cms_saturating_add(est,
-									 DatumGetInt64(ss_remote_scalar(rel, fcinfo,
-																	&isnull)));
-			continue;
-		}
-		st = bcms_get_state(rel);
-		est = cms_saturating_add(est,
-								 bcms_estimate_hash(rel, st,
-													ss_hash_datum(key, st->keylen,
-																  st->keybyval,
-																  st->p.seed)));
-	}
-	ss_close_targets(rels);
-	PG_RETURN_INT64(est);
+	PG_RETURN_INT64(ss_sql_key_answer(fcinfo, &bcms_structure,
+									  "bcms_estimate()", estimate_key,
+									  false));
 }
 
 Datum

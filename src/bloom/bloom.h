@@ -218,6 +218,5 @@ extern void bloom_check_meta(Relation rel, const void *meta);
 extern int64 bloom_flush_all(Relation rel, void *stats);
 
 /* bloom_query.c */
-extern bool bloom_contains_hash(Relation rel, const BloomState *st, SSHash h);
 
 #endif							/* BLOOM_H */

@@ -173,11 +173,13 @@ bloom_contains_committed(Relation rel, const BloomParams *p, SSHash h)
 /*
  * Membership including this transaction's own pending inserts: a pending
  * insert of the same hash answers true (a TRUNCATE in this transaction
- * hides the committed state).
+ * hides the committed state).  (SSKeyAnswerFn)
  */
-bool
-bloom_contains_hash(Relation rel, const BloomState *st, SSHash h)
+static int64
+contains_key(Relation rel, Datum key)
 {
+	BloomState *st = bloom_get_state(rel);
+	SSHash		h = ss_hash_datum(key, st->keylen, st->keybyval, st->p.seed);
 	SSPendingIter it;
 	SSPendingHeader hdr;
 	char	   *payload;
@@ -198,12 +200,12 @@ bloom_contains_hash(Relation rel, const BloomState *st, SSHash h)
 	ss_pending_iter_begin(&it, RelationGetRelid(rel));
 	while (!found && ss_pending_iter_next(&it, &hdr, &payload))
 	{
-		SSPendingKey key;
+		SSPendingKey pending;
 
 		if (hdr.type != SS_PENDING_KEY)
 			continue;
-		memcpy(&key, payload, sizeof(key));
-		found = key.hash.h1 == h.h1 && key.hash.h2 == h.h2;
+		memcpy(&pending, payload, sizeof(pending));
+		found = pending.hash.h1 == h.h1 && pending.hash.h2 == h.h2;
 	}
 	ss_pending_iter_end(&it);
 	return found;
@@ -216,34 +218,9 @@ bloom_contains_hash(Relation rel, const BloomState *st, SSHash h)
 Datum
 bloom_contains(PG_FUNCTION_ARGS)
 {
-	Datum		key;
-	List	   *rels = ss_open_targets_remote(fcinfo, 1, &bloom_structure,
-											  "bloom_contains()", &key);
-	ListCell   *lc;
-	bool		found = false;
-
-	foreach(lc, rels)
-	{
-		Relation	rel = (Relation) lfirst(lc);
-		BloomState *st;
-		bool		isnull;
-
-		if (ss_is_remote(rel))
-		{
-			found = DatumGetBool(ss_remote_scalar(rel, fcinfo, &isnull));
-			if (found)
-				break;
-			continue;
-		}
-		st = bloom_get_state(rel);
-		found = bloom_contains_hash(rel, st,
-									ss_hash_datum(key, st->keylen, st->keybyval,
-												  st->p.seed));
-		if (found)
-			break;
-	}
-	ss_close_targets(rels);
-	PG_RETURN_BOOL(found);
+	PG_RETURN_BOOL(ss_sql_key_answer(fcinfo, &bloom_structure,
+									 "bloom_contains()", contains_key,
+									 true) != 0);
 }
 
 Datum
@@ -351,11 +328,7 @@ static const SSParamArg bloom_create_args[] = {
 Datum
 bloom_create(PG_FUNCTION_ARGS)
 {
-	BloomState	st;
-
 	PG_RETURN_OID(ss_sql_create_keyed(fcinfo, &bloom_structure,
 									  bloom_create_args,
-									  lengthof(bloom_create_args),
-									  &st, sizeof(st), "bloom_create",
-									  "bloom_filter", 6));
+									  lengthof(bloom_create_args), 6));
 }

@@ -628,11 +628,7 @@ static const SSParamArg lert_create_args[] = {
 Datum
 lert_create(PG_FUNCTION_ARGS)
 {
-	LertState	st;
-
 	PG_RETURN_OID(ss_sql_create_keyed(fcinfo, &lert_structure,
 									  lert_create_args,
-									  lengthof(lert_create_args),
-									  &st, sizeof(st), "lert_create",
-									  "lert", 9));
+									  lengthof(lert_create_args), 9));
 }

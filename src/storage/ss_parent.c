@@ -36,6 +36,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/partition.h"
 #include "catalog/pg_inherits.h"
+#include "common/int.h"
 #include "commands/defrem.h"
 #include "executor/tuptable.h"
 #include "funcapi.h"
@@ -988,4 +989,36 @@ ss_sql_flush(FunctionCallInfo fcinfo, const char *fname,
 	}
 	ss_close_all_targets(rels, durable ? NoLock : RowExclusiveLock);
 	return applied;
+}
+
+int64
+ss_sql_key_answer(FunctionCallInfo fcinfo, const SSStructure *s,
+				  const char *fname, SSKeyAnswerFn answer, bool any)
+{
+	Datum		key;
+	List	   *rels = ss_open_targets_remote(fcinfo, 1, s, fname, &key);
+	ListCell   *lc;
+	int64		total = 0;
+
+	foreach(lc, rels)
+	{
+		Relation	rel = (Relation) lfirst(lc);
+		int64		one;
+
+		if (ss_is_remote(rel))
+		{
+			bool		isnull;
+			Datum		d = ss_remote_scalar(rel, fcinfo, &isnull);
+
+			one = isnull ? 0 : any ? DatumGetBool(d) : DatumGetInt64(d);
+		}
+		else
+			one = answer(rel, key);
+		if (pg_add_s64_overflow(total, one, &total))
+			total = PG_INT64_MAX;
+		if (any && total != 0)
+			break;
+	}
+	ss_close_targets(rels);
+	return total;
 }

@@ -45,6 +45,19 @@ extern List *ss_open_targets(FunctionCallInfo fcinfo, int keyarg,
 extern void ss_close_targets(List *rels);
 
 /*
+ * A key function's answer on relid or a parent (fname, of key argument
+ * 1): answer's for each local structure that may hold the key, the same
+ * function's on the server of a foreign one (an int64, or with any a
+ * bool), added (at most PG_INT64_MAX), or with any whether one is not 0
+ * (the first that is ends the search).
+ */
+typedef int64 (*SSKeyAnswerFn) (Relation rel, Datum key);
+
+extern int64 ss_sql_key_answer(FunctionCallInfo fcinfo,
+							   const struct SSStructure *s, const char *fname,
+							   SSKeyAnswerFn answer, bool any);
+
+/*
  * ss_open_targets for a function that also reaches partitions on other
  * servers: the leaves may be foreign tables of postgres_fdw as well
  * (ss_is_remote; checked with ss_remote_check), which the caller asks

@@ -77,15 +77,13 @@ extern void ss_sql_create_check(FunctionCallInfo fcinfo, const char *fname);
 /*
  * A constructor of a keyed structure s whose other parameters are all
  * arguments (args), and unlogged_arg the optional unlogged flag: the
- * check above, then the table created with state st (st_size bytes,
- * zeroed, then filled from the settings and the arguments) and access
- * method amname.
+ * check above (named by s->constructor), then the table of access method
+ * s->amname created with a state filled from the settings and the
+ * arguments.
  */
 extern Oid	ss_sql_create_keyed(FunctionCallInfo fcinfo,
 								const struct SSStructure *s,
 								const struct SSParamArg *args, int nargs,
-								void *st, Size st_size,
-								const char *fname, const char *amname,
 								int unlogged_arg);
 
 /*
