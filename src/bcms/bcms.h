@@ -178,7 +178,7 @@ typedef struct BcmsConsolidation
 	BcmsStats  *stats;
 } BcmsConsolidation;
 
-/* bcms_apply.c */
+/* bcms_consolidate.c */
 struct SSConsolidation;
 struct SSPendingHeader;
 extern bool bcms_consolidate(struct SSConsolidation *c);

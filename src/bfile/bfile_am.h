@@ -2,7 +2,7 @@
  *
  * bfile_am.h
  *	  The `bfile` access method's state and what its files share
- *	  (bfile_am.c, bfile_round.c, bfile_scan.c, bfile_query.c).
+ *	  (bfile_am.c, bfile_consolidate.c, bfile_scan.c, bfile_query.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -60,7 +60,7 @@ extern void bfile_check_time_type(const char *name, Oid typid);
 extern int64 bfile_time_key(Oid typid, Datum d);
 extern void bfile_init(void);
 
-/* bfile_round.c */
+/* bfile_consolidate.c */
 extern void bfile_round(Relation rel, BfileMeta *meta, SSConsolidation *c);
 extern uint64 bfile_seed_level(uint32 seed);
 extern int32 bfile_item_level(const BfileParams *p, uint64 seed_level,

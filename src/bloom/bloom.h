@@ -47,7 +47,7 @@
  * the small range of one page.
  *
  * Committed inserts wait in the change log until a consolidation round
- * moves them to the sub-buffers or bits (bloom_apply.c); a lookup reads
+ * moves them to the sub-buffers or bits (bloom_consolidate.c); a lookup reads
  * the sub-buffer, then the bits, then the committed log records
  * (bloom_query.c).  Setting a bit is idempotent, so applying an entry
  * twice is harmless, and no applied_pos marks are kept.
@@ -210,7 +210,7 @@ extern void bloom_derive(BloomParams *p);
 extern const char *bloom_mode_name(uint32 mode);
 extern const struct SSStructure bloom_structure;
 
-/* bloom_apply.c */
+/* bloom_consolidate.c */
 struct SSConsolidation;
 extern bool bloom_consolidate(struct SSConsolidation *c);
 extern void bloom_add_stats(void *meta, const void *stats);

@@ -73,7 +73,7 @@ typedef struct CbtParams
 
 /*
  * The stamp of an extent freed by a pass not installed yet: later than any
- * xid, so never reused before the install stamps it (cbt_round.c).
+ * xid, so never reused before the install stamps it (cbt_consolidate.c).
  */
 #define CBT_STAMP_PENDING	FullTransactionIdFromU64(PG_UINT64_MAX)
 

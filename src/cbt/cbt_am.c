@@ -22,7 +22,7 @@
 #include "cbt_agg.h"
 #include "cbt_am.h"
 #include "cbt_groups.h"
-#include "cbt_round.h"
+#include "cbt_consolidate.h"
 #include "common/base64.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"

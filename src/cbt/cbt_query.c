@@ -13,7 +13,7 @@
 #include "catalog/pg_class.h"
 #include "cbt.h"
 #include "cbt_am.h"
-#include "cbt_round.h"
+#include "cbt_consolidate.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "ss_changelog.h"

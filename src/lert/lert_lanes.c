@@ -29,7 +29,7 @@
 #include "postgres.h"
 
 #include "lert.h"
-#include "lert_round.h"
+#include "lert_consolidate.h"
 #include "miscadmin.h"
 #include "ss_changelog.h"
 #include "storage/lmgr.h"

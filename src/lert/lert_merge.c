@@ -26,7 +26,7 @@
 #include "postgres.h"
 
 #include "lert.h"
-#include "lert_round.h"
+#include "lert_consolidate.h"
 #include "miscadmin.h"
 #include "storage/buffile.h"
 #include "streamsketch.h"

@@ -34,7 +34,7 @@
 #include "postgres.h"
 
 #include "lert.h"
-#include "lert_round.h"
+#include "lert_consolidate.h"
 #include "miscadmin.h"
 #include "ss_changelog.h"
 #include "ss_xlog.h"

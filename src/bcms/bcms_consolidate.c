@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * bcms_apply.c
+ * bcms_consolidate.c
  *	  Writing a bcms: consolidating committed updates and merged cms values
  *	  from the change log, flushing sub-buffers.
  *

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * bfile_round.c
+ * bfile_consolidate.c
  *	  A consolidation round of a bfile: the committed items of a range of
  *	  the change log drawn into the sample, discards and unrolls, one
  *	  install (docs/bfile.md, "The sample", "Transactions and rounds").

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * bloom_apply.c
+ * bloom_consolidate.c
  *	  Writing a bloom_filter: consolidating committed inserts from the
  *	  change log into each mode's pages, and flushing buffers.
  *

@@ -1,13 +1,13 @@
 /*-------------------------------------------------------------------------
  *
- * cbt_round.h
- *	  A consolidation round of a cbt (cbt_round.c), for the access
+ * cbt_consolidate.h
+ *	  A consolidation round of a cbt (cbt_consolidate.c), for the access
  *	  method's consolidate callback, cbt_finalize and VACUUM.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef CBT_ROUND_H
-#define CBT_ROUND_H
+#ifndef CBT_CONSOLIDATE_H
+#define CBT_CONSOLIDATE_H
 
 #include "postgres.h"
 
@@ -65,4 +65,4 @@ extern void cbt_round_records(CbtRound *r, SSConsolidation *c);
 extern int64 cbt_round_finalize(CbtRound *r);
 extern void cbt_round_end(CbtRound *r);
 
-#endif							/* CBT_ROUND_H */
+#endif							/* CBT_CONSOLIDATE_H */

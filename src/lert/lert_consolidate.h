@@ -1,13 +1,13 @@
 /*-------------------------------------------------------------------------
  *
- * lert_round.h
+ * lert_consolidate.h
  *	  A LERT consolidation round's state, shared by lert_consolidate.c
  *	  (records, level 0, installs) and lert_merge.c (flushes).
  *
  *-------------------------------------------------------------------------
  */
-#ifndef LERT_ROUND_H
-#define LERT_ROUND_H
+#ifndef LERT_CONSOLIDATE_H
+#define LERT_CONSOLIDATE_H
 
 #include "postgres.h"
 
@@ -83,4 +83,4 @@ extern bool lert_lane_run(Relation rel, uint32 cone, uint64 limit,
 extern void lert_flush_cone(LertRound *r, uint32 cone, uint64 logpos,
 							bool final, bool spill);
 
-#endif							/* LERT_ROUND_H */
+#endif							/* LERT_CONSOLIDATE_H */

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * cbt_round.c
+ * cbt_consolidate.c
  *	  Consolidation of a cbt: the change log is the root buffer, and a
  *	  round empties it into the tree (Algorithm 1 of the paper;
  *	  docs/cbt.md, "Transactions and rounds").
@@ -27,7 +27,7 @@
 #include "cbt.h"
 #include "cbt_agg.h"
 #include "cbt_groups.h"
-#include "cbt_round.h"
+#include "cbt_consolidate.h"
 #include "common/hashfn.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
