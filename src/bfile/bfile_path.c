@@ -47,7 +47,6 @@
 #include "utils/typcache.h"
 
 static const SSCustomMethods bfile_methods;
-static const CustomExecMethods bfile_exec_methods;
 
 /* A qual that bounds the time column: its clause and its btree strategy. */
 typedef struct TimeBound
@@ -133,8 +132,7 @@ static void
 add_window_path(PlannerInfo *root, RelOptInfo *rel, Relation relation,
 				List *bounds, Relids outer)
 {
-	CustomPath *cp = makeNode(CustomPath);
-	Relids		required = bms_union(outer, rel->lateral_relids);
+	CustomPath *cp;
 	BfileMeta  *m = palloc(sizeof(BfileMeta));
 	List	   *rinfos = NIL;
 	ListCell   *lc;
@@ -172,14 +170,7 @@ add_window_path(PlannerInfo *root, RelOptInfo *rel, Relation relation,
 	}
 	pfree(m);
 
-	cp->path.pathtype = T_CustomScan;
-	cp->path.parent = rel;
-	cp->path.pathtarget = rel->reltarget;
-	cp->path.param_info = get_baserel_parampathinfo(root, rel, required);
-	cp->path.parallel_aware = false;
-	/* a worker lacks the leader's pending rows, which the window reads */
-	cp->path.parallel_safe = false;
-	cp->path.rows = cp->path.param_info ? cp->path.param_info->ppi_rows : rel->rows;
+	cp = ss_custom_scan_path(root, rel, outer, &bfile_methods.path);
 
 	/*
 	 * The window is read whole before its first row (into a tuplestore):
@@ -193,9 +184,6 @@ add_window_path(PlannerInfo *root, RelOptInfo *rel, Relation relation,
 	cp->path.total_cost = cp->path.startup_cost +
 		clamp_row_est(sel * rel->tuples) * (cpu_tuple_cost + qcost.per_tuple) +
 		cp->path.rows * rel->reltarget->cost.per_tuple;
-	/* ExecScan projects */
-	cp->flags = CUSTOMPATH_SUPPORT_PROJECTION;
-	cp->methods = &bfile_methods.path;
 	add_path(rel, &cp->path);
 }
 
@@ -272,76 +260,44 @@ bfile_plan_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	return &cscan->scan.plan;
 }
 
+/*
+ * The lookup state (ss_planner.h) evaluates the bounds' values (its keys);
+ * the window of rows they give is read once per scan or rescan.
+ */
 typedef struct BfileWindowState
 {
-	CustomScanState css;
-	int			nbounds;
-	ExprState **value;			/* per bound */
-	int		   *strategy;
-	MemoryContext wincxt;		/* the window's rows and reads, until a rescan */
-	Tuplestorestate *rows;		/* NULL: not read yet */
+	SSLookupState ls;
+	Tuplestorestate *rows;		/* in ls.keycxt; NULL: not read yet */
 	TupleTableSlot *row_slot;
 } BfileWindowState;
 
-static Node *
-bfile_create_state(CustomScan *cscan)
-{
-	BfileWindowState *ws = (BfileWindowState *) newNode(sizeof(BfileWindowState),
-														T_CustomScanState);
-
-	ws->css.methods = &bfile_exec_methods;
-	return (Node *) ws;
-}
-
-static void
-bfile_begin(CustomScanState *node, EState *estate, int eflags)
-{
-	BfileWindowState *ws = (BfileWindowState *) node;
-	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
-	Relation	rel = node->ss.ss_currentRelation;
-	ListCell   *lc;
-	int			k = 0;
-
-	ws->nbounds = list_length(cscan->custom_exprs);
-	ws->value = palloc(sizeof(ExprState *) * ws->nbounds);
-	ws->strategy = palloc(sizeof(int) * ws->nbounds);
-	foreach(lc, cscan->custom_exprs)
-	{
-		OpExpr	   *op = lfirst_node(OpExpr, lc);
-
-		ws->value[k] = ExecInitExpr(list_nth(op->args,
-											 list_nth_int(cscan->custom_private, k)),
-									&node->ss.ps);
-		ws->strategy[k] = list_nth_int(cscan->custom_private, ws->nbounds + k);
-		k++;
-	}
-	ws->wincxt = AllocSetContextCreate(CurrentMemoryContext, "bfile window",
-									   ALLOCSET_DEFAULT_SIZES);
-	ws->row_slot = ExecAllocTableSlot(&estate->es_tupleTable,
-									  RelationGetDescr(rel), &TTSOpsMinimalTuple);
-}
-
 /*
  * The window [*lo, *hi] the bounds give, as time keys; false if empty
- * (a NULL bound, or bounds that exclude each other).
+ * (a NULL bound, or bounds that exclude each other).  The bounds'
+ * strategies follow their argument numbers in custom_private
+ * (bfile_plan_path).
  */
 static bool
 window_bounds(BfileWindowState *ws, int64 *lo, int64 *hi)
 {
-	ExprContext *econtext = ws->css.ss.ps.ps_ExprContext;
+	ExprContext *econtext = ws->ls.css.ss.ps.ps_ExprContext;
+	List	   *private = ((CustomScan *) ws->ls.css.ss.ps.plan)->custom_private;
+	int			nbounds = ws->ls.nkeys;
 
 	*lo = PG_INT64_MIN;
 	*hi = PG_INT64_MAX;
-	for (int k = 0; k < ws->nbounds; k++)
+	for (int k = 0; k < nbounds; k++)
 	{
 		bool		isnull;
-		Datum		d = ExecEvalExprSwitchContext(ws->value[k], econtext, &isnull);
+		Datum		d = ExecEvalExprSwitchContext(ws->ls.value[k], econtext,
+												  &isnull);
+		int			strategy = list_nth_int(private, nbounds + k);
 		int64		key;
 
 		if (isnull)
 			return false;
-		key = bfile_time_key(exprType((Node *) ws->value[k]->expr), d);
-		switch (ws->strategy[k])
+		key = bfile_time_key(exprType((Node *) ws->ls.value[k]->expr), d);
+		switch (strategy)
 		{
 			case BTLessStrategyNumber:
 				if (key == PG_INT64_MIN)
@@ -365,7 +321,7 @@ window_bounds(BfileWindowState *ws, int64 *lo, int64 *hi)
 				break;
 			default:
 				elog(ERROR, "unexpected strategy %d of a bfile window bound",
-					 ws->strategy[k]);
+					 strategy);
 		}
 	}
 	return *lo <= *hi;
@@ -380,9 +336,18 @@ bfile_window_next(ScanState *ss)
 	TupleTableSlot *slot = ss->ss_ScanTupleSlot;
 
 	ExecClearTuple(slot);
+	if (ws->row_slot == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(ss->ps.state->es_query_cxt);
+
+		ws->row_slot = ExecAllocTableSlot(&ss->ps.state->es_tupleTable,
+										  RelationGetDescr(rel),
+										  &TTSOpsMinimalTuple);
+		MemoryContextSwitchTo(old);
+	}
 	if (ws->rows == NULL)
 	{
-		MemoryContext old = MemoryContextSwitchTo(ws->wincxt);
+		MemoryContext old = MemoryContextSwitchTo(ws->ls.keycxt);
 		int64		lo,
 					hi;
 
@@ -392,64 +357,36 @@ bfile_window_next(ScanState *ss)
 		MemoryContextSwitchTo(old);
 	}
 	if (tuplestore_gettupleslot(ws->rows, true, false, ws->row_slot))
-	{
 		ExecCopySlot(slot, ws->row_slot);
-		slot->tts_tableOid = RelationGetRelid(rel);
-	}
 	return slot;
 }
 
-static TupleTableSlot *
-bfile_exec(CustomScanState *node)
-{
-	return ExecScan(&node->ss, bfile_window_next, ss_scan_recheck_none);
-}
-
-/* The window's rows and what reading them left (a temporary file too). */
+/* SSLookupState.forget: the window's rows (a temporary file too) */
 static void
-window_forget(BfileWindowState *ws)
+window_forget(SSLookupState *ls)
 {
+	BfileWindowState *ws = (BfileWindowState *) ls;
+
 	if (ws->rows)
 		tuplestore_end(ws->rows);
 	ws->rows = NULL;
-	ExecClearTuple(ws->row_slot);
-	MemoryContextReset(ws->wincxt);
+	if (ws->row_slot)
+		ExecClearTuple(ws->row_slot);
 }
 
-static void
-bfile_end(CustomScanState *node)
+static Node *
+bfile_create_state(CustomScan *cscan)
 {
-	ExecClearTuple(node->ss.ss_ScanTupleSlot);
-	window_forget((BfileWindowState *) node);
-}
+	BfileWindowState *ws = (BfileWindowState *)
+		ss_lookup_create_state(sizeof(BfileWindowState), bfile_window_next,
+							   "Time Range");
 
-/* new parameter values (a nested loop's next outer row): a new window */
-static void
-bfile_rescan(CustomScanState *node)
-{
-	ExecClearTuple(node->ss.ss_ScanTupleSlot);
-	window_forget((BfileWindowState *) node);
-	ExecScanReScan(&node->ss);
-}
-
-static void
-bfile_explain(CustomScanState *node, List *ancestors, ExplainState *es)
-{
-	ss_explain_exprs(node, ancestors, es, "Time Range",
-					 ((CustomScan *) node->ss.ps.plan)->custom_exprs);
+	ws->ls.forget = window_forget;
+	return (Node *) ws;
 }
 
 static const SSCustomMethods bfile_methods =
 	SS_CUSTOM_METHODS("bfile window", bfile_plan_path, bfile_create_state);
-
-static const CustomExecMethods bfile_exec_methods = {
-	.CustomName = "bfile window",
-	.BeginCustomScan = bfile_begin,
-	.ExecCustomScan = bfile_exec,
-	.EndCustomScan = bfile_end,
-	.ReScanCustomScan = bfile_rescan,
-	.ExplainCustomScan = bfile_explain,
-};
 
 const SSPathOps bfile_path_ops = {
 	.add_paths = bfile_add_paths,

@@ -474,6 +474,29 @@ outer_loops(PlannerInfo *root, Relids outer)
 	return Max(loops, 1);
 }
 
+CustomPath *
+ss_custom_scan_path(PlannerInfo *root, RelOptInfo *rel, Relids outer,
+					const CustomPathMethods *methods)
+{
+	CustomPath *cp = makeNode(CustomPath);
+
+	cp->path.pathtype = T_CustomScan;
+	cp->path.parent = rel;
+	cp->path.pathtarget = rel->reltarget;
+	cp->path.param_info =
+		get_baserel_parampathinfo(root, rel,
+								  bms_union(outer, rel->lateral_relids));
+	cp->path.parallel_aware = false;
+	/* a worker lacks the leader's pending rows, which the scan reads */
+	cp->path.parallel_safe = false;
+	cp->path.rows = cp->path.param_info ? cp->path.param_info->ppi_rows :
+		rel->rows;
+	/* ExecScan projects */
+	cp->flags = CUSTOMPATH_SUPPORT_PROJECTION;
+	cp->methods = methods;
+	return cp;
+}
+
 /*
  * Add a lookup path of n lookups, parameterized by outer (or none), plus
  * extra_cost once per scan.  Each lookup descends levels pages that all
@@ -488,22 +511,12 @@ ss_add_lookup_path(PlannerInfo *root, RelOptInfo *rel, Relids outer,
 				   double n, double levels, double pages, Cost extra_cost,
 				   const CustomPathMethods *methods)
 {
-	CustomPath *cp = makeNode(CustomPath);
-	Relids		required = bms_union(outer, rel->lateral_relids);
-	double		loops = outer_loops(root, required);
+	CustomPath *cp = ss_custom_scan_path(root, rel, outer, methods);
+	double		loops = outer_loops(root, PATH_REQ_OUTER(&cp->path));
 	double		fetched;
 	QualCost	qcost;
 
-	cp->path.pathtype = T_CustomScan;
-	cp->path.parent = rel;
-	cp->path.pathtarget = rel->reltarget;
-	cp->path.param_info = get_baserel_parampathinfo(root, rel, required);
-	cp->path.parallel_aware = false;
-	/* a worker lacks the leader's pending rows, which a lookup reads */
-	cp->path.parallel_safe = false;
-	cp->path.rows = clamp_row_est(Min(n, cp->path.param_info ?
-									  cp->path.param_info->ppi_rows : rel->rows));
-
+	cp->path.rows = clamp_row_est(Min(n, cp->path.rows));
 	fetched = index_pages_fetched(n * pages * loops, Max(rel->pages, 1),
 								  Max(rel->pages, 1), root) / loops;
 	cost_qual_eval(&qcost, rel->baserestrictinfo, root);
@@ -513,9 +526,6 @@ ss_add_lookup_path(PlannerInfo *root, RelOptInfo *rel, Relids outer,
 		n * ((levels + 1) * 50.0 * cpu_operator_cost + cpu_tuple_cost) +
 		cp->path.rows * (qcost.per_tuple + rel->reltarget->cost.per_tuple) +
 		extra_cost;
-	/* ExecScan projects */
-	cp->flags = CUSTOMPATH_SUPPORT_PROJECTION;
-	cp->methods = methods;
 	add_path(rel, &cp->path);
 }
 
@@ -762,7 +772,11 @@ lookup_exec(CustomScanState *node)
 static void
 lookup_end(CustomScanState *node)
 {
+	SSLookupState *ls = (SSLookupState *) node;
+
 	ExecClearTuple(node->ss.ss_ScanTupleSlot);
+	if (ls->forget)
+		ls->forget(ls);
 }
 
 /* new parameter values (a nested loop's next outer row): new keys */
@@ -771,7 +785,7 @@ lookup_rescan(CustomScanState *node)
 {
 	SSLookupState *ls = (SSLookupState *) node;
 
-	ExecClearTuple(node->ss.ss_ScanTupleSlot);
+	lookup_end(node);
 	MemoryContextReset(ls->rowcxt);
 	MemoryContextReset(ls->keycxt);
 	ls->ready = false;

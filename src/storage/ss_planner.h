@@ -99,6 +99,14 @@ extern List *ss_lookup_outers(PlannerInfo *root, RelOptInfo *rel,
 							  const AttrNumber *attnos, int nkeys,
 							  List **joins);
 extern double ss_lookup_count(const SSColumnClause *keys, int nkeys);
+/*
+ * A custom scan path of rel, parameterized by outer (or none), not
+ * parallel-safe, projecting, of as many rows as the parameterization
+ * leaves; the caller costs it and adds it.
+ */
+extern CustomPath *ss_custom_scan_path(PlannerInfo *root, RelOptInfo *rel,
+									   Relids outer,
+									   const CustomPathMethods *methods);
 extern void ss_add_lookup_path(PlannerInfo *root, RelOptInfo *rel,
 							   Relids outer, double n, double levels,
 							   double pages, Cost extra_cost,
@@ -136,6 +144,8 @@ typedef struct SSLookupState
 	bool	   *keynulls;
 	ExecScanAccessMtd next;		/* the structure's: the next row */
 	const char *label;			/* EXPLAIN's, of the key clauses */
+	/* optional: drop what next kept, at a rescan and the end */
+	void		(*forget) (struct SSLookupState *ls);
 } SSLookupState;
 
 extern Node *ss_lookup_create_state(Size size, ExecScanAccessMtd next,
