@@ -469,4 +469,79 @@ qf_fingerprint_join(uint64 page, uint32 quotient, uint64 remainder,
 	return fp << (64 - total);
 }
 
+/*
+ * Fingerprints sized to a capacity.  A filter of N home slots (any
+ * number) and r remainder bits has the fingerprint space M = N * 2^r: a
+ * hash h maps to y = floor(h * M / 2^64) (a range reduction by one
+ * multiply), its quotient is y >> r and its remainder the low r bits of y.
+ * M is given as mult * 2^exp (mult odd or 1): a level of N * 2^j home slots
+ * and r - j remainder bits has the same M and the same y for every hash,
+ * so the levels of one filter merge and grow without rehashing.  With
+ * mult = 1, y is the top exp bits of h, the bit split above.
+ */
+#ifndef HAVE_INT128
+#error "quotient filters need a 128-bit integer type"
+#endif
+
+/* Whether mult * 2^exp is a fingerprint space the map handles (<= 2^64). */
+static inline bool
+qf_space_valid(uint64 mult, int exp)
+{
+	return mult >= 1 && exp >= 0 && exp <= 64 &&
+		(exp == 64 ? mult == 1 : mult <= (PG_UINT64_MAX >> exp));
+}
+
+/* y of hash h in the space mult * 2^exp (qf_space_valid). */
+static inline uint64
+qf_space_y(uint64 h, uint64 mult, int exp)
+{
+	if (mult == 1)
+		return exp == 0 ? 0 : h >> (64 - exp);
+	return (uint64) (((uint128) h * mult) >> (64 - exp));
+}
+
+/*
+ * The smallest hash whose y is y: the 64-bit value that stands for the
+ * fingerprint where fingerprints are compared or passed between levels and
+ * filters (with mult = 1, y in the top bits), increasing with y.
+ */
+static inline uint64
+qf_space_hash(uint64 y, uint64 mult, int exp)
+{
+	if (mult == 1)
+		return exp == 0 ? 0 : y << (64 - exp);
+	return (uint64) ((((uint128) y << (64 - exp)) + (mult - 1)) / mult);
+}
+
+/* The hash standing for h's fingerprint (qf_space_hash of its y). */
+static inline uint64
+qf_space_fp(uint64 h, uint64 mult, int exp)
+{
+	if (mult == 1)
+		return exp == 0 ? 0 : h & ~qf_mask(64 - exp);
+	return qf_space_hash(qf_space_y(h, mult, exp), mult, exp);
+}
+
+/*
+ * Split y into (page, quotient in the page, remainder) for pages of nhome
+ * home slots and rbits remainder bits, and back.
+ */
+static inline void
+qf_space_split(uint64 y, int rbits, uint32 nhome, uint64 *page,
+			   uint32 *quotient, uint64 *remainder)
+{
+	uint64		q = y >> rbits;
+
+	*remainder = y & qf_mask(rbits);
+	*page = q / nhome;
+	*quotient = (uint32) (q - *page * nhome);
+}
+
+static inline uint64
+qf_space_join(uint64 page, uint32 quotient, uint64 remainder, int rbits,
+			  uint32 nhome)
+{
+	return ((page * nhome + quotient) << rbits) | (remainder & qf_mask(rbits));
+}
+
 #endif							/* QF_H */

@@ -584,6 +584,100 @@ test_legacy(void)
 	printf("  legacy layout: geometries, contents and copies ok\n");
 }
 
+/*
+ * The fingerprint space M = mult * 2^exp (qf.h): y is monotone in the
+ * hash and below M; the hash standing for y maps back to y and is the
+ * smallest such hash; a level of twice the home slots and one remainder bit
+ * less has the same y; the split by pages of any number of home slots and
+ * the join are inverse, across page boundaries; mult = 1 is the bit split.
+ */
+static void
+test_space(void)
+{
+	static const uint64 mults[] = {1, 3, 5, 151, 823, 1023, 52723, 90601};
+	static const uint32 homes[] = {2, 3, 11, 63, 64, 65, 1053, 4320, 7008};
+
+	for (int mi = 0; mi < (int) lengthof(mults); mi++)
+	{
+		uint64		mult = mults[mi];
+
+		if (mult > 1 && (mult & 1) == 0)
+			continue;
+		for (int exp = 1; exp <= 64; exp++)
+		{
+			uint64		prev_h = 0;
+			uint64		prev_y = 0;
+
+			if (!qf_space_valid(mult, exp))
+				continue;
+			for (int i = 0; i < 2000; i++)
+			{
+				uint64		h = i < 4 ? (uint64[]) {0, 1, PG_UINT64_MAX, PG_UINT64_MAX - 1}[i] : rng();
+				uint64		y = qf_space_y(h, mult, exp);
+				uint64		back = qf_space_hash(y, mult, exp);
+
+				if (mult > 1 && y >= mult << exp)
+					FAIL("y " UINT64_FORMAT " out of the space " UINT64_FORMAT " * 2^%d", y, mult, exp);
+				if (back > h || qf_space_y(back, mult, exp) != y ||
+					(back > 0 && qf_space_y(back - 1, mult, exp) == y))
+					FAIL("hash of y " UINT64_FORMAT " (mult " UINT64_FORMAT ", exp %d) is not its smallest", y, mult, exp);
+				if (qf_space_fp(h, mult, exp) != back)
+					FAIL("qf_space_fp differs from the hash of y");
+				if (i > 4 && ((h > prev_h && y < prev_y) || (h < prev_h && y > prev_y)))
+					FAIL("y is not monotone in the hash");
+				prev_h = h;
+				prev_y = y;
+				if (mult == 1 && exp < 64 && y != h >> (64 - exp))
+					FAIL("mult 1 is not the top %d bits", exp);
+				for (int hi = 0; hi < (int) lengthof(homes); hi++)
+				{
+					for (int rbits = 1; rbits <= Min(exp, 20); rbits += 3)
+					{
+						uint64		page;
+						uint64		page2;
+						uint32		q;
+						uint32		q2;
+						uint64		r;
+						uint64		r2;
+
+						qf_space_split(y, rbits, homes[hi], &page, &q, &r);
+						if (q >= homes[hi] ||
+							qf_space_join(page, q, r, rbits, homes[hi]) != y)
+							FAIL("split/join of y at %u home slots per page", homes[hi]);
+						/* doubled pages of the same home slots, one bit less */
+						if (rbits > 1)
+						{
+							qf_space_split(y, rbits - 1, homes[hi], &page2, &q2, &r2);
+							if (page2 / 2 != page)
+								FAIL("a grown level's page is not within its page");
+						}
+					}
+				}
+			}
+			/* page boundaries: the last and first fingerprint of a page */
+			for (int hi = 0; hi < (int) lengthof(homes); hi++)
+			{
+				uint64		y = ((uint64) homes[hi] << 1);	/* page 1 quotient 0, rbits 1 */
+				uint64		page;
+				uint32		q;
+				uint64		r;
+
+				if (mult > 1 && y >= mult << exp)
+					continue;
+				if (mult == 1 && exp < 64 && y >> exp != 0)
+					continue;
+				qf_space_split(y, 1, homes[hi], &page, &q, &r);
+				if (page != 1 || q != 0 || r != 0)
+					FAIL("first fingerprint of page 1");
+				qf_space_split(y - 1, 1, homes[hi], &page, &q, &r);
+				if (page != 0 || q != homes[hi] - 1 || r != 1)
+					FAIL("last fingerprint of page 0");
+			}
+		}
+	}
+	printf("fingerprint space: ok\n");
+}
+
 int
 main(void)
 {
@@ -595,6 +689,7 @@ main(void)
 	test_positions();
 	test_merges();
 	test_legacy();
+	test_space();
 	printf("all quotient filter layout tests passed\n");
 	return 0;
 }
