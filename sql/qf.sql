@@ -302,3 +302,22 @@ SELECT items, total_count FROM qf_info('qf_sat');
 SELECT qf_count('qf_sat', 1), qf_count('qf_sat', 2), qf_count('qf_sat', 4);
 -- prepared transactions (two-phase commit) are tested in twophase.sql
 DROP TABLE qf_sat;
+
+-- sized to the capacity: filled to it, a quotient_filter has not grown,
+-- is 85% to 95% full (its pages round up), within its fp_rate, and takes
+-- at most 1.15 times the pages of a plain bloom_filter of the same
+-- capacity and fp_rate
+SELECT qf_create('qsz_' || f, 'int8', capacity => 100000, fp_rate => 1.0 / f),
+	   bloom_create('bsz_' || f, 'int8', capacity => 100000, fp_rate => 1.0 / f,
+					mode => 'plain')
+FROM (VALUES (64), (512), (4096)) v(f);
+INSERT INTO qsz_64 SELECT hashint8extended(g, 0) FROM generate_series(1, 100000) g;
+INSERT INTO qsz_512 SELECT hashint8extended(g, 0) FROM generate_series(1, 100000) g;
+INSERT INTO qsz_4096 SELECT hashint8extended(g, 0) FROM generate_series(1, 100000) g;
+SELECT qf_flush('qsz_64') > 0, qf_flush('qsz_512') > 0, qf_flush('qsz_4096') > 0;
+SELECT f, q.resizes AS grown, q.load_factor BETWEEN 0.85 AND 0.95 AS near_full,
+	   q.false_positive_rate <= 1.0 / f AS within_fp,
+	   q.pages <= 1.15 * b.pages AS within_bloom
+FROM (VALUES (64), (512), (4096)) v(f),
+	 qf_info(('qsz_' || f)::regclass) q, bloom_info(('bsz_' || f)::regclass) b;
+DROP TABLE qsz_64, qsz_512, qsz_4096, bsz_64, bsz_512, bsz_4096;
