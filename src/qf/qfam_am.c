@@ -243,9 +243,10 @@ qfam_level_shape_in(QfamLevel *lv, uint32 fp_bits, uint32 t, uint32 layout,
 	int			rbits = (int) fp_bits - (int) t;
 	bool		ok = rbits >= 1 && rbits <= QF_MAX_RBITS;
 
+	/* layout 3 checks its page geometry below */
 	if (ok && layout == QFAM_LAYOUT_LEGACY)
 		ok = qf_geom_init_legacy(&g, rbits, QF_PAGE_AREA_BYTES);
-	else if (ok)
+	else if (ok && layout != QFAM_LAYOUT_SIZED)
 		ok = qf_geom_init(&g, rbits, QF_PAGE_AREA_BYTES);
 	if (!ok)
 		ereport(ERROR,
