@@ -545,4 +545,43 @@ qf_space_join(uint64 page, uint32 quotient, uint64 remainder, int rbits,
 	return ((page * nhome + quotient) << rbits) | (remainder & qf_mask(rbits));
 }
 
+/*
+ * Sizing to a capacity, shared by the sized quotient_filter tables and the
+ * qfilter type so that both get the same fingerprint space for the same
+ * capacity and rate (and qf_merge_value is exact).  The base is P areas of
+ * nhome home slots at rbits remainder bits, M = P * nhome * 2^rbits:
+ * nhome = what qf_geom_init gives at rbits (areas as full as their slack
+ * allows) and P = ceil(ceil(capacity / QF_MAX_LOAD) / nhome) rounded up to
+ * QF_SIZED_SIG_BITS significant bits (at most 0.1% more), so that nearby
+ * capacities share their space; below one area, one area of
+ * ceil(capacity / QF_MAX_LOAD) home slots rounded likewise.  False if
+ * rbits has no area geometry or P would exceed 2^max_page_bits.
+ */
+#define QF_SIZED_SIG_BITS	10
+
+extern bool qf_sized_base(int64 capacity, int rbits, Size area_bytes,
+						  int max_page_bits, uint64 *pages, uint32 *nhome);
+
+/* M = n * 2^rbits as mult * 2^exp, mult odd (n >= 1). */
+static inline void
+qf_space_of(uint64 n, int rbits, uint64 *mult, int *exp)
+{
+	int			z = pg_rightmost_one_pos64(n);
+
+	*mult = n >> z;
+	*exp = rbits + z;
+}
+
+/*
+ * The canonical shape of a filter of the space mult * 2^exp at rbits
+ * remainder bits in areas of area_bytes: its M / 2^rbits home slots in the
+ * fewest areas that divide them evenly with at most what qf_geom_init
+ * gives per area (and QF_MAX_HOME).  A function of (M, rbits) alone, so
+ * filters of one space agree on it whatever their history.  False if
+ * rbits > exp, rbits has no area geometry or it takes more than max_pages
+ * areas.
+ */
+extern bool qf_space_shape(uint64 mult, int exp, int rbits, Size area_bytes,
+						   uint64 max_pages, uint32 *nhome, uint64 *npages);
+
 #endif							/* QF_H */

@@ -111,9 +111,6 @@ typedef struct QfamParams
  */
 #define QFAM_LAYOUT_SIZED	3
 
-/* Significant bits the base page count P is rounded up to. */
-#define QFAM_SIZED_PAGE_BITS	10
-
 /*
  * A level holds 2^t home slots: 2^page_bits pages of 2^slot_bits home slots
  * with rbits = fp_bits - t remainder bits.  Layout 3 (see above) keeps its

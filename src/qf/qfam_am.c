@@ -93,45 +93,15 @@ qfam_level_geom(const QfamLevel *lv, QfGeom *g)
 
 /*
  * Pages P and home slots per page of the first level of a layout-3
- * filter: enough for the capacity at QFAM_MAX_LOAD, pages as full as their
- * slack allows, P rounded up to QFAM_SIZED_PAGE_BITS significant bits (at
- * most 0.1% more) so that filters of nearby capacities share their
- * fingerprint space and can be merged.  A filter of one page has as many
- * home slots as the capacity needs, rounded up likewise: not more than a
- * qfilter of that capacity (2^t home slots), whose fingerprints then fit
- * (qf_merge_value).  False for other layouts or invalid parameters.
+ * filter: qf_sized_base, the sizing a qfilter of the same capacity and
+ * rate shares.  False for other layouts or invalid parameters.
  */
 static bool
 qfam_sized_base(const QfamParams *p, uint64 *pages, uint32 *nhome)
 {
-	uint32		full;
-	double		need;
-	uint64		n;
-	int			shift;
-
-	if (p->layout != QFAM_LAYOUT_SIZED)
-		return false;
-	full = qfam_sized_nhome((int) p->fp_bits);
-	need = ceil((double) p->capacity / QFAM_MAX_LOAD);
-	if (full == 0 || !(need <= ldexp(full, QFAM_MAX_PAGE_BITS)))
-		return false;
-	if (need <= full)
-	{
-		*pages = 1;
-		n = (uint64) Max(need, QF_MIN_HOME);
-	}
-	else
-	{
-		*nhome = full;
-		n = (uint64) ceil(need / full);
-	}
-	shift = Max(pg_leftmost_one_pos64(n) + 1 - QFAM_SIZED_PAGE_BITS, 0);
-	n = ((n + ((UINT64CONST(1) << shift) - 1)) >> shift) << shift;
-	if (need <= full)
-		*nhome = (uint32) Min(n, full);
-	else
-		*pages = n;
-	return *pages <= ((uint64) 1 << QFAM_MAX_PAGE_BITS);
+	return p->layout == QFAM_LAYOUT_SIZED &&
+		qf_sized_base(p->capacity, (int) p->fp_bits, QF_PAGE_AREA_BYTES,
+					  QFAM_MAX_PAGE_BITS, pages, nhome);
 }
 
 /*
@@ -153,8 +123,6 @@ qfam_space_info(const QfamParams *p)
 {
 	static QfamSpaceInfo last;
 	static bool have_last = false;
-	uint64		n;
-	int			z;
 
 	if (have_last && memcmp(p, &last.p, sizeof(*p)) == 0)
 		return &last;
@@ -168,10 +136,8 @@ qfam_space_info(const QfamParams *p)
 		if (!qfam_sized_base(p, &last.base_pages, &last.nhome))
 			elog(ERROR, "invalid quotient filter parameters: capacity " INT64_FORMAT ", %u remainder bits",
 				 p->capacity, p->fp_bits);
-		n = last.base_pages * last.nhome;
-		z = pg_rightmost_one_pos64(n);
-		last.mult = n >> z;
-		last.exp = (int) p->fp_bits + z;
+		qf_space_of(last.base_pages * last.nhome, (int) p->fp_bits,
+					&last.mult, &last.exp);
 	}
 	have_last = true;
 	return &last;

@@ -678,6 +678,76 @@ test_space(void)
 	printf("fingerprint space: ok\n");
 }
 
+/*
+ * Sizing to a capacity: the base covers the capacity at QF_MAX_LOAD with
+ * full areas and P of at most 10 significant bits; the canonical shape of
+ * its space at the base's remainder bits is the base itself; every shape
+ * of the space, grown remainder bit by remainder bit, holds M / 2^rbits
+ * home slots in areas that fit; a power-of-two space gives power-of-two
+ * areas (the earlier qfilter geometry).
+ */
+static void
+test_sizing(void)
+{
+	static const int64 caps[] = {1, 2, 100, 1000, 4000, 4321, 10000, 100000,
+	1000000, 12345678, 1000000000};
+
+	for (int ci = 0; ci < (int) lengthof(caps); ci++)
+	{
+		for (int rbits = 1; rbits <= 20; rbits++)
+		{
+			uint64		pages;
+			uint32		nhome;
+			uint64		mult;
+			int			exp;
+			QfGeom		g;
+
+			if (!qf_sized_base(caps[ci], rbits, QF_PAGE_AREA_BYTES, 27,
+							   &pages, &nhome))
+				FAIL("no base for capacity " INT64_FORMAT " at %d bits", caps[ci], rbits);
+			if (!qf_geom_init(&g, rbits, QF_PAGE_AREA_BYTES) || nhome > g.nhome ||
+				(pages > 1 && nhome != g.nhome) ||
+				QF_MAX_LOAD * (double) pages * nhome < (double) caps[ci] ||
+				pg_leftmost_one_pos64(pages) - pg_rightmost_one_pos64(pages) >= QF_SIZED_SIG_BITS)
+				FAIL("base of capacity " INT64_FORMAT " at %d bits: " UINT64_FORMAT " x %u",
+					 caps[ci], rbits, pages, nhome);
+			qf_space_of(pages * nhome, rbits, &mult, &exp);
+			for (int r = rbits; r >= 1; r--)
+			{
+				uint32		h;
+				uint64		np;
+
+				if (!qf_space_shape(mult, exp, r, QF_PAGE_AREA_BYTES,
+									(uint64) 1 << 27, &h, &np))
+				{
+					if (r == rbits)
+						FAIL("no shape of the base's space");
+					break;
+				}
+				if (r == rbits && (np != pages || h != nhome))
+					FAIL("shape " UINT64_FORMAT " x %u is not the base " UINT64_FORMAT " x %u",
+						 np, h, pages, nhome);
+				if (!qf_geom_init(&g, r, QF_PAGE_AREA_BYTES) || h > g.nhome ||
+					qf_space_join(np - 1, h - 1, qf_mask(r), r, h) !=
+					(mult << exp) - 1)
+					FAIL("shape at %d bits does not cover the space", r);
+			}
+		}
+	}
+	for (int exp = 2; exp <= 40; exp++)
+		for (int r = 1; r < exp && r <= 20; r++)
+		{
+			uint32		h;
+			uint64		np;
+
+			if (qf_space_shape(1, exp, r, QF_PAGE_AREA_BYTES, (uint64) 1 << 16,
+							   &h, &np) &&
+				((h & (h - 1)) != 0 || (np & (np - 1)) != 0))
+				FAIL("power-of-two space at %d bits gives %u x " UINT64_FORMAT, r, h, np);
+		}
+	printf("sizing: ok\n");
+}
+
 int
 main(void)
 {
@@ -690,6 +760,7 @@ main(void)
 	test_merges();
 	test_legacy();
 	test_space();
+	test_sizing();
 	printf("all quotient filter layout tests passed\n");
 	return 0;
 }
