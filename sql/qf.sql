@@ -292,6 +292,23 @@ SELECT qf_merge_value('from_value', qfilter_agg(i, 100000, 0.001)) FROM generate
 SELECT qf_merge_value('from_value', qfilter_agg(i::text, 100000, 0.001)) FROM generate_series(1, 10) i;
 \echo :LAST_ERROR_SQLSTATE
 
+-- a qfilter of the table's capacity and rate has the table's fingerprint
+-- space (sized, not a power of two): merged, every key, present or not,
+-- has the count of the same keys inserted directly
+SELECT qf_create('qf_direct', 'int8', capacity => 5000, fp_rate => 1.0/64);
+SELECT qf_create('qf_merged', 'int8', capacity => 5000, fp_rate => 1.0/64);
+INSERT INTO qf_direct SELECT (i % 3000)::int8 FROM generate_series(1, 6000) i;
+SELECT qf_merge_value('qf_merged', qfilter_agg((i % 3000)::int8, 5000, 1.0/64))
+FROM generate_series(1, 6000) i;
+SELECT (qf_info('qf_merged')).fingerprint_bits,
+	   (qfilter_info(qfilter_agg(1::int8, 5000, 1.0/64))).fingerprint_bits AS qfilter_bits,
+	   split_part(split_part(qfilter_agg(1::int8, 5000, 1.0/64)::text, ' space=', 2), ' ', 1) AS qfilter_space;
+SELECT count(*) FILTER (WHERE qf_count('qf_direct', k) <> qf_count('qf_merged', k)) AS differ,
+	   sum(qf_count('qf_merged', k)) FILTER (WHERE k < 3000) AS present_total,
+	   count(*) FILTER (WHERE k >= 3000 AND qf_count('qf_merged', k) > 0) > 0 AS some_fp
+FROM generate_series(0, 40000) k;
+DROP TABLE qf_direct, qf_merged;
+
 -- per-level and total counters saturate like the sketch counters
 SELECT qf_create('qf_sat', 'int', capacity => 1000, counted => true);
 INSERT INTO qf_sat VALUES (1, 9223372036854775807);

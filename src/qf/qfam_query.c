@@ -563,13 +563,16 @@ qf_merge_sql(PG_FUNCTION_ARGS)
  * qf_merge_value(filter, value qfilter): add every fingerprint of an
  * in-memory qfilter (with its count) to the table at commit.  A qfilter
  * built with the table's capacity and fp_rate has the table's fingerprint
- * bits; they are re-split for the table's levels, nothing is rehashed.
- * The qfilter's fingerprints are the top bits of the hash; a table sized
- * to its capacity (layout 3) has a space M of at most as many bits that is
- * not a power of two, where the hashes with one qfilter fingerprint have
- * one or two fingerprints y: both are added, so that no key of the qfilter
- * is missed (the second one is a false positive more, for about M/2^bits
- * of the fingerprints).
+ * space (qf_sized_base; for tables of the earlier layouts and qfilters of
+ * versions 1 and 2, 2^fp_bits); its fingerprints are the table's, passed
+ * as the smallest hash of each (qf_space_hash), nothing is rehashed.
+ *
+ * A qfilter of version 1 or 2 (space 2^fp_bits) into a table sized to its
+ * capacity (a space of at most as many bits that is not a power of two):
+ * the hashes of one qfilter fingerprint have one or two table
+ * fingerprints, and both are added, so that no key of the qfilter is
+ * missed (the second is one false positive more, for about M / 2^fp_bits
+ * of the fingerprints; the return value counts the qfilter's).
  */
 Datum
 qf_merge_value_sql(PG_FUNCTION_ARGS)
@@ -579,32 +582,41 @@ qf_merge_value_sql(PG_FUNCTION_ARGS)
 	QfamState  *st;
 	QfGeom		g;
 	int64		merged = 0;
-	uint32		fp_bits;
 	QfamSpace	sp;
+	bool		bridge;
 
 	refuse_merge_parent(PG_GETARG_OID(0), "qf_merge_value()");
 	rel = ss_sql_open_structure(PG_GETARG_OID(0), RowExclusiveLock,
 								"qf_merge_value()", ACL_INSERT,
 								&qfam_structure);
-	qf = (QFilterData *) PG_DETOAST_DATUM(PG_GETARG_DATUM(1));
+	qf = PG_GETARG_QFILTER_P(1);
 	qfilter_check(qf);
 	st = qfam_get_state(rel);
-	fp_bits = (uint32) qf->page_bits + qf->slot_bits + qf->rbits;
 	qfam_space(&st->p, &sp.mult, &sp.exp);
-	if ((sp.mult == 1 ? (uint32) sp.exp != fp_bits :
-		 (uint32) qfam_space_bits(sp.mult, sp.exp) > fp_bits) ||
+	bridge = qf->space_mult == 1 && sp.mult != 1;
+	if ((bridge ? qfam_space_bits(sp.mult, sp.exp) > qfilter_fp_bits(qf) :
+		 qfam_space_bits(sp.mult, sp.exp) != qfilter_fp_bits(qf)) ||
 		qf->seed != st->p.seed)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("cannot merge a qfilter into quotient filter \"%s\" with different fingerprints",
 						RelationGetRelationName(rel)),
-				 errdetail("The table has %d-bit fingerprints with seed %u, the qfilter %u-bit fingerprints with seed %u.",
-						   qfam_space_bits(sp.mult, sp.exp), st->p.seed, fp_bits, qf->seed),
+				 errdetail("The table has %d-bit fingerprints with seed %u, the qfilter %d-bit fingerprints with seed %u.",
+						   qfam_space_bits(sp.mult, sp.exp), st->p.seed,
+						   qfilter_fp_bits(qf), qf->seed),
+				 errhint("Build the qfilter with the table's capacity and false-positive rate.")));
+	if (!bridge && (sp.mult != qf->space_mult || sp.exp != qf->space_exp))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot merge a qfilter into quotient filter \"%s\" with different fingerprints",
+						RelationGetRelationName(rel)),
+				 errdetail("The table has fingerprints below " UINT64_FORMAT " * 2^%d, the qfilter below " UINT64_FORMAT " * 2^%d.",
+						   sp.mult, sp.exp, qf->space_mult, qf->space_exp),
 				 errhint("Build the qfilter with the table's capacity and false-positive rate.")));
 	ss_check_merge_key_type(qf->elemtype, "qfilter", rel, "quotient filter",
 							st->keytype);
 	qfilter_geom(qf, &g);
-	for (uint64 pg = 0; pg < ((uint64) 1 << qf->page_bits); pg++)
+	for (uint32 pg = 0; pg < qfilter_npages(qf); pg++)
 	{
 		QfIter		it;
 		uint32		q;
@@ -616,16 +628,19 @@ qf_merge_value_sql(PG_FUNCTION_ARGS)
 		while (qf_iter_next(&it, &q, &r, &c))
 		{
 			SSPendingKey key;
+			uint64		y = qf_space_join(pg, q, r, qf->rbits, qf->nhome);
 			uint64		last;
 
-			key.hash.h1 = qf_fingerprint_join(pg, q, r, qf->page_bits,
-											  qf->slot_bits, qf->rbits);
+			key.hash.h1 = qf_space_hash(y, qf->space_mult, qf->space_exp);
 			key.hash.h2 = 0;
 			key.weight = (int64) Min(c, (uint64) PG_INT64_MAX);
+			/* the table's fingerprint of the first hash of the qfilter's */
+			key.hash.h1 = qf_space_fp(key.hash.h1, sp.mult, sp.exp);
 			ss_pending_add(rel, SS_PENDING_KEY, &key, sizeof(key));
-			/* the last hash with this qfilter fingerprint */
-			last = key.hash.h1 | qf_mask(64 - (int) fp_bits);
-			if (qf_space_y(last, sp.mult, sp.exp) !=
+			/* and of its last one, if that is another (bridge only) */
+			last = qf_space_hash(y, qf->space_mult, qf->space_exp) |
+				qf_mask(64 - qf->space_exp);
+			if (bridge && qf_space_y(last, sp.mult, sp.exp) !=
 				qf_space_y(key.hash.h1, sp.mult, sp.exp))
 			{
 				key.hash.h1 = last;
