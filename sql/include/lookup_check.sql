@@ -2,7 +2,8 @@
 -- whether its answers with the lookup paths equal those with
 -- streamsketch.enable_lookup_scan off (the scans'), and the answers.
 -- Included by the regression tests of the plain SQL lookups.
-CREATE FUNCTION lookup_check(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+CREATE FUNCTION lookup_check(q text) RETURNS SETOF text LANGUAGE plpgsql
+SET search_path = public, pg_catalog AS $$
 DECLARE
 	r text;
 	a text;

@@ -647,6 +647,7 @@ lookup_remote_parent(FunctionCallInfo fcinfo, Relation parent,
 	kc.values = keys;
 	kc.isnull = keynulls;
 	kc.collations = collations;
+	kc.any_equality = false;
 	rels = ss_route_columns(parent, &cbt_structure, &kc);
 	if (list_length(rels) == 1)
 		ss_remote_rows(linitial(rels), fcinfo, NULL, desc,
@@ -714,6 +715,7 @@ lookup_parent(FunctionCallInfo fcinfo, Oid relid)
 	kc.values = keys;
 	kc.isnull = keynulls;
 	kc.collations = collations;
+	kc.any_equality = false;
 	rels = ss_route_columns(parent, &cbt_structure, &kc);
 	if (list_length(rels) == 1 && ss_is_remote(linitial(rels)))
 	{

@@ -140,109 +140,37 @@ open_leaves(Oid relid, Relation parent, const SSStructure *s, bool remote)
 }
 
 /*
- * The index in partdesc of the partition of partitioned table rel that
- * accepts key, a value of its partition key's only column, or -1: the
- * search get_partition_for_tuple makes for one non-NULL column.
- */
-static int
-partition_for_key(Relation rel, PartitionKey pkey, PartitionDesc partdesc,
-				  Datum key)
-{
-	PartitionBoundInfo bounds = partdesc->boundinfo;
-	int			part = -1;
-	bool		isnull = false;
-	bool		equal = false;
-	int			offset;
-
-	if (bounds == NULL)
-		return -1;				/* no partitions */
-	switch (pkey->strategy)
-	{
-		case PARTITION_STRATEGY_HASH:
-			{
-				uint64		hash = compute_partition_hash_value(1, pkey->partsupfunc,
-																pkey->partcollation,
-																&key, &isnull);
-
-				part = bounds->indexes[hash % get_hash_partition_greatest_modulus(bounds)];
-				break;
-			}
-		case PARTITION_STRATEGY_LIST:
-			offset = partition_list_bsearch(pkey->partsupfunc,
-											pkey->partcollation, bounds, key,
-											&equal);
-			if (offset >= 0 && equal)
-				part = bounds->indexes[offset];
-			break;
-		case PARTITION_STRATEGY_RANGE:
-			offset = partition_range_datum_bsearch(pkey->partsupfunc,
-												   pkey->partcollation,
-												   bounds, 1, &key, &equal);
-			part = bounds->indexes[offset + 1];
-			break;
-		default:
-			elog(ERROR, "unexpected partition strategy: %d",
-				 (int) pkey->strategy);
-	}
-	/* a hash bound always has a partition; others may fall to the default */
-	if (part < 0)
-		part = bounds->default_index;
-	return part;
-}
-
-/* Is rel partitioned by its first live column, the structure's key? */
-static bool
-partitioned_by_key(Relation rel, PartitionKey pkey)
-{
-	Form_pg_attribute att = key_column(RelationGetDescr(rel));
-
-	return pkey->partnatts == 1 && att != NULL &&
-		pkey->partattrs[0] == att->attnum;
-}
-
-/*
  * The leaves of partitioned table parent (opened, locked) that may hold
- * key: routed down while the levels are partitioned by the key, then
- * every leaf below.
+ * key, a value of the key column (the first live one): routed down while
+ * the levels are partitioned by that column, then every leaf below
+ * (route_columns).  The key is the structure's by its binary form, so
+ * any equality the partitioning compares with routes it: equal bytes go
+ * to one partition.
  */
+static List *route_columns(Relation parent, const SSStructure *s,
+						   const SSRouteKey *kc, bool remote_leaf,
+						   bool remote_all);
+
 static List *
 route_key(Relation parent, const SSStructure *s, Datum key, bool remote)
 {
-	Relation	level = parent;
+	Form_pg_attribute att = key_column(RelationGetDescr(parent));
+	const char *name;
+	bool		isnull = false;
+	Oid			collation;
+	SSRouteKey	kc;
 
-	for (;;)
-	{
-		PartitionKey pkey = RelationGetPartitionKey(level);
-		PartitionDesc partdesc;
-		int			part;
-		Oid			child;
-		bool		leaf;
-
-		CHECK_FOR_INTERRUPTS();
-		if (!partitioned_by_key(level, pkey))
-			break;
-		partdesc = RelationGetPartitionDesc(level, true);
-		part = partition_for_key(level, pkey, partdesc, key);
-		/* read before locking, which may rebuild level's relcache entry */
-		child = part >= 0 ? partdesc->oids[part] : InvalidOid;
-		leaf = part >= 0 && partdesc->is_leaf[part];
-		if (level != parent)
-			relation_close(level, NoLock);
-		if (part < 0)
-			return NIL;			/* no partition accepts the key */
-		LockRelationOid(child, AccessShareLock);
-		if (leaf)
-			return list_make1(open_leaf(child, parent, s, remote));
-		level = relation_open(child, NoLock);
-	}
-	if (level != parent)
-	{
-		Oid			relid = RelationGetRelid(level);
-
-		relation_close(level, NoLock);
-		return open_leaves(relid, parent, s, remote);
-	}
-	return open_leaves(RelationGetRelid(parent), parent, s, remote);
+	if (att == NULL)
+		return open_leaves(RelationGetRelid(parent), parent, s, remote);
+	name = NameStr(att->attname);
+	collation = att->attcollation;
+	kc.ncols = 1;
+	kc.names = &name;
+	kc.values = &key;
+	kc.isnull = &isnull;
+	kc.collations = &collation;
+	kc.any_equality = true;
+	return route_columns(parent, s, &kc, remote, remote);
 }
 
 static List *
@@ -711,7 +639,8 @@ partitioned_by_columns(Relation level, PartitionKey pkey,
 			if (strcmp(NameStr(att->attname), kc->names[j]) == 0)
 				break;
 		if (j == kc->ncols ||
-			!routes_as_grouped(pkey, i, att->atttypid, kc->collations[j]))
+			(!kc->any_equality &&
+			 !routes_as_grouped(pkey, i, att->atttypid, kc->collations[j])))
 			return false;
 		map[i] = j;
 	}
@@ -780,8 +709,14 @@ partition_for_values(PartitionKey pkey, PartitionDesc partdesc,
 	return part;
 }
 
-List *
-ss_route_columns(Relation parent, const SSStructure *s, const SSRouteKey *kc)
+/*
+ * ss_route_columns, the one leaf routed to opened with remote_leaf (a
+ * foreign table allowed), the leaves of a level not routed with
+ * remote_all.
+ */
+static List *
+route_columns(Relation parent, const SSStructure *s, const SSRouteKey *kc,
+			  bool remote_leaf, bool remote_all)
 {
 	Relation	level = parent;
 	Datum		values[PARTITION_MAX_KEYS];
@@ -816,13 +751,19 @@ ss_route_columns(Relation parent, const SSStructure *s, const SSRouteKey *kc)
 			return NIL;			/* no partition accepts the key */
 		LockRelationOid(child, AccessShareLock);
 		if (leaf)
-			return list_make1(open_leaf(child, parent, s, true));
+			return list_make1(open_leaf(child, parent, s, remote_leaf));
 		level = relation_open(child, NoLock);
 	}
 	relid = RelationGetRelid(level);
 	if (level != parent)
 		relation_close(level, NoLock);
-	return open_leaves(relid, parent, s, false);
+	return open_leaves(relid, parent, s, remote_all);
+}
+
+List *
+ss_route_columns(Relation parent, const SSStructure *s, const SSRouteKey *kc)
+{
+	return route_columns(parent, s, kc, true, false);
 }
 
 static List *

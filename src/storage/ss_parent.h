@@ -108,6 +108,12 @@ typedef struct SSRouteKey
 	const Datum *values;
 	const bool *isnull;
 	const Oid  *collations;
+	/*
+	 * Route by any equality the partitioning compares with (a key the
+	 * structure takes by its binary form), not only by the type's default
+	 * one with a compatible collation (a key grouped as GROUP BY does).
+	 */
+	bool		any_equality;
 } SSRouteKey;
 
 /*

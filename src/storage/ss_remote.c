@@ -229,10 +229,20 @@ begin_call_sql(StringInfo sql, Relation rel, Oid nspid, const char *fn,
 	if (desc != NULL)
 	{
 		for (int i = 0; i < desc->natts; i++)
-			appendStringInfo(sql, "%sr.%s", i > 0 ? ", " : "",
-							 quote_identifier(table_row ?
-											  remote_column_name(rel, NameStr(TupleDescAttr(desc, i)->attname)) :
-											  NameStr(TupleDescAttr(desc, i)->attname)));
+		{
+			const char *name = NameStr(TupleDescAttr(desc, i)->attname);
+
+			if (i > 0)
+				appendStringInfoString(sql, ", ");
+			/* a dropped column of the parent's row type: NULL, not asked */
+			if (TupleDescAttr(desc, i)->attisdropped)
+				appendStringInfoString(sql, "NULL");
+			else
+				appendStringInfo(sql, "r.%s",
+								 quote_identifier(table_row ?
+												  remote_column_name(rel, name) :
+												  name));
+		}
 		appendStringInfoString(sql, " FROM ");
 	}
 	appendStringInfo(sql, "%s(",
@@ -303,6 +313,8 @@ parse_rows(PGresult *res, const char *sql, Relation rel, TupleDesc desc,
 	{
 		Oid			typinput;
 
+		if (TupleDescAttr(desc, i)->attisdropped)
+			continue;
 		getTypeInputInfo(TupleDescAttr(desc, i)->atttypid, &typinput,
 						 &ioparams[i]);
 		fmgr_info(typinput, &in[i]);
@@ -313,6 +325,11 @@ parse_rows(PGresult *res, const char *sql, Relation rel, TupleDesc desc,
 		for (int i = 0; i < natts; i++)
 		{
 			nulls[i] = PQgetisnull(res, row, i);
+			if (TupleDescAttr(desc, i)->attisdropped)
+			{
+				values[i] = (Datum) 0;
+				continue;
+			}
 			values[i] = InputFunctionCall(&in[i],
 										  nulls[i] ? NULL : PQgetvalue(res, row, i),
 										  ioparams[i],

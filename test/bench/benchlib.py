@@ -156,6 +156,23 @@ def write_sql(name, text):
     return path
 
 
+def pgbench_latencies(script, port, count, db="bench"):
+    """Latencies (us) of count runs of pgbench script (a path) against the
+    server on port: one client, prepared statements, each run logged."""
+    logdir = os.path.join(WORK, "pgblog")
+    os.makedirs(logdir, exist_ok=True)
+    shutil.chown(logdir, "postgres")
+    for f in os.listdir(logdir):
+        os.unlink(os.path.join(logdir, f))
+    sh(as_pg(f"cd {logdir} && {PGBIN}/pgbench -n -M prepared -h {SOCK} -p {port} "
+             f"-c 1 -t {count} -l --log-prefix={logdir}/lat -f {script} {db} >/dev/null 2>&1"))
+    lat = []
+    for f in os.listdir(logdir):
+        for line in open(os.path.join(logdir, f)):
+            lat.append(int(line.split()[2]))
+    return lat
+
+
 # ---------------------------------------------------------------- cgroup
 
 class Cgroup:

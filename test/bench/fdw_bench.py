@@ -221,18 +221,7 @@ def pgbench_latencies(name, sql, count):
     """Latencies (us) of count runs of sql against the coordinator, one
     client, prepared, a random key rank :r per run."""
     script = L.write_sql(f"{name}.pgb", f"\\set r random(1, {C['KEYS']})\n{sql};\n")
-    logdir = os.path.join(L.WORK, "pgblog")
-    os.makedirs(logdir, exist_ok=True)
-    L.shutil.chown(logdir, "postgres")
-    for f in os.listdir(logdir):
-        os.unlink(os.path.join(logdir, f))
-    L.sh(L.as_pg(f"cd {logdir} && {L.PGBIN}/pgbench -n -M prepared -h {L.SOCK} -p {COORD.port} "
-                 f"-c 1 -t {count} -l --log-prefix={logdir}/lat -f {script} bench >/dev/null 2>&1"))
-    lat = []
-    for f in os.listdir(logdir):
-        for line in open(os.path.join(logdir, f)):
-            lat.append(int(line.split()[2]))
-    return lat
+    return L.pgbench_latencies(script, COORD.port, count)
 
 
 # lookup -> (structure, query on target {t}); the key is the parameter

@@ -214,18 +214,7 @@ def load(name, s):
 def pgbench_latencies(name, sql, count, key_range):
     """Latencies (us) of count runs of sql, one client, prepared."""
     script = L.write_sql(f"{name}.pgb", f"\\set k random(0, {key_range} - 1)\n{sql.format(k=':k')};\n")
-    logdir = os.path.join(L.WORK, "pgblog")
-    os.makedirs(logdir, exist_ok=True)
-    L.shutil.chown(logdir, "postgres")
-    for f in os.listdir(logdir):
-        os.unlink(os.path.join(logdir, f))
-    L.sh(L.as_pg(f"cd {logdir} && {L.PGBIN}/pgbench -n -M prepared -h {L.SOCK} -p {C['PORT']} "
-                 f"-c 1 -t {count} -l --log-prefix={logdir}/lat -f {script} bench >/dev/null 2>&1"))
-    lat = []
-    for f in os.listdir(logdir):
-        for line in open(os.path.join(logdir, f)):
-            lat.append(int(line.split()[2]))
-    return lat
+    return L.pgbench_latencies(script, C["PORT"], count)
 
 
 def interleaved(name, queries, count, key_range):

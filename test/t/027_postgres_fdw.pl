@@ -258,6 +258,16 @@ is( $coord->safe_psql(
 		 EXCEPT ALL SELECT * FROM bfile_window(NULL::sample, 100, 300))) d}),
 	'0',
 	'bfile_window on the parent returns the shards\' sampled rows in the window');
+# a parent's row type with a dropped column: the rows still come back
+$coord->safe_psql('postgres',
+	'ALTER TABLE sample ADD COLUMN junk int; ALTER TABLE sample DROP COLUMN junk;');
+is( $coord->safe_psql(
+		'postgres', q{
+	SELECT (SELECT count(*) FROM bfile_window(NULL::sample, 100, 300))
+		 = (SELECT count(*) FROM sample WHERE ts BETWEEN 100 AND 300),
+		   (SELECT count(*) FROM bfile_subsample(NULL::sample, 50))}),
+	't|50',
+	'set functions on a parent whose row type has a dropped column');
 
 # c. plain SQL on the lert parent: pruned, and the key shipped
 my $plan = $coord->safe_psql('postgres',
