@@ -308,6 +308,36 @@ SELECT count(*) FILTER (WHERE qf_count('qf_direct', k) <> qf_count('qf_merged', 
 	   count(*) FILTER (WHERE k >= 3000 AND qf_count('qf_merged', k) > 0) > 0 AS some_fp
 FROM generate_series(0, 40000) k;
 DROP TABLE qf_direct, qf_merged;
+-- a sized qfilter (space 6997*2^8 here) into buffered and cascade filters,
+-- whose fingerprints are still the top 21 bits of the hash: each of its
+-- fingerprints adds every table fingerprint its hashes meet, with its
+-- count, so no key is missed and no count is below the same keys inserted
+-- directly; the extra false positives are about the qfilter's own (n / M
+-- of its space), bound here at 1.5x them
+CREATE TEMP TABLE qv AS
+SELECT qfilter_agg((i % 10000)::int8, 20000, 1.0/64) AS v
+FROM generate_series(1, 20000) i;
+SELECT qf_create('mv_' || k || d, 'int8', capacity => 20000, fp_rate => 1.0/64,
+				 access_method => am, buffer_size => '32kB')
+FROM (VALUES ('bqf', 'buffered_quotient_filter'), ('cf', 'cascade_filter')) a(k, am),
+	 (VALUES ('_direct'), ('_merged')) b(d);
+INSERT INTO mv_bqf_direct SELECT (i % 10000)::int8 FROM generate_series(1, 20000) i;
+INSERT INTO mv_cf_direct SELECT (i % 10000)::int8 FROM generate_series(1, 20000) i;
+SELECT qf_merge_value('mv_bqf_merged', v) AS bqf, qf_merge_value('mv_cf_merged', v) AS cf,
+	   (qf_info('mv_cf_merged')).fingerprint_bits AS table_bits,
+	   split_part(split_part(v::text, ' space=', 2), ' ', 1) AS qfilter_space
+FROM qv;
+SELECT m, count(*) FILTER (WHERE k < 10000 AND NOT qf_contains(m, k)) AS false_negatives,
+	   count(*) FILTER (WHERE k < 10000 AND qf_count(m, k) < 2) AS undercounted,
+	   count(*) FILTER (WHERE qf_count(m, k) < qf_count(d, k)) AS below_direct,
+	   count(*) FILTER (WHERE k >= 10000 AND qf_contains(m, k)) -
+	   count(*) FILTER (WHERE k >= 10000 AND qf_contains(d, k))
+	   BETWEEN 1 AND 1.5 * count(*) FILTER (WHERE k >= 10000 AND qfilter_contains(v, k)) AS extra_fp_bound
+FROM (VALUES ('mv_bqf_merged'::regclass, 'mv_bqf_direct'::regclass),
+			 ('mv_cf_merged'::regclass, 'mv_cf_direct'::regclass)) a(m, d),
+	 qv, generate_series(0, 49999) k
+GROUP BY m ORDER BY m::text;
+DROP TABLE qv, mv_bqf_direct, mv_bqf_merged, mv_cf_direct, mv_cf_merged;
 
 -- per-level and total counters saturate like the sketch counters
 SELECT qf_create('qf_sat', 'int', capacity => 1000, counted => true);

@@ -567,12 +567,15 @@ qf_merge_sql(PG_FUNCTION_ARGS)
  * versions 1 and 2, 2^fp_bits); its fingerprints are the table's, passed
  * as the smallest hash of each (qf_space_hash), nothing is rehashed.
  *
- * A qfilter of version 1 or 2 (space 2^fp_bits) into a table sized to its
- * capacity (a space of at most as many bits that is not a power of two):
- * the hashes of one qfilter fingerprint have one or two table
- * fingerprints, and both are added, so that no key of the qfilter is
- * missed (the second is one false positive more, for about M / 2^fp_bits
- * of the fingerprints; the return value counts the qfilter's).
+ * Spaces that differ (a sized qfilter into a table of the earlier layouts,
+ * a qfilter of version 1 or 2 into a sized table, other capacities): the
+ * hashes of one qfilter fingerprint meet one or more table fingerprints,
+ * and each of them is added with its count, so that no key of the qfilter
+ * is missed; the extra ones are false positives, about as many as the
+ * qfilter's own (n / M of the qfilter's space).  A table of more
+ * fingerprint bits than the qfilter is refused: most of its fingerprints'
+ * bits would be guesses.  The return value counts the qfilter's
+ * fingerprints.
  */
 Datum
 qf_merge_value_sql(PG_FUNCTION_ARGS)
@@ -583,7 +586,6 @@ qf_merge_value_sql(PG_FUNCTION_ARGS)
 	QfGeom		g;
 	int64		merged = 0;
 	QfamSpace	sp;
-	bool		bridge;
 
 	refuse_merge_parent(PG_GETARG_OID(0), "qf_merge_value()");
 	rel = ss_sql_open_structure(PG_GETARG_OID(0), RowExclusiveLock,
@@ -593,9 +595,7 @@ qf_merge_value_sql(PG_FUNCTION_ARGS)
 	qfilter_check(qf);
 	st = qfam_get_state(rel);
 	qfam_space(&st->p, &sp.mult, &sp.exp);
-	bridge = qf->space_mult == 1 && sp.mult != 1;
-	if ((bridge ? qfam_space_bits(sp.mult, sp.exp) > qfilter_fp_bits(qf) :
-		 qfam_space_bits(sp.mult, sp.exp) != qfilter_fp_bits(qf)) ||
+	if (qfam_space_bits(sp.mult, sp.exp) > qfilter_fp_bits(qf) ||
 		qf->seed != st->p.seed)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -604,14 +604,6 @@ qf_merge_value_sql(PG_FUNCTION_ARGS)
 				 errdetail("The table has %d-bit fingerprints with seed %u, the qfilter %d-bit fingerprints with seed %u.",
 						   qfam_space_bits(sp.mult, sp.exp), st->p.seed,
 						   qfilter_fp_bits(qf), qf->seed),
-				 errhint("Build the qfilter with the table's capacity and false-positive rate.")));
-	if (!bridge && (sp.mult != qf->space_mult || sp.exp != qf->space_exp))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("cannot merge a qfilter into quotient filter \"%s\" with different fingerprints",
-						RelationGetRelationName(rel)),
-				 errdetail("The table has fingerprints below " UINT64_FORMAT " * 2^%d, the qfilter below " UINT64_FORMAT " * 2^%d.",
-						   sp.mult, sp.exp, qf->space_mult, qf->space_exp),
 				 errhint("Build the qfilter with the table's capacity and false-positive rate.")));
 	ss_check_merge_key_type(qf->elemtype, "qfilter", rel, "quotient filter",
 							st->keytype);
@@ -629,22 +621,28 @@ qf_merge_value_sql(PG_FUNCTION_ARGS)
 		{
 			SSPendingKey key;
 			uint64		y = qf_space_join(pg, q, r, qf->rbits, qf->nhome);
+			uint64		first;
 			uint64		last;
 
-			key.hash.h1 = qf_space_hash(y, qf->space_mult, qf->space_exp);
+			/*
+			 * The qfilter fingerprint's hashes [first, last]: last is one
+			 * below the next fingerprint's first (that of y = M wraps to 0,
+			 * so the last fingerprint's last is PG_UINT64_MAX).
+			 */
+			first = qf_space_y(qf_space_hash(y, qf->space_mult, qf->space_exp),
+							   sp.mult, sp.exp);
+			last = qf_space_y(qf_space_hash(y + 1, qf->space_mult,
+											qf->space_exp) - 1,
+							  sp.mult, sp.exp);
 			key.hash.h2 = 0;
 			key.weight = (int64) Min(c, (uint64) PG_INT64_MAX);
-			/* the table's fingerprint of the first hash of the qfilter's */
-			key.hash.h1 = qf_space_fp(key.hash.h1, sp.mult, sp.exp);
-			ss_pending_add(rel, SS_PENDING_KEY, &key, sizeof(key));
-			/* and of its last one, if that is another (bridge only) */
-			last = qf_space_hash(y, qf->space_mult, qf->space_exp) |
-				qf_mask(64 - qf->space_exp);
-			if (bridge && qf_space_y(last, sp.mult, sp.exp) !=
-				qf_space_y(key.hash.h1, sp.mult, sp.exp))
+			/* at most three: the table's space is below twice the qfilter's */
+			for (uint64 ty = first;; ty++)
 			{
-				key.hash.h1 = last;
+				key.hash.h1 = qf_space_hash(ty, sp.mult, sp.exp);
 				ss_pending_add(rel, SS_PENDING_KEY, &key, sizeof(key));
+				if (ty == last)
+					break;
 			}
 			merged++;
 		}
