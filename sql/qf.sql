@@ -308,7 +308,7 @@ SELECT count(*) FILTER (WHERE qf_count('qf_direct', k) <> qf_count('qf_merged', 
 	   count(*) FILTER (WHERE k >= 3000 AND qf_count('qf_merged', k) > 0) > 0 AS some_fp
 FROM generate_series(0, 40000) k;
 DROP TABLE qf_direct, qf_merged;
--- a sized qfilter (space 6997*2^8 here) into buffered and cascade filters,
+-- a sized qfilter (space 20991*2^6 here) into buffered and cascade filters,
 -- whose fingerprints are still the top 21 bits of the hash: each of its
 -- fingerprints adds every table fingerprint its hashes meet, with its
 -- count, so no key is missed and no count is below the same keys inserted
@@ -351,7 +351,8 @@ SELECT qf_count('qf_sat', 1), qf_count('qf_sat', 2), qf_count('qf_sat', 4);
 DROP TABLE qf_sat;
 
 -- sized to the capacity: filled to it, a quotient_filter has not grown,
--- is 85% to 95% full (its pages round up), within its fp_rate, and takes
+-- is 85% to 95% full (its pages round up; 97% for the short remainders of
+-- 1/64, sized to that load), within its fp_rate, and takes
 -- at most 1.15 times the pages of a plain bloom_filter of the same
 -- capacity and fp_rate
 SELECT qf_create('qsz_' || f, 'int8', capacity => 100000, fp_rate => 1.0 / f),
@@ -362,7 +363,8 @@ INSERT INTO qsz_64 SELECT hashint8extended(g, 0) FROM generate_series(1, 100000)
 INSERT INTO qsz_512 SELECT hashint8extended(g, 0) FROM generate_series(1, 100000) g;
 INSERT INTO qsz_4096 SELECT hashint8extended(g, 0) FROM generate_series(1, 100000) g;
 SELECT qf_flush('qsz_64') > 0, qf_flush('qsz_512') > 0, qf_flush('qsz_4096') > 0;
-SELECT f, q.resizes AS grown, q.load_factor BETWEEN 0.85 AND 0.95 AS near_full,
+SELECT f, q.resizes AS grown,
+	   q.load_factor BETWEEN 0.85 AND CASE f WHEN 64 THEN 0.97 ELSE 0.95 END AS near_full,
 	   q.false_positive_rate <= 1.0 / f AS within_fp,
 	   q.pages <= 1.15 * b.pages AS within_bloom
 FROM (VALUES (64), (512), (4096)) v(f),

@@ -530,8 +530,8 @@ qf_geom_init(QfGeom *g, int rbits, Size area_bytes)
 #ifndef QF_LEGACY
 /* sizing is the current layout's only */
 bool
-qf_sized_base(int64 capacity, int rbits, Size area_bytes, int max_page_bits,
-			  uint64 *pages, uint32 *nhome)
+qf_sized_base(int64 capacity, double load, int rbits, Size area_bytes,
+			  int max_page_bits, uint64 *pages, uint32 *nhome)
 {
 	QfGeom		g;
 	uint32		full;
@@ -542,7 +542,7 @@ qf_sized_base(int64 capacity, int rbits, Size area_bytes, int max_page_bits,
 	if (capacity < 1 || !qf_geom_init(&g, rbits, area_bytes))
 		return false;
 	full = g.nhome;
-	need = ceil((double) capacity / QF_MAX_LOAD);
+	need = ceil((double) capacity / load);
 	if (!(need <= ldexp(full, max_page_bits)))
 		return false;
 	n = need <= full ? (uint64) Max(need, QF_MIN_HOME) :

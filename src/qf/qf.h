@@ -384,6 +384,28 @@ qf_rbits_for_fp_rate(double fp_rate)
 	return r > 64 ? 65 : Max((int) r, 1);
 }
 
+/*
+ * The load a filter sized to its capacity is sized for and grows past
+ * (qf_sized_base): QF_MAX_LOAD, or QF_MAX_LOAD_SHORT for remainders of at
+ * most QF_SHORT_RBITS bits where the rate still holds at it (its
+ * alpha * 2^-r <= fp_rate, r unchanged).  Short remainders make the
+ * metadata bits a larger share of a slot, so their filters need the higher
+ * load to be as small as a Bloom filter of the same rate; at 0.97 a page
+ * of 192 slack slots overflows before the filter reaches its capacity with
+ * a probability of about 5e-6 (simulated), and then grows early.
+ */
+#define QF_SHORT_RBITS		7
+#define QF_MAX_LOAD_SHORT	0.97
+
+static inline double
+qf_sized_load(double fp_rate)
+{
+	int			r = qf_rbits_for_fp_rate(fp_rate);
+
+	return r <= QF_SHORT_RBITS && ldexp(QF_MAX_LOAD_SHORT, -r) <= fp_rate ?
+		QF_MAX_LOAD_SHORT : QF_MAX_LOAD;
+}
+
 /* Smallest t >= 1 with QF_MAX_LOAD * 2^t >= n (at most 64). */
 static inline int
 qf_slots_log2_for(double n)
@@ -551,16 +573,18 @@ qf_space_join(uint64 page, uint32 quotient, uint64 remainder, int rbits,
  * capacity and rate (and qf_merge_value is exact).  The base is P areas of
  * nhome home slots at rbits remainder bits, M = P * nhome * 2^rbits:
  * nhome = what qf_geom_init gives at rbits (areas as full as their slack
- * allows) and P = ceil(ceil(capacity / QF_MAX_LOAD) / nhome) rounded up to
+ * allows) and P = ceil(ceil(capacity / load) / nhome) rounded up to
  * QF_SIZED_SIG_BITS significant bits (at most 0.1% more), so that nearby
  * capacities share their space; below one area, one area of
- * ceil(capacity / QF_MAX_LOAD) home slots rounded likewise.  False if
- * rbits has no area geometry or P would exceed 2^max_page_bits.
+ * ceil(capacity / load) home slots rounded likewise.  load is the rate's
+ * qf_sized_load.  False if rbits has no area geometry or P would exceed
+ * 2^max_page_bits.
  */
 #define QF_SIZED_SIG_BITS	10
 
-extern bool qf_sized_base(int64 capacity, int rbits, Size area_bytes,
-						  int max_page_bits, uint64 *pages, uint32 *nhome);
+extern bool qf_sized_base(int64 capacity, double load, int rbits,
+						  Size area_bytes, int max_page_bits, uint64 *pages,
+						  uint32 *nhome);
 
 /* M = n * 2^rbits as mult * 2^exp, mult odd (n >= 1). */
 static inline void

@@ -13,7 +13,7 @@
  *
  *	quotient_filter		one level, updated in place; it grows (doubling its
  *						pages, one remainder bit becomes a page bit) when a
- *						page overflows or the load passes QFAM_MAX_LOAD.
+ *						page overflows or the load passes qfam_max_load.
  *	buffered_quotient_filter
  *						level 0 is a small QF of buffer_size bytes whose
  *						pages stay hot in shared_buffers; when it fills it
@@ -269,6 +269,17 @@ static inline uint32
 qfam_level_nhome(const QfamLevel *lv)
 {
 	return (uint32) lv->page_bits | (uint32) lv->slot_bits << 8;
+}
+
+/*
+ * The load past which level 0 grows: a filter sized to its capacity grows
+ * past the load it was sized for, the earlier layouts past QFAM_MAX_LOAD.
+ */
+static inline double
+qfam_max_load(const QfamParams *p)
+{
+	return p->layout == QFAM_LAYOUT_SIZED ? qf_sized_load(p->fp_rate) :
+		QFAM_MAX_LOAD;
 }
 
 /* Bits of the fingerprints y < M of the space mult * 2^exp. */

@@ -100,8 +100,8 @@ static bool
 qfam_sized_base(const QfamParams *p, uint64 *pages, uint32 *nhome)
 {
 	return p->layout == QFAM_LAYOUT_SIZED &&
-		qf_sized_base(p->capacity, (int) p->fp_bits, QF_PAGE_AREA_BYTES,
-					  QFAM_MAX_PAGE_BITS, pages, nhome);
+		qf_sized_base(p->capacity, qf_sized_load(p->fp_rate), (int) p->fp_bits,
+					  QF_PAGE_AREA_BYTES, QFAM_MAX_PAGE_BITS, pages, nhome);
 }
 
 /*

@@ -467,7 +467,8 @@ qfam_chunk_room(Relation rel, void *arg)
 		double		room;
 
 		qfam_level_map(&qc->st->p, lv, &map);
-		room = QFAM_MAX_LOAD * qfam_map_slots(&map) - (double) lv->items;
+		room = qfam_max_load(&qc->st->p) * qfam_map_slots(&map) -
+			(double) lv->items;
 
 		if (room >= 1.0)
 			return (int) Min(room, (double) (PG_INT32_MAX / 2));

@@ -21,7 +21,7 @@
  * -----------------
  * Whether a multiset of fingerprints fits rbits (the canonical shape of M
  * at rbits: no area overflows its last slack slot, and at most
- * 0.95 * M / 2^rbits distinct fingerprints) depends on the multiset only,
+ * load * M / 2^rbits distinct fingerprints, qfilter.h) depends on the multiset only,
  * and a subset fits wherever the whole fits.  Growth always looks for the
  * largest rbits below a bound that fits, laying out from the original
  * rather than step by step, so:
@@ -172,6 +172,7 @@ qfilter_params(int64 capacity, double fp_rate, int *rbits,
 			   uint32 *npages)
 {
 	int			r;
+	double		load;
 	uint64		pages;
 
 	if (capacity < 1)
@@ -189,12 +190,13 @@ qfilter_params(int64 capacity, double fp_rate, int *rbits,
 				 errdetail("The false-positive rate is the probability that a key never added is reported present; it must be greater than 0 and less than 1.")));
 
 	r = qf_rbits_for_fp_rate(fp_rate);
+	load = qf_sized_load(fp_rate);
 	/* the areas at this rate, ignoring the 64-bit limit for now */
 	for (int rr = Min(r, QF_MAX_RBITS); rr >= QF_MIN_RBITS; rr--)
 	{
 		QfGeom		g;
 
-		if (!qf_sized_base(capacity, rr, QFILTER_AREA_BYTES,
+		if (!qf_sized_base(capacity, load, rr, QFILTER_AREA_BYTES,
 						   QFILTER_MAX_PAGE_BITS, &pages, nhome))
 		{
 			if (rr < r || !qf_geom_init(&g, rr, QFILTER_AREA_BYTES))
@@ -204,11 +206,11 @@ qfilter_params(int64 capacity, double fp_rate, int *rbits,
 					 errmsg("capacity " INT64_FORMAT " is too large for a qfilter value",
 							capacity),
 					 errdetail("At the false-positive rate %g the filter needs %d-bit remainders and %.0f home slots, %u per area, so more than the at most %u areas of %d bytes a qfilter value holds.",
-							   fp_rate, r, ceil(capacity / QFILTER_MAX_LOAD),
+							   fp_rate, r, ceil(capacity / load),
 							   g.nhome, QFILTER_MAX_PAGES,
 							   (int) QFILTER_AREA_BYTES),
 					 errhint("Use a capacity of at most %.0f at this false-positive rate.",
-							 floor(QFILTER_MAX_LOAD * g.nhome * QFILTER_MAX_PAGES))));
+							 floor(load * g.nhome * QFILTER_MAX_PAGES))));
 		}
 		qf_space_of(pages * *nhome, rr, space_mult, space_exp);
 		if (!qf_space_valid(*space_mult, *space_exp))
@@ -223,7 +225,7 @@ qfilter_params(int64 capacity, double fp_rate, int *rbits,
 					 errdetail("The filter would need %d-bit remainders in more than 2^%d home slots: a fingerprint space larger than the 64-bit key hash.",
 							   r, 64 - r),
 					 errhint("Use a false-positive rate of at least %.3g.",
-							 QFILTER_MAX_LOAD * ldexp(1.0, -rr) * 1.005)));
+							 QF_MAX_LOAD * ldexp(1.0, -rr) * 1.005)));
 		}
 		*rbits = r;
 		*npages = (uint32) pages;
@@ -235,7 +237,7 @@ qfilter_params(int64 capacity, double fp_rate, int *rbits,
 			 errmsg("capacity " INT64_FORMAT " is too large for a qfilter value",
 					capacity),
 			 errdetail("It needs %.0f home slots, more than the at most %u areas of %d bytes a qfilter value hold at any false-positive rate.",
-					   ceil(capacity / QFILTER_MAX_LOAD), QFILTER_MAX_PAGES,
+					   ceil(capacity / load), QFILTER_MAX_PAGES,
 					   (int) QFILTER_AREA_BYTES)));
 }
 
@@ -852,9 +854,10 @@ qfilter_target_shape(const QFilterData *like, int rbits, const char *op,
 static int
 qfilter_rbits_for(const QFilterData *qf, double n, int r)
 {
+	double		load = qf_sized_load(qf->fp_rate);
+
 	while (r >= QF_MIN_RBITS &&
-		   ldexp(QFILTER_MAX_LOAD * (double) qf->space_mult,
-				 qf->space_exp - r) < n)
+		   ldexp(load * (double) qf->space_mult, qf->space_exp - r) < n)
 		r--;
 	return r;
 }

@@ -30,8 +30,8 @@
  * alone.
  *
  * A filter "fits" rbits when no area overflows and it holds at most
- * 0.95 * M / 2^rbits distinct fingerprints (the paged filters' growth
- * rule).  Layout is canonical: the areas are a pure function of the
+ * load * M / 2^rbits distinct fingerprints, load = qf_sized_load(fp_rate)
+ * (0.95, or 0.97 for short remainders: the paged filters' growth rule).  Layout is canonical: the areas are a pure function of the
  * geometry and the multiset of fingerprints (qf.h), and the rbits an
  * aggregate ends with is the largest one from the requested capacity's on
  * that fits the final multiset.  So the same stream gives byte-identical
@@ -75,7 +75,6 @@
  * Maximum load factor used for sizing: a new filter gets enough areas for
  * capacity fingerprints at no more than this fraction of its home slots.
  */
-#define QFILTER_MAX_LOAD		QF_MAX_LOAD
 
 /*
  * At most 2^16 areas (535 MB).  The limit is what keeps the text form
@@ -163,6 +162,16 @@ static inline double
 qfilter_home_slots(const QFilterData *qf)
 {
 	return (double) qf->nhome * qf->npages;
+}
+
+/*
+ * The distinct fingerprints the filter holds before it grows: the load it
+ * is sized for (the tables' qf_sized_load) of its home slots.
+ */
+static inline double
+qfilter_max_items(const QFilterData *qf)
+{
+	return qf_sized_load(qf->fp_rate) * qfilter_home_slots(qf);
 }
 
 static inline char *

@@ -61,6 +61,7 @@ typedef struct QFilterAggState
 	QFilterData *qf;			/* in the aggregate context */
 	QfGeom		g;				/* geometry of its areas */
 	uint64		items;			/* its distinct fingerprints */
+	double		max_items;		/* past which it grows (qfilter_max_items) */
 } QFilterAggState;
 
 /*
@@ -129,6 +130,7 @@ qfilter_state_new(MemoryContext cxt, struct varlena *value)
 	state->qf = qf;
 	qfilter_geom(qf, &state->g);
 	state->items = qfilter_items(qf);
+	state->max_items = qfilter_max_items(qf);
 	return state;
 }
 
@@ -142,6 +144,7 @@ qfilter_state_replace(QFilterAggState *state, QFilterData *next)
 		state->qf = next;
 		qfilter_geom(next, &state->g);
 		state->items = qfilter_items(next);
+		state->max_items = qfilter_max_items(next);
 	}
 }
 
@@ -173,8 +176,7 @@ qfilter_state_insert(QFilterAggState *state, MemoryContext aggcontext,
 	if (added)
 	{
 		state->items++;
-		if ((double) state->items >
-			QFILTER_MAX_LOAD * qfilter_home_slots(state->qf))
+		if ((double) state->items > state->max_items)
 			qfilter_state_grow(state, aggcontext);
 	}
 }

@@ -637,7 +637,7 @@ qfilter_info(PG_FUNCTION_ARGS)
 	/* an absent key's fingerprint is one of the items with this probability */
 	values[i++] = Float8GetDatum(ldexp((double) items / qf->space_mult,
 									   -qf->space_exp));
-	values[i++] = Int64GetDatum((int64) floor(QFILTER_MAX_LOAD * home));
+	values[i++] = Int64GetDatum((int64) floor(qfilter_max_items(qf)));
 	values[i++] = Int64GetDatum((int64) VARSIZE(qf));
 	values[i] = ObjectIdGetDatum(qf->elemtype);
 	row.nulls[i++] = !OidIsValid(qf->elemtype);

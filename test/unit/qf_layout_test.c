@@ -679,7 +679,8 @@ test_space(void)
 }
 
 /*
- * Sizing to a capacity: the base covers the capacity at QF_MAX_LOAD with
+ * Sizing to a capacity: the base covers the capacity at its load (that of
+ * the rate 2^-rbits: 0.97 for short remainders, else 0.95) with
  * full areas and P of at most 10 significant bits; the canonical shape of
  * its space at the base's remainder bits is the base itself; every shape
  * of the space, grown remainder bit by remainder bit, holds M / 2^rbits
@@ -701,13 +702,14 @@ test_sizing(void)
 			uint64		mult;
 			int			exp;
 			QfGeom		g;
+			double		load = rbits <= QF_SHORT_RBITS ? QF_MAX_LOAD_SHORT : QF_MAX_LOAD;
 
-			if (!qf_sized_base(caps[ci], rbits, QF_PAGE_AREA_BYTES, 27,
+			if (!qf_sized_base(caps[ci], load, rbits, QF_PAGE_AREA_BYTES, 27,
 							   &pages, &nhome))
 				FAIL("no base for capacity " INT64_FORMAT " at %d bits", caps[ci], rbits);
 			if (!qf_geom_init(&g, rbits, QF_PAGE_AREA_BYTES) || nhome > g.nhome ||
 				(pages > 1 && nhome != g.nhome) ||
-				QF_MAX_LOAD * (double) pages * nhome < (double) caps[ci] ||
+				load * (double) pages * nhome < (double) caps[ci] ||
 				pg_leftmost_one_pos64(pages) - pg_rightmost_one_pos64(pages) >= QF_SIZED_SIG_BITS)
 				FAIL("base of capacity " INT64_FORMAT " at %d bits: " UINT64_FORMAT " x %u",
 					 caps[ci], rbits, pages, nhome);
