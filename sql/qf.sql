@@ -292,6 +292,53 @@ SELECT qf_merge_value('from_value', qfilter_agg(i, 100000, 0.001)) FROM generate
 SELECT qf_merge_value('from_value', qfilter_agg(i::text, 100000, 0.001)) FROM generate_series(1, 10) i;
 \echo :LAST_ERROR_SQLSTATE
 
+-- a qfilter of the table's capacity and rate has the table's fingerprint
+-- space (sized, not a power of two): merged, every key, present or not,
+-- has the count of the same keys inserted directly
+SELECT qf_create('qf_direct', 'int8', capacity => 5000, fp_rate => 1.0/64);
+SELECT qf_create('qf_merged', 'int8', capacity => 5000, fp_rate => 1.0/64);
+INSERT INTO qf_direct SELECT (i % 3000)::int8 FROM generate_series(1, 6000) i;
+SELECT qf_merge_value('qf_merged', qfilter_agg((i % 3000)::int8, 5000, 1.0/64))
+FROM generate_series(1, 6000) i;
+SELECT (qf_info('qf_merged')).fingerprint_bits,
+	   (qfilter_info(qfilter_agg(1::int8, 5000, 1.0/64))).fingerprint_bits AS qfilter_bits,
+	   split_part(split_part(qfilter_agg(1::int8, 5000, 1.0/64)::text, ' space=', 2), ' ', 1) AS qfilter_space;
+SELECT count(*) FILTER (WHERE qf_count('qf_direct', k) <> qf_count('qf_merged', k)) AS differ,
+	   sum(qf_count('qf_merged', k)) FILTER (WHERE k < 3000) AS present_total,
+	   count(*) FILTER (WHERE k >= 3000 AND qf_count('qf_merged', k) > 0) > 0 AS some_fp
+FROM generate_series(0, 40000) k;
+DROP TABLE qf_direct, qf_merged;
+-- a sized qfilter (space 20991*2^6 here) into buffered and cascade filters,
+-- whose fingerprints are still the top 21 bits of the hash: each of its
+-- fingerprints adds every table fingerprint its hashes meet, with its
+-- count, so no key is missed and no count is below the same keys inserted
+-- directly; the extra false positives are about the qfilter's own (n / M
+-- of its space), bound here at 1.5x them
+CREATE TEMP TABLE qv AS
+SELECT qfilter_agg((i % 10000)::int8, 20000, 1.0/64) AS v
+FROM generate_series(1, 20000) i;
+SELECT qf_create('mv_' || k || d, 'int8', capacity => 20000, fp_rate => 1.0/64,
+				 access_method => am, buffer_size => '32kB')
+FROM (VALUES ('bqf', 'buffered_quotient_filter'), ('cf', 'cascade_filter')) a(k, am),
+	 (VALUES ('_direct'), ('_merged')) b(d);
+INSERT INTO mv_bqf_direct SELECT (i % 10000)::int8 FROM generate_series(1, 20000) i;
+INSERT INTO mv_cf_direct SELECT (i % 10000)::int8 FROM generate_series(1, 20000) i;
+SELECT qf_merge_value('mv_bqf_merged', v) AS bqf, qf_merge_value('mv_cf_merged', v) AS cf,
+	   (qf_info('mv_cf_merged')).fingerprint_bits AS table_bits,
+	   split_part(split_part(v::text, ' space=', 2), ' ', 1) AS qfilter_space
+FROM qv;
+SELECT m, count(*) FILTER (WHERE k < 10000 AND NOT qf_contains(m, k)) AS false_negatives,
+	   count(*) FILTER (WHERE k < 10000 AND qf_count(m, k) < 2) AS undercounted,
+	   count(*) FILTER (WHERE qf_count(m, k) < qf_count(d, k)) AS below_direct,
+	   count(*) FILTER (WHERE k >= 10000 AND qf_contains(m, k)) -
+	   count(*) FILTER (WHERE k >= 10000 AND qf_contains(d, k))
+	   BETWEEN 1 AND 1.5 * count(*) FILTER (WHERE k >= 10000 AND qfilter_contains(v, k)) AS extra_fp_bound
+FROM (VALUES ('mv_bqf_merged'::regclass, 'mv_bqf_direct'::regclass),
+			 ('mv_cf_merged'::regclass, 'mv_cf_direct'::regclass)) a(m, d),
+	 qv, generate_series(0, 49999) k
+GROUP BY m ORDER BY m::text;
+DROP TABLE qv, mv_bqf_direct, mv_bqf_merged, mv_cf_direct, mv_cf_merged;
+
 -- per-level and total counters saturate like the sketch counters
 SELECT qf_create('qf_sat', 'int', capacity => 1000, counted => true);
 INSERT INTO qf_sat VALUES (1, 9223372036854775807);
@@ -302,3 +349,24 @@ SELECT items, total_count FROM qf_info('qf_sat');
 SELECT qf_count('qf_sat', 1), qf_count('qf_sat', 2), qf_count('qf_sat', 4);
 -- prepared transactions (two-phase commit) are tested in twophase.sql
 DROP TABLE qf_sat;
+
+-- sized to the capacity: filled to it, a quotient_filter has not grown,
+-- is 85% to 95% full (its pages round up; 97% for the short remainders of
+-- 1/64, sized to that load), within its fp_rate, and takes
+-- at most 1.15 times the pages of a plain bloom_filter of the same
+-- capacity and fp_rate
+SELECT qf_create('qsz_' || f, 'int8', capacity => 100000, fp_rate => 1.0 / f),
+	   bloom_create('bsz_' || f, 'int8', capacity => 100000, fp_rate => 1.0 / f,
+					mode => 'plain')
+FROM (VALUES (64), (512), (4096)) v(f);
+INSERT INTO qsz_64 SELECT hashint8extended(g, 0) FROM generate_series(1, 100000) g;
+INSERT INTO qsz_512 SELECT hashint8extended(g, 0) FROM generate_series(1, 100000) g;
+INSERT INTO qsz_4096 SELECT hashint8extended(g, 0) FROM generate_series(1, 100000) g;
+SELECT qf_flush('qsz_64') > 0, qf_flush('qsz_512') > 0, qf_flush('qsz_4096') > 0;
+SELECT f, q.resizes AS grown,
+	   q.load_factor BETWEEN 0.85 AND CASE f WHEN 64 THEN 0.97 ELSE 0.95 END AS near_full,
+	   q.false_positive_rate <= 1.0 / f AS within_fp,
+	   q.pages <= 1.15 * b.pages AS within_bloom
+FROM (VALUES (64), (512), (4096)) v(f),
+	 qf_info(('qsz_' || f)::regclass) q, bloom_info(('bsz_' || f)::regclass) b;
+DROP TABLE qsz_64, qsz_512, qsz_4096, bsz_64, bsz_512, bsz_4096;

@@ -82,8 +82,9 @@ $$;
 -- Values without a key type, so that the binary header fields sit at fixed
 -- offsets: 0 version, 4 name length (-1), then for a cms 8 seed, 12 depth,
 -- 16 cols_per_page, 20 pages, 24 epsilon, 32 delta, 40 total, 48 the
--- counters, and for a qfilter 8 seed, 12 rbits, 16 slot_bits, 20
--- page_bits, 24 area_bytes, 28 capacity, 36 fp_rate, 44 total, 52 the areas.
+-- counters, and for a qfilter 8 seed, 12 rbits, 16 space_mult, 24
+-- space_exp, 28 home_slots, 32 pages, 36 area_bytes, 40 capacity, 48
+-- fp_rate, 56 total, 64 the areas.
 CREATE TABLE vc_base AS
 SELECT regexp_replace(cms_agg(i, 0.5, 0.5)::text, ' type="[^"]*"', '')::cms AS c,
 	   regexp_replace(qfilter_agg(i, 100, 0.01)::text, ' type="[^"]*"', '')::qfilter AS q
@@ -103,7 +104,7 @@ SELECT vc_error($$SELECT vc_recv_cms(vc_overlay(cms_send(c), '\x0000000000000001
 SELECT vc_error($$SELECT vc_recv_cms(vc_overlay(cms_send(c), '\x000fffffffffffff', 32)) FROM vc_base$$);
 SELECT vc_error($$SELECT replace(c::text, 'epsilon=0.5', 'epsilon=5e-324')::cms FROM vc_base$$);
 SELECT vc_error($$SELECT replace(c::text, 'delta=0.5', 'delta=2.2250738585072009e-308')::cms FROM vc_base$$);
-SELECT vc_error($$SELECT vc_recv_qfilter(vc_overlay(qfilter_send(q), '\x0000000000000001', 36)) FROM vc_base$$);
+SELECT vc_error($$SELECT vc_recv_qfilter(vc_overlay(qfilter_send(q), '\x0000000000000001', 48)) FROM vc_base$$);
 SELECT vc_error($$SELECT replace(q::text, 'fp_rate=0.01', 'fp_rate=5e-324')::qfilter FROM vc_base$$);
 -- the smallest normal number is accepted by both
 SELECT (cms_info(replace(c::text, 'epsilon=0.5', 'epsilon=2.2250738585072014e-308')::cms)).epsilon,
@@ -123,10 +124,10 @@ SELECT vc_peak_rss_kb() AS rss_before \gset
 SELECT vc_error('SELECT ''version=1 seed=1 epsilon=0.5 delta=0.5 depth=1 cols_per_page=1019 pages=80000 total=0 counters=0''::cms');
 SELECT octet_length('version=1 seed=1 epsilon=0.5 delta=0.5 depth=1 cols_per_page=1019 pages=80000 total=0 counters=0') AS text_bytes;
 -- the same for a qfilter of 2^16 areas (535 MB) with one area in the text
-SELECT vc_error($$SELECT regexp_replace(q::text, 'page_bits=0', 'page_bits=16')::qfilter FROM vc_base$$);
+SELECT vc_error($$SELECT replace(replace(q::text, 'pages=1 ', 'pages=65536 '), 'space=13*2^10', 'space=13*2^26')::qfilter FROM vc_base$$);
 -- and for binary input (which already compared the bytes present)
 SELECT vc_error($$SELECT vc_recv_cms(vc_overlay(cms_send(c), int4send(80000), 20)) FROM vc_base$$);
-SELECT vc_error($$SELECT vc_recv_qfilter(vc_overlay(qfilter_send(q), int4send(16), 20)) FROM vc_base$$);
+SELECT vc_error($$SELECT vc_recv_qfilter(vc_overlay(vc_overlay(qfilter_send(q), int4send(65536), 32), int4send(26), 24)) FROM vc_base$$);
 SELECT vc_peak_rss_kb() - :rss_before < 100000 AS memory_bounded;
 -- a text that does hold all the counters (one run of zeros) is a valid
 -- value of that size: the limit is the size of the value, not the text
@@ -214,13 +215,14 @@ FROM s;
 
 --
 -- 5. Header fields that size or index the value are checked, not asserted:
--- bit widths of a qfilter (fingerprint longer than the hash, area index
--- too wide) and the geometry of a cms.
+-- the shape of a qfilter (remainders too wide for its space, a space
+-- exponent out of range, too many home slots for an area) and the
+-- geometry of a cms.
 --
 SELECT vc_error($$SELECT regexp_replace(q::text, 'rbits=7', 'rbits=60')::qfilter FROM vc_base$$);
 SELECT vc_error($$SELECT vc_recv_qfilter(vc_overlay(qfilter_send(q), int4send(256 + 7), 12)) FROM vc_base$$);
-SELECT vc_error($$SELECT vc_recv_qfilter(vc_overlay(qfilter_send(q), int4send(-1), 20)) FROM vc_base$$);
-SELECT vc_error($$SELECT vc_recv_qfilter(vc_overlay(qfilter_send(q), int4send(28), 16)) FROM vc_base$$);
+SELECT vc_error($$SELECT vc_recv_qfilter(vc_overlay(qfilter_send(q), int4send(-1), 24)) FROM vc_base$$);
+SELECT vc_error($$SELECT vc_recv_qfilter(vc_overlay(qfilter_send(q), int4send(100000), 28)) FROM vc_base$$);
 SELECT vc_error($$SELECT vc_recv_cms(vc_overlay(cms_send(c), int4send(0), 12)) FROM vc_base$$);
 SELECT vc_error($$SELECT vc_recv_cms(vc_overlay(cms_send(c), int4send(33), 12)) FROM vc_base$$);
 SELECT vc_error($$SELECT vc_recv_cms(vc_overlay(cms_send(c), int4send(1021), 16)) FROM vc_base$$);

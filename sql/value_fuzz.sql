@@ -123,7 +123,7 @@ DECLARE
 	len int := length(t);
 	fields text[] := ARRAY['version', 'seed', 'epsilon', 'delta', 'depth',
 						   'cols_per_page', 'pages', 'total', 'capacity',
-						   'fp_rate', 'rbits', 'slot_bits', 'page_bits',
+						   'fp_rate', 'rbits', 'space', 'home_slots',
 						   'area_bytes', 'type'];
 	vals text[] := ARRAY['0', '1', '2', '7', '16', '17', '28', '33', '60',
 						 '61', '64', '65', '255', '256', '1019', '1020',
@@ -259,8 +259,8 @@ BEGIN
 						rt := 'text -> binary -> text differs';
 					ELSIF qfilter_send(t::qfilter) <> b THEN
 						rt := 'binary -> text -> binary differs';
-					ELSIF (SELECT bytes <> 48 + 8136::bigint * pages
-							   OR length(b) - vf_name_len(b) <> bytes + 4
+					ELSIF (SELECT bytes <> 64 + 8136::bigint * pages
+							   OR length(b) - vf_name_len(b) <> bytes
 						   FROM qfilter_info(q)) THEN
 						rt := 'size differs from the geometry';
 					ELSE

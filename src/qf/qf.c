@@ -527,6 +527,68 @@ qf_geom_init(QfGeom *g, int rbits, Size area_bytes)
 	return qf_geom_init_slots(g, nhome, rbits, QF_SLACK_FILL, area_bytes);
 }
 
+#ifndef QF_LEGACY
+/* sizing is the current layout's only */
+bool
+qf_sized_base(int64 capacity, double load, int rbits, Size area_bytes,
+			  int max_page_bits, uint64 *pages, uint32 *nhome)
+{
+	QfGeom		g;
+	uint32		full;
+	double		need;
+	uint64		n;
+	int			shift;
+
+	if (capacity < 1 || !qf_geom_init(&g, rbits, area_bytes))
+		return false;
+	full = g.nhome;
+	need = ceil((double) capacity / load);
+	if (!(need <= ldexp(full, max_page_bits)))
+		return false;
+	n = need <= full ? (uint64) Max(need, QF_MIN_HOME) :
+		(uint64) ceil(need / full);
+	shift = Max(pg_leftmost_one_pos64(n) + 1 - QF_SIZED_SIG_BITS, 0);
+	n = ((n + ((UINT64CONST(1) << shift) - 1)) >> shift) << shift;
+	if (need <= full)
+	{
+		*pages = 1;
+		*nhome = (uint32) Min(n, full);
+	}
+	else
+	{
+		*pages = n;
+		*nhome = full;
+	}
+	return *pages <= ((uint64) 1 << max_page_bits);
+}
+
+bool
+qf_space_shape(uint64 mult, int exp, int rbits, Size area_bytes,
+			   uint64 max_pages, uint32 *nhome, uint64 *npages)
+{
+	QfGeom		g;
+	uint64		home;
+	uint64		d;
+
+	if (!qf_space_valid(mult, exp) || rbits > exp ||
+		exp - rbits >= 64 - pg_leftmost_one_pos64(mult) ||
+		!qf_geom_init(&g, rbits, area_bytes))
+		return false;
+	home = mult << (exp - rbits);
+	/* the smallest divisor d of home with home / d <= g.nhome */
+	for (d = (home + g.nhome - 1) / g.nhome; d <= max_pages; d++)
+	{
+		if (home % d == 0)
+		{
+			*npages = d;
+			*nhome = (uint32) (home / d);
+			return *nhome >= QF_MIN_HOME;
+		}
+	}
+	return false;
+}
+#endif							/* !QF_LEGACY */
+
 void
 qf_area_init(const QfGeom *g, char *area)
 {

@@ -384,6 +384,28 @@ qf_rbits_for_fp_rate(double fp_rate)
 	return r > 64 ? 65 : Max((int) r, 1);
 }
 
+/*
+ * The load a filter sized to its capacity is sized for and grows past
+ * (qf_sized_base): QF_MAX_LOAD, or QF_MAX_LOAD_SHORT for remainders of at
+ * most QF_SHORT_RBITS bits where the rate still holds at it (its
+ * alpha * 2^-r <= fp_rate, r unchanged).  Short remainders make the
+ * metadata bits a larger share of a slot, so their filters need the higher
+ * load to be as small as a Bloom filter of the same rate; at 0.97 a page
+ * of 192 slack slots overflows before the filter reaches its capacity with
+ * a probability of about 5e-6 (simulated), and then grows early.
+ */
+#define QF_SHORT_RBITS		7
+#define QF_MAX_LOAD_SHORT	0.97
+
+static inline double
+qf_sized_load(double fp_rate)
+{
+	int			r = qf_rbits_for_fp_rate(fp_rate);
+
+	return r <= QF_SHORT_RBITS && ldexp(QF_MAX_LOAD_SHORT, -r) <= fp_rate ?
+		QF_MAX_LOAD_SHORT : QF_MAX_LOAD;
+}
+
 /* Smallest t >= 1 with QF_MAX_LOAD * 2^t >= n (at most 64). */
 static inline int
 qf_slots_log2_for(double n)
@@ -468,5 +490,122 @@ qf_fingerprint_join(uint64 page, uint32 quotient, uint64 remainder,
 		fp |= (page & qf_mask(page_bits)) << (slot_bits + rbits);
 	return fp << (64 - total);
 }
+
+/*
+ * Fingerprints sized to a capacity.  A filter of N home slots (any
+ * number) and r remainder bits has the fingerprint space M = N * 2^r: a
+ * hash h maps to y = floor(h * M / 2^64) (a range reduction by one
+ * multiply), its quotient is y >> r and its remainder the low r bits of y.
+ * M is given as mult * 2^exp (mult odd or 1): a level of N * 2^j home slots
+ * and r - j remainder bits has the same M and the same y for every hash,
+ * so the levels of one filter merge and grow without rehashing.  With
+ * mult = 1, y is the top exp bits of h, the bit split above.
+ */
+#ifndef HAVE_INT128
+#error "quotient filters need a 128-bit integer type"
+#endif
+
+/* Whether mult * 2^exp is a fingerprint space the map handles (<= 2^64). */
+static inline bool
+qf_space_valid(uint64 mult, int exp)
+{
+	return mult >= 1 && exp >= 0 && exp <= 64 &&
+		(exp == 64 ? mult == 1 : mult <= (PG_UINT64_MAX >> exp));
+}
+
+/* y of hash h in the space mult * 2^exp (qf_space_valid). */
+static inline uint64
+qf_space_y(uint64 h, uint64 mult, int exp)
+{
+	if (mult == 1)
+		return exp == 0 ? 0 : h >> (64 - exp);
+	return (uint64) (((uint128) h * mult) >> (64 - exp));
+}
+
+/*
+ * The smallest hash whose y is y: the 64-bit value that stands for the
+ * fingerprint where fingerprints are compared or passed between levels and
+ * filters (with mult = 1, y in the top bits), increasing with y.
+ */
+static inline uint64
+qf_space_hash(uint64 y, uint64 mult, int exp)
+{
+	if (mult == 1)
+		return exp == 0 ? 0 : y << (64 - exp);
+	return (uint64) ((((uint128) y << (64 - exp)) + (mult - 1)) / mult);
+}
+
+/* The hash standing for h's fingerprint (qf_space_hash of its y). */
+static inline uint64
+qf_space_fp(uint64 h, uint64 mult, int exp)
+{
+	if (mult == 1)
+		return exp == 0 ? 0 : h & ~qf_mask(64 - exp);
+	return qf_space_hash(qf_space_y(h, mult, exp), mult, exp);
+}
+
+/*
+ * Split y into (page, quotient in the page, remainder) for pages of nhome
+ * home slots and rbits remainder bits, and back.
+ */
+static inline void
+qf_space_split(uint64 y, int rbits, uint32 nhome, uint64 *page,
+			   uint32 *quotient, uint64 *remainder)
+{
+	uint64		q = y >> rbits;
+
+	*remainder = y & qf_mask(rbits);
+	/* a 32-bit division is the faster one on common CPUs */
+	*page = q <= PG_UINT32_MAX ? (uint32) q / nhome : q / nhome;
+	*quotient = (uint32) (q - *page * nhome);
+}
+
+static inline uint64
+qf_space_join(uint64 page, uint32 quotient, uint64 remainder, int rbits,
+			  uint32 nhome)
+{
+	return ((page * nhome + quotient) << rbits) | (remainder & qf_mask(rbits));
+}
+
+/*
+ * Sizing to a capacity, shared by the sized quotient_filter tables and the
+ * qfilter type so that both get the same fingerprint space for the same
+ * capacity and rate (and qf_merge_value is exact).  The base is P areas of
+ * nhome home slots at rbits remainder bits, M = P * nhome * 2^rbits:
+ * nhome = what qf_geom_init gives at rbits (areas as full as their slack
+ * allows) and P = ceil(ceil(capacity / load) / nhome) rounded up to
+ * QF_SIZED_SIG_BITS significant bits (at most 0.1% more), so that nearby
+ * capacities share their space; below one area, one area of
+ * ceil(capacity / load) home slots rounded likewise.  load is the rate's
+ * qf_sized_load.  False if rbits has no area geometry or P would exceed
+ * 2^max_page_bits.
+ */
+#define QF_SIZED_SIG_BITS	10
+
+extern bool qf_sized_base(int64 capacity, double load, int rbits,
+						  Size area_bytes, int max_page_bits, uint64 *pages,
+						  uint32 *nhome);
+
+/* M = n * 2^rbits as mult * 2^exp, mult odd (n >= 1). */
+static inline void
+qf_space_of(uint64 n, int rbits, uint64 *mult, int *exp)
+{
+	int			z = pg_rightmost_one_pos64(n);
+
+	*mult = n >> z;
+	*exp = rbits + z;
+}
+
+/*
+ * The canonical shape of a filter of the space mult * 2^exp at rbits
+ * remainder bits in areas of area_bytes: its M / 2^rbits home slots in the
+ * fewest areas that divide them evenly with at most what qf_geom_init
+ * gives per area (and QF_MAX_HOME).  A function of (M, rbits) alone, so
+ * filters of one space agree on it whatever their history.  False if
+ * rbits > exp, rbits has no area geometry or it takes more than max_pages
+ * areas.
+ */
+extern bool qf_space_shape(uint64 mult, int exp, int rbits, Size area_bytes,
+						   uint64 max_pages, uint32 *nhome, uint64 *npages);
 
 #endif							/* QF_H */

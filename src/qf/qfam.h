@@ -5,15 +5,15 @@
  *	  "Don't Thrash: How to Cache Your Hash on Flash", VLDB 2012).
  *
  * A filter is a list of levels; each level is a quotient filter cut into
- * 2^page_bits pages, one independent QF area (qf.h) per page, so every
- * operation touches one page and no shift ever crosses a page boundary.
- * The key's fingerprint is the top fp_bits bits of its hash's h1, split as
- * page | quotient | remainder; every level uses the same fp_bits, so levels
- * merge and resize without rehashing.
+ * pages, one independent QF area (qf.h) per page, so every operation
+ * touches one page and no shift ever crosses a page boundary.  The key's
+ * fingerprint is y, its hash's h1 reduced to the filter's fingerprint space
+ * (qf.h, qf_space_y), split as page | quotient | remainder; every level
+ * uses the same space, so levels merge and resize without rehashing.
  *
  *	quotient_filter		one level, updated in place; it grows (doubling its
  *						pages, one remainder bit becomes a page bit) when a
- *						page overflows or the load passes QFAM_MAX_LOAD.
+ *						page overflows or the load passes qfam_max_load.
  *	buffered_quotient_filter
  *						level 0 is a small QF of buffer_size bytes whose
  *						pages stay hot in shared_buffers; when it fills it
@@ -95,8 +95,26 @@ typedef struct QfamParams
 #define QFAM_LAYOUT			2
 
 /*
+ * 3: a quotient_filter sized to its capacity (QfamParams.layout and every
+ * level's).  Its areas are those of layout 2, but a page holds nhome home
+ * slots, any number: every home slot its area allows with slack
+ * (qf_geom_init at the remainder bits of the filter's first level), or
+ * for a filter of one page the capacity's (qfam_sized_base).  The first
+ * level has P pages, P given by the capacity: the space is
+ * M = P * nhome * 2^fp_bits, level t has P * nhome * 2^t home slots and
+ * fp_bits - t remainder bits, t from 0 on.  Growth doubles the home slots
+ * per page while they fit, else the pages (qfam_sized_level), so every
+ * page of the grown level lies within one page of the level it came from
+ * (the applied_pos protocol, qfam_merge.c).
+ * Buffered and cascade filters keep layout 2: their levels' pages would
+ * not nest so.
+ */
+#define QFAM_LAYOUT_SIZED	3
+
+/*
  * A level holds 2^t home slots: 2^page_bits pages of 2^slot_bits home slots
- * with rbits = fp_bits - t remainder bits.  Pages whose epoch (in the page's
+ * with rbits = fp_bits - t remainder bits.  Layout 3 (see above) keeps its
+ * home slots per page in the two bytes instead (qfam_level_nhome).  Pages whose epoch (in the page's
  * special space) differs from the level's are logically empty, so emptying
  * a level after a merge is one metapage update.
  */
@@ -122,6 +140,19 @@ typedef struct QfamMeta
 	int64		merges;			/* level merges and resizes so far */
 	QfamLevel	levels[QFAM_MAX_LEVELS];
 } QfamMeta;
+
+/*
+ * Where a level's fingerprints go: the space M = mult * 2^exp (qf.h), the
+ * remainder bits, home slots per page and pages (qfam_level_map).
+ */
+typedef struct QfamMap
+{
+	uint64		mult;
+	int			exp;
+	int			rbits;
+	uint32		nhome;
+	uint64		npages;
+} QfamMap;
 
 /*
  * Level pages use the whole data area: the QF area, then (at the end) what
@@ -169,10 +200,11 @@ typedef struct QfamCursor
 	uint64		page;			/* page being iterated */
 	uint64		npages;
 	bool		valid;			/* fp/count hold the current fingerprint */
-	uint64		fp;				/* fingerprint in the top fp_bits bits */
+	uint64		fp;				/* fingerprint (qfam_map_join) */
 	uint64		count;
 	QfIter		iter;
 	QfGeom		g;
+	QfamMap		map;
 	char	   *area;			/* copy of the current page's area */
 } QfamCursor;
 
@@ -181,7 +213,12 @@ extern QfamState *qfam_get_state(Relation rel);
 extern void qfam_derive(QfamParams *p);
 extern const struct SSStructure qfam_structure;
 extern void qfam_level_geom(const QfamLevel *lv, QfGeom *g);
-extern void qfam_level_shape(QfamLevel *lv, uint32 fp_bits, uint32 t);
+extern void qfam_level_shape(const QfamParams *p, QfamLevel *lv, uint32 t);
+extern void qfam_sized_level(const QfamParams *p, uint32 t, uint64 *pages,
+							 uint32 *nhome);
+extern void qfam_level_map(const QfamParams *p, const QfamLevel *lv,
+						   QfamMap *m);
+extern void qfam_space(const QfamParams *p, uint64 *mult, int *exp);
 
 /* qfam_apply.c */
 struct SSConsolidation;
@@ -208,6 +245,56 @@ extern bool qfam_cursor_next(QfamCursor *c);
 extern void qfam_cursor_end(QfamCursor *c);
 extern bool qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc,
 							  uint32 target, uint32 target_t);
+
+/* Page, quotient and remainder of hash h1 in a level. */
+static inline void
+qfam_map_split(const QfamMap *m, uint64 h1, uint64 *page, uint32 *quotient,
+			   uint64 *remainder)
+{
+	qf_space_split(qf_space_y(h1, m->mult, m->exp), m->rbits, m->nhome,
+				   page, quotient, remainder);
+}
+
+/* The hash standing for the fingerprint at (page, quotient, remainder). */
+static inline uint64
+qfam_map_join(const QfamMap *m, uint64 page, uint32 quotient,
+			  uint64 remainder)
+{
+	return qf_space_hash(qf_space_join(page, quotient, remainder, m->rbits,
+									   m->nhome), m->mult, m->exp);
+}
+
+/* Home slots per page of a level of layout 3 (page_bits and slot_bits). */
+static inline uint32
+qfam_level_nhome(const QfamLevel *lv)
+{
+	return (uint32) lv->page_bits | (uint32) lv->slot_bits << 8;
+}
+
+/*
+ * The load past which level 0 grows: a filter sized to its capacity grows
+ * past the load it was sized for, the earlier layouts past QFAM_MAX_LOAD.
+ */
+static inline double
+qfam_max_load(const QfamParams *p)
+{
+	return p->layout == QFAM_LAYOUT_SIZED ? qf_sized_load(p->fp_rate) :
+		QFAM_MAX_LOAD;
+}
+
+/* Bits of the fingerprints y < M of the space mult * 2^exp. */
+static inline int
+qfam_space_bits(uint64 mult, int exp)
+{
+	return exp + (mult > 1 ? pg_leftmost_one_pos64(mult) + 1 : 0);
+}
+
+/* Home slots of a level. */
+static inline double
+qfam_map_slots(const QfamMap *m)
+{
+	return ldexp((double) m->mult, m->exp - m->rbits);
+}
 
 /*
  * Per-level counters saturate at PG_INT64_MAX, as the sketch counters do

@@ -48,39 +48,171 @@ qfam_relation_kind(Relation rel)
 	return 0;
 }
 
+/*
+ * Home slots per page of a layout-3 filter whose first level has rbits
+ * remainder bits: all its area holds with slack.  0 if none.
+ */
+static uint32
+qfam_sized_nhome(int rbits)
+{
+	QfGeom		g;
+
+	if (rbits < QF_MIN_RBITS || rbits > QF_MAX_RBITS ||
+		!qf_geom_init(&g, rbits, QF_PAGE_AREA_BYTES))
+		return 0;
+	return g.nhome;
+}
+
 void
 qfam_level_geom(const QfamLevel *lv, QfGeom *g)
 {
-	bool		ok = lv->slot_bits >= QF_MIN_SLOT_BITS &&
-		lv->slot_bits <= QF_MAX_SLOT_BITS;
+	bool		ok;
 
-	if (ok && lv->layout == QFAM_LAYOUT_LEGACY)
-		ok = qf_geom_init_slots_legacy(g, (uint32) 1 << lv->slot_bits,
-									   (int) lv->rbits, QF_SLACK_FILL,
-									   QF_PAGE_AREA_BYTES);
-	else if (ok)
-		ok = qf_geom_init_slots(g, (uint32) 1 << lv->slot_bits, (int) lv->rbits,
+	if (lv->layout == QFAM_LAYOUT_SIZED)
+	{
+		/* the first level's home slots, more slack at fewer bits */
+		ok = qf_geom_init_slots(g, qfam_level_nhome(lv), (int) lv->rbits,
 								QF_SLACK_FILL, QF_PAGE_AREA_BYTES);
+	}
+	else
+	{
+		ok = lv->slot_bits >= QF_MIN_SLOT_BITS &&
+			lv->slot_bits <= QF_MAX_SLOT_BITS;
+		if (ok && lv->layout == QFAM_LAYOUT_LEGACY)
+			ok = qf_geom_init_slots_legacy(g, (uint32) 1 << lv->slot_bits,
+										   (int) lv->rbits, QF_SLACK_FILL,
+										   QF_PAGE_AREA_BYTES);
+		else if (ok)
+			ok = qf_geom_init_slots(g, (uint32) 1 << lv->slot_bits, (int) lv->rbits,
+									QF_SLACK_FILL, QF_PAGE_AREA_BYTES);
+	}
 	if (!ok)
-		elog(ERROR, "invalid quotient filter geometry: %u slot bits, %u remainder bits",
-			 lv->slot_bits, lv->rbits);
+		elog(ERROR, "invalid quotient filter geometry: layout %u, 2^%u slots, %u slot bits, %u remainder bits",
+			 lv->layout, lv->t, lv->slot_bits, lv->rbits);
+}
+
+/*
+ * Pages P and home slots per page of the first level of a layout-3
+ * filter: qf_sized_base, the sizing a qfilter of the same capacity and
+ * rate shares.  False for other layouts or invalid parameters.
+ */
+static bool
+qfam_sized_base(const QfamParams *p, uint64 *pages, uint32 *nhome)
+{
+	return p->layout == QFAM_LAYOUT_SIZED &&
+		qf_sized_base(p->capacity, qf_sized_load(p->fp_rate), (int) p->fp_bits,
+					  QF_PAGE_AREA_BYTES, QFAM_MAX_PAGE_BITS, pages, nhome);
+}
+
+/*
+ * The fingerprint space of a filter, M = mult * 2^exp (mult odd or 1), and
+ * for layout 3 its pages' home slots and base page count.  Every lookup
+ * maps its key, so the last parameters' values are kept.
+ */
+typedef struct QfamSpaceInfo
+{
+	QfamParams	p;
+	uint64		mult;
+	int			exp;
+	uint32		nhome;
+	uint64		base_pages;
+} QfamSpaceInfo;
+
+static const QfamSpaceInfo *
+qfam_space_info(const QfamParams *p)
+{
+	static QfamSpaceInfo last;
+	static bool have_last = false;
+
+	if (have_last && memcmp(p, &last.p, sizeof(*p)) == 0)
+		return &last;
+	last.p = *p;
+	last.mult = 1;
+	last.exp = (int) p->fp_bits;
+	last.nhome = 0;
+	last.base_pages = 0;
+	if (p->layout == QFAM_LAYOUT_SIZED)
+	{
+		if (!qfam_sized_base(p, &last.base_pages, &last.nhome))
+			elog(ERROR, "invalid quotient filter parameters: capacity " INT64_FORMAT ", %u remainder bits",
+				 p->capacity, p->fp_bits);
+		qf_space_of(last.base_pages * last.nhome, (int) p->fp_bits,
+					&last.mult, &last.exp);
+	}
+	have_last = true;
+	return &last;
+}
+
+void
+qfam_space(const QfamParams *p, uint64 *mult, int *exp)
+{
+	const QfamSpaceInfo *si = qfam_space_info(p);
+
+	*mult = si->mult;
+	*exp = si->exp;
+}
+
+void
+qfam_level_map(const QfamParams *p, const QfamLevel *lv, QfamMap *m)
+{
+	const QfamSpaceInfo *si = qfam_space_info(p);
+
+	m->mult = si->mult;
+	m->exp = si->exp;
+	m->rbits = (int) lv->rbits;
+	if (lv->layout == QFAM_LAYOUT_SIZED)
+	{
+		m->nhome = qfam_level_nhome(lv);
+		m->npages = ((si->base_pages * si->nhome) << lv->t) / Max(m->nhome, 1);
+	}
+	else
+	{
+		m->nhome = (uint32) 1 << lv->slot_bits;
+		m->npages = (uint64) 1 << lv->page_bits;
+	}
+}
+
+/*
+ * Pages and home slots per page of level t of a layout-3 filter.  Each
+ * doubling doubles the home slots per page while they fit (a filter
+ * smaller than a page), else the pages; either way every page of the
+ * grown level lies within one page of the smaller one.
+ */
+void
+qfam_sized_level(const QfamParams *p, uint32 t, uint64 *pages, uint32 *nhome)
+{
+	const QfamSpaceInfo *si = qfam_space_info(p);
+
+	*pages = si->base_pages;
+	*nhome = si->nhome;
+	for (uint32 i = 1; i <= t && i < p->fp_bits; i++)
+	{
+		if ((uint64) *nhome * 2 <= qfam_sized_nhome((int) (p->fp_bits - i)))
+			*nhome *= 2;
+		else if (*pages <= ((uint64) 1 << QFAM_MAX_PAGE_BITS))
+			*pages *= 2;		/* past the limit: only "too many" matters */
+	}
 }
 
 /*
  * Shape a level of 2^t home slots in a page layout: rbits = fp_bits - t,
  * pages with the largest power of two of home slots the remainder size
- * allows (qf_geom_init, qf_home_bits), the rest page bits.
+ * allows (qf_geom_init, qf_home_bits), the rest page bits.  Layout 3:
+ * `pages` pages of nhome home slots (qfam_sized_level), nhome kept in
+ * page_bits and slot_bits (qfam_level_nhome).
  */
 static void
-qfam_level_shape_in(QfamLevel *lv, uint32 fp_bits, uint32 t, uint32 layout)
+qfam_level_shape_in(QfamLevel *lv, uint32 fp_bits, uint32 t, uint32 layout,
+					uint64 pages, uint32 nhome)
 {
 	QfGeom		g;
 	int			rbits = (int) fp_bits - (int) t;
 	bool		ok = rbits >= 1 && rbits <= QF_MAX_RBITS;
 
+	/* layout 3 checks its page geometry below */
 	if (ok && layout == QFAM_LAYOUT_LEGACY)
 		ok = qf_geom_init_legacy(&g, rbits, QF_PAGE_AREA_BYTES);
-	else if (ok)
+	else if (ok && layout != QFAM_LAYOUT_SIZED)
 		ok = qf_geom_init(&g, rbits, QF_PAGE_AREA_BYTES);
 	if (!ok)
 		ereport(ERROR,
@@ -92,6 +224,30 @@ qfam_level_shape_in(QfamLevel *lv, uint32 fp_bits, uint32 t, uint32 layout)
 	lv->t = (uint8) t;
 	lv->layout = (uint16) layout;
 	lv->rbits = (uint8) rbits;
+	if (layout == QFAM_LAYOUT_SIZED)
+	{
+		QfGeom		pg;
+
+		/* home slots per page in the two bytes (qfam_level_nhome) */
+		lv->page_bits = (uint8) (nhome & 0xff);
+		lv->slot_bits = (uint8) (nhome >> 8);
+		if (nhome > 0xffff ||
+			!qf_geom_init_slots(&pg, nhome, rbits, QF_SLACK_FILL,
+								QF_PAGE_AREA_BYTES))
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("quotient filter is full"),
+					 errdetail("A page of %u home slots leaves no room for %d-bit remainders.",
+							   nhome, rbits)));
+		if (pages > ((uint64) 1 << QFAM_MAX_PAGE_BITS))
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("quotient filter level of " UINT64_FORMAT " pages is too large",
+							pages),
+					 errdetail("At most 2^%d pages per level are supported.",
+							   QFAM_MAX_PAGE_BITS)));
+		return;
+	}
 	lv->slot_bits = (uint8) Min((uint32) qf_home_bits(g.nhome), t);
 	lv->page_bits = (uint8) (t - lv->slot_bits);
 	if (lv->page_bits > QFAM_MAX_PAGE_BITS)
@@ -102,11 +258,24 @@ qfam_level_shape_in(QfamLevel *lv, uint32 fp_bits, uint32 t, uint32 layout)
 						   QFAM_MAX_PAGE_BITS)));
 }
 
-/* A new level: the current page layout. */
+/*
+ * A new level of filter p: the current page layout (layout 3 for a filter
+ * of layout 3).
+ */
 void
-qfam_level_shape(QfamLevel *lv, uint32 fp_bits, uint32 t)
+qfam_level_shape(const QfamParams *p, QfamLevel *lv, uint32 t)
 {
-	qfam_level_shape_in(lv, fp_bits, t, QFAM_LAYOUT);
+	if (p->layout == QFAM_LAYOUT_SIZED)
+	{
+		uint64		pages;
+		uint32		nhome;
+
+		qfam_sized_level(p, t, &pages, &nhome);
+		qfam_level_shape_in(lv, p->fp_bits, t, QFAM_LAYOUT_SIZED, pages,
+							nhome);
+	}
+	else
+		qfam_level_shape_in(lv, p->fp_bits, t, QFAM_LAYOUT, 0, 0);
 }
 
 /*
@@ -150,6 +319,26 @@ qfam_derive(QfamParams *p)
 						p->fp_rate),
 				 errdetail("It needs %d remainder bits; at most %d fit.",
 						   rbits, QF_MAX_RBITS)));
+	if (p->layout == QFAM_LAYOUT_SIZED)
+	{
+		uint64		pages;
+		uint32		nhome;
+
+		/* one level of P pages at the capacity; it grows by doubling */
+		p->fp_bits = (uint32) rbits;
+		p->t_max = 0;
+		p->t0 = 0;
+		if (!qfam_sized_base(p, &pages, &nhome))
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("quotient filter capacity " INT64_FORMAT " is too large",
+							p->capacity),
+					 errdetail("At most 2^%d pages per level are supported.",
+							   QFAM_MAX_PAGE_BITS)));
+		qfam_level_shape_in(&lv, p->fp_bits, 0, p->layout, pages, nhome);
+		ss_check_structure_pages(1 + pages, NULL);
+		return;
+	}
 	t = (uint32) qf_slots_log2_for((double) p->capacity);
 	if (t + rbits > 64 || t > QFAM_MAX_PAGE_BITS + QF_MAX_SLOT_BITS)
 		ereport(ERROR,
@@ -159,7 +348,7 @@ qfam_derive(QfamParams *p)
 				 errdetail("Fingerprints would need %u bits.", t + (uint32) rbits)));
 	p->t_max = t;
 	p->fp_bits = t + (uint32) rbits;
-	qfam_level_shape_in(&lv, p->fp_bits, t, p->layout);	/* validates */
+	qfam_level_shape_in(&lv, p->fp_bits, t, p->layout, 0, 0);	/* validates */
 
 	/* level 0: the whole filter, or what fits in buffer_pages pages */
 	p->t0 = t;
@@ -167,7 +356,7 @@ qfam_derive(QfamParams *p)
 	{
 		while (p->t0 > 1)
 		{
-			qfam_level_shape_in(&lv, p->fp_bits, p->t0, p->layout);
+			qfam_level_shape_in(&lv, p->fp_bits, p->t0, p->layout, 0, 0);
 			if (((uint64) 1 << lv.page_bits) <= Max(p->buffer_pages, 1))
 				break;
 			p->t0--;
@@ -175,7 +364,7 @@ qfam_derive(QfamParams *p)
 	}
 
 	/* the filter at its capacity: its largest level after the metapage */
-	qfam_level_shape(&lv, p->fp_bits, p->t_max);
+	qfam_level_shape(p, &lv, p->t_max);
 	ss_check_structure_pages(1 + ((uint64) 1 << lv.page_bits), NULL);
 }
 
@@ -216,7 +405,8 @@ qfam_check_meta(Relation rel, const void *metap)
 
 	if (p->kind != qfam_relation_kind(rel))
 		elog(ERROR, "filter kind %u does not match the access method", p->kind);
-	if (p->layout != QFAM_LAYOUT && p->layout != QFAM_LAYOUT_LEGACY)
+	if (p->layout != QFAM_LAYOUT && p->layout != QFAM_LAYOUT_LEGACY &&
+		(p->layout != QFAM_LAYOUT_SIZED || p->kind != QFAM_KIND_QF))
 		elog(ERROR, "page layout %u is unknown", p->layout);
 	if (!have_last || memcmp(p, &last_checked, sizeof(*p)) != 0)
 	{
@@ -249,21 +439,31 @@ qfam_check_meta(Relation rel, const void *metap)
 	{
 		const QfamLevel *lv = &meta->levels[l];
 		QfamLevel	shape;
+		QfamMap		map;
 		uint64		npages;
 
-		if (lv->t < 1 || lv->t >= p->fp_bits)
+		if (lv->t < (p->layout == QFAM_LAYOUT_SIZED ? 0 : 1) ||
+			lv->t >= p->fp_bits)
 			elog(ERROR, "level %u has 2^%u home slots, fingerprints have %u bits",
 				 l, lv->t, p->fp_bits);
-		/* levels of the earlier layout only in a relation created with it */
-		if (lv->layout != QFAM_LAYOUT &&
-			(lv->layout != QFAM_LAYOUT_LEGACY || p->layout != QFAM_LAYOUT_LEGACY))
+		/*
+		 * Levels of the earlier layout only in a relation created with it;
+		 * a relation of layout 3 has only levels of layout 3.
+		 */
+		if (p->layout == QFAM_LAYOUT_SIZED ? lv->layout != QFAM_LAYOUT_SIZED :
+			(lv->layout != QFAM_LAYOUT &&
+			 (lv->layout != QFAM_LAYOUT_LEGACY || p->layout != QFAM_LAYOUT_LEGACY)))
 			elog(ERROR, "level %u has page layout %u in a relation of layout %u",
 				 l, lv->layout, p->layout);
-		qfam_level_shape_in(&shape, p->fp_bits, lv->t, lv->layout);
+		if (lv->layout == QFAM_LAYOUT_SIZED)
+			qfam_level_shape(p, &shape, lv->t);
+		else
+			qfam_level_shape_in(&shape, p->fp_bits, lv->t, lv->layout, 0, 0);
 		if (shape.rbits != lv->rbits || shape.slot_bits != lv->slot_bits ||
 			shape.page_bits != lv->page_bits)
 			elog(ERROR, "level %u's page geometry differs from the one its size gives", l);
-		npages = (uint64) 1 << lv->page_bits;
+		qfam_level_map(p, lv, &map);
+		npages = map.npages;
 		if (lv->base < 1 || (uint64) lv->base + npages > meta->hdr.log.alloc_end)
 			elog(ERROR, "level %u's run at block %u is outside the %u blocks allocated",
 				 l, lv->base, meta->hdr.log.alloc_end);
@@ -310,7 +510,8 @@ qfam_check_params(Relation rel, void *st, SSParamSource source)
 		p->kind = qfam_relation_kind(rel);
 	if (source == SS_PARAMS_SETTINGS)
 		p->buffer_pages = Max(1, p->buffer_pages / (BLCKSZ / 1024));
-	p->layout = QFAM_LAYOUT;	/* parameters of a new table */
+	/* parameters of a new table */
+	p->layout = p->kind == QFAM_KIND_QF ? QFAM_LAYOUT_SIZED : QFAM_LAYOUT;
 	qfam_derive(p);
 }
 

@@ -35,16 +35,19 @@ qfam_read_meta(Relation rel, QfamMeta *meta)
 void
 qfam_first_level(const QfamParams *p, QfamMeta *meta)
 {
+	QfamMap		map;
+
 	memset(meta, 0, sizeof(*meta));
 	meta->params = *p;
 	meta->nlevels = 1;
-	qfam_level_shape(&meta->levels[0], p->fp_bits, p->t0);
+	qfam_level_shape(p, &meta->levels[0], p->t0);
+	qfam_level_map(p, &meta->levels[0], &map);
 	meta->levels[0].base = 1;
 	meta->levels[0].alt_base = InvalidBlockNumber;
 	meta->levels[0].epoch = 1;
 	/* log pages and new level runs are allocated after level 0 */
 	ss_meta_header_init(&meta->hdr, SS_KIND_QF, p->seed,
-						1 + ((BlockNumber) 1 << meta->levels[0].page_bits));
+						1 + (BlockNumber) map.npages);
 }
 
 /*
@@ -180,6 +183,7 @@ qfam_level_read(Relation rel, const QfamLevel *lv, uint32 level, uint64 h1,
 				QfamPageRead *out)
 {
 	QfGeom		g;
+	QfamMap		map;
 	uint64		page;
 	uint32		quotient;
 	uint64		remainder;
@@ -191,8 +195,8 @@ qfam_level_read(Relation rel, const QfamLevel *lv, uint32 level, uint64 h1,
 	out->applied = 0;
 	out->last_removed = 0;
 	out->stale_blk = InvalidBlockNumber;
-	qf_fingerprint_split(h1, lv->page_bits, lv->slot_bits, lv->rbits,
-						 &page, &quotient, &remainder);
+	qfam_level_map(&qfam_get_state(rel)->p, lv, &map);
+	qfam_map_split(&map, h1, &page, &quotient, &remainder);
 	blkno = lv->base + (BlockNumber) page;
 	buf = ss_read_buffer_if_exists(rel, blkno);
 	if (!BufferIsValid(buf))
@@ -352,13 +356,14 @@ qfam_parts_of(const SSPendingHeader *hdr, const char *payload, uint32 *parts,
 	QfCons	   *qc = arg;
 	const QfamLevel *lv = &qc->meta.levels[0];
 	SSPendingKey key;
+	QfamMap		map;
 	uint64		page;
 	uint32		q;
 	uint64		r;
 
 	qfam_record_key(qc->rel, hdr, payload, &key);
-	qf_fingerprint_split(key.hash.h1, lv->page_bits, lv->slot_bits, lv->rbits,
-						 &page, &q, &r);
+	qfam_level_map(&qc->st->p, lv, &map);
+	qfam_map_split(&map, key.hash.h1, &page, &q, &r);
 	parts[0] = (uint32) page;
 	return 1;
 }
@@ -381,6 +386,7 @@ qfam_delete_older(QfCons *qc, uint64 h1, uint64 pos, uint64 owed)
 		const QfamLevel *lv = &qc->meta.levels[l];
 		QfamPageRead pr;
 		QfGeom		g;
+		QfamMap		map;
 		uint64		page;
 		uint32		q;
 		uint64		r;
@@ -406,8 +412,8 @@ qfam_delete_older(QfCons *qc, uint64 h1, uint64 pos, uint64 owed)
 		}
 		if (pr.count == 0)
 			continue;
-		qf_fingerprint_split(h1, lv->page_bits, lv->slot_bits, lv->rbits,
-							 &page, &q, &r);
+		qfam_level_map(&qc->st->p, lv, &map);
+		qfam_map_split(&map, h1, &page, &q, &r);
 		qfam_level_geom(lv, &g);
 		state = ss_xlog_start(qc->rel);
 		p = qfam_lock_level_page(qc->rel, state, lv, true, &g,
@@ -457,7 +463,12 @@ qfam_chunk_room(Relation rel, void *arg)
 	for (int tries = 0; tries < 2; tries++)
 	{
 		const QfamLevel *lv = &qc->meta.levels[0];
-		double		room = ldexp(QFAM_MAX_LOAD, lv->t) - (double) lv->items;
+		QfamMap		map;
+		double		room;
+
+		qfam_level_map(&qc->st->p, lv, &map);
+		room = qfam_max_load(&qc->st->p) * qfam_map_slots(&map) -
+			(double) lv->items;
 
 		if (room >= 1.0)
 			return (int) Min(room, (double) (PG_INT32_MAX / 2));
@@ -491,6 +502,7 @@ qfam_apply_group(Relation rel, uint32 part, const SSGroupEntry *entries,
 	{
 		const QfamLevel *lv = &qc->meta.levels[0];
 		QfGeom		g;
+		QfamMap		map;
 		Buffer		buf;
 		Page		page;
 		char	   *area;
@@ -504,6 +516,7 @@ qfam_apply_group(Relation rel, uint32 part, const SSGroupEntry *entries,
 
 		CHECK_FOR_INTERRUPTS();
 		qfam_level_geom(lv, &g);
+		qfam_level_map(&qc->st->p, lv, &map);
 		page = qfam_cons_lock_page(qc, lv, &g, lv->base + part, &buf);
 		area = SSPageGetData(page);
 		applied = SSPageGetOpaque(page)->applied_pos;
@@ -518,8 +531,7 @@ qfam_apply_group(Relation rel, uint32 part, const SSGroupEntry *entries,
 			if (entries[i].pos < applied)
 				continue;
 			memcpy(&key, ss_group_payload(&entries[i]), sizeof(key));
-			qf_fingerprint_split(key.hash.h1, lv->page_bits, lv->slot_bits,
-								 lv->rbits, &pg, &q, &r);
+			qfam_map_split(&map, key.hash.h1, &pg, &q, &r);
 			if (entries[i].type == SS_PENDING_KEY)
 			{
 				/* QF_FULL leaves the area as it was before this insert */
@@ -606,6 +618,7 @@ bool
 qfam_consolidate(SSConsolidation *c)
 {
 	QfCons		qc;
+	QfamMap		map;
 	bool		done;
 
 	qc.rel = c->rel;
@@ -615,7 +628,8 @@ qfam_consolidate(SSConsolidation *c)
 	if (!qfam_read_meta(c->rel, &qc.meta))
 		elog(ERROR, "quotient filter metapage of \"%s\" disappeared",
 			 RelationGetRelationName(c->rel));
-	done = ss_cons_by_partition(c, (uint32) 1 << qc.meta.levels[0].page_bits,
+	qfam_level_map(&qc.st->p, &qc.meta.levels[0], &map);
+	done = ss_cons_by_partition(c, (uint32) map.npages,
 								qfam_parts_of, qfam_apply_group,
 								qfam_chunk_room, &qc);
 	qfam_cons_finish(&qc);
@@ -707,6 +721,24 @@ qfam_make_room(Relation rel, const QfamState *st, bool grow)
 static double
 qfam_max_items(const QfamParams *p)
 {
+	if (p->layout == QFAM_LAYOUT_SIZED)
+	{
+		/* the most doublings that keep a remainder bit and the page limit */
+		uint64		mult;
+		int			exp;
+
+		qfam_space(p, &mult, &exp);
+		for (int t = (int) p->fp_bits - 1; t >= 0; t--)
+		{
+			uint64		pages;
+			uint32		nhome;
+
+			qfam_sized_level(p, (uint32) t, &pages, &nhome);
+			if (pages <= ((uint64) 1 << QFAM_MAX_PAGE_BITS))
+				return floor(0.9 * ldexp((double) mult, exp - ((int) p->fp_bits - t)));
+		}
+		return 0;
+	}
 	for (int t = (int) p->fp_bits - 1; t >= 1; t--)
 	{
 		QfGeom		g;
@@ -757,13 +789,15 @@ qfam_admit(Relation rel, uint64 log_records, bool final)
 	SSPendingIter it;
 	SSPendingHeader hdr;
 	char	   *payload;
-	uint64		fpmask = ~UINT64CONST(0) << (64 - st->p.fp_bits);
+	uint64		mult;
+	int			exp;
 	HTAB	   *seen = NULL;
 	long		max_seen;
 	uint64		log_bytes;
 
 	if (!qfam_read_meta(rel, &meta))
 		return true;
+	qfam_space(&st->p, &mult, &exp);
 	for (uint32 l = 0; l < meta.nlevels; l++)
 		items += (double) meta.levels[l].items;
 	room = max_items - items - (double) log_records;
@@ -802,9 +836,9 @@ qfam_admit(Relation rel, uint64 log_records, bool final)
 			if (hdr.type != SS_PENDING_KEY)
 				continue;
 			memcpy(&key, payload, sizeof(key));
-			fp = key.hash.h1 & fpmask;
+			fp = qf_space_y(key.hash.h1, mult, exp);
 			(void) hash_search(seen, &fp, HASH_FIND, &found);
-			if (found || qfam_levels_have(rel, &meta, fp))
+			if (found || qfam_levels_have(rel, &meta, key.hash.h1))
 				continue;
 			(void) hash_search(seen, &fp, HASH_ENTER, NULL);
 			fresh++;
@@ -818,7 +852,8 @@ qfam_admit(Relation rel, uint64 log_records, bool final)
 			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 			 errmsg("quotient filter \"%s\" is full", RelationGetRelationName(rel)),
 			 errdetail("It holds %.0f fingerprints and " UINT64_FORMAT " changes wait in its change log; its %u-bit fingerprints allow at most %.0f, and this transaction adds " INT64_FORMAT " inserts.",
-					   items, log_records, st->p.fp_bits, max_items, inserts),
+					   items, log_records, (uint32) qfam_space_bits(mult, exp),
+					   max_items, inserts),
 			 errhint("Create a filter with a larger capacity or a smaller false-positive rate.")));
 	return false;				/* keep compiler quiet */
 }

@@ -78,9 +78,12 @@ qfam_compact(Relation OldTable, Relation NewTable)
 	newmeta = meta;
 	for (uint32 l = 0; l < meta.nlevels; l++)
 	{
+		QfamMap		map;
+
 		newmeta.levels[l].base = next;
 		newmeta.levels[l].alt_base = InvalidBlockNumber;
-		next += (BlockNumber) 1 << meta.levels[l].page_bits;
+		qfam_level_map(&meta.params, &meta.levels[l], &map);
+		next += (BlockNumber) map.npages;
 	}
 	newmeta.hdr.log.head_pos = newmeta.hdr.log.end_pos;
 	newmeta.hdr.log.head_blk = InvalidBlockNumber;
@@ -97,7 +100,11 @@ qfam_compact(Relation OldTable, Relation NewTable)
 	compact_write(dst, SS_METAPAGE_BLKNO, (Page) buf.data, use_wal);
 	for (uint32 l = 0; l < meta.nlevels; l++)
 	{
-		BlockNumber npages = (BlockNumber) 1 << meta.levels[l].page_bits;
+		QfamMap		map;
+		BlockNumber npages;
+
+		qfam_level_map(&meta.params, &meta.levels[l], &map);
+		npages = (BlockNumber) map.npages;
 
 		for (BlockNumber i = 0; i < npages; i++)
 		{

@@ -101,7 +101,8 @@ qfam_cursor_init(QfamCursor *c, Relation rel, const QfamLevel *lv,
 	c->merged = merged;
 	c->nblocks = RelationGetNumberOfBlocks(rel);
 	c->page = 0;
-	c->npages = (uint64) 1 << lv->page_bits;
+	qfam_level_map(&qfam_get_state(rel)->p, lv, &c->map);
+	c->npages = c->map.npages;
 	c->valid = false;
 	qfam_level_geom(lv, &c->g);
 	c->area = palloc(BLCKSZ);
@@ -128,8 +129,7 @@ qfam_cursor_next(QfamCursor *c)
 		if (!qfam_cursor_load(c))
 			return c->valid = false;
 	}
-	c->fp = qf_fingerprint_join(c->page, q, r, c->lv.page_bits,
-								c->lv.slot_bits, c->lv.rbits);
+	c->fp = qfam_map_join(&c->map, c->page, q, r);
 	return c->valid = true;
 }
 
@@ -165,10 +165,10 @@ qfam_write_page(Relation rel, BlockNumber blkno, const char *area, Size size,
  * range of one level-0 page and has applied no more; qfam_apply.c).
  */
 static uint64
-merged_page_applied(Relation rel, const QfamLevel *lv0, const QfamLevel *tl,
+merged_page_applied(Relation rel, const QfamLevel *lv0, uint64 per_page0,
 					uint64 page, uint64 *cache_page, uint64 *cache_applied)
 {
-	uint64		p0 = page >> (tl->page_bits - lv0->page_bits);
+	uint64		p0 = page / per_page0;
 
 	if (p0 != *cache_page)
 	{
@@ -219,6 +219,9 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 	QfamCursor *cursors = palloc(sizeof(QfamCursor) * nsrc);
 	QfamLevel	tl;
 	QfGeom		g;
+	QfamMap		tmap;
+	QfamMap		map0;
+	uint64		per_page0;
 	QfBuilder	builder;
 	char	   *area = palloc(BLCKSZ);
 	uint64		npages;
@@ -236,12 +239,22 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 	BufferAccessStrategy wring = target > 0 ? ss_bulk_write_ring() : NULL;
 
 	Assert(target < QFAM_MAX_LEVELS && target <= meta->nlevels);
-	qfam_level_shape(&tl, meta->params.fp_bits, target_t);
+	qfam_level_shape(&meta->params, &tl, target_t);
 	qfam_level_geom(&tl, &g);
-	npages = (uint64) 1 << tl.page_bits;
-	if (tl.page_bits < lv0.page_bits)
-		elog(ERROR, "merged level of %u page bits is smaller than level 0's %u",
-			 tl.page_bits, lv0.page_bits);
+	qfam_level_map(&meta->params, &tl, &tmap);
+	qfam_level_map(&meta->params, &lv0, &map0);
+	npages = tmap.npages;
+
+	/*
+	 * Every target page must lie within one level-0 page (its applied_pos
+	 * is that page's): the target has a multiple of level 0's pages, and
+	 * equal shares of the fingerprint space per page.
+	 */
+	per_page0 = npages / Max(map0.npages, 1);
+	if (tl.t < lv0.t || npages % map0.npages != 0 ||
+		(uint64) map0.nhome << (tl.t - lv0.t) != (uint64) tmap.nhome * per_page0)
+		elog(ERROR, "merged level of " UINT64_FORMAT " pages does not nest level 0's " UINT64_FORMAT,
+			 npages, map0.npages);
 
 	/* where to write: the target's spare run if it has the right size */
 	use_spare = target < meta->nlevels &&
@@ -287,8 +300,7 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 						count + cursors[i].count;
 					qfam_cursor_next(&cursors[i]);
 				}
-			qf_fingerprint_split(fp, tl.page_bits, tl.slot_bits, tl.rbits,
-								 &page, &q, &r);
+			qfam_map_split(&tmap, fp, &page, &q, &r);
 		}
 		else
 			page = npages;		/* the rest of the target, down to empty pages */
@@ -296,7 +308,7 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 		while (cur_page < page)
 		{
 			qfam_write_page(rel, base + (BlockNumber) cur_page, area, g.area_bytes, tl.epoch,
-							merged_page_applied(rel, &lv0, &tl, cur_page,
+							merged_page_applied(rel, &lv0, per_page0, cur_page,
 												&cache_page, &cache_applied),
 							wring);
 			cur_page++;

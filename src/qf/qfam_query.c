@@ -62,16 +62,32 @@ add_saturating(uint64 a, uint64 b)
 }
 
 /*
- * The key of a change record of fingerprint fp (its bits of h1 under
- * fpmask) that adds or removes copies, or false: what a lookup of that
- * fingerprint reads from the log.
+ * The fingerprint space of a filter (qf.h): change records are compared by
+ * their fingerprint, y.
+ */
+typedef struct QfamSpace
+{
+	uint64		mult;
+	int			exp;
+} QfamSpace;
+
+static inline uint64
+qfam_fp(const QfamSpace *sp, uint64 h1)
+{
+	return qf_space_y(h1, sp->mult, sp->exp);
+}
+
+/*
+ * The key of a change record of fingerprint fp (qfam_fp) that adds or
+ * removes copies, or false: what a lookup of that fingerprint reads from
+ * the log.
  */
 static bool
 qfam_fp_record(const SSPendingHeader *hdr, const char *payload,
-			   uint64 fpmask, uint64 fp, SSPendingKey *key)
+			   const QfamSpace *sp, uint64 fp, SSPendingKey *key)
 {
 	return ss_record_key(hdr, payload, key) &&
-		(key->hash.h1 & fpmask) == fp && key->weight > 0;
+		qfam_fp(sp, key->hash.h1) == fp && key->weight > 0;
 }
 
 /*
@@ -81,8 +97,8 @@ qfam_fp_record(const SSPendingHeader *hdr, const char *payload,
  */
 typedef struct KeyReplay
 {
-	uint64		fp;				/* the key's fingerprint bits of h1 */
-	uint64		fpmask;
+	uint64		fp;				/* the key's fingerprint (qfam_fp) */
+	QfamSpace	sp;
 	uint32		nlevels;
 	QfamPageRead lv[QFAM_MAX_LEVELS];
 	bool		saw_delete;		/* a delete of the key is in the log */
@@ -96,7 +112,7 @@ qfam_replay_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 	SSPendingKey key;
 	uint64		n;
 
-	if (!qfam_fp_record(hdr, payload, kr->fpmask, kr->fp, &key))
+	if (!qfam_fp_record(hdr, payload, &kr->sp, kr->fp, &key))
 		return;
 	if (hdr->type == SS_PENDING_DELETE)
 		kr->saw_delete = true;
@@ -128,12 +144,15 @@ qfam_replay_record(uint64 pos, const SSPendingHeader *hdr, const char *payload,
 
 /*
  * A lookup replays only the log records of its own fingerprint:
- * ss_log_scan_parts indexes them by the fingerprint's top 16 bits.
+ * ss_log_scan_parts indexes them by the fingerprint's top 16 bits (of
+ * the bits y < M takes).
  */
 static inline uint32
-qfam_log_bucket(uint64 h1, uint64 fpmask)
+qfam_log_bucket(uint64 h1, const QfamSpace *sp)
 {
-	return (uint32) ((h1 & fpmask) >> 48);
+	int			ybits = qfam_space_bits(sp->mult, sp->exp);
+
+	return (uint32) (qfam_fp(sp, h1) >> Max(ybits - 16, 0));
 }
 
 static int
@@ -144,8 +163,35 @@ qfam_log_parts_of(const SSPendingHeader *hdr, const char *payload,
 
 	if (!ss_record_key(hdr, payload, &key))
 		return 0;				/* replayed by no lookup */
-	parts[0] = qfam_log_bucket(key.hash.h1, *(const uint64 *) arg);
+	parts[0] = qfam_log_bucket(key.hash.h1, (const QfamSpace *) arg);
 	return 1;
+}
+
+/*
+ * Whether the log holds a record adding copies of a fingerprint, or one
+ * removing copies (as ss_key_peek_record, by fingerprint).
+ */
+typedef struct QfamKeyPeek
+{
+	QfamSpace	sp;
+	uint64		fp;
+	bool		inserted;
+	bool		deleted;
+} QfamKeyPeek;
+
+static void
+qfam_key_peek_record(uint64 pos, const SSPendingHeader *hdr,
+					 const char *payload, void *arg)
+{
+	QfamKeyPeek *kp = arg;
+	SSPendingKey key;
+
+	if (!qfam_fp_record(hdr, payload, &kp->sp, kp->fp, &key))
+		return;
+	if (hdr->type == SS_PENDING_KEY)
+		kp->inserted = true;
+	else if (hdr->type == SS_PENDING_DELETE)
+		kp->deleted = true;
 }
 
 /*
@@ -163,8 +209,10 @@ qfam_committed_count(Relation rel, SSHash h, bool any_copy)
 	QfamMeta	meta;
 	KeyReplay	kr;
 	uint64		count = 0;
-	uint32		fp_bits = qfam_get_state(rel)->p.fp_bits;
+	QfamSpace	sp;
 	bool		read_all = false;
+
+	qfam_space(&qfam_get_state(rel)->p, &sp.mult, &sp.exp);
 
 	/*
 	 * Readers take no heavyweight lock.  A run of blocks is only rewritten
@@ -198,19 +246,19 @@ qfam_committed_count(Relation rel, SSHash h, bool any_copy)
 			 * (an insert the levels applied is in them), so a key inserted
 			 * lately is found without reading every level.
 			 */
-			SSKeyPeek	kp = {h, ~UINT64CONST(0) << (64 - fp_bits), 0};
+			QfamKeyPeek kp = {sp, qfam_fp(&sp, h.h1), false, false};
 
-			bucket = qfam_log_bucket(h.h1, kp.h1mask);
-			if (!ss_log_scan_parts(rel, &snap, 0, qfam_log_parts_of, &kp.h1mask,
-								   &bucket, 1, ss_key_peek_record, &kp))
+			bucket = qfam_log_bucket(h.h1, &sp);
+			if (!ss_log_scan_parts(rel, &snap, 0, qfam_log_parts_of, &sp,
+								   &bucket, 1, qfam_key_peek_record, &kp))
 				continue;
 			if (kp.inserted && !kp.deleted)
 				return 1;
 		}
 		merges = meta.merges;
 		memset(&kr, 0, sizeof(kr));
-		kr.fpmask = ~UINT64CONST(0) << (64 - fp_bits);
-		kr.fp = h.h1 & kr.fpmask;
+		kr.sp = sp;
+		kr.fp = qfam_fp(&sp, h.h1);
 		kr.nlevels = meta.nlevels;
 		qfam_level_read(rel, &meta.levels[0], 0, h.h1, &kr.lv[0]);
 		count = kr.lv[0].count;
@@ -245,8 +293,8 @@ qfam_committed_count(Relation rel, SSHash h, bool any_copy)
 				ss_page_corrupted(rel, kr.lv[l].stale_blk,
 								  "The page is not of the generation (epoch %u) of level %u, which holds items, or is ahead of it.",
 								  meta.levels[l].epoch, l);
-		bucket = qfam_log_bucket(h.h1, kr.fpmask);
-		if (!ss_log_scan_parts(rel, &snap, 0, qfam_log_parts_of, &kr.fpmask,
+		bucket = qfam_log_bucket(h.h1, &sp);
+		if (!ss_log_scan_parts(rel, &snap, 0, qfam_log_parts_of, &sp,
 							   &bucket, 1, qfam_replay_record, &kr))
 			continue;
 		/* a delete in the log may need the levels not read */
@@ -278,8 +326,9 @@ qfam_count_hash(Relation rel, const QfamState *st, SSHash h)
 		SSPendingIter it;
 		SSPendingHeader hdr;
 		char	   *payload;
-		uint64		fpmask = ~UINT64CONST(0) << (64 - st->p.fp_bits);
+		QfamSpace	sp;
 
+		qfam_space(&st->p, &sp.mult, &sp.exp);
 		ss_pending_iter_begin(&it, RelationGetRelid(rel));
 		if (it.start > 0)
 			count = 0;			/* truncated in this transaction */
@@ -289,7 +338,7 @@ qfam_count_hash(Relation rel, const QfamState *st, SSHash h)
 
 			memcpy(&key, payload, sizeof(key));
 			/* the filter stores fingerprints, so compare those */
-			if ((key.hash.h1 & fpmask) != (h.h1 & fpmask))
+			if (qfam_fp(&sp, key.hash.h1) != qfam_fp(&sp, h.h1))
 				continue;
 			if (hdr.type == SS_PENDING_KEY)
 				count = add_saturating(count, (uint64) key.weight);
@@ -423,6 +472,8 @@ qf_merge_sql(PG_FUNCTION_ARGS)
 	QfamState  *src_st;
 	QfamMeta	meta;
 	int64		merged = 0;
+	QfamSpace	dst_sp;
+	QfamSpace	src_sp;
 
 	refuse_merge_parent(PG_GETARG_OID(0), "qf_merge()");
 	refuse_merge_parent(PG_GETARG_OID(1), "qf_merge()");
@@ -441,13 +492,25 @@ qf_merge_sql(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("cannot merge quotient filter \"%s\" into itself",
 						RelationGetRelationName(dst))));
-	if (dst_st->p.fp_bits != src_st->p.fp_bits || dst_st->p.seed != src_st->p.seed)
+	qfam_space(&dst_st->p, &dst_sp.mult, &dst_sp.exp);
+	qfam_space(&src_st->p, &src_sp.mult, &src_sp.exp);
+	if (qfam_space_bits(dst_sp.mult, dst_sp.exp) != qfam_space_bits(src_sp.mult, src_sp.exp) ||
+		dst_st->p.seed != src_st->p.seed)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("cannot merge quotient filters with different fingerprints"),
-				 errdetail("\"%s\" has %u-bit fingerprints with seed %u, \"%s\" has %u-bit fingerprints with seed %u.",
-						   RelationGetRelationName(dst), dst_st->p.fp_bits, dst_st->p.seed,
-						   RelationGetRelationName(src), src_st->p.fp_bits, src_st->p.seed),
+				 errdetail("\"%s\" has %d-bit fingerprints with seed %u, \"%s\" has %d-bit fingerprints with seed %u.",
+						   RelationGetRelationName(dst), qfam_space_bits(dst_sp.mult, dst_sp.exp),
+						   dst_st->p.seed, RelationGetRelationName(src),
+						   qfam_space_bits(src_sp.mult, src_sp.exp), src_st->p.seed),
+				 errhint("Create both filters with the same capacity and false-positive rate.")));
+	if (dst_sp.mult != src_sp.mult || dst_sp.exp != src_sp.exp)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot merge quotient filters with different fingerprints"),
+				 errdetail("\"%s\" has fingerprints below " UINT64_FORMAT " * 2^%d, \"%s\" below " UINT64_FORMAT " * 2^%d.",
+						   RelationGetRelationName(dst), dst_sp.mult, dst_sp.exp,
+						   RelationGetRelationName(src), src_sp.mult, src_sp.exp),
 				 errhint("Create both filters with the same capacity and false-positive rate.")));
 	if (dst_st->keytype != src_st->keytype)
 		ereport(ERROR,
@@ -478,7 +541,7 @@ qf_merge_sql(PG_FUNCTION_ARGS)
 				SSPendingKey key;
 
 				CHECK_FOR_INTERRUPTS();
-				/* the fingerprint in the top bits is all a filter needs */
+				/* a hash of the fingerprint is all a filter needs */
 				key.hash.h1 = c.fp;
 				key.hash.h2 = 0;
 				key.weight = (int64) Min(c.count, (uint64) PG_INT64_MAX);
@@ -499,8 +562,20 @@ qf_merge_sql(PG_FUNCTION_ARGS)
 /*
  * qf_merge_value(filter, value qfilter): add every fingerprint of an
  * in-memory qfilter (with its count) to the table at commit.  A qfilter
- * built with the table's capacity and fp_rate has the same fingerprints;
- * they are re-split for the table's levels, nothing is rehashed.
+ * built with the table's capacity and fp_rate has the table's fingerprint
+ * space (qf_sized_base; for tables of the earlier layouts and qfilters of
+ * versions 1 and 2, 2^fp_bits); its fingerprints are the table's, passed
+ * as the smallest hash of each (qf_space_hash), nothing is rehashed.
+ *
+ * Spaces that differ (a sized qfilter into a table of the earlier layouts,
+ * a qfilter of version 1 or 2 into a sized table, other capacities): the
+ * hashes of one qfilter fingerprint meet one or more table fingerprints,
+ * and each of them is added with its count, so that no key of the qfilter
+ * is missed; the extra ones are false positives, about as many as the
+ * qfilter's own (n / M of the qfilter's space).  A table of more
+ * fingerprint bits than the qfilter is refused: most of its fingerprints'
+ * bits would be guesses.  The return value counts the qfilter's
+ * fingerprints.
  */
 Datum
 qf_merge_value_sql(PG_FUNCTION_ARGS)
@@ -510,28 +585,30 @@ qf_merge_value_sql(PG_FUNCTION_ARGS)
 	QfamState  *st;
 	QfGeom		g;
 	int64		merged = 0;
-	uint32		fp_bits;
+	QfamSpace	sp;
 
 	refuse_merge_parent(PG_GETARG_OID(0), "qf_merge_value()");
 	rel = ss_sql_open_structure(PG_GETARG_OID(0), RowExclusiveLock,
 								"qf_merge_value()", ACL_INSERT,
 								&qfam_structure);
-	qf = (QFilterData *) PG_DETOAST_DATUM(PG_GETARG_DATUM(1));
+	qf = PG_GETARG_QFILTER_P(1);
 	qfilter_check(qf);
 	st = qfam_get_state(rel);
-	fp_bits = (uint32) qf->page_bits + qf->slot_bits + qf->rbits;
-	if (fp_bits != st->p.fp_bits || qf->seed != st->p.seed)
+	qfam_space(&st->p, &sp.mult, &sp.exp);
+	if (qfam_space_bits(sp.mult, sp.exp) > qfilter_fp_bits(qf) ||
+		qf->seed != st->p.seed)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("cannot merge a qfilter into quotient filter \"%s\" with different fingerprints",
 						RelationGetRelationName(rel)),
-				 errdetail("The table has %u-bit fingerprints with seed %u, the qfilter %u-bit fingerprints with seed %u.",
-						   st->p.fp_bits, st->p.seed, fp_bits, qf->seed),
+				 errdetail("The table has %d-bit fingerprints with seed %u, the qfilter %d-bit fingerprints with seed %u.",
+						   qfam_space_bits(sp.mult, sp.exp), st->p.seed,
+						   qfilter_fp_bits(qf), qf->seed),
 				 errhint("Build the qfilter with the table's capacity and false-positive rate.")));
 	ss_check_merge_key_type(qf->elemtype, "qfilter", rel, "quotient filter",
 							st->keytype);
 	qfilter_geom(qf, &g);
-	for (uint64 pg = 0; pg < ((uint64) 1 << qf->page_bits); pg++)
+	for (uint32 pg = 0; pg < qfilter_npages(qf); pg++)
 	{
 		QfIter		it;
 		uint32		q;
@@ -543,12 +620,30 @@ qf_merge_value_sql(PG_FUNCTION_ARGS)
 		while (qf_iter_next(&it, &q, &r, &c))
 		{
 			SSPendingKey key;
+			uint64		y = qf_space_join(pg, q, r, qf->rbits, qf->nhome);
+			uint64		first;
+			uint64		last;
 
-			key.hash.h1 = qf_fingerprint_join(pg, q, r, qf->page_bits,
-											  qf->slot_bits, qf->rbits);
+			/*
+			 * The qfilter fingerprint's hashes [first, last]: last is one
+			 * below the next fingerprint's first (that of y = M wraps to 0,
+			 * so the last fingerprint's last is PG_UINT64_MAX).
+			 */
+			first = qf_space_y(qf_space_hash(y, qf->space_mult, qf->space_exp),
+							   sp.mult, sp.exp);
+			last = qf_space_y(qf_space_hash(y + 1, qf->space_mult,
+											qf->space_exp) - 1,
+							  sp.mult, sp.exp);
 			key.hash.h2 = 0;
 			key.weight = (int64) Min(c, (uint64) PG_INT64_MAX);
-			ss_pending_add(rel, SS_PENDING_KEY, &key, sizeof(key));
+			/* at most three: the table's space is below twice the qfilter's */
+			for (uint64 ty = first;; ty++)
+			{
+				key.hash.h1 = qf_space_hash(ty, sp.mult, sp.exp);
+				ss_pending_add(rel, SS_PENDING_KEY, &key, sizeof(key));
+				if (ty == last)
+					break;
+			}
 			merged++;
 		}
 	}
@@ -587,7 +682,12 @@ qfam_resize(Relation rel)
 	UnlockPage(rel, SS_LOG_CONSOLIDATE_LOCK, ExclusiveLock);
 	ss_progress_end();
 	for (uint32 l = 0; l < meta.nlevels; l++)
-		pages += (int64) 1 << meta.levels[l].page_bits;
+	{
+		QfamMap		map;
+
+		qfam_level_map(&meta.params, &meta.levels[l], &map);
+		pages += (int64) map.npages;
+	}
 	return pages;
 }
 
@@ -645,6 +745,7 @@ qf_info_fill(Relation rel, Datum *values, bool *nulls)
 	int64		total = 0;
 	double		slots = 0;
 	double		fpr = 0;
+	QfamMap		lastmap;
 
 	/*
 	 * The levels as consolidated: their counters cannot include the log's
@@ -657,9 +758,12 @@ qf_info_fill(Relation rel, Datum *values, bool *nulls)
 	for (uint32 l = 0; l < meta.nlevels; l++)
 	{
 		QfamLevel  *lv = &meta.levels[l];
-		double		lslots = ldexp(1.0, lv->t);
+		QfamMap		map;
+		double		lslots;
 
-		pages += (int64) 1 << lv->page_bits;
+		qfam_level_map(&st->p, lv, &map);
+		lslots = qfam_map_slots(&map);
+		pages += (int64) map.npages;
 		items += lv->items;
 		total = qfam_counter_add(total, lv->total);
 		slots += lslots;
@@ -669,9 +773,12 @@ qf_info_fill(Relation rel, Datum *values, bool *nulls)
 	values[0] = CStringGetTextDatum(ss_structure_name(rel));
 	values[1] = Int64GetDatum(st->p.capacity);
 	values[2] = Float8GetDatum(st->p.fp_rate);
-	values[3] = Int32GetDatum((int32) st->p.fp_bits);
+	/* bits of the fingerprints y < M; log2 of a page's home slots, down */
+	qfam_level_map(&st->p, &meta.levels[meta.nlevels - 1], &lastmap);
+	values[3] = Int32GetDatum(lastmap.exp + (lastmap.mult > 1 ?
+											 pg_leftmost_one_pos64(lastmap.mult) + 1 : 0));
 	values[4] = Int32GetDatum((int32) meta.levels[meta.nlevels - 1].rbits);
-	values[5] = Int32GetDatum((int32) meta.levels[meta.nlevels - 1].slot_bits);
+	values[5] = Int32GetDatum(pg_leftmost_one_pos32(lastmap.nhome));
 	values[6] = Int32GetDatum((int32) meta.nlevels);
 	values[7] = Int64GetDatum(pages);
 	values[8] = Int64GetDatum(items);

@@ -8,28 +8,29 @@
  *
  * Growth and union rebuild areas sequentially with the builder of qf.c,
  * which writes the canonical layout of a sorted fingerprint sequence.  A
- * filter's fingerprints, read area by area in increasing (quotient,
- * remainder) order, are sorted as T-bit numbers (the area index is their
- * top bits), so any two filters with the same fingerprint size T can be
- * merged into any geometry with that T by a two-way merge of their
- * fingerprint streams.  Faster special cases: a growth step that keeps
- * slot_bits splits every area in two (qf_split_area), and the union of two
- * filters of the target geometry merges area by area (qf_merge_areas).
+ * filter's fingerprints y, read area by area in increasing (quotient,
+ * remainder) order, are sorted (the area index is y / 2^rbits / nhome),
+ * so any two filters with the same space M can be
+ * merged into any geometry of that M by a two-way merge of their
+ * fingerprint streams.  Faster special cases: a growth step that keeps a
+ * power-of-two nhome splits every area in two (qf_split_area), and the
+ * union of two filters of the target geometry merges area by area
+ * (qf_merge_areas).
  *
  * Canonical results
  * -----------------
- * Whether a multiset of fingerprints fits 2^t home slots (no area
- * overflows its last slack slot, and at most 0.95 * 2^t distinct
- * fingerprints) depends on the multiset only, and a subset fits wherever
- * the whole fits.  Growth always looks for the smallest t beyond a lower
- * bound that fits, laying out from the original rather than step by step,
- * so:
- *	 - an aggregate over a stream ends at the smallest t (from the one of
- *	   the requested capacity on) that fits the final multiset: every step
- *	   it took was forced by a subset that did not fit;
- *	 - a union starts from the larger of its inputs' t and takes the
- *	   smallest t from there that fits the union; as each input's t is at
- *	   most the final one, that is again the smallest t that fits it.
+ * Whether a multiset of fingerprints fits rbits (the canonical shape of M
+ * at rbits: no area overflows its last slack slot, and at most
+ * load * M / 2^rbits distinct fingerprints, qfilter.h) depends on the multiset only,
+ * and a subset fits wherever the whole fits.  Growth always looks for the
+ * largest rbits below a bound that fits, laying out from the original
+ * rather than step by step, so:
+ *	 - an aggregate over a stream ends at the largest rbits (from the one
+ *	   of the requested capacity on) that fits the final multiset: every
+ *	   step it took was forced by a subset that did not fit;
+ *	 - a union starts from the smaller of its inputs' rbits and takes the
+ *	   largest rbits from there that fits the union; as each input's rbits
+ *	   is at least the final one, that is again the largest that fits it.
  * Hence parallel and serial aggregation, and a union of partial filters,
  * give byte-identical values.
  *
@@ -46,7 +47,8 @@
 #include "qfilter.h"
 #include "ss_textio.h"
 
-StaticAssertDecl(QFILTER_HEADER_SIZE % sizeof(uint64) == 0,
+StaticAssertDecl(QFILTER_HEADER_SIZE % sizeof(uint64) == 0 &&
+				 QFILTER_HEADER_SIZE_V2 % sizeof(uint64) == 0,
 				 "qfilter areas must start 8-byte aligned");
 StaticAssertDecl(QFILTER_AREA_BYTES % sizeof(uint64) == 0 &&
 				 QFILTER_AREA_BYTES % 3 == 0,
@@ -59,6 +61,9 @@ StaticAssertDecl((uint64) QFILTER_HEADER_SIZE +
 StaticAssertDecl((uint64) QFILTER_TEXT_HEADER_RESERVE +
 				 ((uint64) QFILTER_TEXT_AREA_CHARS << QFILTER_MAX_PAGE_BITS) <= MaxAllocSize,
 				 "QFILTER_MAX_PAGE_BITS too large for the text form");
+
+static QFilterData *qfilter_build(const QFilterData *a, const QFilterData *b,
+								  int rbits, uint32 nhome, uint32 npages);
 
 static inline uint64
 qfilter_sat_add(uint64 a, uint64 b)
@@ -75,46 +80,29 @@ void
 qfilter_geom(const QFilterData *qf, QfGeom *g)
 {
 	/* callers validated the header; this only guards against misuse */
-	if (qf->slot_bits < QF_MIN_SLOT_BITS || qf->slot_bits > QF_MAX_SLOT_BITS ||
-		!(qf->version == QFILTER_VERSION_LEGACY ?
-		  qf_geom_init_slots_legacy(g, (uint32) 1 << qf->slot_bits, qf->rbits,
-									QF_SLACK_FILL, qf->area_bytes) :
-		  qf_geom_init_slots(g, (uint32) 1 << qf->slot_bits, qf->rbits,
-							 QF_SLACK_FILL, qf->area_bytes)))
+	if (!(qf->version == QFILTER_VERSION_LEGACY ?
+		  qf_geom_init_slots_legacy(g, qf->nhome, qf->rbits, QF_SLACK_FILL,
+									qf->area_bytes) :
+		  qf_geom_init_slots(g, qf->nhome, qf->rbits, QF_SLACK_FILL,
+							 qf->area_bytes)))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("invalid quotient filter"),
-				 errdetail("%d-bit quotients with %d-bit remainders do not fit an area of %u bytes.",
-						   qf->slot_bits, qf->rbits, qf->area_bytes)));
+				 errdetail("%u home slots with %d-bit remainders do not fit an area of %u bytes.",
+						   qf->nhome, qf->rbits, qf->area_bytes)));
 }
 
-/*
- * Sizing.  These are the formulas of the paged quotient filters
- * (qfam_derive and qfam_level_shape in qfam_am.c), so that a qfilter and a
- * quotient_filter table made with the same capacity and fp_rate have the
- * same fingerprint size, and at the same number of home slots the same
- * area geometry.
- */
-
-int
-qfilter_slots_log2_for(double n)
+/* What every version's header must have: the area size and remainder bits. */
+static char *
+qfilter_area_problem(int rbits, uint32 area_bytes)
 {
-	return qf_slots_log2_for(n);
-}
-
-bool
-qfilter_shape(int fp_bits, int t, int *rbits, int *slot_bits, int *page_bits)
-{
-	QfGeom		g;
-	int			r = fp_bits - t;
-
-	if (t < 1 || r < QF_MIN_RBITS || r > QF_MAX_RBITS ||
-		!qf_geom_init(&g, r, QFILTER_AREA_BYTES))
-		return false;
-	*rbits = r;
-	*slot_bits = Min(qf_home_bits(g.nhome), t);
-	*page_bits = t - *slot_bits;
-	return true;
+	if (area_bytes != QFILTER_AREA_BYTES)
+		return psprintf("The area size %u is not the supported %d bytes.",
+						area_bytes, (int) QFILTER_AREA_BYTES);
+	if (rbits < QF_MIN_RBITS || rbits > QF_MAX_RBITS)
+		return psprintf("The remainder size %d is outside the supported range %d to %d bits.",
+						rbits, QF_MIN_RBITS, QF_MAX_RBITS);
+	return NULL;
 }
 
 /*
@@ -122,20 +110,43 @@ qfilter_shape(int fp_bits, int t, int *rbits, int *slot_bits, int *page_bits)
  * anything is allocated from it.
  */
 char *
-qfilter_geometry_problem(uint32 version, int rbits, int slot_bits,
-						 int page_bits, uint32 area_bytes)
+qfilter_geometry_problem(int rbits, uint64 space_mult, int space_exp,
+						 uint32 nhome, uint32 npages, uint32 area_bytes)
+{
+	QfGeom		g;
+	char	   *problem = qfilter_area_problem(rbits, area_bytes);
+
+	if (problem)
+		return problem;
+	if ((space_mult & 1) == 0 || !qf_space_valid(space_mult, space_exp))
+		return psprintf("The fingerprint space " UINT64_FORMAT " * 2^%d is not an odd multiple of a power of two of at most 2^64.",
+						space_mult, space_exp);
+	if (nhome < QF_MIN_HOME ||
+		!qf_geom_init_slots(&g, nhome, rbits, QF_SLACK_FILL, area_bytes))
+		return psprintf("%u home slots with %d-bit remainders do not fit an area of %u bytes.",
+						nhome, rbits, area_bytes);
+	if (npages < 1 || npages > QFILTER_MAX_PAGES)
+		return psprintf("The number of areas %u is outside the supported range 1 to %u.",
+						npages, QFILTER_MAX_PAGES);
+	if (((uint128) nhome * npages) << rbits !=
+		(uint128) space_mult << space_exp)
+		return psprintf("%u areas of %u home slots with %d-bit remainders do not make the fingerprint space " UINT64_FORMAT " * 2^%d.",
+						npages, nhome, rbits, space_mult, space_exp);
+	return NULL;
+}
+
+char *
+qfilter_geometry_problem_v2(uint32 version, int rbits, int slot_bits,
+							int page_bits, uint32 area_bytes)
 {
 	QfGeom		g;
 	bool		(*geom_init) (QfGeom *, uint32, int, uint32, Size) =
 		version == QFILTER_VERSION_LEGACY ? qf_geom_init_slots_legacy :
 		qf_geom_init_slots;
+	char	   *problem = qfilter_area_problem(rbits, area_bytes);
 
-	if (area_bytes != QFILTER_AREA_BYTES)
-		return psprintf("The area size %u is not the supported %d bytes.",
-						area_bytes, (int) QFILTER_AREA_BYTES);
-	if (rbits < QF_MIN_RBITS || rbits > QF_MAX_RBITS)
-		return psprintf("The remainder size %d is outside the supported range %d to %d bits.",
-						rbits, QF_MIN_RBITS, QF_MAX_RBITS);
+	if (problem)
+		return problem;
 	if (slot_bits < QF_MIN_SLOT_BITS || slot_bits > QF_MAX_SLOT_BITS ||
 		!geom_init(&g, (uint32) 1 << slot_bits, rbits, QF_SLACK_FILL,
 				   area_bytes))
@@ -150,15 +161,19 @@ qfilter_geometry_problem(uint32 version, int rbits, int slot_bits,
 	return NULL;
 }
 
+/*
+ * Sizing: the paged quotient filters' (qf_sized_base), so that a qfilter
+ * and a quotient_filter table made with the same capacity and fp_rate
+ * have the same space.
+ */
 void
-qfilter_params(int64 capacity, double fp_rate, int *rbits, int *slot_bits,
-			   int *page_bits)
+qfilter_params(int64 capacity, double fp_rate, int *rbits,
+			   uint64 *space_mult, int *space_exp, uint32 *nhome,
+			   uint32 *npages)
 {
 	int			r;
-	int			t;
-	int			rr;
-	int			s;
-	int			p;
+	double		load;
+	uint64		pages;
 
 	if (capacity < 1)
 		ereport(ERROR,
@@ -175,43 +190,45 @@ qfilter_params(int64 capacity, double fp_rate, int *rbits, int *slot_bits,
 				 errdetail("The false-positive rate is the probability that a key never added is reported present; it must be greater than 0 and less than 1.")));
 
 	r = qf_rbits_for_fp_rate(fp_rate);
-	t = qfilter_slots_log2_for((double) capacity);
-
-	/* the geometry at this rate, ignoring the 64-bit limit for now */
-	for (rr = Min(r, QF_MAX_RBITS); rr >= QF_MIN_RBITS; rr--)
+	load = qf_sized_load(fp_rate);
+	/* the areas at this rate, ignoring the 64-bit limit for now */
+	for (int rr = Min(r, QF_MAX_RBITS); rr >= QF_MIN_RBITS; rr--)
 	{
-		if (!qfilter_shape(rr + t, t, rbits, &s, &p))
-			continue;
-		if (p > QFILTER_MAX_PAGE_BITS)
+		QfGeom		g;
+
+		if (!qf_sized_base(capacity, load, rr, QFILTER_AREA_BYTES,
+						   QFILTER_MAX_PAGE_BITS, &pages, nhome))
 		{
-			if (rr < r)
+			if (rr < r || !qf_geom_init(&g, rr, QFILTER_AREA_BYTES))
 				continue;		/* see below */
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("capacity " INT64_FORMAT " is too large for a qfilter value",
 							capacity),
-					 errdetail("At the false-positive rate %g the filter needs %d-bit remainders and 2^%d home slots, %d per area, so more than the at most %d areas of %d bytes a qfilter value holds.",
-							   fp_rate, r, t, 1 << s, 1 << QFILTER_MAX_PAGE_BITS,
+					 errdetail("At the false-positive rate %g the filter needs %d-bit remainders and %.0f home slots, %u per area, so more than the at most %u areas of %d bytes a qfilter value holds.",
+							   fp_rate, r, ceil(capacity / load),
+							   g.nhome, QFILTER_MAX_PAGES,
 							   (int) QFILTER_AREA_BYTES),
 					 errhint("Use a capacity of at most %.0f at this false-positive rate.",
-							 floor(ldexp(QFILTER_MAX_LOAD, QFILTER_MAX_PAGE_BITS + s)))));
+							 floor(load * g.nhome * QFILTER_MAX_PAGES))));
 		}
-		if (rr + t > 64)
+		qf_space_of(pages * *nhome, rr, space_mult, space_exp);
+		if (!qf_space_valid(*space_mult, *space_exp))
 			continue;
 		if (rr < r)
 		{
-			/* the fingerprint would not fit the hash at the requested rate */
+			/* the space would not fit the hash at the requested rate */
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("false-positive rate %g is too small for a quotient filter of capacity " INT64_FORMAT,
 							fp_rate, capacity),
-					 errdetail("The filter would need %d-bit remainders and 2^%d home slots: a %d-bit fingerprint, longer than the 64-bit key hash.",
-							   r, t, r + t),
+					 errdetail("The filter would need %d-bit remainders in more than 2^%d home slots: a fingerprint space larger than the 64-bit key hash.",
+							   r, 64 - r),
 					 errhint("Use a false-positive rate of at least %.3g.",
-							 QFILTER_MAX_LOAD * ldexp(1.0, -rr) * 1.005)));
+							 QF_MAX_LOAD * ldexp(1.0, -rr) * 1.005)));
 		}
-		*slot_bits = s;
-		*page_bits = p;
+		*rbits = r;
+		*npages = (uint32) pages;
 		return;
 	}
 	/* even 1-bit remainders leave too many areas */
@@ -219,76 +236,82 @@ qfilter_params(int64 capacity, double fp_rate, int *rbits, int *slot_bits,
 			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 			 errmsg("capacity " INT64_FORMAT " is too large for a qfilter value",
 					capacity),
-			 errdetail("It needs 2^%d home slots, more than the at most %d areas of %d bytes a qfilter value hold at any false-positive rate.",
-					   t, 1 << QFILTER_MAX_PAGE_BITS, (int) QFILTER_AREA_BYTES)));
+			 errdetail("It needs %.0f home slots, more than the at most %u areas of %d bytes a qfilter value hold at any false-positive rate.",
+					   ceil(capacity / load), QFILTER_MAX_PAGES,
+					   (int) QFILTER_AREA_BYTES)));
 }
 
 /*
- * A value with these header fields and zeroed areas, as many as page_bits
- * gives (the caller validated the geometry with qfilter_geometry_problem).
+ * A value with these header fields and zeroed areas (the caller validated
+ * the geometry with qfilter_geometry_problem).
  */
 QFilterData *
-qfilter_alloc(uint32 version, Oid elemtype, uint32 seed, int rbits,
-			  int slot_bits, int page_bits, uint32 area_bytes,
-			  int64 capacity, double fp_rate, uint64 total)
+qfilter_alloc(Oid elemtype, uint32 seed, int rbits, uint64 space_mult,
+			  int space_exp, uint32 nhome, uint32 npages, int64 capacity,
+			  double fp_rate, uint64 total)
 {
-	Size		size = qfilter_value_size(page_bits);
+	Size		size = qfilter_value_size(npages);
 	QFilterData *qf = (QFilterData *) palloc0(size);
 
 	SET_VARSIZE(qf, size);
-	qf->version = version;
+	qf->version = QFILTER_VERSION;
 	qf->elemtype = elemtype;
 	qf->seed = seed;
 	qf->rbits = (uint8) rbits;
-	qf->slot_bits = (uint8) slot_bits;
-	qf->page_bits = (uint8) page_bits;
-	qf->area_bytes = area_bytes;
+	qf->space_exp = (uint8) space_exp;
+	qf->area_bytes = QFILTER_AREA_BYTES;
 	qf->capacity = capacity;
 	qf->fp_rate = fp_rate;
 	qf->total = total;
+	qf->space_mult = space_mult;
+	qf->nhome = nhome;
+	qf->npages = npages;
 	return qf;
+}
+
+static void
+qfilter_init_areas(QFilterData *qf)
+{
+	QfGeom		g;
+
+	qfilter_geom(qf, &g);
+	for (uint32 i = 0; i < qf->npages; i++)
+		qf_area_init(&g, qfilter_area(qf, i));
 }
 
 QFilterData *
-qfilter_create_empty(int rbits, int slot_bits, int page_bits, uint32 seed,
-					 Oid elemtype, int64 capacity, double fp_rate)
+qfilter_create_empty(int64 capacity, double fp_rate, uint32 seed,
+					 Oid elemtype)
 {
+	int			rbits;
+	uint64		mult;
+	int			exp;
+	uint32		nhome;
+	uint32		npages;
 	char	   *problem;
 	QFilterData *qf;
-	QfGeom		g;
-	uint32		npages;
 
-	problem = qfilter_geometry_problem(QFILTER_VERSION, rbits, slot_bits,
-									   page_bits,
+	qfilter_params(capacity, fp_rate, &rbits, &mult, &exp, &nhome, &npages);
+	problem = qfilter_geometry_problem(rbits, mult, exp, nhome, npages,
 									   QFILTER_AREA_BYTES);
 	if (problem)
 		elog(ERROR, "invalid quotient filter geometry: %s", problem);
-
-	qf = qfilter_alloc(QFILTER_VERSION, elemtype, seed, rbits, slot_bits,
-					   page_bits, QFILTER_AREA_BYTES, capacity, fp_rate, 0);
-
-	qfilter_geom(qf, &g);
-	npages = qfilter_npages(qf);
-	for (uint32 i = 0; i < npages; i++)
-		qf_area_init(&g, qfilter_area(qf, i));
+	qf = qfilter_alloc(elemtype, seed, rbits, mult, exp, nhome, npages,
+					   capacity, fp_rate, 0);
+	qfilter_init_areas(qf);
 	return qf;
 }
 
-/* A copy of qf's header for a value of another geometry (areas zero). */
+/* A copy of qf's header for a value of another shape (areas zero). */
 static QFilterData *
-qfilter_alloc_like(const QFilterData *like, int rbits, int slot_bits,
-				   int page_bits)
+qfilter_alloc_like(const QFilterData *like, int rbits, uint32 nhome,
+				   uint32 npages)
 {
-	Size		size = qfilter_value_size(page_bits);
-	QFilterData *qf = (QFilterData *) palloc0(size);
+	QFilterData *qf = qfilter_alloc(like->elemtype, like->seed, rbits,
+									like->space_mult, like->space_exp,
+									nhome, npages, like->capacity,
+									like->fp_rate, 0);
 
-	memcpy(qf, like, QFILTER_HEADER_SIZE);
-	SET_VARSIZE(qf, size);
-	qf->version = QFILTER_VERSION;	/* a value of the earlier layout too */
-	qf->rbits = (uint8) rbits;
-	qf->slot_bits = (uint8) slot_bits;
-	qf->page_bits = (uint8) page_bits;
-	qf->total = 0;
 	return qf;
 }
 
@@ -296,6 +319,32 @@ qfilter_alloc_like(const QFilterData *like, int rbits, int slot_bits,
  *		Validation
  * ----------------------------------------------------------------
  */
+
+/* ERROR unless the requested parameters a header keeps are valid. */
+static void
+qfilter_check_labels(int64 capacity, double fp_rate)
+{
+	if (capacity < 1 || !(fp_rate > 0.0 && fp_rate < 1.0))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid quotient filter"),
+				 errdetail("The capacity " INT64_FORMAT " must be at least 1 and the false-positive rate %g between 0 and 1.",
+						   capacity, fp_rate)));
+
+	/*
+	 * A subnormal rate cannot be requested (qfilter_params needs more than
+	 * a 64-bit space for it), and text input cannot read one back (strtod
+	 * reports it as out of range), so a value holding one could be stored
+	 * but not dumped and restored.  Rejecting it here, where both inputs
+	 * and every function check, keeps text and binary input equivalent.
+	 */
+	if (fp_rate < DBL_MIN)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid quotient filter"),
+				 errdetail("The false-positive rate %g is subnormal; it must be at least %g.",
+						   fp_rate, DBL_MIN)));
+}
 
 void
 qfilter_check_header(const QFilterData *qf)
@@ -309,51 +358,33 @@ qfilter_check_header(const QFilterData *qf)
 				 errmsg("invalid quotient filter"),
 				 errdetail("The value has %zu bytes, fewer than its %zu-byte header.",
 						   size, (Size) QFILTER_HEADER_SIZE)));
-	if (qf->version != QFILTER_VERSION && qf->version != QFILTER_VERSION_LEGACY)
+	if (qf->version != QFILTER_VERSION)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("invalid quotient filter"),
 				 errdetail("Format version %u is not the supported version %d.",
 						   qf->version, QFILTER_VERSION)));
-	if (qf->flags != 0)
+	if (qf->flags != 0 || qf->reserved != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("invalid quotient filter"),
 				 errdetail("A reserved header field is not zero.")));
-	problem = qfilter_geometry_problem(qf->version, qf->rbits, qf->slot_bits,
-									   qf->page_bits, qf->area_bytes);
+	problem = qfilter_geometry_problem(qf->rbits, qf->space_mult,
+									   qf->space_exp, qf->nhome, qf->npages,
+									   qf->area_bytes);
 	if (problem)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("invalid quotient filter"),
 				 errdetail_internal("%s", problem)));
-	if (size != qfilter_value_size(qf->page_bits))
+	if (size != qfilter_value_size(qf->npages))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("invalid quotient filter"),
 				 errdetail("The value has %zu bytes, but its %u areas need %zu.",
 						   size, qfilter_npages(qf),
-						   qfilter_value_size(qf->page_bits))));
-	if (qf->capacity < 1 || !(qf->fp_rate > 0.0 && qf->fp_rate < 1.0))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid quotient filter"),
-				 errdetail("The capacity " INT64_FORMAT " must be at least 1 and the false-positive rate %g between 0 and 1.",
-						   qf->capacity, qf->fp_rate)));
-
-	/*
-	 * A subnormal rate cannot be requested (qfilter_params needs 65-bit
-	 * fingerprints for it), and text input cannot read one back (strtod
-	 * reports it as out of range), so a value holding one could be stored
-	 * but not dumped and restored.  Rejecting it here, where both inputs
-	 * and every function check, keeps text and binary input equivalent.
-	 */
-	if (qf->fp_rate < DBL_MIN)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid quotient filter"),
-				 errdetail("The false-positive rate %g is subnormal; it must be at least %g.",
-						   qf->fp_rate, DBL_MIN)));
+						   qfilter_value_size(qf->npages))));
+	qfilter_check_labels(qf->capacity, qf->fp_rate);
 }
 
 /* A copy of the header of area i (as qf.c reads it, with memcpy). */
@@ -391,13 +422,13 @@ qfilter_sum_totals(const QFilterData *qf)
 	return qfilter_area_sum(qf, true);
 }
 
-void
-qfilter_check(const QFilterData *qf)
+/* The areas, the padding and the total of a value whose header is valid. */
+static void
+qfilter_check_areas(const QFilterData *qf)
 {
 	QfGeom		g;
 	uint32		npages;
 
-	qfilter_check_header(qf);
 	qfilter_geom(qf, &g);
 	npages = qfilter_npages(qf);
 	for (uint32 i = 0; i < npages; i++)
@@ -427,6 +458,101 @@ qfilter_check(const QFilterData *qf)
 						   qf->total, qfilter_sum_totals(qf))));
 }
 
+void
+qfilter_check(const QFilterData *qf)
+{
+	qfilter_check_header(qf);
+	qfilter_check_areas(qf);
+}
+
+/*
+ * Versions 1 and 2: the same areas (version 2) or areas of the earlier
+ * layout (version 1, laid out anew), in the space 2^fp_bits of their
+ * top-bit fingerprints, whose canonical shape at their rbits is their
+ * power-of-two areas.
+ */
+QFilterData *
+qfilter_upgrade(const QFilterDataV2 *old)
+{
+	Size		size = VARSIZE(old);
+	char	   *problem;
+	QFilterData *qf;
+	QFilterData *out;
+	int			fp_bits;
+
+	if (size < QFILTER_HEADER_SIZE_V2)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid quotient filter"),
+				 errdetail("The value has %zu bytes, fewer than its %zu-byte header.",
+						   size, (Size) QFILTER_HEADER_SIZE_V2)));
+	if (old->version != QFILTER_VERSION_V2 &&
+		old->version != QFILTER_VERSION_LEGACY)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid quotient filter"),
+				 errdetail("Format version %u is not the supported version %d.",
+						   old->version, QFILTER_VERSION)));
+	if (old->flags != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid quotient filter"),
+				 errdetail("A reserved header field is not zero.")));
+	problem = qfilter_geometry_problem_v2(old->version, old->rbits,
+										  old->slot_bits, old->page_bits,
+										  old->area_bytes);
+	if (problem)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid quotient filter"),
+				 errdetail_internal("%s", problem)));
+	if (size != QFILTER_HEADER_SIZE_V2 +
+		((Size) QFILTER_AREA_BYTES << old->page_bits))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid quotient filter"),
+				 errdetail("The value has %zu bytes, but its %u areas need %zu.",
+						   size, 1U << old->page_bits,
+						   QFILTER_HEADER_SIZE_V2 +
+						   ((Size) QFILTER_AREA_BYTES << old->page_bits))));
+	qfilter_check_labels(old->capacity, old->fp_rate);
+
+	fp_bits = old->page_bits + old->slot_bits + old->rbits;
+	qf = qfilter_alloc(old->elemtype, old->seed, old->rbits, 1, fp_bits,
+					   1U << old->slot_bits, 1U << old->page_bits,
+					   old->capacity, old->fp_rate, old->total);
+	memcpy(qf->areas, old->areas, size - QFILTER_HEADER_SIZE_V2);
+	if (old->version == QFILTER_VERSION_V2)
+		return qf;
+
+	/* areas of the earlier layout: checked, then laid out anew */
+	qf->version = QFILTER_VERSION_LEGACY;
+	qfilter_check_areas(qf);
+	out = qfilter_build(qf, NULL, qf->rbits, qf->nhome, qf->npages);
+	if (out == NULL)
+		out = qfilter_grow(qf, 1);
+	pfree(qf);
+	return out;
+}
+
+QFilterData *
+qfilter_current(struct varlena *v)
+{
+	const QFilterDataV2 *old = (const QFilterDataV2 *) v;
+
+	if (VARSIZE(v) >= offsetof(QFilterDataV2, elemtype) &&
+		(old->version == QFILTER_VERSION_V2 ||
+		 old->version == QFILTER_VERSION_LEGACY))
+		return qfilter_upgrade(old);
+	return (QFilterData *) v;
+}
+
+QFilterData *
+qfilter_detoast(Datum d)
+{
+	return qfilter_current(PG_DETOAST_DATUM(d));
+}
+
 static void pg_attribute_noreturn()
 qfilter_corrupted(const char *what)
 {
@@ -442,23 +568,23 @@ qfilter_corrupted(const char *what)
  */
 
 /*
- * Split a key hash for qf.  The widths come from the value's header; they
- * were validated by qfilter_check_header, but the split is where a bad
- * width would make an area index past the value's end, so it is checked
- * again here, for the cost of a few comparisons.
+ * Split a key hash for qf.  The shape comes from the value's header; it
+ * was validated by qfilter_check_header, but the split is where a bad
+ * shape would make an area index past the value's end, so it is checked
+ * again here, for the cost of a comparison.
  */
 static void
 qfilter_split(const QFilterData *qf, uint64 h1, uint64 *page, uint32 *q,
 			  uint64 *r)
 {
-	if (!qf_fingerprint_split(h1, qf->page_bits, qf->slot_bits, qf->rbits,
-							  page, q, r) ||
-		*page >= qfilter_npages(qf))
+	qf_space_split(qf_space_y(h1, qf->space_mult, qf->space_exp), qf->rbits,
+				   qf->nhome, page, q, r);
+	if (*page >= qfilter_npages(qf))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("invalid quotient filter"),
-				 errdetail("The fingerprint layout of %d area index, %d quotient and %d remainder bits is invalid.",
-						   qf->page_bits, qf->slot_bits, qf->rbits)));
+				 errdetail("%u areas of %u home slots with %d-bit remainders do not cover the fingerprint space.",
+						   qf->npages, qf->nhome, qf->rbits)));
 }
 
 QfStatus
@@ -519,7 +645,7 @@ qfilter_remove_hash(QFilterData *qf, const QfGeom *g, uint64 h1, uint64 count)
  * ----------------------------------------------------------------
  */
 
-/* The fingerprints of a filter in increasing order, left-aligned in 64 bits. */
+/* The fingerprints y of a filter in increasing order. */
 typedef struct QfStream
 {
 	const QFilterData *qf;
@@ -543,8 +669,7 @@ qfs_next(QfStream *s)
 	{
 		if (qf_iter_next(&s->it, &q, &r, &c))
 		{
-			s->fp = qf_fingerprint_join(s->page, q, r, s->qf->page_bits,
-										s->qf->slot_bits, s->qf->rbits);
+			s->fp = qf_space_join(s->page, q, r, s->qf->rbits, s->qf->nhome);
 			s->count = c;
 			s->valid = true;
 			return;
@@ -586,28 +711,26 @@ qfilter_step_ok(QfStatus st, QFilterData *out)
 }
 
 /*
- * The union of the fingerprints of a and b (b may be NULL) in geometry
- * (rbits, slot_bits, page_bits), which must have their fingerprint size;
- * the header is copied from a.  NULL if an area overflows.
+ * The union of the fingerprints of a and b (b may be NULL) in the shape
+ * (rbits, nhome, npages) of their space; the header is copied from a.
+ * NULL if an area overflows.
  */
 static QFilterData *
 qfilter_build(const QFilterData *a, const QFilterData *b, int rbits,
-			  int slot_bits, int page_bits)
+			  uint32 nhome, uint32 npages)
 {
-	QFilterData *out = qfilter_alloc_like(a, rbits, slot_bits, page_bits);
+	QFilterData *out = qfilter_alloc_like(a, rbits, nhome, npages);
 	QfGeom		g;
 	QfStream	sa;
 	QfStream	sb;
 	QfBuilder	bld;
 	int64		curpage = -1;
-	uint32		npages = qfilter_npages(out);
 	uint64		n = 0;
 
-	Assert(qfilter_fp_bits(a) == rbits + slot_bits + page_bits);
-	Assert(b == NULL || qfilter_fp_bits(b) == qfilter_fp_bits(a));
+	Assert(b == NULL || (b->space_mult == a->space_mult &&
+						 b->space_exp == a->space_exp));
 	qfilter_geom(out, &g);
-	for (uint32 i = 0; i < npages; i++)
-		qf_area_init(&g, qfilter_area(out, i));
+	qfilter_init_areas(out);
 
 	qfs_init(&sa, a);
 	if (b)
@@ -646,10 +769,10 @@ qfilter_build(const QFilterData *a, const QFilterData *b, int rbits,
 
 		if ((++n & 0xFFFF) == 0)
 			CHECK_FOR_INTERRUPTS();
-		qf_fingerprint_split(fp, page_bits, slot_bits, rbits, &page, &q, &r);
+		qf_space_split(fp, rbits, nhome, &page, &q, &r);
 		if ((int64) page != curpage)
 		{
-			if ((int64) page < curpage)
+			if ((int64) page < curpage || page >= npages)
 				qfilter_corrupted("Its fingerprints are out of order.");
 			curpage = (int64) page;
 			qf_builder_init(&bld, &g, qfilter_area(out, page));
@@ -666,8 +789,8 @@ qfilter_build(const QFilterData *a, const QFilterData *b, int rbits,
 static QFilterData *
 qfilter_split_once(const QFilterData *qf)
 {
-	QFilterData *out = qfilter_alloc_like(qf, qf->rbits - 1, qf->slot_bits,
-										  qf->page_bits + 1);
+	QFilterData *out = qfilter_alloc_like(qf, qf->rbits - 1, qf->nhome,
+										  2 * qf->npages);
 	QfGeom		g_old;
 	QfGeom		g_new;
 	uint32		npages = qfilter_npages(qf);
@@ -696,59 +819,75 @@ qfilter_items(const QFilterData *qf)
 }
 
 /*
- * The geometry of 2^t home slots for the fingerprints of like, or ERROR if
- * there is none: no remainder bit left, or more areas than a value holds.
+ * The shape at rbits of the space of like, or ERROR if there is none: no
+ * remainder bit left, or more areas than a value holds.
  */
 static void
-qfilter_target_shape(const QFilterData *like, int t, const char *op,
-					 int *rbits, int *slot_bits, int *page_bits)
+qfilter_target_shape(const QFilterData *like, int rbits, const char *op,
+					 uint32 *nhome, uint32 *npages)
 {
-	int			fp_bits = qfilter_fp_bits(like);
+	uint64		np;
 
-	if (!qfilter_shape(fp_bits, t, rbits, slot_bits, page_bits))
+	if (rbits < QF_MIN_RBITS)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("quotient filter is full"),
-				 errdetail("%s needs more than 2^%d home slots, and its %d-bit fingerprints have no remainder bit left to trade for more.",
-						   op, t - 1, fp_bits),
+				 errdetail("%s needs more than %.0f home slots, and its %d-bit fingerprints have no remainder bit left to trade for more.",
+						   op, ldexp((double) like->space_mult,
+									 like->space_exp - QF_MIN_RBITS),
+						   qfilter_fp_bits(like)),
 				 errhint("Build the filter with a larger capacity or a smaller false-positive rate, which give it longer fingerprints.")));
-	if (*page_bits > QFILTER_MAX_PAGE_BITS)
+	if (!qf_space_shape(like->space_mult, like->space_exp, rbits,
+						QFILTER_AREA_BYTES, QFILTER_MAX_PAGES, nhome, &np))
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("quotient filter is too large for a qfilter value"),
-				 errdetail("%s needs 2^%d home slots in %.0f areas of %d bytes; a qfilter value holds at most %d.",
-						   op, t, ldexp(1.0, *page_bits),
-						   (int) QFILTER_AREA_BYTES,
-						   1 << QFILTER_MAX_PAGE_BITS),
+				 errdetail("%s needs %.0f home slots in more areas of %d bytes than the at most %u a qfilter value holds.",
+						   op, ldexp((double) like->space_mult,
+									 like->space_exp - rbits),
+						   (int) QFILTER_AREA_BYTES, QFILTER_MAX_PAGES),
 				 errhint("Split the stream into several filters, for example by a hash of the key.")));
+	*npages = (uint32) np;
+}
+
+/* The largest rbits <= r at which n fingerprints fit the load of qf's space. */
+static int
+qfilter_rbits_for(const QFilterData *qf, double n, int r)
+{
+	double		load = qf_sized_load(qf->fp_rate);
+
+	while (r >= QF_MIN_RBITS &&
+		   ldexp(load * (double) qf->space_mult, qf->space_exp - r) < n)
+		r--;
+	return r;
 }
 
 QFilterData *
 qfilter_grow(const QFilterData *qf, int kmin)
 {
-	int			t0 = qf->page_bits + qf->slot_bits;
-	int			t;
+	int			r0 = qf->rbits;
+	int			r;
 
 	Assert(kmin >= 1);
-	t = Max(t0 + kmin, qfilter_slots_log2_for((double) qfilter_items(qf)));
-	for (;; t++)
+	r = qfilter_rbits_for(qf, (double) qfilter_items(qf), r0 - kmin);
+	for (;; r--)
 	{
-		int			r;
-		int			s;
-		int			p;
+		uint32		nhome;
+		uint32		npages;
 		QFilterData *out;
+		bool		split;
 
-		qfilter_target_shape(qf, t, "The filter", &r, &s, &p);
-		if (t == t0 + 1 && s == qf->slot_bits && p == qf->page_bits + 1 &&
-			qf->version == QFILTER_VERSION)
-			out = qfilter_split_once(qf);
-		else
-			out = qfilter_build(qf, NULL, r, s, p);
+		qfilter_target_shape(qf, r, "The filter", &nhome, &npages);
+		split = r == r0 - 1 && nhome == qf->nhome &&
+			npages == 2 * qf->npages && (nhome & (nhome - 1)) == 0 &&
+			qf->version == QFILTER_VERSION;
+		out = split ? qfilter_split_once(qf) :
+			qfilter_build(qf, NULL, r, nhome, npages);
 		if (out)
 		{
-			elog(DEBUG2, "quotient filter grown from 2^%d to 2^%d home slots (%u areas)%s",
-				 t0, t, qfilter_npages(out),
-				 t == t0 + 1 && s == qf->slot_bits ? " by splitting" : "");
+			elog(DEBUG2, "quotient filter grown from %.0f to %.0f home slots (%u areas)%s",
+				 qfilter_home_slots(qf), qfilter_home_slots(out),
+				 qfilter_npages(out), split ? " by splitting" : "");
 			return out;
 		}
 	}
@@ -758,8 +897,7 @@ qfilter_grow(const QFilterData *qf, int kmin)
 static QFilterData *
 qfilter_merge_same(const QFilterData *a, const QFilterData *b)
 {
-	QFilterData *out = qfilter_alloc_like(a, a->rbits, a->slot_bits,
-										  a->page_bits);
+	QFilterData *out = qfilter_alloc_like(a, a->rbits, a->nhome, a->npages);
 	QfGeom		g;
 	uint32		npages = qfilter_npages(a);
 
@@ -790,7 +928,7 @@ QFilterData *
 qfilter_union_values(const QFilterData *a, const QFilterData *b)
 {
 	QFilterData *out;
-	int			t;
+	int			r;
 
 	if (a->seed != b->seed ||
 		(OidIsValid(a->elemtype) && OidIsValid(b->elemtype) &&
@@ -802,50 +940,47 @@ qfilter_union_values(const QFilterData *a, const QFilterData *b)
 						   qfilter_type_name(a->elemtype), a->seed,
 						   qfilter_type_name(b->elemtype), b->seed),
 				 errhint("Build the filters from keys of the same type.")));
-	if (qfilter_fp_bits(a) != qfilter_fp_bits(b))
+	if (a->space_mult != b->space_mult || a->space_exp != b->space_exp)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("cannot combine quotient filters with different fingerprint sizes"),
-				 errdetail("The first filter has %d-bit fingerprints (%d area, %d quotient and %d remainder bits), the second %d-bit fingerprints (%d area, %d quotient and %d remainder bits).",
-						   qfilter_fp_bits(a), a->page_bits, a->slot_bits,
-						   a->rbits, qfilter_fp_bits(b), b->page_bits,
-						   b->slot_bits, b->rbits),
+				 errdetail("The first filter has fingerprints below " UINT64_FORMAT " * 2^%d (%d remainder bits), the second below " UINT64_FORMAT " * 2^%d (%d remainder bits).",
+						   a->space_mult, a->space_exp, a->rbits,
+						   b->space_mult, b->space_exp, b->rbits),
 				 errhint("Build the filters with the same capacity and false-positive rate.")));
 
 	/*
-	 * The result has the home slots of the larger input (the one grown
-	 * further), or more if the union exceeds the maximum load or an area
-	 * overflows; its geometry is the standard one for that many home
-	 * slots (qfilter_shape).  Inputs already in that geometry merge area
-	 * by area, others are laid out anew from their fingerprints.
+	 * The result has the remainder bits of the input grown further, or
+	 * fewer if the union exceeds the maximum load or an area overflows; its
+	 * shape is the canonical one (qf_space_shape).  Inputs already in that
+	 * shape merge area by area, others are laid out anew from their
+	 * fingerprints.
 	 */
-	t = Max(a->page_bits + a->slot_bits, b->page_bits + b->slot_bits);
-	t = Max(t, qfilter_slots_log2_for((double) Max(qfilter_items(a),
-												   qfilter_items(b))));
+	r = qfilter_rbits_for(a, (double) Max(qfilter_items(a), qfilter_items(b)),
+						  Min(a->rbits, b->rbits));
 	for (;;)
 	{
-		int			r;
-		int			s;
-		int			p;
+		uint32		nhome;
+		uint32		npages;
 		int			need;
 
-		qfilter_target_shape(a, t, "The union", &r, &s, &p);
-		if (a->rbits == r && a->slot_bits == s && a->page_bits == p &&
-			b->rbits == r && b->slot_bits == s && b->page_bits == p &&
+		qfilter_target_shape(a, r, "The union", &nhome, &npages);
+		if (a->rbits == r && a->nhome == nhome && a->npages == npages &&
+			b->rbits == r && b->nhome == nhome && b->npages == npages &&
 			a->version == QFILTER_VERSION && b->version == QFILTER_VERSION)
 			out = qfilter_merge_same(a, b);
 		else
-			out = qfilter_build(a, b, r, s, p);
+			out = qfilter_build(a, b, r, nhome, npages);
 		if (out == NULL)
 		{
-			t++;
+			r--;
 			continue;
 		}
-		need = qfilter_slots_log2_for((double) qfilter_items(out));
-		if (need <= t)
+		need = qfilter_rbits_for(a, (double) qfilter_items(out), r);
+		if (need == r)
 			break;
 		pfree(out);
-		t = need;
+		r = need;
 	}
 
 	/*

@@ -61,6 +61,7 @@ typedef struct QFilterAggState
 	QFilterData *qf;			/* in the aggregate context */
 	QfGeom		g;				/* geometry of its areas */
 	uint64		items;			/* its distinct fingerprints */
+	double		max_items;		/* past which it grows (qfilter_max_items) */
 } QFilterAggState;
 
 /*
@@ -120,12 +121,16 @@ static void *
 qfilter_state_new(MemoryContext cxt, struct varlena *value)
 {
 	QFilterAggState *state = MemoryContextAlloc(cxt, sizeof(QFilterAggState));
-	QFilterData *qf = (QFilterData *) value;
+	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+	QFilterData *qf = qfilter_current(value);
+
+	MemoryContextSwitchTo(oldcxt);
 
 	state->magic = QFILTER_AGG_STATE_MAGIC;
 	state->qf = qf;
 	qfilter_geom(qf, &state->g);
 	state->items = qfilter_items(qf);
+	state->max_items = qfilter_max_items(qf);
 	return state;
 }
 
@@ -139,6 +144,7 @@ qfilter_state_replace(QFilterAggState *state, QFilterData *next)
 		state->qf = next;
 		qfilter_geom(next, &state->g);
 		state->items = qfilter_items(next);
+		state->max_items = qfilter_max_items(next);
 	}
 }
 
@@ -170,8 +176,7 @@ qfilter_state_insert(QFilterAggState *state, MemoryContext aggcontext,
 	if (added)
 	{
 		state->items++;
-		if ((double) state->items >
-			ldexp(QFILTER_MAX_LOAD, state->qf->page_bits + state->qf->slot_bits))
+		if ((double) state->items > state->max_items)
 			qfilter_state_grow(state, aggcontext);
 	}
 }
@@ -179,10 +184,13 @@ qfilter_state_insert(QFilterAggState *state, MemoryContext aggcontext,
 static void
 qfilter_agg_check(const struct varlena *value, bool full)
 {
+	/* a value of an earlier version is checked as it is converted */
+	const QFilterData *qf = qfilter_current(unconstify(struct varlena *, value));
+
 	if (full)
-		qfilter_check((const QFilterData *) value);
+		qfilter_check(qf);
 	else
-		qfilter_check_header((const QFilterData *) value);
+		qfilter_check_header(qf);
 }
 
 /* The union replaces the state's filter (it may need a larger one). */
@@ -193,8 +201,9 @@ qfilter_state_union(void *statep, MemoryContext aggcontext,
 	QFilterAggState *state = (QFilterAggState *) statep;
 	MemoryContext oldcxt = MemoryContextSwitchTo(aggcontext);
 
-	qfilter_state_replace(state, qfilter_union_values(state->qf,
-													  (const QFilterData *) value));
+	qfilter_state_replace(state,
+						  qfilter_union_values(state->qf,
+											   qfilter_current(unconstify(struct varlena *, value))));
 	MemoryContextSwitchTo(oldcxt);
 }
 
@@ -249,16 +258,11 @@ qfilter_agg_trans(PG_FUNCTION_ARGS)
 
 	if (state == NULL)
 	{
-		int			rbits;
-		int			slot_bits;
-		int			page_bits;
 		MemoryContext oldcxt;
 		QFilterData *qf;
 
-		qfilter_params(capacity, fp_rate, &rbits, &slot_bits, &page_bits);
 		oldcxt = MemoryContextSwitchTo(row.aggcontext);
-		qf = qfilter_create_empty(rbits, slot_bits, page_bits,
-								  SS_DEFAULT_SEED, keytype, capacity, fp_rate);
+		qf = qfilter_create_empty(capacity, fp_rate, SS_DEFAULT_SEED, keytype);
 		state = qfilter_state_new(row.aggcontext, (struct varlena *) qf);
 		MemoryContextSwitchTo(oldcxt);
 	}
@@ -341,9 +345,8 @@ qfilter_lookup_arg(FunctionCallInfo fcinfo, QFilterCallCache *c,
 	{
 		qf = PG_GETARG_QFILTER_P(0);
 		qfilter_check_header(qf);
-		if (c->g_plain.nhome != ((uint32) 1 << qf->slot_bits) ||
-			c->g_plain.rbits != qf->rbits ||
-			c->g_plain.legacy != (qf->version == QFILTER_VERSION_LEGACY))
+		if (c->g_plain.nhome != qf->nhome || c->g_plain.rbits != qf->rbits ||
+			c->g_plain.legacy)
 			qfilter_geom(qf, &c->g_plain);
 		*g = &c->g_plain;
 		return qf;
@@ -359,7 +362,7 @@ qfilter_lookup_arg(FunctionCallInfo fcinfo, QFilterCallCache *c,
 	c->kind = QFC_NONE;
 
 	oldcxt = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
-	qf = (QFilterData *) detoast_attr(v);
+	qf = qfilter_current(detoast_attr(v));
 	if (kind == QFC_INLINE)
 	{
 		c->raw = palloc(VARSIZE(v));

@@ -5,16 +5,19 @@
  *
  * Text form (one line, fields in this order, separated by single spaces):
  *
- *	 version=2 seed=<uint32> capacity=<int64> fp_rate=<float8> rbits=<n>
- *	 slot_bits=<n> page_bits=<n> area_bytes=<n> total=<uint64>
- *	 [type="<type name>"] areas=<area>,<area>,...
+ *	 version=3 seed=<uint32> capacity=<int64> fp_rate=<float8> rbits=<n>
+ *	 space=<mult>*2^<exp> home_slots=<n> pages=<n> area_bytes=<n>
+ *	 total=<uint64> [type="<type name>"] areas=<area>,<area>,...
+ *
+ * (versions 1 and 2, read and converted: slot_bits=<n> page_bits=<n>
+ * instead of space, home_slots and pages, and 2^page_bits areas).
  *
  * type is the key type as printed by format_type (schema-qualified where
  * needed, or the OID if the type was dropped), with " doubled inside the
  * quotes; it is absent when the filter has no key type.  fp_rate is printed
  * in shortest exact form, so it reads back bit for bit.
  *
- * Each of the 2^page_bits areas is written as its area_bytes bytes in the
+ * Each of the areas is written as its area_bytes bytes in the
  * little-endian layout of qf.h, in standard base64 (A-Z a-z 0-9 + /, four
  * characters per three bytes; area_bytes is a multiple of 3, so there is
  * no padding), except that a run of two or more all-zero 3-byte groups is
@@ -25,9 +28,11 @@
  *
  * Binary form (qfilter_send/qfilter_recv), in network byte order: int32
  * version, int32 length of the key type name (-1 if none) and the name in
- * the client encoding, uint32 seed, int32 rbits, slot_bits, page_bits,
- * area_bytes, int64 capacity, float8 fp_rate, uint64 total, then the areas'
- * bytes in the little-endian layout.  The key type travels by name rather
+ * the client encoding, uint32 seed, int32 rbits, uint64 space_mult, int32
+ * space_exp, home_slots, pages, area_bytes, int64 capacity, float8
+ * fp_rate, uint64 total, then the areas' bytes in the little-endian layout
+ * (versions 1 and 2: int32 slot_bits and page_bits instead of the space,
+ * home_slots and pages).  The key type travels by name rather
  * than by OID so that values can move between databases where a
  * user-defined key type has another OID.
  *
@@ -189,9 +194,10 @@ qfilter_out(PG_FUNCTION_ARGS)
 
 	initStringInfo(&hdr);
 	appendStringInfo(&hdr,
-					 "version=%u seed=%u capacity=" INT64_FORMAT " fp_rate=%s rbits=%d slot_bits=%d page_bits=%d area_bytes=%u total=" UINT64_FORMAT,
+					 "version=%u seed=%u capacity=" INT64_FORMAT " fp_rate=%s rbits=%d space=" UINT64_FORMAT "*2^%d home_slots=%u pages=%u area_bytes=%u total=" UINT64_FORMAT,
 					 qf->version, qf->seed, qf->capacity, fp_rate, qf->rbits,
-					 qf->slot_bits, qf->page_bits, qf->area_bytes, qf->total);
+					 qf->space_mult, qf->space_exp, qf->nhome, qf->npages,
+					 qf->area_bytes, qf->total);
 	ss_text_append_elemtype(&hdr, qf->elemtype);
 	appendStringInfoString(&hdr, " areas=");
 	ext = qfilter_external_areas(qf);
@@ -321,19 +327,89 @@ qfilter_decode_areas(SSTextParser *ps, uint32 npages, unsigned char *areas,
 						   npages, ss_text_pos(ps))));
 }
 
-/* ERROR if a value read or received has no valid geometry. */
-static void
-qfilter_check_geometry(uint32 version, int rbits, int slot_bits,
-					   int page_bits, uint32 area_bytes)
+/*
+ * The shape of a value read or received: version 3's fields, or those of
+ * versions 1 and 2.
+ */
+typedef struct QFilterShapeIn
 {
-	char	   *problem = qfilter_geometry_problem(version, rbits, slot_bits,
-												   page_bits, area_bytes);
+	uint32		version;
+	int			rbits;
+	uint64		space_mult;
+	int			space_exp;
+	uint32		nhome;
+	uint32		npages;
+	int			slot_bits;		/* versions 1 and 2 */
+	int			page_bits;
+	uint32		area_bytes;
+} QFilterShapeIn;
 
+/*
+ * ERROR if a value read or received has no valid geometry; else the bytes
+ * of the value, which for versions 1 and 2 is their own header's.
+ */
+static Size
+qfilter_check_geometry(QFilterShapeIn *sh)
+{
+	char	   *problem;
+
+	if (sh->version == QFILTER_VERSION)
+		problem = qfilter_geometry_problem(sh->rbits, sh->space_mult,
+										   sh->space_exp, sh->nhome,
+										   sh->npages, sh->area_bytes);
+	else
+	{
+		problem = qfilter_geometry_problem_v2(sh->version, sh->rbits,
+											  sh->slot_bits, sh->page_bits,
+											  sh->area_bytes);
+		if (!problem)
+			sh->npages = 1U << sh->page_bits;
+	}
 	if (problem)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("invalid quotient filter"),
 				 errdetail_internal("%s", problem)));
+	if (sh->version == QFILTER_VERSION)
+		return qfilter_value_size(sh->npages);
+	return QFILTER_HEADER_SIZE_V2 + (Size) QFILTER_AREA_BYTES * sh->npages;
+}
+
+/*
+ * A value of the shape sh with these header fields and zero areas (its
+ * areas at *areas), in the layout of its version.
+ */
+static struct varlena *
+qfilter_alloc_in(const QFilterShapeIn *sh, Size size, Oid elemtype,
+				 uint32 seed, int64 capacity, double fp_rate, uint64 total,
+				 char **areas)
+{
+	QFilterDataV2 *old;
+
+	if (sh->version == QFILTER_VERSION)
+	{
+		QFilterData *qf = qfilter_alloc(elemtype, seed, sh->rbits,
+										sh->space_mult, sh->space_exp,
+										sh->nhome, sh->npages, capacity,
+										fp_rate, total);
+
+		*areas = qf->areas;
+		return (struct varlena *) qf;
+	}
+	old = palloc0(size);
+	SET_VARSIZE(old, size);
+	old->version = sh->version;
+	old->elemtype = elemtype;
+	old->seed = seed;
+	old->rbits = (uint8) sh->rbits;
+	old->slot_bits = (uint8) sh->slot_bits;
+	old->page_bits = (uint8) sh->page_bits;
+	old->area_bytes = sh->area_bytes;
+	old->capacity = capacity;
+	old->fp_rate = fp_rate;
+	old->total = total;
+	*areas = old->areas;
+	return (struct varlena *) old;
 }
 
 Datum
@@ -344,19 +420,17 @@ qfilter_in(PG_FUNCTION_ARGS)
 	uint32		seed;
 	int64		capacity;
 	double		fp_rate;
-	int			rbits;
-	int			slot_bits;
-	int			page_bits;
-	uint32		area_bytes;
+	QFilterShapeIn sh = {0};
 	uint64		total;
 	Oid			elemtype;
 	QFilterData *qf;
-	uint32		npages;
-	uint32		version;
+	struct varlena *v;
+	char	   *areas;
+	Size		size;
 
 	ss_text_parser_init(&ps, "qfilter", str);
-	version = ss_text_parse_version(&ps, QFILTER_VERSION_LEGACY, QFILTER_VERSION,
-									"quotient filter");
+	sh.version = ss_text_parse_version(&ps, QFILTER_VERSION_LEGACY,
+									   QFILTER_VERSION, "quotient filter");
 	ss_text_expect(&ps, " seed=");
 	seed = (uint32) ss_text_parse_unsigned(&ps, "seed", PG_UINT32_MAX);
 	ss_text_expect(&ps, " capacity=");
@@ -364,21 +438,37 @@ qfilter_in(PG_FUNCTION_ARGS)
 	ss_text_expect(&ps, " fp_rate=");
 	fp_rate = ss_text_parse_float(&ps, "fp_rate");
 	ss_text_expect(&ps, " rbits=");
-	rbits = (int) ss_text_parse_unsigned(&ps, "rbits", 255);
-	ss_text_expect(&ps, " slot_bits=");
-	slot_bits = (int) ss_text_parse_unsigned(&ps, "slot_bits", 255);
-	ss_text_expect(&ps, " page_bits=");
-	page_bits = (int) ss_text_parse_unsigned(&ps, "page_bits", 255);
+	sh.rbits = (int) ss_text_parse_unsigned(&ps, "rbits", 255);
+	if (sh.version == QFILTER_VERSION)
+	{
+		ss_text_expect(&ps, " space=");
+		sh.space_mult = ss_text_parse_unsigned(&ps, "space", PG_UINT64_MAX);
+		ss_text_expect(&ps, "*2^");
+		sh.space_exp = (int) ss_text_parse_unsigned(&ps, "space", 255);
+		ss_text_expect(&ps, " home_slots=");
+		sh.nhome = (uint32) ss_text_parse_unsigned(&ps, "home_slots",
+												   PG_UINT32_MAX);
+		ss_text_expect(&ps, " pages=");
+		sh.npages = (uint32) ss_text_parse_unsigned(&ps, "pages",
+													PG_UINT32_MAX);
+	}
+	else
+	{
+		ss_text_expect(&ps, " slot_bits=");
+		sh.slot_bits = (int) ss_text_parse_unsigned(&ps, "slot_bits", 255);
+		ss_text_expect(&ps, " page_bits=");
+		sh.page_bits = (int) ss_text_parse_unsigned(&ps, "page_bits", 255);
+	}
 	ss_text_expect(&ps, " area_bytes=");
-	area_bytes = (uint32) ss_text_parse_unsigned(&ps, "area_bytes",
-												 PG_UINT32_MAX);
+	sh.area_bytes = (uint32) ss_text_parse_unsigned(&ps, "area_bytes",
+													PG_UINT32_MAX);
 	ss_text_expect(&ps, " total=");
 	total = ss_text_parse_unsigned(&ps, "total", PG_UINT64_MAX);
 	elemtype = ss_text_parse_elemtype(&ps);
 	ss_text_expect(&ps, " areas=");
 
 	/* validate the geometry before allocating anything sized by it */
-	qfilter_check_geometry(version, rbits, slot_bits, page_bits, area_bytes);
+	size = qfilter_check_geometry(&sh);
 
 	/*
 	 * The header alone can ask for 2^16 areas (535 MB) in a few dozen
@@ -387,21 +477,20 @@ qfilter_in(PG_FUNCTION_ARGS)
 	 * value is allocated; only then allocate and decode for real.
 	 */
 	qfilter_init_b64_table();
-	npages = (uint32) 1 << page_bits;
 	{
 		SSTextParser scan = ps;
 		unsigned char *scratch = palloc(QFILTER_AREA_BYTES);
 
-		qfilter_decode_areas(&scan, npages, scratch, 0);
+		qfilter_decode_areas(&scan, sh.npages, scratch, 0);
 		pfree(scratch);
 	}
 
-	qf = qfilter_alloc(version, elemtype, seed, rbits, slot_bits,
-					   page_bits, area_bytes, capacity, fp_rate, total);
-
-	qfilter_decode_areas(&ps, npages, (unsigned char *) qf->areas,
-						 qf->area_bytes);
-	qfilter_areas_swap_external(qf->areas, npages);
+	v = qfilter_alloc_in(&sh, size, elemtype, seed, capacity, fp_rate, total,
+						 &areas);
+	qfilter_decode_areas(&ps, sh.npages, (unsigned char *) areas,
+						 QFILTER_AREA_BYTES);
+	qfilter_areas_swap_external(areas, sh.npages);
+	qf = qfilter_current(v);
 	qfilter_check(qf);
 
 	PG_RETURN_POINTER(qf);
@@ -424,12 +513,14 @@ qfilter_send(PG_FUNCTION_ARGS)
 
 	/* after the head: fixed fields, then the areas */
 	ss_binary_begin(&buf, qf->version, qf->elemtype,
-					5 * sizeof(uint32) + sizeof(int64) + sizeof(float8) +
+					6 * sizeof(uint32) + 2 * sizeof(int64) + sizeof(float8) +
 					sizeof(uint64) + nbytes);
 	pq_sendint32(&buf, qf->seed);
 	pq_sendint32(&buf, qf->rbits);
-	pq_sendint32(&buf, qf->slot_bits);
-	pq_sendint32(&buf, qf->page_bits);
+	pq_sendint64(&buf, (int64) qf->space_mult);
+	pq_sendint32(&buf, qf->space_exp);
+	pq_sendint32(&buf, qf->nhome);
+	pq_sendint32(&buf, qf->npages);
 	pq_sendint32(&buf, qf->area_bytes);
 	pq_sendint64(&buf, qf->capacity);
 	pq_sendfloat8(&buf, qf->fp_rate);
@@ -446,44 +537,53 @@ qfilter_recv(PG_FUNCTION_ARGS)
 	StringInfo	buf = (StringInfo) PG_GETARG_POINTER(0);
 	Oid			elemtype;
 	uint32		seed;
-	uint32		rbits;
-	uint32		slot_bits;
-	uint32		page_bits;
-	uint32		area_bytes;
+	QFilterShapeIn sh = {0};
 	int64		capacity;
 	double		fp_rate;
 	uint64		total;
 	QFilterData *qf;
+	struct varlena *v;
+	char	   *areas;
 	Size		size;
-	uint32		version;
+	Size		nbytes;
 
 	elemtype = ss_binary_read_head(buf, QFILTER_VERSION_LEGACY, QFILTER_VERSION,
-								   "quotient filter", &version);
+								   "quotient filter", &sh.version);
 	seed = pq_getmsgint(buf, 4);
-	rbits = pq_getmsgint(buf, 4);
-	slot_bits = pq_getmsgint(buf, 4);
-	page_bits = pq_getmsgint(buf, 4);
-	area_bytes = pq_getmsgint(buf, 4);
+	/* as int32, so that the message shows what the input said */
+	sh.rbits = (int32) pq_getmsgint(buf, 4);
+	if (sh.version == QFILTER_VERSION)
+	{
+		sh.space_mult = (uint64) pq_getmsgint64(buf);
+		sh.space_exp = (int32) pq_getmsgint(buf, 4);
+		sh.nhome = pq_getmsgint(buf, 4);
+		sh.npages = pq_getmsgint(buf, 4);
+	}
+	else
+	{
+		sh.slot_bits = (int32) pq_getmsgint(buf, 4);
+		sh.page_bits = (int32) pq_getmsgint(buf, 4);
+	}
+	sh.area_bytes = pq_getmsgint(buf, 4);
 	capacity = pq_getmsgint64(buf);
 	fp_rate = pq_getmsgfloat8(buf);
 	total = (uint64) pq_getmsgint64(buf);
 
 	/* validate the geometry and the length before allocating */
-	/* as int32, so that the message shows what the input said */
-	qfilter_check_geometry(version, (int32) rbits, (int32) slot_bits,
-						   (int32) page_bits, area_bytes);
-	size = qfilter_value_size((int) page_bits);
-	if ((Size) (buf->len - buf->cursor) != size - QFILTER_HEADER_SIZE)
+	size = qfilter_check_geometry(&sh);
+	nbytes = (Size) QFILTER_AREA_BYTES * sh.npages;
+	if ((Size) (buf->len - buf->cursor) != nbytes)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 				 errmsg("invalid binary quotient filter"),
 				 errdetail("%d bytes of areas follow the header, but the filter has %zu.",
-						   buf->len - buf->cursor, size - QFILTER_HEADER_SIZE)));
+						   buf->len - buf->cursor, nbytes)));
 
-	qf = qfilter_alloc(version, elemtype, seed, rbits, slot_bits,
-					   page_bits, area_bytes, capacity, fp_rate, total);
-	pq_copymsgbytes(buf, qf->areas, size - QFILTER_HEADER_SIZE);
-	qfilter_areas_swap_external(qf->areas, qfilter_npages(qf));
+	v = qfilter_alloc_in(&sh, size, elemtype, seed, capacity, fp_rate, total,
+						 &areas);
+	pq_copymsgbytes(buf, areas, nbytes);
+	qfilter_areas_swap_external(areas, sh.npages);
+	qf = qfilter_current(v);
 	qfilter_check(qf);
 
 	PG_RETURN_POINTER(qf);
@@ -521,21 +621,23 @@ qfilter_info(PG_FUNCTION_ARGS)
 		items += st.nitems;
 		used += st.nused;
 	}
-	home = ldexp((double) g.nhome, qf->page_bits);
+	home = qfilter_home_slots(qf);
 
 	values[i++] = Int64GetDatum(qf->capacity);
 	values[i++] = Float8GetDatum(qf->fp_rate);
 	values[i++] = Int32GetDatum(qfilter_fp_bits(qf));
 	values[i++] = Int32GetDatum(qf->rbits);
-	values[i++] = Int32GetDatum(qf->slot_bits);
+	/* the log2 of the home slots per area (exact for power-of-two areas) */
+	values[i++] = Int32GetDatum(pg_leftmost_one_pos32(qf->nhome));
 	values[i++] = Int32GetDatum((int32) npages);
 	values[i++] = Int64GetDatum((int64) items);
 	values[i++] = Int64GetDatum((int64) Min(qf->total, (uint64) PG_INT64_MAX));
 	values[i++] = Int64GetDatum((int64) used);
 	values[i++] = Float8GetDatum((double) items / home);
 	/* an absent key's fingerprint is one of the items with this probability */
-	values[i++] = Float8GetDatum(ldexp((double) items, -qfilter_fp_bits(qf)));
-	values[i++] = Int64GetDatum((int64) floor(QFILTER_MAX_LOAD * home));
+	values[i++] = Float8GetDatum(ldexp((double) items / qf->space_mult,
+									   -qf->space_exp));
+	values[i++] = Int64GetDatum((int64) floor(qfilter_max_items(qf)));
 	values[i++] = Int64GetDatum((int64) VARSIZE(qf));
 	values[i] = ObjectIdGetDatum(qf->elemtype);
 	row.nulls[i++] = !OidIsValid(qf->elemtype);

@@ -233,8 +233,8 @@ $sql .= "COMMIT;\n";
 $sql .= "SELECT qf_flush('q_new');\n";
 $primary->safe_psql('postgres', $sql);
 
-# 5b. a big filter (2^11 pages), resized at the moment of the crash below
-$sql = "SELECT qf_create('q_big', 'int8', capacity => 1000000, fp_rate => 1e-9);\n";
+# 5b. a big filter (over 1,024 pages), resized at the moment of the crash below
+$sql = "SELECT qf_create('q_big', 'int8', capacity => 2000000, fp_rate => 1e-9);\n";
 $sql .= "BEGIN;\n"
   . ins('q_big', 'SELECT (i * 3)::int8 AS key FROM generate_series(1, 6000) i')
   . "COMMIT;\n";

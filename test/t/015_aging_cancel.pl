@@ -49,6 +49,7 @@ use PostgreSQL::Test::Utils;
 use StreamsketchTest;
 use Test::More;
 use Time::HiRes qw(usleep time);
+use POSIX qw(ceil floor);
 
 my $node = ss_node(
 	'primary',
@@ -124,6 +125,46 @@ sub stop_both_ways
 # A.a  Creating the largest structures is O(1); too large ones fail and
 # leave nothing.
 # ---------------------------------------------------------------------
+
+# A quotient_filter's pages as it is sized to its capacity (qf_sized_base):
+# ceil(ceil(capacity / 0.95) / home slots per page), rounded up to 10
+# significant bits.  The home slots per page at the rate's remainder bits
+# are a qfilter's of several areas (the same sizing and area).
+sub qf_home_slots
+{
+	my ($fp_rate) = @_;
+	my $text = $node->safe_psql('postgres',
+		"SELECT qfilter_agg(1::int8, 100000, $fp_rate)::text");
+	my ($home, $pages) = $text =~ / home_slots=(\d+) pages=(\d+) /
+	  or die "no home_slots in $text";
+	die "a one-area qfilter: $text" if $pages < 2;
+	return $home;
+}
+
+sub qf_sized_pages
+{
+	my ($capacity, $home) = @_;
+	my $n = ceil(ceil($capacity / 0.95) / $home);
+	my $shift = length(sprintf('%b', $n)) - 10;
+	$n = ceil($n / 2**$shift) * 2**$shift if $shift > 0;
+	return $n;
+}
+
+my $home_1e6 = qf_home_slots('1e-6');
+my $limit_pages = $node->safe_psql('postgres',
+	"LOAD 'streamsketch'; SELECT setting::bigint * 1024 * 1024 / 8192 "
+	  . "FROM pg_settings WHERE name = 'streamsketch.max_structure_size'");
+# the capacities whose filters take k pages of the limit's: refused at
+# the limit's own (the metapage is one more), created 2^14 (one step of
+# the rounding there) below
+my $cap_pages = sub { floor(0.95 * $home_1e6 * $_[0]) };
+my $over_cap = $cap_pages->($limit_pages - 1);
+my $edge_cap = $cap_pages->($limit_pages - 16384);
+cmp_ok(qf_sized_pages($over_cap, $home_1e6) + 1, '>', $limit_pages,
+	"capacity $over_cap at 1e-6 is sized over streamsketch.max_structure_size ($limit_pages pages)");
+cmp_ok(qf_sized_pages($edge_cap, $home_1e6) + 1, '<=', $limit_pages,
+	"capacity $edge_cap at 1e-6 is sized within it");
+
 my @huge = (
 	[ 'huge_buf', "SELECT bcms_create('%s', 'int8', epsilon => 5e-9, delta => 0.01)",
 	  "SELECT sketch_pages FROM bcms_info('%s')", 2_000_000,
@@ -135,12 +176,17 @@ my @huge = (
 	  "SELECT pages FROM bloom_info('%s')", 2_000_000,
 	  "SELECT bloom_contains('%s', 7::int8)", 't' ],
 	[ 'huge_qf', "SELECT qf_create('%s', 'int8', capacity => 4000000000, fp_rate => 1e-6)",
-	  "SELECT pages FROM qf_info('%s')", 2_000_000,
+	  "SELECT pages FROM qf_info('%s')", qf_sized_pages(4_000_000_000, $home_1e6),
 	  "SELECT qf_count('%s', 7::int8)", '1' ],
 	[ 'huge_cf', "SELECT qf_create('%s', 'int8', capacity => 4000000000, fp_rate => 1e-6, access_method => 'cascade_filter')",
 	  "SELECT pages FROM qf_info('%s')", 1,
 	  "SELECT qf_count('%s', 7::int8)", '1' ],
+	[ 'edge_qf', "SELECT qf_create('%s', 'int8', capacity => $edge_cap, fp_rate => 1e-6)",
+	  "SELECT pages FROM qf_info('%s')", qf_sized_pages($edge_cap, $home_1e6),
+	  "SELECT qf_count('%s', 7::int8)", '1' ],
 );
+# (a quotient_filter has exactly its sized pages)
+my %exact_pages = (huge_qf => 1, edge_qf => 1);
 foreach my $c (@huge)
 {
 	my ($t, $create, $pages_sql, $min_pages, $lookup, $one) = @$c;
@@ -149,7 +195,14 @@ foreach my $c (@huge)
 	my $secs = sprintf('%.3f', time - $t0);
 	cmp_ok($secs, '<', 1.0, "$t: created in $secs s");
 	my $pages = $node->safe_psql('postgres', sprintf($pages_sql, $t));
-	cmp_ok($pages, '>=', $min_pages, "$t: the structure has $pages pages");
+	if ($exact_pages{$t})
+	{
+		is($pages, $min_pages, "$t: the structure has its capacity's $min_pages pages");
+	}
+	else
+	{
+		cmp_ok($pages, '>=', $min_pages, "$t: the structure has $pages pages");
+	}
 	is($node->safe_psql('postgres', "SELECT pg_relation_size('$t')"),
 		8192, "$t: only its metapage is on disk");
 
@@ -172,7 +225,7 @@ foreach my $c (@huge)
 foreach my $c (
 	[ 'over_bcms', "SELECT bcms_create('over_bcms', 'int8', epsilon => 1e-9, delta => 0.01)" ],
 	[ 'over_bloom', "SELECT bloom_create('over_bloom', 'int8', capacity => 100000000000, fp_rate => 0.001)" ],
-	[ 'over_qf', "SELECT qf_create('over_qf', 'int8', capacity => 20000000000, fp_rate => 1e-6)" ])
+	[ 'over_qf', "SELECT qf_create('over_qf', 'int8', capacity => $over_cap, fp_rate => 1e-6)" ])
 {
 	my ($t, $create) = @$c;
 	my ($err) = ss_run_sql($node, $create);
@@ -331,15 +384,17 @@ foreach my $t ('grow_qf', 'merge_cf')
 }
 
 # 3. qf_resize of a large, empty quotient_filter: the merge has no source
-# page to read, only 32,768 empty target pages to write (which ignored
-# cancels before qfam_write_page checked for interrupts).
+# page to read, only about 32,000 empty target pages to write (which
+# ignored cancels before qfam_write_page checked for interrupts).
+my $empty_cap = 41_000_000;
+my $empty_pages = qf_sized_pages($empty_cap, $home_1e6);
 $node->safe_psql('postgres',
-	"SELECT qf_create('empty_qf', 'int8', capacity => 20000000, fp_rate => 1e-6)");
-is(qf_pages('empty_qf'), 16384, 'empty_qf: 16,384 pages');
+	"SELECT qf_create('empty_qf', 'int8', capacity => $empty_cap, fp_rate => 1e-6)");
+is(qf_pages('empty_qf'), $empty_pages, "empty_qf: its capacity's $empty_pages pages");
 stop_both_ways('empty_qf: qf_resize', [ "SELECT qf_resize('empty_qf')" ],
 	sub {
 		my ($how) = @_;
-		is(qf_pages('empty_qf'), 16384, "empty_qf: the $how resize installed nothing");
+		is(qf_pages('empty_qf'), $empty_pages, "empty_qf: the $how resize installed nothing");
 	}, 0.3);
 $node->safe_psql('postgres', "INSERT INTO empty_qf VALUES (1), (2), (2)");
 my ($rerr) = ss_run_sql($node, "SELECT qf_resize('empty_qf')");
@@ -347,7 +402,7 @@ is($rerr, '', 'empty_qf: a resize after the stopped ones completes');
 is( $node->safe_psql('postgres',
 		"SELECT pages || ' ' || qf_count('empty_qf', 1::int8) || qf_count('empty_qf', 2::int8) "
 		  . "|| qf_count('empty_qf', 3::int8) FROM qf_info('empty_qf')"),
-	'32768 120', 'empty_qf: doubled, counts exact');
+	2 * $empty_pages . ' 120', 'empty_qf: doubled, counts exact');
 
 # ---------------------------------------------------------------------
 # B. Aging.  The small structures of 013, keys 0..29.

@@ -584,6 +584,172 @@ test_legacy(void)
 	printf("  legacy layout: geometries, contents and copies ok\n");
 }
 
+/*
+ * The fingerprint space M = mult * 2^exp (qf.h): y is monotone in the
+ * hash and below M; the hash standing for y maps back to y and is the
+ * smallest such hash; a level of twice the home slots and one remainder bit
+ * less has the same y; the split by pages of any number of home slots and
+ * the join are inverse, across page boundaries; mult = 1 is the bit split.
+ */
+static void
+test_space(void)
+{
+	static const uint64 mults[] = {1, 3, 5, 151, 823, 1023, 52723, 90601};
+	static const uint32 homes[] = {2, 3, 11, 63, 64, 65, 1053, 4320, 7008};
+
+	for (int mi = 0; mi < (int) lengthof(mults); mi++)
+	{
+		uint64		mult = mults[mi];
+
+		if (mult > 1 && (mult & 1) == 0)
+			continue;
+		for (int exp = 1; exp <= 64; exp++)
+		{
+			uint64		prev_h = 0;
+			uint64		prev_y = 0;
+
+			if (!qf_space_valid(mult, exp))
+				continue;
+			for (int i = 0; i < 2000; i++)
+			{
+				uint64		h = i < 4 ? (uint64[]) {0, 1, PG_UINT64_MAX, PG_UINT64_MAX - 1}[i] : rng();
+				uint64		y = qf_space_y(h, mult, exp);
+				uint64		back = qf_space_hash(y, mult, exp);
+
+				if (mult > 1 && y >= mult << exp)
+					FAIL("y " UINT64_FORMAT " out of the space " UINT64_FORMAT " * 2^%d", y, mult, exp);
+				if (back > h || qf_space_y(back, mult, exp) != y ||
+					(back > 0 && qf_space_y(back - 1, mult, exp) == y))
+					FAIL("hash of y " UINT64_FORMAT " (mult " UINT64_FORMAT ", exp %d) is not its smallest", y, mult, exp);
+				if (qf_space_fp(h, mult, exp) != back)
+					FAIL("qf_space_fp differs from the hash of y");
+				if (i > 4 && ((h > prev_h && y < prev_y) || (h < prev_h && y > prev_y)))
+					FAIL("y is not monotone in the hash");
+				prev_h = h;
+				prev_y = y;
+				if (mult == 1 && exp < 64 && y != h >> (64 - exp))
+					FAIL("mult 1 is not the top %d bits", exp);
+				for (int hi = 0; hi < (int) lengthof(homes); hi++)
+				{
+					for (int rbits = 1; rbits <= Min(exp, 20); rbits += 3)
+					{
+						uint64		page;
+						uint64		page2;
+						uint32		q;
+						uint32		q2;
+						uint64		r;
+						uint64		r2;
+
+						qf_space_split(y, rbits, homes[hi], &page, &q, &r);
+						if (q >= homes[hi] ||
+							qf_space_join(page, q, r, rbits, homes[hi]) != y)
+							FAIL("split/join of y at %u home slots per page", homes[hi]);
+						/* doubled pages of the same home slots, one bit less */
+						if (rbits > 1)
+						{
+							qf_space_split(y, rbits - 1, homes[hi], &page2, &q2, &r2);
+							if (page2 / 2 != page)
+								FAIL("a grown level's page is not within its page");
+						}
+					}
+				}
+			}
+			/* page boundaries: the last and first fingerprint of a page */
+			for (int hi = 0; hi < (int) lengthof(homes); hi++)
+			{
+				uint64		y = ((uint64) homes[hi] << 1);	/* page 1 quotient 0, rbits 1 */
+				uint64		page;
+				uint32		q;
+				uint64		r;
+
+				if (mult > 1 && y >= mult << exp)
+					continue;
+				if (mult == 1 && exp < 64 && y >> exp != 0)
+					continue;
+				qf_space_split(y, 1, homes[hi], &page, &q, &r);
+				if (page != 1 || q != 0 || r != 0)
+					FAIL("first fingerprint of page 1");
+				qf_space_split(y - 1, 1, homes[hi], &page, &q, &r);
+				if (page != 0 || q != homes[hi] - 1 || r != 1)
+					FAIL("last fingerprint of page 0");
+			}
+		}
+	}
+	printf("fingerprint space: ok\n");
+}
+
+/*
+ * Sizing to a capacity: the base covers the capacity at its load (that of
+ * the rate 2^-rbits: 0.97 for short remainders, else 0.95) with
+ * full areas and P of at most 10 significant bits; the canonical shape of
+ * its space at the base's remainder bits is the base itself; every shape
+ * of the space, grown remainder bit by remainder bit, holds M / 2^rbits
+ * home slots in areas that fit; a power-of-two space gives power-of-two
+ * areas (the earlier qfilter geometry).
+ */
+static void
+test_sizing(void)
+{
+	static const int64 caps[] = {1, 2, 100, 1000, 4000, 4321, 10000, 100000,
+	1000000, 12345678, 1000000000};
+
+	for (int ci = 0; ci < (int) lengthof(caps); ci++)
+	{
+		for (int rbits = 1; rbits <= 20; rbits++)
+		{
+			uint64		pages;
+			uint32		nhome;
+			uint64		mult;
+			int			exp;
+			QfGeom		g;
+			double		load = rbits <= QF_SHORT_RBITS ? QF_MAX_LOAD_SHORT : QF_MAX_LOAD;
+
+			if (!qf_sized_base(caps[ci], load, rbits, QF_PAGE_AREA_BYTES, 27,
+							   &pages, &nhome))
+				FAIL("no base for capacity " INT64_FORMAT " at %d bits", caps[ci], rbits);
+			if (!qf_geom_init(&g, rbits, QF_PAGE_AREA_BYTES) || nhome > g.nhome ||
+				(pages > 1 && nhome != g.nhome) ||
+				load * (double) pages * nhome < (double) caps[ci] ||
+				pg_leftmost_one_pos64(pages) - pg_rightmost_one_pos64(pages) >= QF_SIZED_SIG_BITS)
+				FAIL("base of capacity " INT64_FORMAT " at %d bits: " UINT64_FORMAT " x %u",
+					 caps[ci], rbits, pages, nhome);
+			qf_space_of(pages * nhome, rbits, &mult, &exp);
+			for (int r = rbits; r >= 1; r--)
+			{
+				uint32		h;
+				uint64		np;
+
+				if (!qf_space_shape(mult, exp, r, QF_PAGE_AREA_BYTES,
+									(uint64) 1 << 27, &h, &np))
+				{
+					if (r == rbits)
+						FAIL("no shape of the base's space");
+					break;
+				}
+				if (r == rbits && (np != pages || h != nhome))
+					FAIL("shape " UINT64_FORMAT " x %u is not the base " UINT64_FORMAT " x %u",
+						 np, h, pages, nhome);
+				if (!qf_geom_init(&g, r, QF_PAGE_AREA_BYTES) || h > g.nhome ||
+					qf_space_join(np - 1, h - 1, qf_mask(r), r, h) !=
+					(mult << exp) - 1)
+					FAIL("shape at %d bits does not cover the space", r);
+			}
+		}
+	}
+	for (int exp = 2; exp <= 40; exp++)
+		for (int r = 1; r < exp && r <= 20; r++)
+		{
+			uint32		h;
+			uint64		np;
+
+			if (qf_space_shape(1, exp, r, QF_PAGE_AREA_BYTES, (uint64) 1 << 16,
+							   &h, &np) &&
+				((h & (h - 1)) != 0 || (np & (np - 1)) != 0))
+				FAIL("power-of-two space at %d bits gives %u x " UINT64_FORMAT, r, h, np);
+		}
+	printf("sizing: ok\n");
+}
+
 int
 main(void)
 {
@@ -595,6 +761,8 @@ main(void)
 	test_positions();
 	test_merges();
 	test_legacy();
+	test_space();
+	test_sizing();
 	printf("all quotient filter layout tests passed\n");
 	return 0;
 }
