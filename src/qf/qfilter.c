@@ -346,45 +346,71 @@ qfilter_check_labels(int64 capacity, double fp_rate)
 						   fp_rate, DBL_MIN)));
 }
 
+static void
+pg_attribute_noreturn()
+version_error(uint32 version)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("invalid quotient filter"),
+			 errdetail("Format version %u is not the supported version %d.",
+					   version, QFILTER_VERSION)));
+}
+
+static void
+check_header_size(Size size, Size header_size)
+{
+	if (size < header_size)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid quotient filter"),
+				 errdetail("The value has %zu bytes, fewer than its %zu-byte header.",
+						   size, header_size)));
+}
+
+/*
+ * The checks of a header of any version after its version: reserved
+ * fields zero, no geometry problem, the size its nareas areas need, valid
+ * labels.
+ */
+static void
+check_header_fields(bool reserved_zero, const char *problem, Size size,
+					Size need, uint32 nareas, int64 capacity, double fp_rate)
+{
+	if (!reserved_zero)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid quotient filter"),
+				 errdetail("A reserved header field is not zero.")));
+	if (problem)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid quotient filter"),
+				 errdetail_internal("%s", problem)));
+	if (size != need)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid quotient filter"),
+				 errdetail("The value has %zu bytes, but its %u areas need %zu.",
+						   size, nareas, need)));
+	qfilter_check_labels(capacity, fp_rate);
+}
+
 void
 qfilter_check_header(const QFilterData *qf)
 {
 	Size		size = VARSIZE(qf);
 	char	   *problem;
 
-	if (size < QFILTER_HEADER_SIZE)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid quotient filter"),
-				 errdetail("The value has %zu bytes, fewer than its %zu-byte header.",
-						   size, (Size) QFILTER_HEADER_SIZE)));
+	check_header_size(size, QFILTER_HEADER_SIZE);
 	if (qf->version != QFILTER_VERSION)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid quotient filter"),
-				 errdetail("Format version %u is not the supported version %d.",
-						   qf->version, QFILTER_VERSION)));
-	if (qf->flags != 0 || qf->reserved != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid quotient filter"),
-				 errdetail("A reserved header field is not zero.")));
+		version_error(qf->version);
 	problem = qfilter_geometry_problem(qf->rbits, qf->space_mult,
 									   qf->space_exp, qf->nhome, qf->npages,
 									   qf->area_bytes);
-	if (problem)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid quotient filter"),
-				 errdetail_internal("%s", problem)));
-	if (size != qfilter_value_size(qf->npages))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid quotient filter"),
-				 errdetail("The value has %zu bytes, but its %u areas need %zu.",
-						   size, qfilter_npages(qf),
-						   qfilter_value_size(qf->npages))));
-	qfilter_check_labels(qf->capacity, qf->fp_rate);
+	check_header_fields(qf->flags == 0 && qf->reserved == 0, problem, size,
+						problem ? 0 : qfilter_value_size(qf->npages),
+						qf->npages, qf->capacity, qf->fp_rate);
 }
 
 /* A copy of the header of area i (as qf.c reads it, with memcpy). */
@@ -480,42 +506,19 @@ qfilter_upgrade(const QFilterDataV2 *old)
 	QFilterData *out;
 	int			fp_bits;
 
-	if (size < QFILTER_HEADER_SIZE_V2)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid quotient filter"),
-				 errdetail("The value has %zu bytes, fewer than its %zu-byte header.",
-						   size, (Size) QFILTER_HEADER_SIZE_V2)));
+	check_header_size(size, QFILTER_HEADER_SIZE_V2);
 	if (old->version != QFILTER_VERSION_V2 &&
 		old->version != QFILTER_VERSION_LEGACY)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid quotient filter"),
-				 errdetail("Format version %u is not the supported version %d.",
-						   old->version, QFILTER_VERSION)));
-	if (old->flags != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid quotient filter"),
-				 errdetail("A reserved header field is not zero.")));
+		version_error(old->version);
 	problem = qfilter_geometry_problem_v2(old->version, old->rbits,
 										  old->slot_bits, old->page_bits,
 										  old->area_bytes);
-	if (problem)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid quotient filter"),
-				 errdetail_internal("%s", problem)));
-	if (size != QFILTER_HEADER_SIZE_V2 +
-		((Size) QFILTER_AREA_BYTES << old->page_bits))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid quotient filter"),
-				 errdetail("The value has %zu bytes, but its %u areas need %zu.",
-						   size, 1U << old->page_bits,
-						   QFILTER_HEADER_SIZE_V2 +
-						   ((Size) QFILTER_AREA_BYTES << old->page_bits))));
-	qfilter_check_labels(old->capacity, old->fp_rate);
+	/* (page_bits is checked by the geometry before it shifts) */
+	check_header_fields(old->flags == 0, problem, size,
+						problem ? 0 : QFILTER_HEADER_SIZE_V2 +
+						((Size) QFILTER_AREA_BYTES << old->page_bits),
+						problem ? 0 : 1U << old->page_bits,
+						old->capacity, old->fp_rate);
 
 	fp_bits = old->page_bits + old->slot_bits + old->rbits;
 	qf = qfilter_alloc(old->elemtype, old->seed, old->rbits, 1, fp_bits,

@@ -412,6 +412,22 @@ qfilter_alloc_in(const QFilterShapeIn *sh, Size size, Oid elemtype,
 	return (struct varlena *) old;
 }
 
+/*
+ * The value of an input function, its npages areas read in the external
+ * byte order: the areas in the host's, an earlier version converted, and
+ * every area checked.
+ */
+static QFilterData *
+qfilter_finish_in(struct varlena *v, char *areas, uint32 npages)
+{
+	QFilterData *qf;
+
+	qfilter_areas_swap_external(areas, npages);
+	qf = qfilter_current(v);
+	qfilter_check(qf);
+	return qf;
+}
+
 Datum
 qfilter_in(PG_FUNCTION_ARGS)
 {
@@ -423,7 +439,6 @@ qfilter_in(PG_FUNCTION_ARGS)
 	QFilterShapeIn sh = {0};
 	uint64		total;
 	Oid			elemtype;
-	QFilterData *qf;
 	struct varlena *v;
 	char	   *areas;
 	Size		size;
@@ -489,11 +504,7 @@ qfilter_in(PG_FUNCTION_ARGS)
 						 &areas);
 	qfilter_decode_areas(&ps, sh.npages, (unsigned char *) areas,
 						 QFILTER_AREA_BYTES);
-	qfilter_areas_swap_external(areas, sh.npages);
-	qf = qfilter_current(v);
-	qfilter_check(qf);
-
-	PG_RETURN_POINTER(qf);
+	PG_RETURN_POINTER(qfilter_finish_in(v, areas, sh.npages));
 }
 
 /* ----------------------------------------------------------------
@@ -541,7 +552,6 @@ qfilter_recv(PG_FUNCTION_ARGS)
 	int64		capacity;
 	double		fp_rate;
 	uint64		total;
-	QFilterData *qf;
 	struct varlena *v;
 	char	   *areas;
 	Size		size;
@@ -582,11 +592,7 @@ qfilter_recv(PG_FUNCTION_ARGS)
 	v = qfilter_alloc_in(&sh, size, elemtype, seed, capacity, fp_rate, total,
 						 &areas);
 	pq_copymsgbytes(buf, areas, nbytes);
-	qfilter_areas_swap_external(areas, sh.npages);
-	qf = qfilter_current(v);
-	qfilter_check(qf);
-
-	PG_RETURN_POINTER(qf);
+	PG_RETURN_POINTER(qfilter_finish_in(v, areas, sh.npages));
 }
 
 /* ----------------------------------------------------------------
