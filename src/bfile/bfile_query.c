@@ -154,14 +154,6 @@ column_position(List *cols, const char *name)
 	return found;
 }
 
-/* bfile_create's arguments that give parameters (the others are its own) */
-static const SSParamArg bfile_create_args[] = {
-	{"sample_size", 2},
-	{"min_fraction", 3},
-	{"buckets", 4},
-	{"mode", 5}
-};
-
 /*
  * bfile_create(name, columns, sample_size, min_fraction, buckets, mode,
  *				weight_column, time_column, unlogged) returns regclass
@@ -200,8 +192,7 @@ bfile_create(PG_FUNCTION_ARGS)
 		ncols++;
 	}
 
-	ss_params_from_call(&bfile_structure, fcinfo, bfile_create_args,
-						lengthof(bfile_create_args), st);
+	ss_params_from_call(&bfile_structure, fcinfo, st);
 
 	/* the weight and time columns: named among the columns of the list */
 	if (BFILE_MODE_WEIGHTED(p->mode))

@@ -309,14 +309,6 @@ bloom_info(PG_FUNCTION_ARGS)
 					   bloom_info_fill);
 }
 
-/* bloom_create's arguments that give parameters (the others are its own) */
-static const SSParamArg bloom_create_args[] = {
-	{"capacity", 2},
-	{"fp_rate", 3},
-	{"mode", 4},
-	{"buffer_size_kb", 5}
-};
-
 /*
  * bloom_create(name, key_type, capacity, fp_rate, mode, buffer_size,
  *				unlogged) returns regclass
@@ -328,7 +320,5 @@ static const SSParamArg bloom_create_args[] = {
 Datum
 bloom_create(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_OID(ss_sql_create_keyed(fcinfo, &bloom_structure,
-									  bloom_create_args,
-									  lengthof(bloom_create_args), 6));
+	PG_RETURN_OID(ss_sql_create_keyed(fcinfo, &bloom_structure, 6));
 }

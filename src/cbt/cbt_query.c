@@ -30,14 +30,6 @@ PG_FUNCTION_INFO_V1(cbt_create);
 PG_FUNCTION_INFO_V1(cbt_info);
 PG_FUNCTION_INFO_V1(cbt_finalize);
 
-/* cbt_create's arguments that give parameters (the others are its own) */
-static const SSParamArg cbt_create_args[] = {
-	{"root_buffer_kb", 3},
-	{"node_buffer_kb", 4},
-	{"fanout", 5},
-	{"compression", 6}
-};
-
 /*
  * cbt_create(name, group_by, aggregates, root_buffer, node_buffer,
  *			  fanout, compression, unlogged) returns regclass
@@ -61,8 +53,7 @@ cbt_create(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("cbt_create needs a table name, group keys and aggregates")));
-	ss_params_from_call(&cbt_structure, fcinfo, cbt_create_args,
-						lengthof(cbt_create_args), st);
+	ss_params_from_call(&cbt_structure, fcinfo, st);
 
 	def = cbt_def_create(text_to_cstring(PG_GETARG_TEXT_PP(1)),
 						 text_to_cstring(PG_GETARG_TEXT_PP(2)));

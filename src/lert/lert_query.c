@@ -608,17 +608,6 @@ lert_info(PG_FUNCTION_ARGS)
 
 /* ---- lert_create ---- */
 
-/* lert_create's arguments that give parameters (the others are its own) */
-static const SSParamArg lert_create_args[] = {
-	{"threshold", 2},
-	{"variant", 3},
-	{"age_bits", 4},
-	{"growth", 5},
-	{"buffer_size_kb", 6},
-	{"cones", 7},
-	{"notify", 8}
-};
-
 /*
  * lert_create(name, key_type, threshold, variant, age_bits, growth,
  *			   buffer_size, cones, notify, unlogged) returns regclass
@@ -628,7 +617,5 @@ static const SSParamArg lert_create_args[] = {
 Datum
 lert_create(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_OID(ss_sql_create_keyed(fcinfo, &lert_structure,
-									  lert_create_args,
-									  lengthof(lert_create_args), 9));
+	PG_RETURN_OID(ss_sql_create_keyed(fcinfo, &lert_structure, 9));
 }

@@ -529,19 +529,27 @@ qf_geom_init(QfGeom *g, int rbits, Size area_bytes)
 
 #ifndef QF_LEGACY
 /* sizing is the current layout's only */
+
+/* The home slots of a full area at rbits, or 0 if there is no such area. */
+static uint32
+full_area_home(int rbits, Size area_bytes)
+{
+	QfGeom		g;
+
+	return qf_geom_init(&g, rbits, area_bytes) ? g.nhome : 0;
+}
+
 bool
 qf_sized_base(int64 capacity, double load, int rbits, Size area_bytes,
 			  int max_page_bits, uint64 *pages, uint32 *nhome)
 {
-	QfGeom		g;
-	uint32		full;
+	uint32		full = full_area_home(rbits, area_bytes);
 	double		need;
 	uint64		n;
 	int			shift;
 
-	if (capacity < 1 || !qf_geom_init(&g, rbits, area_bytes))
+	if (capacity < 1 || full == 0)
 		return false;
-	full = g.nhome;
 	need = ceil((double) capacity / load);
 	if (!(need <= ldexp(full, max_page_bits)))
 		return false;
@@ -566,17 +574,16 @@ bool
 qf_space_shape(uint64 mult, int exp, int rbits, Size area_bytes,
 			   uint64 max_pages, uint32 *nhome, uint64 *npages)
 {
-	QfGeom		g;
+	uint32		full = full_area_home(rbits, area_bytes);
 	uint64		home;
 	uint64		d;
 
 	if (!qf_space_valid(mult, exp) || rbits > exp ||
-		exp - rbits >= 64 - pg_leftmost_one_pos64(mult) ||
-		!qf_geom_init(&g, rbits, area_bytes))
+		exp - rbits >= 64 - pg_leftmost_one_pos64(mult) || full == 0)
 		return false;
 	home = mult << (exp - rbits);
-	/* the smallest divisor d of home with home / d <= g.nhome */
-	for (d = (home + g.nhome - 1) / g.nhome; d <= max_pages; d++)
+	/* the smallest divisor d of home with home / d <= full */
+	for (d = (home + full - 1) / full; d <= max_pages; d++)
 	{
 		if (home % d == 0)
 		{

@@ -171,7 +171,7 @@ ss_sql_create_check(FunctionCallInfo fcinfo, const char *fname)
 
 Oid
 ss_sql_create_keyed(FunctionCallInfo fcinfo, const struct SSStructure *s,
-					const struct SSParamArg *args, int nargs, int unlogged_arg)
+					int unlogged_arg)
 {
 	bool		unlogged = PG_ARGISNULL(unlogged_arg) ? false :
 		PG_GETARG_BOOL(unlogged_arg);
@@ -180,7 +180,7 @@ ss_sql_create_keyed(FunctionCallInfo fcinfo, const struct SSStructure *s,
 	/* "bloom_create()" names the function "bloom_create" in messages */
 	ss_sql_create_check(fcinfo, pnstrdup(s->constructor,
 										 strcspn(s->constructor, "(")));
-	ss_params_from_call(s, fcinfo, args, nargs, st);
+	ss_params_from_call(s, fcinfo, st);
 	return ss_create_structure(s, st, PG_GETARG_TEXT_PP(0), PG_GETARG_OID(1),
 							   NULL, s->amname, unlogged);
 }

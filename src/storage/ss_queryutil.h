@@ -23,7 +23,6 @@
 #include "utils/relcache.h"
 
 struct SSStructure;
-struct SSParamArg;
 
 /*
  * Open relid for fname (e.g. "bcms_estimate()"), a function that returns
@@ -76,14 +75,13 @@ extern void ss_sql_create_check(FunctionCallInfo fcinfo, const char *fname);
 
 /*
  * A constructor of a keyed structure s whose other parameters are all
- * arguments (args), and unlogged_arg the optional unlogged flag: the
- * check above (named by s->constructor), then the table of access method
- * s->amname created with a state filled from the settings and the
- * arguments.
+ * arguments (ss_params_from_call), and unlogged_arg the optional unlogged
+ * flag: the check above (named by s->constructor), then the table of
+ * access method s->amname created with a state filled from the settings
+ * and the arguments.
  */
 extern Oid	ss_sql_create_keyed(FunctionCallInfo fcinfo,
 								const struct SSStructure *s,
-								const struct SSParamArg *args, int nargs,
 								int unlogged_arg);
 
 /*

@@ -14,6 +14,7 @@
 #include <math.h>
 
 #include "catalog/pg_type.h"
+#include "funcapi.h"
 #include "common/shortest_dec.h"
 #include "lib/stringinfo.h"
 #include "ss_page.h"
@@ -22,6 +23,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 
 /* ---- settings ---- */
 
@@ -745,16 +747,36 @@ ss_param_from_arg(const SSStructure *s, const char *name,
 }
 
 /*
- * A constructor's parameters: the settings, then the arguments args that
- * are not NULL, then the checks.
+ * A constructor's parameters: the settings, then, in the order of the
+ * function's arguments, the arguments that give parameters (by their
+ * names, SSParam.argument) and are not NULL, then the checks.
  */
 void
-ss_params_from_call(const SSStructure *s, FunctionCallInfo fcinfo,
-					const SSParamArg *args, int nargs, void *st)
+ss_params_from_call(const SSStructure *s, FunctionCallInfo fcinfo, void *st)
 {
+	HeapTuple	proc = SearchSysCache1(PROCOID,
+									   ObjectIdGetDatum(fcinfo->flinfo->fn_oid));
+	Oid		   *argtypes;
+	char	  **argnames;
+	char	   *argmodes;
+	int			nargs;
+
+	if (!HeapTupleIsValid(proc))
+		elog(ERROR, "cache lookup failed for function %u",
+			 fcinfo->flinfo->fn_oid);
+	nargs = get_func_arg_info(proc, &argtypes, &argnames, &argmodes);
+	ReleaseSysCache(proc);
 	ss_params_from_settings(s, NULL, st);
-	for (int i = 0; i < nargs; i++)
-		ss_param_from_arg(s, args[i].name, fcinfo, args[i].argno, st);
+	for (int argno = 0; argno < nargs && argnames != NULL; argno++)
+	{
+		for (int i = 0; i < s->nparams; i++)
+		{
+			const SSParam *p = &s->params[i];
+
+			if (p->argument != NULL && strcmp(p->argument, argnames[argno]) == 0)
+				ss_param_from_arg(s, p->name, fcinfo, argno, st);
+		}
+	}
 	ss_params_check(s, NULL, st, SS_PARAMS_CONSTRUCTOR);
 }
 

@@ -55,7 +55,9 @@ typedef enum SSParamType
 
 typedef struct SSParam
 {
-	const char *name;			/* label key and constructor argument */
+	const char *name;			/* label key */
+	/* the argument of ss_params_from_call's constructor that gives it */
+	const char *argument;
 	SSParamType type;
 	uint16		offset;			/* of the field in the structure's state */
 	uint8		size;			/* INT: of the field, 1, 2, 4 or 8 bytes */
@@ -346,15 +348,8 @@ extern void ss_params_check(const SSStructure *s, Relation rel, void *st,
 extern const SSParam *ss_param_find(const SSStructure *s, const char *name);
 extern bool ss_param_from_arg(const SSStructure *s, const char *name,
 							  FunctionCallInfo fcinfo, int argno, void *st);
-/* A constructor's argument: the parameter name and the argument's number. */
-typedef struct SSParamArg
-{
-	const char *name;
-	int			argno;
-} SSParamArg;
-
 extern void ss_params_from_call(const SSStructure *s, FunctionCallInfo fcinfo,
-								const SSParamArg *args, int nargs, void *st);
+								void *st);
 extern void ss_check_structures(const SSStructure *const *list, int n);
 
 #endif							/* SS_STRUCTURE_H */
