@@ -316,23 +316,18 @@ free_list_forget(CbtFreeList *fl, uint32 i)
 	fl->n--;
 }
 
+/* SSKeyAtFn of an array of CbtFreeExtent */
+static uint64
+extent_start_at(const void *arr, uint32 i)
+{
+	return ((const CbtFreeExtent *) arr)[i].start;
+}
+
 /* The index of the first extent starting at or after start. */
 static uint32
 free_list_position(const CbtFreeList *fl, BlockNumber start)
 {
-	uint32		lo = 0,
-				hi = fl->n;
-
-	while (lo < hi)
-	{
-		uint32		mid = lo + (hi - lo) / 2;
-
-		if (fl->ext[mid].start < start)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return ss_lower_bound(fl->ext, 0, fl->n, start, extent_start_at);
 }
 
 /*
@@ -1045,6 +1040,14 @@ dir_entry(CbtFragCursor *c, uint32 i)
 	return (FragDirEntry *) (c->dir + (Size) i * sizeof(FragDirEntry));
 }
 
+/* SSKeyAtFn of a fragment's block directory (CbtFragCursor.dir) */
+static uint64
+block_last_hash_at(const void *arr, uint32 i)
+{
+	return ((const FragDirEntry *) ((const char *) arr +
+									(Size) i * sizeof(FragDirEntry)))->last_hash;
+}
+
 /* Open a fragment whose descriptor cbt_read_node checked. */
 void
 cbt_frag_open(CbtFragCursor *c, Relation rel, const CbtFragment *frag)
@@ -1162,8 +1165,6 @@ load_block(CbtFragCursor *c)
 void
 cbt_frag_seek(CbtFragCursor *c, uint64 hash)
 {
-	uint32		lo = 0;
-	uint32		hi = c->frag.nblocks;
 	FragDirEntry *e;
 	char	   *raw;
 	uint64	   *hashes;
@@ -1171,16 +1172,7 @@ cbt_frag_seek(CbtFragCursor *c, uint64 hash)
 	uint32		pos;
 
 	/* the first block whose last hash is >= hash */
-	while (lo < hi)
-	{
-		uint32		mid = lo + (hi - lo) / 2;
-
-		if (dir_entry(c, mid)->last_hash < hash)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	blk = lo;
+	blk = ss_lower_bound(c->dir, 0, c->frag.nblocks, hash, block_last_hash_at);
 	unload(c);
 	c->block = c->frag.nblocks;
 	if (blk >= c->frag.nblocks || dir_entry(c, blk)->first_hash > hash)
@@ -1192,18 +1184,7 @@ cbt_frag_seek(CbtFragCursor *c, uint64 hash)
 		hashes[0] != e->first_hash || hashes[c->hdr.npaos - 1] != e->last_hash)
 		frag_corrupted(c, "a block is damaged");
 	/* the first PAO whose hash is >= hash (the last one's is) */
-	lo = 0;
-	hi = c->hdr.npaos - 1;
-	while (lo < hi)
-	{
-		uint32		mid = lo + (hi - lo) / 2;
-
-		if (hashes[mid] < hash)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	pos = lo;
+	pos = ss_lower_bound(hashes, 0, c->hdr.npaos - 1, hash, ss_uint64_at);
 	if (hashes[pos] == hash)
 	{
 		c->block = blk;

@@ -756,24 +756,22 @@ lert_run_seeker_begin(LertRunSeeker *s, Relation rel, const LertRun *run)
 	pfree(iarea);
 }
 
+/* SSKeyAtFn of a run's index */
+static uint64
+index_first_fp_at(const void *arr, uint32 i)
+{
+	return ((const LertIndexEntry *) arr)[i].first_fp;
+}
+
 /* The data page where an entry of fp may start. */
 static uint32
 seeker_page(const LertRunSeeker *s, uint64 fp)
 {
-	uint32		lo = 0,
-				hi = s->run.ndata;
-
 	/* the number of pages whose first fingerprint is below fp */
-	while (lo < hi)
-	{
-		uint32		mid = lo + (hi - lo) / 2;
+	uint32		below = ss_lower_bound(s->index, 0, s->run.ndata, fp,
+									   index_first_fp_at);
 
-		if (s->index[mid].first_fp < fp)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo > 0 ? lo - 1 : 0;
+	return below > 0 ? below - 1 : 0;
 }
 
 void

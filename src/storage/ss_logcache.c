@@ -263,6 +263,13 @@ entry_build_dir(LogCacheEntry *e, Size budget)
 	e->dir_shift = shift;
 }
 
+/* SSKeyAtFn of an array of PartRef */
+static uint64
+ref_part_at(const void *arr, uint32 i)
+{
+	return ((const PartRef *) arr)[i].part;
+}
+
 /* The refs [*lo, *hi) of one partition (PG_UINT32_MAX: every partition). */
 static void
 refs_of_part(const LogCacheEntry *e, uint32 part, int *lo, int *hi)
@@ -288,17 +295,7 @@ refs_of_part(const LogCacheEntry *e, uint32 part, int *lo, int *hi)
 		l = e->dir[slot];
 		h = e->dir[slot + 1];
 	}
-	/* lower bound of part in [l, h) */
-	while (l < h)
-	{
-		int			mid = l + (h - l) / 2;
-
-		if (e->refs[mid].part < part)
-			l = mid + 1;
-		else
-			h = mid;
-	}
-	*lo = *hi = l;
+	*lo = *hi = (int) ss_lower_bound(e->refs, l, h, part, ref_part_at);
 	while (*hi < e->all_lo && e->refs[*hi].part == part)
 		(*hi)++;
 }

@@ -172,6 +172,37 @@ extern void ss_event_rows_end(SSEventRows *r);
 struct EventTriggerData;
 extern struct EventTriggerData *ss_event_trigger_data(FunctionCallInfo fcinfo);
 
+/* The key of element i of an array arr (ss_lower_bound) */
+typedef uint64 (*SSKeyAtFn) (const void *arr, uint32 i);
+
+/*
+ * Binary search of the elements [lo, hi) of arr, whose keys ascend: the
+ * first whose key is not below key, or hi.  Inline, so that a caller's
+ * key_at is inlined too.
+ */
+static inline uint32
+ss_lower_bound(const void *arr, uint32 lo, uint32 hi, uint64 key,
+			   SSKeyAtFn key_at)
+{
+	while (lo < hi)
+	{
+		uint32		mid = lo + (hi - lo) / 2;
+
+		if (key_at(arr, mid) < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* SSKeyAtFn of a uint64 array */
+static inline uint64
+ss_uint64_at(const void *arr, uint32 i)
+{
+	return ((const uint64 *) arr)[i];
+}
+
 /* Extend rel (under the extension lock) so that blkno exists. */
 extern void ss_extend_to(Relation rel, BlockNumber blkno);
 
