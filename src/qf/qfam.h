@@ -37,7 +37,7 @@
  * space; VACUUM FULL keeps it).
  *
  * Committed inserts and deletes reach the levels from the change log
- * (ss_changelog.h) by consolidation (qfam_apply.c); readers add the
+ * (ss_changelog.h) by consolidation (qfam_consolidate.c); readers add the
  * committed records still in the log (qfam_query.c).
  *
  * Locking: every write of the levels runs under the change log's
@@ -157,7 +157,7 @@ typedef struct QfamMap
 /*
  * Level pages use the whole data area: the QF area, then (at the end) what
  * the page's last delete removed, for the delete protocol of
- * qfam_apply.c.  applied_pos is in the special space (ss_page.h).
+ * qfam_consolidate.c.  applied_pos is in the special space (ss_page.h).
  */
 #define QFAM_LEVEL_DATA_SIZE		SS_PAGE_DATA_SIZE
 #define QFAM_LAST_REMOVED_OFFSET	(SS_PAGE_DATA_SIZE - sizeof(uint64))
@@ -220,7 +220,7 @@ extern void qfam_level_map(const QfamParams *p, const QfamLevel *lv,
 						   QfamMap *m);
 extern void qfam_space(const QfamParams *p, uint64 *mult, int *exp);
 
-/* qfam_apply.c */
+/* qfam_consolidate.c */
 struct SSConsolidation;
 extern bool qfam_consolidate(struct SSConsolidation *c);
 extern bool qfam_admit(Relation rel, uint64 log_records, bool final);

@@ -162,7 +162,7 @@ qfam_write_page(Relation rel, BlockNumber blkno, const char *area, Size size,
 /*
  * What output page `page` of the target has applied: what the level-0
  * page covering its fingerprints has (every deeper source page lies in the
- * range of one level-0 page and has applied no more; qfam_apply.c).
+ * range of one level-0 page and has applied no more; qfam_consolidate.c).
  */
 static uint64
 merged_page_applied(Relation rel, const QfamLevel *lv0, uint64 per_page0,

@@ -93,7 +93,7 @@ qfam_fp_record(const SSPendingHeader *hdr, const char *payload,
 /*
  * Replaying the committed records still in the change log on one key's
  * counts (qfam_committed_count): the same steps consolidation takes
- * (qfam_apply.c), on the levels' counts read with their pages' applied_pos.
+ * (qfam_consolidate.c), on the levels' counts read with their pages' applied_pos.
  */
 typedef struct KeyReplay
 {

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * qfam_apply.c
+ * qfam_consolidate.c
  *	  Writing a quotient filter: the metapage, applying a committing
  *	  transaction's inserts and deletes page by page, and making room when
  *	  level 0 fills (resize, flush or cascade merge, see qfam_merge.c).
