@@ -351,65 +351,52 @@ qfam_count_hash(Relation rel, const QfamState *st, SSHash h)
 }
 
 /*
- * qf_count(filter, key) and qf_contains(filter, key) (fname): the count of
- * the key argument's fingerprint, or for a membership test (any_copy) a
- * count that is not 0 exactly when the fingerprint is there.  With pending
- * changes of this transaction the whole count decides, since a pending
- * delete may cancel a copy.
+ * qf_count(filter, key): the count of the key argument's fingerprint, on a
+ * partitioned table the partitions' counts added.  With pending changes of
+ * this transaction the whole count is read, since a pending delete may
+ * cancel a copy.  (SSKeyAnswerFn)
  */
-static uint64
-qfam_lookup_arg(FunctionCallInfo fcinfo, const char *fname, bool any_copy)
+static int64
+count_key(Relation rel, Datum key)
 {
-	Datum		key;
-	List	   *rels = ss_open_targets_remote(fcinfo, 1, &qfam_structure, fname,
-											  &key);
-	ListCell   *lc;
-	uint64		count = 0;
+	QfamState  *st = qfam_get_state(rel);
+	uint64		count = qfam_count_hash(rel, st, ss_hash_datum(key, st->keylen,
+																st->keybyval,
+																st->p.seed));
 
-	/* on a partitioned table: the partitions' counts added */
-	foreach(lc, rels)
-	{
-		Relation	rel = (Relation) lfirst(lc);
-		QfamState  *st;
-		SSHash		h;
-		bool		isnull;
+	return (int64) Min(count, (uint64) PG_INT64_MAX);
+}
 
-		if (ss_is_remote(rel))
-		{
-			/* the same function there: a membership or a count */
-			Datum		d = ss_remote_scalar(rel, fcinfo, &isnull);
+/*
+ * qf_contains(filter, key): whether the fingerprint is there; without
+ * pending changes, the first copy found answers.  (SSKeyAnswerFn)
+ */
+static int64
+contains_key(Relation rel, Datum key)
+{
+	QfamState  *st;
 
-			count = add_saturating(count, any_copy ? DatumGetBool(d) :
-								   (uint64) DatumGetInt64(d));
-			if (any_copy && count > 0)
-				break;
-			continue;
-		}
-		st = qfam_get_state(rel);
-		h = ss_hash_datum(key, st->keylen, st->keybyval, st->p.seed);
-		if (any_copy && !ss_pending_has(RelationGetRelid(rel)))
-			count = add_saturating(count, qfam_committed_count(rel, h, true));
-		else
-			count = add_saturating(count, qfam_count_hash(rel, st, h));
-		if (any_copy && count > 0)
-			break;
-	}
-	ss_close_targets(rels);
-	return count;
+	if (ss_pending_has(RelationGetRelid(rel)))
+		return count_key(rel, key) > 0;
+	st = qfam_get_state(rel);
+	return qfam_committed_count(rel, ss_hash_datum(key, st->keylen,
+												   st->keybyval, st->p.seed),
+								true) > 0;
 }
 
 Datum
 qf_count_sql(PG_FUNCTION_ARGS)
 {
-	uint64		count = qfam_lookup_arg(fcinfo, "qf_count()", false);
-
-	PG_RETURN_INT64((int64) Min(count, (uint64) PG_INT64_MAX));
+	PG_RETURN_INT64(ss_sql_key_answer(fcinfo, &qfam_structure, "qf_count()",
+									  count_key, false));
 }
 
 Datum
 qf_contains_sql(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(qfam_lookup_arg(fcinfo, "qf_contains()", true) > 0);
+	PG_RETURN_BOOL(ss_sql_key_answer(fcinfo, &qfam_structure,
+									 "qf_contains()", contains_key,
+									 true) != 0);
 }
 
 /*
