@@ -64,6 +64,10 @@ CONFIG = dict(
     INRAM_BATCH=env_int("INRAM_BATCH", 100000),
     Q_INRAM=env_int("Q_INRAM", 500000),
     INRAM_REPEAT=env_int("INRAM_REPEAT", 3),    # median of this many runs
+    SPACE=env_int("SPACE", 1),                  # 0: skip the space-at-capacity phase
+    SPACE_N=env_int("SPACE_N", 1000000),        # ... capacity = keys inserted
+    SPACE_Q=env_int("SPACE_Q", 1000000),        # ... absent keys probed for the fp rate
+    SPACE_BUF_KB=env_int("SPACE_BUF_KB", 256),  # ... level 0 of the BQF and CF
     LOADER_SB_MB=env_int("LOADER_SB_MB", 4096),
     PORT=env_int("PORT", 5467),
     WORK=os.environ.get("WORK", "/tmp/ssbench-filters"),
@@ -303,6 +307,68 @@ def inram_qfilter(n, cap, Q):
             f"{res['uniform']['per_s']:,.0f} uniform lookups/s, {res['successful']['per_s']:,.0f} successful/s")
     psql("DROP TABLE IF EXISTS ram_qfv")
     return out
+
+
+# ---------------------------------------------------------------- space
+
+SPACE_KINDS = (("qf", "quotient_filter"), ("bqf", "buffered_quotient_filter"),
+               ("cf", "cascade_filter fanout 4"), ("qfilter", "qfilter value"),
+               ("bf", "bloom_filter plain"))
+
+
+def space_create(kind, t, n, fp):
+    buf = f"buffer_size => '{C['SPACE_BUF_KB']}kB', unlogged => true"
+    if kind == "bqf":
+        return (f"SELECT qf_create('{t}', 'int8', capacity => {n}, fp_rate => {fp!r}, "
+                f"access_method => 'buffered_quotient_filter', {buf});")
+    if kind == "cf":
+        return (f"SELECT qf_create('{t}', 'int8', capacity => {n}, fp_rate => {fp!r}, "
+                f"access_method => 'cascade_filter', fanout => 4, {buf});")
+    return create_sql(kind, t, n, unlogged=True, fp=fp)
+
+
+def space(results):
+    """Bits per key at the requested capacity: every quotient filter kind
+    and the qfilter value filled with their capacity of keys (the end of
+    the stream: consolidated, the live levels and the whole relation), a
+    plain Bloom filter of the same capacity and rate, and the measured fp
+    rate of each over SPACE_Q absent keys.  The Bloom filter's bits per key
+    at another kind's measured rate scale with ln(1/fp)."""
+    L.ensure("loader")
+    n, Q = C["SPACE_N"], C["SPACE_Q"]
+    out = []
+    for fpinv in C["INRAM_FPS"]:
+        fp = 1.0 / fpinv
+        for kind, label in SPACE_KINDS:
+            if (kind == "bf" and not HAVE_BLOOM) or (kind == "qfilter" and not HAVE_QFILTER):
+                continue
+            t = f"space_{kind}_{fpinv}"
+            res = dict(kind=kind, label=label, fp_inv=fpinv, n=n)
+            if kind == "qfilter":
+                psql(f"CREATE TABLE {t} AS SELECT qfilter_agg({key()}, {n}::bigint, {fp!r}::float8) f "
+                     f"FROM generate_series(1, {n}) g")
+                res["bytes"] = res["live_bytes"] = int(psql(f"SELECT pg_column_size(f) FROM {t}"))
+                q = (f"SELECT count(*) FILTER (WHERE qfilter_contains(v.f, {ABSENT})) "
+                     f"FROM (SELECT f FROM {t} OFFSET 0) v, generate_series(1, {Q}) g")
+            else:
+                psql(space_create(kind, t, n, fp))
+                path = write_batches(os.path.join(L.SQLDIR, f"{t}.sql"), t, 1, n, C["INRAM_BATCH"], "insert")
+                psql_file(path)
+                psql(f"SELECT {'bloom' if kind == 'bf' else 'qf'}_flush('{t}')")
+                psql(f"VACUUM {t}")
+                res["info"] = info(kind, t)
+                res["bytes"] = int(psql(f"SELECT pg_relation_size('{t}')"))
+                res["live_bytes"] = sizes(kind, t).get("live_bytes", res["bytes"])
+                q = lookup_sql(kind, t, ABSENT, Q)
+            res["positives"] = int(psql(q))
+            res["measured_fp"] = res["positives"] / Q
+            res["bits_per_key"] = res["bytes"] * 8 / n
+            res["live_bits_per_key"] = res["live_bytes"] * 8 / n
+            out.append(res)
+            log(f"  space 1/{fpinv} {label}: {res['live_bits_per_key']:.2f} bits/key live, "
+                f"{res['bits_per_key']:.2f} whole relation, fp {res['measured_fp']:.6f}")
+            psql(f"DROP TABLE {t}")
+    results["space"] = out
 
 
 # ---------------------------------------------------------------- on disk
@@ -562,6 +628,9 @@ def main():
     if C["INRAM"]:
         log("in RAM: QF vs BF")
         inram(results)
+    if C["SPACE"]:
+        log(f"space at capacity {C['SPACE_N']:,}")
+        space(results)
     with open(C["OUT_JSON"], "w") as f:
         json.dump(results, f, indent=1)
 

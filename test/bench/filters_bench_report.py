@@ -4,6 +4,7 @@ Tables, target checks, docs/bench-filters.md and the plots
 filters_bench.py (also: `filters_bench.py --report` re-renders them from
 test/bench/filters_bench_results.json without re-running anything).
 """
+import math
 import os
 
 import bench_compare
@@ -360,6 +361,28 @@ def changelog_section(before, after):
     return bench_compare.section("Before and after the change log", intro, rows, cal)
 
 
+def space_rows(res):
+    """The space table: bits per key at capacity of each kind, its measured
+    fp rate, and the plain Bloom filter's bits per key at that rate (its own
+    bits scaled by ln(1/fp), the rate a Bloom filter's size follows)."""
+    sp = res.get("space", [])
+    head = ["fp rate", "structure", "bits per key (live)", "bits per key (relation)", "measured fp",
+            "Bloom bits per key at that fp", "live / Bloom", "relation / Bloom"]
+    rows = []
+    for fpinv in sorted({e["fp_inv"] for e in sp}):
+        bf = [e for e in sp if e["fp_inv"] == fpinv and e["kind"] == "bf"]
+        bf = bf[0] if bf else None
+        for e in [e for e in sp if e["fp_inv"] == fpinv]:
+            adj = None
+            if bf and 0 < bf["measured_fp"] < 1 and 0 < e["measured_fp"] < 1:
+                adj = bf["live_bits_per_key"] * math.log(1 / e["measured_fp"]) / math.log(1 / bf["measured_fp"])
+            rows.append([f"1/{fpinv}", e["label"], fmt(e["live_bits_per_key"], 2), fmt(e["bits_per_key"], 2),
+                         fmt(e["measured_fp"], 6), fmt(adj, 2) if adj else "-",
+                         fx(x(e["live_bits_per_key"], adj)) if adj else "-",
+                         fx(x(e["bits_per_key"], adj)) if adj else "-"])
+    return head, rows
+
+
 def report(res, cfg):
     c = res["config"]
     have_bloom = res.get("have_bloom")
@@ -672,6 +695,19 @@ def report(res, cfg):
         L.append("The in-memory `qfilter` type (a `qfilter` value built by `qfilter_agg(key, capacity, fp_rate)`, "
                  "looked up with `qfilter_contains`), same keys and capacity:\n")
         L.append(table(head_q, rows_q))
+        L.append("")
+    head_s, rows_s = space_rows(res)
+    if rows_s:
+        L.append("### Space at the requested capacity\n")
+        L.append(f"Each structure created with capacity {c.get('SPACE_N', 0):,} at the rate and filled with "
+                 "that many keys (UNLOGGED; the BQF and CF with a "
+                 f"{c.get('SPACE_BUF_KB', 0)} kB level 0), then consolidated (`qf_flush`, `bloom_flush`, "
+                 "VACUUM); *live* counts the metapage and the live levels (what VACUUM FULL keeps), "
+                 "*relation* the whole file; the qfilter value is `pg_column_size`. The measured fp rate "
+                 f"comes from {c.get('SPACE_Q', 0):,} absent keys. A plain Bloom filter needs bits per key "
+                 "in proportion to ln(1/fp), so its bits at another structure's measured rate are its own "
+                 "scaled by that ratio.\n")
+        L.append(table(head_s, rows_s))
         L.append("")
     L.append("### On disk (Table 1b)\n")
     for R, head, rows in disk_tables:
