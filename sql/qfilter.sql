@@ -442,7 +442,14 @@ SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'space=527*2^11'
 SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'space=527*2^11', 'space=526*2^11')));
 SELECT qft_error(format('SELECT %L::qfilter', replace(replace(:'small', 'pages=1', 'pages=2'),
 													   'space=527*2^11', 'space=527*2^12')));
-SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'area_bytes=8136', 'area_bytes=4096')));
+SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'area_bytes=1872', 'area_bytes=4096')));
+-- the page-sized areas (8136 bytes) of earlier builds are read, checked
+-- and trimmed: qft_small as they wrote it reads as qft_small
+\set small_paged 'version=3 seed=1592598101 capacity=1000 fp_rate=0.001 rbits=10 space=527*2^11 home_slots=1054 pages=1 area_bytes=8136 total=6 type="integer" areas=UUZBMgAKAABbDwAAAwAAAAUAAAAeBAAABgAA.11.AQAA.11.AQAA.3.AAAC.191.AgAA.15.AAAE.483.uQoA.119.zAMA.46.8BoA.1816.'
+SELECT :'small_paged'::qfilter::text = :'small' AS paged_read_trimmed,
+	   qfilter_send(:'small_paged'::qfilter) = qfilter_send(f) AS paged_send_trimmed
+FROM qft_small;
+SELECT qft_error(format('SELECT %L::qfilter', replace(:'small_paged', '.1816.', '.1815.AAAB')));
 SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'total=6', 'total=7')));
 SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'integer', 'no_such_type')));
 SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', '"integer"', '"integer')));
@@ -464,12 +471,12 @@ SELECT qft_error(format('SELECT %L::qfilter',
 -- slot count in the area header (bytes 16-19), an occupied bit of an
 -- empty slot (the byte at offset 59 is in the occupied bits; the slot now
 -- holds remainder 0, so the item count no longer matches), and nonzero
--- bytes after the last slot (7-bit remainders and 106 home slots leave
--- bytes unused)
+-- bytes after the last slot (7-bit remainders and 124 home slots: the 192
+-- slots of the 288-byte area leave its last 16 bytes unused)
 SELECT qft_error(format('SELECT %L::qfilter', replace(:'small', 'areas=UUZBMg', 'areas=UUZBMQ')));
 SELECT qft_error(format('SELECT %L::qfilter', regexp_replace(:'small', 'areas=(.{20})AAUA', 'areas=\1AAYA')));
 SELECT qft_error(format('SELECT %L::qfilter', regexp_replace(:'small', 'areas=(.{32})BgAA\.11\.', 'areas=\1BgAA.10.AAAB')));
-SELECT qfilter_agg(g, 100, 0.01)::text AS small7 FROM generate_series(1, 3) g \gset
+SELECT qfilter_agg(g, 120, 0.01)::text AS small7 FROM generate_series(1, 3) g \gset
 SELECT qft_error(format('SELECT %L::qfilter', :'small7'));
 SELECT qft_error(format('SELECT %L::qfilter',
 						regexp_replace(:'small7', '\.(\d+)\.$', '')
@@ -610,6 +617,48 @@ RESET max_parallel_workers_per_gather;
 RESET parallel_leader_participation;
 
 RESET jit;
+
+--
+-- Size at the capacity: areas trimmed to their home slots and the space
+-- sized like a quotient_filter's, a qfilter of 100,000 keys at its
+-- capacity takes at most 1.1 times the bits per key of a plain
+-- bloom_filter at the same false-positive rate: the rate the qfilter
+-- gives 10^6 absent keys, at which the Bloom filter's pages (and metapage)
+-- per key are scaled from its own rate at its capacity, (1 - e^(-k n /
+-- m))^k, by ln(1 / rate) (bits per key of a Bloom filter are proportional
+-- to ln(1 / rate) at the optimal k).  The values are stored uncompressed,
+-- so pg_column_size is their size (less the 4-byte header of a value
+-- stored out of line).  One-area filters of a few keys are trimmed as
+-- well.
+--
+CREATE TABLE qft_size (f int, q qfilter);
+ALTER TABLE qft_size ALTER q SET STORAGE external;
+INSERT INTO qft_size
+SELECT f, qfilter_agg(hashint8extended(g, 0), 100000, 1.0 / f)
+FROM (VALUES (64), (512), (4096)) v(f), generate_series(1, 100000) g
+GROUP BY f;
+SELECT bloom_create('qft_bloom_' || f, 'int8', capacity => 100000,
+					fp_rate => 1.0 / f, mode => 'plain')
+FROM (VALUES (64), (512), (4096)) v(f);
+SELECT s.f, i.rbits, i.pages, i.load BETWEEN 0.9 AND 0.97 AS near_full,
+	   m.found = 0 AS no_false_negative,
+	   p.fp <= 1.0 / s.f AS within_fp,
+	   pg_column_size(s.q) * 8.0 / 100000 <=
+	   1.1 * (b.pages + 1) * 65536.0 / 100000 * ln(1 / p.fp) /
+	   ln(1 / (1 - exp(-b.hashes * 100000.0 / b.bits)) ^ b.hashes) AS within_bloom
+FROM qft_size s,
+	 qfilter_info(s.q) i,
+	 LATERAL (SELECT count(*) FILTER (WHERE NOT qfilter_contains(s.q, hashint8extended(g, 0))) AS found
+			  FROM generate_series(1, 100000) g) m,
+	 LATERAL (SELECT count(*) FILTER (WHERE qfilter_contains(s.q, hashint8extended(g, 1))) / 1e6 AS fp
+			  FROM generate_series(1, 1000000) g) p,
+	 bloom_info(('qft_bloom_' || s.f)::regclass) b
+ORDER BY s.f;
+SELECT cap, f, (qfilter_info(q)).pages, (qfilter_info(q)).bytes
+FROM (VALUES (1), (100), (1000), (3973), (3974)) c(cap), (VALUES (64), (4096)) v(f),
+	 LATERAL (SELECT qfilter_agg(g, cap, 1.0 / f) AS q FROM generate_series(1, cap) g) a
+ORDER BY f, cap;
+DROP TABLE qft_size, qft_bloom_64, qft_bloom_512, qft_bloom_4096;
 
 DROP TABLE qft_small, qft_keys, qft_big, qft_counts, qft_removed, qft_parts,
 	qft_back, qft_two;

@@ -124,10 +124,18 @@ SELECT vc_peak_rss_kb() AS rss_before \gset
 SELECT vc_error('SELECT ''version=1 seed=1 epsilon=0.5 delta=0.5 depth=1 cols_per_page=1019 pages=80000 total=0 counters=0''::cms');
 SELECT octet_length('version=1 seed=1 epsilon=0.5 delta=0.5 depth=1 cols_per_page=1019 pages=80000 total=0 counters=0') AS text_bytes;
 -- the same for a qfilter of 2^16 areas (535 MB) with one area in the text
-SELECT vc_error($$SELECT replace(replace(q::text, 'pages=1 ', 'pages=65536 '), 'space=13*2^10', 'space=13*2^26')::qfilter FROM vc_base$$);
+-- (areas of 8136 bytes, the valid size of areas written before they were
+-- trimmed to their home slots)
+SELECT vc_error($$SELECT replace(replace(replace(q::text, 'pages=1 ', 'pages=65536 '), 'space=13*2^10', 'space=13*2^26'), 'area_bytes=264 ', 'area_bytes=8136 ')::qfilter FROM vc_base$$);
 -- and for binary input (which already compared the bytes present)
 SELECT vc_error($$SELECT vc_recv_cms(vc_overlay(cms_send(c), int4send(80000), 20)) FROM vc_base$$);
-SELECT vc_error($$SELECT vc_recv_qfilter(vc_overlay(vc_overlay(qfilter_send(q), int4send(65536), 32), int4send(26), 24)) FROM vc_base$$);
+SELECT vc_error($$SELECT vc_recv_qfilter(vc_overlay(vc_overlay(vc_overlay(qfilter_send(q), int4send(65536), 32), int4send(26), 24), int4send(8136), 36)) FROM vc_base$$);
+-- a trimmed value's areas (264 bytes) under another valid area size (the
+-- page-sized 8136) or an invalid one: refused in both forms
+SELECT vc_error($$SELECT replace(q::text, 'area_bytes=264 ', 'area_bytes=8136 ')::qfilter FROM vc_base$$);
+SELECT vc_error($$SELECT vc_recv_qfilter(vc_overlay(qfilter_send(q), int4send(8136), 36)) FROM vc_base$$);
+SELECT vc_error($$SELECT replace(q::text, 'area_bytes=264 ', 'area_bytes=288 ')::qfilter FROM vc_base$$);
+SELECT vc_error($$SELECT vc_recv_qfilter(vc_overlay(qfilter_send(q), int4send(288), 36)) FROM vc_base$$);
 SELECT vc_peak_rss_kb() - :rss_before < 100000 AS memory_bounded;
 -- a text that does hold all the counters (one run of zeros) is a valid
 -- value of that size: the limit is the size of the value, not the text

@@ -259,7 +259,7 @@ BEGIN
 						rt := 'text -> binary -> text differs';
 					ELSIF qfilter_send(t::qfilter) <> b THEN
 						rt := 'binary -> text -> binary differs';
-					ELSIF (SELECT bytes <> 64 + 8136::bigint * pages
+					ELSIF (SELECT bytes <> 64 + substring(t from ' area_bytes=(\d+) ')::bigint * pages
 							   OR length(b) - vf_name_len(b) <> bytes
 						   FROM qfilter_info(q)) THEN
 						rt := 'size differs from the geometry';

@@ -608,4 +608,19 @@ qf_space_of(uint64 n, int rbits, uint64 *mult, int *exp)
 extern bool qf_space_shape(uint64 mult, int exp, int rbits, Size area_bytes,
 						   uint64 max_pages, uint32 *nhome, uint64 *npages);
 
+/*
+ * The bytes of an area of nhome home slots trimmed to them: nhome +
+ * qf_min_slack(nhome) slots, rounded up to 24 bytes as QF_PAGE_AREA_BYTES
+ * is; an area of these bytes uses every slot they hold
+ * (qf_geom_init_slots with QF_SLACK_FILL).  For nhome up to the home slots
+ * qf_geom_init gives a page area at rbits, at most QF_PAGE_AREA_BYTES.
+ * What the qfilter type's areas take (the paged filters' areas are the
+ * page's).
+ */
+static inline Size
+qf_trimmed_area_bytes(uint32 nhome, int rbits)
+{
+	return (qf_area_size(rbits, nhome + qf_min_slack(nhome)) + 23) / 24 * 24;
+}
+
 #endif							/* QF_H */

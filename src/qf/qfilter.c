@@ -92,16 +92,23 @@ qfilter_geom(const QFilterData *qf, QfGeom *g)
 						   qf->nhome, qf->rbits, qf->area_bytes)));
 }
 
-/* What every version's header must have: the area size and remainder bits. */
+/* The remainder bits every version's header must have. */
 static char *
-qfilter_area_problem(int rbits, uint32 area_bytes)
+qfilter_rbits_problem(int rbits)
+{
+	if (rbits < QF_MIN_RBITS || rbits > QF_MAX_RBITS)
+		return psprintf("The remainder size %d is outside the supported range %d to %d bits.",
+						rbits, QF_MIN_RBITS, QF_MAX_RBITS);
+	return NULL;
+}
+
+/* The page-sized area of versions 1 and 2. */
+static char *
+qfilter_page_area_problem(uint32 area_bytes)
 {
 	if (area_bytes != QFILTER_AREA_BYTES)
 		return psprintf("The area size %u is not the supported %d bytes.",
 						area_bytes, (int) QFILTER_AREA_BYTES);
-	if (rbits < QF_MIN_RBITS || rbits > QF_MAX_RBITS)
-		return psprintf("The remainder size %d is outside the supported range %d to %d bits.",
-						rbits, QF_MIN_RBITS, QF_MAX_RBITS);
 	return NULL;
 }
 
@@ -114,7 +121,7 @@ qfilter_geometry_problem(int rbits, uint64 space_mult, int space_exp,
 						 uint32 nhome, uint32 npages, uint32 area_bytes)
 {
 	QfGeom		g;
-	char	   *problem = qfilter_area_problem(rbits, area_bytes);
+	char	   *problem = qfilter_rbits_problem(rbits);
 
 	if (problem)
 		return problem;
@@ -122,9 +129,10 @@ qfilter_geometry_problem(int rbits, uint64 space_mult, int space_exp,
 		return psprintf("The fingerprint space " UINT64_FORMAT " * 2^%d is not an odd multiple of a power of two of at most 2^64.",
 						space_mult, space_exp);
 	if (nhome < QF_MIN_HOME ||
-		!qf_geom_init_slots(&g, nhome, rbits, QF_SLACK_FILL, area_bytes))
-		return psprintf("%u home slots with %d-bit remainders do not fit an area of %u bytes.",
-						nhome, rbits, area_bytes);
+		!qf_geom_init_slots(&g, nhome, rbits, QF_SLACK_FILL,
+							QFILTER_AREA_BYTES))
+		return psprintf("%u home slots with %d-bit remainders do not fit an area of %d bytes.",
+						nhome, rbits, (int) QFILTER_AREA_BYTES);
 	if (npages < 1 || npages > QFILTER_MAX_PAGES)
 		return psprintf("The number of areas %u is outside the supported range 1 to %u.",
 						npages, QFILTER_MAX_PAGES);
@@ -132,6 +140,12 @@ qfilter_geometry_problem(int rbits, uint64 space_mult, int space_exp,
 		(uint128) space_mult << space_exp)
 		return psprintf("%u areas of %u home slots with %d-bit remainders do not make the fingerprint space " UINT64_FORMAT " * 2^%d.",
 						npages, nhome, rbits, space_mult, space_exp);
+	/* trimmed to the home slots, or page-sized as written before */
+	if (area_bytes != qfilter_area_stride(nhome, rbits) &&
+		area_bytes != QFILTER_AREA_BYTES)
+		return psprintf("The area size %u is neither the %u bytes of %u home slots with %d-bit remainders nor %d.",
+						area_bytes, qfilter_area_stride(nhome, rbits), nhome,
+						rbits, (int) QFILTER_AREA_BYTES);
 	return NULL;
 }
 
@@ -143,8 +157,10 @@ qfilter_geometry_problem_v2(uint32 version, int rbits, int slot_bits,
 	bool		(*geom_init) (QfGeom *, uint32, int, uint32, Size) =
 		version == QFILTER_VERSION_LEGACY ? qf_geom_init_slots_legacy :
 		qf_geom_init_slots;
-	char	   *problem = qfilter_area_problem(rbits, area_bytes);
+	char	   *problem = qfilter_page_area_problem(area_bytes);
 
+	if (!problem)
+		problem = qfilter_rbits_problem(rbits);
 	if (problem)
 		return problem;
 	if (slot_bits < QF_MIN_SLOT_BITS || slot_bits > QF_MAX_SLOT_BITS ||
@@ -247,10 +263,10 @@ qfilter_params(int64 capacity, double fp_rate, int *rbits,
  */
 QFilterData *
 qfilter_alloc(Oid elemtype, uint32 seed, int rbits, uint64 space_mult,
-			  int space_exp, uint32 nhome, uint32 npages, int64 capacity,
-			  double fp_rate, uint64 total)
+			  int space_exp, uint32 nhome, uint32 npages, uint32 area_bytes,
+			  int64 capacity, double fp_rate, uint64 total)
 {
-	Size		size = qfilter_value_size(npages);
+	Size		size = qfilter_value_size(npages, area_bytes);
 	QFilterData *qf = (QFilterData *) palloc0(size);
 
 	SET_VARSIZE(qf, size);
@@ -259,7 +275,7 @@ qfilter_alloc(Oid elemtype, uint32 seed, int rbits, uint64 space_mult,
 	qf->seed = seed;
 	qf->rbits = (uint8) rbits;
 	qf->space_exp = (uint8) space_exp;
-	qf->area_bytes = QFILTER_AREA_BYTES;
+	qf->area_bytes = area_bytes;
 	qf->capacity = capacity;
 	qf->fp_rate = fp_rate;
 	qf->total = total;
@@ -293,24 +309,29 @@ qfilter_create_empty(int64 capacity, double fp_rate, uint32 seed,
 
 	qfilter_params(capacity, fp_rate, &rbits, &mult, &exp, &nhome, &npages);
 	problem = qfilter_geometry_problem(rbits, mult, exp, nhome, npages,
-									   QFILTER_AREA_BYTES);
+									   qfilter_area_stride(nhome, rbits));
 	if (problem)
 		elog(ERROR, "invalid quotient filter geometry: %s", problem);
 	qf = qfilter_alloc(elemtype, seed, rbits, mult, exp, nhome, npages,
-					   capacity, fp_rate, 0);
+					   qfilter_area_stride(nhome, rbits), capacity, fp_rate,
+					   0);
 	qfilter_init_areas(qf);
 	return qf;
 }
 
-/* A copy of qf's header for a value of another shape (areas zero). */
+/*
+ * A copy of qf's header for a value of another shape, its areas trimmed
+ * (and zero).
+ */
 static QFilterData *
 qfilter_alloc_like(const QFilterData *like, int rbits, uint32 nhome,
 				   uint32 npages)
 {
 	QFilterData *qf = qfilter_alloc(like->elemtype, like->seed, rbits,
 									like->space_mult, like->space_exp,
-									nhome, npages, like->capacity,
-									like->fp_rate, 0);
+									nhome, npages,
+									qfilter_area_stride(nhome, rbits),
+									like->capacity, like->fp_rate, 0);
 
 	return qf;
 }
@@ -409,7 +430,8 @@ qfilter_check_header(const QFilterData *qf)
 									   qf->space_exp, qf->nhome, qf->npages,
 									   qf->area_bytes);
 	check_header_fields(qf->flags == 0 && qf->reserved == 0, problem, size,
-						problem ? 0 : qfilter_value_size(qf->npages),
+						problem ? 0 :
+						qfilter_value_size(qf->npages, qf->area_bytes),
 						qf->npages, qf->capacity, qf->fp_rate);
 }
 
@@ -491,11 +513,25 @@ qfilter_check(const QFilterData *qf)
 	qfilter_check_areas(qf);
 }
 
+QFilterData *
+qfilter_trim(QFilterData *qf)
+{
+	QFilterData *out;
+
+	if (qf->version == QFILTER_VERSION &&
+		qf->area_bytes == qfilter_area_stride(qf->nhome, qf->rbits))
+		return qf;
+	out = qfilter_build(qf, NULL, qf->rbits, qf->nhome, qf->npages);
+	if (out == NULL)
+		out = qfilter_grow(qf, 1);
+	return out;
+}
+
 /*
- * Versions 1 and 2: the same areas (version 2) or areas of the earlier
- * layout (version 1, laid out anew), in the space 2^fp_bits of their
- * top-bit fingerprints, whose canonical shape at their rbits is their
- * power-of-two areas.
+ * Versions 1 and 2: their areas (of the earlier layout in version 1) laid
+ * out anew in trimmed areas, in the space 2^fp_bits of their top-bit
+ * fingerprints, whose canonical shape at their rbits is their power-of-two
+ * areas.
  */
 QFilterData *
 qfilter_upgrade(const QFilterDataV2 *old)
@@ -521,20 +557,19 @@ qfilter_upgrade(const QFilterDataV2 *old)
 						old->capacity, old->fp_rate);
 
 	fp_bits = old->page_bits + old->slot_bits + old->rbits;
+	/* the areas as they are (page-sized), checked, then trimmed */
 	qf = qfilter_alloc(old->elemtype, old->seed, old->rbits, 1, fp_bits,
 					   1U << old->slot_bits, 1U << old->page_bits,
-					   old->capacity, old->fp_rate, old->total);
+					   QFILTER_AREA_BYTES, old->capacity, old->fp_rate,
+					   old->total);
 	memcpy(qf->areas, old->areas, size - QFILTER_HEADER_SIZE_V2);
-	if (old->version == QFILTER_VERSION_V2)
-		return qf;
-
-	/* areas of the earlier layout: checked, then laid out anew */
-	qf->version = QFILTER_VERSION_LEGACY;
+	/* version 1's areas are read by the earlier layout's geometry */
+	if (old->version == QFILTER_VERSION_LEGACY)
+		qf->version = QFILTER_VERSION_LEGACY;
 	qfilter_check_areas(qf);
-	out = qfilter_build(qf, NULL, qf->rbits, qf->nhome, qf->npages);
-	if (out == NULL)
-		out = qfilter_grow(qf, 1);
-	pfree(qf);
+	out = qfilter_trim(qf);
+	if (out != qf)
+		pfree(qf);
 	return out;
 }
 
@@ -896,6 +931,19 @@ qfilter_grow(const QFilterData *qf, int kmin)
 	}
 }
 
+/*
+ * Whether a value is in the shape a value written at (rbits, nhome,
+ * npages) has: the same areas, trimmed.
+ */
+static bool
+qfilter_has_shape(const QFilterData *qf, int rbits, uint32 nhome,
+				  uint32 npages)
+{
+	return qf->version == QFILTER_VERSION && qf->rbits == rbits &&
+		qf->nhome == nhome && qf->npages == npages &&
+		qf->area_bytes == qfilter_area_stride(nhome, rbits);
+}
+
 /* Area-by-area merge of two filters of the same geometry; NULL if full. */
 static QFilterData *
 qfilter_merge_same(const QFilterData *a, const QFilterData *b)
@@ -968,9 +1016,8 @@ qfilter_union_values(const QFilterData *a, const QFilterData *b)
 		int			need;
 
 		qfilter_target_shape(a, r, "The union", &nhome, &npages);
-		if (a->rbits == r && a->nhome == nhome && a->npages == npages &&
-			b->rbits == r && b->nhome == nhome && b->npages == npages &&
-			a->version == QFILTER_VERSION && b->version == QFILTER_VERSION)
+		if (qfilter_has_shape(a, r, nhome, npages) &&
+			qfilter_has_shape(b, r, nhome, npages))
 			out = qfilter_merge_same(a, b);
 		else
 			out = qfilter_build(a, b, r, nhome, npages);
@@ -1002,14 +1049,13 @@ qfilter_union_values(const QFilterData *a, const QFilterData *b)
  */
 
 void
-qfilter_areas_swap_external(char *areas, uint32 npages)
+qfilter_areas_swap_external(char *areas, uint32 npages, uint32 area_bytes)
 {
 #ifdef WORDS_BIGENDIAN
-	StaticAssertStmt((QFILTER_AREA_BYTES - QF_HEADER_SIZE) % 8 == 0,
-					 "qfilter area words");
+	/* strides are multiples of 24 (qfilter_area_stride) */
 	for (uint32 i = 0; i < npages; i++)
 	{
-		char	   *area = areas + (Size) i * QFILTER_AREA_BYTES;
+		char	   *area = areas + (Size) i * area_bytes;
 		QfAreaHeader h;
 
 		memcpy(&h, area, sizeof(h));
@@ -1018,10 +1064,10 @@ qfilter_areas_swap_external(char *areas, uint32 npages)
 		h.nslack = pg_bswap32(h.nslack);
 		h.nitems = pg_bswap32(h.nitems);
 		h.nused = pg_bswap32(h.nused);
-		h.reserved = pg_bswap32(h.reserved);
+		h.nhome = pg_bswap32(h.nhome);
 		h.total_count = pg_bswap64(h.total_count);
 		memcpy(area, &h, sizeof(h));
-		for (Size off = QF_HEADER_SIZE; off < QFILTER_AREA_BYTES; off += 8)
+		for (Size off = QF_HEADER_SIZE; off + 8 <= area_bytes; off += 8)
 		{
 			uint64		w;
 
@@ -1033,5 +1079,6 @@ qfilter_areas_swap_external(char *areas, uint32 npages)
 #else
 	(void) areas;
 	(void) npages;
+	(void) area_bytes;
 #endif
 }

@@ -8,10 +8,15 @@
  *	  be merged exactly.
  *
  * A qfilter value (version 3) is a QFilterData header followed by npages
- * areas of area_bytes (= QF_PAGE_AREA_BYTES, 8136) bytes each.  Every area
- * is a QF area (qf.h) of the geometry qf_geom_init_slots(nhome, rbits,
- * QF_SLACK_FILL, area_bytes); the bytes between the geometry's own
- * area_bytes and the stride are zero.
+ * areas of area_bytes bytes each.  Every area is a QF area (qf.h) of the
+ * geometry qf_geom_init_slots(nhome, rbits, QF_SLACK_FILL, area_bytes):
+ * every slot that fits the stride is a home or slack slot, and the bytes
+ * between the geometry's own area_bytes and the stride are zero.  The
+ * stride is the area trimmed to its home slots (qfilter_area_stride:
+ * nhome plus qf_min_slack(nhome) slots, rounded up to 24 bytes), so a
+ * small filter is not a whole page; values written before areas were
+ * trimmed have the page-sized stride QFILTER_AREA_BYTES (8136), which
+ * stays valid, its geometry following from the same rule.
  *
  * A key is hashed with ss_hash_datum(key, typlen, typbyval, seed); its
  * fingerprint is y = qf_space_y(h1, space_mult, space_exp) in the space
@@ -68,7 +73,11 @@
 #define QFILTER_VERSION_V2		2
 #define QFILTER_VERSION_LEGACY	1
 
-/* Stride of the areas: the page data area of the paged filters. */
+/*
+ * The largest stride of the areas: the page data area of the paged
+ * filters, which sizing fills (qf_sized_base), and the stride of every
+ * value written before areas were trimmed to their home slots.
+ */
 #define QFILTER_AREA_BYTES		QF_PAGE_AREA_BYTES
 
 /*
@@ -87,7 +96,10 @@
 /* Longest key type name and other header text in the text form. */
 #define QFILTER_TEXT_HEADER_RESERVE	65536
 
-/* Characters of the text form of one area at most: 4 per 3 bytes, plus ','. */
+/*
+ * Characters of the text form of one area at most: 4 per 3 bytes, plus ','
+ * (for the largest stride).
+ */
 #define QFILTER_TEXT_AREA_CHARS	(QFILTER_AREA_BYTES / 3 * 4 + 1)
 
 typedef struct QFilterData
@@ -100,7 +112,8 @@ typedef struct QFilterData
 	uint8		space_exp;		/* M = space_mult * 2^space_exp */
 	uint8		reserved;		/* 0 */
 	uint8		flags;			/* 0, reserved */
-	uint32		area_bytes;		/* stride of the areas: QFILTER_AREA_BYTES */
+	uint32		area_bytes;		/* stride of the areas: qfilter_area_stride,
+								 * or QFILTER_AREA_BYTES */
 	int64		capacity;		/* as requested (a sizing hint) */
 	float8		fp_rate;		/* as requested */
 	uint64		total;			/* sum of all counts, saturating at 2^64-1 */
@@ -180,11 +193,23 @@ qfilter_area(const QFilterData *qf, uint64 page)
 	return unconstify(char *, &qf->areas[0]) + (Size) page * qf->area_bytes;
 }
 
-/* Bytes of a value with npages areas. */
+/* Bytes of a value with npages areas of area_bytes. */
 static inline Size
-qfilter_value_size(uint32 npages)
+qfilter_value_size(uint32 npages, uint32 area_bytes)
 {
-	return QFILTER_HEADER_SIZE + (Size) QFILTER_AREA_BYTES * npages;
+	return QFILTER_HEADER_SIZE + (Size) area_bytes * npages;
+}
+
+/*
+ * The stride of the areas of nhome home slots at rbits that a value is
+ * written with: qf_trimmed_area_bytes (whole 64-bit words, and whole 3-byte
+ * groups of the text form), for nhome and rbits in range.  At most
+ * QFILTER_AREA_BYTES when nhome is at most a full area's home slots.
+ */
+static inline uint32
+qfilter_area_stride(uint32 nhome, int rbits)
+{
+	return (uint32) qf_trimmed_area_bytes(nhome, rbits);
 }
 
 /*
@@ -213,8 +238,8 @@ extern void qfilter_params(int64 capacity, double fp_rate, int *rbits,
 extern QFilterData *qfilter_alloc(Oid elemtype, uint32 seed, int rbits,
 								  uint64 space_mult, int space_exp,
 								  uint32 nhome, uint32 npages,
-								  int64 capacity, double fp_rate,
-								  uint64 total);
+								  uint32 area_bytes, int64 capacity,
+								  double fp_rate, uint64 total);
 extern QFilterData *qfilter_create_empty(int64 capacity, double fp_rate,
 										 uint32 seed, Oid elemtype);
 
@@ -224,6 +249,18 @@ extern QFilterData *qfilter_create_empty(int64 capacity, double fp_rate,
  * invalid.
  */
 extern QFilterData *qfilter_upgrade(const QFilterDataV2 *old);
+
+/*
+ * qf if its areas are trimmed (qfilter_area_stride), else its fingerprints
+ * laid out anew in trimmed areas of the same shape, or of the next smaller
+ * rbits that they fit (qfilter_grow) when they need more slack than
+ * trimmed areas have, as a filter built from them would have grown: a new
+ * value in CurrentMemoryContext.  For values of earlier versions (converted
+ * or not: qfilter_upgrade) and page-sized ones, which inputs trim so that
+ * the same fingerprints read back as the value built from them.  qf's
+ * areas must have been checked.
+ */
+extern QFilterData *qfilter_trim(QFilterData *qf);
 
 /* Why a version 1 or 2 header's geometry is unusable, or NULL. */
 extern char *qfilter_geometry_problem_v2(uint32 version, int rbits,
@@ -291,6 +328,7 @@ extern QFilterData *qfilter_union_values(const QFilterData *a,
  * direction (the conversion is its own inverse); a no-op on little-endian
  * machines.
  */
-extern void qfilter_areas_swap_external(char *areas, uint32 npages);
+extern void qfilter_areas_swap_external(char *areas, uint32 npages,
+										uint32 area_bytes);
 
 #endif							/* QFILTER_H */

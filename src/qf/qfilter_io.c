@@ -19,7 +19,7 @@
  *
  * Each of the areas is written as its area_bytes bytes in the
  * little-endian layout of qf.h, in standard base64 (A-Z a-z 0-9 + /, four
- * characters per three bytes; area_bytes is a multiple of 3, so there is
+ * characters per three bytes; area_bytes is a multiple of 24, so there is
  * no padding), except that a run of two or more all-zero 3-byte groups is
  * written as '.', the run length in decimal, and '.'.  Sparse areas are
  * therefore short, and no area takes more than 4/3 of its bytes plus the
@@ -62,7 +62,6 @@ PG_FUNCTION_INFO_V1(qfilter_info);
 
 #define QFILTER_ZERO_RUN	'.'
 #define QFILTER_AREA_SEP	','
-#define QFILTER_GROUPS		(QFILTER_AREA_BYTES / 3)
 
 static const char qfilter_b64[] =
 "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -84,7 +83,7 @@ qfilter_external_areas(const QFilterData *qf)
 	char	   *copy = palloc(n);
 
 	memcpy(copy, qf->areas, n);
-	qfilter_areas_swap_external(copy, qfilter_npages(qf));
+	qfilter_areas_swap_external(copy, qfilter_npages(qf), qf->area_bytes);
 	return copy;
 #else
 	return qf->areas;
@@ -119,16 +118,17 @@ qfilter_encode_run(uint32 run, char *dst)
 }
 
 /*
- * Encode one area (external layout) into dst, or only count the characters
- * if dst is NULL, so the caller can allocate the exact size first.
+ * Encode one area of area_bytes (external layout) into dst, or only count
+ * the characters if dst is NULL, so the caller can allocate the exact size
+ * first.
  */
 static Size
-qfilter_encode_area(const unsigned char *area, char *dst)
+qfilter_encode_area(const unsigned char *area, uint32 area_bytes, char *dst)
 {
 	Size		len = 0;
 	uint32		run = 0;
 
-	for (int i = 0; i < QFILTER_GROUPS; i++)
+	for (uint32 i = 0; i < area_bytes / 3; i++)
 	{
 		const unsigned char *b = area + 3 * i;
 		uint32		v = ((uint32) b[0] << 16) | ((uint32) b[1] << 8) | b[2];
@@ -172,7 +172,7 @@ qfilter_encode_areas(const QFilterData *qf, const char *ext, char *dst)
 			len++;
 		}
 		len += qfilter_encode_area((const unsigned char *) ext +
-								   (Size) i * qf->area_bytes,
+								   (Size) i * qf->area_bytes, qf->area_bytes,
 								   dst ? dst + len : NULL);
 	}
 	return len;
@@ -236,10 +236,15 @@ qfilter_area_syntax_error(SSTextParser *ps, uint32 page, const char *what)
 			 errdetail("Area %u at character %d: %s.", page, ss_text_pos(ps), what)));
 }
 
-/* Decode one area (external layout) into area, which is all zeros. */
+/*
+ * Decode one area of area_bytes (external layout) into area, which is all
+ * zeros.
+ */
 static void
-qfilter_decode_area(SSTextParser *ps, uint32 page, unsigned char *area)
+qfilter_decode_area(SSTextParser *ps, uint32 page, unsigned char *area,
+					uint32 area_bytes)
 {
+	int			ngroups = (int) (area_bytes / 3);
 	int			g = 0;			/* groups decoded */
 
 	while (*ps->p != '\0' && *ps->p != QFILTER_AREA_SEP)
@@ -254,11 +259,11 @@ qfilter_decode_area(SSTextParser *ps, uint32 page, unsigned char *area)
 			while (isdigit((unsigned char) *ps->p))
 			{
 				run = run * 10 + (*ps->p - '0');
-				if (run > QFILTER_GROUPS)
+				if (run > ngroups)
 					break;
 				ps->p++;
 			}
-			if (run < 1 || run > (uint64) (QFILTER_GROUPS - g))
+			if (run < 1 || run > (uint64) (ngroups - g))
 				qfilter_area_syntax_error(ps, page, "the zero run does not fit the area");
 			if (*ps->p != QFILTER_ZERO_RUN)
 				qfilter_area_syntax_error(ps, page, "expected the end of a zero run");
@@ -269,7 +274,7 @@ qfilter_decode_area(SSTextParser *ps, uint32 page, unsigned char *area)
 		{
 			uint32		v = 0;
 
-			if (g >= QFILTER_GROUPS)
+			if (g >= ngroups)
 				qfilter_area_syntax_error(ps, page, "the area has too many bytes");
 			for (int i = 0; i < 4; i++)
 			{
@@ -289,22 +294,23 @@ qfilter_decode_area(SSTextParser *ps, uint32 page, unsigned char *area)
 			g++;
 		}
 	}
-	if (g != QFILTER_GROUPS)
+	if (g != ngroups)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 				 errmsg("invalid input syntax for type %s", "qfilter"),
 				 errdetail("Area %u ending at character %d has %d bytes instead of %d.",
-						   page, ss_text_pos(ps), 3 * g, (int) QFILTER_AREA_BYTES)));
+						   page, ss_text_pos(ps), 3 * g, (int) area_bytes)));
 }
 
 /*
- * Decode npages areas, each into areas + i * stride (which is all zeros).
- * With stride 0 every area goes to the same scratch area, cleared before
- * each one: a pass that only checks the syntax and the number of areas.
+ * Decode npages areas of area_bytes, each into areas + i * area_bytes
+ * (which is all zeros).  With scratch, every area goes to areas, cleared
+ * before each one: a pass that only checks the syntax and the number of
+ * areas.
  */
 static void
-qfilter_decode_areas(SSTextParser *ps, uint32 npages, unsigned char *areas,
-					 Size stride)
+qfilter_decode_areas(SSTextParser *ps, uint32 npages, uint32 area_bytes,
+					 unsigned char *areas, bool scratch)
 {
 	for (uint32 i = 0; i < npages; i++)
 	{
@@ -315,9 +321,10 @@ qfilter_decode_areas(SSTextParser *ps, uint32 npages, unsigned char *areas,
 				ss_text_syntax_error(ps, psprintf("\",\" before area %u", i));
 			ps->p++;
 		}
-		if (stride == 0)
-			memset(areas, 0, QFILTER_AREA_BYTES);
-		qfilter_decode_area(ps, i, areas + (Size) i * stride);
+		if (scratch)
+			memset(areas, 0, area_bytes);
+		qfilter_decode_area(ps, i, scratch ? areas :
+							areas + (Size) i * area_bytes, area_bytes);
 	}
 	if (*ps->p != '\0')
 		ereport(ERROR,
@@ -371,7 +378,7 @@ qfilter_check_geometry(QFilterShapeIn *sh)
 				 errmsg("invalid quotient filter"),
 				 errdetail_internal("%s", problem)));
 	if (sh->version == QFILTER_VERSION)
-		return qfilter_value_size(sh->npages);
+		return qfilter_value_size(sh->npages, sh->area_bytes);
 	return QFILTER_HEADER_SIZE_V2 + (Size) QFILTER_AREA_BYTES * sh->npages;
 }
 
@@ -390,8 +397,9 @@ qfilter_alloc_in(const QFilterShapeIn *sh, Size size, Oid elemtype,
 	{
 		QFilterData *qf = qfilter_alloc(elemtype, seed, sh->rbits,
 										sh->space_mult, sh->space_exp,
-										sh->nhome, sh->npages, capacity,
-										fp_rate, total);
+										sh->nhome, sh->npages,
+										sh->area_bytes, capacity, fp_rate,
+										total);
 
 		*areas = qf->areas;
 		return (struct varlena *) qf;
@@ -414,18 +422,19 @@ qfilter_alloc_in(const QFilterShapeIn *sh, Size size, Oid elemtype,
 
 /*
  * The value of an input function, its npages areas read in the external
- * byte order: the areas in the host's, an earlier version converted, and
- * every area checked.
+ * byte order: the areas in the host's, an earlier version converted, every
+ * area checked, and page-sized areas of earlier builds trimmed.
  */
 static QFilterData *
-qfilter_finish_in(struct varlena *v, char *areas, uint32 npages)
+qfilter_finish_in(struct varlena *v, char *areas, uint32 npages,
+				  uint32 area_bytes)
 {
 	QFilterData *qf;
 
-	qfilter_areas_swap_external(areas, npages);
+	qfilter_areas_swap_external(areas, npages, area_bytes);
 	qf = qfilter_current(v);
 	qfilter_check(qf);
-	return qf;
+	return qfilter_trim(qf);
 }
 
 Datum
@@ -494,17 +503,17 @@ qfilter_in(PG_FUNCTION_ARGS)
 	qfilter_init_b64_table();
 	{
 		SSTextParser scan = ps;
-		unsigned char *scratch = palloc(QFILTER_AREA_BYTES);
+		unsigned char *scratch = palloc(sh.area_bytes);
 
-		qfilter_decode_areas(&scan, sh.npages, scratch, 0);
+		qfilter_decode_areas(&scan, sh.npages, sh.area_bytes, scratch, true);
 		pfree(scratch);
 	}
 
 	v = qfilter_alloc_in(&sh, size, elemtype, seed, capacity, fp_rate, total,
 						 &areas);
-	qfilter_decode_areas(&ps, sh.npages, (unsigned char *) areas,
-						 QFILTER_AREA_BYTES);
-	PG_RETURN_POINTER(qfilter_finish_in(v, areas, sh.npages));
+	qfilter_decode_areas(&ps, sh.npages, sh.area_bytes,
+						 (unsigned char *) areas, false);
+	PG_RETURN_POINTER(qfilter_finish_in(v, areas, sh.npages, sh.area_bytes));
 }
 
 /* ----------------------------------------------------------------
@@ -581,7 +590,7 @@ qfilter_recv(PG_FUNCTION_ARGS)
 
 	/* validate the geometry and the length before allocating */
 	size = qfilter_check_geometry(&sh);
-	nbytes = (Size) QFILTER_AREA_BYTES * sh.npages;
+	nbytes = (Size) sh.area_bytes * sh.npages;
 	if ((Size) (buf->len - buf->cursor) != nbytes)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
@@ -592,7 +601,7 @@ qfilter_recv(PG_FUNCTION_ARGS)
 	v = qfilter_alloc_in(&sh, size, elemtype, seed, capacity, fp_rate, total,
 						 &areas);
 	pq_copymsgbytes(buf, areas, nbytes);
-	PG_RETURN_POINTER(qfilter_finish_in(v, areas, sh.npages));
+	PG_RETURN_POINTER(qfilter_finish_in(v, areas, sh.npages, sh.area_bytes));
 }
 
 /* ----------------------------------------------------------------

@@ -528,6 +528,36 @@ check_identity($old, 'src', 'source', 41);
 my $src = collect($old, 'src', \@all,
 	qw(shape logical_shape params label info answers));
 my $all_labels = all_labels($old, 'src');
+
+# qfilter values in a heap table (docs/qfilter.md): one trimmed area, a
+# filter of several areas with counts, and a value of format version 2 as
+# earlier builds wrote it (converted when read).  Every dump and pg_upgrade
+# gives them back byte for byte, with the same answers.
+$old->safe_psql(
+	'src', q{
+CREATE TABLE qfv (id int PRIMARY KEY, f qfilter);
+INSERT INTO qfv SELECT 1, qfilter_agg(g, 1000, 0.01) FROM generate_series(1, 500) g;
+INSERT INTO qfv SELECT 2, qfilter_agg(g::text, g % 3 + 1, 20000, 1.0 / 4096)
+FROM generate_series(1, 20000) g;
+INSERT INTO qfv VALUES (3, 'version=2 seed=1592598101 capacity=1000 fp_rate=0.001 rbits=10 slot_bits=11 page_bits=0 area_bytes=8136 total=6 type="integer" areas=UUZBMgAKAAB5CwAAAwAAAAUAAAAACAAABgAA.19.AAAQ.23.EAAA.8.gAAA.174.AAAg.32.AAEA.546.AEoK.232.AADLAgAA.90.wAEA.1570.');
+});
+my $qfv_sql = q{
+SELECT string_agg(id || ':' || md5(f::text) || ':' || (qfilter_info(f)).bytes || ':' ||
+				  (SELECT sum(CASE id WHEN 2 THEN qfilter_count(f, g::text)
+								  ELSE qfilter_count(f, g) END)
+				   FROM generate_series(-100, 1000) g), ',' ORDER BY id)
+FROM qfv};
+my $qfv_src = query($old, 'src', $qfv_sql);
+like($qfv_src, qr/^1:\w+:\d+:\d+,2:\w+:\d+:\d+,3:\w+:\d+:\d+$/,
+	'source: qfilter values stored');
+
+# the qfilter values of a restored or upgraded database are the source's
+sub check_qfv
+{
+	my ($node, $db, $how) = @_;
+	is(query($node, $db, $qfv_sql), $qfv_src, "$how: qfilter values as stored");
+	return;
+}
 sub empty_answers { return join(',', (fam($S{ $_[0] }{am})->{empty}) x 51); }
 
 # sanity of the source: the forms are what they claim, and the parameters
@@ -1083,6 +1113,7 @@ foreach my $case ([ 'dst_custom', 0, 'pg_restore' ],
 	restore($how, [ 'pg_restore', '-d', $old->connstr($db), "$tempdir/src.dump" ],
 		$settings);
 	check_restored($db, $how, \@all);
+	check_qfv($old, $db, $how);
 	check_lert_restored($db, $how, 0);
 	check_cbt_restored($db, $how, \@cbts);
 	check_bfile_restored($db, $how, \@bfiles);
@@ -1096,6 +1127,7 @@ restore('plain',
 	[ 'psql', '-X', '-q', '-d', $old->connstr('dst_plain'), '-f', "$tempdir/src.sql" ],
 	1);
 check_restored('dst_plain', 'plain', \@all);
+check_qfv($old, 'dst_plain', 'plain');
 check_lert_restored('dst_plain', 'plain', 0);
 check_cbt_restored('dst_plain', 'plain', \@cbts);
 check_bfile_restored('dst_plain', 'plain', \@bfiles);
@@ -1339,6 +1371,7 @@ foreach my $t (@all)
 		"pg_upgrade: $t has the source's contents");
 }
 is(all_labels($new, 'src'), $all_labels, 'pg_upgrade: every label survived');
+check_qfv($new, 'src', 'pg_upgrade');
 
 check_usable($new, 'src', 'pg_upgrade', \@all);
 my $lup = lert_collect($new, 'src');

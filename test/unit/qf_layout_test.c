@@ -750,6 +750,42 @@ test_sizing(void)
 	printf("sizing: ok\n");
 }
 
+/*
+ * Areas trimmed to their home slots (the qfilter type's): whole 24-byte
+ * blocks, at most a page area up to a page's home slots, holding at least
+ * the minimum slack, and an area of these bytes takes every slot they
+ * hold (a slot more would not fit).  A page's home slots trimmed keep its
+ * slack where it is the minimum (192 from 3072 home slots on).
+ */
+static void
+test_trimmed(void)
+{
+	for (int r = QF_MIN_RBITS; r <= QF_MAX_RBITS; r++)
+	{
+		QfGeom		page;
+
+		if (!qf_geom_init(&page, r, QF_PAGE_AREA_BYTES))
+			FAIL("no page area at %d bits", r);
+		for (uint32 h = QF_MIN_HOME; h <= page.nhome; h++)
+		{
+			Size		bytes = qf_trimmed_area_bytes(h, r);
+			QfGeom		g;
+
+			if (bytes % 24 != 0 || bytes > QF_PAGE_AREA_BYTES ||
+				!qf_geom_init_slots(&g, h, r, QF_SLACK_FILL, bytes) ||
+				g.nslack < qf_min_slack(h) || g.area_bytes > bytes ||
+				qf_area_size(r, g.nslots + 1) <= bytes)
+				FAIL("trimmed area of %u home slots at %d bits: %zu bytes", h, r, bytes);
+			if (h == page.nhome && page.nhome >= 3072 &&
+				(bytes != QF_PAGE_AREA_BYTES - (QF_PAGE_AREA_BYTES - page.area_bytes) / 24 * 24 ||
+				 g.nslots != page.nslots))
+				FAIL("trimmed page area at %d bits: %zu bytes, %u slots (page: %u)",
+					 r, bytes, g.nslots, page.nslots);
+		}
+	}
+	printf("  trimmed areas: every home count up to a page's at every remainder size ok\n");
+}
+
 int
 main(void)
 {
@@ -757,6 +793,7 @@ main(void)
 	scratch = malloc(1 << 20);
 	printf("quotient filter layout\n");
 	test_geometry();
+	test_trimmed();
 	test_counter_state_damage();
 	test_positions();
 	test_merges();
