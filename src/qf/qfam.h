@@ -300,6 +300,24 @@ qfam_level_slots(const QfamParams *p, uint32 t, uint64 mult, int exp)
 	return ldexp(1.0, (int) t);
 }
 
+/*
+ * log2 home slots of level `level` of a cascade filter (step = log2
+ * fanout): level 0 at t0, level i fanout^i times larger.  Layout 3 counts
+ * the levels above 0 down from the capacity's, t_max: level 1 is the
+ * smallest of them above level 0, 2 to fanout times its size.
+ */
+static inline uint32
+qfam_level_t(const QfamParams *p, uint32 level, uint32 step)
+{
+	if (p->layout == QFAM_LAYOUT_SIZED && level > 0)
+	{
+		uint32		below = (p->t_max + step - 1) / step;	/* levels 1.. up to t_max */
+
+		return p->t_max + level * step - below * step;
+	}
+	return p->t0 + level * step;
+}
+
 /* Bits of the fingerprints y < M of the space mult * 2^exp. */
 static inline int
 qfam_space_bits(uint64 mult, int exp)

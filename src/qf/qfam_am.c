@@ -97,11 +97,12 @@ qfam_level_geom(const QfamLevel *lv, QfGeom *g)
  * quotient_filter starts there (t_max = 0): qf_sized_base, the sizing a
  * qfilter of the same capacity and rate shares.  A buffered or cascade
  * filter sizes its levels top-down from it: level 0 is the largest level
- * a whole number of steps (1, or log2 fanout) below it whose pages fit
- * buffer_pages, t_max is that number of halvings, and every level below
- * t_max nests in the larger ones (qf_nested_shape), which needs nhome to
- * be a multiple of a power of two: the smallest that lets every level
- * down to level 0 nest.  False for other layouts or invalid parameters.
+ * below it whose pages fit buffer_pages, t_max is the number of halvings
+ * from it to level 0 (a cascade filter's other levels are fanout steps
+ * down from t_max, qfam_level_t), and every level below t_max nests in
+ * the larger ones (qf_nested_shape), which needs nhome to be a multiple
+ * of a power of two: the smallest that lets every level down to level 0
+ * nest.  False for other layouts or invalid parameters.
  */
 static bool
 qfam_sized_plan(const QfamParams *p, uint64 *pages, uint32 *nhome,
@@ -109,7 +110,6 @@ qfam_sized_plan(const QfamParams *p, uint64 *pages, uint32 *nhome,
 {
 	int			rbits = qf_rbits_for_fp_rate(p->fp_rate);
 	double		load = qf_sized_load(p->fp_rate);
-	uint32		step;
 
 	*t_max = 0;
 	if (p->layout != QFAM_LAYOUT_SIZED || rbits > QF_MAX_RBITS)
@@ -117,7 +117,6 @@ qfam_sized_plan(const QfamParams *p, uint64 *pages, uint32 *nhome,
 	if (p->kind == QFAM_KIND_QF)
 		return qf_sized_base(p->capacity, load, rbits, QF_PAGE_AREA_BYTES,
 							 QFAM_MAX_PAGE_BITS, pages, nhome);
-	step = p->kind == QFAM_KIND_CF ? (uint32) pg_ceil_log2_32(Max(p->fanout, 2)) : 1;
 	for (int align_bits = 1; align_bits <= QFAM_SIZED_ALIGN_BITS; align_bits++)
 	{
 		if (!qf_sized_base_aligned(p->capacity, load, rbits, QF_PAGE_AREA_BYTES,
@@ -132,7 +131,7 @@ qfam_sized_plan(const QfamParams *p, uint64 *pages, uint32 *nhome,
 			if (!qf_nested_shape(rbits, *pages, *nhome, (int) j,
 								 QF_PAGE_AREA_BYTES, &pages_j, &nhome_j))
 				break;			/* try a coarser alignment */
-			if (j % step == 0 && pages_j <= Max(p->buffer_pages, 1))
+			if (pages_j <= Max(p->buffer_pages, 1))
 			{
 				*t_max = j;
 				return true;

@@ -694,7 +694,7 @@ qfam_make_room(Relation rel, const QfamState *st, bool grow)
 			{
 				if (target < meta.nlevels)
 					items += (double) meta.levels[target].items;
-				t = p->t0 + target * step;
+				t = qfam_level_t(p, target, step);
 				if (target >= meta.nlevels ||
 					items <= load * qfam_level_slots(p, t, mult, exp))
 					break;
