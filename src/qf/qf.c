@@ -586,6 +586,8 @@ qf_nested_shape(int rbits, uint64 pages, uint32 nhome, int j,
 				Size area_bytes, uint64 *npages, uint32 *nhome_j)
 {
 	int			b = 0;
+	/* pages wider than the space (one page of 2^b >= pages) gain nothing */
+	int			bmax = pages > 1 ? pg_leftmost_one_pos64(pages - 1) + 1 : 0;
 
 	if (j < 0 || rbits + j > QF_MAX_RBITS)
 		return false;
@@ -594,7 +596,7 @@ qf_nested_shape(int rbits, uint64 pages, uint32 nhome, int j,
 		uint32		full = full_area_home(rbits + i, area_bytes);
 
 		/* the widest pages (largest b) whose home slots still fit */
-		while (b < i && ldexp(nhome, b + 1 - i) <= full)
+		while (b < i && b < bmax && ldexp(nhome, b + 1 - i) <= full)
 			b++;
 		if (full == 0 || ldexp(nhome, b - i) > full)
 			return false;

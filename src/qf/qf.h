@@ -600,7 +600,8 @@ extern bool qf_sized_base_aligned(int64 capacity, double load, int rbits,
  * A level j halvings below a base of `pages` areas of nhome home slots at
  * rbits (the space M = pages * nhome * 2^rbits): its remainders have
  * rbits + j bits, its areas nhome / 2^(j - b) home slots for the largest
- * b <= j (nondecreasing in j) that fits an area at each level on the way,
+ * b <= j (nondecreasing in j) that fits an area at each level on the way
+ * (and no larger than makes one area of the whole space),
  * so each of its ceil(pages / 2^b) areas covers the fingerprints of 2^b
  * base areas: every area of a larger level lies within one of a smaller
  * level's (the last area may be partly used).  False if nhome is not a
