@@ -136,6 +136,12 @@ SELECT qf_create('bad', 'int', fp_rate => 1e-19);
 \echo :LAST_ERROR_SQLSTATE
 SELECT qf_create('bad', 'int', capacity => 9000000000000000000);
 \echo :LAST_ERROR_SQLSTATE
+-- a fingerprint space past 2^64 (y = floor(h * M / 2^64) would wrap)
+SELECT qf_create('bad', 'int', capacity => 20000, fp_rate => 1e-15);
+\echo :LAST_ERROR_SQLSTATE
+SELECT qf_create('bad', 'int', capacity => 20000, fp_rate => 1e-15,
+				 access_method => 'cascade_filter');
+\echo :LAST_ERROR_SQLSTATE
 SELECT qf_create(NULL, 'int');
 \echo :LAST_ERROR_SQLSTATE
 SELECT qf_contains('seen', 'x'::text);

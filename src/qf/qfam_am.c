@@ -389,6 +389,8 @@ qfam_derive(QfamParams *p)
 		uint64		pages;
 		uint32		nhome;
 		uint32		t_max;
+		uint64		mult;
+		int			exp;
 
 		/*
 		 * The capacity's level of P pages at t_max (0 for a
@@ -414,6 +416,15 @@ qfam_derive(QfamParams *p)
 					 errdetail("At most 2^%d pages per level are supported.",
 							   QFAM_MAX_PAGE_BITS)));
 		}
+		/* y = floor(h * M / 2^64) needs M <= 2^64 */
+		qf_space_of(pages * nhome, rbits, &mult, &exp);
+		if (!qf_space_valid(mult, exp))
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("quotient filter capacity " INT64_FORMAT " is too large",
+							p->capacity),
+					 errdetail("Fingerprints would need %d bits.",
+							   qfam_space_bits(mult, exp))));
 		p->fp_bits = (uint32) rbits + t_max;
 		p->t_max = t_max;
 		p->t0 = 0;
