@@ -95,14 +95,15 @@ qfam_level_geom(const QfamLevel *lv, QfGeom *g)
  * The level of a layout-3 filter that holds its capacity, t_max: P pages
  * of nhome home slots at the rate's remainder bits (fp_bits - t_max).  A
  * quotient_filter starts there (t_max = 0): qf_sized_base, the sizing a
- * qfilter of the same capacity and rate shares.  A buffered or cascade
- * filter sizes its levels top-down from it: level 0 is the largest level
- * below it whose pages fit buffer_pages, t_max is the number of halvings
- * from it to level 0 (a cascade filter's other levels are fanout steps
- * down from t_max, qfam_level_t), and every level below t_max nests in
- * the larger ones (qf_nested_shape), which needs nhome to be a multiple
- * of a power of two: the smallest that lets every level down to level 0
- * nest.  False for other layouts or invalid parameters.
+ * qfilter of the same capacity and rate shares.  So does a buffered or
+ * cascade filter whose buffer_pages hold that level: level 0 is it, as in
+ * layout 2.  Otherwise the levels are sized top-down from it: level 0 is
+ * the largest level below it whose pages fit buffer_pages, t_max is the
+ * number of halvings from it to level 0 (a cascade filter's other levels
+ * are fanout steps down from t_max, qfam_level_t), and every level below
+ * t_max nests in the larger ones (qf_nested_shape), which needs nhome to
+ * be a multiple of a power of two: the smallest that lets every level
+ * down to level 0 nest.  False for other layouts or invalid parameters.
  */
 static bool
 qfam_sized_plan(const QfamParams *p, uint64 *pages, uint32 *nhome,
@@ -114,9 +115,12 @@ qfam_sized_plan(const QfamParams *p, uint64 *pages, uint32 *nhome,
 	*t_max = 0;
 	if (p->layout != QFAM_LAYOUT_SIZED || rbits > QF_MAX_RBITS)
 		return false;
-	if (p->kind == QFAM_KIND_QF)
-		return qf_sized_base(p->capacity, load, rbits, QF_PAGE_AREA_BYTES,
-							 QFAM_MAX_PAGE_BITS, pages, nhome);
+	if (!qf_sized_base(p->capacity, load, rbits, QF_PAGE_AREA_BYTES,
+					   QFAM_MAX_PAGE_BITS, pages, nhome))
+		return false;
+	/* level 0 is the capacity's level where it fits buffer_pages */
+	if (p->kind == QFAM_KIND_QF || *pages <= Max(p->buffer_pages, 1))
+		return true;
 	for (int align_bits = 1; align_bits <= QFAM_SIZED_ALIGN_BITS; align_bits++)
 	{
 		if (!qf_sized_base_aligned(p->capacity, load, rbits, QF_PAGE_AREA_BYTES,
@@ -154,6 +158,9 @@ typedef struct QfamSpaceInfo
 	uint32		nhome;
 	uint64		base_pages;
 	uint32		t_max;
+	/* levels t < t_max (qf_nested_shape), derived once per parameters */
+	uint64		below_pages[64];
+	uint32		below_nhome[64];
 } QfamSpaceInfo;
 
 static const QfamSpaceInfo *
@@ -178,6 +185,12 @@ qfam_space_info(const QfamParams *p)
 				 p->capacity, p->fp_bits);
 		qf_space_of(last.base_pages * last.nhome, (int) (p->fp_bits - p->t_max),
 					&last.mult, &last.exp);
+		for (uint32 t = 0; t < last.t_max; t++)
+			if (!qf_nested_shape((int) (p->fp_bits - p->t_max), last.base_pages,
+								 last.nhome, (int) (last.t_max - t),
+								 QF_PAGE_AREA_BYTES, &last.below_pages[t],
+								 &last.below_nhome[t]))
+				elog(ERROR, "quotient filter level of 2^%u slots does not nest", t);
 	}
 	have_last = true;
 	return &last;
@@ -241,10 +254,8 @@ qfam_sized_level(const QfamParams *p, uint32 t, uint64 *pages, uint32 *nhome)
 
 	if (t < si->t_max)
 	{
-		if (!qf_nested_shape(rbits, si->base_pages, si->nhome,
-							 (int) (si->t_max - t), QF_PAGE_AREA_BYTES,
-							 pages, nhome))
-			elog(ERROR, "quotient filter level of 2^%u slots does not nest", t);
+		*pages = si->below_pages[t];
+		*nhome = si->below_nhome[t];
 		return;
 	}
 	*pages = si->base_pages;
