@@ -320,8 +320,9 @@ SELECT count(*) FILTER (WHERE qf_count('qf_direct', k) <> qf_count('qf_merged', 
 	   count(*) FILTER (WHERE k >= 3000 AND qf_count('qf_merged', k) > 0) > 0 AS some_fp
 FROM generate_series(0, 40000) k;
 DROP TABLE qf_direct, qf_merged;
--- a sized qfilter (space 20991*2^6 here) into buffered and cascade filters,
--- whose fingerprints are still the top 21 bits of the hash: each of its
+-- a sized qfilter (space 20991*2^6 here) into buffered and cascade filters
+-- whose level 0 is below the capacity's level (their home slots per page
+-- rounded for the nested levels, so another space of 21 bits): each of its
 -- fingerprints adds every table fingerprint its hashes meet, with its
 -- count, so no key is missed and no count is below the same keys inserted
 -- directly; the extra false positives are about the qfilter's own (n / M
@@ -330,7 +331,7 @@ CREATE TEMP TABLE qv AS
 SELECT qfilter_agg((i % 10000)::int8, 20000, 1.0/64) AS v
 FROM generate_series(1, 20000) i;
 SELECT qf_create('mv_' || k || d, 'int8', capacity => 20000, fp_rate => 1.0/64,
-				 access_method => am, buffer_size => '32kB')
+				 access_method => am, buffer_size => '16kB')
 FROM (VALUES ('bqf', 'buffered_quotient_filter'), ('cf', 'cascade_filter')) a(k, am),
 	 (VALUES ('_direct'), ('_merged')) b(d);
 INSERT INTO mv_bqf_direct SELECT (i % 10000)::int8 FROM generate_series(1, 20000) i;
@@ -349,7 +350,14 @@ FROM (VALUES ('mv_bqf_merged'::regclass, 'mv_bqf_direct'::regclass),
 			 ('mv_cf_merged'::regclass, 'mv_cf_direct'::regclass)) a(m, d),
 	 qv, generate_series(0, 49999) k
 GROUP BY m ORDER BY m::text;
-DROP TABLE qv, mv_bqf_direct, mv_bqf_merged, mv_cf_direct, mv_cf_merged;
+-- a buffer that holds the capacity's level makes it level 0, in the
+-- qfilter's space: the merge is exact
+SELECT qf_create('mv_exact', 'int8', capacity => 20000, fp_rate => 1.0/64,
+				 access_method => 'buffered_quotient_filter', buffer_size => '32kB');
+SELECT qf_merge_value('mv_exact', v) AS merged FROM qv;
+SELECT count(*) FILTER (WHERE qf_count('mv_exact', k) <> qfilter_count(v, k)) AS differ
+FROM qv, generate_series(0, 49999) k;
+DROP TABLE qv, mv_bqf_direct, mv_bqf_merged, mv_cf_direct, mv_cf_merged, mv_exact;
 
 -- per-level and total counters saturate like the sketch counters
 SELECT qf_create('qf_sat', 'int', capacity => 1000, counted => true);
