@@ -104,11 +104,13 @@ typedef struct QfamParams
  * capacity's (qfam_sized_plan); the space is M = P * nhome *
  * 2^(fp_bits - t_max), level t has P * nhome * 2^(t - t_max) home slots
  * and fp_bits - t remainder bits.  A quotient_filter has t_max = 0: it
- * starts at its capacity.  A buffered or cascade filter's levels are
- * sized top-down from it: level 0 (t = t0 = 0) is t_max halvings below,
- * and a level below t_max has nhome / 2^k home slots per page, pages of
- * 2^b base pages' fingerprints (qf_nested_shape; nhome a multiple of
- * 2^QFAM_SIZED_ALIGN_BITS at most).  Growth past t_max doubles the home
+ * starts at its capacity; so does a buffered or cascade filter whose
+ * buffer holds that level.  Other buffered and cascade filters have their
+ * levels sized top-down from it: level 0 (t = t0 = 0) is t_max halvings
+ * below, and a level below t_max has nhome / 2^k home slots per page,
+ * pages of 2^b base pages' fingerprints (qf_nested_shape; nhome rounded
+ * to a multiple of a power of two, at most 2^QFAM_SIZED_ALIGN_BITS, for
+ * the levels to nest).  Growth past t_max doubles the home
  * slots per page while they fit, else the pages (qfam_sized_level).  So
  * every page of a larger level lies within one page of a smaller one (the
  * applied_pos protocol, qfam_merge.c).  Tables of layouts 0 and 2 keep
