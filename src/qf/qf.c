@@ -543,12 +543,22 @@ bool
 qf_sized_base(int64 capacity, double load, int rbits, Size area_bytes,
 			  int max_page_bits, uint64 *pages, uint32 *nhome)
 {
+	return qf_sized_base_aligned(capacity, load, rbits, area_bytes,
+								 max_page_bits, 1, pages, nhome);
+}
+
+bool
+qf_sized_base_aligned(int64 capacity, double load, int rbits,
+					  Size area_bytes, int max_page_bits, uint32 align,
+					  uint64 *pages, uint32 *nhome)
+{
 	uint32		full = full_area_home(rbits, area_bytes);
 	double		need;
 	uint64		n;
 	int			shift;
 
-	if (capacity < 1 || full == 0)
+	full -= full % Max(align, 1);
+	if (capacity < 1 || full < QF_MIN_HOME)
 		return false;
 	need = ceil((double) capacity / load);
 	if (!(need <= ldexp(full, max_page_bits)))
@@ -559,6 +569,7 @@ qf_sized_base(int64 capacity, double load, int rbits, Size area_bytes,
 	n = ((n + ((UINT64CONST(1) << shift) - 1)) >> shift) << shift;
 	if (need <= full)
 	{
+		n += (Max(align, 1) - n % Max(align, 1)) % Max(align, 1);
 		*pages = 1;
 		*nhome = (uint32) Min(n, full);
 	}
@@ -568,6 +579,37 @@ qf_sized_base(int64 capacity, double load, int rbits, Size area_bytes,
 		*nhome = full;
 	}
 	return *pages <= ((uint64) 1 << max_page_bits);
+}
+
+bool
+qf_nested_shape(int rbits, uint64 pages, uint32 nhome, int j,
+				Size area_bytes, uint64 *npages, uint32 *nhome_j)
+{
+	int			b = 0;
+	/* pages wider than the space (one page of 2^b >= pages) gain nothing */
+	int			bmax = pages > 1 ? pg_leftmost_one_pos64(pages - 1) + 1 : 0;
+
+	if (j < 0 || rbits + j > QF_MAX_RBITS)
+		return false;
+	for (int i = 1; i <= j; i++)
+	{
+		uint32		full = full_area_home(rbits + i, area_bytes);
+
+		/* the widest pages (largest b) whose home slots still fit */
+		while (b < i && b < bmax && ldexp(nhome, b + 1 - i) <= full)
+			b++;
+		if (full == 0 || ldexp(nhome, b - i) > full)
+			return false;
+	}
+	/* nhome / 2^(j - b) home slots, exactly */
+	if (j - b >= 32 || nhome % ((uint32) 1 << (j - b)) != 0 ||
+		(nhome >> (j - b)) < QF_MIN_HOME)
+		return false;
+	*nhome_j = nhome >> (j - b);
+	*npages = b >= 64 ? 1 : (pages + ((UINT64CONST(1) << b) - 1)) >> b;
+	if (*npages == 0)
+		*npages = 1;
+	return true;
 }
 
 bool

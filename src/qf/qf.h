@@ -586,6 +586,31 @@ extern bool qf_sized_base(int64 capacity, double load, int rbits,
 						  Size area_bytes, int max_page_bits, uint64 *pages,
 						  uint32 *nhome);
 
+/*
+ * qf_sized_base with nhome a multiple of align (the full area's home
+ * slots rounded down to one, a one-area filter's rounded up), so that
+ * levels below it can nest (qf_nested_shape).
+ */
+extern bool qf_sized_base_aligned(int64 capacity, double load, int rbits,
+								  Size area_bytes, int max_page_bits,
+								  uint32 align, uint64 *pages,
+								  uint32 *nhome);
+
+/*
+ * A level j halvings below a base of `pages` areas of nhome home slots at
+ * rbits (the space M = pages * nhome * 2^rbits): its remainders have
+ * rbits + j bits, its areas nhome / 2^(j - b) home slots for the largest
+ * b <= j (nondecreasing in j) that fits an area at each level on the way
+ * (and no larger than makes one area of the whole space),
+ * so each of its ceil(pages / 2^b) areas covers the fingerprints of 2^b
+ * base areas: every area of a larger level lies within one of a smaller
+ * level's (the last area may be partly used).  False if nhome is not a
+ * multiple of 2^(j - b), or the remainders or home slots run out.
+ */
+extern bool qf_nested_shape(int rbits, uint64 pages, uint32 nhome, int j,
+							Size area_bytes, uint64 *npages,
+							uint32 *nhome_j);
+
 /* M = n * 2^rbits as mult * 2^exp, mult odd (n >= 1). */
 static inline void
 qf_space_of(uint64 n, int rbits, uint64 *mult, int *exp)

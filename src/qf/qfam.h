@@ -15,13 +15,14 @@
  *						pages, one remainder bit becomes a page bit) when a
  *						page overflows or the load passes qfam_max_load.
  *	buffered_quotient_filter
- *						level 0 is a small QF of buffer_size bytes whose
+ *						level 0 is a smaller QF of buffer_size bytes whose
  *						pages stay hot in shared_buffers; when it fills it
  *						is merged with level 1 (the big on-disk QF) by one
  *						sequential pass, written out of place and switched
  *						to by one metapage update.
  *	cascade_filter		the COLA of QFs: level 0 as above, level i holds
- *						fanout^i times level 0; when level 0 fills, levels
+ *						fanout^i times level 0 (sized down from the
+ *						capacity's level); when level 0 fills, levels
  *						0..i are merged into the smallest level i that can
  *						hold them, out of place.  Lookups probe every
  *						non-empty level; counts add up over levels and
@@ -95,21 +96,28 @@ typedef struct QfamParams
 #define QFAM_LAYOUT			2
 
 /*
- * 3: a quotient_filter sized to its capacity (QfamParams.layout and every
- * level's).  Its areas are those of layout 2, but a page holds nhome home
- * slots, any number: every home slot its area allows with slack
- * (qf_geom_init at the remainder bits of the filter's first level), or
- * for a filter of one page the capacity's (qfam_sized_base).  The first
- * level has P pages, P given by the capacity: the space is
- * M = P * nhome * 2^fp_bits, level t has P * nhome * 2^t home slots and
- * fp_bits - t remainder bits, t from 0 on.  Growth doubles the home slots
- * per page while they fit, else the pages (qfam_sized_level), so every
- * page of the grown level lies within one page of the level it came from
- * (the applied_pos protocol, qfam_merge.c).
- * Buffered and cascade filters keep layout 2: their levels' pages would
- * not nest so.
+ * 3: a filter sized to its capacity (QfamParams.layout and every level's).
+ * Its areas are those of layout 2, but a page holds nhome home slots, any
+ * number.  The level holding the capacity, t_max, has P pages of every
+ * home slot its area allows with slack (qf_geom_init at the rate's
+ * remainder bits, fp_bits - t_max), or for a filter of one page the
+ * capacity's (qfam_sized_plan); the space is M = P * nhome *
+ * 2^(fp_bits - t_max), level t has P * nhome * 2^(t - t_max) home slots
+ * and fp_bits - t remainder bits.  A quotient_filter has t_max = 0: it
+ * starts at its capacity; so does a buffered or cascade filter whose
+ * buffer holds that level.  Other buffered and cascade filters have their
+ * levels sized top-down from it: level 0 (t = t0 = 0) is t_max halvings
+ * below, and a level below t_max has nhome / 2^k home slots per page,
+ * pages of 2^b base pages' fingerprints (qf_nested_shape; nhome rounded
+ * to a multiple of a power of two, at most 2^QFAM_SIZED_ALIGN_BITS, for
+ * the levels to nest).  Growth past t_max doubles the home
+ * slots per page while they fit, else the pages (qfam_sized_level).  So
+ * every page of a larger level lies within one page of a smaller one (the
+ * applied_pos protocol, qfam_merge.c).  Tables of layouts 0 and 2 keep
+ * theirs.
  */
 #define QFAM_LAYOUT_SIZED	3
+#define QFAM_SIZED_ALIGN_BITS	8
 
 /*
  * A level holds 2^t home slots: 2^page_bits pages of 2^slot_bits home slots
@@ -280,6 +288,36 @@ qfam_max_load(const QfamParams *p)
 {
 	return p->layout == QFAM_LAYOUT_SIZED ? qf_sized_load(p->fp_rate) :
 		QFAM_MAX_LOAD;
+}
+
+/*
+ * Home slots of level t: 2^t in the earlier layouts; layout 3 counts them
+ * from the capacity's level (P * nhome at t_max).
+ */
+static inline double
+qfam_level_slots(const QfamParams *p, uint32 t, uint64 mult, int exp)
+{
+	if (p->layout == QFAM_LAYOUT_SIZED)
+		return ldexp((double) mult, exp - ((int) p->fp_bits - (int) t));
+	return ldexp(1.0, (int) t);
+}
+
+/*
+ * log2 home slots of level `level` of a cascade filter (step = log2
+ * fanout): level 0 at t0, level i fanout^i times larger.  Layout 3 counts
+ * the levels above 0 down from the capacity's, t_max: level 1 is the
+ * smallest of them above level 0, 2 to fanout times its size.
+ */
+static inline uint32
+qfam_level_t(const QfamParams *p, uint32 level, uint32 step)
+{
+	if (p->layout == QFAM_LAYOUT_SIZED && level > 0)
+	{
+		uint32		below = (p->t_max + step - 1) / step;	/* levels 1.. up to t_max */
+
+		return p->t_max + level * step - below * step;
+	}
+	return p->t0 + level * step;
 }
 
 /* Bits of the fingerprints y < M of the space mult * 2^exp. */

@@ -92,16 +92,57 @@ qfam_level_geom(const QfamLevel *lv, QfGeom *g)
 }
 
 /*
- * Pages P and home slots per page of the first level of a layout-3
- * filter: qf_sized_base, the sizing a qfilter of the same capacity and
- * rate shares.  False for other layouts or invalid parameters.
+ * The level of a layout-3 filter that holds its capacity, t_max: P pages
+ * of nhome home slots at the rate's remainder bits (fp_bits - t_max).  A
+ * quotient_filter starts there (t_max = 0): qf_sized_base, the sizing a
+ * qfilter of the same capacity and rate shares.  So does a buffered or
+ * cascade filter whose buffer_pages hold that level: level 0 is it, as in
+ * layout 2.  Otherwise the levels are sized top-down from it: level 0 is
+ * the largest level below it whose pages fit buffer_pages, t_max is the
+ * number of halvings from it to level 0 (a cascade filter's other levels
+ * are fanout steps down from t_max, qfam_level_t), and every level below
+ * t_max nests in the larger ones (qf_nested_shape), which needs nhome to
+ * be a multiple of a power of two: the smallest that lets every level
+ * down to level 0 nest.  False for other layouts or invalid parameters.
  */
 static bool
-qfam_sized_base(const QfamParams *p, uint64 *pages, uint32 *nhome)
+qfam_sized_plan(const QfamParams *p, uint64 *pages, uint32 *nhome,
+				uint32 *t_max)
 {
-	return p->layout == QFAM_LAYOUT_SIZED &&
-		qf_sized_base(p->capacity, qf_sized_load(p->fp_rate), (int) p->fp_bits,
-					  QF_PAGE_AREA_BYTES, QFAM_MAX_PAGE_BITS, pages, nhome);
+	int			rbits = qf_rbits_for_fp_rate(p->fp_rate);
+	double		load = qf_sized_load(p->fp_rate);
+
+	*t_max = 0;
+	if (p->layout != QFAM_LAYOUT_SIZED || rbits > QF_MAX_RBITS)
+		return false;
+	if (!qf_sized_base(p->capacity, load, rbits, QF_PAGE_AREA_BYTES,
+					   QFAM_MAX_PAGE_BITS, pages, nhome))
+		return false;
+	/* level 0 is the capacity's level where it fits buffer_pages */
+	if (p->kind == QFAM_KIND_QF || *pages <= Max(p->buffer_pages, 1))
+		return true;
+	for (int align_bits = 1; align_bits <= QFAM_SIZED_ALIGN_BITS; align_bits++)
+	{
+		if (!qf_sized_base_aligned(p->capacity, load, rbits, QF_PAGE_AREA_BYTES,
+								   QFAM_MAX_PAGE_BITS, (uint32) 1 << align_bits,
+								   pages, nhome))
+			return false;
+		for (uint32 j = 1; rbits + (int) j <= QF_MAX_RBITS && j < 64 - (uint32) rbits; j++)
+		{
+			uint64		pages_j;
+			uint32		nhome_j;
+
+			if (!qf_nested_shape(rbits, *pages, *nhome, (int) j,
+								 QF_PAGE_AREA_BYTES, &pages_j, &nhome_j))
+				break;			/* try a coarser alignment */
+			if (pages_j <= Max(p->buffer_pages, 1))
+			{
+				*t_max = j;
+				return true;
+			}
+		}
+	}
+	return false;
 }
 
 /*
@@ -116,6 +157,10 @@ typedef struct QfamSpaceInfo
 	int			exp;
 	uint32		nhome;
 	uint64		base_pages;
+	uint32		t_max;
+	/* levels t < t_max (qf_nested_shape), derived once per parameters */
+	uint64		below_pages[64];
+	uint32		below_nhome[64];
 } QfamSpaceInfo;
 
 static const QfamSpaceInfo *
@@ -131,13 +176,21 @@ qfam_space_info(const QfamParams *p)
 	last.exp = (int) p->fp_bits;
 	last.nhome = 0;
 	last.base_pages = 0;
+	last.t_max = 0;
 	if (p->layout == QFAM_LAYOUT_SIZED)
 	{
-		if (!qfam_sized_base(p, &last.base_pages, &last.nhome))
-			elog(ERROR, "invalid quotient filter parameters: capacity " INT64_FORMAT ", %u remainder bits",
+		if (!qfam_sized_plan(p, &last.base_pages, &last.nhome, &last.t_max) ||
+			last.t_max != p->t_max || p->t_max >= p->fp_bits)
+			elog(ERROR, "invalid quotient filter parameters: capacity " INT64_FORMAT ", %u fingerprint bits",
 				 p->capacity, p->fp_bits);
-		qf_space_of(last.base_pages * last.nhome, (int) p->fp_bits,
+		qf_space_of(last.base_pages * last.nhome, (int) (p->fp_bits - p->t_max),
 					&last.mult, &last.exp);
+		for (uint32 t = 0; t < last.t_max; t++)
+			if (!qf_nested_shape((int) (p->fp_bits - p->t_max), last.base_pages,
+								 last.nhome, (int) (last.t_max - t),
+								 QF_PAGE_AREA_BYTES, &last.below_pages[t],
+								 &last.below_nhome[t]))
+				elog(ERROR, "quotient filter level of 2^%u slots does not nest", t);
 	}
 	have_last = true;
 	return &last;
@@ -160,10 +213,23 @@ qfam_level_map(const QfamParams *p, const QfamLevel *lv, QfamMap *m)
 	m->mult = si->mult;
 	m->exp = si->exp;
 	m->rbits = (int) lv->rbits;
-	if (lv->layout == QFAM_LAYOUT_SIZED)
+	if (lv->layout == QFAM_LAYOUT_SIZED && lv->t >= si->t_max)
 	{
 		m->nhome = qfam_level_nhome(lv);
-		m->npages = ((si->base_pages * si->nhome) << lv->t) / Max(m->nhome, 1);
+		m->npages = ((si->base_pages * si->nhome) << (lv->t - si->t_max)) /
+			Max(m->nhome, 1);
+	}
+	else if (lv->layout == QFAM_LAYOUT_SIZED)
+	{
+		/* 2^b base pages per page (qf_nested_shape), the last partly used */
+		int			b;
+
+		m->nhome = qfam_level_nhome(lv);
+		b = (int) (si->t_max - lv->t) -
+			pg_leftmost_one_pos32(Max(si->nhome / Max(m->nhome, 1), 1));
+		b = Max(b, 0);
+		m->npages = b >= 64 ? 1 :
+			(si->base_pages + ((UINT64CONST(1) << b) - 1)) >> b;
 	}
 	else
 	{
@@ -173,21 +239,30 @@ qfam_level_map(const QfamParams *p, const QfamLevel *lv, QfamMap *m)
 }
 
 /*
- * Pages and home slots per page of level t of a layout-3 filter.  Each
- * doubling doubles the home slots per page while they fit (a filter
- * smaller than a page), else the pages; either way every page of the
- * grown level lies within one page of the smaller one.
+ * Pages and home slots per page of level t of a layout-3 filter.  Below
+ * t_max (the levels of a buffered or cascade filter under the capacity's)
+ * qf_nested_shape.  Above, each doubling doubles the home slots per page
+ * while they fit (a filter smaller than a page), else the pages; either
+ * way every page of the grown level lies within one page of the smaller
+ * one.
  */
 void
 qfam_sized_level(const QfamParams *p, uint32 t, uint64 *pages, uint32 *nhome)
 {
 	const QfamSpaceInfo *si = qfam_space_info(p);
+	int			rbits = (int) (p->fp_bits - si->t_max);
 
+	if (t < si->t_max)
+	{
+		*pages = si->below_pages[t];
+		*nhome = si->below_nhome[t];
+		return;
+	}
 	*pages = si->base_pages;
 	*nhome = si->nhome;
-	for (uint32 i = 1; i <= t && i < p->fp_bits; i++)
+	for (uint32 i = 1; i <= t - si->t_max && (int) i < rbits; i++)
 	{
-		if ((uint64) *nhome * 2 <= qfam_sized_nhome((int) (p->fp_bits - i)))
+		if ((uint64) *nhome * 2 <= qfam_sized_nhome(rbits - (int) i))
 			*nhome *= 2;
 		else if (*pages <= ((uint64) 1 << QFAM_MAX_PAGE_BITS))
 			*pages *= 2;		/* past the limit: only "too many" matters */
@@ -284,7 +359,8 @@ qfam_level_shape(const QfamParams *p, QfamLevel *lv, uint32 t)
  * remainder with QFAM_MAX_LOAD * 2^-r <= fp_rate, and the largest level
  * needs 2^t_max home slots to hold capacity at QFAM_MAX_LOAD; fingerprints
  * have t_max + r bits.  Level 0 of a buffered or cascade filter gets as
- * many slots as fit in buffer_pages pages.
+ * many slots as fit in buffer_pages pages.  That is layouts 0 and 2; a
+ * new table has layout 3, sized by qfam_sized_plan.
  */
 void
 qfam_derive(QfamParams *p)
@@ -323,19 +399,47 @@ qfam_derive(QfamParams *p)
 	{
 		uint64		pages;
 		uint32		nhome;
+		uint32		t_max;
+		uint64		mult;
+		int			exp;
 
-		/* one level of P pages at the capacity; it grows by doubling */
-		p->fp_bits = (uint32) rbits;
-		p->t_max = 0;
-		p->t0 = 0;
-		if (!qfam_sized_base(p, &pages, &nhome))
+		/*
+		 * The capacity's level of P pages at t_max (0 for a
+		 * quotient_filter, which grows by doubling from there); level 0 at
+		 * t0 = 0, t_max halvings below it.
+		 */
+		if (!qfam_sized_plan(p, &pages, &nhome, &t_max))
+		{
+			if (p->kind != QFAM_KIND_QF &&
+				qf_sized_base(p->capacity, qf_sized_load(p->fp_rate), rbits,
+							  QF_PAGE_AREA_BYTES, QFAM_MAX_PAGE_BITS, &pages,
+							  &nhome))
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("quotient filter capacity " INT64_FORMAT " is too large for a level 0 of %u pages",
+								p->capacity, p->buffer_pages),
+						 errdetail("Its smaller levels would need more than %d remainder bits.",
+								   QF_MAX_RBITS)));
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("quotient filter capacity " INT64_FORMAT " is too large",
 							p->capacity),
 					 errdetail("At most 2^%d pages per level are supported.",
 							   QFAM_MAX_PAGE_BITS)));
-		qfam_level_shape_in(&lv, p->fp_bits, 0, p->layout, pages, nhome);
+		}
+		/* y = floor(h * M / 2^64) needs M <= 2^64 */
+		qf_space_of(pages * nhome, rbits, &mult, &exp);
+		if (!qf_space_valid(mult, exp))
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("quotient filter capacity " INT64_FORMAT " is too large",
+							p->capacity),
+					 errdetail("Fingerprints would need %d bits.",
+							   qfam_space_bits(mult, exp))));
+		p->fp_bits = (uint32) rbits + t_max;
+		p->t_max = t_max;
+		p->t0 = 0;
+		qfam_level_shape_in(&lv, p->fp_bits, t_max, p->layout, pages, nhome);
 		ss_check_structure_pages(1 + pages, NULL);
 		return;
 	}
@@ -406,7 +510,7 @@ qfam_check_meta(Relation rel, const void *metap)
 	if (p->kind != qfam_relation_kind(rel))
 		elog(ERROR, "filter kind %u does not match the access method", p->kind);
 	if (p->layout != QFAM_LAYOUT && p->layout != QFAM_LAYOUT_LEGACY &&
-		(p->layout != QFAM_LAYOUT_SIZED || p->kind != QFAM_KIND_QF))
+		p->layout != QFAM_LAYOUT_SIZED)
 		elog(ERROR, "page layout %u is unknown", p->layout);
 	if (!have_last || memcmp(p, &last_checked, sizeof(*p)) != 0)
 	{
@@ -511,7 +615,7 @@ qfam_check_params(Relation rel, void *st, SSParamSource source)
 	if (source == SS_PARAMS_SETTINGS)
 		p->buffer_pages = Max(1, p->buffer_pages / (BLCKSZ / 1024));
 	/* parameters of a new table */
-	p->layout = p->kind == QFAM_KIND_QF ? QFAM_LAYOUT_SIZED : QFAM_LAYOUT;
+	p->layout = QFAM_LAYOUT_SIZED;
 	qfam_derive(p);
 }
 

@@ -674,8 +674,13 @@ qfam_make_room(Relation rel, const QfamState *st, bool grow)
 	{
 		uint32		step = p->kind == QFAM_KIND_CF ? (uint32) pg_ceil_log2_32(p->fanout) : 0;
 		double		items = (double) meta.levels[0].items;
+		double		load = qfam_max_load(p);
 		uint32		target;
 		uint32		t;
+		uint64		mult;
+		int			exp;
+
+		qfam_space(p, &mult, &exp);
 
 		if (p->kind == QFAM_KIND_BQF)
 		{
@@ -689,8 +694,9 @@ qfam_make_room(Relation rel, const QfamState *st, bool grow)
 			{
 				if (target < meta.nlevels)
 					items += (double) meta.levels[target].items;
-				t = p->t0 + target * step;
-				if (target >= meta.nlevels || items <= ldexp(QFAM_MAX_LOAD, (int) t))
+				t = qfam_level_t(p, target, step);
+				if (target >= meta.nlevels ||
+					items <= load * qfam_level_slots(p, t, mult, exp))
 					break;
 			}
 			if (target >= QFAM_MAX_LEVELS)
@@ -702,7 +708,7 @@ qfam_make_room(Relation rel, const QfamState *st, bool grow)
 				t = Max(t, (uint32) meta.levels[target].t);
 		}
 		/* the merged level must hold everything below the load limit */
-		while (items > ldexp(QFAM_MAX_LOAD, (int) t))
+		while (items > load * qfam_level_slots(p, t, mult, exp))
 			t++;
 		while (!qfam_merge_levels(rel, &meta, target + 1, target, t))
 			t++;

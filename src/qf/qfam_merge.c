@@ -179,6 +179,28 @@ merged_page_applied(Relation rel, const QfamLevel *lv0, uint64 per_page0,
 }
 
 /*
+ * Does each page of level `outer` cover whole pages of level `inner`, the
+ * same number `per` of them?  A page covers nhome << rbits fingerprints
+ * (the last page of a level may be partly used), so inner page i lies in
+ * outer page i / per.
+ */
+static bool
+qfam_pages_nest(const QfamMap *outer, const QfamMap *inner, uint64 *per)
+{
+	int			shift = outer->rbits - inner->rbits;
+	uint64		width;
+
+	/* a ratio past 2^32 is more pages than a level has */
+	if (shift < 0 || shift >= 48 || inner->nhome == 0)
+		return false;
+	width = (uint64) outer->nhome << shift;
+	if (width % inner->nhome != 0)
+		return false;
+	*per = width / inner->nhome;
+	return true;
+}
+
+/*
  * Check every live page of the source levels before a merge reserves a new
  * run for its target: a damaged source found halfway would leave the run
  * reserved (until VACUUM FULL), and every later attempt would reserve
@@ -247,12 +269,10 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 
 	/*
 	 * Every target page must lie within one level-0 page (its applied_pos
-	 * is that page's): the target has a multiple of level 0's pages, and
-	 * equal shares of the fingerprint space per page.
+	 * is that page's): a level-0 page covers a whole number per_page0 of
+	 * target pages' shares of the fingerprint space (nhome << rbits each).
 	 */
-	per_page0 = npages / Max(map0.npages, 1);
-	if (tl.t < lv0.t || npages % map0.npages != 0 ||
-		(uint64) map0.nhome << (tl.t - lv0.t) != (uint64) tmap.nhome * per_page0)
+	if (!qfam_pages_nest(&map0, &tmap, &per_page0) || tl.t < lv0.t)
 		elog(ERROR, "merged level of " UINT64_FORMAT " pages does not nest level 0's " UINT64_FORMAT,
 			 npages, map0.npages);
 

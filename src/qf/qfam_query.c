@@ -733,6 +733,7 @@ qf_info_fill(Relation rel, Datum *values, bool *nulls)
 	double		slots = 0;
 	double		fpr = 0;
 	QfamMap		lastmap;
+	uint32		lastnhome;
 
 	/*
 	 * The levels as consolidated: their counters cannot include the log's
@@ -765,7 +766,20 @@ qf_info_fill(Relation rel, Datum *values, bool *nulls)
 	values[3] = Int32GetDatum(lastmap.exp + (lastmap.mult > 1 ?
 											 pg_leftmost_one_pos64(lastmap.mult) + 1 : 0));
 	values[4] = Int32GetDatum((int32) meta.levels[meta.nlevels - 1].rbits);
-	values[5] = Int32GetDatum(pg_leftmost_one_pos32(lastmap.nhome));
+	/*
+	 * A buffered or cascade filter of layout 3 has the capacity's level's
+	 * pages from its creation on: smaller levels' pages hold fewer home
+	 * slots, the largest level has those until it grows.
+	 */
+	lastnhome = lastmap.nhome;
+	if (st->p.layout == QFAM_LAYOUT_SIZED &&
+		meta.levels[meta.nlevels - 1].t < st->p.t_max)
+	{
+		uint64		cap_pages;
+
+		qfam_sized_level(&st->p, st->p.t_max, &cap_pages, &lastnhome);
+	}
+	values[5] = Int32GetDatum(pg_leftmost_one_pos32(lastnhome));
 	values[6] = Int32GetDatum((int32) meta.nlevels);
 	values[7] = Int64GetDatum(pages);
 	values[8] = Int64GetDatum(items);

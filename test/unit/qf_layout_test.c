@@ -786,6 +786,112 @@ test_trimmed(void)
 	printf("  trimmed areas: every home count up to a page's at every remainder size ok\n");
 }
 
+/*
+ * Levels below a sized base (qf_nested_shape, the buffered and cascade
+ * filters' smaller levels): each fits its area, its pages cover the space
+ * and each page of a larger level lies within one page of every smaller
+ * one (the page of y at level j is the base page of y >> b); with the base
+ * aligned to some power of two up to 2^8, the levels reach one page.
+ */
+static void
+test_nested(void)
+{
+	static const int64 caps[] = {1, 100, 1000, 4321, 100000, 1000000,
+	12345678, 1000000000};
+	uint64		rng = 12345;
+
+	for (int ci = 0; ci < (int) lengthof(caps); ci++)
+	{
+		for (int rbits = 1; rbits <= 24; rbits++)
+		{
+			bool		reached = false;
+
+			for (int a = 1; a <= 8 && !reached; a++)
+			{
+				uint64		pages;
+				uint32		nhome;
+				uint64		mult;
+				int			exp;
+				uint64		m;
+				uint64		prev_pages;
+				uint32		prev_nhome;
+				QfGeom		g;
+
+				if (!qf_sized_base_aligned(caps[ci], QF_MAX_LOAD, rbits,
+										   QF_PAGE_AREA_BYTES, 27,
+										   (uint32) 1 << a, &pages, &nhome))
+					FAIL("no aligned base for capacity " INT64_FORMAT " at %d bits",
+						 caps[ci], rbits);
+				if (nhome % ((uint32) 1 << a) != 0 ||
+					!qf_geom_init(&g, rbits, QF_PAGE_AREA_BYTES) || nhome > g.nhome ||
+					QF_MAX_LOAD * (double) pages * nhome < (double) caps[ci])
+					FAIL("aligned base " UINT64_FORMAT " x %u at %d bits", pages, nhome, rbits);
+				qf_space_of(pages * nhome, rbits, &mult, &exp);
+				if (exp + pg_leftmost_one_pos64(mult) >= 63)
+					continue;
+				m = mult << exp;
+				prev_pages = pages;
+				prev_nhome = nhome;
+				for (int j = 1; j <= 40; j++)
+				{
+					uint64		np;
+					uint32		h;
+					uint32		ratio;
+					int			b;
+					int			r = rbits + j;
+
+					if (!qf_nested_shape(rbits, pages, nhome, j, QF_PAGE_AREA_BYTES,
+										 &np, &h))
+						break;
+					/* h = nhome * 2^(b - j), the level's pages 2^b base pages wide */
+					if (h < QF_MIN_HOME || !qf_geom_init(&g, r, QF_PAGE_AREA_BYTES) ||
+						h > g.nhome || nhome % h != 0)
+						FAIL("level %d below %u at %d bits: %u home slots", j, nhome, rbits, h);
+					ratio = nhome / h;
+					if ((ratio & (ratio - 1)) != 0 || pg_leftmost_one_pos32(ratio) > j)
+						FAIL("level %d: ratio %u is not 2^(j - b)", j, ratio);
+					b = j - pg_leftmost_one_pos32(ratio);
+					if (np != (b >= 64 ? 1 : (pages + (UINT64CONST(1) << b) - 1) >> b) ||
+						np > prev_pages || (2 * (uint64) h) % prev_nhome != 0)
+						FAIL("level %d: " UINT64_FORMAT " pages of %u do not nest in " UINT64_FORMAT " of %u",
+							 j, np, h, prev_pages, prev_nhome);
+					if (r < 64 && ((np - 1) * h << r) >= m)
+						FAIL("level %d has a page past the space", j);
+					for (int i = 0; i < 200; i++)
+					{
+						uint64		y;
+						uint64		p0,
+									pj,
+									rem;
+						uint32		q0,
+									qj;
+
+						rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+						y = i < 2 ? (i == 0 ? 0 : m - 1) : (rng >> 1) % m;
+						qf_space_split(y, rbits, nhome, &p0, &q0, &rem);
+						qf_space_split(y, r, h, &pj, &qj, &rem);
+						if (pj != (b >= 64 ? 0 : p0 >> b) || pj >= np ||
+							qf_space_join(pj, qj, rem, r, h) != y)
+							FAIL("y " UINT64_FORMAT " at level %d: page " UINT64_FORMAT ", base page " UINT64_FORMAT,
+								 y, j, pj, p0);
+					}
+					prev_pages = np;
+					prev_nhome = h;
+					if (np == 1)
+					{
+						reached = true;
+						break;
+					}
+				}
+			}
+			if (!reached && rbits + 27 <= QF_MAX_RBITS && caps[ci] < 100000000)
+				FAIL("capacity " INT64_FORMAT " at %d bits: no alignment nests down to one page",
+					 caps[ci], rbits);
+		}
+	}
+	printf("nested levels: ok\n");
+}
+
 int
 main(void)
 {
@@ -800,6 +906,7 @@ main(void)
 	test_legacy();
 	test_space();
 	test_sizing();
+	test_nested();
 	printf("all quotient filter layout tests passed\n");
 	return 0;
 }
