@@ -27,6 +27,7 @@
 #include <lz4.h>
 
 #include "cbt_codec.h"
+#include "unit_test.h"
 
 #undef printf
 #undef fprintf
@@ -47,12 +48,7 @@ static uint64 rng_state = 0x9e3779b97f4a7c15ULL;
 static uint64
 rng(void)
 {
-	/* splitmix64 */
-	uint64		z = (rng_state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
+	return splitmix64(&rng_state);
 }
 
 typedef struct Block

@@ -37,6 +37,7 @@
 
 #include "lert_core.h"
 #include "lert_page.h"
+#include "unit_test.h"
 
 /*
  * port.h maps these (and qsort) to libpgport's pg_* versions; this program
@@ -67,11 +68,7 @@ static uint64 rng_state;
 static uint64
 rng_next(void)
 {
-	uint64		z = (rng_state += UINT64CONST(0x9e3779b97f4a7c15));
-
-	z = (z ^ (z >> 30)) * UINT64CONST(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64CONST(0x94d049bb133111eb);
-	return z ^ (z >> 31);
+	return splitmix64(&rng_state);
 }
 
 static uint64

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "qf.h"
+#include "unit_test.h"
 
 /* port.h maps these to libpgport's versions, which this program lacks */
 #undef printf
@@ -24,25 +25,12 @@
 #undef snprintf
 #undef qsort
 
-#define FAIL(...) \
-	do { \
-		fprintf(stderr, "FAIL (%s:%d): ", __FILE__, __LINE__); \
-		fprintf(stderr, __VA_ARGS__); \
-		fputc('\n', stderr); \
-		exit(1); \
-	} while (0)
-
 static uint64 rng_state = UINT64CONST(0x5EED5EED12345678);
 
 static uint64
 rng(void)
 {
-	/* splitmix64 */
-	uint64		z = (rng_state += UINT64CONST(0x9E3779B97F4A7C15));
-
-	z = (z ^ (z >> 30)) * UINT64CONST(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64CONST(0x94D049BB133111EB);
-	return z ^ (z >> 31);
+	return splitmix64(&rng_state);
 }
 
 static uint64

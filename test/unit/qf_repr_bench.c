@@ -60,6 +60,7 @@
 
 #include "qf.h"
 #include "qf_words.h"
+#include "unit_test.h"
 
 /* port.h maps these to libpgport's versions, which we do not link */
 #undef printf
@@ -70,25 +71,12 @@
 #define NAREAS		64
 #define STEP		0.05		/* the timed insert window, in load */
 
-#define FAIL(...) \
-	do { \
-		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-		fprintf(stderr, __VA_ARGS__); \
-		fprintf(stderr, "\n"); \
-		exit(1); \
-	} while (0)
-
 static uint64 rng_state = UINT64CONST(0x5EED0F0F1234ABCD);
 
 static uint64
 rng(void)
 {
-	/* splitmix64 */
-	uint64		z = (rng_state += UINT64CONST(0x9E3779B97F4A7C15));
-
-	z = (z ^ (z >> 30)) * UINT64CONST(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64CONST(0x94D049BB133111EB);
-	return z ^ (z >> 31);
+	return splitmix64(&rng_state);
 }
 
 /*

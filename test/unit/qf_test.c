@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "qf.h"
+#include "unit_test.h"
 
 /*
  * port.h maps these (and qsort) to libpgport's pg_* versions; this program does not
@@ -37,14 +38,6 @@
 /* Page data area size of the paged filters (SS_PAGE_DATA_SIZE). */
 #define PAGE_AREA	8160
 
-#define FAIL(...) \
-	do { \
-		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-		fprintf(stderr, __VA_ARGS__); \
-		fprintf(stderr, "\n"); \
-		exit(1); \
-	} while (0)
-
 /* ---------------------------------------------------------------- rng */
 
 static uint64 rng_state = UINT64CONST(0x0123456789ABCDEF);
@@ -52,12 +45,7 @@ static uint64 rng_state = UINT64CONST(0x0123456789ABCDEF);
 static uint64
 rng(void)
 {
-	/* splitmix64 */
-	uint64		z = (rng_state += UINT64CONST(0x9E3779B97F4A7C15));
-
-	z = (z ^ (z >> 30)) * UINT64CONST(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64CONST(0x94D049BB133111EB);
-	return z ^ (z >> 31);
+	return splitmix64(&rng_state);
 }
 
 static uint64
