@@ -105,14 +105,13 @@ LABEL = {"cf2": "CF fanout 2", "cf4": "CF fanout 4", "cf16": "CF fanout 16", "bq
          "qf": "QF", "bf": "BF"}
 
 
-def create_sql(kind, t, n, fanout=None, unlogged=False, fp=None):
+def create_sql(kind, t, n, fanout=None, unlogged=False, fp=None, buffer=None):
     fp = fp or FP
-    if kind == "cf":
+    if kind in ("cf", "bqf"):
+        am = (f"'cascade_filter', fanout => {fanout}" if kind == "cf" else "'buffered_quotient_filter'")
         return (f"SELECT qf_create('{t}', 'int8', capacity => {n}, fp_rate => {fp!r}, "
-                f"access_method => 'cascade_filter', fanout => {fanout}, buffer_size => '{C['BUF_MB']}MB');")
-    if kind == "bqf":
-        return (f"SELECT qf_create('{t}', 'int8', capacity => {n}, fp_rate => {fp!r}, "
-                f"access_method => 'buffered_quotient_filter', buffer_size => '{C['BUF_MB']}MB');")
+                f"access_method => {am}, buffer_size => '{buffer or str(C['BUF_MB']) + 'MB'}', "
+                f"unlogged => {str(unlogged).lower()});")
     if kind == "qf":
         return (f"SELECT qf_create('{t}', 'int8', capacity => {n}, fp_rate => {fp!r}, "
                 f"unlogged => {str(unlogged).lower()});")
@@ -316,23 +315,12 @@ SPACE_KINDS = (("qf", "quotient_filter"), ("bqf", "buffered_quotient_filter"),
                ("bf", "bloom_filter plain"))
 
 
-def space_create(kind, t, n, fp):
-    buf = f"buffer_size => '{C['SPACE_BUF_KB']}kB', unlogged => true"
-    if kind == "bqf":
-        return (f"SELECT qf_create('{t}', 'int8', capacity => {n}, fp_rate => {fp!r}, "
-                f"access_method => 'buffered_quotient_filter', {buf});")
-    if kind == "cf":
-        return (f"SELECT qf_create('{t}', 'int8', capacity => {n}, fp_rate => {fp!r}, "
-                f"access_method => 'cascade_filter', fanout => 4, {buf});")
-    return create_sql(kind, t, n, unlogged=True, fp=fp)
-
-
 def space(results):
     """Bits per key at the requested capacity: every quotient filter kind
     and the qfilter value filled with their capacity of keys (the end of
-    the stream: consolidated, the live levels and the whole relation), a
-    plain Bloom filter of the same capacity and rate, and the measured fp
-    rate of each over SPACE_Q absent keys.  The Bloom filter's bits per key
+    the stream: consolidated; the whole relation, its live pages, and the
+    relation after VACUUM FULL), a plain Bloom filter of the same capacity
+    and rate, and the measured fp rate of each over SPACE_Q absent keys.  The Bloom filter's bits per key
     at another kind's measured rate scale with ln(1/fp)."""
     L.ensure("loader")
     n, Q = C["SPACE_N"], C["SPACE_Q"]
@@ -347,26 +335,36 @@ def space(results):
             if kind == "qfilter":
                 psql(f"CREATE TABLE {t} AS SELECT qfilter_agg({key()}, {n}::bigint, {fp!r}::float8) f "
                      f"FROM generate_series(1, {n}) g")
-                res["bytes"] = res["live_bytes"] = int(psql(f"SELECT pg_column_size(f) FROM {t}"))
+                res["bytes"] = res["live_bytes"] = res["vacuum_full_bytes"] = \
+                    int(psql(f"SELECT pg_column_size(f) FROM {t}"))
                 q = (f"SELECT count(*) FILTER (WHERE qfilter_contains(v.f, {ABSENT})) "
                      f"FROM (SELECT f FROM {t} OFFSET 0) v, generate_series(1, {Q}) g")
             else:
-                psql(space_create(kind, t, n, fp))
+                psql(create_sql(kind, t, n, fanout=4, unlogged=True, fp=fp,
+                                buffer=f"{C['SPACE_BUF_KB']}kB"))
                 path = write_batches(os.path.join(L.SQLDIR, f"{t}.sql"), t, 1, n, C["INRAM_BATCH"], "insert")
                 psql_file(path)
                 psql(f"SELECT {'bloom' if kind == 'bf' else 'qf'}_flush('{t}')")
                 psql(f"VACUUM {t}")
                 res["info"] = info(kind, t)
                 res["bytes"] = int(psql(f"SELECT pg_relation_size('{t}')"))
-                res["live_bytes"] = sizes(kind, t).get("live_bytes", res["bytes"])
+                if kind == "bf":
+                    # the metapage, the bit pages and the buffer pages
+                    res["live_bytes"] = 8192 * (1 + res["info"]["pages"] + res["info"]["buffer_pages"])
+                else:
+                    res["live_bytes"] = sizes(kind, t)["live_bytes"]
+                psql(f"VACUUM FULL {t}")
+                res["vacuum_full_bytes"] = int(psql(f"SELECT pg_relation_size('{t}')"))
                 q = lookup_sql(kind, t, ABSENT, Q)
             res["positives"] = int(psql(q))
             res["measured_fp"] = res["positives"] / Q
             res["bits_per_key"] = res["bytes"] * 8 / n
             res["live_bits_per_key"] = res["live_bytes"] * 8 / n
+            res["vacuum_full_bits_per_key"] = res["vacuum_full_bytes"] * 8 / n
             out.append(res)
-            log(f"  space 1/{fpinv} {label}: {res['live_bits_per_key']:.2f} bits/key live, "
-                f"{res['bits_per_key']:.2f} whole relation, fp {res['measured_fp']:.6f}")
+            log(f"  space 1/{fpinv} {label}: {res['vacuum_full_bits_per_key']:.2f} bits/key after VACUUM FULL, "
+                f"{res['live_bits_per_key']:.2f} live levels before it, {res['bits_per_key']:.2f} whole relation, "
+                f"fp {res['measured_fp']:.6f}")
             psql(f"DROP TABLE {t}")
     results["space"] = out
 

@@ -366,20 +366,21 @@ def space_rows(res):
     fp rate, and the plain Bloom filter's bits per key at that rate (its own
     bits scaled by ln(1/fp), the rate a Bloom filter's size follows)."""
     sp = res.get("space", [])
-    head = ["fp rate", "structure", "bits per key (live)", "bits per key (relation)", "measured fp",
-            "Bloom bits per key at that fp", "live / Bloom", "relation / Bloom"]
+    head = ["fp rate", "structure", "bits per key after VACUUM FULL", "live pages", "whole relation",
+            "measured fp", "Bloom bits per key at that fp", "after VACUUM FULL / Bloom", "live / Bloom"]
     rows = []
     for fpinv in sorted({e["fp_inv"] for e in sp}):
         bf = [e for e in sp if e["fp_inv"] == fpinv and e["kind"] == "bf"]
         bf = bf[0] if bf else None
         for e in [e for e in sp if e["fp_inv"] == fpinv]:
             adj = None
+            vf = e.get("vacuum_full_bits_per_key", e["bits_per_key"])
             if bf and 0 < bf["measured_fp"] < 1 and 0 < e["measured_fp"] < 1:
-                adj = bf["live_bits_per_key"] * math.log(1 / e["measured_fp"]) / math.log(1 / bf["measured_fp"])
-            rows.append([f"1/{fpinv}", e["label"], fmt(e["live_bits_per_key"], 2), fmt(e["bits_per_key"], 2),
-                         fmt(e["measured_fp"], 6), fmt(adj, 2) if adj else "-",
-                         fx(x(e["live_bits_per_key"], adj)) if adj else "-",
-                         fx(x(e["bits_per_key"], adj)) if adj else "-"])
+                bloom = bf.get("vacuum_full_bits_per_key", bf["live_bits_per_key"])
+                adj = bloom * math.log(1 / e["measured_fp"]) / math.log(1 / bf["measured_fp"])
+            rows.append([f"1/{fpinv}", e["label"], fmt(vf, 2), fmt(e["live_bits_per_key"], 2),
+                         fmt(e["bits_per_key"], 2), fmt(e["measured_fp"], 6), fmt(adj, 2) if adj else "-",
+                         fx(x(vf, adj)) if adj else "-", fx(x(e["live_bits_per_key"], adj)) if adj else "-"])
     return head, rows
 
 
@@ -702,8 +703,10 @@ def report(res, cfg):
         L.append(f"Each structure created with capacity {c.get('SPACE_N', 0):,} at the rate and filled with "
                  "that many keys (UNLOGGED; the BQF and CF with a "
                  f"{c.get('SPACE_BUF_KB', 0)} kB level 0), then consolidated (`qf_flush`, `bloom_flush`, "
-                 "VACUUM); *live* counts the metapage and the live levels (what VACUUM FULL keeps), "
-                 "*relation* the whole file; the qfilter value is `pg_column_size`. The measured fp rate "
+                 "VACUUM); *live pages* counts the metapage and the live levels (a Bloom filter's bit and "
+                 "buffer pages), *whole relation* the file, which also holds freed change-log pages and "
+                 "spare runs; `VACUUM FULL` leaves a buffered or cascade filter's fingerprints in its "
+                 "largest level; the qfilter value is `pg_column_size`. The measured fp rate "
                  f"comes from {c.get('SPACE_Q', 0):,} absent keys. A plain Bloom filter needs bits per key "
                  "in proportion to ln(1/fp), so its bits at another structure's measured rate are its own "
                  "scaled by that ratio.\n")
