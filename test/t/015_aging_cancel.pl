@@ -104,15 +104,36 @@ my @latencies;
 
 sub stop_both_ways
 {
-	my ($what, $sql, $after, $delay, $before) = @_;
+	my ($what, $sql, $after, $delay, $before, $wait_key) = @_;
 	local $Test::Builder::Level = $Test::Builder::Level + 1;
 	foreach my $how ('cancel', 'terminate')
 	{
 		$before->($how) if $before;
-		my $h = ss_start_bg($node, @$sql);
-		my ($secs, $client) = ss_stop_bg($h, $how, $delay);
+		my ($h, $secs, $client);
+		if ($wait_key)
+		{
+			# held in the middle of its first counted phase
+			# (streamsketch.test_progress_wait) while this test holds the
+			# advisory lock, so that the stop lands there on any machine
+			my $holder = $node->background_psql('postgres');
+			$holder->query_safe("SELECT pg_advisory_lock($wait_key)");
+			$h = ss_start_bg($node,
+				"SET streamsketch.test_progress_wait = $wait_key", @$sql);
+			$node->poll_query_until('postgres',
+				"SELECT wait_event = 'advisory' FROM pg_stat_activity WHERE pid = '$h->{pid}'")
+			  or die "$what: never reached the held point of its work";
+			($secs, $client) = ss_stop_bg($h, $how, 0);
+			$holder->query_safe("SELECT pg_advisory_unlock($wait_key)");
+			$holder->quit;
+		}
+		else
+		{
+			$h = ss_start_bg($node, @$sql);
+			($secs, $client) = ss_stop_bg($h, $how, $delay);
+		}
 		is($h->{error}, $how eq 'cancel' ? $SS_CANCELED : $SS_TERMINATED,
-			"$what: stopped by $how (else it ended within $delay s: make it longer)");
+			$wait_key ? "$what: stopped by $how in the middle of its work"
+			: "$what: stopped by $how (else it ended within $delay s: make it longer)");
 		cmp_ok($secs, '<', 1.0,
 			"$what: stopped $secs s after the $how (client saw it after $client s)");
 		push @latencies, "$what, $how: $secs s (client $client s)";
@@ -342,10 +363,11 @@ foreach my $c (
 	my ($t, $create, $what) = @$c;
 	$node->safe_psql('postgres', $create);
 	my $before = qf_layout($t);
-	# (0.15 s: a quiet machine once finished the terminate case's VACUUM
-	# within 0.3 s; the stop must land in the middle of the work)
-	stop_both_ways("$t: $what", [ "VACUUM $t" ], undef, 0.15,
-		sub { $node->safe_psql('postgres', "INSERT INTO $t $fill_batch{$_[0]}"); });
+	# (held in the middle of the round: a quiet machine finished the
+	# terminate case's VACUUM of a sized filter within 0.15 s)
+	stop_both_ways("$t: $what", [ "VACUUM $t" ], undef, 0,
+		sub { $node->safe_psql('postgres', "INSERT INTO $t $fill_batch{$_[0]}"); },
+		15015);
 	my ($err) = ss_run_sql($node, "VACUUM $t");
 	is($err, '', "$t: a VACUUM after the stopped ones completes");
 	isnt(qf_layout($t), $before, "$t: the structure changed shape ($before -> " . qf_layout($t) . ")");
