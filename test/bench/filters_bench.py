@@ -46,7 +46,7 @@ CONFIG = dict(
     RATIOS=env_list("RATIOS", "4,24"),          # filter size / RAM
     STRUCTURES=[x for x in os.environ.get("STRUCTURES", "").split(",") if x],  # only these (bqf,cf4,...)
     INRAM=env_int("INRAM", 1),                  # 0: skip the in-RAM phase
-    LOAD=env_float("LOAD", 0.75),               # QF load at the end of the stream
+    LOAD=env_float("LOAD", 0.75),               # in RAM: keys = LOAD x 2^INRAM_LOG2_SLOTS
     FP_INV=env_int("FP_INV", 4096),             # on-disk fp rate = 1/FP_INV
     FULL_RATIOS=env_list("FULL_RATIOS", "4"),   # QF family inserted from empty, timed
     FULL_CHUNKS=env_int("FULL_CHUNKS", 10),     # ... measured in this many chunks
@@ -371,13 +371,26 @@ def space(results):
 
 # ---------------------------------------------------------------- on disk
 
-def geometry(r, spp):
-    """n = LOAD x the home slots of a quotient filter whose pages are
-    ratio x M (spp home slots per page at the on-disk fp rate)."""
+def geometry(r, cap_per_page):
+    """n = the capacity of a quotient filter whose pages are ratio x M at
+    the on-disk fp rate (cap_per_page keys per 8 kB page at that rate): the
+    stream fills the filter it was created for, as the Bloom filters."""
     m_pages = C["SB_MB"] * 128
-    n = int(C["LOAD"] * r * m_pages * spp)
-    return dict(ratio=r, m_pages=m_pages, slots_per_page=spp, n=n,
+    n = int(r * m_pages * cap_per_page)
+    return dict(ratio=r, m_pages=m_pages, capacity_per_page=cap_per_page, n=n,
                 target_mb=r * C["SB_MB"])
+
+
+def capacity_per_page():
+    """Keys per page of a quotient filter at the on-disk fp rate: a probe of
+    capacity 0.95 x 2^24 (a whole number of power-of-two pages in builds
+    that round capacities up to powers of two, so that n below never
+    crosses into the next size there)."""
+    X = int(0.95 * 2**24)
+    psql(create_sql("qf", "probe_cpp", X))
+    pages = qf_info("probe_cpp")["pages"]
+    psql("DROP TABLE probe_cpp")
+    return X / pages
 
 
 def bloom_keys(g):
@@ -411,11 +424,14 @@ def structures(r):
 
 
 def level0_capacity(g):
-    """Items that fill level 0 of a BQF/CF (0.95 of its home slots)."""
+    """About the items that fill level 0 of a BQF/CF: 0.9 of its slots
+    (level 0 may have more remainder bits than the capacity's level, so
+    its slots per page follow its own remainder width)."""
     psql(create_sql("cf", "probe_l0", g["n"], fanout=4))
     i = qf_info("probe_l0")
     psql("DROP TABLE probe_l0")
-    return int(0.95 * i["pages"] * 2**i["slot_bits"]), i
+    slots_per_page = (8136 - 32) * 8 // (i["remainder_bits"] + 4)
+    return int(0.9 * i["pages"] * slots_per_page), i
 
 
 def ebf_capacity(g):
@@ -602,6 +618,18 @@ def ratio_run(r, g):
         log(f"  {name}: lookups/s uniform {u['ops_per_s']:,.0f} (reads {u['reads_per_op']:.2f}, "
             f"positives {u['positives']}), successful {s['ops_per_s']:,.0f} (reads {s['reads_per_op']:.2f}, "
             f"positives {s['positives']}/{C['Q_LOOKUP']})")
+    # the end of the stream: every change consolidated, then what VACUUM
+    # FULL leaves (the fingerprints of a BQF/CF in its largest level)
+    L.ensure("loader")
+    for name, kind, fan in S:
+        if kind in QF_KINDS:
+            t = f"{name}_{r}"
+            psql(f"SELECT qf_flush('{t}')")
+            psql(f"VACUUM FULL {t}")
+            st = R["structures"][name]
+            st["vacuum_full_bytes"] = int(psql(f"SELECT pg_relation_size('{t}')"))
+            log(f"  {name}: {st['vacuum_full_bytes'] / 2**20:,.1f} MB after VACUUM FULL "
+                f"({st['vacuum_full_bytes'] * 8 / nkeys(g, kind):.2f} bits per key)")
     return R
 
 
@@ -617,11 +645,9 @@ def main():
     results["have_bloom"] = HAVE_BLOOM
     results["have_qfilter"] = HAVE_QFILTER
     log(f"bloom_filter in this build: {HAVE_BLOOM}; qfilter type: {HAVE_QFILTER}")
-    probe = "probe_spp"
-    psql(create_sql("qf", probe, 1000000))
-    spp = 2 ** qf_info(probe)["slot_bits"]
-    psql(f"DROP TABLE {probe}")
-    results["slots_per_page"] = spp
+    cpp = capacity_per_page()
+    results["capacity_per_page"] = cpp
+    log(f"quotient filter at fp 1/{C['FP_INV']}: {cpp:,.0f} keys of capacity per 8 kB page")
 
     if C["INRAM"]:
         log("in RAM: QF vs BF")
@@ -633,8 +659,8 @@ def main():
         json.dump(results, f, indent=1)
 
     for r in C["RATIOS"]:
-        g = geometry(r, spp)
-        log(f"ratio 1:{r}: n = {g['n']:,} items (QF of {r} x {C['SB_MB']} MB at load {C['LOAD']}), "
+        g = geometry(r, cpp)
+        log(f"ratio 1:{r}: n = {g['n']:,} items (the capacity of a QF of {r} x {C['SB_MB']} MB), "
             f"fp 1/{C['FP_INV']}")
         R = ratio_run(r, g)
         results["ratios"].append(R)
