@@ -68,7 +68,10 @@ CONFIG = dict(
     SPACE_N=env_int("SPACE_N", 1000000),        # ... capacity = keys inserted
     SPACE_Q=env_int("SPACE_Q", 1000000),        # ... absent keys probed for the fp rate
     SPACE_BUF_KB=env_int("SPACE_BUF_KB", 256),  # ... level 0 of the BQF and CF
+    SPACE_PART=[float(x) for x in os.environ.get("SPACE_PART", "0.5").split(",") if x],  # ... also filled
+    # to these fractions of the capacity (quotient_filter, qfilter, Bloom)
     LOADER_SB_MB=env_int("LOADER_SB_MB", 4096),
+    MEASURE_MAINT_MB=env_int("MEASURE_MAINT_MB", 8),  # maintenance_work_mem of the measuring server
     PORT=env_int("PORT", 5467),
     WORK=os.environ.get("WORK", "/tmp/ssbench-filters"),
     OUT_MD=os.environ.get("OUT_MD", os.path.join(REPO, "docs", "bench-filters.md")),
@@ -80,7 +83,11 @@ if C["BUF_MB"] == 0:
     C["BUF_MB"] = C["SB_MB"] // 2
 FP = 1.0 / C["FP_INV"]
 
-L.configure(C["WORK"], C["PORT"], C["SB_MB"], C["LOADER_SB_MB"])
+# The measuring server's consolidation (background workers, flushes and
+# VACUUM work in maintenance_work_mem) within the memory cgroup's room for
+# processes, as the inserting statements' rounds are within work_mem.
+L.configure(C["WORK"], C["PORT"], C["SB_MB"], C["LOADER_SB_MB"],
+            measure_extra={"maintenance_work_mem": f"{C['MEASURE_MAINT_MB']}MB"})
 
 HAVE_BLOOM = False
 HAVE_QFILTER = False
@@ -320,27 +327,33 @@ def space(results):
     and the qfilter value filled with their capacity of keys (the end of
     the stream: consolidated; the whole relation, its live pages, and the
     relation after VACUUM FULL), a plain Bloom filter of the same capacity
-    and rate, and the measured fp rate of each over SPACE_Q absent keys.  The Bloom filter's bits per key
-    at another kind's measured rate scale with ln(1/fp)."""
+    and rate, and the measured fp rate of each over SPACE_Q absent keys;
+    then the quotient_filter, the qfilter and the Bloom filter of that
+    capacity filled only to the SPACE_PART fractions of it.  A Bloom
+    filter's bits per key at another kind's measured rate scale with
+    ln(1/fp)."""
     L.ensure("loader")
-    n, Q = C["SPACE_N"], C["SPACE_Q"]
+    cap, Q = C["SPACE_N"], C["SPACE_Q"]
     out = []
-    for fpinv in C["INRAM_FPS"]:
+    parts = [(1.0, SPACE_KINDS)] + [(float(f), [k for k in SPACE_KINDS if k[0] in ("qf", "qfilter", "bf")])
+                                    for f in C["SPACE_PART"]]
+    for fpinv, (part, kinds) in [(f, p) for f in C["INRAM_FPS"] for p in parts]:
         fp = 1.0 / fpinv
-        for kind, label in SPACE_KINDS:
+        n = int(part * cap)
+        for kind, label in kinds:
             if (kind == "bf" and not HAVE_BLOOM) or (kind == "qfilter" and not HAVE_QFILTER):
                 continue
             t = f"space_{kind}_{fpinv}"
-            res = dict(kind=kind, label=label, fp_inv=fpinv, n=n)
+            res = dict(kind=kind, label=label, fp_inv=fpinv, n=n, capacity=cap, part=part)
             if kind == "qfilter":
-                psql(f"CREATE TABLE {t} AS SELECT qfilter_agg({key()}, {n}::bigint, {fp!r}::float8) f "
+                psql(f"CREATE TABLE {t} AS SELECT qfilter_agg({key()}, {cap}::bigint, {fp!r}::float8) f "
                      f"FROM generate_series(1, {n}) g")
                 res["bytes"] = res["live_bytes"] = res["vacuum_full_bytes"] = \
                     int(psql(f"SELECT pg_column_size(f) FROM {t}"))
                 q = (f"SELECT count(*) FILTER (WHERE qfilter_contains(v.f, {ABSENT})) "
                      f"FROM (SELECT f FROM {t} OFFSET 0) v, generate_series(1, {Q}) g")
             else:
-                psql(create_sql(kind, t, n, fanout=4, unlogged=True, fp=fp,
+                psql(create_sql(kind, t, cap, fanout=4, unlogged=True, fp=fp,
                                 buffer=f"{C['SPACE_BUF_KB']}kB"))
                 path = write_batches(os.path.join(L.SQLDIR, f"{t}.sql"), t, 1, n, C["INRAM_BATCH"], "insert")
                 psql_file(path)
@@ -362,7 +375,7 @@ def space(results):
             res["live_bits_per_key"] = res["live_bytes"] * 8 / n
             res["vacuum_full_bits_per_key"] = res["vacuum_full_bytes"] * 8 / n
             out.append(res)
-            log(f"  space 1/{fpinv} {label}: {res['vacuum_full_bits_per_key']:.2f} bits/key after VACUUM FULL, "
+            log(f"  space 1/{fpinv} {label}, {n:,} keys: {res['vacuum_full_bits_per_key']:.2f} bits/key after VACUUM FULL, "
                 f"{res['live_bits_per_key']:.2f} live levels before it, {res['bits_per_key']:.2f} whole relation, "
                 f"fp {res['measured_fp']:.6f}")
             psql(f"DROP TABLE {t}")
@@ -580,11 +593,12 @@ def ratio_run(r, g):
             path = write_sql(f"bulk_{t}.sql", bulk_sql(kind, t, g, fan, cnt, txn))
             procs.append((psql_bg(path), f"bulk load {t}"))
         wait_bg(procs)
-        # VACUUM once no other loading transaction is open, so that the
-        # visibility map is set (index-only scans, as after autovacuum)
+        # VACUUM once no other loading transaction is open: the visibility
+        # map of the indexed tables is set (index-only scans, as after
+        # autovacuum), the filters' change logs are consolidated here, not
+        # by the measuring server's background workers after the restart
         for name, kind, fan in todo[i:i + 2]:
-            if kind in BASE_KINDS:
-                psql(f"VACUUM ANALYZE {name}_{r}")
+            psql(f"VACUUM {'ANALYZE ' if kind in BASE_KINDS else ''}{name}_{r}")
         log(f"  bulk-loaded {', '.join(x[0] for x in todo[i:i + 2])} "
             f"({nkeys(g, todo[i][1]) - W[todo[i][0]] - C['W_WARM']:,} items) in {time.time() - tt:.0f}s")
     psql("CHECKPOINT")

@@ -400,23 +400,54 @@ def btree_space_rows(res):
 def space_rows(res):
     """The space table: bits per key at capacity of each kind, its measured
     fp rate, and the plain Bloom filter's bits per key at that rate (its own
-    bits scaled by ln(1/fp), the rate a Bloom filter's size follows)."""
-    sp = res.get("space", [])
+    bits at capacity scaled by ln(1/fp), the rate a Bloom filter's size
+    follows)."""
+    sp = [e for e in res.get("space", []) if e.get("part", 1.0) == 1.0]
     head = ["fp rate", "structure", "bits per key after VACUUM FULL", "live pages", "whole relation",
             "measured fp", "Bloom bits per key at that fp", "after VACUUM FULL / Bloom", "live / Bloom"]
     rows = []
     for fpinv in sorted({e["fp_inv"] for e in sp}):
-        bf = [e for e in sp if e["fp_inv"] == fpinv and e["kind"] == "bf"]
-        bf = bf[0] if bf else None
         for e in [e for e in sp if e["fp_inv"] == fpinv]:
-            adj = None
+            adj = bloom_bits_at(res, fpinv, e["measured_fp"])
             vf = e.get("vacuum_full_bits_per_key", e["bits_per_key"])
-            if bf and 0 < bf["measured_fp"] < 1 and 0 < e["measured_fp"] < 1:
-                bloom = bf.get("vacuum_full_bits_per_key", bf["live_bits_per_key"])
-                adj = bloom * math.log(1 / e["measured_fp"]) / math.log(1 / bf["measured_fp"])
             rows.append([f"1/{fpinv}", e["label"], fmt(vf, 2), fmt(e["live_bits_per_key"], 2),
                          fmt(e["bits_per_key"], 2), fmt(e["measured_fp"], 6), fmt(adj, 2) if adj else "-",
                          fx(x(vf, adj)) if adj else "-", fx(x(e["live_bits_per_key"], adj)) if adj else "-"])
+    return head, rows
+
+
+def bloom_bits_at(res, fpinv, fp):
+    """Bits per key of a plain Bloom filter at rate fp: the one at capacity
+    of target 1/fpinv, its bits scaled by ln(1/fp) / ln(1/its fp)."""
+    bf = [e for e in res.get("space", []) if e["fp_inv"] == fpinv and e["kind"] == "bf"
+          and e.get("part", 1.0) == 1.0]
+    if not bf or not 0 < bf[0]["measured_fp"] < 1 or not 0 < fp < 1:
+        return None
+    bf = bf[0]
+    bloom = bf.get("vacuum_full_bits_per_key", bf["live_bits_per_key"])
+    return bloom * math.log(1 / fp) / math.log(1 / bf["measured_fp"])
+
+
+def part_rows(res):
+    """Filters of a capacity holding only part of it: bits per key and fp,
+    against the Bloom filter at the same measured fp (bloom_bits_at) and
+    against the Bloom filter of the same capacity holding the same keys."""
+    sp = [e for e in res.get("space", []) if e.get("part", 1.0) < 1.0]
+    head = ["fp rate", "keys / capacity", "structure", "bits per key", "measured fp",
+            "Bloom bits per key at that fp", "/ Bloom at that fp", "/ Bloom of the same capacity and keys",
+            "that Bloom filter's fp"]
+    rows = []
+    for e in sp:
+        if e["kind"] == "bf":
+            continue
+        vf = e.get("vacuum_full_bits_per_key", e["bits_per_key"])
+        adj = bloom_bits_at(res, e["fp_inv"], e["measured_fp"])
+        same = [b for b in sp if b["kind"] == "bf" and b["fp_inv"] == e["fp_inv"] and b["part"] == e["part"]]
+        sb = same[0] if same else None
+        sbits = sb.get("vacuum_full_bits_per_key", sb["live_bits_per_key"]) if sb else None
+        rows.append([f"1/{e['fp_inv']}", f"{e['part']:g}", e["label"], fmt(vf, 2), fmt(e["measured_fp"], 6),
+                     fmt(adj, 2) if adj else "-", fx(x(vf, adj)) if adj else "-",
+                     fx(x(vf, sbits)) if sbits else "-", fmt(sb["measured_fp"], 6) if sb else "-"])
     return head, rows
 
 
@@ -684,7 +715,9 @@ def report(res, cfg):
              f"every measured phase. fp rate 1/{c['FP_INV']}. The RAM part of each structure is "
              f"`buffer_size => '{c['BUF_MB']}MB'` (M/2): level 0 of the CF/BQF, the buffer of the EBF/BBF; after "
              "each restart it is loaded with `pg_prewarm` (the paper keeps it in RAM), the rest of "
-             "shared_buffers caches whatever the structure reads.")
+             "shared_buffers caches whatever the structure reads. Consolidation there (background workers, "
+             f"flushes, VACUUM) works in `maintenance_work_mem = {c.get('MEASURE_MAINT_MB', 64)}MB`, within the "
+             "cgroup's room for processes.")
     L.append(f"- **Stream size**: n = the capacity of a quotient filter whose pages are ratio × M at fp "
              f"1/{c['FP_INV']} ({res.get('capacity_per_page', 0):,.0f} keys of capacity per 8 kB page), i.e. "
              + ", ".join(f"n = {R['geometry']['n']:,} at 1:{R['geometry']['ratio']}" for R in res["ratios"])
@@ -700,7 +733,8 @@ def report(res, cfg):
              f"RAM-limited server** and timed over the whole stream in {c['FULL_CHUNKS']} chunks (the paper's "
              "cumulative throughput; the plot shows each chunk). Elsewhere, and for the Bloom filters and the "
              "indexes always, an unconstrained loader server (shared_buffers "
-             f"{c['LOADER_SB_MB']} MB, `wal_level = minimal`) bulk-loads the start of the stream untimed; on the "
+             f"{c['LOADER_SB_MB']} MB, `wal_level = minimal`) bulk-loads the start of the stream untimed and "
+             "consolidates it (`VACUUM`); on the "
              f"RAM-limited server {c['W_WARM']:,} untimed warm-up keys follow, then the **last keys of the stream "
              f"are timed**: {c['QF_WINDOW']:g} level-0 capacities for the CF/BQF (so the window contains "
              f"{c['QF_WINDOW']:g} merges), {c['BLOOM_WINDOW']:g} EBF buffer capacities for the EBF and BBF (EBF "
@@ -746,6 +780,13 @@ def report(res, cfg):
                  "in proportion to ln(1/fp), so its bits at another structure's measured rate are its own "
                  "scaled by that ratio.\n")
         L.append(table(head_s, rows_s))
+        L.append("")
+    head_p, rows_p = part_rows(res)
+    if rows_p:
+        L.append("Filters of that capacity holding part of it (the same steps; a filter's pages are fixed by "
+                 "its capacity, so its bits per key grow as the keys shrink, while its fp rate falls with "
+                 "its load):\n")
+        L.append(table(head_p, rows_p))
         L.append("")
     L.append("### On disk (Table 1b)\n")
     for R, head, rows in disk_tables:
