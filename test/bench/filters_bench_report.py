@@ -517,8 +517,11 @@ def report(res, cfg):
         rows.append(["size MB (filter relation; table + index)"] + [fmt(mb(S[k]["total_bytes"])) for k in ks])
         rows.append(["RAM : size"] + [f"1:{S[k]['total_bytes'] / (c['SB_MB'] * 2**20):.1f}" for k in ks])
         if any("live_bytes" in S[k] for k in ks):
-            rows.append(["size MB after VACUUM FULL (QF family: live levels)"] + [
+            rows.append(["size MB of the live levels (QF family)"] + [
                 fmt(mb(S[k]["live_bytes"])) if "live_bytes" in S[k] else "-" for k in ks])
+        if any("vacuum_full_bytes" in S[k] for k in ks):
+            rows.append(["size MB after qf_flush and VACUUM FULL (QF family)"] + [
+                fmt(mb(S[k]["vacuum_full_bytes"])) if "vacuum_full_bytes" in S[k] else "-" for k in ks])
         rows.append(["levels (QF family) / hashes (Bloom)"] + [
             str(S[k]["info"].get("levels", S[k]["info"].get("hashes", "-"))) for k in ks])
         if have_bloom:
