@@ -659,7 +659,9 @@ def main():
     results["have_bloom"] = HAVE_BLOOM
     results["have_qfilter"] = HAVE_QFILTER
     log(f"bloom_filter in this build: {HAVE_BLOOM}; qfilter type: {HAVE_QFILTER}")
-    cpp = capacity_per_page()
+    # CAPACITY_PER_PAGE fixes the stream sizes, e.g. to compare two builds
+    # on the same keys
+    cpp = float(os.environ.get("CAPACITY_PER_PAGE", 0)) or capacity_per_page()
     results["capacity_per_page"] = cpp
     log(f"quotient filter at fp 1/{C['FP_INV']}: {cpp:,.0f} keys of capacity per 8 kB page")
 
