@@ -71,6 +71,8 @@ CONFIG = dict(
     SPACE_PART=[float(x) for x in os.environ.get("SPACE_PART", "0.5").split(",") if x],  # ... also filled
     # to these fractions of the capacity (quotient_filter, qfilter, Bloom)
     LOADER_SB_MB=env_int("LOADER_SB_MB", 4096),
+    BLOOM_BULK_TXN=env_int("BLOOM_BULK_TXN", 20000000),  # Bloom bulk loads: keys per transaction (one
+    # transaction's pending changes and change log would take the disk at 1:24)
     MEASURE_MAINT_MB=env_int("MEASURE_MAINT_MB", 8),  # maintenance_work_mem of the measuring server
     PORT=env_int("PORT", 5467),
     WORK=os.environ.get("WORK", "/tmp/ssbench-filters"),
@@ -504,7 +506,9 @@ def full_run(name, kind, fanout, g):
 
 def bulk_sql(kind, t, g, fanout, count, txn=None):
     """Loader script: create and bulk-load stream items 1..count (untimed),
-    in one transaction, or in transactions of `txn` items (the QF family:
+    in one transaction, or in transactions of `txn` items (the Bloom
+    filters: BLOOM_BULK_TXN, so that the consolidation keeps the change log
+    short; the QF family:
     before 977f942 a transaction of more keys than a level-0 page holds
     made the commit merge once per level-0 page overflow, see the
     analysis; kept so that runs stay comparable)."""
@@ -589,7 +593,8 @@ def ratio_run(r, g):
         for name, kind, fan in todo[i:i + 2]:
             t = f"{name}_{r}"
             cnt = nkeys(g, kind) - W[name] - C["W_WARM"]
-            txn = max(C["BATCH"], l0cap // 8) if kind in QF_KINDS else None
+            txn = (max(C["BATCH"], l0cap // 8) if kind in QF_KINDS else
+                   C["BLOOM_BULK_TXN"] if kind in BLOOM_KINDS else None)
             path = write_sql(f"bulk_{t}.sql", bulk_sql(kind, t, g, fan, cnt, txn))
             procs.append((psql_bg(path), f"bulk load {t}"))
         wait_bg(procs)
