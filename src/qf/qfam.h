@@ -140,15 +140,6 @@ typedef struct QfamLevel
 	int64		total;			/* sum of counts */
 } QfamLevel;
 
-typedef struct QfamMeta
-{
-	SSMetaHeader hdr;
-	QfamParams	params;
-	uint32		nlevels;
-	int64		merges;			/* level merges and resizes so far */
-	QfamLevel	levels[QFAM_MAX_LEVELS];
-} QfamMeta;
-
 /*
  * Where a level's fingerprints go: the space M = mult * 2^exp (qf.h), the
  * remainder bits, home slots per page and pages (qfam_level_map).
@@ -161,6 +152,41 @@ typedef struct QfamMap
 	uint32		nhome;
 	uint64		npages;
 } QfamMap;
+
+typedef struct QfamMeta
+{
+	SSMetaHeader hdr;
+	QfamParams	params;
+	uint32		nlevels;
+	int64		merges;			/* level merges and resizes so far */
+	QfamLevel	levels[QFAM_MAX_LEVELS];
+
+	/*
+	 * A merge written in place into an existing level (qfam_merge.c), or
+	 * merge_target = 0: the target is level merge_target - 1, the sources
+	 * are the other levels below merge_nsrc, and the target's pages already
+	 * rewritten (a prefix of its run) have epoch merge_epoch, the one the
+	 * level takes when the merge is installed.
+	 */
+	uint16		merge_target;
+	uint16		merge_nsrc;
+	uint16		merge_epoch;
+} QfamMeta;
+
+/*
+ * A merge in place as the levels' readers see it: fingerprints of the
+ * target's pages below `done` are in those pages only (their copies in the
+ * sources are not counted again).
+ */
+typedef struct QfamMergeView
+{
+	bool		active;
+	uint32		target;
+	uint32		nsrc;
+	uint16		epoch;			/* merge_epoch */
+	uint64		done;			/* target pages [0, done) are rewritten */
+	QfamMap		tmap;			/* the target level's map */
+} QfamMergeView;
 
 /*
  * Level pages use the whole data area: the QF area, then (at the end) what
@@ -185,6 +211,7 @@ typedef struct QfamPageRead
 	 * the level meanwhile (the reader checks the merge counter first).
 	 */
 	BlockNumber stale_blk;		/* or InvalidBlockNumber */
+	bool		merged_in;		/* a page a merge in place has rewritten */
 } QfamPageRead;
 
 typedef struct QfamState
@@ -202,7 +229,9 @@ typedef struct QfamCursor
 {
 	Relation	rel;
 	QfamLevel	lv;
+	uint32		level;
 	bool		merged;			/* a level other than 0 */
+	const QfamMergeView *view;	/* a merge in place, or NULL */
 	BufferAccessStrategy strategy;	/* ring its pages are read through */
 	BlockNumber nblocks;
 	uint64		page;			/* page being iterated */
@@ -216,7 +245,17 @@ typedef struct QfamCursor
 	char	   *area;			/* copy of the current page's area */
 } QfamCursor;
 
+/* Where a test stops a merge in place (streamsketch.test_qf_merge_stop). */
+typedef enum QfamMergeStop
+{
+	QFAM_STOP_NONE,
+	QFAM_STOP_CRASH,
+	QFAM_STOP_ERROR,
+	QFAM_STOP_OVERFLOW,
+} QfamMergeStop;
+
 /* qfam_am.c */
+extern struct SSTestCrash qfam_merge_stop;
 extern QfamState *qfam_get_state(Relation rel);
 extern void qfam_derive(QfamParams *p);
 extern const struct SSStructure qfam_structure;
@@ -236,8 +275,10 @@ extern bool qfam_read_meta(Relation rel, QfamMeta *meta);
 extern void qfam_check_meta(Relation rel, const void *meta);
 extern void qfam_first_level(const QfamParams *p, QfamMeta *meta);
 extern void qfam_make_room(Relation rel, const QfamState *st, bool grow);
-extern void qfam_level_read(Relation rel, const QfamLevel *lv, uint32 level,
+extern void qfam_level_read(Relation rel, const QfamMeta *meta, uint32 level,
 							uint64 h1, QfamPageRead *out);
+extern void qfam_reads_resolve(const QfamMeta *meta, QfamPageRead *reads,
+							   uint32 nread);
 extern uint64 qfam_page_applied(Relation rel, const QfamLevel *lv, uint64 page);
 extern bool qfam_page_valid(Relation rel, BlockNumber blkno, Page page,
 							const QfamLevel *lv, bool merged, bool locked);
@@ -247,12 +288,16 @@ extern void qfam_compact(Relation OldTable, Relation NewTable);
 
 /* qfam_merge.c */
 extern BufferAccessStrategy qfam_level_read_ring(uint32 kind, uint32 level);
-extern void qfam_cursor_init(QfamCursor *c, Relation rel, const QfamLevel *lv,
-							 bool merged, BufferAccessStrategy strategy);
+extern void qfam_merge_view(Relation rel, const QfamMeta *meta,
+							QfamMergeView *view);
+extern void qfam_cursor_init(QfamCursor *c, Relation rel, const QfamMeta *meta,
+							 uint32 level, const QfamMergeView *view,
+							 BufferAccessStrategy strategy);
 extern bool qfam_cursor_next(QfamCursor *c);
 extern void qfam_cursor_end(QfamCursor *c);
 extern bool qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc,
 							  uint32 target, uint32 target_t);
+extern bool qfam_finish_merge(Relation rel, QfamMeta *meta);
 
 /* Page, quotient and remainder of hash h1 in a level. */
 static inline void
@@ -270,6 +315,18 @@ qfam_map_join(const QfamMap *m, uint64 page, uint32 quotient,
 {
 	return qf_space_hash(qf_space_join(page, quotient, remainder, m->rbits,
 									   m->nhome), m->mult, m->exp);
+}
+
+/*
+ * Have the levels moved between two reads of the metapage?  Every merge
+ * installed moves the counter, and a merge in place, which rewrites a live
+ * level, is recorded when it starts.
+ */
+static inline bool
+qfam_levels_moved(const QfamMeta *before, const QfamMeta *after)
+{
+	return before->merges != after->merges ||
+		before->merge_target != after->merge_target;
 }
 
 /* Home slots per page of a level of layout 3 (page_bits and slot_bits). */

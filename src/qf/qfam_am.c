@@ -25,6 +25,7 @@
 #include "miscadmin.h"
 #include "qfam.h"
 #include "ss_pending.h"
+#include "ss_test.h"
 #include "storage/lmgr.h"
 #include "streamsketch.h"
 #include "utils/builtins.h"
@@ -539,6 +540,22 @@ qfam_check_meta(Relation rel, const void *metap)
 		elog(ERROR, "merge count " INT64_FORMAT " is negative", meta->merges);
 	if (meta->hdr.log.alloc_end < 2)
 		elog(ERROR, "allocated end %u is out of range", meta->hdr.log.alloc_end);
+	if (meta->merge_target != 0)
+	{
+		/* a merge in place: into a level above 0, among its sources */
+		uint32		target = (uint32) meta->merge_target - 1;
+		uint16		next;
+
+		if (target < 1 || target >= meta->nlevels ||
+			meta->merge_nsrc <= target || meta->merge_nsrc > meta->nlevels)
+			elog(ERROR, "merge in place of %u levels into level %u is out of range",
+				 (uint32) meta->merge_nsrc, target);
+		next = (uint16) (meta->levels[target].epoch + 1);
+		if (meta->merge_epoch != (next == 0 ? 1 : next))
+			elog(ERROR, "merge in place into level %u has epoch %u, the level has %u",
+				 target, (uint32) meta->merge_epoch,
+				 (uint32) meta->levels[target].epoch);
+	}
 	for (uint32 l = 0; l < meta->nlevels; l++)
 	{
 		const QfamLevel *lv = &meta->levels[l];
@@ -668,6 +685,24 @@ static void qfam_tuple_insert(Relation rel, TupleTableSlot *slot,
 
 static const uint16 qfam_page_types[] = {SS_PAGE_QF_AREA, SS_PAGE_QF_UNDO};
 
+/* the QfamMergeStop points, by number */
+static const char *const qfam_merge_stop_points[] = {
+	"none", "crash", "error", "overflow", NULL
+};
+
+SSTestCrash qfam_merge_stop = {
+	.setting = "streamsketch.test_qf_merge_stop",
+	.short_desc = "Stops a merge in place halfway: crash, error or overflow (for tests only).",
+	.during = "a merge in place",
+	.points = qfam_merge_stop_points,
+};
+
+static void
+qfam_init(void)
+{
+	ss_test_crash_define(&qfam_merge_stop);
+}
+
 const SSStructure qfam_structure = {
 	.name = "quotient filter",
 	.amname = "quotient_filter",
@@ -685,6 +720,7 @@ const SSStructure qfam_structure = {
 	.check_params = qfam_check_params,
 	.compact = qfam_compact,
 	.tuple_insert = qfam_tuple_insert,
+	.init = qfam_init,
 };
 
 /* Parameters and columns (ss_get_state). */

@@ -57,9 +57,11 @@ compact_write(SMgrRelation dst, BlockNumber blkno, Page page, bool use_wal)
 }
 
 /*
- * Merge every level of a layout-3 buffered or cascade filter into its
- * largest, at its size if they fit it (else doubled until they do).  The
- * old relation's merge is WAL-logged like any merge; its file is dropped
+ * Before the copy: finish a merge in place that a crash or an error left
+ * unfinished, so that the copy holds installed levels only; then merge
+ * every level of a layout-3 buffered or cascade filter into its largest,
+ * at its size if they fit it (else doubled until they do).  The old
+ * relation's merges are WAL-logged like any merge; its file is dropped
  * after the copy.
  */
 static void
@@ -75,9 +77,9 @@ qfam_compact_merge(Relation rel)
 
 	ss_log_lock_consolidation(rel);
 	LockPage(rel, SS_METAPAGE_BLKNO, ExclusiveLock);
-	if (qfam_read_meta(rel, &meta) && meta.nlevels > 1 &&
-		meta.params.layout == QFAM_LAYOUT_SIZED)
+	if (qfam_read_meta(rel, &meta))
 	{
+		(void) qfam_finish_merge(rel, &meta);
 		last = meta.nlevels - 1;
 		for (uint32 l = 0; l < meta.nlevels; l++)
 		{
@@ -85,7 +87,7 @@ qfam_compact_merge(Relation rel)
 			if (l < last && (meta.levels[l].items > 0 || meta.levels[l].total > 0))
 				others = true;
 		}
-		if (others)
+		if (others && meta.params.layout == QFAM_LAYOUT_SIZED)
 		{
 			qfam_space(&meta.params, &mult, &exp);
 			t = meta.levels[last].t;
@@ -130,7 +132,7 @@ qfam_compact(Relation OldTable, Relation NewTable)
 	if (!qfam_read_meta(OldTable, &meta))
 		return;					/* keeps the new table's own metapage */
 	sized = meta.params.layout == QFAM_LAYOUT_SIZED;
-	if (sized && meta.nlevels > 1)
+	if (meta.merge_target != 0 || (sized && meta.nlevels > 1))
 	{
 		qfam_compact_merge(OldTable);
 		if (!qfam_read_meta(OldTable, &meta))

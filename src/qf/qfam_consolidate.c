@@ -179,9 +179,13 @@ qfam_meta_add_level(QfamMeta *m, uint32 l, const QfStats *before,
  * what its last delete removed (ss_changelog.h, qfam.h).
  */
 void
-qfam_level_read(Relation rel, const QfamLevel *lv, uint32 level, uint64 h1,
+qfam_level_read(Relation rel, const QfamMeta *meta, uint32 level, uint64 h1,
 				QfamPageRead *out)
 {
+	QfamLevel	lvbuf = meta->levels[level];
+	const QfamLevel *lv = &lvbuf;
+	/* the epoch of the pages an unfinished merge in place has rewritten */
+	uint16		merge_epoch = meta->merge_target == level + 1 ? meta->merge_epoch : 0;
 	QfGeom		g;
 	QfamMap		map;
 	uint64		page;
@@ -195,6 +199,7 @@ qfam_level_read(Relation rel, const QfamLevel *lv, uint32 level, uint64 h1,
 	out->applied = 0;
 	out->last_removed = 0;
 	out->stale_blk = InvalidBlockNumber;
+	out->merged_in = false;
 	qfam_level_map(&qfam_get_state(rel)->p, lv, &map);
 	qfam_map_split(&map, h1, &page, &quotient, &remainder);
 	blkno = lv->base + (BlockNumber) page;
@@ -207,6 +212,12 @@ qfam_level_read(Relation rel, const QfamLevel *lv, uint32 level, uint64 h1,
 	}
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	p = BufferGetPage(buf);
+	if (merge_epoch != 0 && !PageIsNew(p) &&
+		SSPageGetOpaque(p)->epoch == merge_epoch)
+	{
+		lvbuf.epoch = merge_epoch;
+		out->merged_in = true;
+	}
 	/* no lock keeps merges out: the caller judges a stale page */
 	if ((level > 0 && lv->items > 0 &&
 		 (PageIsNew(p) || SSPageGetOpaque(p)->epoch != lv->epoch)) ||
@@ -228,6 +239,31 @@ qfam_level_read(Relation rel, const QfamLevel *lv, uint32 level, uint64 h1,
 		}
 	}
 	UnlockReleaseBuffer(buf);
+}
+
+/*
+ * Reads of one fingerprint's pages in levels 0..nread-1, taken under one
+ * metapage: if an unfinished merge in place has rewritten the target's
+ * page, that page holds the sources' copies too, so they count nothing
+ * there, as they will once the merge is installed (their applied_pos
+ * stays what their pages say).
+ */
+void
+qfam_reads_resolve(const QfamMeta *meta, QfamPageRead *reads, uint32 nread)
+{
+	uint32		target;
+
+	if (meta->merge_target == 0 || meta->merge_target > nread)
+		return;
+	target = meta->merge_target - 1;
+	if (!reads[target].merged_in)
+		return;
+	for (uint32 l = 0; l < Min((uint32) meta->merge_nsrc, nread); l++)
+		if (l != target)
+		{
+			reads[l].count = 0;
+			reads[l].last_removed = 0;
+		}
 }
 
 /* The applied_pos of page `page` of level lv (0 if never written). */
@@ -403,7 +439,7 @@ qfam_delete_older(QfCons *qc, uint64 h1, uint64 pos, uint64 owed)
 			continue;
 		CHECK_FOR_INTERRUPTS();
 		/* probe under a share lock first: most levels lack the key */
-		qfam_level_read(qc->rel, lv, l, h1, &pr);
+		qfam_level_read(qc->rel, &qc->meta, l, h1, &pr);
 		if (pr.applied > pos)
 		{
 			/* done before a crash: the page says what it removed */
@@ -628,6 +664,14 @@ qfam_consolidate(SSConsolidation *c)
 	if (!qfam_read_meta(c->rel, &qc.meta))
 		elog(ERROR, "quotient filter metapage of \"%s\" disappeared",
 			 RelationGetRelationName(c->rel));
+	if (qc.meta.merge_target != 0)
+	{
+		/* a merge in place a crash or an error stopped: its sources are read-only */
+		LockPage(c->rel, SS_METAPAGE_BLKNO, ExclusiveLock);
+		if (qfam_read_meta(c->rel, &qc.meta))
+			(void) qfam_finish_merge(c->rel, &qc.meta);
+		UnlockPage(c->rel, SS_METAPAGE_BLKNO, ExclusiveLock);
+	}
 	qfam_level_map(&qc.st->p, &qc.meta.levels[0], &map);
 	done = ss_cons_by_partition(c, (uint32) map.npages,
 								qfam_parts_of, qfam_apply_group,
@@ -657,8 +701,10 @@ qfam_make_room(Relation rel, const QfamState *st, bool grow)
 		return;
 	seen = meta.merges;
 	LockPage(rel, SS_METAPAGE_BLKNO, ExclusiveLock);
-	if (!qfam_read_meta(rel, &meta) || meta.merges != seen)
+	if (!qfam_read_meta(rel, &meta) || meta.merges != seen ||
+		qfam_finish_merge(rel, &meta))
 	{
+		/* another merge made room, or the unfinished one did (level 0 is a source) */
 		UnlockPage(rel, SS_METAPAGE_BLKNO, ExclusiveLock);
 		return;
 	}
@@ -767,7 +813,7 @@ qfam_levels_have(Relation rel, const QfamMeta *meta, uint64 h1)
 	{
 		QfamPageRead pr;
 
-		qfam_level_read(rel, &meta->levels[l], l, h1, &pr);
+		qfam_level_read(rel, meta, l, h1, &pr);
 		if (pr.count > 0)
 			return true;
 	}

@@ -36,6 +36,7 @@
 #include "qfam.h"
 #include "ss_changelog.h"
 #include "ss_progress.h"
+#include "ss_test.h"
 #include "storage/bufmgr.h"
 #include "streamsketch.h"
 
@@ -53,9 +54,13 @@ qfam_cursor_load(QfamCursor *c)
 		{
 			Buffer		buf = ReadBufferExtended(c->rel, MAIN_FORKNUM, blkno,
 												 RBM_NORMAL, c->strategy);
+			QfamLevel	lv = c->lv;
 
+			/* a target page a merge in place has rewritten has its new epoch */
+			if (c->view && c->level == c->view->target && c->page < c->view->done)
+				lv.epoch = c->view->epoch;
 			LockBuffer(buf, BUFFER_LOCK_SHARE);
-			if (qfam_page_valid(c->rel, blkno, BufferGetPage(buf), &c->lv,
+			if (qfam_page_valid(c->rel, blkno, BufferGetPage(buf), &lv,
 								c->merged, true))
 			{
 				memcpy(c->area, SSPageGetData(BufferGetPage(buf)), c->g.area_bytes);
@@ -91,22 +96,99 @@ qfam_level_read_ring(uint32 kind, uint32 level)
 	return ss_bulk_read_ring();
 }
 
-void
-qfam_cursor_init(QfamCursor *c, Relation rel, const QfamLevel *lv,
-				 bool merged, BufferAccessStrategy strategy)
+/*
+ * Is block blkno a level page of epoch `epoch`?  A missing or never
+ * written block is not.
+ */
+static bool
+qfam_page_has_epoch(Relation rel, BlockNumber blkno, uint16 epoch)
 {
+	Buffer		buf = ss_read_buffer_if_exists(rel, blkno);
+	bool		has = false;
+
+	if (!BufferIsValid(buf))
+		return false;
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	if (!PageIsNew(BufferGetPage(buf)))
+	{
+		ss_page_check(rel, blkno, BufferGetPage(buf), SS_PAGE_QF_AREA);
+		has = SSPageGetOpaque(BufferGetPage(buf))->epoch == epoch;
+	}
+	UnlockReleaseBuffer(buf);
+	return has;
+}
+
+/*
+ * The merge in place that meta records, if any, and how far it got.  The
+ * target's pages are rewritten front to back, each page's WAL record
+ * before the next page is written, so the pages of the new epoch are a
+ * prefix of the run, also after a crash (redo replays a prefix of the
+ * records, and no page reaches disk before its record): a bisection finds
+ * its end.  The caller keeps merges out (the page lock on block 0).
+ */
+void
+qfam_merge_view(Relation rel, const QfamMeta *meta, QfamMergeView *view)
+{
+	const QfamLevel *lv;
+	uint64		lo = 0;
+	uint64		hi;
+
+	memset(view, 0, sizeof(*view));
+	if (meta->merge_target == 0)
+		return;
+	view->active = true;
+	view->target = meta->merge_target - 1;
+	view->nsrc = meta->merge_nsrc;
+	view->epoch = meta->merge_epoch;
+	lv = &meta->levels[view->target];
+	qfam_level_map(&meta->params, lv, &view->tmap);
+	hi = view->tmap.npages;
+	while (lo < hi)
+	{
+		uint64		mid = lo + (hi - lo) / 2;
+
+		CHECK_FOR_INTERRUPTS();
+		if (qfam_page_has_epoch(rel, lv->base + (BlockNumber) mid, view->epoch))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	view->done = lo;
+}
+
+/*
+ * A cursor over level `level` of meta's levels.  With an active view (a
+ * merge in place unfinished), the target's rewritten pages are read at
+ * their new epoch, and a source's fingerprints that those pages hold are
+ * skipped: every fingerprint is yielded once.
+ */
+void
+qfam_cursor_init(QfamCursor *c, Relation rel, const QfamMeta *meta,
+				 uint32 level, const QfamMergeView *view,
+				 BufferAccessStrategy strategy)
+{
+	const QfamLevel *lv = &meta->levels[level];
+	bool		rewritten = false;
+
 	c->rel = rel;
 	c->strategy = strategy;
 	c->lv = *lv;
-	c->merged = merged;
+	c->level = level;
+	c->merged = level > 0;
+	c->view = NULL;
+	if (view && view->active && level < view->nsrc)
+	{
+		c->view = view;
+		rewritten = level == view->target && view->done > 0;
+	}
 	c->nblocks = RelationGetNumberOfBlocks(rel);
 	c->page = 0;
-	qfam_level_map(&qfam_get_state(rel)->p, lv, &c->map);
+	qfam_level_map(&meta->params, lv, &c->map);
 	c->npages = c->map.npages;
 	c->valid = false;
 	qfam_level_geom(lv, &c->g);
 	c->area = palloc(BLCKSZ);
-	if (lv->items == 0 && lv->total == 0)
+	if (lv->items == 0 && lv->total == 0 && !rewritten)
 		c->page = c->npages;	/* empty level */
 	else if (qfam_cursor_load(c))
 		c->valid = true;
@@ -121,15 +203,28 @@ qfam_cursor_next(QfamCursor *c)
 	uint32		q;
 	uint64		r;
 
-	if (c->page >= c->npages)
-		return c->valid = false;
-	while (!qf_iter_next(&c->iter, &q, &r, &c->count))
+	for (;;)
 	{
-		c->page++;
-		if (!qfam_cursor_load(c))
+		uint64		tpage;
+		uint32		tq;
+		uint64		tr;
+
+		if (c->page >= c->npages)
 			return c->valid = false;
+		while (!qf_iter_next(&c->iter, &q, &r, &c->count))
+		{
+			c->page++;
+			if (!qfam_cursor_load(c))
+				return c->valid = false;
+		}
+		c->fp = qfam_map_join(&c->map, c->page, q, r);
+		if (!c->view || c->level == c->view->target)
+			break;
+		/* a source's copy that a rewritten target page holds already */
+		qfam_map_split(&c->view->tmap, c->fp, &tpage, &tq, &tr);
+		if (tpage >= c->view->done)
+			break;
 	}
-	c->fp = qfam_map_join(&c->map, c->page, q, r);
 	return c->valid = true;
 }
 
@@ -208,13 +303,14 @@ qfam_pages_nest(const QfamMap *outer, const QfamMap *inner, uint64 *per)
  * merge is rare next to the inserts that lead to it.
  */
 static void
-qfam_check_sources(Relation rel, const QfamMeta *meta, uint32 nsrc)
+qfam_check_sources(Relation rel, const QfamMeta *meta, uint32 nsrc,
+				   const QfamMergeView *view)
 {
 	QfamCursor	c;
 
 	for (uint32 i = 0; i < Min(nsrc, meta->nlevels); i++)
 	{
-		qfam_cursor_init(&c, rel, &meta->levels[i], i > 0,
+		qfam_cursor_init(&c, rel, meta, i, view,
 						 qfam_level_read_ring(meta->params.kind, i));
 		/* qfam_cursor_load checks each live page it loads */
 		while (c.valid && c.page < c.npages)
@@ -228,28 +324,105 @@ qfam_check_sources(Relation rel, const QfamMeta *meta, uint32 nsrc)
 }
 
 /*
+ * Does a test stop this merge in place after `written` of its npages
+ * target pages (streamsketch.test_qf_merge_stop)?  Halfway, it crashes the
+ * server, raises an error, or returns true: the next page overflows.
+ */
+static bool
+qfam_test_stop_merge(Relation rel, uint64 written, uint64 npages)
+{
+	if (qfam_merge_stop.value == QFAM_STOP_NONE || written != npages / 2)
+		return false;
+	ss_test_crash(&qfam_merge_stop, rel, QFAM_STOP_CRASH);
+	if (qfam_merge_stop.value == QFAM_STOP_ERROR)
+		ereport(ERROR,
+				(errcode(ERRCODE_QUERY_CANCELED),
+				 errmsg("%s: stopping a merge in place of \"%s\"",
+						qfam_merge_stop.setting, RelationGetRelationName(rel))));
+	return true;
+}
+
+/*
+ * Can the merge write its target level tl over level `target`'s own pages?
+ * Only a level of the same size and page format (an existing level of the
+ * earlier page layouts is rewritten out of place, in the current one), and
+ * never level 0: its pages are those a quotient_filter's inserts update.
+ */
+static bool
+qfam_merge_in_place(const QfamMeta *meta, uint32 target, const QfamLevel *tl)
+{
+	const QfamLevel *lv;
+
+	if (target == 0 || target >= meta->nlevels)
+		return false;
+	lv = &meta->levels[target];
+	return lv->t == tl->t && lv->layout == tl->layout &&
+		lv->page_bits == tl->page_bits && lv->slot_bits == tl->slot_bits &&
+		lv->rbits == tl->rbits;
+}
+
+/*
+ * Record in the metapage that a merge of the levels below nsrc into level
+ * `target` is written in place from now on, with the target's next epoch:
+ * a reader that took the levels before sees them moved
+ * (qfam_levels_moved) and looks again rather than taking a rewritten page
+ * for damage.
+ */
+static void
+qfam_start_in_place(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
+					uint16 epoch)
+{
+	SSXLogState *state = ss_xlog_start(rel);
+	Buffer		buf;
+	QfamMeta   *m = ss_meta_register(rel, SS_KIND_QF, state, &buf);
+
+	m->merge_target = (uint16) (target + 1);
+	m->merge_nsrc = (uint16) nsrc;
+	m->merge_epoch = epoch;
+	*meta = *m;
+	ss_xlog_finish(state);
+	UnlockReleaseBuffer(buf);
+}
+
+/*
  * Merge levels 0..nsrc-1 into level `target` (< nsrc, or == nlevels for a
- * new level) with 2^target_t slots.  Returns false, changing nothing
- * visible, if a target page overflows (the caller retries with a larger
- * target_t).  The caller holds the exclusive page lock on block 0; meta is
- * updated to the installed state.
+ * new level) with 2^target_t slots.  Returns false if a target page
+ * overflows (the caller retries with a larger target_t).  The caller
+ * holds the exclusive page lock on block 0 and the change log's
+ * consolidation lock; meta is updated to the installed state.
+ *
+ * An existing level of the same size is rewritten in place, page by page
+ * (qfam_merge_in_place): the metapage first records the merge, each
+ * rewritten page gets the level's next epoch, and readers count a
+ * rewritten page's fingerprints there only, not in the sources
+ * (qfam_reads_resolve, the cursors' view).  A crash, an error or an
+ * overflow leaves that merge recorded and the level partly rewritten,
+ * which reads the same; only the recorded merge may run next
+ * (qfam_finish_merge), resuming where it stopped, or out of place into a
+ * larger level after an overflow.  Any other target is written into
+ * blocks no live level uses (its spare run, or new blocks after everything
+ * reserved so far), and a crash before the install leaves the filter as it
+ * was, with the run as dead space.  Either way one metapage update
+ * installs the target and empties the other sources by bumping their
+ * epochs.
  */
 bool
 qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 				  uint32 target_t)
 {
-	QfamCursor *cursors = palloc(sizeof(QfamCursor) * nsrc);
+	QfamCursor *cursors;
 	QfamLevel	tl;
 	QfGeom		g;
 	QfamMap		tmap;
 	QfamMap		map0;
 	uint64		per_page0;
 	QfBuilder	builder;
-	char	   *area = palloc(BLCKSZ);
+	char	   *area;
 	uint64		npages;
 	uint64		cur_page = 0;
 	BlockNumber base;
 	bool		use_spare;
+	bool		inplace;
 	bool		ok = true;
 	int64		items = 0;
 	int64		total = 0;
@@ -259,8 +432,11 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 	uint64		cache_page = PG_UINT64_MAX;
 	uint64		cache_applied = 0;
 	BufferAccessStrategy wring = target > 0 ? ss_bulk_write_ring() : NULL;
+	QfamMergeView view;
 
 	Assert(target < QFAM_MAX_LEVELS && target <= meta->nlevels);
+	/* only existing levels are sources (a new target level has none) */
+	nsrc = Min(nsrc, meta->nlevels);
 	qfam_level_shape(&meta->params, &tl, target_t);
 	qfam_level_geom(&tl, &g);
 	qfam_level_map(&meta->params, &tl, &tmap);
@@ -276,22 +452,45 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 		elog(ERROR, "merged level of " UINT64_FORMAT " pages does not nest level 0's " UINT64_FORMAT,
 			 npages, map0.npages);
 
-	/* where to write: the target's spare run if it has the right size */
-	use_spare = target < meta->nlevels &&
-		meta->levels[target].alt_base != InvalidBlockNumber &&
-		meta->levels[target].t == target_t;
-	if (!use_spare)
-		qfam_check_sources(rel, meta, nsrc);
-	base = use_spare ? meta->levels[target].alt_base :
-		ss_log_alloc_run(rel, (BlockNumber) npages);
 	tl.epoch = (uint16) (target < meta->nlevels ? meta->levels[target].epoch + 1 : 1);
 	if (tl.epoch == 0)
 		tl.epoch = 1;
+	inplace = qfam_merge_in_place(meta, target, &tl);
+	if (meta->merge_target != 0)
+	{
+		/* the unfinished merge in place, resumed or moved out of place */
+		if (meta->merge_target != target + 1 || meta->merge_nsrc != nsrc)
+			elog(ERROR, "merge into level %u requested while the merge of %u levels into level %u is unfinished",
+				 target, (uint32) meta->merge_nsrc, (uint32) meta->merge_target - 1);
+		if (inplace && meta->merge_epoch != tl.epoch)
+			elog(ERROR, "merge in place into level %u has epoch %u, the level's next is %u",
+				 target, (uint32) meta->merge_epoch, (uint32) tl.epoch);
+		qfam_merge_view(rel, meta, &view);
+	}
+	else
+	{
+		if (inplace)
+			qfam_start_in_place(rel, meta, nsrc, target, tl.epoch);
+		qfam_merge_view(rel, meta, &view);	/* none rewritten yet */
+	}
 
-	/* only existing levels are sources (a new target level has none) */
-	nsrc = Min(nsrc, meta->nlevels);
+	/* where to write: in place, the spare run if it has the right size, or new blocks */
+	use_spare = !inplace && target < meta->nlevels &&
+		meta->levels[target].alt_base != InvalidBlockNumber &&
+		meta->levels[target].t == target_t;
+	if (!inplace && !use_spare)
+		qfam_check_sources(rel, meta, nsrc, &view);
+	if (inplace)
+		base = meta->levels[target].base;
+	else if (use_spare)
+		base = meta->levels[target].alt_base;
+	else
+		base = ss_log_alloc_run(rel, (BlockNumber) npages);
+
+	cursors = palloc(sizeof(QfamCursor) * Max(nsrc, 1));
+	area = palloc(BLCKSZ);
 	for (uint32 i = 0; i < nsrc; i++)
-		qfam_cursor_init(&cursors[i], rel, &meta->levels[i], i > 0,
+		qfam_cursor_init(&cursors[i], rel, meta, i, &view,
 						 qfam_level_read_ring(meta->params.kind, i));
 
 	qf_builder_init(&builder, &g, area);
@@ -327,16 +526,27 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 		/* the pages before fp's: the one built, then empty ones */
 		while (cur_page < page)
 		{
-			qfam_write_page(rel, base + (BlockNumber) cur_page, area, g.area_bytes, tl.epoch,
-							merged_page_applied(rel, &lv0, per_page0, cur_page,
-												&cache_page, &cache_applied),
-							wring);
+			/* a page rewritten before a crash or an overflow is read, not written */
+			if (!inplace || cur_page >= view.done)
+				qfam_write_page(rel, base + (BlockNumber) cur_page, area,
+								g.area_bytes, tl.epoch,
+								merged_page_applied(rel, &lv0, per_page0, cur_page,
+													&cache_page, &cache_applied),
+								wring);
+			else
+				CHECK_FOR_INTERRUPTS();
 			cur_page++;
 			ss_progress_report("merging levels", "pages", (int64) cur_page,
 							   (int64) npages);
 			qf_builder_init(&builder, &g, area);
+			if (inplace && cur_page > view.done &&
+				qfam_test_stop_merge(rel, cur_page, npages))
+			{
+				ok = false;
+				break;
+			}
 		}
-		if (!any)
+		if (!any || !ok)
 			break;
 		if (qf_builder_add(&builder, q, r, count) != QF_OK)
 		{
@@ -357,7 +567,9 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 	/* install: one metapage record */
 	tl.base = base;
 	tl.alt_base = InvalidBlockNumber;
-	if (target < meta->nlevels && meta->levels[target].t == target_t)
+	if (inplace)
+		tl.alt_base = meta->levels[target].alt_base;
+	else if (target < meta->nlevels && meta->levels[target].t == target_t)
 		tl.alt_base = meta->levels[target].base;	/* old run becomes spare */
 	tl.items = items;
 	tl.total = total;
@@ -378,10 +590,34 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 		m->levels[target] = tl;
 		if (target >= m->nlevels)
 			m->nlevels = target + 1;
+		m->merge_target = 0;
+		m->merge_nsrc = 0;
+		m->merge_epoch = 0;
 		m->merges++;
 		*meta = *m;
 	}
 	ss_xlog_finish(state);
 	UnlockReleaseBuffer(buf);
+	return true;
+}
+
+/*
+ * Finish the merge in place that meta records, if any (after a crash, an
+ * error or an overflow stopped it): before anything else writes the
+ * levels.  The caller holds what qfam_merge_levels needs.  Returns whether
+ * there was one; meta is updated.
+ */
+bool
+qfam_finish_merge(Relation rel, QfamMeta *meta)
+{
+	uint32		target;
+	uint32		t;
+
+	if (meta->merge_target == 0)
+		return false;
+	target = meta->merge_target - 1;
+	t = meta->levels[target].t;
+	while (!qfam_merge_levels(rel, meta, meta->merge_nsrc, target, t))
+		t++;
 	return true;
 }

@@ -216,15 +216,17 @@ qfam_committed_count(Relation rel, SSHash h, bool any_copy)
 
 	/*
 	 * Readers take no heavyweight lock.  A run of blocks is only rewritten
-	 * by a merge after another merge has installed a new layout, so if the
-	 * metapage's merge counter is the same before and after the levels were
-	 * read, no page we read was overwritten under us; otherwise, or if the
-	 * log moved (ss_changelog.h), look again.
+	 * by a merge after another merge has installed a new layout, or by the
+	 * merge in place the metapage records, whose target pages read the same
+	 * before and after their rewrite (qfam_reads_resolve); so if the levels
+	 * have not moved between the two reads of the metapage
+	 * (qfam_levels_moved), every page we read is of the levels we took;
+	 * otherwise, or if the log moved (ss_changelog.h), look again.
 	 */
 	for (int attempt = 0;; attempt++)
 	{
 		SSLogSnapshot snap;
-		int64		merges;
+		QfamMeta	before;
 		bool		stopped_early = false;
 		uint32		bucket;
 
@@ -255,12 +257,12 @@ qfam_committed_count(Relation rel, SSHash h, bool any_copy)
 			if (kp.inserted && !kp.deleted)
 				return 1;
 		}
-		merges = meta.merges;
+		before = meta;
 		memset(&kr, 0, sizeof(kr));
 		kr.sp = sp;
 		kr.fp = qfam_fp(&sp, h.h1);
 		kr.nlevels = meta.nlevels;
-		qfam_level_read(rel, &meta.levels[0], 0, h.h1, &kr.lv[0]);
+		qfam_level_read(rel, &meta, 0, h.h1, &kr.lv[0]);
 		count = kr.lv[0].count;
 		for (uint32 l = meta.nlevels - 1; l > 0; l--)
 		{
@@ -281,10 +283,11 @@ qfam_committed_count(Relation rel, SSHash h, bool any_copy)
 				stopped_early = true;
 				continue;
 			}
-			qfam_level_read(rel, &meta.levels[l], l, h.h1, &kr.lv[l]);
+			qfam_level_read(rel, &meta, l, h.h1, &kr.lv[l]);
 			count = add_saturating(count, kr.lv[l].count);
 		}
-		if (!qfam_read_meta(rel, &meta) || meta.merges != merges)
+		qfam_reads_resolve(&meta, kr.lv, kr.nlevels);
+		if (!qfam_read_meta(rel, &meta) || qfam_levels_moved(&before, &meta))
 			continue;
 		/* no merge moved the levels: a stale page of one is damage */
 		for (uint32 l = 0; l < kr.nlevels; l++)
@@ -517,11 +520,15 @@ qf_merge_sql(PG_FUNCTION_ARGS)
 	LockPage(src, SS_METAPAGE_BLKNO, ShareLock);
 	if (qfam_read_meta(src, &meta))
 	{
+		QfamMergeView view;
+
+		/* a merge in place that a crash stopped: each copy once */
+		qfam_merge_view(src, &meta, &view);
 		for (uint32 l = 0; l < meta.nlevels; l++)
 		{
 			QfamCursor	c;
 
-			qfam_cursor_init(&c, src, &meta.levels[l], l > 0,
+			qfam_cursor_init(&c, src, &meta, l, &view,
 							 qfam_level_read_ring(meta.params.kind, l));
 			while (c.valid)
 			{
@@ -661,6 +668,7 @@ qfam_resize(Relation rel)
 	LockPage(rel, SS_METAPAGE_BLKNO, ExclusiveLock);
 	if (!qfam_read_meta(rel, &meta))
 		elog(ERROR, "quotient filter metapage disappeared");
+	(void) qfam_finish_merge(rel, &meta);
 	last = meta.nlevels - 1;
 	t = meta.levels[last].t + 1;
 	while (!qfam_merge_levels(rel, &meta, meta.nlevels, last, t))
