@@ -18,24 +18,26 @@
  *						level 0 is a smaller QF of buffer_size bytes whose
  *						pages stay hot in shared_buffers; when it fills it
  *						is merged with level 1 (the big on-disk QF) by one
- *						sequential pass, written out of place and switched
- *						to by one metapage update.
+ *						sequential pass that rewrites level 1 in place and
+ *						one metapage update that installs it.
  *	cascade_filter		the COLA of QFs: level 0 as above, level i holds
  *						fanout^i times level 0 (sized down from the
  *						capacity's level); when level 0 fills, levels
  *						0..i are merged into the smallest level i that can
- *						hold them, out of place.  Lookups probe every
+ *						hold them, in place unless level i is new or
+ *						grows.  Lookups probe every
  *						non-empty level; counts add up over levels and
  *						deletes remove from the newest level holding the
  *						fingerprint.
  *
  * Relation layout: block 0 metapage; each level occupies a contiguous run of
- * blocks starting at its base.  A resize writes the new level in a run
- * reserved after everything allocated so far (ss_log_alloc_run: change-log
- * pages and level runs share that space) and switches to it with one
- * metapage update,
- * so a crash never leaves a half-resized filter (the old run becomes dead
- * space; VACUUM FULL keeps it).
+ * blocks starting at its base.  A resize (and a merge into a new level)
+ * writes the new level in a run reserved after everything allocated so far
+ * (ss_log_alloc_run: change-log pages and level runs share that space) and
+ * switches to it with one metapage update, so a crash never leaves a
+ * half-resized filter (the old run becomes dead space, which VACUUM FULL
+ * drops).  A merge in place is recorded in the metapage while it runs
+ * (QfamMeta.merge_target, qfam_merge.c).
  *
  * Committed inserts and deletes reach the levels from the change log
  * (ss_changelog.h) by consolidation (qfam_consolidate.c); readers add the

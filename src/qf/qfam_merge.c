@@ -1,20 +1,20 @@
 /*-------------------------------------------------------------------------
  *
  * qfam_merge.c
- *	  Merging levels of a quotient filter, out of place: the resize of a
- *	  quotient_filter, the flush of a buffered quotient filter and the
- *	  cascade filter's merges are all "merge levels 0..n-1 into a level of
- *	  2^t slots".
+ *	  Merging levels of a quotient filter: the resize of a quotient_filter,
+ *	  the flush of a buffered quotient filter and the cascade filter's
+ *	  merges are all "merge levels 0..n-1 into a level of 2^t slots".
  *
  * Every level keeps its fingerprints in increasing order (the page is the
  * top bits of the fingerprint), so a k-way merge of level cursors yields
  * the merged multiset in order, and a QF builder writes each target page
  * sequentially: one pass over the sources, one sequential write of the
- * target, as in the paper.  The target is written into blocks no live
+ * target, as in the paper.  A target level that exists with the same size
+ * is rewritten in place, front to back (qfam_merge_levels says how readers
+ * and a crash see it halfway); any other is written into blocks no live
  * level uses (the level's spare run, or new blocks after everything
- * reserved so far); then one metapage update installs it and empties the
- * merged source levels by bumping their epochs, so a crash before that
- * update leaves the filter as it was.
+ * reserved so far).  Then one metapage update installs it and empties the
+ * merged source levels by bumping their epochs.
  *
  * Buffers: a merge reads its source levels once, front to back, and
  * writes its target once, so it reads through the backend's bulk-read
@@ -22,9 +22,10 @@
  * sequential scan do, instead of sweeping shared_buffers: a cascade
  * filter's merge of levels larger than shared_buffers leaves the rest of
  * the cache (other tables, and the filter's own level 0 and metapage)
- * where it was.  Level 0 of a buffered or cascade filter, the RAM level
- * that is emptied in place and refilled by every insert, is read without
- * a ring, and a target level 0 (a quotient_filter's only level, which
+ * where it was.  A target rewritten in place is read through the write
+ * ring too.  Level 0 of a buffered or cascade filter, the RAM level that
+ * is emptied in place and refilled by every insert, is read without a
+ * ring, and a target level 0 (a quotient_filter's only level, which
  * inserts update in place) is written without one.
  *
  *-------------------------------------------------------------------------
@@ -489,8 +490,15 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 
 	cursors = palloc(sizeof(QfamCursor) * Max(nsrc, 1));
 	area = palloc(BLCKSZ);
+	/*
+	 * A target rewritten in place is read through the ring it is written
+	 * through: each page, read then rewritten, stays in one ring buffer,
+	 * which the write ring writes out when it comes round (a bulk-read
+	 * ring would give a dirtied buffer up to shared_buffers at large).
+	 */
 	for (uint32 i = 0; i < nsrc; i++)
 		qfam_cursor_init(&cursors[i], rel, meta, i, &view,
+						 inplace && i == target ? wring :
 						 qfam_level_read_ring(meta->params.kind, i));
 
 	qf_builder_init(&builder, &g, area);
