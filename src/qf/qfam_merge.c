@@ -119,6 +119,20 @@ qfam_page_has_epoch(Relation rel, BlockNumber blkno, uint16 epoch)
 	return has;
 }
 
+/* The merge in place that meta records, if any, as it starts: none rewritten. */
+static void
+qfam_merge_view_started(const QfamMeta *meta, QfamMergeView *view)
+{
+	memset(view, 0, sizeof(*view));
+	if (meta->merge_target == 0)
+		return;
+	view->active = true;
+	view->target = meta->merge_target - 1;
+	view->nsrc = meta->merge_nsrc;
+	view->epoch = meta->merge_epoch;
+	qfam_level_map(&meta->params, &meta->levels[view->target], &view->tmap);
+}
+
 /*
  * The merge in place that meta records, if any, and how far it got.  The
  * target's pages are rewritten front to back, each page's WAL record
@@ -134,15 +148,10 @@ qfam_merge_view(Relation rel, const QfamMeta *meta, QfamMergeView *view)
 	uint64		lo = 0;
 	uint64		hi;
 
-	memset(view, 0, sizeof(*view));
-	if (meta->merge_target == 0)
+	qfam_merge_view_started(meta, view);
+	if (!view->active)
 		return;
-	view->active = true;
-	view->target = meta->merge_target - 1;
-	view->nsrc = meta->merge_nsrc;
-	view->epoch = meta->merge_epoch;
 	lv = &meta->levels[view->target];
-	qfam_level_map(&meta->params, lv, &view->tmap);
 	hi = view->tmap.npages;
 	while (lo < hi)
 	{
@@ -472,7 +481,7 @@ qfam_merge_levels(Relation rel, QfamMeta *meta, uint32 nsrc, uint32 target,
 	{
 		if (inplace)
 			qfam_start_in_place(rel, meta, nsrc, target, tl.epoch);
-		qfam_merge_view(rel, meta, &view);	/* none rewritten yet */
+		qfam_merge_view_started(meta, &view);
 	}
 
 	/* where to write: in place, the spare run if it has the right size, or new blocks */
